@@ -1,0 +1,74 @@
+-- askgate schema. Times are unix milliseconds. Statuses are closed sets, as in the Rust enums.
+
+CREATE TABLE runs (
+    id           TEXT PRIMARY KEY NOT NULL,
+    function     TEXT NOT NULL,
+    conversation TEXT,
+    initiator    TEXT NOT NULL,
+    input        TEXT NOT NULL,
+    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking')),
+    status       TEXT NOT NULL CHECK (status IN ('running', 'waiting', 'finished', 'failed', 'cancelled')),
+    -- how many `say` messages earlier invocations delivered; replay does not send them again
+    says         INTEGER NOT NULL DEFAULT 0,
+    result       TEXT,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+CREATE INDEX runs_open ON runs (conversation, status) WHERE status IN ('running', 'waiting');
+
+-- A run's journal is its resolved questions ordered by step.
+CREATE TABLE questions (
+    id           TEXT PRIMARY KEY NOT NULL,
+    conversation TEXT,
+    run_id       TEXT NOT NULL REFERENCES runs (id),
+    step         INTEGER NOT NULL,
+    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking')),
+    kind         TEXT NOT NULL CHECK (kind IN ('question', 'confirm', 'approval')),
+    prompt       TEXT NOT NULL,
+    detail       TEXT,
+    options      TEXT NOT NULL,   -- JSON array of labels
+    multi        INTEGER NOT NULL,
+    allow_custom INTEGER NOT NULL,
+    default_json TEXT,
+    answerers    TEXT NOT NULL,   -- JSON
+    fingerprint  TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER,
+    status       TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'declined', 'expired', 'cancelled')),
+    outcome      TEXT,            -- JSON, set with the final status
+    answered_by  TEXT,
+    answered_via TEXT CHECK (answered_via IN ('telegram', 'discord', 'console', 'webhook', 'web', 'api', 'gateway')),
+    resolved_at  INTEGER,
+    UNIQUE (run_id, step),
+    CHECK ((status = 'pending') = (outcome IS NULL))
+);
+CREATE INDEX questions_pending_conversation ON questions (conversation) WHERE status = 'pending';
+CREATE INDEX questions_deadline ON questions (expires_at) WHERE status = 'pending' AND expires_at IS NOT NULL;
+
+-- Every rendered card, so that it can be retracted after any resolution.
+CREATE TABLE deliveries (
+    question_id TEXT NOT NULL REFERENCES questions (id),
+    surface     TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (question_id, surface, chat, message)
+);
+
+-- Allow-always decisions; scope is the conversation they were given in.
+CREATE TABLE grants (
+    id           TEXT PRIMARY KEY NOT NULL,
+    conversation TEXT NOT NULL,
+    action       TEXT NOT NULL,
+    granted_by   TEXT NOT NULL,
+    question_id  TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    revoked_at   INTEGER
+);
+CREATE INDEX grants_scope ON grants (conversation, action) WHERE revoked_at IS NULL;
+
+-- Inbound updates already applied (a redelivered Telegram update or Discord interaction).
+CREATE TABLE inbound (
+    key        TEXT PRIMARY KEY NOT NULL,
+    created_at INTEGER NOT NULL
+);

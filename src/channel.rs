@@ -1,0 +1,48 @@
+//! Channels: the surfaces where people talk to askgate.
+//!
+//! A channel adapter has two halves. Outbound, it implements [`Channel`]: render a question as
+//! a card, retract cards after a resolution, send plain text. The engine calls it from one
+//! worker per channel, so messages to a conversation keep their order. Inbound, the adapter
+//! turns platform events into [`crate::engine::Inbound`] messages and hands them to
+//! [`crate::engine::Engine::handle`].
+
+pub mod console;
+pub mod text;
+
+use async_trait::async_trait;
+
+use crate::question::{Conversation, Question};
+use crate::store::Delivery;
+
+/// A platform call that failed. Logged by the engine; it never blocks other work.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ChannelError(pub String);
+
+/// The outbound half of a channel adapter.
+#[async_trait]
+pub trait Channel: Send + Sync + 'static {
+    /// The channel's name, which is also the channel part of the conversations it serves:
+    /// `console` serves `console:local`.
+    fn name(&self) -> &'static str;
+
+    /// Renders a pending question in its conversation; returns the cards it sent, which the
+    /// engine records for retraction.
+    ///
+    /// # Errors
+    /// When the platform refused or could not be reached.
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError>;
+
+    /// Updates the cards of a resolved question: buttons removed, outcome and who answered
+    /// shown.
+    ///
+    /// # Errors
+    /// When the platform refused; the engine logs it and goes on.
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError>;
+
+    /// Sends plain text to a conversation: a function's `say` or reply, a notice.
+    ///
+    /// # Errors
+    /// When the platform refused or could not be reached.
+    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError>;
+}

@@ -1,0 +1,154 @@
+//! The console: the reference text-only channel, on stdin and stdout.
+//!
+//! Every line read is a message from `console:local` in conversation `console:local`. Cards,
+//! replies and resolutions are printed. End of input stops the console, not the server.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::{Channel, ChannelError, text};
+use crate::clock::Clock;
+use crate::engine::{Engine, Inbound};
+use crate::question::{Conversation, Question, Surface, UserRef};
+use crate::store::Delivery;
+
+/// The console's conversation and user id.
+pub const LOCAL: &str = "console:local";
+
+/// The longest line the console reads; longer lines are refused, not cut.
+const MAX_LINE: usize = 16 * 1024;
+
+type Output = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// The console channel's outbound half.
+pub struct Console {
+    out: Mutex<Output>,
+    clock: Clock,
+}
+
+impl Console {
+    /// A console writing to `out` (stdout in the binary).
+    pub fn new(out: Output, clock: Clock) -> Arc<Self> {
+        Arc::new(Self { out: Mutex::new(out), clock })
+    }
+
+    async fn print(&self, text: &str) -> Result<(), ChannelError> {
+        let mut out = self.out.lock().await;
+        let mut bytes = text.trim_end().as_bytes().to_vec();
+        bytes.push(b'\n');
+        out.write_all(&bytes).await.map_err(|e| ChannelError(e.to_string()))?;
+        out.flush().await.map_err(|e| ChannelError(e.to_string()))
+    }
+
+    /// Reads lines from `input` and hands each to the engine until input ends or `stop`
+    /// fires; prints each response.
+    pub async fn read_loop(
+        self: Arc<Self>,
+        engine: Engine,
+        mut input: Box<dyn AsyncBufRead + Send + Unpin>,
+        stop: CancellationToken,
+    ) {
+        let conversation = Conversation::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
+        let user = UserRef::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = tokio::select! {
+                r = read_line(&mut input, &mut line) => r,
+                () = stop.cancelled() => break,
+            };
+            let text = match read {
+                Ok(None) => break,
+                Ok(Some(text)) => text,
+                Err(message) => {
+                    self.report(&message).await;
+                    continue;
+                }
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let inbound = Inbound::text(conversation.clone(), user.clone(), Surface::Console, text);
+            let response = engine.handle(inbound).await;
+            if let Some(message) = response.text {
+                self.report(&message).await;
+            }
+        }
+        tracing::info!("console input ended; the server keeps running");
+    }
+
+    async fn report(&self, message: &str) {
+        if let Err(e) = self.print(message).await {
+            tracing::warn!(error = %e, "console output failed");
+        }
+    }
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes. `Ok(None)` at end of input; an error message
+/// for a line that is too long or not UTF-8 (the rest of that line is skipped).
+async fn read_line(input: &mut (dyn AsyncBufRead + Send + Unpin), buf: &mut Vec<u8>) -> Result<Option<String>, String> {
+    let mut too_long = false;
+    loop {
+        let chunk = match input.fill_buf().await {
+            Ok(c) => c,
+            Err(e) => return Err(format!("could not read input: {e}")),
+        };
+        if chunk.is_empty() {
+            if buf.is_empty() && !too_long {
+                return Ok(None);
+            }
+            break;
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if buf.len() + take > MAX_LINE + 1 {
+            too_long = true;
+        } else {
+            buf.extend_from_slice(&chunk[..take]);
+        }
+        input.consume(take);
+        if done {
+            break;
+        }
+    }
+    if too_long {
+        return Err(format!("that line is longer than {MAX_LINE} bytes; nothing was done"));
+    }
+    String::from_utf8(std::mem::take(buf))
+        .map(|s| Some(s.trim_end_matches(['\n', '\r']).to_owned()))
+        .map_err(|_| "that line is not valid UTF-8; nothing was done".to_owned())
+}
+
+#[async_trait]
+impl Channel for Console {
+    fn name(&self) -> &'static str {
+        "console"
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        self.print(&text::card(question, self.clock.now_ms())).await?;
+        Ok(vec![Delivery {
+            question: question.id,
+            surface: "console".to_owned(),
+            chat: "local".to_owned(),
+            message: question.id.short(),
+        }])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        if cards.is_empty() {
+            return Ok(());
+        }
+        self.print(&text::resolved_line(question)).await
+    }
+
+    async fn send_text(&self, _conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        self.print(text).await
+    }
+}

@@ -1,0 +1,99 @@
+//! Rendering for text-only surfaces: numbered options, each with the command that answers it.
+
+use std::fmt::Write;
+
+use crate::question::{Kind, Question};
+
+/// Renders a question as plain text with its commands.
+pub fn card(q: &Question, now_ms: i64) -> String {
+    let id = q.id.short();
+    let mut out = String::new();
+    let title = match q.kind {
+        Kind::Question => "❓",
+        Kind::Confirm => "❔",
+        Kind::Approval => "🔐 Approve:",
+    };
+    let _ = writeln!(out, "{title} {}", q.prompt);
+    if let Some(detail) = &q.detail {
+        for line in detail.lines() {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    let _ = writeln!(out, "   id {id} · {}", expiry(q.expires_at, now_ms));
+    match q.kind {
+        Kind::Question => {
+            let width = q.options.iter().map(|o| o.chars().count()).max().unwrap_or(0);
+            for (i, label) in q.options.iter().enumerate() {
+                let n = i + 1;
+                let pad = " ".repeat(width - label.chars().count());
+                let _ = writeln!(out, "   {n}. {label}{pad}    /answer {id} {n}");
+            }
+            if q.multi {
+                let _ = writeln!(out, "   pick several: /answer {id} 1,3");
+            }
+            if q.allow_custom {
+                let _ = writeln!(out, "   your own answer: /answer {id} <text>");
+            }
+            let _ = write!(out, "   decline: /decline {id} [feedback]");
+        }
+        Kind::Confirm => {
+            let _ = writeln!(out, "   1. Yes    /answer {id} yes");
+            let _ = writeln!(out, "   2. No     /answer {id} no");
+            let _ = write!(out, "   decline: /decline {id} [feedback]");
+        }
+        Kind::Approval => {
+            let _ = writeln!(out, "   1. Allow once      /approve {id}");
+            let _ = writeln!(out, "   2. Allow always    /approve {id} always");
+            let _ = write!(out, "   3. Reject          /deny {id} [feedback]");
+        }
+    }
+    out
+}
+
+/// The one line a text surface prints when a question is resolved.
+pub fn resolved_line(q: &Question) -> String {
+    format!("[{}] {}", q.id.short(), q.outcome_line())
+}
+
+/// `expires in 30m (23:15 UTC)`, or `never expires`.
+pub fn expiry(expires_at: Option<i64>, now_ms: i64) -> String {
+    let Some(at) = expires_at else { return "never expires".to_owned() };
+    let left = (at - now_ms).max(0) / 1000;
+    let span = if left >= 86_400 {
+        format!("{}d", left / 86_400)
+    } else if left >= 3_600 {
+        format!("{}h{:02}m", left / 3_600, left % 3_600 / 60)
+    } else if left >= 60 {
+        format!("{}m", (left + 59) / 60)
+    } else {
+        format!("{left}s")
+    };
+    let secs = at.div_euclid(1000).rem_euclid(86_400);
+    format!("expires in {span} ({:02}:{:02} UTC)", secs / 3_600, secs % 3_600 / 60)
+}
+
+/// Lists pending questions with their commands, for `/pending`.
+pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
+    if questions.is_empty() {
+        return "No questions are waiting here.".to_owned();
+    }
+    let mut out = format!("{} waiting:\n", questions.len());
+    for q in questions {
+        out.push_str(&card(q, now_ms));
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_shows_minutes_and_utc_clock() {
+        let now = 1_700_000_000_000;
+        assert_eq!(expiry(Some(now + 30 * 60_000), now), "expires in 30m (22:43 UTC)");
+        assert_eq!(expiry(None, now), "never expires");
+    }
+}

@@ -1,0 +1,164 @@
+//! The text command grammar every surface shares. Button payloads are these same commands.
+
+/// One parsed command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `/answer <id> <choice>`
+    Answer {
+        /// A question id or a unique prefix of at least four characters.
+        id: String,
+        /// The choice text, matched against the question.
+        choice: String,
+    },
+    /// `/decline <id> [feedback]`, and its alias `/deny` for approvals.
+    Decline {
+        /// The question id or prefix.
+        id: String,
+        /// Optional feedback.
+        feedback: Option<String>,
+    },
+    /// `/approve <id> [once|always]`
+    Approve {
+        /// The question id or prefix.
+        id: String,
+        /// Allow always (a standing grant) rather than once.
+        always: bool,
+    },
+    /// `/pending`
+    Pending,
+    /// `/run <function> [input]`
+    Run {
+        /// The function's name.
+        function: String,
+        /// Everything after the name.
+        input: String,
+    },
+    /// `/cancel`
+    Cancel,
+    /// `/help` (and `/start`, which chat apps send first).
+    Help,
+}
+
+/// A message that looks like a command but is not a valid one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// A known command with missing or wrong arguments.
+    #[error("usage: {0}")]
+    Usage(&'static str),
+    /// A slash word askgate does not know.
+    #[error("unknown command /{0}: /help lists the commands")]
+    Unknown(String),
+}
+
+impl Command {
+    /// Parses a message. `None` when the text is not a command (does not start with `/`).
+    ///
+    /// `/answer@botname …` (Telegram groups) is accepted; surrounding white space is ignored.
+    pub fn parse(text: &str) -> Option<Result<Self, CommandError>> {
+        let text = text.trim();
+        let rest = text.strip_prefix('/')?;
+        let (word, args) = match rest.split_once(char::is_whitespace) {
+            Some((w, a)) => (w, a.trim()),
+            None => (rest, ""),
+        };
+        let word = word.split_once('@').map_or(word, |(w, _)| w).to_ascii_lowercase();
+        let (first, tail) = match args.split_once(char::is_whitespace) {
+            Some((f, t)) => (f, t.trim()),
+            None => (args, ""),
+        };
+        let optional = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        Some(match word.as_str() {
+            "answer" if !first.is_empty() && !tail.is_empty() => {
+                Ok(Self::Answer { id: first.to_owned(), choice: tail.to_owned() })
+            }
+            "answer" => Err(CommandError::Usage("/answer <id> <choice>")),
+            "decline" | "deny" if !first.is_empty() => {
+                Ok(Self::Decline { id: first.to_owned(), feedback: optional(tail) })
+            }
+            "decline" => Err(CommandError::Usage("/decline <id> [feedback]")),
+            "deny" => Err(CommandError::Usage("/deny <id> [feedback]")),
+            "approve" if !first.is_empty() => match tail.to_ascii_lowercase().as_str() {
+                "" | "once" => Ok(Self::Approve { id: first.to_owned(), always: false }),
+                "always" => Ok(Self::Approve { id: first.to_owned(), always: true }),
+                _ => Err(CommandError::Usage("/approve <id> [once|always]")),
+            },
+            "approve" => Err(CommandError::Usage("/approve <id> [once|always]")),
+            "pending" => Ok(Self::Pending),
+            "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
+            "run" => Err(CommandError::Usage("/run <function> [input]")),
+            "cancel" => Ok(Self::Cancel),
+            "help" | "start" => Ok(Self::Help),
+            other => Err(CommandError::Unknown(other.chars().take(32).collect())),
+        })
+    }
+}
+
+/// The command list `/help` shows.
+pub const HELP: &str = "\
+/answer <id> <choice>    answer a question: option number, name, or your own text
+/decline <id> [feedback] decline a question (for an approval: reject)
+/approve <id> [always]   allow an approval once, or always
+/deny <id> [feedback]    reject an approval
+/pending                 list the questions waiting here
+/run <function> [input]  start a function
+/cancel                  cancel the run waiting here
+/help                    this list";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Command, CommandError> {
+        Command::parse(s).expect("a command")
+    }
+
+    #[test]
+    fn plain_text_is_not_a_command() {
+        assert_eq!(Command::parse("2"), None);
+        assert_eq!(Command::parse("dayjs please"), None);
+    }
+
+    #[test]
+    fn answer_keeps_the_whole_choice() {
+        assert_eq!(
+            parse("  /answer 0b6f12ab my own text \n"),
+            Ok(Command::Answer { id: "0b6f12ab".into(), choice: "my own text".into() })
+        );
+    }
+
+    #[test]
+    fn bot_name_suffix_is_accepted() {
+        assert_eq!(parse("/answer@askbot abcd 2"), Ok(Command::Answer { id: "abcd".into(), choice: "2".into() }));
+        assert_eq!(parse("/HELP@askbot"), Ok(Command::Help));
+    }
+
+    #[test]
+    fn answer_without_choice_gets_usage() {
+        assert_eq!(parse("/answer abcd"), Err(CommandError::Usage("/answer <id> <choice>")));
+    }
+
+    #[test]
+    fn deny_is_decline_and_approve_defaults_to_once() {
+        assert_eq!(
+            parse("/deny abcd too risky"),
+            Ok(Command::Decline { id: "abcd".into(), feedback: Some("too risky".into()) })
+        );
+        assert_eq!(parse("/approve abcd"), Ok(Command::Approve { id: "abcd".into(), always: false }));
+        assert_eq!(parse("/approve abcd always"), Ok(Command::Approve { id: "abcd".into(), always: true }));
+        assert!(parse("/approve abcd sometimes").is_err());
+    }
+
+    #[test]
+    fn run_splits_function_and_input() {
+        assert_eq!(parse("/run demo"), Ok(Command::Run { function: "demo".into(), input: String::new() }));
+        assert_eq!(
+            parse("/run deploy prod now"),
+            Ok(Command::Run { function: "deploy".into(), input: "prod now".into() })
+        );
+    }
+
+    #[test]
+    fn unknown_command_is_named() {
+        assert_eq!(parse("/frobnicate x"), Err(CommandError::Unknown("frobnicate".into())));
+    }
+}

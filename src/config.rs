@@ -1,0 +1,394 @@
+//! `channels.toml`: the one configuration file. Parsed into typed settings; unknown keys are
+//! errors that name the key. Secrets never live in it: channels name the environment
+//! variable that holds their token.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::engine::{AnswerersPolicy, ChannelPolicy, Settings};
+use crate::function::{self, Functions};
+use crate::question::UserRef;
+use crate::store::Synchronous;
+
+/// A configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has wrong or unknown keys.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The parser's message, naming the key and line.
+        message: String,
+    },
+    /// A value is well-formed TOML but not acceptable.
+    #[error("{path}: `{key}`: {message}")]
+    Value {
+        /// The file.
+        path: String,
+        /// The dotted key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    gateway: RawGateway,
+    #[serde(default)]
+    channels: RawChannels,
+    #[serde(default)]
+    functions: Vec<RawFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateway {
+    #[serde(default = "default_database")]
+    database: String,
+    #[serde(default = "default_http")]
+    http: String,
+    #[serde(default = "default_timeout")]
+    default_timeout: String,
+    #[serde(default)]
+    synchronous: Option<String>,
+}
+
+impl Default for RawGateway {
+    fn default() -> Self {
+        Self {
+            database: default_database(),
+            http: default_http(),
+            default_timeout: default_timeout(),
+            synchronous: None,
+        }
+    }
+}
+
+fn default_database() -> String {
+    "sqlite://askgate.db".to_owned()
+}
+fn default_http() -> String {
+    "127.0.0.1:8080".to_owned()
+}
+fn default_timeout() -> String {
+    "30m".to_owned()
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawChannels {
+    console: Option<RawConsole>,
+    telegram: Option<RawChat>,
+    discord: Option<RawChat>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConsole {
+    #[serde(default = "yes")]
+    enabled: bool,
+    #[serde(default)]
+    default_function: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChat {
+    token_env: String,
+    #[serde(default)]
+    api_url: Option<String>,
+    #[serde(default)]
+    allowed_users: Vec<String>,
+    #[serde(default)]
+    answerers: Option<String>,
+    #[serde(default)]
+    default_function: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFunction {
+    name: String,
+    #[serde(default)]
+    builtin: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// A chat channel's configuration (Telegram, Discord).
+#[derive(Clone, Debug)]
+pub struct ChatConfig {
+    /// The environment variable holding the token.
+    pub token_env: String,
+    /// A different API base URL (a self-hosted server, or a test double).
+    pub api_url: Option<String>,
+}
+
+/// Whether a channel runs, and why not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChannelState {
+    /// It runs.
+    Enabled,
+    /// It does not; the reason says what to change.
+    Disabled(String),
+}
+
+impl fmt::Display for ChannelState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Enabled => f.write_str("enabled"),
+            Self::Disabled(why) => write!(f, "disabled: {why}"),
+        }
+    }
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The database URL or path.
+    pub database: String,
+    /// SQLite durability.
+    pub synchronous: Synchronous,
+    /// The HTTP listen address.
+    pub http: String,
+    /// Engine settings: timeouts and per-channel rules.
+    pub settings: Settings,
+    /// Whether the console runs.
+    pub console: bool,
+    /// Telegram, when configured.
+    pub telegram: Option<ChatConfig>,
+    /// Discord, when configured.
+    pub discord: Option<ChatConfig>,
+    /// Function names with their built-in implementation names and descriptions.
+    pub functions: BTreeMap<String, (String, String)>,
+}
+
+impl Config {
+    /// Reads and validates a file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, and the key where one is at fault.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+        Self::parse(&text, &shown)
+    }
+
+    /// Validates configuration text; `path` is used in messages.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the key at fault.
+    pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let bad =
+            |key: &str, message: String| ConfigError::Value { path: path.to_owned(), key: key.to_owned(), message };
+
+        let default_timeout =
+            parse_duration(&raw.gateway.default_timeout).map_err(|m| bad("gateway.default_timeout", m))?;
+        let synchronous = match raw.gateway.synchronous.as_deref() {
+            None | Some("normal") => Synchronous::Normal,
+            Some("full") => Synchronous::Full,
+            Some(other) => return Err(bad("gateway.synchronous", format!("`{other}` is not `normal` or `full`"))),
+        };
+        if raw.gateway.http.parse::<std::net::SocketAddr>().is_err() {
+            return Err(bad("gateway.http", format!("`{}` is not an address like 127.0.0.1:8080", raw.gateway.http)));
+        }
+        if raw.gateway.database.trim().is_empty() {
+            return Err(bad("gateway.database", "is empty".to_owned()));
+        }
+
+        let mut functions = BTreeMap::new();
+        for (i, f) in raw.functions.iter().enumerate() {
+            let key = |k: &str| format!("functions[{i}].{k}");
+            if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/') {
+                return Err(bad(&key("name"), format!("`{}` is not a usable name (no spaces or slashes)", f.name)));
+            }
+            if functions.contains_key(&f.name) {
+                return Err(bad(&key("name"), format!("`{}` is defined twice", f.name)));
+            }
+            let Some(builtin) = &f.builtin else {
+                return Err(bad(&key("builtin"), "is required (the built-in to run)".to_owned()));
+            };
+            let Some((_, description)) = function::builtin(builtin) else {
+                return Err(bad(
+                    &key("builtin"),
+                    format!("no built-in `{builtin}`; there are {}", function::builtin_names().join(", ")),
+                ));
+            };
+            let description = f.description.clone().unwrap_or_else(|| description.to_owned());
+            functions.insert(f.name.clone(), (builtin.clone(), description));
+        }
+
+        let mut channels = HashMap::new();
+        let mut console = false;
+        if let Some(c) = &raw.channels.console {
+            console = c.enabled;
+            let default_function = check_function(&functions, c.default_function.as_ref())
+                .map_err(|m| bad("channels.console.default_function", m))?;
+            channels.insert("console".to_owned(), ChannelPolicy { default_function, ..ChannelPolicy::default() });
+        }
+        let mut chat = |name: &str, raw: &Option<RawChat>| -> Result<Option<ChatConfig>, ConfigError> {
+            let Some(c) = raw else { return Ok(None) };
+            let key = |k: &str| format!("channels.{name}.{k}");
+            if c.token_env.is_empty() {
+                return Err(bad(&key("token_env"), "is empty".to_owned()));
+            }
+            if let Some(url) = &c.api_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(bad(&key("api_url"), format!("`{url}` is not an http(s) URL")));
+            }
+            let answerers = match c.answerers.as_deref() {
+                None | Some("initiator") => AnswerersPolicy::Initiator,
+                Some("conversation") => AnswerersPolicy::Conversation,
+                Some(other) => {
+                    return Err(bad(&key("answerers"), format!("`{other}` is not `initiator` or `conversation`")));
+                }
+            };
+            let allowed_users = c
+                .allowed_users
+                .iter()
+                .map(|u| {
+                    let full = if u.contains(':') { u.clone() } else { format!("{name}:{u}") };
+                    UserRef::parse(&full).map_err(|e| bad(&key("allowed_users"), e.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let default_function = check_function(&functions, c.default_function.as_ref())
+                .map_err(|m| bad(&key("default_function"), m))?;
+            channels.insert(name.to_owned(), ChannelPolicy { answerers, allowed_users, default_function });
+            Ok(Some(ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone() }))
+        };
+        let telegram = chat("telegram", &raw.channels.telegram)?;
+        let discord = chat("discord", &raw.channels.discord)?;
+
+        Ok(Self {
+            database: raw.gateway.database,
+            synchronous,
+            http: raw.gateway.http,
+            settings: Settings { default_timeout, channels },
+            console,
+            telegram,
+            discord,
+            functions,
+        })
+    }
+
+    /// The registry of configured functions.
+    pub fn function_registry(&self) -> Functions {
+        let mut registry = Functions::new();
+        for (name, (builtin, description)) in &self.functions {
+            if let Some((f, _)) = function::builtin(builtin) {
+                registry.insert(name.clone(), description.clone(), f);
+            }
+        }
+        registry
+    }
+
+    /// Each channel with whether it runs and why not.
+    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+        let mut states = vec![(
+            "console",
+            if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
+        )];
+        for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord)] {
+            let state = match chat {
+                None => ChannelState::Disabled("not configured".to_owned()),
+                Some(c) if std::env::var_os(&c.token_env).is_none_or(|v| v.is_empty()) => {
+                    ChannelState::Disabled(format!("{} is unset", c.token_env))
+                }
+                Some(_) => ChannelState::Disabled("this build of askgate has no adapter for it yet".to_owned()),
+            };
+            states.push((name, state));
+        }
+        states
+    }
+}
+
+fn check_function(
+    functions: &BTreeMap<String, (String, String)>,
+    name: Option<&String>,
+) -> Result<Option<String>, String> {
+    match name {
+        None => Ok(None),
+        Some(n) if functions.contains_key(n) => Ok(Some(n.clone())),
+        Some(n) => Err(format!("no function named `{n}` in [[functions]]")),
+    }
+}
+
+/// Parses `90s`, `30m`, `2h`, `1d`, or a plain number of seconds.
+///
+/// # Errors
+/// A message saying what is accepted.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration like 90s, 30m, 2h or 1d"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3_600),
+        "d" => n.saturating_mul(86_400),
+        _ => return Err(format!("`{text}` is not a duration like 90s, 30m, 2h or 1d")),
+    };
+    if secs == 0 {
+        return Err("must be longer than zero".to_owned());
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_file_is_valid() {
+        let config = Config::parse(include_str!("../channels.toml"), "channels.toml").unwrap();
+        assert!(config.console);
+        assert!(config.functions.contains_key("demo"));
+    }
+
+    #[test]
+    fn an_unknown_key_is_named() {
+        let err = Config::parse("[gateway]\ndatabse = \"x\"\n", "c.toml").unwrap_err().to_string();
+        assert!(err.contains("databse"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_key() {
+        let err = Config::parse("[gateway]\ndefault_timeout = \"soon\"\n", "c.toml").unwrap_err().to_string();
+        assert!(err.contains("gateway.default_timeout"), "{err}");
+        let err = Config::parse("[[functions]]\nname = \"x\"\nbuiltin = \"nope\"\n", "c.toml").unwrap_err().to_string();
+        assert!(err.contains("functions[0].builtin"), "{err}");
+    }
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("3w").is_err());
+    }
+}

@@ -1,0 +1,677 @@
+//! The engine: runs functions, persists and resolves questions, resumes runs, and tells the
+//! channels what to show.
+//!
+//! Follow-up runs hold nothing while a person thinks: an ask persists the question, the turn
+//! ends, and the claim that resolves the question marks the run `running` again; the engine
+//! then replays the function from the start with its journal. Blocking runs await the outcome
+//! in memory, which is why their questions are cancelled when askgate restarts.
+
+mod context;
+mod event;
+mod router;
+mod sweeper;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use context::{Answer, Approval, AskError, Context};
+pub use event::Event;
+pub use router::{Inbound, Response};
+
+use crate::channel::Channel;
+use crate::clock::Clock;
+use crate::function::{FunctionError, Functions};
+use crate::question::{
+    Answerers, Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, RunId, Status, Surface,
+    Timeout, UserRef,
+};
+use crate::run::{Run, RunStatus};
+use crate::store::{Claim, Grant, Resolution, Store, StoreError};
+
+/// Who may answer questions of runs started in a channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerersPolicy {
+    /// Only the user who started the run.
+    #[default]
+    Initiator,
+    /// Anyone in the conversation.
+    Conversation,
+}
+
+/// Per-channel rules.
+#[derive(Clone, Debug, Default)]
+pub struct ChannelPolicy {
+    /// Who may answer questions of runs started here.
+    pub answerers: AnswerersPolicy,
+    /// Who may start runs; empty: anyone.
+    pub allowed_users: Vec<UserRef>,
+    /// The function a plain message starts when no question claims it.
+    pub default_function: Option<String>,
+}
+
+/// The engine's settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The timeout of asks that do not set one.
+    pub default_timeout: Duration,
+    /// Rules per channel name.
+    pub channels: HashMap<String, ChannelPolicy>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { default_timeout: Duration::from_secs(30 * 60), channels: HashMap::new() }
+    }
+}
+
+/// Why a run could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No function has that name.
+    #[error("no function named `{0}`")]
+    UnknownFunction(String),
+    /// The user may not start runs in this channel.
+    #[error("you are not allowed to start runs here")]
+    NotAllowed,
+    /// askgate is shutting down.
+    #[error("askgate is shutting down")]
+    ShuttingDown,
+    /// The store failed.
+    #[error("storage failed")]
+    Store(#[from] StoreError),
+}
+
+/// Who is resolving a question.
+#[derive(Clone, Debug)]
+pub struct Resolver {
+    /// The person (or `api:<name>` for the API token).
+    pub user: UserRef,
+    /// Where the attempt came from.
+    pub via: Surface,
+    /// The operator credential: may answer any question.
+    pub operator: bool,
+}
+
+/// Things the channel workers deliver, in order per channel.
+enum Outbound {
+    Card(Question),
+    Retract(Question),
+    Text(Conversation, String),
+}
+
+/// The gateway's core. Cheap to clone; all clones share one engine.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    functions: Functions,
+    settings: Settings,
+    clock: Clock,
+    channels: Mutex<HashMap<&'static str, mpsc::UnboundedSender<Outbound>>>,
+    events: broadcast::Sender<Event>,
+    waiters: Mutex<HashMap<QuestionId, oneshot::Sender<Outcome>>>,
+    runs: TaskTracker,
+    workers: TaskTracker,
+    stop: CancellationToken,
+    sweeper_wake: Notify,
+}
+
+impl Engine {
+    /// An engine over `store`. Attach channels, then call [`Engine::start`].
+    pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                functions,
+                settings,
+                clock,
+                channels: Mutex::new(HashMap::new()),
+                events,
+                waiters: Mutex::new(HashMap::new()),
+                runs: TaskTracker::new(),
+                workers: TaskTracker::new(),
+                stop: CancellationToken::new(),
+                sweeper_wake: Notify::new(),
+            }),
+        }
+    }
+
+    /// Attaches a channel's outbound half: cards, retractions and text for conversations of
+    /// `channel.name()` go to it, in order.
+    pub fn attach(&self, channel: Arc<dyn Channel>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.inner.channels).insert(channel.name(), tx);
+        self.inner.workers.spawn(deliver(self.inner.store.clone(), channel, rx));
+    }
+
+    /// Recovers from the last stop and starts the timeout sweeper: blocking questions whose
+    /// waiter is gone are cancelled (`restart`), follow-up runs that were mid-turn are
+    /// replayed, and questions that expired meanwhile are expired.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub async fn start(&self) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        for id in store.pending_blocking().await? {
+            self.close(id, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
+        }
+        for mut run in store.open_runs(None).await? {
+            match (run.mode, run.status) {
+                (Mode::FollowUp, RunStatus::Running) => {
+                    tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
+                    self.spawn_invocation(run);
+                }
+                (Mode::Blocking, _) => {
+                    run.status = RunStatus::Failed;
+                    run.result = Some("interrupted by a restart of askgate".to_owned());
+                    run.updated_at = self.now_ms();
+                    store.save_run(&run).await?;
+                }
+                _ => {}
+            }
+        }
+        self.inner.runs.spawn(sweeper::run(self.clone()));
+        Ok(())
+    }
+
+    /// Stops: no new runs; blocking asks end as `cancelled(shutdown)`; in-flight turns finish;
+    /// queued messages are delivered; the store is closed. Follow-up questions stay pending
+    /// and resume after the next start.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        let waiting: Vec<_> = lock(&self.inner.waiters).drain().collect();
+        for (id, waiter) in waiting {
+            let outcome = Outcome::Cancelled { reason: "shutdown".to_owned() };
+            if let Err(e) = self.close(id, outcome.clone()).await {
+                tracing::warn!(question = %id, error = %e, "could not record a shutdown cancellation");
+            }
+            let _ = waiter.send(outcome);
+        }
+        self.inner.runs.close();
+        self.inner.runs.wait().await;
+        lock(&self.inner.channels).clear();
+        self.inner.workers.close();
+        self.inner.workers.wait().await;
+        self.inner.store.close().await;
+    }
+
+    /// A token that fires when shutdown begins; inbound loops stop on it.
+    pub fn stopping(&self) -> CancellationToken {
+        self.inner.stop.clone()
+    }
+
+    /// Subscribes to question and run events. A subscriber that falls more than 1024 events
+    /// behind misses some; it can reload the pending questions from the store.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The registered functions.
+    pub fn functions(&self) -> &Functions {
+        &self.inner.functions
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    fn deadline(&self, timeout: Timeout, now: i64) -> Option<i64> {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        match timeout {
+            Timeout::Default => Some(now.saturating_add(ms(self.inner.settings.default_timeout))),
+            Timeout::Seconds(s) => Some(now.saturating_add(ms(Duration::from_secs(s)))),
+            Timeout::Never => None,
+        }
+    }
+
+    fn policy(&self, channel: &str) -> ChannelPolicy {
+        self.inner.settings.channels.get(channel).cloned().unwrap_or_default()
+    }
+
+    fn default_answerers(&self, run: &Run) -> Answerers {
+        let channel = run.conversation.as_ref().map_or("", Conversation::channel);
+        match self.policy(channel).answerers {
+            AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
+            AnswerersPolicy::Conversation => Answerers::Conversation,
+        }
+    }
+
+    /// Starts a run of `function`. Channel-initiated runs use [`Mode::FollowUp`]; the call
+    /// returns once the run is recorded and its first turn is under way.
+    ///
+    /// # Errors
+    /// Unknown function, a user not allowed to start runs in the conversation's channel, or
+    /// shutdown.
+    pub async fn start_run(
+        &self,
+        function: &str,
+        conversation: Option<Conversation>,
+        user: UserRef,
+        input: String,
+        mode: Mode,
+    ) -> Result<RunId, StartError> {
+        let run = self.new_run(function, conversation, user, input, mode)?;
+        let id = run.id;
+        self.spawn_invocation(run);
+        Ok(id)
+    }
+
+    /// Runs `function` to its end in blocking mode and returns the finished run record.
+    ///
+    /// # Errors
+    /// As [`Engine::start_run`].
+    pub async fn run_to_end(
+        &self,
+        function: &str,
+        conversation: Option<Conversation>,
+        user: UserRef,
+        input: String,
+    ) -> Result<Run, StartError> {
+        let run = self.new_run(function, conversation, user, input, Mode::Blocking)?;
+        let engine = self.clone();
+        let handle = self.inner.runs.spawn(async move { engine.invoke(run).await });
+        handle.await.map_err(|_| StartError::ShuttingDown)
+    }
+
+    fn new_run(
+        &self,
+        function: &str,
+        conversation: Option<Conversation>,
+        user: UserRef,
+        input: String,
+        mode: Mode,
+    ) -> Result<Run, StartError> {
+        if self.inner.stop.is_cancelled() {
+            return Err(StartError::ShuttingDown);
+        }
+        if self.inner.functions.get(function).is_none() {
+            return Err(StartError::UnknownFunction(function.to_owned()));
+        }
+        if let Some(c) = &conversation {
+            let allowed = self.policy(c.channel()).allowed_users;
+            if !allowed.is_empty() && !allowed.contains(&user) {
+                return Err(StartError::NotAllowed);
+            }
+        }
+        let now = self.now_ms();
+        Ok(Run {
+            id: RunId::new(),
+            function: function.to_owned(),
+            conversation,
+            initiator: user,
+            input,
+            mode,
+            status: RunStatus::Running,
+            says: 0,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    fn spawn_invocation(&self, run: Run) {
+        let engine = self.clone();
+        self.inner.runs.spawn(async move {
+            engine.invoke(run).await;
+        });
+    }
+
+    /// One turn of a run: replay the journal, run the function until it returns or asks
+    /// something new, and record where it stands.
+    async fn invoke(&self, run: Run) -> Run {
+        let id = run.id;
+        let mut final_run = match self.invoke_inner(run).await {
+            Ok(run) => run,
+            Err((mut run, e)) => {
+                tracing::error!(run = %id, error = %e, "a run could not be recorded");
+                run.status = RunStatus::Failed;
+                run.result = Some(format!("internal error: {e}"));
+                run
+            }
+        };
+        final_run.updated_at = final_run.updated_at.max(final_run.created_at);
+        self.emit(Event::Run(final_run.clone()));
+        final_run
+    }
+
+    async fn invoke_inner(&self, run: Run) -> Result<Run, (Run, StoreError)> {
+        let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
+            let message = format!("no function named `{}` (removed from the config?)", run.function);
+            self.notify(&run, format!("⚠️ {message}"));
+            return self.end_run(run, RunStatus::Failed, message).await;
+        };
+        if run.created_at == run.updated_at && run.status == RunStatus::Running {
+            self.emit(Event::Run(run.clone()));
+        }
+        let journal = match self.inner.store.journal(run.id).await {
+            Ok(j) => j,
+            Err(e) => return Err((run, e)),
+        };
+        let mut ctx = Context::new(self.clone(), run.clone(), journal);
+        let result = entry.function.call(&mut ctx, &run.input).await;
+        let run = ctx.into_run();
+        match result {
+            Ok(reply) => {
+                if let Some(c) = &run.conversation
+                    && !reply.trim().is_empty()
+                {
+                    self.send_text(c, reply.clone());
+                }
+                self.end_run(run, RunStatus::Finished, reply).await
+            }
+            Err(FunctionError::Ask(AskError::Pending)) => Ok(run),
+            Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
+                self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
+                self.end_run(run, RunStatus::Cancelled, reason).await
+            }
+            Err(e) => {
+                let message = format!("{e:#}");
+                tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
+                self.notify(&run, format!("⚠️ {} failed: {message}", run.function));
+                self.end_run(run, RunStatus::Failed, message).await
+            }
+        }
+    }
+
+    async fn end_run(&self, mut run: Run, status: RunStatus, result: String) -> Result<Run, (Run, StoreError)> {
+        run.status = status;
+        run.result = Some(result);
+        run.updated_at = self.now_ms();
+        match self.inner.store.save_run(&run).await {
+            Ok(()) => Ok(run),
+            Err(e) => Err((run, e)),
+        }
+    }
+
+    fn notify(&self, run: &Run, text: String) {
+        if let Some(c) = &run.conversation {
+            self.send_text(c, text);
+        }
+    }
+
+    fn emit(&self, event: Event) {
+        // No subscribers is fine: events are for observers.
+        let _ = self.inner.events.send(event);
+    }
+
+    fn outbound(&self, conversation: &Conversation, message: Outbound) {
+        let channels = lock(&self.inner.channels);
+        match channels.get(conversation.channel()) {
+            Some(tx) => {
+                if tx.send(message).is_err() {
+                    tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
+                }
+            }
+            None => tracing::debug!(%conversation, "no channel attached for this conversation"),
+        }
+    }
+
+    /// Sends plain text to a conversation through its channel.
+    pub fn send_text(&self, conversation: &Conversation, text: String) {
+        self.outbound(conversation, Outbound::Text(conversation.clone(), text));
+    }
+
+    /// A question was persisted: render it and tell observers.
+    fn announce(&self, question: &Question) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Card(question.clone()));
+        }
+        if question.expires_at.is_some() {
+            self.inner.sweeper_wake.notify_one();
+        }
+        self.emit(Event::Asked(question.clone()));
+    }
+
+    fn take_waiter(&self, id: QuestionId) -> Option<oneshot::Sender<Outcome>> {
+        lock(&self.inner.waiters).remove(&id)
+    }
+
+    fn add_waiter(&self, id: QuestionId, waiter: oneshot::Sender<Outcome>) {
+        lock(&self.inner.waiters).insert(id, waiter);
+    }
+
+    /// Resolves a question on behalf of askgate itself (timeouts, cancellations).
+    async fn close(&self, id: QuestionId, outcome: Outcome) -> Result<Claim, StoreError> {
+        self.claim(Resolution { id, outcome, by: None, via: Surface::Gateway, at: self.now_ms(), grant: None }).await
+    }
+
+    /// The claim-once write, and everything that follows a win: retraction, events, and
+    /// resuming the run.
+    async fn claim(&self, resolution: Resolution) -> Result<Claim, StoreError> {
+        let claim = self.inner.store.resolve(&resolution).await?;
+        if let Claim::Won(question) = &claim {
+            self.after_resolution(question);
+        }
+        Ok(claim)
+    }
+
+    fn after_resolution(&self, question: &Question) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Retract(question.clone()));
+        }
+        self.emit(Event::Resolved(question.clone()));
+        let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
+        match question.mode {
+            Mode::Blocking => {
+                if let Some(waiter) = self.take_waiter(question.id) {
+                    let _ = waiter.send(outcome);
+                }
+            }
+            Mode::FollowUp => {
+                let engine = self.clone();
+                let run_id = question.run;
+                self.inner.runs.spawn(async move {
+                    match engine.inner.store.run(run_id).await {
+                        Ok(Some(run)) if run.status == RunStatus::Running => {
+                            engine.emit(Event::Run(run.clone()));
+                            engine.invoke(run).await;
+                        }
+                        Ok(Some(run)) => tracing::debug!(run = %run.id, status = %run.status, "not resuming"),
+                        Ok(None) => tracing::warn!(run = %run_id, "a resolved question's run is missing"),
+                        Err(e) => tracing::error!(run = %run_id, error = %e, "could not load a run to resume it"),
+                    }
+                });
+            }
+        }
+    }
+
+    /// Resolves `question` with a choice typed or tapped by `resolver`: checks who is asking,
+    /// whether it is still open, and whether the choice fits; then claims it.
+    ///
+    /// # Errors
+    /// Only when the store fails; every refusal is a [`Receipt`].
+    pub async fn resolve(&self, question: &Question, choice: &str, resolver: &Resolver) -> Result<Receipt, StoreError> {
+        if !resolver.operator && !question.answerers.admits(&resolver.user) {
+            return Ok(Receipt::NotAuthorized { id: question.id });
+        }
+        let choice = match question.parse_choice(choice) {
+            Ok(c) => Some(c),
+            Err(_) if !question.is_pending() => None,
+            Err(e) => return Ok(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
+        };
+        self.resolve_choice(question, choice, resolver).await
+    }
+
+    /// As [`Engine::resolve`] with an already parsed choice (`None`: the attempt is compared
+    /// with nothing, for a stale tap whose payload no longer parses).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    pub async fn resolve_choice(
+        &self,
+        question: &Question,
+        choice: Option<Choice>,
+        resolver: &Resolver,
+    ) -> Result<Receipt, StoreError> {
+        if !resolver.operator && !question.answerers.admits(&resolver.user) {
+            return Ok(Receipt::NotAuthorized { id: question.id });
+        }
+        let Some(choice) = choice else {
+            return Ok(self.lost_receipt(question, None));
+        };
+        let outcome = choice.into_outcome();
+        let grant = match (&outcome, &question.conversation) {
+            (Outcome::Answered { value }, Some(c)) if question.kind == Kind::Approval && value == "always" => {
+                Some(Grant {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    conversation: c.clone(),
+                    action: question.prompt.clone(),
+                    granted_by: resolver.user.to_string(),
+                    question: question.id,
+                    created_at: self.now_ms(),
+                })
+            }
+            _ => None,
+        };
+        let resolution = Resolution {
+            id: question.id,
+            outcome: outcome.clone(),
+            by: Some(resolver.user.to_string()),
+            via: resolver.via,
+            at: self.now_ms(),
+            grant,
+        };
+        Ok(match self.claim(resolution).await? {
+            Claim::Won(q) => Receipt::Resolved { id: q.id, outcome },
+            Claim::Lost(q) => self.lost_receipt(&q, Some(&outcome)),
+            Claim::Missing => Receipt::Unknown { reason: format!("no question {}", question.id.short()) },
+        })
+    }
+
+    fn lost_receipt(&self, current: &Question, attempt: Option<&Outcome>) -> Receipt {
+        match (&current.outcome, current.status) {
+            (_, Status::Expired) => Receipt::Expired { id: current.id },
+            (Some(o), _) if Some(o) == attempt => {
+                Receipt::AlreadyResolvedSame { id: current.id, by: current.answered_by.clone() }
+            }
+            (Some(o), _) => {
+                Receipt::AlreadyResolvedConflict { id: current.id, outcome: o.clone(), by: current.answered_by.clone() }
+            }
+            (None, _) => Receipt::AlreadyResolvedConflict {
+                id: current.id,
+                outcome: Outcome::Cancelled { reason: "unknown".to_owned() },
+                by: None,
+            },
+        }
+    }
+
+    /// Cancels the waiting runs of a conversation that `user` may answer for: their pending
+    /// questions end as `cancelled`, the runs see it and end. Returns how many were cancelled.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn cancel_conversation(&self, conversation: &Conversation, user: &UserRef) -> Result<usize, StoreError> {
+        let mut cancelled = 0;
+        for question in self.inner.store.pending(Some(conversation)).await? {
+            if !question.answerers.admits(user) {
+                continue;
+            }
+            let outcome = Outcome::Cancelled { reason: format!("cancelled by {user}") };
+            let resolution = Resolution {
+                id: question.id,
+                outcome,
+                by: Some(user.to_string()),
+                via: Surface::Gateway,
+                at: self.now_ms(),
+                grant: None,
+            };
+            if matches!(self.claim(resolution).await?, Claim::Won(_)) {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
+    }
+
+    /// Expires every question whose deadline has passed, applying its default.
+    async fn expire_due(&self) -> Result<(), StoreError> {
+        loop {
+            let due = self.inner.store.due(self.now_ms(), 256).await?;
+            if due.is_empty() {
+                return Ok(());
+            }
+            for id in due {
+                let Some(question) = self.inner.store.question(id).await? else { continue };
+                let value = question.default.clone();
+                self.close(id, Outcome::Expired { value }).await?;
+            }
+        }
+    }
+}
+
+/// One channel's delivery worker: cards, retractions and text in the order they were queued.
+async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
+    // Questions this worker retracted right after showing them, because they were resolved
+    // while the card was on its way; their queued retraction is then already done.
+    let mut retracted_early = std::collections::HashSet::new();
+    while let Some(message) = queue.recv().await {
+        match message {
+            Outbound::Card(question) => {
+                let cards = match channel.show_question(&question).await {
+                    Ok(cards) => cards,
+                    Err(e) => {
+                        tracing::warn!(question = %question.id, channel = channel.name(), error = %e, "could not show a question");
+                        continue;
+                    }
+                };
+                for card in &cards {
+                    if let Err(e) = store.add_delivery(card).await {
+                        tracing::error!(question = %question.id, error = %e, "could not record a card");
+                    }
+                }
+                // Resolved while the card was on its way: its retraction found no card then.
+                match store.question(question.id).await {
+                    Ok(Some(now)) if !now.is_pending() => {
+                        retracted_early.insert(now.id);
+                        retract(&*channel, &now, cards).await;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(question = %question.id, error = %e, "could not re-check a question"),
+                }
+            }
+            Outbound::Retract(question) if retracted_early.remove(&question.id) => {}
+            Outbound::Retract(question) => match store.deliveries(question.id).await {
+                Ok(cards) => {
+                    let cards = cards.into_iter().filter(|d| d.surface == channel.name()).collect();
+                    retract(&*channel, &question, cards).await;
+                }
+                Err(e) => tracing::error!(question = %question.id, error = %e, "could not load cards to retract"),
+            },
+            Outbound::Text(conversation, text) => {
+                if let Err(e) = channel.send_text(&conversation, &text).await {
+                    tracing::warn!(%conversation, error = %e, "could not send a message");
+                }
+            }
+        }
+    }
+}
+
+async fn retract(channel: &dyn Channel, question: &Question, cards: Vec<crate::store::Delivery>) {
+    if let Err(e) = channel.retract(question, &cards).await {
+        tracing::warn!(question = %question.id, channel = channel.name(), error = %e, "could not retract a card");
+    }
+}
+
+/// Locks a mutex that only guards plain maps: a panic while holding it cannot leave the map
+/// half-updated, so a poisoned lock is still usable.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,266 @@
+//! The context a function asks through: `ask`, `confirm`, `approve`, `say`, `can_ask`.
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::Engine;
+use crate::question::{Ask, InvalidAsk, Kind, Mode, Outcome, Question, QuestionId, Status, Surface, ValidAsk};
+use crate::run::{Run, RunStatus};
+use crate::store::StoreError;
+
+/// An ask that did not produce an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The question is persisted and rendered; this turn of the run ends here and the run is
+    /// replayed when the answer comes. Propagate it with `?`.
+    #[error("waiting for an answer")]
+    Pending,
+    /// The human declined (for an approval: rejected); the feedback, if any, is their words.
+    #[error("declined{}", feedback.as_ref().map(|f| format!(": {f}")).unwrap_or_default())]
+    Declined {
+        /// What the human said.
+        feedback: Option<String>,
+    },
+    /// No answer came before the deadline and the ask had no default.
+    #[error("no answer before the timeout")]
+    Timeout,
+    /// The question was closed without an answer.
+    #[error("cancelled ({reason})")]
+    Cancelled {
+        /// Why.
+        reason: String,
+    },
+    /// The ask itself is malformed; nothing was persisted.
+    #[error("invalid ask: {0}")]
+    Invalid(#[from] InvalidAsk),
+    /// On replay, the function asked something different at a step that already has an
+    /// outcome; the run fails rather than feed it the wrong answer.
+    #[error("replay mismatch at step {step}: recorded `{recorded}`, now asked `{asked}`")]
+    ReplayMismatch {
+        /// The step, from 0.
+        step: u32,
+        /// The recorded prompt.
+        recorded: String,
+        /// The prompt asked now.
+        asked: String,
+    },
+    /// The store failed.
+    #[error("storage failed")]
+    Store(#[from] StoreError),
+}
+
+/// An answer to an ask.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// Text for a single choice or free text, a list for multi, a bool for confirm.
+    pub value: Value,
+    /// True when nobody answered and this is the ask's default.
+    pub timed_out: bool,
+}
+
+impl Answer {
+    /// The answer as text (a list joined by ", ").
+    pub fn text(&self) -> String {
+        match &self.value {
+            Value::String(s) => s.clone(),
+            other => crate::question::display_value(Kind::Question, other),
+        }
+    }
+
+    /// The answer as a list of choices.
+    pub fn list(&self) -> Vec<String> {
+        match &self.value {
+            Value::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            Value::String(s) => vec![s.clone()],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// An approval that was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Allowed this time.
+    Once,
+    /// Allowed, and a standing grant was stored for this conversation.
+    Always,
+    /// A standing grant covered it; nobody was asked.
+    Granted,
+}
+
+/// The handle a function asks through. One per invocation.
+pub struct Context {
+    engine: Engine,
+    run: Run,
+    journal: Vec<Question>,
+    step: u32,
+    said: u32,
+}
+
+impl Context {
+    pub(super) fn new(engine: Engine, run: Run, journal: Vec<Question>) -> Self {
+        Self { engine, run, journal, step: 0, said: 0 }
+    }
+
+    /// The run this invocation belongs to.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// Whether a human is attached: false for a run with no conversation, where every ask
+    /// returns `cancelled(no_human)` at once.
+    pub fn can_ask(&self) -> bool {
+        self.run.conversation.is_some()
+    }
+
+    /// Asks a question and returns the answer (or the default, marked `timed_out`).
+    ///
+    /// # Errors
+    /// [`AskError::Pending`] in follow-up mode when the answer is not in yet: propagate it with
+    /// `?`. Otherwise declined, timeout (no default), cancelled, invalid, or replay mismatch.
+    pub async fn ask(&mut self, ask: Ask) -> Result<Answer, AskError> {
+        let ask = ask.validate()?;
+        let outcome = self.outcome_of(ask).await?;
+        match outcome {
+            Outcome::Answered { value } => Ok(Answer { value, timed_out: false }),
+            Outcome::Expired { value: Some(value) } => Ok(Answer { value, timed_out: true }),
+            Outcome::Expired { value: None } => Err(AskError::Timeout),
+            Outcome::Declined { feedback } => Err(AskError::Declined { feedback }),
+            Outcome::Cancelled { reason } => Err(AskError::Cancelled { reason }),
+        }
+    }
+
+    /// Asks yes or no. A timeout returns the default (`false` unless set); it never errors.
+    ///
+    /// # Errors
+    /// As [`Context::ask`], except that a timeout is not an error.
+    pub async fn confirm(&mut self, ask: Ask) -> Result<bool, AskError> {
+        let ask = Ask { kind: Some(Kind::Confirm), ..ask };
+        let answer = self.ask(ask).await?;
+        Ok(answer.value.as_bool().unwrap_or(false))
+    }
+
+    /// Asks approval for an action (the ask's prompt). A standing grant in this conversation
+    /// approves it without asking.
+    ///
+    /// # Errors
+    /// [`AskError::Declined`] when rejected, with the feedback as its text; otherwise as
+    /// [`Context::ask`].
+    pub async fn approve(&mut self, ask: Ask) -> Result<Approval, AskError> {
+        let ask = Ask { kind: Some(Kind::Approval), ..ask };
+        let step = self.step;
+        let answer = self.ask(ask).await?;
+        let granted = self.journal.get(step as usize).is_some_and(|q| q.answered_via == Some(Surface::Gateway));
+        Ok(match answer.value.as_str() {
+            Some("always") if granted => Approval::Granted,
+            Some("always") => Approval::Always,
+            _ => Approval::Once,
+        })
+    }
+
+    /// Sends a message to the conversation. On replay, messages an earlier invocation already
+    /// delivered are not sent again.
+    ///
+    /// # Errors
+    /// When the store fails to record the message.
+    pub async fn say(&mut self, text: impl Into<String>) -> Result<(), AskError> {
+        self.said += 1;
+        if self.said <= self.run.says {
+            return Ok(());
+        }
+        self.run.says = self.said;
+        let Some(conversation) = self.run.conversation.clone() else { return Ok(()) };
+        // Persist before sending: a crash between the two loses the message rather than
+        // repeating it on every replay.
+        self.engine.inner.store.set_says(self.run.id, self.said).await?;
+        self.engine.send_text(&conversation, text.into());
+        Ok(())
+    }
+
+    /// The final state of this invocation's run record, for the engine.
+    pub(super) fn into_run(self) -> Run {
+        self.run
+    }
+
+    async fn outcome_of(&mut self, ask: ValidAsk) -> Result<Outcome, AskError> {
+        let step = self.step;
+        self.step += 1;
+        if let Some(recorded) = self.journal.get(step as usize) {
+            if recorded.fingerprint != ask.fingerprint() {
+                return Err(AskError::ReplayMismatch {
+                    step,
+                    recorded: recorded.prompt.clone(),
+                    asked: ask.prompt.clone(),
+                });
+            }
+            // A pending recorded step means this invocation overlapped with its own question
+            // (e.g. resumed at start-up while it waits): its card is already out.
+            return recorded.outcome.clone().ok_or(AskError::Pending);
+        }
+        let Some(conversation) = self.run.conversation.clone() else {
+            return Ok(Outcome::Cancelled { reason: "no_human".to_owned() });
+        };
+        let engine = self.engine.clone();
+        let now = engine.now_ms();
+        let answerers = ask.answerers.clone().unwrap_or_else(|| engine.default_answerers(&self.run));
+        let expires_at = engine.deadline(ask.timeout, now);
+        let mut question = Question {
+            id: QuestionId::new(),
+            conversation: Some(conversation.clone()),
+            run: self.run.id,
+            step,
+            mode: self.run.mode,
+            kind: ask.kind,
+            fingerprint: ask.fingerprint(),
+            prompt: ask.prompt,
+            detail: ask.detail,
+            options: ask.options,
+            multi: ask.multi,
+            allow_custom: ask.allow_custom,
+            default: ask.default,
+            answerers,
+            created_at: now,
+            expires_at,
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        };
+        if question.kind == Kind::Approval
+            && let Some(grant) = engine.inner.store.find_grant(&conversation, &question.prompt).await?
+        {
+            let outcome = Outcome::Answered { value: Value::String("always".to_owned()) };
+            question.status = Status::Answered;
+            question.outcome = Some(outcome.clone());
+            question.answered_by = Some(format!("grant:{}", grant.id));
+            question.answered_via = Some(Surface::Gateway);
+            engine.inner.store.ask(&self.run, &question).await?;
+            self.journal.push(question);
+            return Ok(outcome);
+        }
+        match self.run.mode {
+            Mode::FollowUp => {
+                self.run.status = RunStatus::Waiting;
+                self.run.updated_at = now;
+                engine.inner.store.ask(&self.run, &question).await?;
+                engine.announce(&question);
+                self.journal.push(question);
+                Err(AskError::Pending)
+            }
+            Mode::Blocking => {
+                let (tx, rx) = oneshot::channel();
+                engine.add_waiter(question.id, tx);
+                if let Err(e) = engine.inner.store.ask(&self.run, &question).await {
+                    engine.take_waiter(question.id);
+                    return Err(e.into());
+                }
+                engine.announce(&question);
+                let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
+                question.outcome = Some(outcome.clone());
+                question.status = outcome.status();
+                self.journal.push(question);
+                Ok(outcome)
+            }
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Inbound routing: what a message from a person means, in order — a button tap, a typed
+//! command, a reply to a question's message, a plain message claimed by the one question
+//! waiting for this person, and only then a new turn.
+
+use std::fmt::Write;
+
+use super::{Engine, Resolver, StartError};
+use crate::channel::text;
+use crate::command::{Command, HELP};
+use crate::question::{
+    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Surface, UserRef, display_value,
+};
+use crate::store::StoreError;
+
+/// A message from a person on some surface.
+#[derive(Clone, Debug)]
+pub struct Inbound {
+    /// Where it was said.
+    pub conversation: Conversation,
+    /// Who said it.
+    pub user: UserRef,
+    /// What was said or tapped: a button's payload is a command.
+    pub text: String,
+    /// The surface it came from.
+    pub surface: Surface,
+    /// A tap on a button (its payload is always a command).
+    pub button: bool,
+    /// The question whose card this message replies to.
+    pub reply_to: Option<QuestionId>,
+    /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
+    /// applied once.
+    pub key: Option<String>,
+}
+
+impl Inbound {
+    /// A typed message with no reply context.
+    pub fn text(conversation: Conversation, user: UserRef, surface: Surface, text: impl Into<String>) -> Self {
+        Self { conversation, user, text: text.into(), surface, button: false, reply_to: None, key: None }
+    }
+}
+
+/// What to tell the person who sent a message.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Response {
+    /// The receipt of a resolve attempt (surfaces show it as a toast or an ephemeral note).
+    pub receipt: Option<Receipt>,
+    /// A message for the sender; none when the card's update already says it all.
+    pub text: Option<String>,
+}
+
+impl Response {
+    fn say(text: impl Into<String>) -> Self {
+        Self { receipt: None, text: Some(text.into()) }
+    }
+
+    fn receipt(receipt: Receipt, question: Option<&Question>) -> Self {
+        let text = receipt_text(&receipt, question);
+        Self { receipt: Some(receipt), text }
+    }
+}
+
+/// The words for a receipt; none for a plain success, which the card's update shows.
+pub fn receipt_text(receipt: &Receipt, question: Option<&Question>) -> Option<String> {
+    let kind = question.map_or(Kind::Question, |q| q.kind);
+    Some(match receipt {
+        Receipt::Resolved { .. } => return None,
+        Receipt::AlreadyResolvedSame { by, .. } => match by {
+            Some(by) => format!("Already answered the same way by {by}."),
+            None => "Already answered the same way.".to_owned(),
+        },
+        Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
+            (Outcome::Answered { value }, Some(by)) => {
+                format!("Already answered: {} — by {by}.", display_value(kind, value))
+            }
+            (other, _) => format!("Already closed: {}.", other.summary(kind)),
+        },
+        Receipt::Expired { .. } => "This question has expired.".to_owned(),
+        Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
+        Receipt::Unknown { reason } => format!("{reason}."),
+        Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
+    })
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// The smallest id prefix that is accepted.
+const MIN_PREFIX: usize = 4;
+
+impl Engine {
+    /// Handles one inbound message and says what to tell its sender.
+    pub async fn handle(&self, inbound: Inbound) -> Response {
+        match self.route(&inbound).await {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::error!(error = %e, conversation = %inbound.conversation, "could not handle a message");
+                Response::say("Something went wrong on our side; nothing was changed. Please try again.")
+            }
+        }
+    }
+
+    async fn route(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+        if let Some(key) = &inbound.key
+            && !self.inner.store.first_seen(key, self.now_ms()).await?
+        {
+            tracing::debug!(key, "a redelivered update was ignored");
+            return Ok(Response::default());
+        }
+        let resolver = Resolver { user: inbound.user.clone(), via: inbound.surface, operator: false };
+        match Command::parse(&inbound.text) {
+            Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
+            Some(Err(e)) if inbound.button => {
+                tracing::warn!(payload = %inbound.text, "a button carried a payload that is not a command");
+                return Ok(Response::say(format!("That button is not understood: {e}")));
+            }
+            Some(Err(e)) => return Ok(Response::say(format!("{}.", capitalise(&e.to_string())))),
+            None if inbound.button => return Ok(Response::say("That button is not understood.")),
+            None => {}
+        }
+        if let Some(id) = inbound.reply_to
+            && let Some(question) = self.inner.store.question(id).await?
+            && question.conversation.as_ref() == Some(&inbound.conversation)
+        {
+            let receipt = self.resolve(&question, &inbound.text, &resolver).await?;
+            return Ok(Response::receipt(receipt, Some(&question)));
+        }
+        let pending: Vec<Question> = self
+            .inner
+            .store
+            .pending(Some(&inbound.conversation))
+            .await?
+            .into_iter()
+            .filter(|q| q.answerers.admits(&inbound.user))
+            .collect();
+        match pending.as_slice() {
+            [question] => {
+                let receipt = self.resolve(question, &inbound.text, &resolver).await?;
+                Ok(Response::receipt(receipt, Some(question)))
+            }
+            [] => self.new_turn(inbound).await,
+            many => Ok(Response::say(format!(
+                "{} questions are waiting for you here; answer with /answer <id> <choice> (/pending lists them).",
+                many.len()
+            ))),
+        }
+    }
+
+    async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+        match self.policy(inbound.conversation.channel()).default_function {
+            Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned()).await,
+            None => Ok(Response::say("Nothing is waiting for an answer here. /help lists the commands.")),
+        }
+    }
+
+    async fn command(&self, inbound: &Inbound, resolver: &Resolver, command: Command) -> Result<Response, StoreError> {
+        match command {
+            Command::Answer { id, choice } => {
+                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                };
+                let receipt = self.resolve(&question, &choice, resolver).await?;
+                Ok(Response::receipt(receipt, Some(&question)))
+            }
+            Command::Decline { id, feedback } => {
+                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                };
+                let receipt = self.resolve_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
+                Ok(Response::receipt(receipt, Some(&question)))
+            }
+            Command::Approve { id, always } => {
+                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                };
+                if question.kind != Kind::Approval {
+                    return Ok(Response::say(format!(
+                        "{} is not an approval; answer it with /answer {} <choice>.",
+                        question.id.short(),
+                        question.id.short()
+                    )));
+                }
+                let choice = if always { "always" } else { "once" };
+                let receipt = self.resolve(&question, choice, resolver).await?;
+                Ok(Response::receipt(receipt, Some(&question)))
+            }
+            Command::Pending => {
+                let pending = self.inner.store.pending(Some(&inbound.conversation)).await?;
+                Ok(Response::say(text::pending_list(&pending, self.now_ms())))
+            }
+            Command::Run { function, input } => self.run_command(inbound, &function, input).await,
+            Command::Cancel => {
+                let n = self.cancel_conversation(&inbound.conversation, &inbound.user).await?;
+                Ok(Response::say(match n {
+                    0 => "Nothing to cancel here.".to_owned(),
+                    1 => "Cancelled the waiting run.".to_owned(),
+                    n => format!("Cancelled {n} waiting questions."),
+                }))
+            }
+            Command::Help => Ok(Response::say(self.help())),
+        }
+    }
+
+    async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {
+        let started = self
+            .start_run(function, Some(inbound.conversation.clone()), inbound.user.clone(), input, Mode::FollowUp)
+            .await;
+        Ok(match started {
+            Ok(_) => Response::default(),
+            Err(StartError::Store(e)) => return Err(e),
+            Err(e @ StartError::UnknownFunction(_)) => {
+                Response::say(format!("{}. /help lists the functions.", capitalise(&e.to_string())))
+            }
+            Err(e) => Response::say(format!("{}.", capitalise(&e.to_string()))),
+        })
+    }
+
+    /// The `/help` text: commands and functions.
+    pub fn help(&self) -> String {
+        let mut out = format!("Commands:\n{HELP}\n\nFunctions:");
+        for (name, description) in self.inner.functions.list() {
+            let _ = write!(out, "\n  {name} — {description}");
+        }
+        out
+    }
+
+    /// Finds a question of this conversation by full id or unique prefix.
+    async fn find(&self, conversation: &Conversation, id: &str) -> Result<Option<Question>, StoreError> {
+        if let Ok(full) = id.parse::<QuestionId>() {
+            let q = self.inner.store.question(full).await?;
+            return Ok(q.filter(|q| q.conversation.as_ref() == Some(conversation)));
+        }
+        let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
+        let mut found = self.inner.store.questions_by_prefix(conversation, &prefix, 2).await?;
+        Ok(if found.len() == 1 { found.pop() } else { None })
+    }
+
+    /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
+    async fn unknown(&self, conversation: &Conversation, id: &str) -> Result<Response, StoreError> {
+        let reason = match normalise_prefix(id) {
+            None if id.len() < MIN_PREFIX => format!("Ids need at least {MIN_PREFIX} characters; `{id}` is too short"),
+            None => format!("`{}` is not a question id", id.chars().take(40).collect::<String>()),
+            Some(prefix) => {
+                let found = self.inner.store.questions_by_prefix(conversation, &prefix, 2).await?;
+                if found.len() > 1 {
+                    "Ambiguous id, use more characters".to_owned()
+                } else {
+                    format!("No question {prefix} here")
+                }
+            }
+        };
+        Ok(Response::receipt(Receipt::Unknown { reason }, None))
+    }
+}
+
+/// Lower-cases an id prefix and checks it is hex and hyphens, at least [`MIN_PREFIX`] long.
+fn normalise_prefix(id: &str) -> Option<String> {
+    let id = id.to_ascii_lowercase();
+    let ok = id.len() >= MIN_PREFIX && id.len() <= 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    ok.then_some(id)
+}

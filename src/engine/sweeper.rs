@@ -1,0 +1,45 @@
+//! The one timeout sweeper. It keeps no timer per question: it reads the earliest deadline
+//! from the store, sleeps until then (or until a new question or a clock change wakes it),
+//! and expires whatever is due. The claim-once write makes each expiry happen exactly once.
+
+use std::time::Duration;
+
+use super::Engine;
+
+/// The longest the sweeper sleeps without looking at the store again.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// How long it waits after a store failure before trying again.
+const RETRY: Duration = Duration::from_secs(1);
+
+pub(super) async fn run(engine: Engine) {
+    let stop = engine.stopping();
+    let mut clock = engine.inner.clock.watch();
+    loop {
+        let nap = match sweep(&engine).await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(error = %e, "the timeout sweeper could not read the store");
+                RETRY
+            }
+        };
+        let woken = engine.inner.sweeper_wake.notified();
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(nap) => {}
+            () = woken => {}
+            () = crate::clock::moved(&mut clock) => {}
+        }
+    }
+}
+
+/// Expires what is due; returns how long to sleep until the next deadline.
+async fn sweep(engine: &Engine) -> Result<Duration, crate::store::StoreError> {
+    engine.expire_due().await?;
+    let next = engine.inner.store.next_deadline().await?;
+    let now = engine.now_ms();
+    Ok(match next {
+        Some(at) if at <= now => Duration::ZERO,
+        Some(at) => Duration::from_millis(u64::try_from(at - now).unwrap_or(u64::MAX)).min(MAX_SLEEP),
+        None => MAX_SLEEP,
+    })
+}

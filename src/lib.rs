@@ -1,0 +1,30 @@
+//! askgate lets a running function pause to ask a human and resume with the answer, through
+//! the chat channels where people already are.
+//!
+//! The parts, in the order a question travels:
+//!
+//! - [`function`]: code that asks — the [`function::Function`] trait, the built-ins, and the
+//!   registry of what a conversation can `/run`.
+//! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
+//!   follow-up runs from their journal, expires questions, and tells channels what to show.
+//! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts, and
+//!   matching a typed choice against a question.
+//! - [`run`]: the record of one invocation of a function across its replays.
+//! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite through sqlx
+//!   with one group-committing writer.
+//! - [`command`]: the text command grammar every surface shares (button payloads included).
+//! - [`channel`]: the [`channel::Channel`] trait and the adapters (the console today).
+//! - [`config`]: `channels.toml`, parsed into typed settings.
+//! - [`gateway`]: assembles all of the above into the running service.
+//! - [`clock`]: wall-clock time, with a manual clock for tests.
+
+pub mod channel;
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod engine;
+pub mod function;
+pub mod gateway;
+pub mod question;
+pub mod run;
+pub mod store;

@@ -1,0 +1,116 @@
+//! The `askgate` binary: `serve` runs the gateway, `check` validates a configuration.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use askgate::clock::Clock;
+use askgate::config::Config;
+use askgate::gateway::{ConsoleIo, Gateway};
+use clap::{Parser, Subcommand};
+use tokio::io::BufReader;
+
+/// askgate: let a running function pause to ask a human, and resume with the answer.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway.
+    Serve {
+        /// The configuration file.
+        #[arg(long, default_value = "channels.toml")]
+        config: PathBuf,
+    },
+    /// Validate a configuration file and list channels and functions.
+    Check {
+        /// The configuration file.
+        #[arg(long, default_value = "channels.toml")]
+        config: PathBuf,
+    },
+}
+
+/// Exit code for an unusable configuration.
+const BAD_CONFIG: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config_path = match &cli.command {
+        Command::Serve { config } | Command::Check { config } => config.clone(),
+    };
+    let config = match Config::load(&config_path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("askgate: invalid configuration: {e}");
+            return ExitCode::from(BAD_CONFIG);
+        }
+    };
+    match cli.command {
+        Command::Check { .. } => {
+            check(&config, &config_path);
+            ExitCode::SUCCESS
+        }
+        Command::Serve { .. } => match serve(&config) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("askgate: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn check(config: &Config, path: &std::path::Path) {
+    println!("{}: ok", path.display());
+    println!("database: {}", config.database);
+    println!("channels:");
+    for (name, state) in config.channel_states() {
+        println!("  {name}: {state}");
+    }
+    println!("functions:");
+    for (name, (builtin, description)) in &config.functions {
+        println!("  {name} (built-in {builtin}): {description}");
+    }
+}
+
+fn serve(config: &Config) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let result = runtime.block_on(async {
+        let io =
+            ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
+        let gateway = Gateway::start(config, Clock::system(), Some(io))
+            .await
+            .with_context(|| format!("opening the database {}", config.database))?;
+        tracing::info!("askgate is ready; type /run demo (or /help)");
+        wait_for_signal().await?;
+        tracing::info!("stopping: finishing in-flight work");
+        gateway.shutdown().await;
+        tracing::info!("stopped");
+        Ok(())
+    });
+    // A read of stdin may still be parked in a blocking thread; it holds nothing.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("listening for SIGTERM")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("listening for SIGINT")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! Matching what a person typed or tapped against a question's options.
+
+use serde_json::Value;
+
+use super::{Kind, Outcome, Question};
+
+/// What a choice resolves a question to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Choice {
+    /// An answer with this value.
+    Answer(Value),
+    /// A decline (for an approval: reject) with optional feedback.
+    Decline(Option<String>),
+}
+
+impl Choice {
+    /// The outcome this choice records.
+    pub fn into_outcome(self) -> Outcome {
+        match self {
+            Self::Answer(value) => Outcome::Answered { value },
+            Self::Decline(feedback) => Outcome::Declined { feedback },
+        }
+    }
+}
+
+/// A choice that does not fit the question; `hint` says what would.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{hint}")]
+pub struct InvalidChoice {
+    /// What would have been accepted.
+    pub hint: String,
+}
+
+impl Question {
+    /// Matches `text` against this question: an option number (1-based), an option label
+    /// (case-insensitive), free text when allowed; for multi-select numbers or labels separated
+    /// by commas or spaces; `yes`/`no` for a confirm; `once`/`always`/`reject [feedback]` for
+    /// an approval.
+    ///
+    /// # Errors
+    /// [`InvalidChoice`] with a hint when the text fits nothing.
+    pub fn parse_choice(&self, text: &str) -> Result<Choice, InvalidChoice> {
+        let text = text.trim();
+        match self.kind {
+            Kind::Confirm => parse_confirm(text),
+            Kind::Approval => parse_approval(text),
+            Kind::Question if self.multi => self.parse_many(text),
+            Kind::Question => self.parse_one(text),
+        }
+    }
+
+    fn option_for(&self, token: &str) -> Option<&String> {
+        if let Ok(n) = token.parse::<usize>() {
+            return n.checked_sub(1).and_then(|i| self.options.get(i));
+        }
+        self.options.iter().find(|o| o.eq_ignore_ascii_case(token))
+    }
+
+    fn option_hint(&self) -> String {
+        let n = self.options.len();
+        let range = if n == 1 { "1".to_owned() } else { format!("1–{n}") };
+        let mut hint = format!("reply with a number {range} or an option's name");
+        if self.multi {
+            hint.push_str(", several separated by commas");
+        }
+        if self.allow_custom {
+            hint.push_str(", or your own text");
+        }
+        hint
+    }
+
+    fn parse_one(&self, text: &str) -> Result<Choice, InvalidChoice> {
+        if text.is_empty() {
+            return Err(InvalidChoice { hint: self.empty_hint() });
+        }
+        if let Some(option) = self.option_for(text) {
+            return Ok(Choice::Answer(Value::String(option.clone())));
+        }
+        if self.allow_custom {
+            return Ok(Choice::Answer(Value::String(text.to_owned())));
+        }
+        Err(InvalidChoice { hint: format!("`{}` is not an option: {}", clip(text), self.option_hint()) })
+    }
+
+    fn parse_many(&self, text: &str) -> Result<Choice, InvalidChoice> {
+        if text.is_empty() {
+            return Err(InvalidChoice { hint: self.empty_hint() });
+        }
+        // A whole label may itself contain spaces ("date fns"); it wins over splitting.
+        if let Some(option) = self.option_for(text) {
+            return Ok(Choice::Answer(Value::Array(vec![Value::String(option.clone())])));
+        }
+        let tokens: Vec<&str> = if text.contains(',') {
+            text.split(',').map(str::trim).filter(|t| !t.is_empty()).collect()
+        } else {
+            text.split_whitespace().collect()
+        };
+        let mut picked = vec![false; self.options.len()];
+        let mut custom = Vec::new();
+        for token in tokens {
+            match self.option_for(token) {
+                Some(option) => {
+                    let i = self.options.iter().position(|o| o == option).unwrap_or_default();
+                    picked[i] = true;
+                }
+                None if self.allow_custom => custom.push(token.to_owned()),
+                None => {
+                    return Err(InvalidChoice {
+                        hint: format!("`{}` is not an option: {}", clip(token), self.option_hint()),
+                    });
+                }
+            }
+        }
+        let mut values: Vec<Value> =
+            self.options.iter().zip(picked).filter(|(_, p)| *p).map(|(o, _)| Value::String(o.clone())).collect();
+        values.extend(custom.into_iter().map(Value::String));
+        if values.is_empty() {
+            return Err(InvalidChoice { hint: self.empty_hint() });
+        }
+        Ok(Choice::Answer(Value::Array(values)))
+    }
+
+    fn empty_hint(&self) -> String {
+        if self.options.is_empty() { "the answer is empty: type some text".to_owned() } else { self.option_hint() }
+    }
+}
+
+fn parse_confirm(text: &str) -> Result<Choice, InvalidChoice> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" | "y" | "1" | "true" | "ok" => Ok(Choice::Answer(Value::Bool(true))),
+        "no" | "n" | "2" | "false" => Ok(Choice::Answer(Value::Bool(false))),
+        _ => Err(InvalidChoice { hint: "reply yes or no".to_owned() }),
+    }
+}
+
+fn parse_approval(text: &str) -> Result<Choice, InvalidChoice> {
+    let (word, rest) = match text.split_once(char::is_whitespace) {
+        Some((w, r)) => (w, r.trim()),
+        None => (text, ""),
+    };
+    let feedback = (!rest.is_empty()).then(|| rest.to_owned());
+    match word.to_ascii_lowercase().as_str() {
+        "once" | "allow" | "1" | "yes" if feedback.is_none() => Ok(Choice::Answer(Value::String("once".into()))),
+        "always" | "2" if feedback.is_none() => Ok(Choice::Answer(Value::String("always".into()))),
+        "reject" | "deny" | "no" | "3" => Ok(Choice::Decline(feedback)),
+        _ => Err(InvalidChoice { hint: "reply once, always, or reject [feedback]".to_owned() }),
+    }
+}
+
+/// Keeps echoed input short in hints.
+fn clip(text: &str) -> String {
+    const MAX: usize = 40;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        let mut s: String = text.chars().take(MAX).collect();
+        s.push('…');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::question::{Answerers, Ask, Mode, QuestionId, RunId, Status};
+
+    fn question(ask: Ask) -> Question {
+        let ask = ask.validate().unwrap();
+        Question {
+            id: QuestionId::new(),
+            conversation: None,
+            run: RunId::new(),
+            step: 0,
+            mode: Mode::FollowUp,
+            kind: ask.kind,
+            fingerprint: ask.fingerprint(),
+            prompt: ask.prompt,
+            detail: ask.detail,
+            options: ask.options,
+            multi: ask.multi,
+            allow_custom: ask.allow_custom,
+            default: ask.default,
+            answerers: Answerers::Conversation,
+            created_at: 0,
+            expires_at: None,
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        }
+    }
+
+    fn libs(custom: bool) -> Question {
+        question(Ask::question("Which library?").options(["dayjs", "date-fns", "luxon"]).allow_custom(custom))
+    }
+
+    #[test]
+    fn number_and_label_pick_the_same_option() {
+        let q = libs(false);
+        assert_eq!(q.parse_choice("2").unwrap(), Choice::Answer(json!("date-fns")));
+        assert_eq!(q.parse_choice(" DATE-FNS ").unwrap(), Choice::Answer(json!("date-fns")));
+    }
+
+    #[test]
+    fn out_of_range_number_without_free_text_is_invalid_with_a_hint() {
+        let err = libs(false).parse_choice("4").unwrap_err();
+        assert!(err.hint.contains("1–3"), "{}", err.hint);
+    }
+
+    #[test]
+    fn free_text_is_taken_when_allowed() {
+        assert_eq!(libs(true).parse_choice("moment").unwrap(), Choice::Answer(json!("moment")));
+        assert!(libs(false).parse_choice("moment").is_err());
+    }
+
+    #[test]
+    fn multi_accepts_commas_spaces_and_labels_in_option_order() {
+        let q = question(Ask::question("Pick").options(["dayjs", "date-fns", "luxon"]).multi(true));
+        assert_eq!(q.parse_choice("3,1").unwrap(), Choice::Answer(json!(["dayjs", "luxon"])));
+        assert_eq!(q.parse_choice("1 3").unwrap(), Choice::Answer(json!(["dayjs", "luxon"])));
+        assert_eq!(q.parse_choice("dayjs, luxon").unwrap(), Choice::Answer(json!(["dayjs", "luxon"])));
+        assert!(q.parse_choice("1,9").is_err());
+        assert!(q.parse_choice(" , ").is_err());
+    }
+
+    #[test]
+    fn confirm_takes_yes_and_no() {
+        let q = question(Ask::confirm("Archive?"));
+        assert_eq!(q.parse_choice("Yes").unwrap(), Choice::Answer(json!(true)));
+        assert_eq!(q.parse_choice("no").unwrap(), Choice::Answer(json!(false)));
+        assert!(q.parse_choice("maybe").is_err());
+    }
+
+    #[test]
+    fn approval_reject_carries_feedback() {
+        let q = question(Ask::approval("rm -rf build/"));
+        assert_eq!(q.parse_choice("always").unwrap(), Choice::Answer(json!("always")));
+        assert_eq!(q.parse_choice("reject not on friday").unwrap(), Choice::Decline(Some("not on friday".into())));
+        assert_eq!(q.parse_choice("reject").unwrap(), Choice::Decline(None));
+        assert!(q.parse_choice("once please").is_err());
+    }
+}

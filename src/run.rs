@@ -1,0 +1,55 @@
+//! Runs: one invocation of a function in a conversation, across all of its replays.
+
+use serde::Serialize;
+
+use crate::question::{Conversation, Mode, RunId, UserRef, text_enum};
+
+text_enum!(
+    /// Where a run stands.
+    RunStatus {
+        /// A function invocation is executing (or was, when askgate stopped).
+        Running = "running",
+        /// Ended its turn on a pending question.
+        Waiting = "waiting",
+        /// Returned a reply.
+        Finished = "finished",
+        /// Returned an error, or replay found a different question at a recorded step.
+        Failed = "failed",
+        /// Cancelled by /cancel, shutdown, or a question closed without an answer.
+        Cancelled = "cancelled",
+    }
+);
+
+impl RunStatus {
+    /// Whether the run has ended for good.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// The persisted record of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Run {
+    /// The id.
+    pub id: RunId,
+    /// The function's configured name.
+    pub function: String,
+    /// Where it runs; none for a headless API run.
+    pub conversation: Option<Conversation>,
+    /// Who started it.
+    pub initiator: UserRef,
+    /// What the function was given.
+    pub input: String,
+    /// Follow-up or blocking.
+    pub mode: Mode,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// How many `say` messages earlier invocations delivered.
+    pub says: u32,
+    /// The reply, error, or cancellation reason once final.
+    pub result: Option<String>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds.
+    pub updated_at: i64,
+}

@@ -1,0 +1,141 @@
+//! Persistence behind one trait, so that a PostgreSQL implementation can follow SQLite's.
+//!
+//! The rules every implementation keeps: a question is written before it is rendered; a
+//! resolve is one conditional write that succeeds for exactly one caller; a follow-up run's
+//! status moves back to `running` in the same transaction as the claim that resumes it.
+
+mod sqlite;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Surface};
+use crate::run::Run;
+
+pub use sqlite::{SqliteStore, Synchronous};
+
+/// A store failure. The engine reports it to the function or the person as an internal error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed.
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date.
+    #[error("database migration failed")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored row does not parse: written by a newer askgate, or edited by hand.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// One rendered card, recorded so that it can be retracted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    /// The question it shows.
+    pub question: QuestionId,
+    /// The surface that rendered it: `telegram`, `discord`, `console`, …
+    pub surface: String,
+    /// The chat it was sent to, in the surface's terms.
+    pub chat: String,
+    /// The message id, in the surface's terms.
+    pub message: String,
+}
+
+/// A standing allow-always decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// The grant's id.
+    pub id: String,
+    /// The conversation it applies to.
+    pub conversation: Conversation,
+    /// The action it allows, exactly as the approval named it.
+    pub action: String,
+    /// Who allowed it.
+    pub granted_by: String,
+    /// The question on which it was given.
+    pub question: QuestionId,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// A request to close a question.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolution {
+    /// The question.
+    pub id: QuestionId,
+    /// How it ends.
+    pub outcome: Outcome,
+    /// Who resolved it.
+    pub by: Option<String>,
+    /// Where.
+    pub via: Surface,
+    /// When, unix milliseconds.
+    pub at: i64,
+    /// A grant to store in the same transaction (allow always).
+    pub grant: Option<Grant>,
+}
+
+/// What a resolve attempt found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// This attempt closed the question; the snapshot as it now stands.
+    Won(Question),
+    /// It was already closed; the snapshot as it stands.
+    Lost(Question),
+    /// No such question.
+    Missing,
+}
+
+/// The persistence askgate needs.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Inserts or updates a run.
+    async fn save_run(&self, run: &Run) -> Result<(), StoreError>;
+    /// One run.
+    async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
+    /// Runs that are `running` or `waiting`, oldest first.
+    async fn open_runs(&self, conversation: Option<&Conversation>) -> Result<Vec<Run>, StoreError>;
+    /// Saves the run and inserts its new question, in one transaction.
+    async fn ask(&self, run: &Run, question: &Question) -> Result<(), StoreError>;
+    /// One question.
+    async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
+    /// Questions whose id starts with `prefix` (lower-case hex and hyphens), in a conversation,
+    /// at most `limit`.
+    async fn questions_by_prefix(
+        &self,
+        conversation: &Conversation,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError>;
+    /// Pending questions, oldest first, optionally of one conversation.
+    async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
+    /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.
+    async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
+    /// Closes a question if it is still pending: the claim-once write.
+    async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError>;
+    /// Pending questions whose deadline is at or before `now`, at most `limit`.
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<QuestionId>, StoreError>;
+    /// The earliest deadline of a pending question.
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
+    /// Pending questions of blocking runs (their waiters are gone after a restart).
+    async fn pending_blocking(&self) -> Result<Vec<QuestionId>, StoreError>;
+    /// Records a rendered card.
+    async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// A question's rendered cards.
+    async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError>;
+    /// The live grant for this action in this conversation.
+    async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError>;
+    /// Live grants, optionally of one conversation.
+    async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError>;
+    /// Revokes a grant; false when there was no live grant with that id.
+    async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError>;
+    /// Records an inbound update key; false when it was seen before.
+    async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError>;
+    /// Records how many `say` messages a run has delivered.
+    async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError>;
+    /// Finishes pending writes and closes the database.
+    async fn close(&self);
+}
