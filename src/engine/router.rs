@@ -158,21 +158,21 @@ impl Engine {
         match command {
             Command::Answer { id, choice } => {
                 let Some(question) = self.find(&inbound.conversation, &id).await? else {
-                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                    return self.unknown(&inbound.conversation, &id).await;
                 };
                 let receipt = self.resolve(&question, &choice, resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Decline { id, feedback } => {
                 let Some(question) = self.find(&inbound.conversation, &id).await? else {
-                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                    return self.unknown(&inbound.conversation, &id).await;
                 };
                 let receipt = self.resolve_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Approve { id, always } => {
                 let Some(question) = self.find(&inbound.conversation, &id).await? else {
-                    return Ok(self.unknown(&inbound.conversation, &id).await?);
+                    return self.unknown(&inbound.conversation, &id).await;
                 };
                 if question.kind != Kind::Approval {
                     return Ok(Response::say(format!(

@@ -60,7 +60,7 @@ pub struct SqliteStore {
 
 enum Op {
     SaveRun(Run),
-    Ask(Run, Question),
+    Ask(Box<(Run, Question)>),
     Resolve(Resolution),
     Delivery(Delivery),
     RevokeGrant(String, i64),
@@ -73,7 +73,7 @@ enum Op {
 enum Done {
     Unit,
     Flag(bool),
-    Claimed(Option<Question>),
+    Claimed(Option<Box<Question>>),
 }
 
 struct Job {
@@ -148,10 +148,10 @@ async fn write_loop(mut conn: SqliteConnection, mut queue: mpsc::UnboundedReceiv
 /// Applies a batch in one transaction. If any write fails, the transaction is rolled back and
 /// each write is retried in a transaction of its own, so one bad write fails only its caller.
 async fn commit_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
-    if batch.len() > 1 {
-        if let Ok(results) = try_batch(conn, batch).await {
-            return results.into_iter().map(Ok).collect();
-        }
+    if batch.len() > 1
+        && let Ok(results) = try_batch(conn, batch).await
+    {
+        return results.into_iter().map(Ok).collect();
     }
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
@@ -176,7 +176,8 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Done, StoreError>
             upsert_run(conn, run).await?;
             Ok(Done::Unit)
         }
-        Op::Ask(run, question) => {
+        Op::Ask(ask) => {
+            let (run, question) = &**ask;
             upsert_run(conn, run).await?;
             insert_question(conn, question).await?;
             Ok(Done::Unit)
@@ -222,7 +223,7 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Done, StoreError>
                 .execute(&mut *conn)
                 .await?;
             }
-            Ok(Done::Claimed(Some(question)))
+            Ok(Done::Claimed(Some(Box::new(question))))
         }
         Op::Delivery(d) => {
             sqlx::query(
@@ -312,7 +313,7 @@ async fn insert_question(conn: &mut SqliteConnection, q: &Question) -> Result<()
     .bind(q.created_at)
     .bind(q.expires_at)
     .bind(q.status.as_str())
-    .bind(q.outcome.as_ref().map(|o| json(o)).transpose()?)
+    .bind(q.outcome.as_ref().map(json).transpose()?)
     .bind(q.answered_by.as_deref())
     .bind(q.answered_via.map(|v| v.as_str()))
     .execute(&mut *conn)
@@ -441,7 +442,7 @@ impl Store for SqliteStore {
     }
 
     async fn ask(&self, run: &Run, question: &Question) -> Result<(), StoreError> {
-        self.write(Op::Ask(run.clone(), question.clone())).await.map(|_| ())
+        self.write(Op::Ask(Box::new((run.clone(), question.clone())))).await.map(|_| ())
     }
 
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
@@ -511,7 +512,7 @@ impl Store for SqliteStore {
 
     async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError> {
         match self.write(Op::Resolve(resolution.clone())).await? {
-            Done::Claimed(Some(q)) => Ok(Claim::Won(q)),
+            Done::Claimed(Some(q)) => Ok(Claim::Won(*q)),
             _ => Ok(match self.question(resolution.id).await? {
                 Some(q) => Claim::Lost(q),
                 None => Claim::Missing,

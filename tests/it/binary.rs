@@ -1,0 +1,176 @@
+//! The real binary: the console demo over stdin/stdout, `check`, and signals.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+use crate::support::eventually;
+
+const BIN: &str = env!("CARGO_BIN_EXE_askgate");
+
+fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("channels.toml");
+    let db = dir.join("askgate.db");
+    std::fs::write(
+        &path,
+        format!(
+            "[gateway]\ndatabase = \"{}\"\n\n[channels.console]\nenabled = true\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n{extra}",
+            db.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A running `askgate serve` whose stdout and stderr lines are collected.
+struct Served {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: Arc<Mutex<Vec<String>>>,
+    err: Arc<Mutex<Vec<String>>>,
+}
+
+impl Served {
+    fn start(config: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("RUST_LOG", "info")
+            .env_remove("TELEGRAM_BOT_TOKEN")
+            .env_remove("DISCORD_BOT_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let err = Arc::new(Mutex::new(Vec::new()));
+        collect(child.stdout.take().unwrap(), out.clone());
+        collect(child.stderr.take().unwrap(), err.clone());
+        Self { stdin: child.stdin.take(), child, out, err }
+    }
+
+    async fn type_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Waits for a stdout line containing `needle`.
+    async fn line(&self, needle: &str) -> String {
+        eventually(|| async { self.out.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await
+    }
+
+    async fn log_line(&self, needle: &str) -> String {
+        eventually(|| async { self.err.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await
+    }
+
+    fn stdout(&self) -> String {
+        self.out.lock().unwrap().join("\n")
+    }
+
+    async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().unwrap().to_string();
+        let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(killed.success());
+        tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await.expect("exit after SIGTERM").unwrap()
+    }
+}
+
+fn collect(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc<Mutex<Vec<String>>>) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            into.lock().unwrap().push(line);
+        }
+    });
+}
+
+/// The short id from a card's `id 0b6f12ab · expires …` line.
+fn short_id(line: &str) -> String {
+    line.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_console_demo_runs_end_to_end_and_sigterm_exits_zero() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    served.line("Which library for date formatting?").await;
+    let id = short_id(&served.line(" · expires in ").await);
+    let option = served.line("2. date-fns").await;
+    assert!(option.ends_with(&format!("/answer {id} 2")), "{option}");
+    served.type_line(&format!("/answer {id} 2")).await;
+    served.line(&format!("[{id}] ✅ date-fns — console:local via console")).await;
+    served.line("Archive all 87 emails?").await;
+    served.type_line("yes").await;
+    let reply = served.line("Using date-fns").await;
+    assert_eq!(reply, "Using date-fns for dates; archived 87 emails.", "{}", served.stdout());
+    let status = served.terminate().await;
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_restart() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut served = Served::start(&config);
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    let id = short_id(&served.line(" · expires in ").await);
+    served.stdin.take();
+    served.log_line("console input ended").await;
+    assert!(served.child.try_wait().unwrap().is_none(), "the server stopped with its console");
+    assert_eq!(served.terminate().await.code(), Some(0));
+
+    let mut served = Served::start(&config);
+    served.log_line("askgate is ready").await;
+    served.type_line(&format!("/answer {id} luxon")).await;
+    served.line("Archive all 87 emails?").await;
+    served.type_line("no").await;
+    served.line("Using luxon for dates; left the 87 emails where they are.").await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn check_names_the_bad_key_and_exits_2() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[channels.telegram]\ntoken_env = \"TG\"\nanswerers = \"everyone\"\n");
+    let out = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("channels.telegram.answerers"), "{err}");
+
+    std::fs::write(&config, "[gateway]\nport = 8080\n").unwrap();
+    let out = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `port`"));
+
+    let out =
+        Command::new(BIN).args(["check", "--config"]).arg(dir.path().join("missing.toml")).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn check_lists_channels_with_why_they_are_disabled() {
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("channels.toml");
+    let out = Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&bundled)
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("console: enabled"), "{text}");
+    assert!(text.contains("telegram: disabled: TELEGRAM_BOT_TOKEN is unset"), "{text}");
+    assert!(text.contains("demo (built-in demo)"), "{text}");
+}

@@ -1,0 +1,397 @@
+//! The engine through its public API: claim-once, replay, restart, timeouts, grants.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use askgate::clock::Clock;
+use askgate::engine::{AskError, Context, Resolver, Settings};
+use askgate::function::{Function, FunctionError, Functions};
+use askgate::question::{Ask, Outcome, Receipt, Status, Surface, Timeout};
+use askgate::run::RunStatus;
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::support::*;
+
+/// Asks one question and counts how often the code after the ask runs.
+struct OneAsk {
+    after: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Function for OneAsk {
+    async fn call(&self, ctx: &mut Context, _input: &str) -> Result<String, FunctionError> {
+        let answer = ctx.ask(Ask::question("Pick one").options(["a", "b"])).await?;
+        self.after.fetch_add(1, Ordering::SeqCst);
+        Ok(format!("picked {}", answer.text()))
+    }
+}
+
+/// Asks three questions; counts invocations.
+struct ThreeAsks {
+    invocations: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Function for ThreeAsks {
+    async fn call(&self, ctx: &mut Context, _input: &str) -> Result<String, FunctionError> {
+        self.invocations.fetch_add(1, Ordering::SeqCst);
+        ctx.say("starting").await?;
+        let a = ctx.ask(Ask::question("First?")).await?;
+        let b = ctx.ask(Ask::question("Second?").options(["x", "y"])).await?;
+        let c = ctx.confirm(Ask::confirm("Third?")).await?;
+        Ok(format!("{} {} {c}", a.text(), b.text()))
+    }
+}
+
+/// Asks whatever prompt the test sets; used to change a recorded step.
+struct Shifting {
+    prompt: Arc<Mutex<String>>,
+}
+
+#[async_trait]
+impl Function for Shifting {
+    async fn call(&self, ctx: &mut Context, _input: &str) -> Result<String, FunctionError> {
+        let prompt = self.prompt.lock().unwrap().clone();
+        let first = ctx.ask(Ask::question(prompt)).await?;
+        let second = ctx.ask(Ask::question("And then?")).await?;
+        Ok(format!("{} {}", first.text(), second.text()))
+    }
+}
+
+/// Asks with a 60 s timeout: with a default, a confirm, or without a default.
+struct Timed;
+
+#[async_trait]
+impl Function for Timed {
+    async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
+        let limit = Timeout::Seconds(60);
+        match input {
+            "default" => {
+                let a = ctx.ask(Ask::question("Pick").options(["a", "b"]).default_value("b").timeout(limit)).await?;
+                Ok(format!("{} timed_out={}", a.text(), a.timed_out))
+            }
+            "confirm" => Ok(format!("confirmed={}", ctx.confirm(Ask::confirm("Sure?").timeout(limit)).await?)),
+            _ => match ctx.ask(Ask::question("Anything?").timeout(limit)).await {
+                Err(AskError::Timeout) => Ok("the function saw a timeout".to_owned()),
+                Err(e) => Err(e.into()),
+                Ok(a) => Ok(format!("answered {}", a.text())),
+            },
+        }
+    }
+}
+
+fn functions() -> (Functions, Arc<AtomicUsize>) {
+    let after = Arc::new(AtomicUsize::new(0));
+    let mut f = Functions::new();
+    f.insert("one", "one ask", Arc::new(OneAsk { after: after.clone() }));
+    f.insert("three", "three asks", Arc::new(ThreeAsks { invocations: Arc::new(AtomicUsize::new(0)) }));
+    f.insert("timed", "asks with a timeout", Arc::new(Timed));
+    for name in askgate::function::builtin_names() {
+        let (function, description) = askgate::function::builtin(name).unwrap();
+        f.insert(*name, description, function);
+    }
+    (f, after)
+}
+
+fn resolver(user: askgate::question::UserRef) -> Resolver {
+    Resolver { user, via: Surface::Console, operator: false }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_resolvers_have_one_winner_and_one_resume() {
+    let (functions, after) = functions();
+    let h = Harness::new(functions).await;
+    for round in 1..=40 {
+        let run = h.run("one", "").await;
+        let question = h.card(round).await;
+        let (e1, e2) = (h.engine.clone(), h.engine.clone());
+        let (q1, q2) = (question.clone(), question.clone());
+        // Half the rounds race the same answer, half conflicting ones.
+        let second = if round % 2 == 0 { "1" } else { "2" };
+        let a = tokio::spawn(async move { e1.resolve(&q1, "1", &resolver(alice())).await.unwrap() });
+        let b = tokio::spawn(async move { e2.resolve(&q2, second, &resolver(alice())).await.unwrap() });
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        let winners = [&a, &b].iter().filter(|r| matches!(r, Receipt::Resolved { .. })).count();
+        assert_eq!(winners, 1, "round {round}: {a:?} / {b:?}");
+        let loser = if matches!(a, Receipt::Resolved { .. }) { &b } else { &a };
+        if round % 2 == 0 {
+            assert!(matches!(loser, Receipt::AlreadyResolvedSame { .. }), "round {round}: {loser:?}");
+        } else {
+            assert!(matches!(loser, Receipt::AlreadyResolvedConflict { .. }), "round {round}: {loser:?}");
+        }
+        let finished = h.finished(run).await;
+        assert_eq!(finished.status, RunStatus::Finished);
+        assert_eq!(after.load(Ordering::SeqCst), round, "the run resumed more than once in round {round}");
+    }
+}
+
+#[tokio::test]
+async fn replay_feeds_recorded_outcomes_and_repeats_no_say() {
+    let invocations = Arc::new(AtomicUsize::new(0));
+    let mut f = Functions::new();
+    f.insert("three", "", Arc::new(ThreeAsks { invocations: invocations.clone() }));
+    let h = Harness::new(f).await;
+    let run = h.run("three", "").await;
+    h.card(1).await;
+    h.say(ALICE, "free text").await;
+    let second = h.card(2).await;
+    assert_eq!(second.prompt, "Second?");
+    assert_eq!(second.step, 1);
+    h.say(ALICE, "y").await;
+    let third = h.card(3).await;
+    assert_eq!(third.step, 2);
+    h.say(ALICE, "yes").await;
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Finished);
+    assert_eq!(done.result.as_deref(), Some("free text y true"));
+    assert_eq!(invocations.load(Ordering::SeqCst), 4, "one invocation per answer plus the first");
+    let texts = h.recorder.texts();
+    assert_eq!(texts.iter().filter(|t| *t == "starting").count(), 1, "say repeated on replay: {texts:?}");
+    assert_eq!(h.recorder.cards().len(), 3, "a card was rendered again on replay");
+    let journal = h.engine.store().journal(run).await.unwrap();
+    let steps: Vec<u32> = journal.iter().map(|q| q.step).collect();
+    assert_eq!(steps, [0, 1, 2]);
+    assert!(journal.iter().all(|q| q.status == Status::Answered));
+}
+
+#[tokio::test]
+async fn a_changed_question_at_a_recorded_step_fails_the_run_naming_the_step() {
+    let prompt = Arc::new(Mutex::new("Original?".to_owned()));
+    let mut f = Functions::new();
+    f.insert("shift", "", Arc::new(Shifting { prompt: prompt.clone() }));
+    let h = Harness::new(f).await;
+    let run = h.run("shift", "").await;
+    h.card(1).await;
+    *prompt.lock().unwrap() = "Changed?".to_owned();
+    h.say(ALICE, "an answer").await;
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    let message = done.result.unwrap();
+    assert!(message.contains("step 0"), "{message}");
+    assert!(message.contains("Original?") && message.contains("Changed?"), "{message}");
+    let texts = h.recorder.texts();
+    assert!(texts.iter().any(|t| t.contains("failed") && t.contains("step 0")), "{texts:?}");
+    assert_eq!(h.recorder.cards().len(), 1, "the mismatched step must not be asked as a new question");
+}
+
+#[tokio::test]
+async fn a_run_survives_a_restart_between_ask_and_answer() {
+    let (functions, after) = functions();
+    let h = Harness::new(functions.clone()).await;
+    let run = h.run("one", "").await;
+    let card = h.card(1).await;
+    let h = h.restart(functions, Settings::default(), Clock::manual(T0 + 1_000)).await;
+    let response = h.say(ALICE, &format!("/answer {} 2", card.id.short())).await;
+    assert!(matches!(response.receipt, Some(Receipt::Resolved { .. })), "{response:?}");
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Finished);
+    assert_eq!(done.result.as_deref(), Some("picked b"));
+    assert_eq!(after.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_timeout_applies_the_default_and_marks_it_expired() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("timed", "default").await;
+    let card = h.card(1).await;
+    h.clock.advance(59_000);
+    assert_eq!(h.question(&card).await.status, Status::Pending, "expired before its deadline");
+    h.clock.advance(1_000);
+    let done = h.finished(run).await;
+    assert_eq!(done.result.as_deref(), Some("b timed_out=true"));
+    let q = h.question(&card).await;
+    assert_eq!(q.status, Status::Expired);
+    assert_eq!(q.outcome, Some(Outcome::Expired { value: Some(json!("b")) }));
+    let retracted = eventually(|| async { h.recorder.retracted().into_iter().next() }).await;
+    assert!(retracted.outcome_line().contains("expired, used b"), "{}", retracted.outcome_line());
+}
+
+#[tokio::test]
+async fn a_confirm_timeout_returns_its_default_and_never_errors() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("timed", "confirm").await;
+    h.card(1).await;
+    h.clock.advance(61_000);
+    assert_eq!(h.finished(run).await.result.as_deref(), Some("confirmed=false"));
+}
+
+#[tokio::test]
+async fn a_timeout_without_default_reaches_the_function_as_an_error() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("timed", "none").await;
+    h.card(1).await;
+    h.clock.advance(60_000);
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Finished);
+    assert_eq!(done.result.as_deref(), Some("the function saw a timeout"));
+}
+
+#[tokio::test]
+async fn a_question_that_expired_while_askgate_was_down_expires_at_start() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions.clone()).await;
+    let run = h.run("timed", "default").await;
+    let card = h.card(1).await;
+    let h = h.restart(functions, Settings::default(), Clock::manual(T0 + 3_600_000)).await;
+    let done = h.finished(run).await;
+    assert_eq!(done.result.as_deref(), Some("b timed_out=true"));
+    assert_eq!(h.question(&card).await.status, Status::Expired);
+}
+
+#[tokio::test]
+async fn each_question_expires_exactly_once() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let runs = [h.run("timed", "default").await, h.run("timed", "confirm").await];
+    h.card(2).await;
+    for _ in 0..5 {
+        h.clock.advance(30_000);
+    }
+    for run in runs {
+        h.finished(run).await;
+    }
+    let retracted = eventually(|| async { Some(h.recorder.retracted()).filter(|r| r.len() >= 2) }).await;
+    assert_eq!(retracted.len(), 2, "{retracted:?}");
+    assert_eq!(h.recorder.texts().len(), 2, "one reply per run");
+}
+
+#[tokio::test]
+async fn allow_always_lets_the_next_identical_approval_through_without_asking() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let first = h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    let r = h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert!(h.finished(first).await.result.unwrap().starts_with("Allowed always"));
+    let grants = h.engine.store().grants(Some(&room())).await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].action, "rm -rf build/");
+
+    let second = h.run("approve-demo", "").await;
+    let done = h.finished(second).await;
+    assert!(done.result.unwrap().starts_with("Allowed by a standing grant"));
+    assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
+    let journal = h.engine.store().journal(second).await.unwrap();
+    assert_eq!(journal[0].answered_via, Some(Surface::Gateway), "recorded as granted");
+    assert!(journal[0].answered_by.as_deref().unwrap().starts_with("grant:"));
+
+    // A different action is not covered.
+    let third = h.run("approve-demo", "rm -rf /").await;
+    h.card(2).await;
+    assert!(!h.engine.store().run(third).await.unwrap().unwrap().status.is_final());
+}
+
+#[tokio::test]
+async fn reject_feedback_becomes_the_functions_error_text() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    h.say(ALICE, &format!("/deny {} not on a friday", card.id.short())).await;
+    assert_eq!(
+        h.finished(run).await.result.as_deref(),
+        Some("Rejected: did not run `rm -rf build/` (not on a friday).")
+    );
+}
+
+#[tokio::test]
+async fn blocking_asks_wait_for_the_answer() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let engine = h.engine.clone();
+    let run = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let card = h.card(1).await;
+    assert_eq!(card.mode, askgate::question::Mode::Blocking);
+    h.say(ALICE, "a").await;
+    let done = run.await.unwrap().unwrap();
+    assert_eq!(done.status, RunStatus::Finished);
+    assert_eq!(done.result.as_deref(), Some("picked a"));
+}
+
+#[tokio::test]
+async fn a_restart_cancels_leftover_blocking_questions() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions.clone()).await;
+    let engine = h.engine.clone();
+    let waiting = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let card = h.card(1).await;
+    // Shutdown ends the blocking ask as cancelled(shutdown) and the run as cancelled.
+    let h = h.restart(functions.clone(), Settings::default(), Clock::manual(T0)).await;
+    let run = waiting.await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+    assert_eq!(h.question(&card).await.outcome, Some(Outcome::Cancelled { reason: "shutdown".into() }));
+
+    // A blocking question left pending by a crash is cancelled(restart) at the next start.
+    let engine = h.engine.clone();
+    let crashed = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let card = h.card(1).await;
+    crashed.abort();
+    let dir = h.dir.clone();
+    let store = h.engine.store().clone();
+    drop(h);
+    store.close().await;
+    let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
+    let q = h.question(&card).await;
+    assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "restart".into() }));
+    let run = h.engine.store().run(q.run).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+}
+
+#[tokio::test]
+async fn cancel_ends_the_waiting_run_with_an_explicit_outcome() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("one", "").await;
+    let card = h.card(1).await;
+    let r = h.say(BOB, "/cancel").await;
+    assert_eq!(r.text.as_deref(), Some("Nothing to cancel here."), "bob may not cancel alice's run");
+    let r = h.say(ALICE, "/cancel").await;
+    assert_eq!(r.text.as_deref(), Some("Cancelled the waiting run."));
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Cancelled);
+    let q = h.question(&card).await;
+    assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "cancelled by test:alice".into() }));
+}
+
+#[tokio::test]
+async fn an_invalid_ask_fails_the_run_with_a_clear_message() {
+    struct Bad;
+    #[async_trait]
+    impl Function for Bad {
+        async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+            ctx.ask(Ask::question("Pick").options(["same", "Same"])).await?;
+            Ok(String::new())
+        }
+    }
+    let mut f = Functions::new();
+    f.insert("bad", "", Arc::new(Bad));
+    let h = Harness::new(f).await;
+    let done = h.finished(h.run("bad", "").await).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    assert_eq!(done.result.as_deref(), Some("invalid ask: option `Same` is listed twice"));
+}
+
+#[tokio::test]
+async fn a_run_without_a_human_gets_cancelled_no_human() {
+    struct Headless;
+    #[async_trait]
+    impl Function for Headless {
+        async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+            assert!(!ctx.can_ask());
+            match ctx.ask(Ask::question("Anyone?")).await {
+                Err(AskError::Cancelled { reason }) => Ok(reason),
+                other => Ok(format!("unexpected {other:?}")),
+            }
+        }
+    }
+    let mut f = Functions::new();
+    f.insert("headless", "", Arc::new(Headless));
+    let h = Harness::new(f).await;
+    let run = h.engine.run_to_end("headless", None, alice(), String::new()).await.unwrap();
+    assert_eq!(run.result.as_deref(), Some("no_human"));
+}

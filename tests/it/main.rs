@@ -1,0 +1,6 @@
+//! askgate's integration tests, compiled into one binary.
+
+mod binary;
+mod engine;
+mod routing;
+mod support;

@@ -1,0 +1,224 @@
+//! Inbound routing and the command grammar, through `Engine::handle`.
+
+use std::sync::Arc;
+
+use askgate::clock::Clock;
+use askgate::engine::{ChannelPolicy, Inbound, Settings};
+use askgate::function::Functions;
+use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
+use askgate::run::{Run, RunStatus};
+use serde_json::json;
+use tempfile::TempDir;
+
+use crate::support::*;
+
+fn builtins() -> Functions {
+    let mut f = Functions::new();
+    for name in askgate::function::builtin_names() {
+        let (function, description) = askgate::function::builtin(name).unwrap();
+        f.insert(*name, description, function);
+    }
+    f
+}
+
+async fn demo_waiting() -> (Harness, Question) {
+    let h = Harness::new(builtins()).await;
+    h.say(ALICE, "/run demo").await;
+    let card = h.card(1).await;
+    (h, card)
+}
+
+#[tokio::test]
+async fn someone_who_is_not_an_answerer_changes_nothing() {
+    let (h, card) = demo_waiting().await;
+    let r = h.say(BOB, &format!("/answer {} 1", card.id.short())).await;
+    assert_eq!(r.receipt, Some(Receipt::NotAuthorized { id: card.id }));
+    assert_eq!(r.text.as_deref(), Some("Not yours to answer."));
+    // A plain message from bob is not claimed by alice's question either.
+    let r = h.say(BOB, "1").await;
+    assert!(r.receipt.is_none(), "{r:?}");
+    assert_eq!(h.question(&card).await.status, Status::Pending);
+}
+
+#[tokio::test]
+async fn an_invalid_choice_keeps_the_question_pending_with_a_hint() {
+    let h = Harness::new(builtins()).await;
+    h.say(ALICE, "/run approve-demo").await;
+    let card = h.card(1).await;
+    let r = h.say(ALICE, &format!("/answer {} sometimes", card.id.short())).await;
+    assert!(matches!(r.receipt, Some(Receipt::InvalidChoice { .. })), "{r:?}");
+    assert!(r.text.unwrap().contains("once, always, or reject"));
+    assert_eq!(h.question(&card).await.status, Status::Pending);
+}
+
+#[tokio::test]
+async fn a_duplicate_answer_gets_already_resolved_same() {
+    let (h, card) = demo_waiting().await;
+    let command = format!("/answer {} 2", card.id.short());
+    assert!(matches!(h.say(ALICE, &command).await.receipt, Some(Receipt::Resolved { .. })));
+    let r = h.say(ALICE, &command).await;
+    assert_eq!(r.receipt, Some(Receipt::AlreadyResolvedSame { id: card.id, by: Some(ALICE.into()) }));
+    let r = h.say(ALICE, &format!("/answer {} 3", card.id)).await;
+    assert!(matches!(r.receipt, Some(Receipt::AlreadyResolvedConflict { .. })), "{r:?}");
+    assert!(r.text.unwrap().contains("date-fns"));
+}
+
+#[tokio::test]
+async fn unknown_short_and_malformed_ids_are_reported() {
+    let (h, card) = demo_waiting().await;
+    let r = h.say(ALICE, "/answer ffff 1").await;
+    let unknown_prefix = if card.id.to_string().starts_with("ffff") { "0000" } else { "ffff" };
+    let r = if unknown_prefix == "ffff" { r } else { h.say(ALICE, "/answer 0000 1").await };
+    assert_eq!(r.receipt, Some(Receipt::Unknown { reason: format!("No question {unknown_prefix} here") }));
+    let r = h.say(ALICE, "/answer abc 1").await;
+    assert!(r.text.unwrap().contains("at least 4 characters"));
+    let r = h.say(ALICE, "/answer zzzzzz 1").await;
+    assert!(r.text.unwrap().contains("is not a question id"));
+    assert_eq!(h.question(&card).await.status, Status::Pending);
+}
+
+fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Question {
+    let ask = askgate::question::Ask::question("Stored?").options(["a", "b"]).validate().unwrap();
+    Question {
+        id: id.parse().unwrap(),
+        conversation: Some(Conversation::parse(conversation).unwrap()),
+        run,
+        step,
+        mode: Mode::FollowUp,
+        kind: Kind::Question,
+        fingerprint: ask.fingerprint(),
+        prompt: ask.prompt,
+        detail: None,
+        options: ask.options,
+        multi: false,
+        allow_custom: false,
+        default: None,
+        answerers: Answerers::Conversation,
+        created_at: T0,
+        expires_at: None,
+        status: Status::Pending,
+        outcome: None,
+        answered_by: None,
+        answered_via: None,
+    }
+}
+
+fn stored_run(conversation: &str) -> Run {
+    Run {
+        id: RunId::new(),
+        function: "demo".into(),
+        conversation: Some(Conversation::parse(conversation).unwrap()),
+        initiator: alice(),
+        input: String::new(),
+        mode: Mode::FollowUp,
+        status: RunStatus::Waiting,
+        says: 0,
+        result: None,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+#[tokio::test]
+async fn ambiguous_and_foreign_ids_change_nothing() {
+    let h = Harness::new(builtins()).await;
+    let run = stored_run(ROOM);
+    let a = stored_question("abcd1111-0000-4000-8000-000000000001", ROOM, run.id, 0);
+    let b = stored_question("abcd2222-0000-4000-8000-000000000002", ROOM, run.id, 1);
+    h.engine.store().ask(&run, &a).await.unwrap();
+    h.engine.store().ask(&run, &b).await.unwrap();
+    let r = h.say(ALICE, "/answer abcd 1").await;
+    assert_eq!(r.receipt, Some(Receipt::Unknown { reason: "Ambiguous id, use more characters".into() }));
+    let r = h.say(ALICE, "/answer ABCD1 1").await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?} (prefixes are case-insensitive)");
+
+    let other = stored_run("test:elsewhere");
+    let foreign = stored_question("eeee3333-0000-4000-8000-000000000003", "test:elsewhere", other.id, 0);
+    h.engine.store().ask(&other, &foreign).await.unwrap();
+    for id in ["eeee3333", "eeee3333-0000-4000-8000-000000000003"] {
+        let r = h.say(ALICE, &format!("/answer {id} 1")).await;
+        assert!(matches!(r.receipt, Some(Receipt::Unknown { .. })), "{id}: {r:?}");
+    }
+    assert_eq!(h.question(&foreign).await.status, Status::Pending);
+}
+
+#[tokio::test]
+async fn a_plain_message_is_claimed_by_the_pending_question_before_a_new_turn() {
+    let mut settings = Settings::default();
+    settings
+        .channels
+        .insert("test".into(), ChannelPolicy { default_function: Some("demo".into()), ..ChannelPolicy::default() });
+    let h = Harness::open(builtins(), settings, Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await;
+    // No question waits: a plain message starts the default function.
+    h.say(ALICE, "hello").await;
+    let first = h.card(1).await;
+    // Now one waits: the next plain message is its answer, not a new run.
+    let r = h.say(ALICE, "luxon").await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert_eq!(
+        h.question(&first).await.outcome.unwrap(),
+        askgate::question::Outcome::Answered { value: json!("luxon") }
+    );
+    let second = h.card(2).await;
+    assert_eq!(second.kind, Kind::Confirm);
+    // An answer that does not fit gets a hint and the question stays pending.
+    let r = h.say(ALICE, "perhaps").await;
+    assert_eq!(r.text.as_deref(), Some(format!("Not accepted ({}): reply yes or no.", second.id.short()).as_str()));
+    assert_eq!(h.recorder.cards().len(), 2);
+}
+
+#[tokio::test]
+async fn two_pending_questions_make_a_plain_message_ask_for_an_id() {
+    let h = Harness::new(builtins()).await;
+    h.say(ALICE, "/run demo").await;
+    h.say(ALICE, "/run demo").await;
+    h.card(2).await;
+    let r = h.say(ALICE, "1").await;
+    assert!(r.text.unwrap().starts_with("2 questions are waiting for you here"));
+    let r = h.say(ALICE, "/pending").await;
+    assert!(r.text.unwrap().starts_with("2 waiting:"));
+}
+
+#[tokio::test]
+async fn a_reply_to_a_card_answers_that_question() {
+    let h = Harness::new(builtins()).await;
+    h.say(ALICE, "/run demo").await;
+    h.say(ALICE, "/run demo").await;
+    let second = h.card(2).await;
+    let mut inbound = Inbound::text(room(), alice(), Surface::Console, "my own library");
+    inbound.reply_to = Some(second.id);
+    let r = h.engine.handle(inbound).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert_eq!(
+        h.question(&second).await.outcome.unwrap(),
+        askgate::question::Outcome::Answered { value: json!("my own library") }
+    );
+}
+
+#[tokio::test]
+async fn a_redelivered_update_is_applied_once_also_after_a_restart() {
+    let (h, card) = demo_waiting().await;
+    let mut inbound = Inbound::text(room(), alice(), Surface::Console, format!("/answer {} 1", card.id));
+    inbound.key = Some("test:update:7".into());
+    let first = h.engine.handle(inbound.clone()).await;
+    assert!(matches!(first.receipt, Some(Receipt::Resolved { .. })));
+    let h = h.restart(builtins(), Settings::default(), Clock::manual(T0)).await;
+    let again = h.engine.handle(inbound).await;
+    assert_eq!(again, Default::default(), "a redelivery must be silent and change nothing");
+}
+
+#[tokio::test]
+async fn run_refusals_and_help_are_clear() {
+    let mut settings = Settings::default();
+    settings.channels.insert("test".into(), ChannelPolicy { allowed_users: vec![alice()], ..ChannelPolicy::default() });
+    let h = Harness::open(builtins(), settings, Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await;
+    let r = h.say(ALICE, "/run nothing").await;
+    assert_eq!(r.text.as_deref(), Some("No function named `nothing`. /help lists the functions."));
+    let r = h.say(BOB, "/run demo").await;
+    assert_eq!(r.text.as_deref(), Some("You are not allowed to start runs here."));
+    let r = h.say(ALICE, "/frobnicate").await;
+    assert_eq!(r.text.as_deref(), Some("Unknown command /frobnicate: /help lists the commands."));
+    let help = h.say(BOB, "/help").await.text.unwrap();
+    assert!(help.contains("/answer <id> <choice>") && help.contains("approve-demo"), "{help}");
+    assert!(h.recorder.cards().is_empty());
+}

@@ -1,0 +1,181 @@
+//! Helpers: an engine on a temp-dir SQLite file, a recording channel, and polling with a
+//! deadline instead of sleeps.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use askgate::channel::{Channel, ChannelError};
+use askgate::clock::Clock;
+use askgate::engine::{Engine, Inbound, Response, Settings};
+use askgate::function::Functions;
+use askgate::question::{Conversation, Question, Surface, UserRef};
+use askgate::run::Run;
+use askgate::store::{Delivery, SqliteStore, Synchronous};
+use async_trait::async_trait;
+use tempfile::TempDir;
+
+/// The conversation most tests talk in.
+pub const ROOM: &str = "test:room";
+/// The user who starts runs.
+pub const ALICE: &str = "test:alice";
+/// Someone else in the room.
+pub const BOB: &str = "test:bob";
+
+/// Logs to stderr when TEST_LOG=1.
+pub fn init_log() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt().with_env_filter("debug,sqlx=warn").with_test_writer().try_init();
+    }
+}
+
+/// What the recording channel saw.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shown {
+    Card(Question),
+    Retracted(Question),
+    Text(String),
+}
+
+/// A channel that records everything it is asked to show, under the name `test`.
+#[derive(Default)]
+pub struct Recorder {
+    shown: Mutex<Vec<Shown>>,
+}
+
+impl Recorder {
+    pub fn all(&self) -> Vec<Shown> {
+        self.shown.lock().unwrap().clone()
+    }
+
+    pub fn cards(&self) -> Vec<Question> {
+        self.all().into_iter().filter_map(|s| if let Shown::Card(q) = s { Some(q) } else { None }).collect()
+    }
+
+    pub fn texts(&self) -> Vec<String> {
+        self.all().into_iter().filter_map(|s| if let Shown::Text(t) = s { Some(t) } else { None }).collect()
+    }
+
+    pub fn retracted(&self) -> Vec<Question> {
+        self.all().into_iter().filter_map(|s| if let Shown::Retracted(q) = s { Some(q) } else { None }).collect()
+    }
+}
+
+#[async_trait]
+impl Channel for Recorder {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        self.shown.lock().unwrap().push(Shown::Card(question.clone()));
+        Ok(vec![Delivery {
+            question: question.id,
+            surface: "test".into(),
+            chat: question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default(),
+            message: format!("m-{}", question.id),
+        }])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        if !cards.is_empty() {
+            self.shown.lock().unwrap().push(Shown::Retracted(question.clone()));
+        }
+        Ok(())
+    }
+
+    async fn send_text(&self, _conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        self.shown.lock().unwrap().push(Shown::Text(text.to_owned()));
+        Ok(())
+    }
+}
+
+/// An engine over a SQLite file in a temp dir, with a recording channel.
+pub struct Harness {
+    pub engine: Engine,
+    pub recorder: Arc<Recorder>,
+    pub clock: Clock,
+    pub dir: Arc<TempDir>,
+}
+
+/// The start of the manual clock: a fixed instant, so tests are repeatable.
+pub const T0: i64 = 1_800_000_000_000;
+
+impl Harness {
+    pub async fn new(functions: Functions) -> Self {
+        Self::open(functions, Settings::default(), Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await
+    }
+
+    pub async fn open(functions: Functions, settings: Settings, dir: Arc<TempDir>, clock: Clock) -> Self {
+        init_log();
+        let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
+        let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
+        let recorder = Arc::new(Recorder::default());
+        engine.attach(recorder.clone());
+        engine.start().await.unwrap();
+        Self { engine, recorder, clock, dir }
+    }
+
+    /// Stops this engine and opens a new one on the same file, with `clock`.
+    pub async fn restart(self, functions: Functions, settings: Settings, clock: Clock) -> Self {
+        let dir = self.dir.clone();
+        self.engine.shutdown().await;
+        Self::open(functions, settings, dir, clock).await
+    }
+
+    pub async fn run(&self, function: &str, input: &str) -> askgate::question::RunId {
+        self.engine
+            .start_run(function, Some(room()), alice(), input.to_owned(), askgate::question::Mode::FollowUp)
+            .await
+            .unwrap()
+    }
+
+    /// Waits for the `n`th card (from 1).
+    pub async fn card(&self, n: usize) -> Question {
+        eventually(|| async { self.recorder.cards().get(n - 1).cloned() }).await
+    }
+
+    /// Waits for the run to reach a final status.
+    pub async fn finished(&self, run: askgate::question::RunId) -> Run {
+        eventually(|| async { self.engine.store().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await
+    }
+
+    /// Sends a message to the engine as `user` in the room.
+    pub async fn say(&self, user: &str, text: &str) -> Response {
+        let inbound = Inbound::text(room(), UserRef::parse(user).unwrap(), Surface::Console, text);
+        self.engine.handle(inbound).await
+    }
+
+    pub async fn question(&self, q: &Question) -> Question {
+        self.engine.store().question(q.id).await.unwrap().unwrap()
+    }
+}
+
+pub fn db_path(dir: &Path) -> PathBuf {
+    dir.join("askgate.db")
+}
+
+pub fn room() -> Conversation {
+    Conversation::parse(ROOM).unwrap()
+}
+
+pub fn alice() -> UserRef {
+    UserRef::parse(ALICE).unwrap()
+}
+
+/// Polls `probe` until it yields a value; panics after 20 seconds.
+pub async fn eventually<T, F, Fut>(mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not reached within 20 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
