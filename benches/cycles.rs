@@ -1,1 +1,293 @@
-fn main() {}
+//! askgate's benchmark: full follow-up cycles through the real engine and SQLite store,
+//! compared with the raw sqlx ceiling measured in the same run, plus memory and start-up with
+//! 100,000 pending questions, and resolve-to-resume latency.
+//!
+//! `cargo bench --bench cycles` (add `-- --quick` for a short run). Figures go to stdout.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use askgate::channel::{Channel, ChannelError};
+use askgate::clock::Clock;
+use askgate::engine::{Context, Engine, Resolver, Settings};
+use askgate::function::{Function, FunctionError, Functions};
+use askgate::question::{Ask, Conversation, Mode, Question, Surface, UserRef};
+use askgate::store::{Delivery, SqliteStore, Synchronous};
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection};
+use tokio::sync::mpsc;
+
+/// What a conversation's driver hears back.
+enum Signal {
+    Card(Box<Question>),
+    Resumed(Instant),
+    Reply,
+}
+
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Signal>>>>;
+
+fn signal(routes: &Routes, conversation: &str, s: Signal) {
+    if let Some(tx) = routes.lock().unwrap().get(conversation) {
+        let _ = tx.send(s);
+    }
+}
+
+/// A channel that hands cards and replies to the driver of their conversation.
+struct Wire {
+    routes: Routes,
+}
+
+#[async_trait]
+impl Channel for Wire {
+    fn name(&self) -> &'static str {
+        "bench"
+    }
+    async fn show_question(&self, q: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        let conversation = q.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
+        signal(&self.routes, &conversation, Signal::Card(Box::new(q.clone())));
+        Ok(Vec::new())
+    }
+    async fn retract(&self, _: &Question, _: &[Delivery]) -> Result<(), ChannelError> {
+        Ok(())
+    }
+    async fn send_text(&self, c: &Conversation, _: &str) -> Result<(), ChannelError> {
+        signal(&self.routes, c.as_str(), Signal::Reply);
+        Ok(())
+    }
+}
+
+/// Asks one question; after the answer, tells the driver when it resumed.
+struct OneAsk {
+    routes: Routes,
+}
+
+#[async_trait]
+impl Function for OneAsk {
+    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+        let answer = ctx.ask(Ask::question("Pick one").options(["a", "b"])).await?;
+        let conversation = ctx.run().conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
+        signal(&self.routes, &conversation, Signal::Resumed(Instant::now()));
+        Ok(answer.text())
+    }
+}
+
+async fn engine(db: &Path, routes: &Routes) -> Engine {
+    let store = SqliteStore::open(db.to_str().unwrap(), Synchronous::Normal).await.unwrap();
+    let mut functions = Functions::new();
+    functions.insert("one", "", Arc::new(OneAsk { routes: routes.clone() }));
+    let mut settings = Settings::default();
+    settings.channels.insert("bench".into(), Default::default());
+    let engine = Engine::new(Arc::new(store), functions, settings, Clock::system());
+    engine.attach(Arc::new(Wire { routes: routes.clone() }));
+    engine.start().await.unwrap();
+    engine
+}
+
+/// One conversation's loop: `cycles` full follow-up cycles; returns resolve→resume latencies.
+async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usize) -> Vec<Duration> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    routes.lock().unwrap().insert(conversation.clone(), tx);
+    let user = UserRef::parse("bench:user").unwrap();
+    let resolver = Resolver { user: user.clone(), via: Surface::Api, operator: false };
+    let conv = Conversation::parse(&conversation).unwrap();
+    let mut latencies = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        engine.start_run("one", Some(conv.clone()), user.clone(), String::new(), Mode::FollowUp).await.unwrap();
+        let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
+        let asked = Instant::now();
+        engine.resolve(&q, "1", &resolver).await.unwrap();
+        let Some(Signal::Resumed(at)) = rx.recv().await else { panic!("expected a resume") };
+        latencies.push(at - asked);
+        let Some(Signal::Reply) = rx.recv().await else { panic!("expected a reply") };
+    }
+    latencies
+}
+
+/// Full cycles with `conversations` drivers at once; cycles per second and latencies.
+async fn cycles(dir: &Path, conversations: usize, per_conversation: usize) -> (f64, Vec<Duration>) {
+    let db = dir.join(format!("cycles-{conversations}.db"));
+    let routes: Routes = Arc::default();
+    let engine = engine(&db, &routes).await;
+    let started = Instant::now();
+    let drivers: Vec<_> = (0..conversations)
+        .map(|i| tokio::spawn(drive(engine.clone(), routes.clone(), format!("bench:c{i}"), per_conversation)))
+        .collect();
+    let mut latencies = Vec::new();
+    for d in drivers {
+        latencies.extend(d.await.unwrap());
+    }
+    // The last writes (runs marked finished) are part of the work: shutdown drains them.
+    engine.shutdown().await;
+    let elapsed = started.elapsed();
+    ((conversations * per_conversation) as f64 / elapsed.as_secs_f64(), latencies)
+}
+
+/// The raw sqlx ceiling: per cycle one INSERT and one conditional UPDATE, each its own
+/// transaction, on one connection with the same pragmas.
+async fn raw_ceiling(dir: &Path, n: usize) -> f64 {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", dir.join("raw.db").display()))
+        .unwrap()
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .disable_statement_logging();
+    let mut conn = options.connect().await.unwrap();
+    sqlx::query(
+        "CREATE TABLE q (id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL, outcome TEXT, created_at INTEGER NOT NULL)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let started = Instant::now();
+    for i in 0..n {
+        let id = uuid::Uuid::new_v4().to_string();
+        sqlx::query("INSERT INTO q (id, status, created_at) VALUES (?, 'pending', ?)")
+            .bind(&id)
+            .bind(i as i64)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let done = sqlx::query("UPDATE q SET status = 'answered', outcome = ? WHERE id = ? AND status = 'pending'")
+            .bind("{\"status\":\"answered\",\"value\":\"a\"}")
+            .bind(&id)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    conn.close().await.unwrap();
+    rate
+}
+
+/// Fills a database with `n` pending follow-up questions through the real engine.
+async fn fill(db: &Path, n: usize) {
+    let routes: Routes = Arc::default();
+    let engine = engine(db, &routes).await;
+    let user = UserRef::parse("bench:user").unwrap();
+    let workers = 64;
+    let tasks: Vec<_> = (0..workers)
+        .map(|w| {
+            let engine = engine.clone();
+            let user = user.clone();
+            tokio::spawn(async move {
+                for i in (w..n).step_by(workers) {
+                    let conv = Conversation::parse(&format!("bench:p{i}")).unwrap();
+                    engine.start_run("one", Some(conv), user.clone(), String::new(), Mode::FollowUp).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Every run ends its first turn with a pending question; wait until all are stored.
+    loop {
+        let pending = engine.store().pending(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap())).await;
+        if pending.map(|p| p.len()).unwrap_or(0) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    engine.shutdown().await;
+}
+
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Child process: start an engine on `db`, report time to ready and resident memory.
+async fn startup_probe(db: &Path) {
+    let routes: Routes = Arc::default();
+    let started = Instant::now();
+    let engine = engine(db, &routes).await;
+    let ready = started.elapsed();
+    // Let the sweeper and the pool settle, then measure.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss = rss_kb();
+    let pending = engine.store().pending(None).await.map(|p| p.len()).unwrap_or(0);
+    println!("ready_ms={} rss_kb={rss} pending={pending}", ready.as_millis());
+    engine.shutdown().await;
+}
+
+fn probe(db: &Path) -> (u64, u64, usize) {
+    let out = Command::new(std::env::current_exe().unwrap()).arg("--probe").arg(db).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| -> u64 {
+        text.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(k))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("probe printed no {k}: {text}"))
+    };
+    (field("ready_ms="), field("rss_kb="), field("pending=") as usize)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    if let Some(i) = args.iter().position(|a| a == "--probe") {
+        runtime.block_on(startup_probe(&PathBuf::from(&args[i + 1])));
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let (single, per_concurrent, raw_n, pending_n) =
+        if quick { (500, 40, 2_000, 10_000) } else { (3_000, 200, 20_000, 100_000) };
+    let dir = tempfile::TempDir::new().unwrap();
+    println!("askgate benchmark (SQLite WAL, synchronous=NORMAL, temp dir, {} cores)", num_cpus());
+
+    runtime.block_on(async {
+        let raw = raw_ceiling(dir.path(), raw_n).await;
+        println!("raw sqlx ceiling:            {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
+        let (one, mut lat1) = cycles(dir.path(), 1, single).await;
+        println!("engine, 1 conversation:      {one:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * one / raw);
+        let (many, mut lat64) = cycles(dir.path(), 64, per_concurrent).await;
+        println!("engine, 64 conversations:    {many:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * many / raw);
+        lat1.sort();
+        lat64.sort();
+        for (label, lat) in [("1 conversation", &lat1), ("64 conversations", &lat64)] {
+            println!(
+                "resolve -> resumed step, {label:<17} p50 {:>7.2} ms   p99 {:>7.2} ms",
+                percentile(lat, 0.50).as_secs_f64() * 1e3,
+                percentile(lat, 0.99).as_secs_f64() * 1e3
+            );
+        }
+    });
+
+    let empty = dir.path().join("empty.db");
+    let full = dir.path().join("pending.db");
+    let filling = Instant::now();
+    runtime.block_on(fill(&full, pending_n));
+    println!("stored {pending_n} pending follow-up questions in {:.1} s", filling.elapsed().as_secs_f64());
+    let (_, idle_kb, _) = probe(&empty);
+    let (ready_ms, loaded_kb, pending) = probe(&full);
+    assert_eq!(pending, pending_n, "the probe did not see every pending question");
+    println!("idle askgate (empty store):  {:>7.1} MB resident", idle_kb as f64 / 1024.0);
+    println!(
+        "with {pending} pending:      {:>7.1} MB resident, +{:.1} MB over idle; start to ready {ready_ms} ms",
+        loaded_kb as f64 / 1024.0,
+        loaded_kb.saturating_sub(idle_kb) as f64 / 1024.0
+    );
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

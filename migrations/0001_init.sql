@@ -14,7 +14,8 @@ CREATE TABLE runs (
     created_at   INTEGER NOT NULL,
     updated_at   INTEGER NOT NULL
 );
-CREATE INDEX runs_open ON runs (conversation, status) WHERE status IN ('running', 'waiting');
+-- runs a stop interrupted mid-turn, found at start-up
+CREATE INDEX runs_running ON runs (created_at) WHERE status = 'running';
 
 -- A run's journal is its resolved questions ordered by step.
 CREATE TABLE questions (
@@ -43,7 +44,17 @@ CREATE TABLE questions (
     CHECK ((status = 'pending') = (outcome IS NULL))
 );
 CREATE INDEX questions_pending_conversation ON questions (conversation) WHERE status = 'pending';
+CREATE INDEX questions_pending_blocking ON questions (created_at) WHERE status = 'pending' AND mode = 'blocking';
 CREATE INDEX questions_deadline ON questions (expires_at) WHERE status = 'pending' AND expires_at IS NOT NULL;
+
+-- A follow-up run runs again the moment its pending question is resolved: the claim and the
+-- run's status change in one statement, so a crash between the claim and the replay leaves a
+-- `running` run that the next start replays.
+CREATE TRIGGER follow_up_resumes AFTER UPDATE OF status ON questions
+WHEN OLD.status = 'pending' AND NEW.status <> 'pending' AND NEW.mode = 'follow_up'
+BEGIN
+    UPDATE runs SET status = 'running', updated_at = NEW.resolved_at WHERE id = NEW.run_id AND status = 'waiting';
+END;
 
 -- Every rendered card, so that it can be retracted after any resolution.
 CREATE TABLE deliveries (

@@ -11,7 +11,7 @@ mod event;
 mod router;
 mod sweeper;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ use crate::question::{
     Timeout, UserRef,
 };
 use crate::run::{Run, RunStatus};
-use crate::store::{Claim, Grant, Resolution, Store, StoreError};
+use crate::store::{Claim, Delivery, Grant, Resolution, Store, StoreError};
 
 /// Who may answer questions of runs started in a channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -164,19 +164,18 @@ impl Engine {
         for id in store.pending_blocking().await? {
             self.close(id, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
         }
-        for mut run in store.open_runs(None).await? {
-            match (run.mode, run.status) {
-                (Mode::FollowUp, RunStatus::Running) => {
+        for mut run in store.running_runs().await? {
+            match run.mode {
+                Mode::FollowUp => {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
-                    self.spawn_invocation(run);
+                    self.resume(run.id);
                 }
-                (Mode::Blocking, _) => {
+                Mode::Blocking => {
                     run.status = RunStatus::Failed;
                     run.result = Some("interrupted by a restart of askgate".to_owned());
                     run.updated_at = self.now_ms();
                     store.save_run(&run).await?;
                 }
-                _ => {}
             }
         }
         self.inner.runs.spawn(sweeper::run(self.clone()));
@@ -269,9 +268,12 @@ impl Engine {
         input: String,
         mode: Mode,
     ) -> Result<RunId, StartError> {
-        let run = self.new_run(function, conversation, user, input, mode)?;
+        let run = self.new_run(function, conversation, user, input, mode).await?;
         let id = run.id;
-        self.spawn_invocation(run);
+        let engine = self.clone();
+        self.inner.runs.spawn(async move {
+            engine.invoke(run, Vec::new()).await;
+        });
         Ok(id)
     }
 
@@ -286,13 +288,14 @@ impl Engine {
         user: UserRef,
         input: String,
     ) -> Result<Run, StartError> {
-        let run = self.new_run(function, conversation, user, input, Mode::Blocking)?;
+        let run = self.new_run(function, conversation, user, input, Mode::Blocking).await?;
         let engine = self.clone();
-        let handle = self.inner.runs.spawn(async move { engine.invoke(run).await });
+        let handle = self.inner.runs.spawn(async move { engine.invoke(run, Vec::new()).await });
         handle.await.map_err(|_| StartError::ShuttingDown)
     }
 
-    fn new_run(
+    /// Checks that the run may start.
+    async fn new_run(
         &self,
         function: &str,
         conversation: Option<Conversation>,
@@ -313,7 +316,7 @@ impl Engine {
             }
         }
         let now = self.now_ms();
-        Ok(Run {
+        let run = Run {
             id: RunId::new(),
             function: function.to_owned(),
             conversation,
@@ -325,21 +328,36 @@ impl Engine {
             result: None,
             created_at: now,
             updated_at: now,
-        })
+        };
+        // The run is first written when it first asks or ends: a run that does neither before
+        // a crash was mid-flight, and nothing about it was promised to anyone.
+        self.emit(Event::Run(run.clone()));
+        Ok(run)
     }
 
-    fn spawn_invocation(&self, run: Run) {
+    /// Replays a follow-up run whose question was resolved (or that a stop interrupted).
+    fn resume(&self, run_id: RunId) {
         let engine = self.clone();
         self.inner.runs.spawn(async move {
-            engine.invoke(run).await;
+            match engine.inner.store.run_with_journal(run_id).await {
+                Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
+                    engine.emit(Event::Run(resume.run.clone()));
+                    engine.invoke(resume.run, resume.journal).await;
+                }
+                Ok(Some(resume)) => {
+                    tracing::debug!(run = %resume.run.id, status = %resume.run.status, "not resuming");
+                }
+                Ok(None) => tracing::warn!(run = %run_id, "a resolved question's run is missing"),
+                Err(e) => tracing::error!(run = %run_id, error = %e, "could not load a run to resume it"),
+            }
         });
     }
 
     /// One turn of a run: replay the journal, run the function until it returns or asks
     /// something new, and record where it stands.
-    async fn invoke(&self, run: Run) -> Run {
+    async fn invoke(&self, run: Run, journal: Vec<Question>) -> Run {
         let id = run.id;
-        let mut final_run = match self.invoke_inner(run).await {
+        let mut final_run = match self.invoke_inner(run, journal).await {
             Ok(run) => run,
             Err((mut run, e)) => {
                 tracing::error!(run = %id, error = %e, "a run could not be recorded");
@@ -353,18 +371,11 @@ impl Engine {
         final_run
     }
 
-    async fn invoke_inner(&self, run: Run) -> Result<Run, (Run, StoreError)> {
+    async fn invoke_inner(&self, run: Run, journal: Vec<Question>) -> Result<Run, (Run, StoreError)> {
         let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
             let message = format!("no function named `{}` (removed from the config?)", run.function);
             self.notify(&run, format!("⚠️ {message}"));
             return self.end_run(run, RunStatus::Failed, message).await;
-        };
-        if run.created_at == run.updated_at && run.status == RunStatus::Running {
-            self.emit(Event::Run(run.clone()));
-        }
-        let journal = match self.inner.store.journal(run.id).await {
-            Ok(j) => j,
-            Err(e) => return Err((run, e)),
         };
         let mut ctx = Context::new(self.clone(), run.clone(), journal);
         let result = entry.function.call(&mut ctx, &run.input).await;
@@ -476,21 +487,7 @@ impl Engine {
                     let _ = waiter.send(outcome);
                 }
             }
-            Mode::FollowUp => {
-                let engine = self.clone();
-                let run_id = question.run;
-                self.inner.runs.spawn(async move {
-                    match engine.inner.store.run(run_id).await {
-                        Ok(Some(run)) if run.status == RunStatus::Running => {
-                            engine.emit(Event::Run(run.clone()));
-                            engine.invoke(run).await;
-                        }
-                        Ok(Some(run)) => tracing::debug!(run = %run.id, status = %run.status, "not resuming"),
-                        Ok(None) => tracing::warn!(run = %run_id, "a resolved question's run is missing"),
-                        Err(e) => tracing::error!(run = %run_id, error = %e, "could not load a run to resume it"),
-                    }
-                });
-            }
+            Mode::FollowUp => self.resume(question.run),
         }
     }
 
@@ -594,7 +591,7 @@ impl Engine {
                 at: self.now_ms(),
                 grant: None,
             };
-            if matches!(self.claim(resolution).await?, Claim::Won(_)) {
+            if matches!(self.claim(resolution).await?, Claim::Won(..)) {
                 cancelled += 1;
             }
         }
@@ -619,12 +616,17 @@ impl Engine {
 
 /// One channel's delivery worker: cards, retractions and text in the order they were queued.
 async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
-    // Questions this worker retracted right after showing them, because they were resolved
-    // while the card was on its way; their queued retraction is then already done.
-    let mut retracted_early = std::collections::HashSet::new();
+    // Cards shown lately, so that a retraction rarely reads them back from the store.
+    let mut shown: Recent<Vec<Delivery>> = Recent::new(4096);
+    // Questions resolved before their card went out (possible when a resolution races the
+    // announcement): their card is not shown at all.
+    let mut closed: Recent<()> = Recent::new(1024);
     while let Some(message) = queue.recv().await {
         match message {
             Outbound::Card(question) => {
+                if closed.remove(&question.id).is_some() {
+                    continue;
+                }
                 let cards = match channel.show_question(&question).await {
                     Ok(cards) => cards,
                     Err(e) => {
@@ -637,24 +639,24 @@ async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mp
                         tracing::error!(question = %question.id, error = %e, "could not record a card");
                     }
                 }
-                // Resolved while the card was on its way: its retraction found no card then.
-                match store.question(question.id).await {
-                    Ok(Some(now)) if !now.is_pending() => {
-                        retracted_early.insert(now.id);
-                        retract(&*channel, &now, cards).await;
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(question = %question.id, error = %e, "could not re-check a question"),
-                }
+                shown.insert(question.id, cards);
             }
-            Outbound::Retract(question) if retracted_early.remove(&question.id) => {}
-            Outbound::Retract(question) => match store.deliveries(question.id).await {
-                Ok(cards) => {
-                    let cards = cards.into_iter().filter(|d| d.surface == channel.name()).collect();
-                    retract(&*channel, &question, cards).await;
+            Outbound::Retract(question) => {
+                let cards = match shown.remove(&question.id) {
+                    Some(cards) => cards,
+                    None => match store.deliveries(question.id).await {
+                        Ok(cards) => cards.into_iter().filter(|d| d.surface == channel.name()).collect(),
+                        Err(e) => {
+                            tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
+                            continue;
+                        }
+                    },
+                };
+                if cards.is_empty() {
+                    closed.insert(question.id, ());
                 }
-                Err(e) => tracing::error!(question = %question.id, error = %e, "could not load cards to retract"),
-            },
+                retract(&*channel, &question, cards).await;
+            }
             Outbound::Text(conversation, text) => {
                 if let Err(e) = channel.send_text(&conversation, &text).await {
                     tracing::warn!(%conversation, error = %e, "could not send a message");
@@ -664,7 +666,36 @@ async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mp
     }
 }
 
-async fn retract(channel: &dyn Channel, question: &Question, cards: Vec<crate::store::Delivery>) {
+/// A map that forgets its oldest entries beyond a fixed size.
+struct Recent<V> {
+    order: VecDeque<QuestionId>,
+    entries: HashMap<QuestionId, V>,
+    cap: usize,
+}
+
+impl<V> Recent<V> {
+    fn new(cap: usize) -> Self {
+        Self { order: VecDeque::with_capacity(cap), entries: HashMap::with_capacity(cap), cap }
+    }
+
+    fn insert(&mut self, id: QuestionId, value: V) {
+        if self.entries.insert(id, value).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > self.cap {
+            if let Some(old) = self.order.pop_front() {
+                self.entries.remove(&old);
+            }
+        }
+    }
+
+    /// Takes an entry out; its slot in the order is dropped lazily when it comes up.
+    fn remove(&mut self, id: &QuestionId) -> Option<V> {
+        self.entries.remove(id)
+    }
+}
+
+async fn retract(channel: &dyn Channel, question: &Question, cards: Vec<Delivery>) {
     if let Err(e) = channel.retract(question, &cards).await {
         tracing::warn!(question = %question.id, channel = channel.name(), error = %e, "could not retract a card");
     }

@@ -2,7 +2,8 @@
 //!
 //! The rules every implementation keeps: a question is written before it is rendered; a
 //! resolve is one conditional write that succeeds for exactly one caller; a follow-up run's
-//! status moves back to `running` in the same transaction as the claim that resumes it.
+//! status moves to `waiting` with the insert of its pending question, and back to `running`
+//! with the claim that resolves it. A run is first written when it first asks or ends.
 
 mod sqlite;
 
@@ -78,6 +79,15 @@ pub struct Resolution {
     pub grant: Option<Grant>,
 }
 
+/// A follow-up run ready to be replayed: the run, now `running`, with its journal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resume {
+    /// The run.
+    pub run: Run,
+    /// Its questions ordered by step.
+    pub journal: Vec<Question>,
+}
+
 /// What a resolve attempt found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
@@ -96,9 +106,12 @@ pub trait Store: Send + Sync + 'static {
     async fn save_run(&self, run: &Run) -> Result<(), StoreError>;
     /// One run.
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
-    /// Runs that are `running` or `waiting`, oldest first.
-    async fn open_runs(&self, conversation: Option<&Conversation>) -> Result<Vec<Run>, StoreError>;
-    /// Saves the run and inserts its new question, in one transaction.
+    /// One run with its questions ordered by step, read together: what a replay needs.
+    async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError>;
+    /// Runs in status `running`: at start-up, those a stop interrupted mid-turn.
+    async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
+    /// Saves the run (inserting it on its first ask) and inserts its new question, in one
+    /// transaction.
     async fn ask(&self, run: &Run, question: &Question) -> Result<(), StoreError>;
     /// One question.
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
@@ -114,7 +127,8 @@ pub trait Store: Send + Sync + 'static {
     async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
-    /// Closes a question if it is still pending: the claim-once write.
+    /// Closes a question if it is still pending: the claim-once write. A follow-up run whose
+    /// question this resolves becomes `running` in the same write.
     async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError>;
     /// Pending questions whose deadline is at or before `now`, at most `limit`.
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<QuestionId>, StoreError>;

@@ -10,16 +10,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::{Claim, Delivery, Grant, Resolution, Store, StoreError};
+use super::{Claim, Delivery, Grant, Resolution, Resume, Store, StoreError};
 use crate::question::{Conversation, Question, QuestionId, RunId, UserRef};
 use crate::run::Run;
 
@@ -34,14 +32,22 @@ pub enum Synchronous {
     Full,
 }
 
-/// The most writes that share one transaction.
-const MAX_BATCH: usize = 512;
-
 macro_rules! question_columns {
     () => {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
          answered_via"
+    };
+}
+
+/// The columns and joins of a run read with its journal: the run's columns (prefixed `r_`)
+/// on every row, its questions' columns where there are any.
+macro_rules! run_and_journal {
+    () => {
+        "r.id AS r_id, r.function AS r_function, r.conversation AS r_conversation, \
+         r.initiator AS r_initiator, r.input AS r_input, r.mode AS r_mode, r.status AS r_status, \
+         r.says AS r_says, r.result AS r_result, r.created_at AS r_created_at, \
+         r.updated_at AS r_updated_at, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
     };
 }
 
@@ -51,34 +57,15 @@ macro_rules! run_columns {
     };
 }
 
+mod writer;
+
+use writer::{Done, Job, Op, write_loop};
+
 /// SQLite through sqlx.
 pub struct SqliteStore {
     readers: SqlitePool,
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<JoinHandle<()>>>,
-}
-
-enum Op {
-    SaveRun(Run),
-    Ask(Box<(Run, Question)>),
-    Resolve(Resolution),
-    Delivery(Delivery),
-    RevokeGrant(String, i64),
-    Seen(String, i64),
-    Says(RunId, u32),
-    /// Ends the writer after the writes queued before it.
-    Close,
-}
-
-enum Done {
-    Unit,
-    Flag(bool),
-    Claimed(Option<Box<Question>>),
-}
-
-struct Job {
-    op: Op,
-    reply: oneshot::Sender<Result<Done, StoreError>>,
 }
 
 impl SqliteStore {
@@ -107,7 +94,7 @@ impl SqliteStore {
         sqlx::migrate!("./migrations").run(&mut writer).await?;
         let readers = SqlitePoolOptions::new()
             .min_connections(1)
-            .max_connections(4)
+            .max_connections(2)
             .connect_with(options.read_only(true))
             .await?;
         let (writes, queue) = mpsc::unbounded_channel();
@@ -120,209 +107,6 @@ impl SqliteStore {
         self.writes.send(Job { op, reply }).map_err(|_| StoreError::Closed)?;
         done.await.map_err(|_| StoreError::Closed)?
     }
-}
-
-async fn write_loop(mut conn: SqliteConnection, mut queue: mpsc::UnboundedReceiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut closing = None;
-    while closing.is_none() && queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if let Some(at) = batch.iter().position(|j| matches!(j.op, Op::Close)) {
-            closing = Some(batch.remove(at));
-            batch.truncate(at.min(batch.len()));
-        }
-        let results = commit_batch(&mut conn, &batch).await;
-        for (job, result) in batch.drain(..).zip(results) {
-            // A caller that stopped waiting no longer needs the answer; the write stands.
-            let _ = job.reply.send(result);
-        }
-    }
-    queue.close();
-    if let Err(e) = conn.close().await {
-        tracing::warn!(error = %e, "closing the writer connection failed");
-    }
-    if let Some(job) = closing {
-        let _ = job.reply.send(Ok(Done::Unit));
-    }
-}
-
-/// Applies a batch in one transaction. If any write fails, the transaction is rolled back and
-/// each write is retried in a transaction of its own, so one bad write fails only its caller.
-async fn commit_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
-    if batch.len() > 1
-        && let Ok(results) = try_batch(conn, batch).await
-    {
-        return results.into_iter().map(Ok).collect();
-    }
-    let mut results = Vec::with_capacity(batch.len());
-    for job in batch {
-        results.push(try_batch(conn, std::slice::from_ref(job)).await.map(|mut r| r.remove(0)));
-    }
-    results
-}
-
-async fn try_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Result<Vec<Done>, StoreError> {
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    let mut results = Vec::with_capacity(batch.len());
-    for job in batch {
-        results.push(apply(&mut tx, &job.op).await?);
-    }
-    tx.commit().await?;
-    Ok(results)
-}
-
-async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Done, StoreError> {
-    match op {
-        Op::SaveRun(run) => {
-            upsert_run(conn, run).await?;
-            Ok(Done::Unit)
-        }
-        Op::Ask(ask) => {
-            let (run, question) = &**ask;
-            upsert_run(conn, run).await?;
-            insert_question(conn, question).await?;
-            Ok(Done::Unit)
-        }
-        Op::Resolve(r) => {
-            let outcome = json(&r.outcome)?;
-            let row = sqlx::query(concat!(
-                "UPDATE questions SET status = ?, outcome = ?, answered_by = ?, answered_via = ?, resolved_at = ? \
-                 WHERE id = ? AND status = 'pending' RETURNING ",
-                question_columns!()
-            ))
-            .bind(r.outcome.status().as_str())
-            .bind(outcome)
-            .bind(r.by.as_deref())
-            .bind(r.via.as_str())
-            .bind(r.at)
-            .bind(r.id.to_string())
-            .fetch_optional(&mut *conn)
-            .await?;
-            let Some(row) = row else { return Ok(Done::Claimed(None)) };
-            let question = question_from_row(&row)?;
-            // The claim that will resume a follow-up run marks it running in the same
-            // transaction, so a crash between the claim and the replay is resumed at start-up.
-            sqlx::query(
-                "UPDATE runs SET status = 'running', updated_at = ? \
-                 WHERE id = ? AND mode = 'follow_up' AND status = 'waiting'",
-            )
-            .bind(r.at)
-            .bind(question.run.to_string())
-            .execute(&mut *conn)
-            .await?;
-            if let Some(g) = &r.grant {
-                sqlx::query(
-                    "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&g.id)
-                .bind(g.conversation.as_str())
-                .bind(&g.action)
-                .bind(&g.granted_by)
-                .bind(g.question.to_string())
-                .bind(g.created_at)
-                .execute(&mut *conn)
-                .await?;
-            }
-            Ok(Done::Claimed(Some(Box::new(question))))
-        }
-        Op::Delivery(d) => {
-            sqlx::query(
-                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, created_at) \
-                 VALUES (?, ?, ?, ?, strftime('%s','now') * 1000)",
-            )
-            .bind(d.question.to_string())
-            .bind(&d.surface)
-            .bind(&d.chat)
-            .bind(&d.message)
-            .execute(&mut *conn)
-            .await?;
-            Ok(Done::Unit)
-        }
-        Op::RevokeGrant(id, at) => {
-            let done = sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
-                .bind(at)
-                .bind(id)
-                .execute(&mut *conn)
-                .await?;
-            Ok(Done::Flag(done.rows_affected() == 1))
-        }
-        Op::Seen(key, at) => {
-            let done = sqlx::query("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?, ?)")
-                .bind(key)
-                .bind(at)
-                .execute(&mut *conn)
-                .await?;
-            Ok(Done::Flag(done.rows_affected() == 1))
-        }
-        Op::Close => Ok(Done::Unit),
-        Op::Says(run, says) => {
-            sqlx::query("UPDATE runs SET says = MAX(says, ?) WHERE id = ?")
-                .bind(says)
-                .bind(run.to_string())
-                .execute(&mut *conn)
-                .await?;
-            Ok(Done::Unit)
-        }
-    }
-}
-
-async fn upsert_run(conn: &mut SqliteConnection, run: &Run) -> Result<(), StoreError> {
-    sqlx::query(concat!(
-        "INSERT INTO runs (",
-        run_columns!(),
-        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
-         result = excluded.result, updated_at = excluded.updated_at"
-    ))
-    .bind(run.id.to_string())
-    .bind(&run.function)
-    .bind(run.conversation.as_ref().map(Conversation::as_str))
-    .bind(run.initiator.as_str())
-    .bind(&run.input)
-    .bind(run.mode.as_str())
-    .bind(run.status.as_str())
-    .bind(run.says)
-    .bind(run.result.as_deref())
-    .bind(run.created_at)
-    .bind(run.updated_at)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-async fn insert_question(conn: &mut SqliteConnection, q: &Question) -> Result<(), StoreError> {
-    sqlx::query(concat!(
-        "INSERT INTO questions (",
-        question_columns!(),
-        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    ))
-    .bind(q.id.to_string())
-    .bind(q.conversation.as_ref().map(Conversation::as_str))
-    .bind(q.run.to_string())
-    .bind(q.step)
-    .bind(q.mode.as_str())
-    .bind(q.kind.as_str())
-    .bind(&q.prompt)
-    .bind(q.detail.as_deref())
-    .bind(json(&q.options)?)
-    .bind(q.multi)
-    .bind(q.allow_custom)
-    .bind(q.default.as_ref().map(Value::to_string))
-    .bind(json(&q.answerers)?)
-    .bind(&q.fingerprint)
-    .bind(q.created_at)
-    .bind(q.expires_at)
-    .bind(q.status.as_str())
-    .bind(q.outcome.as_ref().map(json).transpose()?)
-    .bind(q.answered_by.as_deref())
-    .bind(q.answered_via.map(|v| v.as_str()))
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
@@ -378,23 +162,43 @@ fn question_from_row(row: &SqliteRow) -> Result<Question, StoreError> {
     })
 }
 
+/// A run and its journal from rows selected with `run_and_journal!()`.
+fn resume_from_rows(rows: &[SqliteRow]) -> Result<Option<Resume>, StoreError> {
+    let Some(first) = rows.first() else { return Ok(None) };
+    let run = run_from_row_prefixed(first, "r_")?;
+    let mut journal = Vec::with_capacity(rows.len());
+    for row in rows {
+        let question: Option<String> = row.try_get("id")?;
+        if question.is_some() {
+            journal.push(question_from_row(row)?);
+        }
+    }
+    Ok(Some(Resume { run, journal }))
+}
+
 fn run_from_row(row: &SqliteRow) -> Result<Run, StoreError> {
-    let conversation: Option<String> = row.try_get("conversation")?;
-    let initiator: String = row.try_get("initiator")?;
+    run_from_row_prefixed(row, "")
+}
+
+/// A run from columns named `{prefix}id`, `{prefix}function`, ….
+fn run_from_row_prefixed(row: &SqliteRow, prefix: &str) -> Result<Run, StoreError> {
+    let col = |name: &str| format!("{prefix}{name}");
+    let conversation: Option<String> = row.try_get(col("conversation").as_str())?;
+    let initiator: String = row.try_get(col("initiator").as_str())?;
     Ok(Run {
-        id: parse_col(row, "id")?,
-        function: row.try_get("function")?,
+        id: parse_col(row, &col("id"))?,
+        function: row.try_get(col("function").as_str())?,
         conversation: conversation
             .map(|c| Conversation::parse(&c).map_err(|e| corrupt("conversation", e)))
             .transpose()?,
         initiator: UserRef::parse(&initiator).map_err(|e| corrupt("initiator", e))?,
-        input: row.try_get("input")?,
-        mode: parse_col(row, "mode")?,
-        status: parse_col(row, "status")?,
-        says: row.try_get("says")?,
-        result: row.try_get("result")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        input: row.try_get(col("input").as_str())?,
+        mode: parse_col(row, &col("mode"))?,
+        status: parse_col(row, &col("status"))?,
+        says: row.try_get(col("says").as_str())?,
+        result: row.try_get(col("result").as_str())?,
+        created_at: row.try_get(col("created_at").as_str())?,
+        updated_at: row.try_get(col("updated_at").as_str())?,
     })
 }
 
@@ -417,7 +221,7 @@ fn questions(rows: &[SqliteRow]) -> Result<Vec<Question>, StoreError> {
 #[async_trait]
 impl Store for SqliteStore {
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        self.write(Op::SaveRun(run.clone())).await.map(|_| ())
+        self.write(Op::SaveRun(Box::new(run.clone()))).await.map(|_| ())
     }
 
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
@@ -428,16 +232,19 @@ impl Store for SqliteStore {
         row.as_ref().map(run_from_row).transpose()
     }
 
-    async fn open_runs(&self, conversation: Option<&Conversation>) -> Result<Vec<Run>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            run_columns!(),
-            " FROM runs WHERE status IN ('running', 'waiting') AND (?1 IS NULL OR conversation = ?1) \
-             ORDER BY created_at"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .fetch_all(&self.readers)
-        .await?;
+    async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = ? ORDER BY q.step"))
+            .bind(id.to_string())
+            .fetch_all(&self.readers)
+            .await?;
+        resume_from_rows(&rows)
+    }
+
+    async fn running_runs(&self) -> Result<Vec<Run>, StoreError> {
+        let rows =
+            sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE status = 'running' ORDER BY created_at"))
+                .fetch_all(&self.readers)
+                .await?;
         rows.iter().map(run_from_row).collect()
     }
 
@@ -511,8 +318,8 @@ impl Store for SqliteStore {
     }
 
     async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError> {
-        match self.write(Op::Resolve(resolution.clone())).await? {
-            Done::Claimed(Some(q)) => Ok(Claim::Won(*q)),
+        match self.write(Op::Resolve(Box::new(resolution.clone()))).await? {
+            Done::Claimed(Some(question)) => Ok(Claim::Won(*question)),
             _ => Ok(match self.question(resolution.id).await? {
                 Some(q) => Claim::Lost(q),
                 None => Claim::Missing,
@@ -609,7 +416,7 @@ impl Store for SqliteStore {
     }
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
-        self.write(Op::Says(run, says)).await.map(|_| ())
+        self.write(Op::Says(run.to_string(), says)).await.map(|_| ())
     }
 
     async fn close(&self) {

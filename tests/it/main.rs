@@ -3,4 +3,5 @@
 mod binary;
 mod engine;
 mod routing;
+mod store;
 mod support;

@@ -1,0 +1,150 @@
+//! The SQLite store on a real file: values survive exactly, claims happen once, batches
+//! isolate a bad write.
+
+use std::sync::Arc;
+
+use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
+use askgate::run::{Run, RunStatus};
+use askgate::store::{Claim, Resolution, SqliteStore, Store, Synchronous};
+use serde_json::json;
+use tempfile::TempDir;
+
+use crate::support::{T0, alice, db_path};
+
+fn run(input: &str) -> Run {
+    Run {
+        id: RunId::new(),
+        function: "f".into(),
+        conversation: Some(Conversation::parse("test:room").unwrap()),
+        initiator: alice(),
+        input: input.into(),
+        mode: Mode::FollowUp,
+        status: RunStatus::Waiting,
+        says: 0,
+        result: None,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+fn question(run: &Run, prompt: &str) -> Question {
+    let ask = Ask::question(prompt).options(["it's", "a\"b"]).allow_custom(true).validate().unwrap();
+    Question {
+        id: QuestionId::new(),
+        conversation: run.conversation.clone(),
+        run: run.id,
+        step: 0,
+        mode: Mode::FollowUp,
+        kind: ask.kind,
+        fingerprint: ask.fingerprint(),
+        prompt: ask.prompt,
+        detail: Some("line one\nline two; DROP TABLE runs; --".into()),
+        options: ask.options,
+        multi: false,
+        allow_custom: true,
+        default: None,
+        answerers: Answerers::Conversation,
+        created_at: T0,
+        expires_at: Some(T0 + 1_000),
+        status: Status::Pending,
+        outcome: None,
+        answered_by: None,
+        answered_via: None,
+    }
+}
+
+async fn open(dir: &TempDir) -> Arc<SqliteStore> {
+    Arc::new(SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Full).await.unwrap())
+}
+
+#[tokio::test]
+async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let r = run("o'clock\0 '); DELETE FROM runs; --");
+    let q = question(&r, "Don't 'quote' me\0 — ünïcödé ✅");
+    store.ask(&r, &q).await.unwrap();
+    assert_eq!(store.question(q.id).await.unwrap().unwrap(), q);
+    assert_eq!(store.run(r.id).await.unwrap().unwrap(), r);
+
+    let outcome = Outcome::Declined { feedback: Some("not '; now\0".into()) };
+    let resolution = Resolution {
+        id: q.id,
+        outcome: outcome.clone(),
+        by: Some("test:o'brien".into()),
+        via: Surface::Console,
+        at: T0 + 5,
+        grant: None,
+    };
+    let Claim::Won(won) = store.resolve(&resolution).await.unwrap() else { panic!("the first claim must win") };
+    assert_eq!(won.outcome, Some(outcome));
+    assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_once() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let r = run("");
+    let q = question(&r, "Pick");
+    store.ask(&r, &q).await.unwrap();
+    let claims: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            let resolution = Resolution {
+                id: q.id,
+                outcome: Outcome::Answered { value: json!(format!("answer {i}")) },
+                by: Some(format!("test:u{i}")),
+                via: Surface::Api,
+                at: T0 + i,
+                grant: None,
+            };
+            tokio::spawn(async move { store.resolve(&resolution).await.unwrap() })
+        })
+        .collect();
+    let mut won = 0;
+    for c in claims {
+        match c.await.unwrap() {
+            Claim::Won(_) => won += 1,
+            Claim::Lost(q) => assert_ne!(q.status, Status::Pending),
+            Claim::Missing => panic!("the question exists"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(store.run(r.id).await.unwrap().unwrap().status, RunStatus::Running, "the claim resumes the run");
+    assert_eq!(store.running_runs().await.unwrap().len(), 1);
+    let missing = Resolution { id: QuestionId::new(), ..claims_template(q.id) };
+    assert_eq!(store.resolve(&missing).await.unwrap(), Claim::Missing);
+    store.close().await;
+}
+
+fn claims_template(id: QuestionId) -> Resolution {
+    Resolution {
+        id,
+        outcome: Outcome::Cancelled { reason: "x".into() },
+        by: None,
+        via: Surface::Gateway,
+        at: T0,
+        grant: None,
+    }
+}
+
+#[tokio::test]
+async fn a_bad_write_in_a_batch_fails_only_its_caller() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let r = run("");
+    let good = question(&r, "Good");
+    let mut orphan = question(&r, "Orphan");
+    orphan.run = RunId::new(); // no such run: the foreign key refuses it
+    let mut duplicate_step = question(&r, "Same step");
+    duplicate_step.step = good.step;
+    let other = run("");
+    let (a, b, c) = tokio::join!(store.ask(&r, &good), store.ask(&other, &orphan), store.ask(&r, &duplicate_step));
+    // Which of `good` and `duplicate_step` lands first is up to the batch order: exactly one.
+    assert!(b.is_err(), "a question of a missing run was stored");
+    assert!(a.is_ok() != c.is_ok(), "{a:?} / {c:?}");
+    assert_eq!(store.journal(r.id).await.unwrap().len(), 1);
+    store.close().await;
+}
