@@ -9,9 +9,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use std::sync::Arc;
+
 use crate::engine::{AnswerersPolicy, ChannelPolicy, Settings};
+use crate::function::process::{Process, ProcessConfig};
 use crate::function::{self, Functions};
-use crate::question::UserRef;
+use crate::question::{Mode, UserRef};
 use crate::store::Synchronous;
 
 /// A configuration file that cannot be used.
@@ -132,8 +135,58 @@ struct RawFunction {
     #[serde(default)]
     builtin: Option<String>,
     #[serde(default)]
+    command: Option<Vec<String>>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    env: Option<Vec<String>>,
+    #[serde(default)]
+    set_env: BTreeMap<String, String>,
+    #[serde(default)]
+    timeout: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
     description: Option<String>,
 }
+
+/// What runs when a function is called.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FunctionKind {
+    /// A built-in, by its name.
+    Builtin(String),
+    /// A program speaking the process protocol.
+    Process(ProcessConfig),
+}
+
+/// A configured function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSpec {
+    /// The name `/run` takes.
+    pub name: String,
+    /// One line for `/help`.
+    pub description: String,
+    /// What runs.
+    pub kind: FunctionKind,
+}
+
+impl FunctionSpec {
+    /// How `askgate check` describes what runs.
+    pub fn what(&self) -> String {
+        match &self.kind {
+            FunctionKind::Builtin(b) => format!("built-in {b}"),
+            FunctionKind::Process(p) => {
+                let mode = if p.hold { "hold" } else { "follow_up" };
+                format!("command `{}`, {mode}, timeout {}s", p.command.join(" "), p.timeout.as_secs())
+            }
+        }
+    }
+}
+
+/// Variables a program gets from askgate's environment unless `env` says otherwise.
+const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+/// How long one invocation of a program may run unless `timeout` says otherwise.
+const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A chat channel's configuration (Telegram, Discord).
 #[derive(Clone, Debug)]
@@ -179,8 +232,8 @@ pub struct Config {
     pub telegram: Option<ChatConfig>,
     /// Discord, when configured.
     pub discord: Option<ChatConfig>,
-    /// Function names with their built-in implementation names and descriptions.
-    pub functions: BTreeMap<String, (String, String)>,
+    /// The functions, in file order.
+    pub functions: Vec<FunctionSpec>,
 }
 
 impl Config {
@@ -191,14 +244,16 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
-        Self::parse(&text, &shown)
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Self::parse(&text, &shown, base)
     }
 
-    /// Validates configuration text; `path` is used in messages.
+    /// Validates configuration text; `path` is used in messages, and relative working
+    /// directories of programs are resolved against `base` (the file's directory).
     ///
     /// # Errors
     /// [`ConfigError`] naming the key at fault.
-    pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
+    pub fn parse(text: &str, path: &str, base: &Path) -> Result<Self, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
@@ -220,33 +275,21 @@ impl Config {
             return Err(bad("gateway.database", "is empty".to_owned()));
         }
 
-        let mut functions = BTreeMap::new();
-        for (i, f) in raw.functions.iter().enumerate() {
-            let key = |k: &str| format!("functions[{i}].{k}");
-            if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/') {
-                return Err(bad(&key("name"), format!("`{}` is not a usable name (no spaces or slashes)", f.name)));
+        let mut functions: Vec<FunctionSpec> = Vec::new();
+        for (i, f) in raw.functions.into_iter().enumerate() {
+            let spec = function_spec(i, f, base).map_err(|(key, message): (String, String)| bad(&key, message))?;
+            if functions.iter().any(|g| g.name == spec.name) {
+                return Err(bad(&format!("functions[{i}].name"), format!("`{}` is defined twice", spec.name)));
             }
-            if functions.contains_key(&f.name) {
-                return Err(bad(&key("name"), format!("`{}` is defined twice", f.name)));
-            }
-            let Some(builtin) = &f.builtin else {
-                return Err(bad(&key("builtin"), "is required (the built-in to run)".to_owned()));
-            };
-            let Some((_, description)) = function::builtin(builtin) else {
-                return Err(bad(
-                    &key("builtin"),
-                    format!("no built-in `{builtin}`; there are {}", function::builtin_names().join(", ")),
-                ));
-            };
-            let description = f.description.clone().unwrap_or_else(|| description.to_owned());
-            functions.insert(f.name.clone(), (builtin.clone(), description));
+            functions.push(spec);
         }
+        let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
 
         let mut channels = HashMap::new();
         let mut console = false;
         if let Some(c) = &raw.channels.console {
             console = c.enabled;
-            let default_function = check_function(&functions, c.default_function.as_ref())
+            let default_function = check_function(&names, c.default_function.as_ref())
                 .map_err(|m| bad("channels.console.default_function", m))?;
             channels.insert("console".to_owned(), ChannelPolicy { default_function, ..ChannelPolicy::default() });
         }
@@ -276,14 +319,15 @@ impl Config {
                     UserRef::parse(&full).map_err(|e| bad(&key("allowed_users"), e.to_string()))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let default_function = check_function(&functions, c.default_function.as_ref())
-                .map_err(|m| bad(&key("default_function"), m))?;
+            let default_function =
+                check_function(&names, c.default_function.as_ref()).map_err(|m| bad(&key("default_function"), m))?;
             channels.insert(name.to_owned(), ChannelPolicy { answerers, allowed_users, default_function });
             Ok(Some(ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone() }))
         };
         let telegram = chat("telegram", &raw.channels.telegram)?;
         let discord = chat("discord", &raw.channels.discord)?;
 
+        drop(names);
         Ok(Self {
             database: raw.gateway.database,
             synchronous,
@@ -299,10 +343,21 @@ impl Config {
     /// The registry of configured functions.
     pub fn function_registry(&self) -> Functions {
         let mut registry = Functions::new();
-        for (name, (builtin, description)) in &self.functions {
-            if let Some((f, _)) = function::builtin(builtin) {
-                registry.insert(name.clone(), description.clone(), f);
-            }
+        for spec in &self.functions {
+            let (function, mode): (Arc<dyn function::Function>, Mode) = match &spec.kind {
+                FunctionKind::Builtin(b) => match function::builtin(b) {
+                    Some((f, _)) => (f, Mode::FollowUp),
+                    None => continue,
+                },
+                FunctionKind::Process(p) => (
+                    Arc::new(Process::new(spec.name.clone(), p.clone())),
+                    if p.hold { Mode::Blocking } else { Mode::FollowUp },
+                ),
+            };
+            registry.insert_entry(
+                spec.name.clone(),
+                function::Entry { function, description: spec.description.clone(), mode },
+            );
         }
         registry
     }
@@ -327,15 +382,64 @@ impl Config {
     }
 }
 
-fn check_function(
-    functions: &BTreeMap<String, (String, String)>,
-    name: Option<&String>,
-) -> Result<Option<String>, String> {
+fn check_function(names: &[&str], name: Option<&String>) -> Result<Option<String>, String> {
     match name {
         None => Ok(None),
-        Some(n) if functions.contains_key(n) => Ok(Some(n.clone())),
+        Some(n) if names.contains(&n.as_str()) => Ok(Some(n.clone())),
         Some(n) => Err(format!("no function named `{n}` in [[functions]]")),
     }
+}
+
+/// Validates one `[[functions]]` entry; errors name the key.
+fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, (String, String)> {
+    let key = |k: &str| format!("functions[{i}].{k}");
+    if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/' || c == '@') {
+        return Err((key("name"), format!("`{}` is not a usable name (no spaces, slashes or @)", f.name)));
+    }
+    let process_keys =
+        f.cwd.is_some() || f.env.is_some() || !f.set_env.is_empty() || f.timeout.is_some() || f.mode.is_some();
+    let (kind, default_description) = match (f.builtin, f.command) {
+        (Some(_), Some(_)) => return Err((key("command"), "give either `builtin` or `command`, not both".to_owned())),
+        (None, None) => return Err((key("command"), "is required (or `builtin`)".to_owned())),
+        (Some(_), None) if process_keys => {
+            return Err((key("builtin"), "a built-in takes no cwd, env, set_env, timeout or mode".to_owned()));
+        }
+        (Some(builtin), None) => {
+            let Some((_, description)) = function::builtin(&builtin) else {
+                let known = function::builtin_names().join(", ");
+                return Err((key("builtin"), format!("no built-in `{builtin}`; there are {known}")));
+            };
+            (FunctionKind::Builtin(builtin), description.to_owned())
+        }
+        (None, Some(command)) => {
+            if command.first().is_none_or(|program| program.trim().is_empty()) {
+                return Err((key("command"), "needs at least the program to run".to_owned()));
+            }
+            let cwd = match f.cwd {
+                Some(dir) => base.join(dir),
+                None => base.to_path_buf(),
+            };
+            let pass_env = f.env.unwrap_or_else(|| DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
+            if let Some(bad) = pass_env.iter().chain(f.set_env.keys()).find(|v| v.is_empty() || v.contains('=')) {
+                return Err((key("env"), format!("`{bad}` is not a variable name")));
+            }
+            let timeout = match f.timeout {
+                Some(t) => parse_duration(&t).map_err(|m| (key("timeout"), m))?,
+                None => DEFAULT_PROCESS_TIMEOUT,
+            };
+            let hold = match f.mode.as_deref() {
+                None | Some("follow_up") => false,
+                Some("hold") => true,
+                Some(other) => return Err((key("mode"), format!("`{other}` is not `follow_up` or `hold`"))),
+            };
+            let description = format!("runs {}", command.join(" "));
+            (
+                FunctionKind::Process(ProcessConfig { command, cwd, pass_env, set_env: f.set_env, timeout, hold }),
+                description,
+            )
+        }
+    };
+    Ok(FunctionSpec { name: f.name, description: f.description.unwrap_or(default_description), kind })
 }
 
 /// Parses `90s`, `30m`, `2h`, `1d`, or a plain number of seconds.
@@ -365,23 +469,49 @@ mod tests {
 
     #[test]
     fn the_bundled_file_is_valid() {
-        let config = Config::parse(include_str!("../channels.toml"), "channels.toml").unwrap();
+        let config = Config::parse(include_str!("../channels.toml"), "channels.toml", Path::new(".")).unwrap();
         assert!(config.console);
-        assert!(config.functions.contains_key("demo"));
+        assert!(config.functions.iter().any(|f| f.name == "demo"));
     }
 
     #[test]
     fn an_unknown_key_is_named() {
-        let err = Config::parse("[gateway]\ndatabse = \"x\"\n", "c.toml").unwrap_err().to_string();
+        let err = Config::parse("[gateway]\ndatabse = \"x\"\n", "c.toml", Path::new(".")).unwrap_err().to_string();
         assert!(err.contains("databse"), "{err}");
     }
 
     #[test]
     fn a_bad_value_names_its_key() {
-        let err = Config::parse("[gateway]\ndefault_timeout = \"soon\"\n", "c.toml").unwrap_err().to_string();
+        let err =
+            Config::parse("[gateway]\ndefault_timeout = \"soon\"\n", "c.toml", Path::new(".")).unwrap_err().to_string();
         assert!(err.contains("gateway.default_timeout"), "{err}");
-        let err = Config::parse("[[functions]]\nname = \"x\"\nbuiltin = \"nope\"\n", "c.toml").unwrap_err().to_string();
+        let err = Config::parse("[[functions]]\nname = \"x\"\nbuiltin = \"nope\"\n", "c.toml", Path::new("."))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("functions[0].builtin"), "{err}");
+    }
+
+    #[test]
+    fn a_process_function_resolves_its_cwd_against_the_file() {
+        let text = "[[functions]]\nname = \"deploy\"\ncommand = [\"python3\", \"deploy.py\"]\nmode = \"hold\"\ntimeout = \"2m\"\n";
+        let config = Config::parse(text, "c.toml", Path::new("/etc/askgate")).unwrap();
+        let FunctionKind::Process(p) = &config.functions[0].kind else { panic!("not a process") };
+        assert_eq!(p.cwd, Path::new("/etc/askgate"));
+        assert!(p.hold);
+        assert_eq!(p.timeout, Duration::from_secs(120));
+        assert!(p.pass_env.contains(&"PATH".to_owned()));
+    }
+
+    #[test]
+    fn a_function_needs_exactly_one_of_builtin_and_command() {
+        let both = "[[functions]]\nname = \"x\"\nbuiltin = \"demo\"\ncommand = [\"true\"]\n";
+        let err = Config::parse(both, "c.toml", Path::new(".")).unwrap_err().to_string();
+        assert!(err.contains("functions[0].command"), "{err}");
+        let neither = "[[functions]]\nname = \"x\"\n";
+        assert!(Config::parse(neither, "c.toml", Path::new(".")).is_err());
+        let bad_mode = "[[functions]]\nname = \"x\"\ncommand = [\"true\"]\nmode = \"wait\"\n";
+        let err = Config::parse(bad_mode, "c.toml", Path::new(".")).unwrap_err().to_string();
+        assert!(err.contains("functions[0].mode"), "{err}");
     }
 
     #[test]

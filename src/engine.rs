@@ -389,7 +389,7 @@ impl Engine {
                 }
                 self.end_run(run, RunStatus::Finished, reply).await
             }
-            Err(FunctionError::Ask(AskError::Pending)) => Ok(run),
+            Err(FunctionError::Ask(AskError::Pending { .. })) => Ok(run),
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
                 self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
                 self.end_run(run, RunStatus::Cancelled, reason).await

@@ -2,6 +2,7 @@
 //! registry of everything a conversation can `/run`.
 
 mod builtin;
+pub mod process;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use crate::engine::{Answer, Approval, AskError, Context};
+use crate::question::Mode;
 
 /// Why a function invocation did not return a reply.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,9 @@ pub struct Entry {
     pub function: Arc<dyn Function>,
     /// One line for /help.
     pub description: String,
+    /// How runs started from a chat wait for answers: follow-up, or blocking for programs
+    /// that must stay alive (`mode = "hold"`).
+    pub mode: Mode,
 }
 
 /// The functions a gateway can run, by name.
@@ -65,9 +70,14 @@ impl Functions {
         Self::default()
     }
 
-    /// Registers a function under `name`, replacing any earlier one.
+    /// Registers a follow-up function under `name`, replacing any earlier one.
     pub fn insert(&mut self, name: impl Into<String>, description: impl Into<String>, function: Arc<dyn Function>) {
-        self.by_name.insert(name.into(), Entry { function, description: description.into() });
+        self.insert_entry(name, Entry { function, description: description.into(), mode: Mode::FollowUp });
+    }
+
+    /// Registers an entry under `name`, replacing any earlier one.
+    pub fn insert_entry(&mut self, name: impl Into<String>, entry: Entry) {
+        self.by_name.insert(name.into(), entry);
     }
 
     /// The function registered under `name`.

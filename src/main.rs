@@ -80,8 +80,8 @@ fn check(config: &Config, path: &std::path::Path) {
         println!("  {name}: {state}");
     }
     println!("functions:");
-    for (name, (builtin, description)) in &config.functions {
-        println!("  {name} (built-in {builtin}): {description}");
+    for f in &config.functions {
+        println!("  {} ({}): {}", f.name, f.what(), f.description);
     }
 }
 

@@ -14,7 +14,10 @@ pub enum AskError {
     /// The question is persisted and rendered; this turn of the run ends here and the run is
     /// replayed when the answer comes. Propagate it with `?`.
     #[error("waiting for an answer")]
-    Pending,
+    Pending {
+        /// The question that waits.
+        question: QuestionId,
+    },
     /// The human declined (for an approval: rejected); the feedback, if any, is their words.
     #[error("declined{}", feedback.as_ref().map(|f| format!(": {f}")).unwrap_or_default())]
     Declined {
@@ -95,11 +98,18 @@ pub struct Context {
     journal: Vec<Question>,
     step: u32,
     said: u32,
+    /// The blocking question being awaited; stays set if the awaiting future is dropped.
+    awaiting: Option<QuestionId>,
 }
 
 impl Context {
     pub(super) fn new(engine: Engine, run: Run, journal: Vec<Question>) -> Self {
-        Self { engine, run, journal, step: 0, said: 0 }
+        Self { engine, run, journal, step: 0, said: 0, awaiting: None }
+    }
+
+    /// The number the next ask gets, from 0.
+    pub fn next_step(&self) -> u32 {
+        self.step
     }
 
     /// The run this invocation belongs to.
@@ -119,15 +129,36 @@ impl Context {
     /// [`AskError::Pending`] in follow-up mode when the answer is not in yet: propagate it with
     /// `?`. Otherwise declined, timeout (no default), cancelled, invalid, or replay mismatch.
     pub async fn ask(&mut self, ask: Ask) -> Result<Answer, AskError> {
-        let ask = ask.validate()?;
-        let outcome = self.outcome_of(ask).await?;
-        match outcome {
+        match self.ask_outcome(ask).await? {
             Outcome::Answered { value } => Ok(Answer { value, timed_out: false }),
             Outcome::Expired { value: Some(value) } => Ok(Answer { value, timed_out: true }),
             Outcome::Expired { value: None } => Err(AskError::Timeout),
             Outcome::Declined { feedback } => Err(AskError::Declined { feedback }),
             Outcome::Cancelled { reason } => Err(AskError::Cancelled { reason }),
         }
+    }
+
+    /// Asks and returns the raw outcome — answered, declined, expired or cancelled — for
+    /// callers that pass it on as it is (the process bridge).
+    ///
+    /// # Errors
+    /// [`AskError::Pending`] in follow-up mode; invalid asks, replay mismatches, the store.
+    pub async fn ask_outcome(&mut self, ask: Ask) -> Result<Outcome, AskError> {
+        let ask = ask.validate()?;
+        self.outcome_of(ask).await
+    }
+
+    /// Closes the blocking question whose wait was abandoned (the program that asked it died)
+    /// as `cancelled(reason)`, retracting its cards. Does nothing when no wait was abandoned.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
+        if let Some(id) = self.awaiting.take() {
+            self.engine.take_waiter(id);
+            self.engine.close(id, Outcome::Cancelled { reason: reason.to_owned() }).await?;
+        }
+        Ok(())
     }
 
     /// Asks yes or no. A timeout returns the default (`false` unless set); it never errors.
@@ -195,7 +226,7 @@ impl Context {
             }
             // A pending recorded step means this invocation overlapped with its own question
             // (e.g. resumed at start-up while it waits): its card is already out.
-            return recorded.outcome.clone().ok_or(AskError::Pending);
+            return recorded.outcome.clone().ok_or(AskError::Pending { question: recorded.id });
         }
         let Some(conversation) = self.run.conversation.clone() else {
             return Ok(Outcome::Cancelled { reason: "no_human".to_owned() });
@@ -244,8 +275,9 @@ impl Context {
                 self.run.updated_at = now;
                 engine.inner.store.ask(&self.run, &question).await?;
                 engine.announce(&question);
+                let id = question.id;
                 self.journal.push(question);
-                Err(AskError::Pending)
+                Err(AskError::Pending { question: id })
             }
             Mode::Blocking => {
                 let (tx, rx) = oneshot::channel();
@@ -255,7 +287,9 @@ impl Context {
                     return Err(e.into());
                 }
                 engine.announce(&question);
+                self.awaiting = Some(question.id);
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
+                self.awaiting = None;
                 question.outcome = Some(outcome.clone());
                 question.status = outcome.status();
                 self.journal.push(question);

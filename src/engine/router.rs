@@ -203,9 +203,10 @@ impl Engine {
     }
 
     async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {
-        let started = self
-            .start_run(function, Some(inbound.conversation.clone()), inbound.user.clone(), input, Mode::FollowUp)
-            .await;
+        // Runs started from a chat never block a turn, unless the function must stay alive.
+        let mode = self.inner.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
+        let started =
+            self.start_run(function, Some(inbound.conversation.clone()), inbound.user.clone(), input, mode).await;
         Ok(match started {
             Ok(_) => Response::default(),
             Err(StartError::Store(e)) => return Err(e),

@@ -174,3 +174,50 @@ async fn check_lists_channels_with_why_they_are_disabled() {
     assert!(text.contains("telegram: disabled: TELEGRAM_BOT_TOKEN is unset"), "{text}");
     assert!(text.contains("demo (built-in demo)"), "{text}");
 }
+
+#[tokio::test]
+async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
+    let dir = TempDir::new().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let functions = format!(
+        "\n[[functions]]\nname = \"deploy\"\ncommand = [\"python3\", \"examples/deploy.py\"]\ncwd = \"{0}\"\n\
+         \n[[functions]]\nname = \"archive\"\ncommand = [\"python3\", \"examples/archive.py\"]\ncwd = \"{0}\"\n\
+         \n[[functions]]\nname = \"restart\"\ncommand = [\"sh\", \"examples/confirm.sh\"]\ncwd = \"{0}\"\n",
+        repo.display()
+    );
+    let mut served = Served::start(&write_config(dir.path(), &functions));
+    served.log_line("askgate is ready").await;
+
+    served.type_line("/run deploy v9").await;
+    served.line("Deploy where?").await;
+    served.type_line("production").await;
+    served.line("Deploy v9 to production now?").await;
+    served.type_line("yes").await;
+    served.line("Deploying v9 to production...").await;
+    served.line("Deployed v9 to production.").await;
+
+    served.type_line("/run archive").await;
+    let id = short_id(
+        &eventually(|| async {
+            let out = served.out.lock().unwrap().clone();
+            let at = out.iter().position(|l| l.contains("Approve: archive 87 emails"))?;
+            out[at..].iter().find(|l| l.contains(" · expires in ")).cloned()
+        })
+        .await,
+    );
+    served.type_line(&format!("/approve {id} always")).await;
+    served.line("Archived 87 emails (and will from now on without asking).").await;
+    served.type_line("/run archive").await;
+    let again = eventually(|| async {
+        Some(served.out.lock().unwrap().iter().filter(|l| l.starts_with("Archived 87 emails")).count())
+            .filter(|&n| n == 2)
+    })
+    .await;
+    assert_eq!(again, 2, "the standing grant let the second archive through");
+
+    served.type_line("/run restart").await;
+    served.line("Restart the web server?").await;
+    served.type_line("yes").await;
+    served.line("Restarted the web server.").await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+}

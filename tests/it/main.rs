@@ -2,6 +2,7 @@
 
 mod binary;
 mod engine;
+mod process;
 mod routing;
 mod store;
 mod support;

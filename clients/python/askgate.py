@@ -1,0 +1,167 @@
+"""Ask a human from a Python script run by askgate.
+
+askgate runs your script as a process function and speaks JSON lines with it on stdin and
+stdout. This module hides the protocol: call ``ask``, ``confirm``, ``approve`` and ``say`` as
+plain functions, and return your reply from ``main``.
+
+    import askgate
+
+    def main(input, run):
+        env = askgate.ask("Deploy where?", options=["staging", "prod"])
+        if not askgate.confirm(f"Deploy {input} to {env}?"):
+            return "Not deployed."
+        askgate.say("deploying...")
+        return f"Deployed {input} to {env}."
+
+    askgate.run(main)
+
+In follow-up mode (askgate's default for runs started from a chat) your script is run again
+from the start after each answer, and earlier asks return their recorded answers at once. When
+a question is new, askgate answers "pending" and this module exits the script cleanly; nothing
+you write after that ask runs until the answer comes. Do side effects after the asks they
+depend on, or make them idempotent.
+
+Outcomes other than an answer raise: ``Declined`` (with the person's feedback), ``Timeout``
+(no answer and no default), ``Cancelled`` (with the reason). Only the standard library is
+used. Never print to stdout yourself: it carries the protocol; use ``say`` or stderr.
+"""
+
+import json
+import sys
+
+__all__ = ["ask", "confirm", "approve", "say", "run", "Declined", "Timeout", "Cancelled", "Protocol"]
+
+
+class Declined(Exception):
+    """The person declined (or rejected an approval); ``feedback`` is what they said."""
+
+    def __init__(self, feedback=None):
+        super().__init__(feedback or "declined")
+        self.feedback = feedback
+
+
+class Timeout(Exception):
+    """Nobody answered before the deadline, and the ask had no default."""
+
+
+class Cancelled(Exception):
+    """The question was closed without an answer; ``reason`` says why."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Protocol(Exception):
+    """askgate sent something this module does not understand."""
+
+
+_out = sys.stdout
+_in = sys.stdin
+_start = None
+
+
+def _send(message):
+    _out.write(json.dumps(message) + "\n")
+    _out.flush()
+
+
+def _receive():
+    line = _in.readline()
+    if not line:
+        # askgate closed stdin: the run is over for this invocation.
+        sys.exit(0)
+    try:
+        return json.loads(line)
+    except ValueError as e:
+        raise Protocol(f"not JSON from askgate: {line!r}") from e
+
+
+def start():
+    """The start message: run, function, conversation, user, input, can_ask."""
+    global _start
+    if _start is None:
+        _start = _receive()
+        if _start.get("type") != "start":
+            raise Protocol(f"expected a start message, got {_start!r}")
+    return _start
+
+
+def _outcome(message):
+    start()
+    _send(message)
+    reply = _receive()
+    if reply.get("type") != "outcome":
+        raise Protocol(f"expected an outcome, got {reply!r}")
+    status = reply.get("status")
+    if status == "pending":
+        # The question is out; this invocation ends here and the next answer runs us again.
+        sys.exit(0)
+    if status == "answered":
+        return reply.get("value"), False
+    if status == "expired":
+        if reply.get("value") is None and message["type"] != "confirm":
+            raise Timeout()
+        return reply.get("value"), True
+    if status == "declined":
+        raise Declined(reply.get("feedback"))
+    if status == "cancelled":
+        raise Cancelled(reply.get("reason", "cancelled"))
+    raise Protocol(f"unknown outcome status {status!r}")
+
+
+def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None):
+    """Asks a question. Returns the chosen option or text (a list when ``multi``).
+
+    ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Timeout``
+    is raised when there is none.
+    """
+    message = {"type": "ask", "prompt": prompt, "options": list(options or []), "multi": multi,
+               "allow_custom": allow_custom, "timeout": timeout, "default": default}
+    if detail is not None:
+        message["detail"] = detail
+    value, _timed_out = _outcome(message)
+    return value
+
+
+def confirm(prompt, detail=None, default=False, timeout=None):
+    """Asks yes or no. A timeout returns ``default``; it never raises ``Timeout``."""
+    message = {"type": "confirm", "prompt": prompt, "default": default, "timeout": timeout}
+    if detail is not None:
+        message["detail"] = detail
+    value, _timed_out = _outcome(message)
+    return bool(value)
+
+
+def approve(action, detail=None, timeout=None):
+    """Asks approval for ``action``. Returns "once" or "always"; raises ``Declined`` on reject."""
+    message = {"type": "approve", "action": action, "timeout": timeout}
+    if detail is not None:
+        message["detail"] = detail
+    value, _timed_out = _outcome(message)
+    return value
+
+
+def say(text):
+    """Sends a message to the conversation (not repeated when askgate replays the run)."""
+    start()
+    _send({"type": "say", "text": str(text)})
+
+
+def run(main):
+    """Calls ``main(input, start_message)`` and sends its return value as the reply.
+
+    An exception becomes an error that fails the run with its message.
+    """
+    message = start()
+    try:
+        reply = main(message.get("input", ""), message)
+    except SystemExit:
+        raise
+    except (Declined, Timeout, Cancelled) as e:
+        _send({"type": "error", "message": f"{type(e).__name__}: {e}"})
+        return
+    except Exception as e:  # noqa: BLE001 - every failure is reported to askgate
+        _send({"type": "error", "message": f"{type(e).__name__}: {e}"})
+        raise
+    _send({"type": "done", "reply": "" if reply is None else str(reply)})

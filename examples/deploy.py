@@ -1,0 +1,22 @@
+#!/usr/bin/env python3
+"""Asks which environment to deploy to, confirms, and reports. Run it with `/run deploy v1.2`."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+
+import askgate  # noqa: E402
+
+
+def main(version, run):
+    version = version.strip() or "main"
+    env = askgate.ask("Deploy where?", options=["staging", "production"], detail=f"Version {version}")
+    if env == "production" and not askgate.confirm(f"Deploy {version} to production now?"):
+        return f"Did not deploy {version}."
+    # The deploy itself comes after every ask it depends on: a replay never repeats it.
+    askgate.say(f"Deploying {version} to {env}...")
+    return f"Deployed {version} to {env}."
+
+
+askgate.run(main)

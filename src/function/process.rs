@@ -1,0 +1,551 @@
+//! Process functions: any program that speaks the JSON-lines protocol on stdin and stdout.
+//!
+//! askgate starts the program with a `start` line and answers each `ask`, `confirm` and
+//! `approve` with an `outcome` line. In follow-up mode, replayed steps are answered from the
+//! journal at once, a new question is answered `pending`, stdin is closed, and the program is
+//! expected to exit (it is killed after a grace period); the next resolution runs it again
+//! from the start. In hold mode the program stays alive and the outcome arrives on stdin when
+//! someone answers. Anything the program gets wrong fails its run with a message that says
+//! what, with the tail of its stderr; nothing else is affected.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::time::Instant;
+
+use super::{Function, FunctionError};
+use crate::engine::{AskError, Context};
+use crate::question::{Ask, Conversation, Outcome, QuestionId, RunId, Timeout, UserRef};
+
+/// The longest line a program may write.
+pub const MAX_LINE: usize = 64 * 1024;
+/// How many lines a program may write in a burst, and per second after that.
+const BURST: f64 = 1000.0;
+const PER_SECOND: f64 = 200.0;
+/// How long a program has to exit after `pending` or `done` before it is killed.
+const GRACE: Duration = Duration::from_secs(5);
+/// How much of stderr a failure message quotes.
+const STDERR_TAIL_LINES: usize = 10;
+const STDERR_TAIL_CHARS: usize = 1500;
+
+/// How to run a program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessConfig {
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Variables passed through from askgate's environment; the rest is not inherited.
+    pub pass_env: Vec<String>,
+    /// Variables set to fixed values.
+    pub set_env: BTreeMap<String, String>,
+    /// How long one invocation may run (time spent waiting for an answer in hold mode does
+    /// not count).
+    pub timeout: Duration,
+    /// Keep the process alive while a question waits, instead of ending the turn.
+    pub hold: bool,
+}
+
+/// A function that runs a program.
+pub struct Process {
+    name: String,
+    config: ProcessConfig,
+}
+
+impl Process {
+    /// A process function called `name`.
+    pub fn new(name: impl Into<String>, config: ProcessConfig) -> Self {
+        Self { name: name.into(), config }
+    }
+}
+
+/// A message from the program.
+#[derive(Debug, PartialEq)]
+enum FromProgram {
+    Ask(Ask),
+    Say(String),
+    Done(String),
+    Error(String),
+}
+
+#[derive(Deserialize)]
+struct AskLine {
+    prompt: String,
+    #[serde(default)]
+    detail: Option<String>,
+    #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
+    multi: bool,
+    #[serde(default)]
+    allow_custom: bool,
+    #[serde(default)]
+    timeout: Option<Value>,
+    #[serde(default)]
+    default: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ConfirmLine {
+    prompt: String,
+    #[serde(default)]
+    detail: Option<String>,
+    #[serde(default)]
+    timeout: Option<Value>,
+    #[serde(default)]
+    default: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct ApproveLine {
+    action: String,
+    #[serde(default)]
+    detail: Option<String>,
+    #[serde(default)]
+    timeout: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct SayLine {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct DoneLine {
+    #[serde(default)]
+    reply: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorLine {
+    message: String,
+}
+
+/// Parses one line from the program.
+fn parse_line(line: &str) -> Result<FromProgram, String> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| format!("malformed line from the program ({e}): {}", quote(line)))?;
+    let Some(kind) = value.get("type").and_then(Value::as_str).map(str::to_owned) else {
+        return Err(format!("a line from the program has no \"type\": {}", quote(line)));
+    };
+    let bad = |e: serde_json::Error| format!("malformed `{kind}` line from the program ({e}): {}", quote(line));
+    let timeout = |t: Option<Value>| -> Result<Timeout, String> {
+        match t {
+            None | Some(Value::Null) => Ok(Timeout::Default),
+            Some(Value::String(s)) if s == "never" => Ok(Timeout::Never),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => {
+                Ok(Timeout::Seconds(n.as_u64().unwrap_or(1)))
+            }
+            Some(other) => {
+                Err(format!("timeout {other} is not a positive number of seconds or \"never\": {}", quote(line)))
+            }
+        }
+    };
+    Ok(match kind.as_str() {
+        "ask" => {
+            let a: AskLine = serde_json::from_value(value).map_err(bad)?;
+            let mut ask = Ask::question(a.prompt)
+                .options(a.options)
+                .multi(a.multi)
+                .allow_custom(a.allow_custom)
+                .timeout(timeout(a.timeout)?);
+            ask.detail = a.detail;
+            ask.default = a.default;
+            FromProgram::Ask(ask)
+        }
+        "confirm" => {
+            let c: ConfirmLine = serde_json::from_value(value).map_err(bad)?;
+            let mut ask = Ask::confirm(c.prompt).timeout(timeout(c.timeout)?);
+            ask.detail = c.detail;
+            ask.default = c.default.map(Value::Bool);
+            FromProgram::Ask(ask)
+        }
+        "approve" => {
+            let a: ApproveLine = serde_json::from_value(value).map_err(bad)?;
+            let mut ask = Ask::approval(a.action).timeout(timeout(a.timeout)?);
+            ask.detail = a.detail;
+            FromProgram::Ask(ask)
+        }
+        "say" => FromProgram::Say(serde_json::from_value::<SayLine>(value).map_err(bad)?.text),
+        "done" => FromProgram::Done(serde_json::from_value::<DoneLine>(value).map_err(bad)?.reply.unwrap_or_default()),
+        "error" => FromProgram::Error(serde_json::from_value::<ErrorLine>(value).map_err(bad)?.message),
+        other => return Err(format!("unknown message type `{}` from the program: {}", clip(other, 40), quote(line))),
+    })
+}
+
+/// The first line a program reads.
+#[derive(Serialize)]
+struct StartLine<'a> {
+    r#type: &'static str,
+    run: RunId,
+    function: &'a str,
+    conversation: Option<&'a Conversation>,
+    user: &'a UserRef,
+    input: &'a str,
+    can_ask: bool,
+}
+
+#[derive(Serialize)]
+struct OutcomeLine<'a> {
+    r#type: &'static str,
+    step: u32,
+    #[serde(flatten)]
+    outcome: &'a Outcome,
+}
+
+#[derive(Serialize)]
+struct PendingLine {
+    r#type: &'static str,
+    step: u32,
+    status: &'static str,
+    question: QuestionId,
+}
+
+fn to_line<T: Serialize>(line: &T) -> String {
+    // Serialising these plain structs cannot fail: no maps with non-string keys, no floats.
+    serde_json::to_string(line).unwrap_or_default()
+}
+
+/// The `outcome` line for a step.
+fn outcome_line(step: u32, outcome: &Outcome) -> String {
+    to_line(&OutcomeLine { r#type: "outcome", step, outcome })
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max).collect();
+    s.push('…');
+    s
+}
+
+fn quote(line: &str) -> String {
+    format!("`{}`", clip(line, 200))
+}
+
+/// Why reading a line failed.
+enum ReadError {
+    TooLong,
+    Io(std::io::Error),
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes; `None` at end of output.
+async fn read_line(out: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>) -> Result<Option<String>, ReadError> {
+    buf.clear();
+    loop {
+        let chunk = out.fill_buf().await.map_err(ReadError::Io)?;
+        if chunk.is_empty() {
+            return Ok((!buf.is_empty()).then(|| String::from_utf8_lossy(buf).into_owned()));
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if buf.len() + take > MAX_LINE {
+            return Err(ReadError::TooLong);
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        out.consume(if done { take + 1 } else { take });
+        if done {
+            let line = String::from_utf8_lossy(buf);
+            return Ok(Some(line.trim_end_matches('\r').to_owned()));
+        }
+    }
+}
+
+/// The last lines of the program's stderr, for failure messages.
+#[derive(Default)]
+struct StderrTail(Mutex<VecDeque<String>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut tail = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tail.push_back(clip(&line, 300));
+        while tail.len() > STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+    }
+
+    fn text(&self) -> String {
+        let tail = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let joined = tail.iter().cloned().collect::<Vec<_>>().join("\n");
+        let skip = joined.chars().count().saturating_sub(STDERR_TAIL_CHARS);
+        joined.chars().skip(skip).collect()
+    }
+}
+
+/// Limits how fast a program may write lines.
+struct RateLimit {
+    tokens: f64,
+    at: Instant,
+}
+
+impl RateLimit {
+    fn new() -> Self {
+        Self { tokens: BURST, at: Instant::now() }
+    }
+
+    fn allow(&mut self) -> bool {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * PER_SECOND).min(BURST);
+        self.at = now;
+        self.tokens -= 1.0;
+        self.tokens >= 0.0
+    }
+}
+
+/// How a conversation with the program ended.
+enum End {
+    Reply(String),
+    Pending(QuestionId),
+    Failed(FunctionError),
+}
+
+#[async_trait]
+impl Function for Process {
+    async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
+        let run = ctx.run().clone();
+        let mut command = Command::new(&self.config.command[0]);
+        command
+            .args(&self.config.command[1..])
+            .current_dir(&self.config.cwd)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in &self.config.pass_env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        command.envs(&self.config.set_env);
+        let mut child = command
+            .spawn()
+            .map_err(|e| FunctionError::failed(format!("could not start `{}`: {e}", self.config.command.join(" "))))?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(FunctionError::failed("the program's pipes could not be opened"));
+        };
+        let tail = Arc::new(StderrTail::default());
+        let stderr_task = tokio::spawn(log_stderr(stderr, tail.clone(), run.id.to_string(), self.name.clone()));
+
+        let start = to_line(&StartLine {
+            r#type: "start",
+            run: run.id,
+            function: &self.name,
+            conversation: run.conversation.as_ref(),
+            user: &run.initiator,
+            input,
+            can_ask: ctx.can_ask(),
+        });
+        let end = match send(&mut stdin, &start).await {
+            Ok(()) => self.converse(ctx, &mut child, &mut stdin, stdout).await,
+            Err(e) => End::Failed(FunctionError::failed(format!("could not write to the program: {e}"))),
+        };
+        drop(stdin);
+        let status = match &end {
+            End::Failed(_) => {
+                let _ = child.start_kill();
+                child.wait().await.ok()
+            }
+            _ => match tokio::time::timeout(GRACE, child.wait()).await {
+                Ok(status) => status.ok(),
+                Err(_) => {
+                    tracing::warn!(run = %run.id, function = %self.name, "the program did not exit after its turn; killed");
+                    let _ = child.start_kill();
+                    child.wait().await.ok()
+                }
+            },
+        };
+        // stderr ends when the program is gone; wait for its last lines.
+        let _ = tokio::time::timeout(Duration::from_secs(1), stderr_task).await;
+        match end {
+            End::Reply(reply) => {
+                if let Some(status) = status.filter(|s| !s.success()) {
+                    tracing::warn!(run = %run.id, function = %self.name, %status, "the program exited unsuccessfully after done");
+                }
+                Ok(reply)
+            }
+            End::Pending(question) => Err(AskError::Pending { question }.into()),
+            End::Failed(FunctionError::Failed(message)) => {
+                let tail = tail.text();
+                Err(FunctionError::Failed(if tail.is_empty() {
+                    message
+                } else {
+                    format!("{message}\nstderr:\n{tail}")
+                }))
+            }
+            End::Failed(e) => Err(e),
+        }
+    }
+}
+
+impl Process {
+    async fn converse(
+        &self,
+        ctx: &mut Context,
+        child: &mut Child,
+        stdin: &mut ChildStdin,
+        stdout: tokio::process::ChildStdout,
+    ) -> End {
+        let mut out = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        let mut rate = RateLimit::new();
+        let mut deadline = Instant::now() + self.config.timeout;
+        let failed = |m: String| End::Failed(FunctionError::Failed(m));
+        loop {
+            let line = tokio::select! {
+                line = read_line(&mut out, &mut buf) => line,
+                () = tokio::time::sleep_until(deadline) => {
+                    return failed(format!("the program ran longer than its timeout of {}s", self.config.timeout.as_secs()));
+                }
+            };
+            let line = match line {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    let status = tokio::time::timeout(GRACE, child.wait()).await;
+                    return failed(match status {
+                        Ok(Ok(s)) if s.success() => "the program exited without sending done".to_owned(),
+                        Ok(Ok(s)) => format!("the program exited with {s} before sending done"),
+                        _ => "the program closed its output without sending done".to_owned(),
+                    });
+                }
+                Err(ReadError::TooLong) => {
+                    return failed(format!("the program wrote a line longer than {MAX_LINE} bytes"));
+                }
+                Err(ReadError::Io(e)) => return failed(format!("could not read the program's output: {e}")),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            if !rate.allow() {
+                return failed(format!("the program wrote more than {PER_SECOND} lines per second"));
+            }
+            let message = match parse_line(&line) {
+                Ok(m) => m,
+                Err(e) => return failed(e),
+            };
+            match message {
+                FromProgram::Ask(ask) => {
+                    let step = ctx.next_step();
+                    let outcome = if self.config.hold {
+                        let waiting_since = Instant::now();
+                        let outcome = tokio::select! {
+                            outcome = ctx.ask_outcome(ask) => outcome,
+                            status = child.wait() => {
+                                let reason = "the program exited while waiting for the answer";
+                                if let Err(e) = ctx.abandon_wait(reason).await {
+                                    return End::Failed(e.into());
+                                }
+                                let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                                return failed(format!("{reason} ({status})"));
+                            }
+                        };
+                        deadline += waiting_since.elapsed();
+                        outcome
+                    } else {
+                        ctx.ask_outcome(ask).await
+                    };
+                    let reply = match outcome {
+                        Ok(outcome) => outcome_line(step, &outcome),
+                        Err(AskError::Pending { question }) => {
+                            let line = PendingLine { r#type: "outcome", step, status: "pending", question };
+                            // A program that already left is fine: it had nothing more to say.
+                            let _ = send(stdin, &to_line(&line)).await;
+                            return End::Pending(question);
+                        }
+                        Err(e) => return End::Failed(e.into()),
+                    };
+                    if let Err(e) = send(stdin, &reply).await {
+                        return failed(format!("could not write to the program: {e}"));
+                    }
+                }
+                FromProgram::Say(text) => {
+                    if let Err(e) = ctx.say(text).await {
+                        return End::Failed(e.into());
+                    }
+                }
+                FromProgram::Done(reply) => return End::Reply(reply),
+                FromProgram::Error(message) => {
+                    return failed(format!("the program reported: {}", clip(&message, 1000)));
+                }
+            }
+        }
+    }
+}
+
+async fn send(stdin: &mut ChildStdin, line: &str) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    stdin.write_all(&bytes).await?;
+    stdin.flush().await
+}
+
+async fn log_stderr(stderr: tokio::process::ChildStderr, tail: Arc<StderrTail>, run: String, function: String) {
+    let mut lines = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        match read_line(&mut lines, &mut buf).await {
+            Ok(Some(line)) => {
+                tracing::info!(%run, %function, "stderr: {line}");
+                tail.push(line);
+            }
+            Ok(None) | Err(ReadError::Io(_)) => return,
+            Err(ReadError::TooLong) => {
+                tail.push(format!("[a stderr line longer than {MAX_LINE} bytes was dropped]"));
+                // Skip the rest of that line.
+                let _ = lines.read_until(b'\n', &mut Vec::new()).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ask_line_becomes_an_ask() {
+        let m = parse_line(
+            r#"{"type":"ask","prompt":"Which?","options":["a","b"],"allow_custom":true,"timeout":60,"default":null}"#,
+        );
+        let Ok(FromProgram::Ask(ask)) = m else { panic!("{m:?}") };
+        assert_eq!(ask.prompt, "Which?");
+        assert_eq!(ask.options, ["a", "b"]);
+        assert!(ask.allow_custom);
+        assert_eq!(ask.timeout, Timeout::Seconds(60));
+        assert_eq!(ask.default, None);
+    }
+
+    #[test]
+    fn malformed_and_unknown_lines_are_quoted_in_the_error() {
+        let e = parse_line("{not json").unwrap_err();
+        assert!(e.starts_with("malformed line from the program") && e.contains("`{not json`"), "{e}");
+        let e = parse_line(r#"{"type":"dance"}"#).unwrap_err();
+        assert!(e.starts_with("unknown message type `dance`"), "{e}");
+        let e = parse_line(r#"{"type":"ask"}"#).unwrap_err();
+        assert!(e.contains("missing field `prompt`"), "{e}");
+        let e = parse_line(r#"{"type":"ask","prompt":"x","timeout":-3}"#).unwrap_err();
+        assert!(e.contains("timeout -3"), "{e}");
+    }
+
+    #[test]
+    fn outcome_lines_carry_type_step_and_the_outcome() {
+        let line = outcome_line(2, &Outcome::Declined { feedback: Some("not now".into()) });
+        assert_eq!(line, r#"{"type":"outcome","step":2,"status":"declined","feedback":"not now"}"#);
+        let line = outcome_line(0, &Outcome::Expired { value: Some(Value::Bool(false)) });
+        assert!(line.contains(r#""status":"expired""#) && line.contains(r#""value":false"#), "{line}");
+    }
+}

@@ -1,0 +1,237 @@
+//! Process functions with real child processes (python3 and sh).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate::clock::Clock;
+use askgate::engine::Settings;
+use askgate::function::process::{MAX_LINE, Process, ProcessConfig};
+use askgate::function::{Entry, Functions};
+use askgate::question::{Mode, Outcome, Status};
+use askgate::run::RunStatus;
+use tempfile::TempDir;
+
+use crate::support::*;
+
+/// A script that asks three questions through the Python helper and logs each start and exit.
+const THREE_ASKS: &str = r#"
+import atexit, os, sys
+log = open(os.environ["STEP_LOG"], "a")
+log.write(f"start {os.getpid()}\n"); log.flush()
+atexit.register(lambda: (log.write("exit\n"), log.flush()))
+import askgate
+def main(input, run):
+    a = askgate.ask("First?", options=["a", "b"])
+    b = askgate.ask("Second?")
+    c = askgate.confirm("Third?")
+    return f"{a} {b} {c}"
+askgate.run(main)
+"#;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn config(dir: &Path, command: &[&str], hold: bool, timeout: Duration) -> ProcessConfig {
+    let mut set_env = BTreeMap::new();
+    set_env.insert("PYTHONPATH".to_owned(), repo().join("clients/python").display().to_string());
+    set_env.insert("STEP_LOG".to_owned(), dir.join("steps.log").display().to_string());
+    ProcessConfig {
+        command: command.iter().map(|s| (*s).to_owned()).collect(),
+        cwd: dir.to_path_buf(),
+        pass_env: vec!["PATH".to_owned()],
+        set_env,
+        timeout,
+        hold,
+    }
+}
+
+/// Writes `script` to `name` in `dir` and registers it as function `name`.
+fn add(
+    functions: &mut Functions,
+    dir: &Path,
+    name: &str,
+    interpreter: &str,
+    script: &str,
+    hold: bool,
+    timeout: Duration,
+) {
+    let file = dir.join(name);
+    std::fs::write(&file, script).unwrap();
+    let config = config(dir, &[interpreter, file.to_str().unwrap()], hold, timeout);
+    let mode = if hold { Mode::Blocking } else { Mode::FollowUp };
+    functions
+        .insert_entry(name, Entry { function: Arc::new(Process::new(name, config)), description: String::new(), mode });
+}
+
+fn log(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("steps.log")).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+async fn harness(functions: Functions, dir: &Arc<TempDir>) -> Harness {
+    Harness::open(functions, Settings::default(), dir.clone(), Clock::manual(T0)).await
+}
+
+async fn start(h: &Harness, name: &str) -> askgate::question::RunId {
+    let mode = h.engine.functions().get(name).unwrap().mode;
+    h.engine.start_run(name, Some(room()), alice(), String::new(), mode).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_follow_up_run_reruns_the_program_per_answer_and_never_blocks() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    add(&mut f, dir.path(), "three", "python3", THREE_ASKS, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "three").await;
+    for (n, answer) in [(1, "2"), (2, "some text"), (3, "yes")] {
+        let card = h.card(n).await;
+        assert_eq!(card.step, n as u32 - 1);
+        // While the question waits, no program is running: every start has its exit.
+        let entries = eventually(|| async {
+            let entries = log(dir.path());
+            let starts = entries.iter().filter(|l| l.starts_with("start")).count();
+            let exits = entries.iter().filter(|l| *l == "exit").count();
+            (starts == n && exits == n).then_some(entries)
+        })
+        .await;
+        assert_eq!(entries.len(), 2 * n);
+        h.say(ALICE, answer).await;
+    }
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Finished, "{:?}", done.result);
+    assert_eq!(done.result.as_deref(), Some("b some text True"));
+    let starts = log(dir.path()).iter().filter(|l| l.starts_with("start")).count();
+    assert_eq!(starts, 4, "one invocation to ask each question, one to finish");
+    assert_eq!(h.recorder.cards().len(), 3, "replayed asks were rendered again");
+}
+
+#[tokio::test]
+async fn a_hold_program_stays_alive_and_gets_answers_on_stdin() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    add(&mut f, dir.path(), "three", "python3", THREE_ASKS, true, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "three").await;
+    for (n, answer) in [(1, "a"), (2, "free"), (3, "no")] {
+        let card = h.card(n).await;
+        assert_eq!(card.mode, Mode::Blocking);
+        h.say(ALICE, answer).await;
+    }
+    let done = h.finished(run).await;
+    assert_eq!(done.result.as_deref(), Some("a free False"));
+    let entries = log(dir.path());
+    assert_eq!(entries.iter().filter(|l| l.starts_with("start")).count(), 1, "{entries:?}");
+}
+
+#[tokio::test]
+async fn a_pending_program_run_finishes_after_a_restart() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let functions = || {
+        let mut f = Functions::new();
+        add(&mut f, dir.path(), "three", "python3", THREE_ASKS, false, Duration::from_secs(30));
+        f
+    };
+    let h = harness(functions(), &dir).await;
+    let run = start(&h, "three").await;
+    h.card(1).await;
+    h.say(ALICE, "a").await;
+    h.card(2).await;
+    let h = h.restart(functions(), Settings::default(), Clock::manual(T0)).await;
+    h.say(ALICE, "after restart").await;
+    h.card(1).await;
+    h.say(ALICE, "yes").await;
+    assert_eq!(h.finished(run).await.result.as_deref(), Some("a after restart True"));
+}
+
+#[tokio::test]
+async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_message() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let quick = Duration::from_secs(30);
+    add(&mut f, dir.path(), "good", "python3", THREE_ASKS, false, quick);
+    let flood = "import sys\nsys.stdin.readline()\nfor i in range(5000): print('{\"type\":\"say\",\"text\":\"x\"}', flush=True)";
+    let cases: [(&str, &str, &str, Duration, &str); 7] = [
+        ("malformed", "sh", "read s; echo '{\"type\": ask'", quick, "malformed line from the program"),
+        ("unknown", "sh", "read s; echo '{\"type\":\"dance\"}'", quick, "unknown message type `dance`"),
+        ("crash", "sh", "read s; echo 'something broke' >&2; exit 3", quick, "exit status: 3"),
+        ("silent", "sh", "read s; exit 0", quick, "exited without sending done"),
+        ("slow", "sh", "read s; sleep 30", Duration::from_secs(1), "ran longer than its timeout of 1s"),
+        ("huge", "python3", "import sys; sys.stdin.readline(); print('x' * 70000)", quick, "longer than 65536 bytes"),
+        ("flood", "python3", flood, quick, "more than 200 lines per second"),
+    ];
+    assert_eq!(MAX_LINE, 65536);
+    for (name, interpreter, script, timeout, _) in &cases {
+        add(&mut f, dir.path(), name, interpreter, script, false, *timeout);
+    }
+    let h = harness(f, &dir).await;
+    let good = start(&h, "good").await;
+    let waiting = h.card(1).await;
+    for (name, _, _, _, expected) in &cases {
+        let run = start(&h, name).await;
+        let done = h.finished(run).await;
+        assert_eq!(done.status, RunStatus::Failed, "{name}");
+        let message = done.result.unwrap();
+        assert!(message.contains(expected), "{name}: {message}");
+        let told = h.recorder.texts();
+        assert!(told.iter().any(|t| t.contains(&format!("{name} failed")) && t.contains(expected)), "{name}: {told:?}");
+    }
+    let crash = h.recorder.texts().into_iter().find(|t| t.contains("crash failed")).unwrap();
+    assert!(crash.contains("something broke"), "the stderr tail is quoted: {crash}");
+    // The good run is untouched: still waiting, and it still finishes.
+    assert_eq!(h.question(&waiting).await.status, Status::Pending);
+    assert_eq!(h.engine.store().run(good).await.unwrap().unwrap().status, RunStatus::Waiting);
+    h.say(ALICE, "a").await;
+    h.card(2).await;
+    h.say(ALICE, "b").await;
+    h.card(3).await;
+    h.say(ALICE, "no").await;
+    assert_eq!(h.finished(good).await.result.as_deref(), Some("a b False"));
+}
+
+#[tokio::test]
+async fn a_hold_program_killed_while_waiting_has_its_question_cancelled_and_retracted() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    add(&mut f, dir.path(), "three", "python3", THREE_ASKS, true, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "three").await;
+    let card = h.card(1).await;
+    let pid = log(dir.path())[0].strip_prefix("start ").unwrap().to_owned();
+    assert!(std::process::Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    assert!(done.result.unwrap().contains("exited while waiting for the answer"));
+    let q = h.question(&card).await;
+    assert_eq!(
+        q.outcome,
+        Some(Outcome::Cancelled { reason: "the program exited while waiting for the answer".into() })
+    );
+    let retracted = eventually(|| async { h.recorder.retracted().into_iter().find(|r| r.id == card.id) }).await;
+    assert_eq!(retracted.status, Status::Cancelled);
+}
+
+#[tokio::test]
+async fn a_program_that_asks_something_else_on_replay_fails_naming_the_step() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let script = r#"
+import os, askgate
+def main(input, run):
+    n = len(open(os.environ["STEP_LOG"]).read()) if os.path.exists(os.environ["STEP_LOG"]) else 0
+    open(os.environ["STEP_LOG"], "a").write("x")
+    askgate.ask("Question asked %d times before?" % n)
+    return "unreachable"
+askgate.run(main)
+"#;
+    let mut f = Functions::new();
+    add(&mut f, dir.path(), "drifting", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "drifting").await;
+    h.card(1).await;
+    h.say(ALICE, "anything").await;
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    assert!(done.result.unwrap().contains("replay mismatch at step 0"));
+}
