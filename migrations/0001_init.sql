@@ -65,6 +65,8 @@ CREATE TABLE deliveries (
     created_at  INTEGER NOT NULL,
     PRIMARY KEY (question_id, surface, chat, message)
 );
+-- a reply to a card is routed to its question
+CREATE INDEX deliveries_card ON deliveries (surface, chat, message);
 
 -- Allow-always decisions; scope is the conversation they were given in.
 CREATE TABLE grants (

@@ -7,6 +7,7 @@
 //! [`crate::engine::Engine::handle`].
 
 pub mod console;
+pub mod telegram;
 pub mod text;
 
 use async_trait::async_trait;

@@ -126,6 +126,12 @@ struct RawChat {
     answerers: Option<String>,
     #[serde(default)]
     default_function: Option<String>,
+    #[serde(default)]
+    webhook_url: Option<String>,
+    #[serde(default)]
+    webhook_listen: Option<String>,
+    #[serde(default)]
+    webhook_secret_env: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,6 +201,26 @@ pub struct ChatConfig {
     pub token_env: String,
     /// A different API base URL (a self-hosted server, or a test double).
     pub api_url: Option<String>,
+    /// Telegram only: receive updates by webhook instead of long polling.
+    pub webhook: Option<WebhookConfig>,
+}
+
+/// Where Telegram delivers updates in webhook mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// The public HTTPS URL Telegram POSTs to.
+    pub url: String,
+    /// The local address askgate listens on.
+    pub listen: std::net::SocketAddr,
+    /// The environment variable holding the secret token Telegram sends with each update.
+    pub secret_env: String,
+}
+
+impl ChatConfig {
+    /// The token, when its variable is set and not empty.
+    pub fn token(&self) -> Option<String> {
+        std::env::var(&self.token_env).ok().filter(|t| !t.is_empty())
+    }
 }
 
 /// Whether a channel runs, and why not.
@@ -322,7 +348,28 @@ impl Config {
             let default_function =
                 check_function(&names, c.default_function.as_ref()).map_err(|m| bad(&key("default_function"), m))?;
             channels.insert(name.to_owned(), ChannelPolicy { answerers, allowed_users, default_function });
-            Ok(Some(ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone() }))
+            let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
+                (None, None, None) => None,
+                _ if name != "telegram" => {
+                    return Err(bad(&key("webhook_url"), "webhooks are for Telegram only".to_owned()));
+                }
+                (Some(url), Some(listen), Some(secret_env)) => {
+                    if !url.starts_with("https://") && !url.starts_with("http://") {
+                        return Err(bad(&key("webhook_url"), format!("`{url}` is not an http(s) URL")));
+                    }
+                    let listen = listen.parse().map_err(|_| {
+                        bad(&key("webhook_listen"), format!("`{listen}` is not an address like 0.0.0.0:8443"))
+                    })?;
+                    Some(WebhookConfig { url: url.clone(), listen, secret_env: secret_env.clone() })
+                }
+                _ => {
+                    return Err(bad(
+                        &key("webhook_url"),
+                        "webhook mode needs webhook_url, webhook_listen and webhook_secret_env together".to_owned(),
+                    ));
+                }
+            };
+            Ok(Some(ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone(), webhook }))
         };
         let telegram = chat("telegram", &raw.channels.telegram)?;
         let discord = chat("discord", &raw.channels.discord)?;
@@ -371,9 +418,13 @@ impl Config {
         for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord)] {
             let state = match chat {
                 None => ChannelState::Disabled("not configured".to_owned()),
-                Some(c) if std::env::var_os(&c.token_env).is_none_or(|v| v.is_empty()) => {
-                    ChannelState::Disabled(format!("{} is unset", c.token_env))
+                Some(c) if c.token().is_none() => ChannelState::Disabled(format!("{} is unset", c.token_env)),
+                Some(ChatConfig { webhook: Some(w), .. })
+                    if std::env::var_os(&w.secret_env).is_none_or(|v| v.is_empty()) =>
+                {
+                    ChannelState::Disabled(format!("{} is unset", w.secret_env))
                 }
+                Some(_) if name == "telegram" => ChannelState::Enabled,
                 Some(_) => ChannelState::Disabled("this build of askgate has no adapter for it yet".to_owned()),
             };
             states.push((name, state));

@@ -90,9 +90,7 @@ fn serve(config: &Config) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let io =
             ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
-        let gateway = Gateway::start(config, Clock::system(), Some(io))
-            .await
-            .with_context(|| format!("opening the database {}", config.database))?;
+        let gateway = Gateway::start(config, Clock::system(), Some(io)).await.context("starting askgate")?;
         tracing::info!("askgate is ready; type /run demo (or /help)");
         wait_for_signal().await?;
         tracing::info!("stopping: finishing in-flight work");

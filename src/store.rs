@@ -140,6 +140,13 @@ pub trait Store: Send + Sync + 'static {
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError>;
     /// A question's rendered cards.
     async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError>;
+    /// The question a rendered card shows, found by where the card is.
+    async fn question_for_card(
+        &self,
+        surface: &str,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<QuestionId>, StoreError>;
     /// The live grant for this action in this conversation.
     async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError>;
     /// Live grants, optionally of one conversation.

@@ -378,6 +378,22 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    async fn question_for_card(
+        &self,
+        surface: &str,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<QuestionId>, StoreError> {
+        let row =
+            sqlx::query("SELECT question_id FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1")
+                .bind(surface)
+                .bind(chat)
+                .bind(message)
+                .fetch_optional(&self.readers)
+                .await?;
+        row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
+    }
+
     async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError> {
         let row = sqlx::query(
             "SELECT id, conversation, action, granted_by, question_id, created_at FROM grants \

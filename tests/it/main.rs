@@ -2,7 +2,9 @@
 
 mod binary;
 mod engine;
+mod fake_telegram;
 mod process;
 mod routing;
 mod store;
 mod support;
+mod telegram;

@@ -1,0 +1,504 @@
+//! Telegram, through teloxide: cards with inline keyboards whose `callback_data` are the text
+//! commands, receipts as callback answers, retraction by editing the cards.
+//!
+//! Conversations are `telegram:<chat>` or `telegram:<chat>:<thread>` (forum topics), users
+//! `telegram:<user id>`. Updates come by long polling or, when configured, by webhook; each
+//! update id is applied once, also across a restart. Sends go through teloxide's `Throttle`
+//! (per-chat pacing, 429 `retry_after` honoured); edits and callback answers retry on 429
+//! themselves.
+
+pub mod render;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use teloxide::adaptors::Throttle;
+use teloxide::adaptors::throttle::Limits;
+use teloxide::payloads::{
+    AnswerCallbackQuerySetters, EditMessageReplyMarkupSetters, EditMessageTextSetters, SendMessageSetters,
+};
+use teloxide::prelude::{Request, Requester, RequesterExt};
+use teloxide::types::{
+    CallbackQuery, ChatId, ForceReply, InlineKeyboardMarkup, Message, MessageId, ParseMode, ReplyParameters, ThreadId,
+    Update, UpdateKind,
+};
+use teloxide::update_listeners::{AsUpdateStream, Polling, webhooks};
+use teloxide::{Bot, RequestError};
+use tokio_util::sync::CancellationToken;
+
+use super::{Channel, ChannelError};
+use crate::clock::Clock;
+use crate::engine::{Engine, Inbound, Response};
+use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
+use crate::store::Delivery;
+
+/// How updates arrive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Updates {
+    /// `getUpdates` long polling.
+    Polling,
+    /// Telegram POSTs updates to `url`; askgate listens on `listen` and checks the secret.
+    Webhook {
+        /// The public URL Telegram calls.
+        url: String,
+        /// The local address to listen on.
+        listen: SocketAddr,
+        /// The `X-Telegram-Bot-Api-Secret-Token` every request must carry.
+        secret: String,
+    },
+}
+
+/// What the adapter needs to connect.
+#[derive(Clone, Debug)]
+pub struct TelegramConfig {
+    /// The bot token.
+    pub token: String,
+    /// The Bot API base URL; none: Telegram's.
+    pub api_url: Option<String>,
+    /// Polling or webhook.
+    pub updates: Updates,
+}
+
+/// Why the adapter could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The API URL does not parse.
+    #[error("api_url `{0}` is not a URL")]
+    ApiUrl(String),
+    /// The webhook URL does not parse.
+    #[error("webhook_url `{0}` is not a URL")]
+    WebhookUrl(String),
+    /// `getMe` failed: a wrong token, or the API cannot be reached.
+    #[error("the Bot API refused or could not be reached")]
+    Api(#[from] RequestError),
+}
+
+/// The Telegram channel.
+pub struct Telegram {
+    /// For receiving: plain, since `getUpdates` is not paced.
+    bot: Bot,
+    /// For sending: paced per chat, 429 honoured.
+    throttled: Throttle<Bot>,
+    /// The bot's username, known once `getMe` answered.
+    username: OnceLock<String>,
+    clock: Clock,
+}
+
+/// How many times an edit or callback answer is retried after a 429.
+const RETRIES: u32 = 5;
+
+impl Telegram {
+    /// The channel, ready to send; nothing is sent until it is used.
+    ///
+    /// # Errors
+    /// A malformed API URL.
+    pub fn new(config: &TelegramConfig, clock: Clock) -> Result<Arc<Self>, StartError> {
+        let mut bot = Bot::new(&config.token);
+        if let Some(url) = &config.api_url {
+            let url = url.parse().map_err(|_| StartError::ApiUrl(url.clone()))?;
+            bot = bot.set_api_url(url);
+        }
+        let throttled = bot.clone().throttle(Limits::default());
+        Ok(Arc::new(Self { bot, throttled, username: OnceLock::new(), clock }))
+    }
+
+    /// Checks the token with `getMe` (retrying while the API cannot be reached), then
+    /// receives updates until `stop` fires and hands each to the engine.
+    ///
+    /// # Errors
+    /// When the token is refused or the webhook cannot be set up.
+    pub async fn serve(
+        self: Arc<Self>,
+        updates: Updates,
+        engine: Engine,
+        stop: CancellationToken,
+    ) -> Result<(), StartError> {
+        let mut wait = Duration::from_secs(1);
+        let me = loop {
+            let attempt = tokio::select! {
+                me = self.bot.get_me().send() => me,
+                () = stop.cancelled() => return Ok(()),
+            };
+            match attempt {
+                Ok(me) => break me,
+                Err(e @ (RequestError::Network(_) | RequestError::RetryAfter(_))) => {
+                    tracing::warn!(error = %e, "telegram is not reachable; retrying in {}s", wait.as_secs());
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = stop.cancelled() => return Ok(()),
+                    }
+                    wait = (wait * 2).min(Duration::from_secs(60));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        tracing::info!(bot = %me.username(), "telegram connected");
+        let _ = self.username.set(me.username().to_owned());
+        let bot = self.bot.clone();
+        match updates {
+            Updates::Polling => {
+                let mut listener =
+                    Polling::builder(bot).timeout(Duration::from_secs(25)).delete_webhook().await.build();
+                self.consume(listener.as_stream(), &engine, &stop).await;
+            }
+            Updates::Webhook { url, listen, secret } => {
+                let url = url.parse().map_err(|_| StartError::WebhookUrl(url.clone()))?;
+                let options = webhooks::Options::new(listen, url).secret_token(secret);
+                let mut listener = webhooks::axum(bot, options).await?;
+                self.consume(listener.as_stream(), &engine, &stop).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn consume<S, E>(&self, stream: S, engine: &Engine, stop: &CancellationToken)
+    where
+        S: futures_util::Stream<Item = Result<Update, E>>,
+        E: std::fmt::Display,
+    {
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            let next = tokio::select! {
+                next = stream.next() => next,
+                () = stop.cancelled() => return,
+            };
+            match next {
+                None => return,
+                Some(Ok(update)) => self.on_update(update, engine).await,
+                Some(Err(e)) => tracing::warn!(error = %e, "telegram update error"),
+            }
+        }
+    }
+
+    /// Handles one update to the end before the next is read: polling confirms an update only
+    /// when it asks for the next batch, so nothing is confirmed before it was applied.
+    async fn on_update(&self, update: Update, engine: &Engine) {
+        let key = format!("telegram:update:{}", update.id.0);
+        match update.kind {
+            UpdateKind::Message(message) => self.on_message(message, key, engine).await,
+            UpdateKind::CallbackQuery(query) => self.on_callback(query, key, engine).await,
+            _ => {}
+        }
+    }
+
+    async fn on_message(&self, message: Message, key: String, engine: &Engine) {
+        let (Some(text), Some(from)) = (message.text(), message.from.as_ref()) else { return };
+        if from.is_bot {
+            return;
+        }
+        if let (Some(addressee), Some(me)) = (command_addressee(text), self.username.get())
+            && !addressee.eq_ignore_ascii_case(me)
+        {
+            return; // `/run@otherbot`: for another bot in this group
+        }
+        let conversation = conversation_of(&message);
+        let user = user_ref(from.id.0);
+        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text);
+        inbound.key = Some(key);
+        if let Some(replied) = message.reply_to_message() {
+            let prompt = replied.text().unwrap_or_default();
+            if let Some(command) = render::reply_to_prompt(prompt, text) {
+                inbound.text = command;
+            } else {
+                let found = engine
+                    .store()
+                    .question_for_card("telegram", &message.chat.id.0.to_string(), &replied.id.0.to_string())
+                    .await;
+                match found {
+                    Ok(question) => inbound.reply_to = question,
+                    Err(e) => tracing::error!(error = %e, "could not look up a replied-to card"),
+                }
+            }
+        }
+        let response = engine.handle(inbound).await;
+        if let Some(text) = response.text {
+            let send = self
+                .throttled
+                .send_message(message.chat.id, render::escape(&render::shorten(&text, render::MAX_TEXT)))
+                .parse_mode(ParseMode::Html)
+                .reply_parameters(ReplyParameters::new(message.id).allow_sending_without_reply());
+            let send = match message.thread_id {
+                Some(thread) if message.is_topic_message => send.message_thread_id(thread),
+                _ => send,
+            };
+            if let Err(e) = send.await {
+                tracing::warn!(error = %e, "could not reply on telegram");
+            }
+        }
+    }
+
+    async fn on_callback(&self, query: CallbackQuery, key: String, engine: &Engine) {
+        let data = query.data.clone().unwrap_or_default();
+        let user = user_ref(query.from.id.0);
+        let message = query.regular_message().cloned();
+        let conversation = match &message {
+            Some(m) => conversation_of(m),
+            None => {
+                // An inline-mode or inaccessible message: nothing to route it to.
+                self.answer(&query, "This message can no longer be used.", false).await;
+                return;
+            }
+        };
+        let mut words = data.split_whitespace();
+        let (action, id) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+        let text = match action {
+            "/toggle" | "/submit" | "/other" | "/note" => {
+                match self.local_action(action, id, words.next(), &query, &user, engine).await {
+                    Some(command) => command,
+                    None => return,
+                }
+            }
+            _ => data.clone(),
+        };
+        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text);
+        inbound.button = true;
+        inbound.key = Some(key);
+        let response = engine.handle(inbound).await;
+        let (text, alert) = callback_receipt(&response);
+        self.answer(&query, &text, alert).await;
+    }
+
+    /// Buttons that change only this card (multi-select toggles) or ask for the next message
+    /// ("Other…", "Reject with note…"). Returns the command to route, if any.
+    async fn local_action(
+        &self,
+        action: &str,
+        id: &str,
+        n: Option<&str>,
+        query: &CallbackQuery,
+        user: &UserRef,
+        engine: &Engine,
+    ) -> Option<String> {
+        let message = query.regular_message()?;
+        let question = match id.parse::<QuestionId>() {
+            Ok(id) => engine.store().question(id).await.ok().flatten(),
+            Err(_) => None,
+        };
+        let Some(question) = question.filter(|q| q.conversation == Some(conversation_of(message))) else {
+            self.answer(query, "This question is no longer known.", false).await;
+            return None;
+        };
+        if !question.answerers.admits(user) {
+            self.answer(query, "Not yours to answer.", true).await;
+            return None;
+        }
+        if question.status != Status::Pending {
+            // Route it: the engine's receipt says how it was resolved.
+            return Some(format!("/answer {} 1", question.id));
+        }
+        match action {
+            "/toggle" => {
+                let n = n.and_then(|n| n.parse::<usize>().ok()).filter(|&n| n >= 1 && n <= question.options.len());
+                let (Some(n), Some(markup)) = (n, message.reply_markup()) else {
+                    self.answer(query, "That button is not understood.", false).await;
+                    return None;
+                };
+                let markup = render::toggle(markup, n);
+                let edit = self.bot.edit_message_reply_markup(message.chat.id, message.id).reply_markup(markup);
+                if let Err(e) = retry(|| edit.clone().send()).await {
+                    tracing::warn!(error = %e, "could not update a multi-select keyboard");
+                }
+                self.answer(query, "", false).await;
+                None
+            }
+            "/submit" => {
+                let picked = message.reply_markup().map(render::checked).unwrap_or_default();
+                if picked.is_empty() {
+                    self.answer(query, "Pick at least one option first.", false).await;
+                    return None;
+                }
+                Some(format!("/answer {} {picked}", question.id))
+            }
+            _ => {
+                let prompt = if action == "/note" {
+                    render::note_prompt(question.id)
+                } else {
+                    render::other_prompt(question.id)
+                };
+                let sent = self
+                    .throttled
+                    .send_message(message.chat.id, prompt)
+                    .reply_parameters(ReplyParameters::new(message.id).allow_sending_without_reply())
+                    .reply_markup(ForceReply::new().selective());
+                let sent = match message.thread_id {
+                    Some(thread) if message.is_topic_message => sent.message_thread_id(thread),
+                    _ => sent,
+                };
+                match sent.await {
+                    Ok(prompt) => {
+                        let card = Delivery {
+                            question: question.id,
+                            surface: "telegram".to_owned(),
+                            chat: prompt.chat.id.0.to_string(),
+                            message: prompt.id.0.to_string(),
+                        };
+                        if let Err(e) = engine.store().add_delivery(&card).await {
+                            tracing::error!(error = %e, "could not record a prompt");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
+                }
+                self.answer(query, "Reply to the message below.", false).await;
+                None
+            }
+        }
+    }
+
+    async fn answer(&self, query: &CallbackQuery, text: &str, alert: bool) {
+        let mut request = self.bot.answer_callback_query(query.id.clone());
+        if !text.is_empty() {
+            request = request.text(render::shorten(text, 200)).show_alert(alert);
+        }
+        if let Err(e) = retry(|| request.clone().send()).await {
+            tracing::warn!(error = %e, "could not answer a callback query");
+        }
+    }
+
+    async fn send(
+        &self,
+        conversation: &Conversation,
+        text: String,
+        keyboard: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, ChannelError> {
+        let (chat, thread) = parse_conversation(conversation)?;
+        let mut request = self.throttled.send_message(chat, text).parse_mode(ParseMode::Html);
+        if let Some(thread) = thread {
+            request = request.message_thread_id(thread);
+        }
+        if let Some(keyboard) = keyboard {
+            request = request.reply_markup(keyboard);
+        }
+        request.await.map_err(|e| ChannelError(e.to_string()))
+    }
+}
+
+/// Retries a request after 429 `retry_after`, a few times.
+async fn retry<T, F, Fut>(mut call: F) -> Result<T, RequestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RequestError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match call().await {
+            Err(RequestError::RetryAfter(wait)) if attempt < RETRIES => {
+                attempt += 1;
+                tracing::info!(seconds = wait.seconds(), "telegram asked to slow down; retrying");
+                tokio::time::sleep(wait.duration()).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The toast for a callback: the receipt's words; an alert for "not yours".
+fn callback_receipt(response: &Response) -> (String, bool) {
+    match &response.receipt {
+        Some(Receipt::Resolved { .. }) => ("Recorded.".to_owned(), false),
+        Some(Receipt::NotAuthorized { .. }) => ("Not yours to answer.".to_owned(), true),
+        _ => (response.text.clone().unwrap_or_default(), false),
+    }
+}
+
+/// `@name` of `/command@name …`, when the text is such a command.
+fn command_addressee(text: &str) -> Option<&str> {
+    let word = text.strip_prefix('/')?.split_whitespace().next()?;
+    word.split_once('@').map(|(_, name)| name)
+}
+
+fn user_ref(id: u64) -> UserRef {
+    UserRef::parse(&format!("telegram:{id}")).unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
+}
+
+/// The conversation of a message: the chat, and the topic in forum groups.
+fn conversation_of(message: &Message) -> Conversation {
+    let text = match message.thread_id {
+        Some(ThreadId(MessageId(thread))) if message.is_topic_message => {
+            format!("telegram:{}:{thread}", message.chat.id.0)
+        }
+        _ => format!("telegram:{}", message.chat.id.0),
+    };
+    Conversation::parse(&text).unwrap_or_else(|_| unreachable!("numeric ids make a valid reference"))
+}
+
+fn parse_conversation(conversation: &Conversation) -> Result<(ChatId, Option<ThreadId>), ChannelError> {
+    let bad = || ChannelError(format!("`{conversation}` is not a Telegram conversation"));
+    let rest = conversation.as_str().strip_prefix("telegram:").ok_or_else(bad)?;
+    let (chat, thread) = match rest.split_once(':') {
+        Some((chat, thread)) => (chat, Some(thread)),
+        None => (rest, None),
+    };
+    let chat = ChatId(chat.parse().map_err(|_| bad())?);
+    let thread = thread.map(|t| t.parse().map(|t| ThreadId(MessageId(t)))).transpose().map_err(|_| bad())?;
+    Ok((chat, thread))
+}
+
+#[async_trait]
+impl Channel for Telegram {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
+        let card = render::card(question, self.clock.now_ms());
+        let sent = self.send(conversation, card.text, card.keyboard).await?;
+        Ok(vec![Delivery {
+            question: question.id,
+            surface: "telegram".to_owned(),
+            chat: sent.chat.id.0.to_string(),
+            message: sent.id.0.to_string(),
+        }])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let text = render::resolved(question, self.clock.now_ms());
+        let mut failures = Vec::new();
+        for card in cards {
+            let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
+            let edit =
+                self.bot.edit_message_text(ChatId(chat), MessageId(message), text.clone()).parse_mode(ParseMode::Html);
+            // Without a reply_markup the edit removes the keyboard.
+            if let Err(e) = retry(|| edit.clone().send()).await {
+                failures.push(format!("{}/{}: {e}", card.chat, card.message));
+            }
+        }
+        if question.status == Status::Expired
+            && let Some(conversation) = &question.conversation
+        {
+            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
+            let line = format!("⌛ {}: {outcome}", question.prompt);
+            let line = render::escape(&render::shorten(&line, 500));
+            self.send(conversation, line, None).await?;
+        }
+        if failures.is_empty() { Ok(()) } else { Err(ChannelError(format!("could not edit {}", failures.join(", ")))) }
+    }
+
+    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        self.send(conversation, render::escape(&render::shorten(text, render::MAX_TEXT)), None).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_for_other_bots_are_recognised() {
+        assert_eq!(command_addressee("/run@askbot demo"), Some("askbot"));
+        assert_eq!(command_addressee("/run demo"), None);
+        assert_eq!(command_addressee("hello"), None);
+    }
+
+    #[test]
+    fn conversations_round_trip_with_topics() {
+        let c = Conversation::parse("telegram:-100123:7").unwrap();
+        assert_eq!(parse_conversation(&c).unwrap(), (ChatId(-100123), Some(ThreadId(MessageId(7)))));
+        let c = Conversation::parse("telegram:42").unwrap();
+        assert_eq!(parse_conversation(&c).unwrap(), (ChatId(42), None));
+        assert!(parse_conversation(&Conversation::parse("discord:1").unwrap()).is_err());
+    }
+}

@@ -1,0 +1,309 @@
+//! Questions as Telegram messages: HTML text and an inline keyboard whose `callback_data`
+//! values are the text commands. Pure functions, tested without a network.
+
+use std::fmt::Write;
+
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
+
+use crate::channel::text;
+use crate::question::{Kind, Question, QuestionId};
+
+/// Telegram's limit for `callback_data`, in bytes.
+pub const MAX_CALLBACK_DATA: usize = 64;
+/// Telegram's limit for a message's text, in characters after entity parsing.
+pub const MAX_TEXT: usize = 4096;
+/// What a shortened text ends with.
+pub const SHORTENED: &str = "… [shortened]";
+
+/// A question's message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Card {
+    /// HTML text.
+    pub text: String,
+    /// The buttons; none when the payloads could not fit (the text then lists the commands).
+    pub keyboard: Option<InlineKeyboardMarkup>,
+}
+
+/// Escapes text for Telegram's HTML parse mode.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Shortens plain text to `max` characters with a clear marker.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let keep = max.saturating_sub(SHORTENED.chars().count());
+    let mut s: String = text.chars().take(keep).collect();
+    s.push_str(SHORTENED);
+    s
+}
+
+/// The visible text of a card before escaping: prompt, detail, id and expiry. Prompt and
+/// detail are shortened so that the whole message stays under Telegram's limit.
+fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> (String, String, String) {
+    let footer = format!("id {} · {}", q.id.short(), text::expiry(q.expires_at, now_ms));
+    let reserved = footer.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
+    let budget = MAX_TEXT.saturating_sub(reserved);
+    let title = match q.kind {
+        Kind::Question | Kind::Confirm => shorten(&q.prompt, budget / 2),
+        Kind::Approval => shorten(&format!("Approve: {}", q.prompt), budget / 2),
+    };
+    let detail = q.detail.as_deref().map(|d| shorten(d, budget - title.chars().count())).unwrap_or_default();
+    (title, detail, footer)
+}
+
+fn html(title: &str, detail: &str, footer: &str, tail: &str) -> String {
+    let mut out = format!("<b>{}</b>", escape(title));
+    if !detail.is_empty() {
+        let _ = write!(out, "\n{}", escape(detail));
+    }
+    let _ = write!(out, "\n\n<i>{}</i>", escape(footer));
+    if !tail.is_empty() {
+        let _ = write!(out, "\n{}", escape(tail));
+    }
+    out
+}
+
+/// Renders a pending question.
+pub fn card(q: &Question, now_ms: i64) -> Card {
+    let rows = buttons(q);
+    let fits = rows.iter().flatten().all(|b| match &b.kind {
+        InlineKeyboardButtonKind::CallbackData(data) => !data.is_empty() && data.len() <= MAX_CALLBACK_DATA,
+        _ => true,
+    });
+    if fits {
+        let (title, detail, footer) = body(q, now_ms, None);
+        return Card { text: html(&title, &detail, &footer, ""), keyboard: Some(InlineKeyboardMarkup::new(rows)) };
+    }
+    // A keyboard is never sent with a payload silently dropped: the commands go in the text.
+    let commands = text_commands(q);
+    let (title, detail, footer) = body(q, now_ms, Some(&commands));
+    Card { text: html(&title, &detail, &footer, &commands), keyboard: None }
+}
+
+/// The card of a resolved question: the same text with its outcome, and no buttons.
+pub fn resolved(q: &Question, now_ms: i64) -> String {
+    let (title, detail, footer) = body(q, now_ms, None);
+    let footer = footer.split(" · ").next().unwrap_or_default().to_owned();
+    html(&title, &detail, &footer, &q.outcome_line())
+}
+
+fn text_commands(q: &Question) -> String {
+    let card = text::card(q, 0);
+    // The text surface's card without its first lines (prompt, detail, id): its commands.
+    card.lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n")
+}
+
+fn button(label: impl Into<String>, data: String) -> InlineKeyboardButton {
+    InlineKeyboardButton::callback(label, data)
+}
+
+/// The keyboard rows. Options get a row each (labels can be long); actions share rows.
+pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
+    let id = q.id;
+    match q.kind {
+        Kind::Question if q.multi => {
+            let mut rows: Vec<_> = q
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, label)| vec![button(format!("{UNCHECKED} {label}"), format!("/toggle {id} {}", i + 1))])
+                .collect();
+            rows.push(vec![button("Submit", format!("/submit {id}")), button("Decline", format!("/decline {id}"))]);
+            rows
+        }
+        Kind::Question => {
+            let mut rows: Vec<_> = q
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, label)| vec![button(format!("{}. {label}", i + 1), format!("/answer {id} {}", i + 1))])
+                .collect();
+            let mut actions = Vec::new();
+            if q.allow_custom {
+                actions.push(button(if q.options.is_empty() { "Answer…" } else { "Other…" }, format!("/other {id}")));
+            }
+            actions.push(button("Decline", format!("/decline {id}")));
+            rows.push(actions);
+            rows
+        }
+        Kind::Confirm => {
+            vec![vec![button("Yes", format!("/answer {id} yes")), button("No", format!("/answer {id} no"))]]
+        }
+        Kind::Approval => vec![
+            vec![
+                button("Allow once", format!("/approve {id}")),
+                button("Allow always", format!("/approve {id} always")),
+            ],
+            vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
+        ],
+    }
+}
+
+/// The mark of an unchecked multi-select option.
+pub const UNCHECKED: &str = "☐";
+/// The mark of a checked multi-select option.
+pub const CHECKED: &str = "☑";
+
+/// Flips option `n` (from 1) of a multi-select keyboard.
+pub fn toggle(markup: &InlineKeyboardMarkup, n: usize) -> InlineKeyboardMarkup {
+    let mut markup = markup.clone();
+    if let Some(b) = markup.inline_keyboard.get_mut(n - 1).and_then(|row| row.first_mut()) {
+        b.text = if let Some(rest) = b.text.strip_prefix(UNCHECKED) {
+            format!("{CHECKED}{rest}")
+        } else if let Some(rest) = b.text.strip_prefix(CHECKED) {
+            format!("{UNCHECKED}{rest}")
+        } else {
+            b.text.clone()
+        };
+    }
+    markup
+}
+
+/// The option numbers checked on a multi-select keyboard, as `1,3`.
+pub fn checked(markup: &InlineKeyboardMarkup) -> String {
+    markup
+        .inline_keyboard
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| row.first().is_some_and(|b| b.text.starts_with(CHECKED)))
+        .map(|(i, _)| (i + 1).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The prompt sent after "Other…": a reply to it is the answer.
+pub fn other_prompt(id: QuestionId) -> String {
+    format!("✍️ Your answer to {}:", id.short())
+}
+
+/// The prompt sent after "Reject with note…": a reply to it is the rejection's feedback.
+pub fn note_prompt(id: QuestionId) -> String {
+    format!("✍️ Why reject {}?", id.short())
+}
+
+/// The command a reply to one of the prompts above stands for.
+pub fn reply_to_prompt(prompt: &str, reply: &str) -> Option<String> {
+    if let Some(id) = prompt.strip_prefix("✍️ Your answer to ").and_then(|r| r.strip_suffix(':')) {
+        return Some(format!("/answer {id} {reply}"));
+    }
+    if let Some(id) = prompt.strip_prefix("✍️ Why reject ").and_then(|r| r.strip_suffix('?')) {
+        return Some(format!("/deny {id} {reply}"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::question::{Answerers, Ask, Mode, RunId, Status};
+
+    fn question(ask: Ask) -> Question {
+        let ask = ask.validate().unwrap();
+        Question {
+            id: QuestionId::new(),
+            conversation: None,
+            run: RunId::new(),
+            step: 0,
+            mode: Mode::FollowUp,
+            kind: ask.kind,
+            fingerprint: ask.fingerprint(),
+            prompt: ask.prompt,
+            detail: ask.detail,
+            options: ask.options,
+            multi: ask.multi,
+            allow_custom: ask.allow_custom,
+            default: ask.default,
+            answerers: Answerers::Conversation,
+            created_at: 0,
+            expires_at: Some(60_000),
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        }
+    }
+
+    fn all_data(rows: &[Vec<InlineKeyboardButton>]) -> Vec<String> {
+        rows.iter()
+            .flatten()
+            .filter_map(|b| match &b.kind {
+                InlineKeyboardButtonKind::CallbackData(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_callback_data_fits_in_64_bytes_whatever_the_options() {
+        let long = "ü".repeat(100);
+        let many: Vec<String> = (0..crate::question::MAX_OPTIONS).map(|i| format!("{i}{}", &long[..60])).collect();
+        let asks = [
+            Ask::question("Pick").options(many.clone()),
+            Ask::question("Pick").options(many.clone()).multi(true),
+            Ask::question("Pick").options(many).allow_custom(true),
+            Ask::question("Free"),
+            Ask::confirm(long.clone()),
+            Ask::approval(long),
+        ];
+        for ask in asks {
+            let q = question(ask);
+            let card = card(&q, 0);
+            let keyboard = card.keyboard.expect("a keyboard");
+            let data = all_data(&keyboard.inline_keyboard);
+            assert!(!data.is_empty());
+            for d in data {
+                assert!(d.len() <= MAX_CALLBACK_DATA, "{d} is {} bytes", d.len());
+                assert!(d.starts_with('/'), "{d}");
+            }
+        }
+    }
+
+    #[test]
+    fn option_buttons_are_answer_commands_with_the_full_id() {
+        let q = question(Ask::question("Which?").options(["dayjs", "date-fns"]).allow_custom(true));
+        let data = all_data(&buttons(&q));
+        assert_eq!(data[0], format!("/answer {} 1", q.id));
+        assert_eq!(data[1], format!("/answer {} 2", q.id));
+        assert!(data.contains(&format!("/decline {}", q.id)));
+        assert!(data.contains(&format!("/other {}", q.id)));
+    }
+
+    #[test]
+    fn prompt_and_detail_are_escaped_and_long_text_is_shortened() {
+        let q = question(Ask::question("Use <b> & co?").detail("x".repeat(10_000)));
+        let card = card(&q, 0);
+        assert!(card.text.starts_with("<b>Use &lt;b&gt; &amp; co?</b>"), "{}", card.text);
+        assert!(card.text.contains(SHORTENED));
+        let visible = card.text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "");
+        assert!(visible.chars().count() <= MAX_TEXT, "{}", visible.chars().count());
+    }
+
+    #[test]
+    fn toggling_flips_one_option_and_checked_lists_them() {
+        let q = question(Ask::question("Pick").options(["a", "b", "c"]).multi(true));
+        let markup = InlineKeyboardMarkup::new(buttons(&q));
+        let markup = toggle(&toggle(&markup, 1), 3);
+        assert_eq!(checked(&markup), "1,3");
+        assert_eq!(checked(&toggle(&markup, 1)), "3");
+    }
+
+    #[test]
+    fn replies_to_prompts_become_commands() {
+        let id = QuestionId::new();
+        assert_eq!(reply_to_prompt(&other_prompt(id), "moment"), Some(format!("/answer {} moment", id.short())));
+        assert_eq!(reply_to_prompt(&note_prompt(id), "too risky"), Some(format!("/deny {} too risky", id.short())));
+        assert_eq!(reply_to_prompt("hello", "x"), None);
+    }
+}

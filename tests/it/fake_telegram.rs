@@ -1,0 +1,309 @@
+//! A loopback server that speaks the Telegram Bot API's JSON, for the real teloxide client:
+//! long-polled `getUpdates` with offsets, messages that can be edited, callback answers, 429
+//! injection, and a log of every call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::support::eventually;
+
+/// The bot's user id.
+pub const BOT_ID: i64 = 666;
+
+#[derive(Default)]
+struct Inner {
+    next_update: i64,
+    next_message: i64,
+    /// Updates not yet confirmed by an offset, and updates to deliver once more.
+    pending: Vec<(Value, bool)>,
+    /// Every message the bot sent, by (chat, message id).
+    messages: HashMap<(i64, i64), Value>,
+    calls: Vec<(String, Value)>,
+    fail: HashMap<String, u32>,
+}
+
+/// The fake Bot API.
+#[derive(Clone, Default)]
+pub struct FakeTelegram {
+    inner: Arc<Mutex<Inner>>,
+    updated: Arc<Notify>,
+}
+
+/// A bot call seen by the fake: its JSON body.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub body: Value,
+}
+
+impl FakeTelegram {
+    /// Starts the fake on a free loopback port; returns it with its base URL.
+    pub async fn start() -> (Self, String) {
+        let fake = Self::default();
+        fake.inner.lock().unwrap().next_message = 1000;
+        fake.inner.lock().unwrap().next_update = 1;
+        let app = Router::new().route("/{bot}/{method}", any(handle)).with_state(fake.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (fake, url)
+    }
+
+    fn push(&self, update: Value) -> i64 {
+        let id = update["update_id"].as_i64().unwrap();
+        self.inner.lock().unwrap().pending.push((update, false));
+        self.updated.notify_waiters();
+        id
+    }
+
+    fn new_update_id(&self) -> i64 {
+        let mut inner = self.inner.lock().unwrap();
+        inner.next_update += 1;
+        inner.next_update
+    }
+
+    /// A user's text message; returns its update id.
+    pub fn text(&self, user: i64, chat: i64, text: &str, reply_to: Option<i64>) -> i64 {
+        let id = self.new_update_id();
+        let mut message = json!({
+            "message_id": 10_000 + id,
+            "date": 1_795_989_700,
+            "chat": chat_json(chat),
+            "from": user_json(user),
+            "text": text,
+        });
+        if text.starts_with('/') {
+            let len = text.split_whitespace().next().unwrap().encode_utf16().count();
+            message["entities"] = json!([{"type": "bot_command", "offset": 0, "length": len}]);
+        }
+        if let Some(reply_to) = reply_to {
+            let replied =
+                self.inner.lock().unwrap().messages.get(&(chat, reply_to)).cloned().expect("reply to a bot message");
+            message["reply_to_message"] = replied;
+        }
+        self.push(json!({"update_id": id, "message": message}))
+    }
+
+    /// A tap on a button of a bot message; returns its update id.
+    pub fn press(&self, user: i64, chat: i64, message: i64, data: &str) -> i64 {
+        let id = self.new_update_id();
+        let stored = self.message(chat, message);
+        self.push(json!({
+            "update_id": id,
+            "callback_query": {
+                "id": format!("cb-{id}"),
+                "from": user_json(user),
+                "chat_instance": format!("ci-{chat}"),
+                "data": data,
+                "message": stored,
+            }
+        }))
+    }
+
+    /// Delivers an update once more, whatever offset the bot confirmed.
+    pub fn redeliver(&self, update_id: i64) {
+        let mut inner = self.inner.lock().unwrap();
+        let update = inner
+            .calls
+            .iter()
+            .filter(|(m, _)| m == "getupdates.result")
+            .flat_map(|(_, r)| r.as_array().cloned().unwrap_or_default())
+            .find(|u| u["update_id"] == update_id)
+            .expect("the update was delivered before");
+        inner.pending.push((update, true));
+        drop(inner);
+        self.updated.notify_waiters();
+    }
+
+    /// The next `n` calls of `method` (lower case) get 429 with retry_after 1.
+    pub fn fail_next(&self, method: &str, n: u32) {
+        self.inner.lock().unwrap().fail.insert(method.to_owned(), n);
+    }
+
+    /// A bot message as it stands now.
+    pub fn message(&self, chat: i64, id: i64) -> Value {
+        self.inner.lock().unwrap().messages.get(&(chat, id)).cloned().expect("a bot message")
+    }
+
+    /// Every call of `method` (lower case) so far.
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .calls
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(m, b)| Call { method: m.clone(), body: b.clone() })
+            .collect()
+    }
+
+    /// Waits for the `n`th call (from 1) of `method` and returns it.
+    pub async fn call(&self, method: &str, n: usize) -> Call {
+        eventually(|| async { self.calls(method).get(n - 1).cloned() }).await
+    }
+
+    /// Waits for the `n`th sent message whose text contains `needle`; returns it.
+    pub async fn sent(&self, needle: &str, n: usize) -> Value {
+        eventually(|| async {
+            let inner = self.inner.lock().unwrap();
+            let mut found: Vec<&Value> =
+                inner.messages.values().filter(|m| m["text"].as_str().unwrap_or("").contains(needle)).collect();
+            found.sort_by_key(|m| m["message_id"].as_i64());
+            found.get(n - 1).map(|m| (*m).clone())
+        })
+        .await
+    }
+
+    /// The callback answer for a pressed update.
+    pub async fn callback_answer(&self, update_id: i64) -> Value {
+        let id = format!("cb-{update_id}");
+        eventually(|| async {
+            self.calls("answercallbackquery")
+                .into_iter()
+                .find(|c| c.body["callback_query_id"] == id.as_str())
+                .map(|c| c.body)
+        })
+        .await
+    }
+}
+
+pub fn user_json(id: i64) -> Value {
+    json!({"id": id, "is_bot": false, "first_name": format!("User{id}"), "username": format!("user{id}")})
+}
+
+fn chat_json(id: i64) -> Value {
+    if id < 0 {
+        json!({"id": id, "type": "supergroup", "title": "Group"})
+    } else {
+        json!({"id": id, "type": "private", "first_name": format!("User{id}")})
+    }
+}
+
+fn ok(result: Value) -> Response {
+    (StatusCode::OK, axum::Json(json!({"ok": true, "result": result}))).into_response()
+}
+
+async fn handle(
+    State(fake): State<FakeTelegram>,
+    Path((_bot, method)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let method = method.to_lowercase();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    {
+        let mut inner = fake.inner.lock().unwrap();
+        inner.calls.push((method.clone(), body.clone()));
+        if let Some(n) = inner.fail.get_mut(&method).filter(|n| **n > 0) {
+            *n -= 1;
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                axum::Json(json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1", "parameters": {"retry_after": 1}})),
+            )
+                .into_response();
+        }
+    }
+    match method.as_str() {
+        "getme" => ok(json!({
+            "id": BOT_ID, "is_bot": true, "first_name": "Ask", "username": "askgate_bot",
+            "can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false,
+            "can_connect_to_business": false, "has_main_web_app": false
+        })),
+        "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
+        "deletewebhook" | "setwebhook" | "answercallbackquery" => ok(json!(true)),
+        "getupdates" => get_updates(fake, body).await,
+        "sendmessage" => {
+            let chat = body["chat_id"].as_i64().unwrap_or_default();
+            let mut inner = fake.inner.lock().unwrap();
+            inner.next_message += 1;
+            let id = inner.next_message;
+            let mut message = json!({
+                "message_id": id,
+                "date": 1_795_989_700,
+                "chat": chat_json(chat),
+                "from": {"id": BOT_ID, "is_bot": true, "first_name": "Ask", "username": "askgate_bot"},
+                "text": strip_tags(body["text"].as_str().unwrap_or_default()),
+            });
+            if let Some(markup) = body.get("reply_markup").filter(|m| m.get("inline_keyboard").is_some()) {
+                message["reply_markup"] = markup.clone();
+            }
+            if let Some(thread) = body.get("message_thread_id") {
+                message["message_thread_id"] = thread.clone();
+                message["is_topic_message"] = json!(true);
+            }
+            inner.messages.insert((chat, id), message.clone());
+            ok(message)
+        }
+        "editmessagetext" | "editmessagereplymarkup" => {
+            let key = (body["chat_id"].as_i64().unwrap_or_default(), body["message_id"].as_i64().unwrap_or_default());
+            let mut inner = fake.inner.lock().unwrap();
+            let Some(message) = inner.messages.get_mut(&key) else {
+                return (StatusCode::BAD_REQUEST, axum::Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"}))).into_response();
+            };
+            if method == "editmessagetext" {
+                message["text"] = json!(strip_tags(body["text"].as_str().unwrap_or_default()));
+            }
+            match body.get("reply_markup") {
+                Some(markup) => message["reply_markup"] = markup.clone(),
+                None => {
+                    if let Some(m) = message.as_object_mut() {
+                        m.remove("reply_markup");
+                    }
+                }
+            }
+            ok(message.clone())
+        }
+        other => (StatusCode::BAD_REQUEST, axum::Json(json!({"ok": false, "error_code": 400, "description": format!("Bad Request: the fake does not know {other}")}))).into_response(),
+    }
+}
+
+async fn get_updates(fake: FakeTelegram, body: Value) -> Response {
+    let offset = body["offset"].as_i64().unwrap_or(0);
+    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(2));
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let notified = fake.updated.notified();
+        {
+            let mut inner = fake.inner.lock().unwrap();
+            // An offset confirms every update below it; forced redeliveries go out regardless.
+            inner.pending.retain(|(u, forced)| *forced || u["update_id"].as_i64().unwrap_or(0) >= offset);
+            if !inner.pending.is_empty() {
+                let mut out = Vec::new();
+                for (u, forced) in inner.pending.iter_mut() {
+                    out.push(u.clone());
+                    *forced = false;
+                }
+                // Forced copies below the offset are gone once delivered.
+                inner.pending.retain(|(u, _)| u["update_id"].as_i64().unwrap_or(0) >= offset);
+                let result = Value::Array(out);
+                inner.calls.push(("getupdates.result".to_owned(), result.clone()));
+                return ok(result);
+            }
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return ok(json!([]));
+        }
+    }
+}
+
+/// The fake shows text as a user would: without HTML tags and with entities decoded.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}

@@ -1,0 +1,405 @@
+//! The Telegram adapter: the real teloxide client inside the real engine, against a loopback
+//! server that speaks the Bot API's JSON.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use askgate::channel::telegram::{Telegram, TelegramConfig, Updates};
+use askgate::clock::Clock;
+use askgate::engine::{ChannelPolicy, Context, Engine, Resolver, Settings};
+use askgate::function::{Function, FunctionError, Functions};
+use askgate::question::{Ask, Conversation, QuestionId, Status, Surface, UserRef};
+use askgate::run::RunStatus;
+use askgate::store::{SqliteStore, Synchronous};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+
+use crate::fake_telegram::FakeTelegram;
+use crate::support::{db_path, eventually, init_log};
+
+const ALICE: i64 = 42;
+const BOB: i64 = 43;
+const GROUP: i64 = -100_123;
+
+/// Asks a multi-select question and reports the picks.
+struct Multi;
+
+#[async_trait]
+impl Function for Multi {
+    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+        let picked = ctx.ask(Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true)).await?;
+        Ok(format!("Picked {}.", picked.list().join(" + ")))
+    }
+}
+
+fn functions() -> Functions {
+    let mut f = Functions::new();
+    for name in askgate::function::builtin_names() {
+        let (function, description) = askgate::function::builtin(name).unwrap();
+        f.insert(*name, description, function);
+    }
+    f.insert("multi", "multi-select", Arc::new(Multi));
+    f
+}
+
+/// askgate with only the Telegram channel, aimed at the fake.
+struct Tg {
+    engine: Engine,
+    serving: JoinHandle<()>,
+}
+
+impl Tg {
+    async fn start(dir: &TempDir, api: &str, updates: Updates, settings: Settings) -> Self {
+        Self::start_with_clock(dir, api, updates, settings, Clock::system()).await
+    }
+
+    async fn start_with_clock(dir: &TempDir, api: &str, updates: Updates, settings: Settings, clock: Clock) -> Self {
+        init_log();
+        let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
+        let engine = Engine::new(Arc::new(store), functions(), settings, clock.clone());
+        let config =
+            TelegramConfig { token: "123:fake".into(), api_url: Some(api.to_owned()), updates: updates.clone() };
+        let telegram = Telegram::new(&config, clock).unwrap();
+        engine.attach(telegram.clone());
+        engine.start().await.unwrap();
+        let (e, stop) = (engine.clone(), engine.stopping());
+        let serving = tokio::spawn(async move { telegram.serve(updates, e, stop).await.unwrap() });
+        Self { engine, serving }
+    }
+
+    async fn stop(self) {
+        self.engine.stopping().cancel();
+        self.serving.await.unwrap();
+        self.engine.shutdown().await;
+    }
+}
+
+async fn setup() -> (TempDir, FakeTelegram, String, Tg) {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let tg = Tg::start(&dir, &url, Updates::Polling, Settings::default()).await;
+    (dir, fake, url, tg)
+}
+
+fn buttons(message: &Value) -> Vec<(String, String)> {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                .map(|b| (b["text"].as_str().unwrap().to_owned(), b["callback_data"].as_str().unwrap().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn data(message: &Value, label: &str) -> String {
+    buttons(message).into_iter().find(|(l, _)| l.contains(label)).unwrap_or_else(|| panic!("no {label} in {message}")).1
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().unwrap()
+}
+
+fn question_id(message: &Value) -> QuestionId {
+    let any = &buttons(message)[0].1;
+    any.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Waits until the card message has been edited to show its outcome.
+async fn edited(fake: &FakeTelegram, chat: i64, message: i64, needle: &str) -> Value {
+    eventually(|| async {
+        let m = fake.message(chat, message);
+        (m["text"].as_str().unwrap().contains(needle) && m.get("reply_markup").is_none()).then_some(m)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_demo_runs_by_tapping_buttons() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library for date formatting?", 1).await;
+    let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["1. dayjs", "2. date-fns", "3. luxon", "Other…", "Decline"]);
+    let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "date-fns"));
+    assert_eq!(fake.callback_answer(tap).await["text"], "Recorded.");
+    let done = edited(&fake, ALICE, id_of(&card), "✅ date-fns — telegram:42 via telegram").await;
+    assert!(done["text"].as_str().unwrap().starts_with("Which library for date formatting?"));
+    let confirm = fake.sent("Archive all 87 emails?", 1).await;
+    fake.press(ALICE, ALICE, id_of(&confirm), &data(&confirm, "Yes"));
+    fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
+    edited(&fake, ALICE, id_of(&confirm), "✅ yes").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn typed_commands_plain_replies_and_replies_to_the_card_answer_too() {
+    let (_dir, fake, _, tg) = setup().await;
+    // /answer with a short prefix.
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let prefix = &question_id(&card).to_string()[..6];
+    fake.text(ALICE, ALICE, &format!("/answer {prefix} 2"), None);
+    edited(&fake, ALICE, id_of(&card), "✅ date-fns").await;
+    // A plain "yes" answers the one question waiting.
+    fake.sent("Archive all 87 emails?", 1).await;
+    fake.text(ALICE, ALICE, "yes", None);
+    fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
+    // A plain "2".
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 2).await;
+    fake.text(ALICE, ALICE, "2", None);
+    edited(&fake, ALICE, id_of(&card), "✅ date-fns").await;
+    fake.text(ALICE, ALICE, "no", None);
+    fake.sent("left the 87 emails where they are", 1).await;
+    // Free text as a reply to the card.
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 3).await;
+    fake.text(ALICE, ALICE, "moment.js, honestly", Some(id_of(&card)));
+    edited(&fake, ALICE, id_of(&card), "✅ moment.js, honestly").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn multi_select_toggles_and_submits() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run multi", None);
+    let card = fake.sent("Which days?", 1).await;
+    let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["☐ Mon", "☐ Tue", "☐ Wed", "Submit", "Decline"]);
+    let none = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Submit"));
+    assert_eq!(fake.callback_answer(none).await["text"], "Pick at least one option first.");
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Mon"));
+    eventually(|| async { buttons(&fake.message(ALICE, id_of(&card)))[0].0.starts_with('☑').then_some(()) }).await;
+    let card_now = fake.message(ALICE, id_of(&card));
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card_now, "Wed"));
+    eventually(|| async { buttons(&fake.message(ALICE, id_of(&card)))[2].0.starts_with('☑').then_some(()) }).await;
+    let card_now = fake.message(ALICE, id_of(&card));
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card_now, "Submit"));
+    fake.sent("Picked Mon + Wed.", 1).await;
+    edited(&fake, ALICE, id_of(&card), "✅ Mon, Wed").await;
+    // Typed multi-select works as well.
+    fake.text(ALICE, ALICE, "/run multi", None);
+    let card = fake.sent("Which days?", 2).await;
+    fake.text(ALICE, ALICE, &format!("/answer {} 1,3", question_id(&card)), None);
+    fake.sent("Picked Mon + Wed.", 2).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn reject_with_a_note_takes_the_next_message_as_feedback() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["Allow once", "Allow always", "Reject", "Reject with note…"]);
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Reject with note"));
+    let prompt = fake.sent("✍️ Why reject", 1).await;
+    assert_eq!(fake.calls("sendmessage").last().unwrap().body["reply_markup"]["force_reply"], true);
+    fake.text(ALICE, ALICE, "not on a Friday", Some(id_of(&prompt)));
+    fake.sent("Rejected: did not run `rm -rf build/` (not on a Friday).", 1).await;
+    edited(&fake, ALICE, id_of(&card), "❌ rejected: not on a Friday").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let tap = fake.press(BOB, GROUP, id_of(&card), &data(&card, "dayjs"));
+    let answer = fake.callback_answer(tap).await;
+    assert_eq!(answer["text"], "Not yours to answer.");
+    assert_eq!(answer["show_alert"], true);
+    let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    assert_eq!(q.status, Status::Pending);
+    assert!(fake.message(GROUP, id_of(&card)).get("reply_markup").is_some(), "the card must keep its buttons");
+    // A command for another bot in the group is not ours.
+    let before = fake.calls("sendmessage").len();
+    fake.text(ALICE, GROUP, "/run@otherbot demo", None);
+    fake.text(ALICE, GROUP, "/pending@askgate_bot", None);
+    fake.sent("1 waiting:", 1).await;
+    assert_eq!(fake.calls("sendmessage").len(), before + 1, "/run@otherbot started something");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_duplicate_tap_and_a_redelivered_update_resume_once() {
+    let (_dir, fake, _, tg) = setup().await;
+    let run = fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    // A redelivered message would start a second run if it were applied again.
+    fake.redeliver(run);
+    let first = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "luxon"));
+    assert_eq!(fake.callback_answer(first).await["text"], "Recorded.");
+    fake.sent("Archive all 87 emails?", 1).await;
+    let again = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "luxon"));
+    let answer = fake.callback_answer(again).await;
+    assert!(answer["text"].as_str().unwrap().starts_with("Already answered"), "{answer}");
+    let answers_before = fake.calls("answercallbackquery").len();
+    fake.redeliver(first);
+    // The redelivered update is answered (its spinner stops) and applied no more.
+    eventually(|| async { (fake.calls("answercallbackquery").len() > answers_before).then_some(()) }).await;
+    fake.text(ALICE, ALICE, "/pending", None);
+    let pending = fake.sent("1 waiting:", 1).await;
+    assert!(pending["text"].as_str().unwrap().contains("Archive all 87 emails?"));
+    let confirms = fake
+        .calls("sendmessage")
+        .iter()
+        .filter(|c| c.body["text"].as_str().unwrap().contains("Archive all 87"))
+        .count();
+    assert_eq!(confirms, 2, "one card and its /pending listing: the run resumed once");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_tap_after_a_restart_still_resumes_the_run() {
+    let (dir, fake, url, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    tg.stop().await;
+    let tg = Tg::start(&dir, &url, Updates::Polling, Settings::default()).await;
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "dayjs"));
+    edited(&fake, ALICE, id_of(&card), "✅ dayjs").await;
+    fake.sent("Archive all 87 emails?", 1).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_through_another_surface_removes_the_keyboard() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), via: Surface::Api, operator: true };
+    tg.engine.resolve(&q, "3", &operator).await.unwrap();
+    edited(&fake, ALICE, id_of(&card), "✅ luxon — api:ops via api").await;
+    // A cancellation elsewhere retracts the next card too.
+    let confirm = fake.sent("Archive all 87 emails?", 1).await;
+    tg.engine
+        .cancel_conversation(&Conversation::parse("telegram:42").unwrap(), &UserRef::parse("telegram:42").unwrap())
+        .await
+        .unwrap();
+    edited(&fake, ALICE, id_of(&confirm), "⛔ cancelled").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out_and_nothing_is_lost() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.fail_next("sendmessage", 1);
+    fake.fail_next("editmessagetext", 1);
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let tries = fake.calls("sendmessage").len();
+    assert_eq!(tries, 2, "the 429 was retried once");
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "dayjs"));
+    edited(&fake, ALICE, id_of(&card), "✅ dayjs").await;
+    assert_eq!(fake.calls("editmessagetext").len(), 2, "the edit was retried after its 429");
+    fake.sent("Archive all 87 emails?", 1).await;
+    let cards =
+        fake.calls("sendmessage").iter().filter(|c| c.body["text"].as_str().unwrap().contains("Which library")).count();
+    assert_eq!(cards, 2, "one refused send, one delivered: nothing lost, nothing doubled");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn only_allowed_users_start_runs() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let mut settings = Settings::default();
+    let alice = UserRef::parse("telegram:42").unwrap();
+    settings.channels.insert("telegram".into(), ChannelPolicy { allowed_users: vec![alice], ..Default::default() });
+    let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
+    fake.text(BOB, BOB, "/run demo", None);
+    fake.sent("You are not allowed to start runs here.", 1).await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library", 1).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn an_expired_question_shows_expired_on_its_card_and_in_the_chat() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let clock = Clock::manual(1_800_000_000_000);
+    let tg = Tg::start_with_clock(&dir, &url, Updates::Polling, Settings::default(), clock.clone()).await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    clock.advance(31 * 60 * 1000);
+    edited(&fake, ALICE, id_of(&card), "⌛ expired, no default").await;
+    fake.sent("⌛ Which library for date formatting?: expired, no default", 1).await;
+    fake.sent("demo failed: no answer before the timeout", 1).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn webhook_mode_checks_the_secret_token() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let updates =
+        Updates::Webhook { url: format!("http://127.0.0.1:{port}/hook"), listen, secret: "s3cr3t_T0ken".into() };
+    let tg = Tg::start(&dir, &url, updates, Settings::default()).await;
+    fake.call("setwebhook", 1).await;
+    let update = json!({"update_id": 5, "message": {"message_id": 1, "date": 1_795_989_700,
+        "chat": {"id": ALICE, "type": "private", "first_name": "A"}, "from": crate::fake_telegram::user_json(ALICE),
+        "text": "/run demo", "entities": [{"type": "bot_command", "offset": 0, "length": 4}]}});
+    let post = |secret: Option<&'static str>| {
+        let body = update.to_string();
+        async move {
+            let mut request = format!(
+                "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            if let Some(s) = secret {
+                request.push_str(&format!("X-Telegram-Bot-Api-Secret-Token: {s}\r\n"));
+            }
+            request.push_str("\r\n");
+            request.push_str(&body);
+            raw_http(listen, &request).await
+        }
+    };
+    eventually(|| async { raw_http_ok(listen).await.then_some(()) }).await;
+    assert!(post(None).await.starts_with("HTTP/1.1 401"), "a request without the secret was accepted");
+    assert!(post(Some("wrong")).await.starts_with("HTTP/1.1 401"), "a request with a wrong secret was accepted");
+    assert!(post(Some("s3cr3t_T0ken")).await.starts_with("HTTP/1.1 200"));
+    fake.sent("Which library", 1).await;
+    tg.stop().await;
+}
+
+async fn raw_http(addr: SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+async fn raw_http_ok(addr: SocketAddr) -> bool {
+    tokio::net::TcpStream::connect(addr).await.is_ok()
+}
+
+#[tokio::test]
+async fn allow_always_from_a_button_stores_a_grant() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
+    fake.sent("Allowed always", 1).await;
+    let run = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap().run;
+    let run =
+        eventually(|| async { tg.engine.store().run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished) })
+            .await;
+    assert!(run.result.unwrap().starts_with("Allowed always"));
+    let grants = tg.engine.store().grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+    assert_eq!(grants.len(), 1);
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    fake.sent("Allowed by a standing grant", 1).await;
+    tg.stop().await;
+}
