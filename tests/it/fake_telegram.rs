@@ -137,12 +137,7 @@ impl FakeTelegram {
     /// Every call of `method` (lower case) so far.
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let inner = self.inner.lock().unwrap();
-        inner
-            .calls
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(m, b)| Call { method: m.clone(), body: b.clone() })
-            .collect()
+        inner.calls.iter().filter(|(m, _)| m == method).map(|(_, b)| Call { body: b.clone() }).collect()
     }
 
     /// Waits for the `n`th call (from 1) of `method` and returns it.
