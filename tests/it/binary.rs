@@ -37,12 +37,17 @@ struct Served {
 
 impl Served {
     fn start(config: &Path) -> Self {
+        Self::start_with_env(config, &[])
+    }
+
+    fn start_with_env(config: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .args(["serve", "--config"])
             .arg(config)
             .env("RUST_LOG", "info")
             .env_remove("TELEGRAM_BOT_TOKEN")
             .env_remove("DISCORD_BOT_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -219,5 +224,19 @@ async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
     served.line("Restart the web server?").await;
     served.type_line("yes").await;
     served.line("Restarted the web server.").await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn the_binary_serves_telegram_when_its_token_is_set() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = crate::fake_telegram::FakeTelegram::start().await;
+    let telegram = format!("\n[channels.telegram]\ntoken_env = \"ASKGATE_TEST_TG_TOKEN\"\napi_url = \"{url}\"\n");
+    let config = write_config(dir.path(), &telegram);
+    let served = Served::start_with_env(&config, &[("ASKGATE_TEST_TG_TOKEN", "123:fake")]);
+    served.log_line("telegram connected").await;
+    fake.text(42, 42, "/run demo", None);
+    let card = fake.sent("Which library for date formatting?", 1).await;
+    assert!(card["reply_markup"]["inline_keyboard"].is_array());
     assert_eq!(served.terminate().await.code(), Some(0));
 }
