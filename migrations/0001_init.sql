@@ -6,7 +6,7 @@ CREATE TABLE runs (
     conversation TEXT,
     initiator    TEXT NOT NULL,
     input        TEXT NOT NULL,
-    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking')),
+    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking', 'external')),
     status       TEXT NOT NULL CHECK (status IN ('running', 'waiting', 'finished', 'failed', 'cancelled')),
     -- how many `say` messages earlier invocations delivered; replay does not send them again
     says         INTEGER NOT NULL DEFAULT 0,
@@ -23,7 +23,7 @@ CREATE TABLE questions (
     conversation TEXT,
     run_id       TEXT NOT NULL REFERENCES runs (id),
     step         INTEGER NOT NULL,
-    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking')),
+    mode         TEXT NOT NULL CHECK (mode IN ('follow_up', 'blocking', 'external')),
     kind         TEXT NOT NULL CHECK (kind IN ('question', 'confirm', 'approval')),
     prompt       TEXT NOT NULL,
     detail       TEXT,

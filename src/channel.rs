@@ -9,6 +9,7 @@
 pub mod console;
 pub mod telegram;
 pub mod text;
+pub mod webhook;
 
 use async_trait::async_trait;
 

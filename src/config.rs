@@ -99,6 +99,69 @@ struct RawChannels {
     console: Option<RawConsole>,
     telegram: Option<RawChat>,
     discord: Option<RawChat>,
+    #[serde(default)]
+    webhook: BTreeMap<String, RawWebhook>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhook {
+    url: String,
+    secret_env: String,
+    #[serde(default)]
+    allowed_users: Vec<String>,
+    #[serde(default)]
+    answerers: Option<String>,
+    #[serde(default)]
+    default_function: Option<String>,
+}
+
+/// A named webhook text channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookSpec {
+    /// The name in `/channels/webhook/<name>` and in conversations `webhook:<name>:…`.
+    pub name: String,
+    /// Where askgate POSTs messages.
+    pub url: String,
+    /// The environment variable holding the shared secret.
+    pub secret_env: String,
+}
+
+impl WebhookSpec {
+    /// The secret, when its variable is set and not empty.
+    pub fn secret(&self, env: &Env) -> Option<String> {
+        env.get(&self.secret_env)
+    }
+}
+
+/// The environment secrets are read from: the process's, or a given map (tests, embedding).
+#[derive(Clone, Debug, Default)]
+pub struct Env(Option<HashMap<String, String>>);
+
+impl Env {
+    /// The process environment.
+    pub fn process() -> Self {
+        Self(None)
+    }
+
+    /// Exactly these variables.
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self(Some(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect()))
+    }
+
+    /// A variable's value, when set and not empty.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let value = match &self.0 {
+            None => std::env::var(name).ok(),
+            Some(map) => map.get(name).cloned(),
+        };
+        value.filter(|v| !v.trim().is_empty())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -218,8 +281,8 @@ pub struct WebhookConfig {
 
 impl ChatConfig {
     /// The token, when its variable is set and not empty.
-    pub fn token(&self) -> Option<String> {
-        std::env::var(&self.token_env).ok().filter(|t| !t.is_empty())
+    pub fn token(&self, env: &Env) -> Option<String> {
+        env.get(&self.token_env)
     }
 }
 
@@ -258,6 +321,8 @@ pub struct Config {
     pub telegram: Option<ChatConfig>,
     /// Discord, when configured.
     pub discord: Option<ChatConfig>,
+    /// Named webhook text channels.
+    pub webhooks: Vec<WebhookSpec>,
     /// The functions, in file order.
     pub functions: Vec<FunctionSpec>,
 }
@@ -373,6 +438,41 @@ impl Config {
         };
         let telegram = chat("telegram", &raw.channels.telegram)?;
         let discord = chat("discord", &raw.channels.discord)?;
+        let mut webhooks = Vec::new();
+        for (name, w) in &raw.channels.webhook {
+            let key = |k: &str| format!("channels.webhook.{name}.{k}");
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(bad(
+                    &format!("channels.webhook.{name}"),
+                    "a name takes letters, digits, - and _".to_owned(),
+                ));
+            }
+            if !w.url.starts_with("http://") && !w.url.starts_with("https://") {
+                return Err(bad(&key("url"), format!("`{}` is not an http(s) URL", w.url)));
+            }
+            if w.secret_env.is_empty() {
+                return Err(bad(&key("secret_env"), "is empty".to_owned()));
+            }
+            let answerers = match w.answerers.as_deref() {
+                None | Some("initiator") => AnswerersPolicy::Initiator,
+                Some("conversation") => AnswerersPolicy::Conversation,
+                Some(other) => {
+                    return Err(bad(&key("answerers"), format!("`{other}` is not `initiator` or `conversation`")));
+                }
+            };
+            let allowed_users = w
+                .allowed_users
+                .iter()
+                .map(|u| {
+                    UserRef::parse(&format!("webhook:{name}:{u}"))
+                        .map_err(|e| bad(&key("allowed_users"), e.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let default_function =
+                check_function(&names, w.default_function.as_ref()).map_err(|m| bad(&key("default_function"), m))?;
+            channels.insert(format!("webhook:{name}"), ChannelPolicy { answerers, allowed_users, default_function });
+            webhooks.push(WebhookSpec { name: name.clone(), url: w.url.clone(), secret_env: w.secret_env.clone() });
+        }
 
         drop(names);
         Ok(Self {
@@ -383,6 +483,7 @@ impl Config {
             console,
             telegram,
             discord,
+            webhooks,
             functions,
         })
     }
@@ -410,24 +511,30 @@ impl Config {
     }
 
     /// Each channel with whether it runs and why not.
-    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+    pub fn channel_states(&self, env: &Env) -> Vec<(String, ChannelState)> {
         let mut states = vec![(
-            "console",
+            "console".to_owned(),
             if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
         )];
         for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord)] {
             let state = match chat {
                 None => ChannelState::Disabled("not configured".to_owned()),
-                Some(c) if c.token().is_none() => ChannelState::Disabled(format!("{} is unset", c.token_env)),
-                Some(ChatConfig { webhook: Some(w), .. })
-                    if std::env::var_os(&w.secret_env).is_none_or(|v| v.is_empty()) =>
-                {
+                Some(c) if c.token(env).is_none() => ChannelState::Disabled(format!("{} is unset", c.token_env)),
+                Some(ChatConfig { webhook: Some(w), .. }) if env.get(&w.secret_env).is_none() => {
                     ChannelState::Disabled(format!("{} is unset", w.secret_env))
                 }
                 Some(_) if name == "telegram" => ChannelState::Enabled,
                 Some(_) => ChannelState::Disabled("this build of askgate has no adapter for it yet".to_owned()),
             };
-            states.push((name, state));
+            states.push((name.to_owned(), state));
+        }
+        for w in &self.webhooks {
+            let state = if w.secret(env).is_some() {
+                ChannelState::Enabled
+            } else {
+                ChannelState::Disabled(format!("{} is unset", w.secret_env))
+            };
+            states.push((format!("webhook:{}", w.name), state));
         }
         states
     }

@@ -8,6 +8,7 @@
 
 mod context;
 mod event;
+pub mod metrics;
 mod router;
 mod sweeper;
 
@@ -27,7 +28,7 @@ use crate::channel::Channel;
 use crate::clock::Clock;
 use crate::function::{FunctionError, Functions};
 use crate::question::{
-    Answerers, Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, RunId, Status, Surface,
+    Answerers, Ask, Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, RunId, Status, Surface,
     Timeout, UserRef,
 };
 use crate::run::{Run, RunStatus};
@@ -59,7 +60,7 @@ pub struct ChannelPolicy {
 pub struct Settings {
     /// The timeout of asks that do not set one.
     pub default_timeout: Duration,
-    /// Rules per channel name.
+    /// Rules per channel name, or per `channel:chat` for a named webhook endpoint.
     pub channels: HashMap<String, ChannelPolicy>,
 }
 
@@ -67,6 +68,20 @@ impl Default for Settings {
     fn default() -> Self {
         Self { default_timeout: Duration::from_secs(30 * 60), channels: HashMap::new() }
     }
+}
+
+/// Why an external ask was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalAskError {
+    /// The ask is malformed.
+    #[error(transparent)]
+    Invalid(#[from] crate::question::InvalidAsk),
+    /// askgate is shutting down.
+    #[error("askgate is shutting down")]
+    ShuttingDown,
+    /// The store failed.
+    #[error("storage failed")]
+    Store(#[from] StoreError),
 }
 
 /// Why a run could not be started.
@@ -122,6 +137,7 @@ struct Inner {
     workers: TaskTracker,
     stop: CancellationToken,
     sweeper_wake: Notify,
+    metrics: metrics::Metrics,
 }
 
 impl Engine {
@@ -141,6 +157,7 @@ impl Engine {
                 workers: TaskTracker::new(),
                 stop: CancellationToken::new(),
                 sweeper_wake: Notify::new(),
+                metrics: metrics::Metrics::default(),
             }),
         }
     }
@@ -168,7 +185,7 @@ impl Engine {
             match run.mode {
                 Mode::FollowUp => {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
-                    self.resume(run.id);
+                    self.resume(run.id, None);
                 }
                 Mode::Blocking => {
                     run.status = RunStatus::Failed;
@@ -176,6 +193,7 @@ impl Engine {
                     run.updated_at = self.now_ms();
                     store.save_run(&run).await?;
                 }
+                Mode::External => {}
             }
         }
         self.inner.runs.spawn(sweeper::run(self.clone()));
@@ -224,6 +242,11 @@ impl Engine {
         &self.inner.functions
     }
 
+    /// The engine's counters.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
+    }
+
     /// The engine's clock.
     pub fn clock(&self) -> &Clock {
         &self.inner.clock
@@ -242,13 +265,17 @@ impl Engine {
         }
     }
 
-    fn policy(&self, channel: &str) -> ChannelPolicy {
-        self.inner.settings.channels.get(channel).cloned().unwrap_or_default()
+    /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
+    /// endpoint, `webhook:sms`), else those of its channel.
+    fn policy(&self, conversation: &Conversation) -> ChannelPolicy {
+        let channels = &self.inner.settings.channels;
+        let chat = conversation.as_str().splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
+        channels.get(&chat).or_else(|| channels.get(conversation.channel())).cloned().unwrap_or_default()
     }
 
     fn default_answerers(&self, run: &Run) -> Answerers {
-        let channel = run.conversation.as_ref().map_or("", Conversation::channel);
-        match self.policy(channel).answerers {
+        let policy = run.conversation.as_ref().map(|c| self.policy(c)).unwrap_or_default();
+        match policy.answerers {
             AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
             AnswerersPolicy::Conversation => Answerers::Conversation,
         }
@@ -309,8 +336,9 @@ impl Engine {
         if self.inner.functions.get(function).is_none() {
             return Err(StartError::UnknownFunction(function.to_owned()));
         }
-        if let Some(c) = &conversation {
-            let allowed = self.policy(c.channel()).allowed_users;
+        // The API token is an operator credential: it may start runs anywhere.
+        if let Some(c) = conversation.as_ref().filter(|_| user.channel() != "api") {
+            let allowed = self.policy(c).allowed_users;
             if !allowed.is_empty() && !allowed.contains(&user) {
                 return Err(StartError::NotAllowed);
             }
@@ -336,11 +364,14 @@ impl Engine {
     }
 
     /// Replays a follow-up run whose question was resolved (or that a stop interrupted).
-    fn resume(&self, run_id: RunId) {
+    fn resume(&self, run_id: RunId, resolved: Option<std::time::Instant>) {
         let engine = self.clone();
         self.inner.runs.spawn(async move {
             match engine.inner.store.run_with_journal(run_id).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
+                    if let Some(at) = resolved {
+                        engine.inner.metrics.resumed_after(at.elapsed());
+                    }
                     engine.emit(Event::Run(resume.run.clone()));
                     engine.invoke(resume.run, resume.journal).await;
                 }
@@ -449,6 +480,7 @@ impl Engine {
         if question.expires_at.is_some() {
             self.inner.sweeper_wake.notify_one();
         }
+        self.inner.metrics.asked();
         self.emit(Event::Asked(question.clone()));
     }
 
@@ -480,6 +512,7 @@ impl Engine {
             self.outbound(c, Outbound::Retract(question.clone()));
         }
         self.emit(Event::Resolved(question.clone()));
+        self.inner.metrics.resolved(question.status, question.answered_via);
         let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
         match question.mode {
             Mode::Blocking => {
@@ -487,7 +520,23 @@ impl Engine {
                     let _ = waiter.send(outcome);
                 }
             }
-            Mode::FollowUp => self.resume(question.run),
+            Mode::FollowUp => self.resume(question.run, Some(std::time::Instant::now())),
+            Mode::External => {
+                // The agent learns the outcome by polling; its run record ends here.
+                let engine = self.clone();
+                let (run_id, summary) = (question.run, question.outcome_line());
+                self.inner.runs.spawn(async move {
+                    match engine.inner.store.run(run_id).await {
+                        Ok(Some(run)) => {
+                            if let Err(e) = engine.end_run(run, RunStatus::Finished, summary).await {
+                                tracing::error!(run = %run_id, error = %e.1, "could not close an external run");
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::error!(run = %run_id, error = %e, "could not load an external run"),
+                    }
+                });
+            }
         }
     }
 
@@ -568,6 +617,87 @@ impl Engine {
                 outcome: Outcome::Cancelled { reason: "unknown".to_owned() },
                 by: None,
             },
+        }
+    }
+
+    /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
+    /// `conversation` like any other; anyone in the conversation may answer unless the ask
+    /// names its answerers. The agent learns the outcome with [`Engine::wait_outcome`].
+    ///
+    /// # Errors
+    /// [`ExternalAskError::Invalid`] for a malformed ask; shutdown; the store.
+    pub async fn ask_external(
+        &self,
+        conversation: Conversation,
+        ask: Ask,
+        asker: UserRef,
+    ) -> Result<Question, ExternalAskError> {
+        if self.inner.stop.is_cancelled() {
+            return Err(ExternalAskError::ShuttingDown);
+        }
+        let ask = ask.validate()?;
+        let now = self.now_ms();
+        let run = Run {
+            id: RunId::new(),
+            function: "api".to_owned(),
+            conversation: Some(conversation.clone()),
+            initiator: asker,
+            input: String::new(),
+            mode: Mode::External,
+            status: RunStatus::Waiting,
+            says: 0,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let question = Question {
+            id: QuestionId::new(),
+            conversation: Some(conversation),
+            run: run.id,
+            step: 0,
+            mode: Mode::External,
+            kind: ask.kind,
+            fingerprint: ask.fingerprint(),
+            prompt: ask.prompt,
+            detail: ask.detail,
+            options: ask.options,
+            multi: ask.multi,
+            allow_custom: ask.allow_custom,
+            default: ask.default,
+            answerers: ask.answerers.unwrap_or(Answerers::Conversation),
+            created_at: now,
+            expires_at: self.deadline(ask.timeout, now),
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        };
+        self.inner.store.ask(&run, &question).await?;
+        self.emit(Event::Run(run));
+        self.announce(&question);
+        Ok(question)
+    }
+
+    /// The question as it stands once it is resolved, or after `wait` if it is still pending.
+    /// `None` when there is no such question.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
+        // Subscribe before looking, so that a resolution between the two is not missed.
+        let mut events = self.subscribe();
+        let Some(question) = self.inner.store.question(id).await? else { return Ok(None) };
+        if !question.is_pending() || wait.is_zero() {
+            return Ok(Some(question));
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(Event::Resolved(q))) if q.id == id => return Ok(Some(q)),
+                Ok(Ok(_)) => {}
+                // Fell behind or closed: look at the store instead.
+                Ok(Err(_)) | Err(_) => return self.inner.store.question(id).await,
+            }
         }
     }
 

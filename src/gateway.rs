@@ -1,16 +1,22 @@
 //! The running service: opens the store, builds the engine, attaches the enabled channels,
 //! recovers from the last stop, and shuts everything down in order.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::channel::console::Console;
 use crate::channel::telegram::{self, Telegram, TelegramConfig};
+use crate::channel::webhook::{Endpoint, Webhooks};
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, Env};
 use crate::engine::Engine;
+use crate::http::ApiToken;
+use crate::http::token::TokenSource;
 use crate::store::{SqliteStore, StoreError};
 
 /// The console's input and output, when the console channel is enabled.
@@ -25,6 +31,7 @@ pub struct ConsoleIo {
 pub struct Gateway {
     engine: Engine,
     inbound: Vec<JoinHandle<()>>,
+    http: SocketAddr,
 }
 
 impl Gateway {
@@ -33,7 +40,12 @@ impl Gateway {
     /// # Errors
     /// When the database cannot be opened, migrated or read, or a channel's settings are
     /// unusable.
-    pub async fn start(config: &Config, clock: Clock, console_io: Option<ConsoleIo>) -> Result<Self, GatewayError> {
+    pub async fn start(
+        config: &Config,
+        env: &Env,
+        clock: Clock,
+        console_io: Option<ConsoleIo>,
+    ) -> Result<Self, GatewayError> {
         let store = SqliteStore::open(&config.database, config.synchronous).await?;
         let engine = Engine::new(Arc::new(store), config.function_registry(), config.settings.clone(), clock.clone());
         let console = match (config.console, console_io) {
@@ -44,13 +56,35 @@ impl Gateway {
             }
             _ => None,
         };
-        let telegram = telegram(config, &clock, &engine)?;
+        let telegram = telegram(config, env, &clock, &engine)?;
+        let webhooks = webhooks(config, env, &clock);
+        if let Some(w) = &webhooks {
+            engine.attach(w.clone());
+        }
+        let (token, source) =
+            ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database).map_err(GatewayError::Token)?;
+        let listener = TcpListener::bind(&config.http).await.map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
+        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
         engine.start().await?;
-        let states = config.channel_states();
+        let states = config.channel_states(env);
         for (name, state) in &states {
             tracing::info!(channel = name, "{state}");
         }
+        match source {
+            TokenSource::Environment => tracing::info!("API token: from ASKGATE_API_TOKEN"),
+            TokenSource::File(path) => tracing::info!("API token: in {}", path.display()),
+            TokenSource::Created(path) => tracing::info!("API token: created in {} (owner-only)", path.display()),
+            TokenSource::Ephemeral => tracing::warn!("API token for this run only: {}", token.secret()),
+        }
+        tracing::info!("HTTP API, events and web page on http://{http}/");
         let mut inbound = Vec::new();
+        let app = crate::http::router(engine.clone(), token, webhooks);
+        let stop = engine.stopping();
+        inbound.push(tokio::spawn(async move {
+            if let Err(e) = crate::http::serve(listener, app, stop).await {
+                tracing::error!(error = %e, "the HTTP server stopped");
+            }
+        }));
         if let Some((console, input)) = console {
             inbound.push(tokio::spawn(console.read_loop(engine.clone(), input, engine.stopping())));
         }
@@ -62,7 +96,12 @@ impl Gateway {
                 }
             }));
         }
-        Ok(Self { engine, inbound })
+        Ok(Self { engine, inbound, http })
+    }
+
+    /// Where the HTTP surface listens.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http
     }
 
     /// The engine, for surfaces and tests.
@@ -86,14 +125,15 @@ impl Gateway {
 /// The Telegram channel, attached, with how its updates arrive; none when it is disabled.
 fn telegram(
     config: &Config,
+    env: &Env,
     clock: &Clock,
     engine: &Engine,
 ) -> Result<Option<(Arc<Telegram>, telegram::Updates)>, GatewayError> {
     let Some(chat) = &config.telegram else { return Ok(None) };
-    let Some(token) = chat.token() else { return Ok(None) };
+    let Some(token) = chat.token(env) else { return Ok(None) };
     let updates = match &chat.webhook {
         None => telegram::Updates::Polling,
-        Some(w) => match std::env::var(&w.secret_env).ok().filter(|s| !s.is_empty()) {
+        Some(w) => match env.get(&w.secret_env) {
             Some(secret) => telegram::Updates::Webhook { url: w.url.clone(), listen: w.listen, secret },
             None => return Ok(None),
         },
@@ -106,9 +146,25 @@ fn telegram(
     Ok(Some((adapter, updates)))
 }
 
+/// The webhook channel with every endpoint whose secret is set; none when there is none.
+fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> {
+    let endpoints: HashMap<String, Endpoint> = config
+        .webhooks
+        .iter()
+        .filter_map(|w| Some((w.name.clone(), Endpoint { url: w.url.clone(), secret: w.secret(env)?.into_bytes() })))
+        .collect();
+    (!endpoints.is_empty()).then(|| Arc::new(Webhooks::new(endpoints, clock.clone())))
+}
+
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The HTTP address cannot be bound.
+    #[error("cannot listen on {0}")]
+    Bind(String, #[source] std::io::Error),
+    /// The API token file cannot be read or written.
+    #[error("cannot read or write the API token file")]
+    Token(#[source] std::io::Error),
     /// The store could not be opened or read.
     #[error(transparent)]
     Store(#[from] StoreError),

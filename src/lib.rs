@@ -13,8 +13,9 @@
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite through sqlx
 //!   with one group-committing writer.
 //! - [`command`]: the text command grammar every surface shares (button payloads included).
-//! - [`channel`]: the [`channel::Channel`] trait and the adapters (the console today).
+//! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, webhook.
 //! - [`config`]: `channels.toml`, parsed into typed settings.
+//! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
 //! - [`gateway`]: assembles all of the above into the running service.
 //! - [`clock`]: wall-clock time, with a manual clock for tests.
 
@@ -25,6 +26,7 @@ pub mod config;
 pub mod engine;
 pub mod function;
 pub mod gateway;
+pub mod http;
 pub mod question;
 pub mod run;
 pub mod store;

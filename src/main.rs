@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use askgate::clock::Clock;
-use askgate::config::Config;
+use askgate::config::{Config, Env};
 use askgate::gateway::{ConsoleIo, Gateway};
 use clap::{Parser, Subcommand};
 use tokio::io::BufReader;
@@ -76,7 +76,7 @@ fn check(config: &Config, path: &std::path::Path) {
     println!("{}: ok", path.display());
     println!("database: {}", config.database);
     println!("channels:");
-    for (name, state) in config.channel_states() {
+    for (name, state) in config.channel_states(&Env::process()) {
         println!("  {name}: {state}");
     }
     println!("functions:");
@@ -90,7 +90,8 @@ fn serve(config: &Config) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let io =
             ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
-        let gateway = Gateway::start(config, Clock::system(), Some(io)).await.context("starting askgate")?;
+        let gateway =
+            Gateway::start(config, &Env::process(), Clock::system(), Some(io)).await.context("starting askgate")?;
         tracing::info!("askgate is ready; type /run demo (or /help)");
         wait_for_signal().await?;
         tracing::info!("stopping: finishing in-flight work");

@@ -242,6 +242,8 @@ text_enum!(
         FollowUp = "follow_up",
         /// `ask` awaits the answer; the run holds its place meanwhile.
         Blocking = "blocking",
+        /// A question an external agent posted through the API; it waits by long-polling.
+        External = "external",
     }
 );
 

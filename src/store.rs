@@ -10,7 +10,7 @@ mod sqlite;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Surface};
+use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Status, Surface};
 use crate::run::Run;
 
 pub use sqlite::{SqliteStore, Synchronous};
@@ -123,6 +123,15 @@ pub trait Store: Send + Sync + 'static {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError>;
+    /// Questions newest first, optionally of one conversation and in one status, at most `limit`.
+    async fn list_questions(
+        &self,
+        conversation: Option<&Conversation>,
+        status: Option<Status>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError>;
+    /// How many questions are pending.
+    async fn pending_count(&self) -> Result<u64, StoreError>;
     /// Pending questions, oldest first, optionally of one conversation.
     async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.

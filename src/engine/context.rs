@@ -270,7 +270,8 @@ impl Context {
             return Ok(outcome);
         }
         match self.run.mode {
-            Mode::FollowUp => {
+            // External runs belong to agents that ask through the API, not to functions.
+            Mode::FollowUp | Mode::External => {
                 self.run.status = RunStatus::Waiting;
                 self.run.updated_at = now;
                 engine.inner.store.ask(&self.run, &question).await?;

@@ -148,7 +148,7 @@ impl Engine {
     }
 
     async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {
-        match self.policy(inbound.conversation.channel()).default_function {
+        match self.policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned()).await,
             None => Ok(Response::say("Nothing is waiting for an answer here. /help lists the commands.")),
         }

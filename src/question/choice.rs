@@ -49,6 +49,55 @@ impl Question {
         }
     }
 
+    /// Matches a JSON value from the API: text (as [`Question::parse_choice`]), a bool for a
+    /// confirm, a list of option names or numbers for a multi-select, a number for an option.
+    ///
+    /// # Errors
+    /// [`InvalidChoice`] when the value does not fit the question.
+    pub fn choice_from_value(&self, value: &Value) -> Result<Choice, InvalidChoice> {
+        match (self.kind, value) {
+            (_, Value::String(s)) => self.parse_choice(s),
+            (Kind::Confirm, Value::Bool(b)) => Ok(Choice::Answer(Value::Bool(*b))),
+            (Kind::Question, Value::Number(n)) if !self.multi => self.parse_choice(&n.to_string()),
+            (Kind::Question, Value::Array(items)) if self.multi => {
+                let mut tokens = Vec::with_capacity(items.len());
+                for item in items {
+                    let token = match item {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        other => {
+                            return Err(InvalidChoice { hint: format!("{other} is not an option name or number") });
+                        }
+                    };
+                    if token.contains(',') {
+                        // A label with a comma cannot be listed in text; match it whole.
+                        match self.option_for(token.trim()) {
+                            Some(o) => tokens.push(o.clone()),
+                            None => return Err(InvalidChoice { hint: format!("`{}` is not an option", clip(&token)) }),
+                        }
+                    } else {
+                        tokens.push(token);
+                    }
+                }
+                let Choice::Answer(Value::Array(mut picked)) = self.parse_many(&tokens.join(","))? else {
+                    return Err(InvalidChoice { hint: self.option_hint() });
+                };
+                picked.dedup();
+                Ok(Choice::Answer(Value::Array(picked)))
+            }
+            _ => Err(InvalidChoice { hint: format!("{value} does not fit this question: {}", self.value_hint()) }),
+        }
+    }
+
+    fn value_hint(&self) -> String {
+        match self.kind {
+            Kind::Confirm => "send true or false".to_owned(),
+            Kind::Approval => "send \"once\", \"always\" or \"reject\"".to_owned(),
+            Kind::Question if self.multi => "send a list of option names or numbers".to_owned(),
+            Kind::Question => "send an option's name or number, or text".to_owned(),
+        }
+    }
+
     fn option_for(&self, token: &str) -> Option<&String> {
         if let Ok(n) = token.parse::<usize>() {
             return n.checked_sub(1).and_then(|i| self.options.get(i));
@@ -231,6 +280,17 @@ mod tests {
         assert_eq!(q.parse_choice("Yes").unwrap(), Choice::Answer(json!(true)));
         assert_eq!(q.parse_choice("no").unwrap(), Choice::Answer(json!(false)));
         assert!(q.parse_choice("maybe").is_err());
+    }
+
+    #[test]
+    fn api_values_are_matched_by_type() {
+        let multi = question(Ask::question("Pick").options(["dayjs", "date-fns", "luxon"]).multi(true));
+        assert_eq!(multi.choice_from_value(&json!(["luxon", 1])).unwrap(), Choice::Answer(json!(["dayjs", "luxon"])));
+        assert!(multi.choice_from_value(&json!(["nope"])).is_err());
+        let confirm = question(Ask::confirm("Sure?"));
+        assert_eq!(confirm.choice_from_value(&json!(true)).unwrap(), Choice::Answer(json!(true)));
+        assert!(confirm.choice_from_value(&json!(3)).is_err());
+        assert_eq!(libs(false).choice_from_value(&json!(2)).unwrap(), Choice::Answer(json!("date-fns")));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::{Claim, Delivery, Grant, Resolution, Resume, Store, StoreError};
-use crate::question::{Conversation, Question, QuestionId, RunId, UserRef};
+use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::Run;
 
 /// How hard SQLite syncs to disk.
@@ -306,6 +306,34 @@ impl Store for SqliteStore {
             }
         };
         questions(&rows)
+    }
+
+    async fn list_questions(
+        &self,
+        conversation: Option<&Conversation>,
+        status: Option<Status>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE (?1 IS NULL OR conversation = ?1) AND (?2 IS NULL OR status = ?2) \
+             ORDER BY created_at DESC LIMIT ?3"
+        ))
+        .bind(conversation.map(Conversation::as_str))
+        .bind(status.map(Status::as_str))
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM questions WHERE status = 'pending'")
+            .fetch_one(&self.readers)
+            .await?;
+        let n: i64 = row.try_get("n")?;
+        Ok(u64::try_from(n).unwrap_or_default())
     }
 
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {

@@ -19,7 +19,7 @@ fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
     std::fs::write(
         &path,
         format!(
-            "[gateway]\ndatabase = \"{}\"\n\n[channels.console]\nenabled = true\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n{extra}",
+            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n{extra}",
             db.display()
         ),
     )

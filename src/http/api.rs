@@ -1,0 +1,313 @@
+//! `/api/questions` and `/api/runs`.
+
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState, JsonBody, authorize};
+use crate::engine::{ExternalAskError, StartError};
+use crate::question::{
+    Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
+};
+
+/// The longest a long-poll waits.
+const MAX_WAIT: u64 = 60;
+
+fn parse_id(id: &str) -> Result<QuestionId, ApiError> {
+    id.parse().map_err(|_| ApiError::not_found(format!("no question `{}`", id.chars().take(40).collect::<String>())))
+}
+
+/// A question with its rendered cards: what every surface shows.
+pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<Value, ApiError> {
+    let deliveries = state.engine.store().deliveries(question.id).await?;
+    let mut value = serde_json::to_value(question).map_err(ApiError::internal)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("short_id".into(), json!(question.id.short()));
+        map.insert("deliveries".into(), serde_json::to_value(deliveries).map_err(ApiError::internal)?);
+    }
+    Ok(value)
+}
+
+#[derive(Deserialize)]
+pub(super) struct ListQuery {
+    conversation: Option<String>,
+    status: Option<String>,
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ListQuery>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let conversation = query
+        .conversation
+        .as_deref()
+        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(e.to_string())))
+        .transpose()?;
+    let questions = match query.status.as_deref() {
+        None | Some("pending") => state.engine.store().pending(conversation.as_ref()).await?,
+        Some("all") => state.engine.store().list_questions(conversation.as_ref(), None, 100).await?,
+        Some(other) => {
+            let status: Status = other.parse().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "status `{other}` is not pending, answered, declined, expired, cancelled or all"
+                ))
+            })?;
+            state.engine.store().list_questions(conversation.as_ref(), Some(status), 100).await?
+        }
+    };
+    let mut out = Vec::with_capacity(questions.len());
+    for q in &questions {
+        out.push(snapshot(&state, q).await?);
+    }
+    Ok(axum::Json(json!({ "questions": out })).into_response())
+}
+
+pub(super) async fn get_one(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let id = parse_id(&id)?;
+    let question =
+        state.engine.store().question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    Ok(axum::Json(snapshot(&state, &question).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewQuestion {
+    conversation: String,
+    prompt: String,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    detail: Option<String>,
+    #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
+    multi: bool,
+    #[serde(default)]
+    allow_custom: bool,
+    #[serde(default)]
+    default: Option<Value>,
+    #[serde(default)]
+    timeout: Option<Value>,
+    #[serde(default)]
+    answerers: Option<Vec<String>>,
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<NewQuestion>,
+) -> Result<Response, ApiError> {
+    let operator = authorize(&state, &headers)?;
+    let conversation =
+        Conversation::parse(&body.conversation).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))?;
+    let kind = match body.kind.as_deref() {
+        None => Kind::Question,
+        Some(k) => {
+            k.parse().map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm or approval")))?
+        }
+    };
+    let timeout = match body.timeout {
+        None | Some(Value::Null) => Timeout::Default,
+        Some(Value::String(s)) if s == "never" => Timeout::Never,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => Timeout::Seconds(n.as_u64().unwrap_or(1)),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "timeout {other} is not a positive number of seconds or \"never\""
+            )));
+        }
+    };
+    let answerers = match body.answerers {
+        None => None,
+        Some(users) => Some(Answerers::Users {
+            users: users
+                .iter()
+                .map(|u| UserRef::parse(u).map_err(|e| ApiError::bad_request(format!("answerers: {e}"))))
+                .collect::<Result<_, _>>()?,
+        }),
+    };
+    let ask = Ask {
+        kind: Some(kind),
+        prompt: body.prompt,
+        detail: body.detail,
+        options: body.options,
+        multi: body.multi,
+        allow_custom: body.allow_custom,
+        default: body.default,
+        timeout,
+        answerers,
+    };
+    match state.engine.ask_external(conversation, ask, operator.user).await {
+        Ok(question) => {
+            let snapshot = snapshot(&state, &question).await?;
+            Ok((StatusCode::CREATED, axum::Json(json!({"id": question.id, "status": "pending", "question": snapshot})))
+                .into_response())
+        }
+        Err(ExternalAskError::Invalid(e)) => {
+            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()))
+        }
+        Err(ExternalAskError::ShuttingDown) => {
+            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "askgate is shutting down"))
+        }
+        Err(ExternalAskError::Store(e)) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct WaitQuery {
+    #[serde(default)]
+    wait: Option<u64>,
+}
+
+pub(super) async fn outcome(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<WaitQuery>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let id = parse_id(&id)?;
+    let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
+    let question =
+        state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    let body = json!({
+        "id": question.id,
+        "status": question.status,
+        "outcome": question.outcome,
+        "answered_by": question.answered_by,
+        "answered_via": question.answered_via,
+    });
+    let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };
+    Ok((status, axum::Json(body)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Reply {
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Reject {
+    #[serde(default)]
+    feedback: Option<String>,
+}
+
+pub(super) async fn reply(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Reply>,
+) -> Result<Response, ApiError> {
+    let resolver = authorize(&state, &headers)?;
+    let question = load(&state, &id).await?;
+    let choice = match question.choice_from_value(&body.value) {
+        Ok(choice) => Some(choice),
+        Err(_) if !question.is_pending() => None,
+        Err(e) => return receipt_response(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
+    };
+    let receipt = state.engine.resolve_choice(&question, choice, &resolver).await?;
+    receipt_response(receipt)
+}
+
+pub(super) async fn reject(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Reject>,
+) -> Result<Response, ApiError> {
+    let resolver = authorize(&state, &headers)?;
+    let question = load(&state, &id).await?;
+    let feedback = body.feedback.filter(|f| !f.trim().is_empty());
+    let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
+    receipt_response(receipt)
+}
+
+async fn load(state: &AppState, id: &str) -> Result<Question, ApiError> {
+    let id = parse_id(id)?;
+    state.engine.store().question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))
+}
+
+/// A receipt as a response: 200 when this attempt resolved the question, 409 when it was
+/// resolved before (with what it was resolved to), 422 for a choice that does not fit.
+fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
+    let body = json!({ "receipt": receipt });
+    match receipt {
+        Receipt::Resolved { .. } => Ok(axum::Json(body).into_response()),
+        Receipt::AlreadyResolvedSame { .. } | Receipt::AlreadyResolvedConflict { .. } | Receipt::Expired { .. } => {
+            Err(ApiError::new(StatusCode::CONFLICT, "already_resolved", "the question was already resolved").with(body))
+        }
+        Receipt::InvalidChoice { ref hint, .. } => {
+            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice", hint.clone()).with(body))
+        }
+        Receipt::Unknown { ref reason } => Err(ApiError::not_found(reason.clone())),
+        Receipt::NotAuthorized { .. } => {
+            Err(ApiError::new(StatusCode::FORBIDDEN, "not_authorized", "not yours to answer"))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewRun {
+    function: String,
+    #[serde(default)]
+    conversation: Option<String>,
+    #[serde(default)]
+    input: String,
+    #[serde(default)]
+    wait: bool,
+}
+
+pub(super) async fn start_run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<NewRun>,
+) -> Result<Response, ApiError> {
+    let operator = authorize(&state, &headers)?;
+    let conversation = body
+        .conversation
+        .as_deref()
+        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(format!("conversation: {e}"))))
+        .transpose()?;
+    let refused = |e: StartError| match e {
+        StartError::UnknownFunction(_) => ApiError::not_found(e.to_string()),
+        StartError::NotAllowed => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
+        StartError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", e.to_string()),
+        StartError::Store(e) => e.into(),
+    };
+    if body.wait {
+        let run =
+            state.engine.run_to_end(&body.function, conversation, operator.user, body.input).await.map_err(refused)?;
+        return Ok(axum::Json(json!({ "run": run })).into_response());
+    }
+    let id = state
+        .engine
+        .start_run(&body.function, conversation, operator.user, body.input, Mode::FollowUp)
+        .await
+        .map_err(refused)?;
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": id, "status": "running"}))).into_response())
+}
+
+pub(super) async fn get_run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
+    // A run is first written when it first asks or ends; until then it is not found.
+    let run = state.engine.store().run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
+    Ok(axum::Json(json!({ "run": run })).into_response())
+}
