@@ -139,6 +139,19 @@ async fn read_body(request: Request) -> Result<Bytes, ApiError> {
     })
 }
 
+/// The caller, authorized by the bearer token: the operator, via the API or the web page.
+/// As an extractor it runs before the body is read, so an unauthorized request is refused as
+/// such whatever its body.
+pub struct Operator(pub Resolver);
+
+impl axum::extract::FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        authorize(state, &parts.headers).map(Operator)
+    }
+}
+
 /// Checks the bearer token; returns who is acting (the operator, via the API or the page).
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError> {
     let given = headers

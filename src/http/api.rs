@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, JsonBody, authorize};
+use super::{ApiError, AppState, JsonBody, Operator};
 use crate::engine::{ExternalAskError, StartError};
 use crate::question::{
     Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
@@ -39,11 +39,10 @@ pub(super) struct ListQuery {
 }
 
 pub(super) async fn list(
+    _: Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let conversation = query
         .conversation
         .as_deref()
@@ -69,11 +68,10 @@ pub(super) async fn list(
 }
 
 pub(super) async fn get_one(
+    _: Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let id = parse_id(&id)?;
     let question =
         state.engine.store().question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
@@ -104,11 +102,10 @@ pub(super) struct NewQuestion {
 }
 
 pub(super) async fn create(
+    Operator(operator): Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     JsonBody(body): JsonBody<NewQuestion>,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state, &headers)?;
     let conversation =
         Conversation::parse(&body.conversation).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))?;
     let kind = match body.kind.as_deref() {
@@ -170,12 +167,11 @@ pub(super) struct WaitQuery {
 }
 
 pub(super) async fn outcome(
+    _: Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let id = parse_id(&id)?;
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
     let question =
@@ -205,12 +201,11 @@ pub(super) struct Reject {
 }
 
 pub(super) async fn reply(
+    Operator(resolver): Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
-    let resolver = authorize(&state, &headers)?;
     let question = load(&state, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
@@ -222,12 +217,11 @@ pub(super) async fn reply(
 }
 
 pub(super) async fn reject(
+    Operator(resolver): Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
-    let resolver = authorize(&state, &headers)?;
     let question = load(&state, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
@@ -271,11 +265,10 @@ pub(super) struct NewRun {
 }
 
 pub(super) async fn start_run(
+    Operator(operator): Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
-    let operator = authorize(&state, &headers)?;
     let conversation = body
         .conversation
         .as_deref()
@@ -301,11 +294,10 @@ pub(super) async fn start_run(
 }
 
 pub(super) async fn get_run(
+    _: Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
     // A run is first written when it first asks or ends; until then it is not found.
     let run = state.engine.store().run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;

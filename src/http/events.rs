@@ -7,14 +7,13 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{ApiError, AppState, authorize};
+use super::{ApiError, AppState, Operator};
 use crate::engine::Event;
 use crate::question::Conversation;
 
@@ -38,11 +37,10 @@ fn to_sse(event: &Event) -> SseEvent {
 }
 
 pub(super) async fn stream(
+    _: Operator,
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(query): Query<EventsQuery>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let conversation = query
         .conversation
         .as_deref()

@@ -1,8 +1,10 @@
 //! askgate's integration tests, compiled into one binary.
 
 mod binary;
+mod browser;
 mod engine;
 mod fake_telegram;
+mod http;
 mod process;
 mod routing;
 mod store;

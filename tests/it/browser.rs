@@ -1,0 +1,143 @@
+//! The web page in headless Chromium, driven over WebDriver by chromedriver: a card appears
+//! when a function asks, a click answers it and the run resumes, and a card answered through
+//! the API disappears without a reload.
+
+use std::process::Stdio;
+
+use askgate::config::Env;
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+use crate::http::App;
+use crate::support::eventually;
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+struct Driver {
+    child: Child,
+    base: String,
+    session: String,
+    client: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Driver {
+    /// Starts chromedriver and a headless Chromium session; none when they are not installed
+    /// (CI installs them, so there a missing driver fails the test).
+    async fn start() -> Option<Self> {
+        let (driver, browser) = ("/usr/bin/chromedriver", "/usr/bin/chromium");
+        if !std::path::Path::new(driver).exists() || !std::path::Path::new(browser).exists() {
+            assert!(std::env::var_os("CI").is_none(), "CI must install chromium and chromium-driver (.ci/run does)");
+            eprintln!(
+                "skipped: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+            );
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        eventually(|| async {
+            client.get(format!("{base}/status")).send().await.ok().filter(|r| r.status().is_success())
+        })
+        .await;
+        let profile = tempfile::TempDir::new().unwrap();
+        let capabilities = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": browser,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--window-size=400,900", format!("--user-data-dir={}", profile.path().display())]
+        }}}});
+        let r: Value =
+            client.post(format!("{base}/session")).json(&capabilities).send().await.unwrap().json().await.unwrap();
+        let session = r["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {r}")).to_owned();
+        Some(Self { child, base, session, client, _profile: profile })
+    }
+
+    async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut request = self.client.request(method, url);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap().json::<Value>().await.unwrap()["value"].clone()
+    }
+
+    async fn go(&self, url: &str) {
+        self.command(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+    }
+
+    /// The element an XPath finds, if any.
+    async fn find(&self, xpath: &str) -> Option<String> {
+        let found =
+            self.command(reqwest::Method::POST, "/elements", Some(json!({"using": "xpath", "value": xpath}))).await;
+        found.as_array()?.first().and_then(|e| e[ELEMENT].as_str()).map(str::to_owned)
+    }
+
+    async fn wait_for(&self, xpath: &str) -> String {
+        eventually(|| async { self.find(xpath).await }).await
+    }
+
+    async fn click(&self, element: &str) {
+        self.command(reqwest::Method::POST, &format!("/element/{element}/click"), Some(json!({}))).await;
+    }
+
+    async fn type_into(&self, element: &str, text: &str) {
+        self.command(reqwest::Method::POST, &format!("/element/{element}/value"), Some(json!({"text": text}))).await;
+    }
+
+    async fn quit(mut self) {
+        self.command(reqwest::Method::DELETE, "", None).await;
+        let _ = self.child.kill().await;
+    }
+}
+
+#[tokio::test]
+async fn the_web_page_shows_answers_and_retracts_cards_live() {
+    let Some(browser) = Driver::start().await else { return };
+    let app = App::start("", Env::default()).await;
+    browser.go(&app.url("/")).await;
+    let token = browser.wait_for("//input[@id='token']").await;
+    browser.type_into(&token, &app.token).await;
+    browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
+    browser.wait_for("//p[@id='status'][contains(., 'Live')]").await;
+
+    let (status, run) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
+    assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{run}");
+    browser.wait_for("//article[.//h2[contains(., 'Which library for date formatting?')]]").await;
+    let option =
+        browser.wait_for("//article[.//h2[contains(., 'Which library')]]//button[normalize-space()='date-fns']").await;
+    browser.click(&option).await;
+
+    // The run resumed: its next question is asked and shows up on the page.
+    browser.wait_for("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await;
+    let (_, list) = app.get("/api/questions?conversation=console:local&status=all").await;
+    let answered = list["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["prompt"] == "Which library for date formatting?")
+        .unwrap()
+        .clone();
+    assert_eq!(answered["outcome"]["value"], "date-fns");
+    assert_eq!(answered["answered_via"], "web");
+
+    // Answered through the API, the second card disappears without a reload.
+    let confirm =
+        list["questions"].as_array().unwrap().iter().find(|q| q["prompt"] == "Archive all 87 emails?").unwrap().clone();
+    let (status, _) =
+        app.post(&format!("/api/questions/{}/reply", confirm["id"].as_str().unwrap()), json!({"value": true})).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    eventually(|| async {
+        browser.find("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await.is_none().then_some(())
+    })
+    .await;
+    browser.quit().await;
+    app.stop().await;
+}

@@ -1,0 +1,421 @@
+//! The HTTP surface through a real server on 127.0.0.1: every endpoint's success and error
+//! paths, racing answers, reconnect replay, long-polling, the webhook channel.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, sign};
+use askgate::clock::Clock;
+use askgate::config::{Config, Env};
+use askgate::engine::Inbound;
+use askgate::gateway::Gateway;
+use askgate::question::{Conversation, Surface, UserRef};
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::support::{eventually, init_log};
+
+pub struct App {
+    pub gateway: Option<Gateway>,
+    pub base: String,
+    pub token: String,
+    pub client: reqwest::Client,
+    _dir: TempDir,
+}
+
+impl App {
+    pub async fn start(extra: &str, env: Env) -> Self {
+        init_log();
+        let dir = TempDir::new().unwrap();
+        let db = dir.path().join("askgate.db");
+        let text = format!(
+            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n\n\
+             [[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n{extra}",
+            db.display()
+        );
+        let config = Config::parse(&text, "test.toml", dir.path()).unwrap();
+        let gateway = Gateway::start(&config, &env, Clock::system(), None).await.unwrap();
+        let token = std::fs::read_to_string(dir.path().join("askgate.token")).unwrap().trim().to_owned();
+        let base = format!("http://{}", gateway.http_addr());
+        Self { gateway: Some(gateway), base, token, client: reqwest::Client::new(), _dir: dir }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let r = self.client.get(self.url(path)).bearer_auth(&self.token).send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self.client.post(self.url(path)).bearer_auth(&self.token).json(&body).send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Asks a question in `conversation` through the API; returns its id.
+    pub async fn ask(&self, conversation: &str, prompt: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/questions",
+                json!({"conversation": conversation, "prompt": prompt, "options": ["red", "green", "blue"]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn stop(mut self) {
+        self.gateway.take().unwrap().shutdown().await;
+    }
+}
+
+fn error_code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+#[tokio::test]
+async fn every_api_route_needs_the_token_and_healthz_does_not() {
+    let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
+    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    for path in ["/api/questions", "/api/events", "/api/questions/00000000-0000-4000-8000-000000000000"] {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(error_code(&body), "unauthorized");
+        let r = app.client.get(app.url(path)).bearer_auth("wrong").send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path} with a wrong token");
+    }
+    let r = app.client.post(app.url("/api/questions")).json(&json!({})).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (status, body) = app.get("/nowhere").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn questions_are_created_listed_fetched_and_refused_clearly() {
+    let app = App::start("", Env::default()).await;
+    let id = app.ask("console:local", "Which colour?").await;
+    let (status, q) = app.get(&format!("/api/questions/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(q["prompt"], "Which colour?");
+    assert_eq!(q["status"], "pending");
+    assert_eq!(q["mode"], "external");
+    assert_eq!(q["answerers"]["policy"], "conversation");
+    assert!(q["expires_at"].as_i64().unwrap() > q["created_at"].as_i64().unwrap());
+    assert!(q["deliveries"].is_array());
+    let (_, list) = app.get("/api/questions?conversation=console:local&status=pending").await;
+    assert_eq!(list["questions"].as_array().unwrap().len(), 1);
+    let (_, other) = app.get("/api/questions?conversation=telegram:1").await;
+    assert_eq!(other["questions"].as_array().unwrap().len(), 0);
+
+    let (status, body) = app.get("/api/questions/00000000-0000-4000-8000-000000000000").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    let (status, _) = app.get("/api/questions/not-an-id").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = app.get("/api/questions?status=maybe").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+
+    let r = app.client.post(app.url("/api/questions")).bearer_auth(&app.token).body("{not json").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("malformed JSON body"), "{body}");
+    let (status, body) = app.post("/api/questions", json!({"conversation": "console:local"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = app.post("/api/questions", json!({"conversation": "no channel", "prompt": "x"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = app
+        .post("/api/questions", json!({"conversation": "console:local", "prompt": "x", "options": ["a", "A"]}))
+        .await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"));
+    let huge = "x".repeat(askgate::http::MAX_BODY + 1);
+    let (status, body) = app.post("/api/questions", json!({"conversation": "console:local", "prompt": huge})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::PAYLOAD_TOO_LARGE, "too_large"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn replies_use_the_claim_once_path_with_409_and_422() {
+    let app = App::start("", Env::default()).await;
+    let id = app.ask("console:local", "Which colour?").await;
+    let (status, body) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "purple"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("1–3"));
+    let (status, body) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": 2})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["receipt"]["receipt"], "resolved");
+    let (status, body) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "blue"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "already_resolved"));
+    assert_eq!(body["error"]["receipt"]["outcome"]["value"], "green");
+    assert_eq!(body["error"]["receipt"]["by"], "api:operator");
+    let (status, body) = app.post(&format!("/api/questions/{id}/reject"), json!({"feedback": "late"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, _) = app.post("/api/questions/00000000-0000-4000-8000-000000000000/reply", json!({"value": 1})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.post(&format!("/api/questions/{id}/reply"), json!({"valeu": 1})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let rejected = app.ask("console:local", "Again?").await;
+    let (status, body) = app.post(&format!("/api/questions/{rejected}/reject"), json!({"feedback": "no thanks"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, q) = app.get(&format!("/api/questions/{rejected}")).await;
+    assert_eq!(q["outcome"], json!({"status": "declined", "feedback": "no thanks"}));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_api_answer_racing_a_console_answer_resumes_the_run_once() {
+    let app = App::start("", Env::default()).await;
+    let engine = app.gateway.as_ref().unwrap().engine().clone();
+    let console = Conversation::parse("console:local").unwrap();
+    let user = UserRef::parse("console:local").unwrap();
+    for round in 0..10 {
+        engine.handle(Inbound::text(console.clone(), user.clone(), Surface::Console, "/run demo")).await;
+        let (_, list) = eventually(|| async {
+            let (s, list) = app.get("/api/questions?conversation=console:local").await;
+            let found = list["questions"]
+                .as_array()
+                .is_some_and(|q| q.iter().any(|q| q["prompt"].as_str().unwrap().starts_with("Which")));
+            found.then_some((s, list))
+        })
+        .await;
+        let q = list["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["prompt"].as_str().unwrap().starts_with("Which"))
+            .unwrap()
+            .clone();
+        let id = q["id"].as_str().unwrap().to_owned();
+        let path = format!("/api/questions/{id}/reply");
+        let api = app.post(&path, json!({"value": "dayjs"}));
+        let typed = engine.handle(Inbound::text(
+            console.clone(),
+            user.clone(),
+            Surface::Console,
+            format!("/answer {id} luxon"),
+        ));
+        let ((status, _), response) = tokio::join!(api, typed);
+        let console_won = matches!(response.receipt, Some(askgate::question::Receipt::Resolved { .. }));
+        assert!(
+            (status == StatusCode::OK) != console_won,
+            "round {round}: both or neither won ({status}, {response:?})"
+        );
+        // The run resumed once: exactly one confirmation question follows.
+        let run = engine.store().question(id.parse().unwrap()).await.unwrap().unwrap().run;
+        let journal =
+            eventually(|| async { Some(engine.store().journal(run).await.unwrap()).filter(|j| j.len() == 2) }).await;
+        assert_eq!(journal[1].prompt, "Archive all 87 emails?");
+        let confirm = journal[1].id;
+        app.post(&format!("/api/questions/{confirm}/reply"), json!({"value": false})).await;
+        let done =
+            eventually(|| async { engine.store().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await;
+        assert_eq!(engine.store().journal(run).await.unwrap().len(), 2, "round {round}: {done:?}");
+    }
+    app.stop().await;
+}
+
+/// Reads server-sent events until `n` have arrived (or the stream ends).
+async fn read_events(response: reqwest::Response, n: usize) -> Vec<(String, Value)> {
+    let mut stream = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    while events.len() < n {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), stream.next()).await.expect("an event in time");
+        let Some(Ok(chunk)) = chunk else { break };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim());
+                }
+            }
+            if !data.is_empty() {
+                events.push((name, serde_json::from_str(&data).unwrap()));
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() {
+    let app = App::start("", Env::default()).await;
+    let events = |conversation: &'static str| {
+        app.client.get(app.url(&format!("/api/events?conversation={conversation}"))).bearer_auth(&app.token).send()
+    };
+    let first = events("console:local").await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let a = app.ask("console:local", "First?").await;
+    let b = app.ask("console:local", "Second?").await;
+    app.ask("telegram:99", "Elsewhere?").await;
+    let seen = read_events(first, 5).await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[0], "replay.done");
+    let asked: Vec<&str> =
+        seen.iter().filter(|(n, _)| n == "question.asked").map(|(_, q)| q["id"].as_str().unwrap()).collect();
+    assert_eq!(asked, [a.as_str(), b.as_str()], "{names:?}");
+    // Disconnected (the response is dropped); one question is answered meanwhile.
+    app.post(&format!("/api/questions/{a}/reply"), json!({"value": "red"})).await;
+    let again = events("console:local").await.unwrap();
+    let replay = read_events(again, 2).await;
+    assert_eq!(replay[0].0, "question.asked");
+    assert_eq!(replay[0].1["id"], b.as_str(), "exactly the still-pending question comes first");
+    assert_eq!(replay[1].0, "replay.done");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not() {
+    let app = Arc::new(App::start("", Env::default()).await);
+    let id = app.ask("console:local", "Which colour?").await;
+    let (status, body) = app.get(&format!("/api/questions/{id}/outcome?wait=1")).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::ACCEPTED, Some("pending")));
+    let waiting = {
+        let (app, id) = (app.clone(), id.clone());
+        tokio::spawn(async move { app.get(&format!("/api/questions/{id}/outcome?wait=30")).await })
+    };
+    // A head start, so that the usual case (the answer lands while the poll waits) is the one
+    // exercised; an answer that lands first is returned at once, which is just as right.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.post(&format!("/api/questions/{id}/reply"), json!({"value": "blue"})).await;
+    let (status, body) =
+        tokio::time::timeout(Duration::from_secs(25), waiting).await.expect("the long-poll returned").unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["outcome"]["value"], "blue");
+    assert_eq!(body["answered_via"], "api");
+    let (status, _) = app.get("/api/questions/00000000-0000-4000-8000-000000000000/outcome?wait=1").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn runs_start_blocking_or_not_through_the_api() {
+    let app = Arc::new(App::start("", Env::default()).await);
+    let (status, body) = app.post("/api/runs", json!({"function": "nothing"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    let (status, body) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let waiting = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.post("/api/runs", json!({"function": "approve-demo", "conversation": "telegram:7", "wait": true})).await
+        })
+    };
+    let (_, list) = eventually(|| async {
+        let (s, list) = app.get("/api/questions?conversation=telegram:7").await;
+        (!list["questions"].as_array().unwrap().is_empty()).then_some((s, list))
+    })
+    .await;
+    let q = &list["questions"][0];
+    assert_eq!(q["mode"], "blocking");
+    app.post(&format!("/api/questions/{}/reply", q["id"].as_str().unwrap()), json!({"value": "once"})).await;
+    let (status, body) = waiting.await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["run"]["status"], "finished");
+    assert_eq!(body["run"]["result"], "Allowed once: ran `rm -rf build/`.");
+    let run_id = body["run"]["id"].as_str().unwrap();
+    let (status, body) = app.get(&format!("/api/runs/{run_id}")).await;
+    assert_eq!((status, body["run"]["status"].as_str()), (StatusCode::OK, Some("finished")));
+}
+
+#[tokio::test]
+async fn metrics_count_questions_by_outcome_and_surface() {
+    let app = App::start("", Env::default()).await;
+    let id = app.ask("console:local", "Which colour?").await;
+    app.ask("console:local", "Another?").await;
+    app.post(&format!("/api/questions/{id}/reply"), json!({"value": "red"})).await;
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(text.contains("askgate_questions_asked_total 2"), "{text}");
+    assert!(text.contains("askgate_questions_resolved_total{outcome=\"answered\",surface=\"api\"} 1"), "{text}");
+    assert!(text.contains("askgate_questions_pending 1"), "{text}");
+    assert!(text.contains("askgate_resume_seconds_count"), "{text}");
+    app.stop().await;
+}
+
+/// A loopback receiver for outbound webhook messages; records the ones with a good signature.
+async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMessage>>>, Arc<Mutex<u32>>) {
+    use axum::http::HeaderMap;
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let bad = Arc::new(Mutex::new(0));
+    let (g, b) = (got.clone(), bad.clone());
+    let app = axum::Router::new().route(
+        "/out",
+        axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let (g, b) = (g.clone(), b.clone());
+            async move {
+                let signature = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok());
+                if askgate::channel::webhook::verify(secret.as_bytes(), &body, signature) {
+                    g.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+                } else {
+                    *b.lock().unwrap() += 1;
+                }
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/out", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, got, bad)
+}
+
+#[tokio::test]
+async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
+    let (out, got, bad) = receiver("hush").await;
+    let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\n");
+    let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
+    let inbound = |text: &str, secret: Option<&str>| {
+        let body =
+            serde_json::to_vec(&json!({"conversation": "+15550001", "user": "+15550001", "text": text})).unwrap();
+        let mut request = app.client.post(app.url("/channels/webhook/sms")).header("content-type", "application/json");
+        if let Some(secret) = secret {
+            request = request.header(SIGNATURE_HEADER, sign(secret.as_bytes(), &body));
+        }
+        request.body(body).send()
+    };
+    assert_eq!(inbound("/run demo", None).await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(inbound("/run demo", Some("wrong")).await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    let r = app.client.post(app.url("/channels/webhook/nope")).body("{}").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(inbound("/run demo", Some("hush")).await.unwrap().status(), StatusCode::OK);
+    let card = eventually(|| async {
+        got.lock().unwrap().iter().find(|m| m.text.contains("Which library")).map(|m| m.text.clone())
+    })
+    .await;
+    assert!(card.contains("1. dayjs") && card.contains("/answer "), "a text card lists its commands: {card}");
+    assert_eq!(got.lock().unwrap()[0].conversation, "+15550001");
+    assert_eq!(inbound("2", Some("hush")).await.unwrap().status(), StatusCode::OK);
+    eventually(|| async { got.lock().unwrap().iter().any(|m| m.text.contains("✅ date-fns")).then_some(()) }).await;
+    eventually(|| async {
+        got.lock().unwrap().iter().any(|m| m.text.contains("Archive all 87 emails?")).then_some(())
+    })
+    .await;
+    inbound("yes", Some("hush")).await.unwrap();
+    eventually(|| async {
+        got.lock().unwrap().iter().any(|m| m.text == "Using date-fns for dates; archived 87 emails.").then_some(())
+    })
+    .await;
+    let r = app
+        .client
+        .post(app.url("/channels/webhook/sms"))
+        .header(SIGNATURE_HEADER, sign(b"hush", b"{oops"))
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(*bad.lock().unwrap(), 0, "every outbound message was signed");
+    app.stop().await;
+}
