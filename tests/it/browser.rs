@@ -107,6 +107,8 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.type_into(&token, &app.token).await;
     browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
     browser.wait_for("//p[@id='status'][contains(., 'Live')]").await;
+    let displayed = browser.command(reqwest::Method::GET, &format!("/element/{token}/displayed"), None).await;
+    assert_eq!(displayed, json!(false), "the token form stays hidden once connected");
 
     let (status, run) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{run}");
