@@ -7,6 +7,7 @@
 //! [`crate::engine::Engine::handle`].
 
 pub mod console;
+pub mod discord;
 pub mod telegram;
 pub mod text;
 pub mod webhook;

@@ -523,8 +523,7 @@ impl Config {
                 Some(ChatConfig { webhook: Some(w), .. }) if env.get(&w.secret_env).is_none() => {
                     ChannelState::Disabled(format!("{} is unset", w.secret_env))
                 }
-                Some(_) if name == "telegram" => ChannelState::Enabled,
-                Some(_) => ChannelState::Disabled("this build of askgate has no adapter for it yet".to_owned()),
+                Some(_) => ChannelState::Enabled,
             };
             states.push((name.to_owned(), state));
         }

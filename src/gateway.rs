@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::channel::console::Console;
+use crate::channel::discord::{Discord, DiscordConfig};
 use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
 use crate::clock::Clock;
@@ -57,6 +58,12 @@ impl Gateway {
             _ => None,
         };
         let telegram = telegram(config, env, &clock, &engine)?;
+        let discord = config.discord.as_ref().and_then(|chat| {
+            let token = chat.token(env)?;
+            let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, clock.clone());
+            engine.attach(adapter.clone());
+            Some(adapter)
+        });
         let webhooks = webhooks(config, env, &clock);
         if let Some(w) = &webhooks {
             engine.attach(w.clone());
@@ -93,6 +100,14 @@ impl Gateway {
             inbound.push(tokio::spawn(async move {
                 if let Err(e) = telegram.serve(updates, engine, stop).await {
                     tracing::error!(error = %e, "telegram stopped: {e:#}");
+                }
+            }));
+        }
+        if let Some(discord) = discord {
+            let (engine, stop) = (engine.clone(), engine.stopping());
+            inbound.push(tokio::spawn(async move {
+                if let Err(e) = discord.serve(engine, stop).await {
+                    tracing::error!(error = %e, "discord stopped: {e:#}");
                 }
             }));
         }

@@ -240,3 +240,18 @@ async fn the_binary_serves_telegram_when_its_token_is_set() {
     assert!(card["reply_markup"]["inline_keyboard"].is_array());
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn the_binary_serves_discord_when_its_token_is_set() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = crate::fake_discord::FakeDiscord::start().await;
+    let discord = format!("\n[channels.discord]\ntoken_env = \"ASKGATE_TEST_DC_TOKEN\"\napi_url = \"{url}\"\n");
+    let config = write_config(dir.path(), &discord);
+    let served = Served::start_with_env(&config, &[("ASKGATE_TEST_DC_TOKEN", "fake-token")]);
+    served.log_line("discord connected").await;
+    fake.connected().await;
+    fake.message(100, 555, "/run demo", None);
+    let card = fake.sent("Which library for date formatting?", 1).await;
+    assert!(!card["components"].as_array().unwrap().is_empty());
+    assert_eq!(served.terminate().await.code(), Some(0));
+}

@@ -2,7 +2,9 @@
 
 mod binary;
 mod browser;
+mod discord;
 mod engine;
+mod fake_discord;
 mod fake_telegram;
 mod http;
 mod process;

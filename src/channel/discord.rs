@@ -1,0 +1,379 @@
+//! Discord, through serenity: buttons and select menus whose `custom_id` values are the text
+//! commands, modals for free text and rejection notes, receipts as interaction responses,
+//! retraction by editing the cards through the REST API.
+//!
+//! Conversations are `discord:<channel id>` (a thread or a DM is its own channel, so its own
+//! conversation), users `discord:<user id>`. Messages and interactions come over the gateway;
+//! each is applied once, also across a restart. With a custom `api_url` serenity's rate
+//! limiter is off (it would send its requests to discord.com), so askgate paces itself: a
+//! 429 is retried after a pause, and nothing is dropped.
+
+pub mod render;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serenity::all::{
+    ChannelId, ClientBuilder, Command, CommandDataOptionValue, CommandInteraction, CommandOptionType,
+    ComponentInteraction, ComponentInteractionDataKind, Context as SerenityContext, CreateCommand, CreateCommandOption,
+    CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage, EditMessage, EventHandler,
+    GatewayIntents, Http, HttpBuilder, Interaction, Message, MessageId, ModalInteraction, Ready,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Channel, ChannelError};
+use crate::clock::Clock;
+use crate::engine::{Engine, Inbound, Response};
+use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
+use crate::store::Delivery;
+
+/// What the adapter needs to connect.
+#[derive(Clone, Debug)]
+pub struct DiscordConfig {
+    /// The bot token.
+    pub token: String,
+    /// The API base (`http://127.0.0.1:8082`); none: Discord's.
+    pub api_url: Option<String>,
+}
+
+/// The Discord channel's outbound half.
+pub struct Discord {
+    http: Arc<Http>,
+    config: DiscordConfig,
+    clock: Clock,
+}
+
+/// How many times a REST call is retried after a 429.
+const RETRIES: u32 = 5;
+
+impl Discord {
+    /// The channel, ready to send.
+    pub fn new(config: &DiscordConfig, clock: Clock) -> Arc<Self> {
+        Arc::new(Self { http: Arc::new(http(config)), config: config.clone(), clock })
+    }
+
+    /// Connects to the gateway and hands messages and interactions to the engine until
+    /// `stop` fires; serenity reconnects by itself when the gateway drops the connection.
+    ///
+    /// # Errors
+    /// When the client cannot be built or the gateway refuses the token.
+    pub async fn serve(self: Arc<Self>, engine: Engine, stop: CancellationToken) -> Result<(), serenity::Error> {
+        let intents =
+            GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+        let handler = Handler { discord: self.clone(), engine };
+        let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
+        let shards = client.shard_manager.clone();
+        tokio::select! {
+            result = client.start() => result,
+            () = stop.cancelled() => {
+                shards.shutdown_all().await;
+                Ok(())
+            }
+        }
+    }
+
+    async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<Message, ChannelError> {
+        retry(|| channel.send_message(&self.http, message.clone())).await.map_err(|e| ChannelError(e.to_string()))
+    }
+}
+
+/// A REST client aimed at the configured API.
+fn http(config: &DiscordConfig) -> Http {
+    let mut builder = HttpBuilder::new(&config.token);
+    if let Some(url) = &config.api_url {
+        // serenity's rate limiter ignores the proxy and would reach discord.com: off.
+        builder = builder.proxy(url.trim_end_matches('/')).ratelimiter_disabled(true);
+    }
+    builder.build()
+}
+
+/// Retries a REST call after a 429, waiting longer each time.
+async fn retry<T, F, Fut>(mut call: F) -> serenity::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = serenity::Result<T>>,
+{
+    let mut wait = Duration::from_millis(500);
+    for attempt in 0.. {
+        match call().await {
+            Err(serenity::Error::Http(e))
+                if e.status_code().is_some_and(|s| s.as_u16() == 429) && attempt < RETRIES =>
+            {
+                tracing::info!("discord asked to slow down; retrying in {}ms", wait.as_millis());
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+fn user_ref(id: u64) -> UserRef {
+    UserRef::parse(&format!("discord:{id}")).unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
+}
+
+fn conversation_of(channel: ChannelId) -> Conversation {
+    Conversation::parse(&format!("discord:{channel}"))
+        .unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
+}
+
+fn channel_of(conversation: &Conversation) -> Result<ChannelId, ChannelError> {
+    conversation
+        .as_str()
+        .strip_prefix("discord:")
+        .and_then(|id| id.parse::<u64>().ok())
+        .filter(|&id| id != 0)
+        .map(ChannelId::new)
+        .ok_or_else(|| ChannelError(format!("`{conversation}` is not a Discord conversation")))
+}
+
+/// The private text for a receipt that did not resolve the question.
+fn receipt_text(response: &Response) -> String {
+    match &response.receipt {
+        Some(Receipt::NotAuthorized { .. }) => "Not yours to answer.".to_owned(),
+        _ => response.text.clone().unwrap_or_else(|| "Done.".to_owned()),
+    }
+}
+
+struct Handler {
+    discord: Arc<Discord>,
+    engine: Engine,
+}
+
+impl Handler {
+    /// Answers an interaction: the card updated in place for a resolution, a private note
+    /// otherwise. Every interaction gets exactly one initial response.
+    async fn respond(
+        &self,
+        ctx: &SerenityContext,
+        interaction: &Interaction,
+        response: &Response,
+        question: Option<QuestionId>,
+    ) {
+        if response.receipt.is_none() && response.text.is_none() {
+            // A redelivered interaction: it was answered when it was first applied.
+            return;
+        }
+        let update = match (&response.receipt, question) {
+            (Some(Receipt::Resolved { .. }), Some(id)) => match self.engine.store().question(id).await {
+                Ok(Some(q)) => Some(render::resolved(&q, self.discord.clock.now_ms())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let reply = match update {
+            Some(content) => CreateInteractionResponse::UpdateMessage(
+                CreateInteractionResponseMessage::new().content(content).components(Vec::new()),
+            ),
+            None => CreateInteractionResponse::Message(
+                CreateInteractionResponseMessage::new()
+                    .content(render::shorten(&receipt_text(response), 2000))
+                    .ephemeral(true),
+            ),
+        };
+        let sent = match interaction {
+            Interaction::Component(c) => c.create_response(&ctx.http, reply).await,
+            Interaction::Modal(m) => m.create_response(&ctx.http, reply).await,
+            Interaction::Command(c) => c.create_response(&ctx.http, reply).await,
+            _ => Ok(()),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "could not answer a discord interaction");
+        }
+    }
+
+    async fn handle(&self, conversation: Conversation, user: UserRef, text: String, key: String) -> Response {
+        let mut inbound = Inbound::text(conversation, user, Surface::Discord, text);
+        inbound.button = true;
+        inbound.key = Some(key);
+        self.engine.handle(inbound).await
+    }
+
+    async fn on_component(&self, ctx: &SerenityContext, interaction: &Interaction, c: &ComponentInteraction) {
+        let custom_id = c.data.custom_id.clone();
+        let mut words = custom_id.split_whitespace();
+        let (action, id) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+        let question = id.parse::<QuestionId>().ok();
+        if matches!(action, "/other" | "/note") {
+            self.open_modal(ctx, c, action, question).await;
+            return;
+        }
+        let text = match &c.data.kind {
+            ComponentInteractionDataKind::StringSelect { values } => format!("{custom_id} {}", values.join(",")),
+            _ => custom_id,
+        };
+        let key = format!("discord:interaction:{}", c.id);
+        let response = self.handle(conversation_of(c.channel_id), user_ref(c.user.id.get()), text, key).await;
+        self.respond(ctx, interaction, &response, question).await;
+    }
+
+    async fn open_modal(
+        &self,
+        ctx: &SerenityContext,
+        c: &ComponentInteraction,
+        action: &str,
+        question: Option<QuestionId>,
+    ) {
+        let found = match question {
+            Some(id) => self.engine.store().question(id).await.ok().flatten(),
+            None => None,
+        };
+        let reply = match found {
+            Some(q) if !q.answerers.admits(&user_ref(c.user.id.get())) => ephemeral("Not yours to answer."),
+            Some(q) if q.status != Status::Pending => ephemeral("Already answered."),
+            Some(q) if action == "/note" => CreateInteractionResponse::Modal(render::note_modal(q.id)),
+            Some(q) => CreateInteractionResponse::Modal(render::other_modal(q.id, &q.prompt)),
+            None => ephemeral("This question is no longer known."),
+        };
+        if let Err(e) = c.create_response(&ctx.http, reply).await {
+            tracing::warn!(error = %e, "could not open a discord modal");
+        }
+    }
+
+    async fn on_modal(&self, ctx: &SerenityContext, interaction: &Interaction, m: &ModalInteraction) {
+        let text: String = m
+            .data
+            .components
+            .iter()
+            .flat_map(|row| row.components.iter())
+            .find_map(|c| match c {
+                serenity::all::ActionRowComponent::InputText(input) => input.value.clone(),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let question = m.data.custom_id.split_whitespace().nth(1).and_then(|id| id.parse().ok());
+        let command = format!("{} {}", m.data.custom_id, text.trim());
+        let key = format!("discord:interaction:{}", m.id);
+        let response = self.handle(conversation_of(m.channel_id), user_ref(m.user.id.get()), command, key).await;
+        self.respond(ctx, interaction, &response, question).await;
+    }
+
+    async fn on_command(&self, ctx: &SerenityContext, interaction: &Interaction, c: &CommandInteraction) {
+        let option = |name: &str| {
+            c.data.options.iter().find(|o| o.name == name).and_then(|o| match &o.value {
+                CommandDataOptionValue::String(s) => Some(s.clone()),
+                _ => None,
+            })
+        };
+        let text = match c.data.name.as_str() {
+            "run" => format!("/run {} {}", option("function").unwrap_or_default(), option("input").unwrap_or_default()),
+            other => format!("/{other}"),
+        };
+        let key = format!("discord:interaction:{}", c.id);
+        let mut response = self.handle(conversation_of(c.channel_id), user_ref(c.user.id.get()), text, key).await;
+        if response.text.is_none() && response.receipt.is_none() {
+            response.text = Some("Started.".to_owned());
+        }
+        self.respond(ctx, interaction, &response, None).await;
+    }
+}
+
+fn ephemeral(text: &str) -> CreateInteractionResponse {
+    CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(text).ephemeral(true))
+}
+
+#[async_trait]
+impl EventHandler for Handler {
+    async fn ready(&self, ctx: SerenityContext, ready: Ready) {
+        tracing::info!(bot = %ready.user.name, "discord connected");
+        let run = CreateCommand::new("run")
+            .description("Start an askgate function")
+            .add_option(
+                CreateCommandOption::new(CommandOptionType::String, "function", "The function to run").required(true),
+            )
+            .add_option(CreateCommandOption::new(CommandOptionType::String, "input", "What to give it"));
+        if let Err(e) = Command::set_global_commands(&ctx.http, vec![run]).await {
+            tracing::warn!(error = %e, "could not register the /run command");
+        }
+    }
+
+    async fn message(&self, _ctx: SerenityContext, message: Message) {
+        if message.author.bot || message.content.trim().is_empty() {
+            return;
+        }
+        let conversation = conversation_of(message.channel_id);
+        let mut inbound =
+            Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone());
+        inbound.key = Some(format!("discord:message:{}", message.id));
+        if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
+            match self
+                .engine
+                .store()
+                .question_for_card("discord", &message.channel_id.to_string(), &reference.to_string())
+                .await
+            {
+                Ok(question) => inbound.reply_to = question,
+                Err(e) => tracing::error!(error = %e, "could not look up a replied-to card"),
+            }
+        }
+        let response = self.engine.handle(inbound).await;
+        if let Some(text) = response.text {
+            let reply =
+                CreateMessage::new().content(render::escape(&render::shorten(&text, 1900))).reference_message(&message);
+            if let Err(e) = self.discord.send(message.channel_id, reply).await {
+                tracing::warn!(error = %e, "could not reply on discord");
+            }
+        }
+    }
+
+    async fn interaction_create(&self, ctx: SerenityContext, interaction: Interaction) {
+        match &interaction {
+            Interaction::Component(c) => self.on_component(&ctx, &interaction, c).await,
+            Interaction::Modal(m) => self.on_modal(&ctx, &interaction, m).await,
+            Interaction::Command(c) => self.on_command(&ctx, &interaction, c).await,
+            _ => {}
+        }
+    }
+}
+
+#[async_trait]
+impl Channel for Discord {
+    fn name(&self) -> &'static str {
+        "discord"
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
+        let channel = channel_of(conversation)?;
+        let layout = render::card(question, self.clock.now_ms());
+        let message = CreateMessage::new().content(layout.content.clone()).components(render::components(&layout));
+        let sent = self.send(channel, message).await?;
+        Ok(vec![Delivery {
+            question: question.id,
+            surface: "discord".to_owned(),
+            chat: channel.to_string(),
+            message: sent.id.to_string(),
+        }])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let content = render::resolved(question, self.clock.now_ms());
+        let mut failures = Vec::new();
+        for card in cards {
+            let (Ok(channel), Ok(message)) = (card.chat.parse::<u64>(), card.message.parse::<u64>()) else { continue };
+            if channel == 0 || message == 0 {
+                continue;
+            }
+            let edit = EditMessage::new().content(content.clone()).components(Vec::new());
+            let (channel, message) = (ChannelId::new(channel), MessageId::new(message));
+            if let Err(e) = retry(|| channel.edit_message(&self.http, message, edit.clone())).await {
+                failures.push(format!("{}/{}: {e}", card.chat, card.message));
+            }
+        }
+        if question.status == Status::Expired
+            && let Some(conversation) = &question.conversation
+        {
+            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
+            let line = render::escape(&render::shorten(&format!("⌛ {}: {outcome}", question.prompt), 500));
+            self.send(channel_of(conversation)?, CreateMessage::new().content(line)).await?;
+        }
+        if failures.is_empty() { Ok(()) } else { Err(ChannelError(format!("could not edit {}", failures.join(", ")))) }
+    }
+
+    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        let content = render::escape(&render::shorten(text, 1900));
+        self.send(channel_of(conversation)?, CreateMessage::new().content(content)).await.map(|_| ())
+    }
+}

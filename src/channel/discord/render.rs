@@ -1,0 +1,369 @@
+//! Questions as Discord messages: content and components whose `custom_id` values are the
+//! text commands. The layout is built as plain data first, so that Discord's limits are
+//! checked and tested without a network; then it becomes serenity's builders.
+
+use serenity::all::{
+    ButtonStyle, CreateActionRow, CreateButton, CreateInputText, CreateModal, CreateSelectMenu, CreateSelectMenuKind,
+    CreateSelectMenuOption, InputTextStyle,
+};
+
+use crate::channel::text;
+use crate::question::{Kind, Question, QuestionId};
+
+/// Discord's limits.
+pub const MAX_CUSTOM_ID: usize = 100;
+/// Action rows per message.
+pub const MAX_ROWS: usize = 5;
+/// Buttons per row.
+pub const MAX_BUTTONS_PER_ROW: usize = 5;
+/// Options in a string select.
+pub const MAX_SELECT_OPTIONS: usize = 25;
+/// Characters in a button label.
+pub const MAX_BUTTON_LABEL: usize = 80;
+/// Characters in a message.
+pub const MAX_CONTENT: usize = 2000;
+
+/// One component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// A button.
+    Button {
+        /// The text.
+        label: String,
+        /// The command it sends.
+        custom_id: String,
+        /// Primary for answers, secondary for other options, danger for decline and reject.
+        style: Style,
+    },
+    /// A string select; its values are option numbers from 1.
+    Select {
+        /// `/answer <uuid>`; the picked numbers are appended.
+        custom_id: String,
+        /// (label, value) pairs.
+        options: Vec<(String, String)>,
+        /// At least this many.
+        min: u8,
+        /// At most this many.
+        max: u8,
+        /// Shown before anything is picked.
+        placeholder: String,
+    },
+}
+
+/// A button's look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// The main choices.
+    Primary,
+    /// Secondary actions.
+    Secondary,
+    /// Decline, reject.
+    Danger,
+}
+
+/// A rendered question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The message text (Discord markdown, escaped).
+    pub content: String,
+    /// The action rows.
+    pub rows: Vec<Vec<Component>>,
+}
+
+/// Escapes Discord markdown.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '-' | '[' | ']' | '(' | ')') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Shortens text to `max` characters with a clear marker.
+pub fn shorten(text: &str, max: usize) -> String {
+    const MARK: &str = "… [shortened]";
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(MARK.chars().count())).collect();
+    s.push_str(MARK);
+    s
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
+fn content(q: &Question, now_ms: i64, tail: &str) -> String {
+    let title = match q.kind {
+        Kind::Approval => format!("Approve: {}", q.prompt),
+        _ => q.prompt.clone(),
+    };
+    let footer = format!("id {} · {}", q.id.short(), text::expiry(q.expires_at, now_ms));
+    let budget = MAX_CONTENT - footer.chars().count() - tail.chars().count() - 40;
+    let title = escape(&shorten(&title, budget / 2));
+    let mut out = format!("**{title}**");
+    if let Some(detail) = &q.detail {
+        out.push('\n');
+        out.push_str(&escape(&shorten(detail, budget.saturating_sub(title.chars().count()))));
+    }
+    out.push_str(&format!("\n-# {}", escape(&footer)));
+    if !tail.is_empty() {
+        out.push('\n');
+        out.push_str(tail);
+    }
+    shorten(&out, MAX_CONTENT)
+}
+
+fn button(label: &str, custom_id: String, style: Style) -> Component {
+    Component::Button { label: clip(label, MAX_BUTTON_LABEL), custom_id, style }
+}
+
+fn select(q: &Question, min: u8, max: u8) -> Component {
+    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100), (i + 1).to_string())).collect();
+    let placeholder = if q.multi { "Pick one or more" } else { "Pick one" };
+    Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder: placeholder.to_owned() }
+}
+
+/// Renders a pending question.
+pub fn card(q: &Question, now_ms: i64) -> Layout {
+    let layout = Layout { content: content(q, now_ms, ""), rows: rows(q) };
+    if fits(&layout) {
+        return layout;
+    }
+    // Never a card with controls silently missing: the commands go in the text instead.
+    let commands = text::card(q, 0).lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n");
+    Layout { content: content(q, now_ms, &format!("```\n{commands}\n```")), rows: Vec::new() }
+}
+
+/// The message of a resolved question: its text with the outcome, and no components.
+pub fn resolved(q: &Question, now_ms: i64) -> String {
+    let base = content(q, now_ms, "");
+    let base = base.split("\n-# ").next().unwrap_or_default().to_owned();
+    shorten(&format!("{base}\n{}", escape(&q.outcome_line())), MAX_CONTENT)
+}
+
+fn rows(q: &Question) -> Vec<Vec<Component>> {
+    let id = q.id;
+    let decline = button("Decline", format!("/decline {id}"), Style::Danger);
+    match q.kind {
+        Kind::Confirm => vec![vec![
+            button("Yes", format!("/answer {id} yes"), Style::Primary),
+            button("No", format!("/answer {id} no"), Style::Secondary),
+        ]],
+        Kind::Approval => vec![vec![
+            button("Allow once", format!("/approve {id}"), Style::Primary),
+            button("Allow always", format!("/approve {id} always"), Style::Secondary),
+            button("Reject", format!("/deny {id}"), Style::Danger),
+            button("Reject with note…", format!("/note {id}"), Style::Danger),
+        ]],
+        Kind::Question => {
+            let mut actions = Vec::new();
+            if q.allow_custom {
+                let label = if q.options.is_empty() { "Answer…" } else { "Other…" };
+                actions.push(button(label, format!("/other {id}"), Style::Secondary));
+            }
+            actions.push(decline);
+            let mut rows = Vec::new();
+            let max_buttons = (MAX_ROWS - 1) * MAX_BUTTONS_PER_ROW;
+            if q.multi {
+                let n = u8::try_from(q.options.len()).unwrap_or(u8::MAX);
+                rows.push(vec![select(q, 1, n)]);
+            } else if q.options.len() > max_buttons {
+                rows.push(vec![select(q, 1, 1)]);
+            } else {
+                for (chunk_start, chunk) in
+                    q.options.chunks(MAX_BUTTONS_PER_ROW).enumerate().map(|(i, c)| (i * MAX_BUTTONS_PER_ROW, c))
+                {
+                    rows.push(
+                        chunk
+                            .iter()
+                            .enumerate()
+                            .map(|(i, o)| button(o, format!("/answer {id} {}", chunk_start + i + 1), Style::Primary))
+                            .collect(),
+                    );
+                }
+            }
+            rows.push(actions);
+            rows
+        }
+    }
+}
+
+/// Whether a layout keeps every Discord limit.
+pub fn fits(layout: &Layout) -> bool {
+    layout.content.chars().count() <= MAX_CONTENT
+        && layout.rows.len() <= MAX_ROWS
+        && layout.rows.iter().all(|row| {
+            let selects = row.iter().filter(|c| matches!(c, Component::Select { .. })).count();
+            (selects == 0 && row.len() <= MAX_BUTTONS_PER_ROW || selects == 1 && row.len() == 1)
+                && row.iter().all(|c| match c {
+                    Component::Button { label, custom_id, .. } => {
+                        !custom_id.is_empty()
+                            && custom_id.len() <= MAX_CUSTOM_ID
+                            && label.chars().count() <= MAX_BUTTON_LABEL
+                    }
+                    Component::Select { custom_id, options, min, max, .. } => {
+                        custom_id.len() <= MAX_CUSTOM_ID
+                            && !options.is_empty()
+                            && options.len() <= MAX_SELECT_OPTIONS
+                            && *min >= 1
+                            && usize::from(*max) <= options.len()
+                            && min <= max
+                    }
+                })
+        })
+}
+
+/// The layout as serenity's builders.
+pub fn components(layout: &Layout) -> Vec<CreateActionRow> {
+    layout
+        .rows
+        .iter()
+        .map(|row| match row.as_slice() {
+            [Component::Select { custom_id, options, min, max, placeholder }] => {
+                let options = options.iter().map(|(label, value)| CreateSelectMenuOption::new(label, value)).collect();
+                CreateActionRow::SelectMenu(
+                    CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options })
+                        .min_values(*min)
+                        .max_values(*max)
+                        .placeholder(placeholder),
+                )
+            }
+            buttons => CreateActionRow::Buttons(
+                buttons
+                    .iter()
+                    .filter_map(|c| match c {
+                        Component::Button { label, custom_id, style } => {
+                            Some(CreateButton::new(custom_id).label(label).style(match style {
+                                Style::Primary => ButtonStyle::Primary,
+                                Style::Secondary => ButtonStyle::Secondary,
+                                Style::Danger => ButtonStyle::Danger,
+                            }))
+                        }
+                        Component::Select { .. } => None,
+                    })
+                    .collect(),
+            ),
+        })
+        .collect()
+}
+
+/// The modal "Other…" opens: its submit is `/answer <uuid> <text>`.
+pub fn other_modal(id: QuestionId, prompt: &str) -> CreateModal {
+    CreateModal::new(format!("/answer {id}"), clip(&format!("Answer: {prompt}"), 45)).components(vec![
+        CreateActionRow::InputText(
+            CreateInputText::new(InputTextStyle::Paragraph, "Your answer", "text").required(true),
+        ),
+    ])
+}
+
+/// The modal "Reject with note…" opens: its submit is `/deny <uuid> <text>`.
+pub fn note_modal(id: QuestionId) -> CreateModal {
+    CreateModal::new(format!("/deny {id}"), "Reject with a note").components(vec![CreateActionRow::InputText(
+        CreateInputText::new(InputTextStyle::Paragraph, "Why reject?", "text").required(true),
+    )])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::question::{Answerers, Ask, MAX_OPTIONS, Mode, RunId, Status};
+
+    fn question(ask: Ask) -> Question {
+        let ask = ask.validate().unwrap();
+        Question {
+            id: QuestionId::new(),
+            conversation: None,
+            run: RunId::new(),
+            step: 0,
+            mode: Mode::FollowUp,
+            kind: ask.kind,
+            fingerprint: ask.fingerprint(),
+            prompt: ask.prompt,
+            detail: ask.detail,
+            options: ask.options,
+            multi: ask.multi,
+            allow_custom: ask.allow_custom,
+            default: ask.default,
+            answerers: Answerers::Conversation,
+            created_at: 0,
+            expires_at: Some(60_000),
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        }
+    }
+
+    #[test]
+    fn every_layout_keeps_discords_limits_and_custom_ids_fit() {
+        let long = "ä".repeat(100);
+        for n in [0, 1, 5, 6, 19, 20, 21, MAX_OPTIONS] {
+            let options: Vec<String> = (0..n).map(|i| format!("{i} {}", &long[..150])).collect();
+            for (multi, custom) in [(false, false), (false, true), (true, false), (true, true)] {
+                if multi && n == 0 {
+                    continue;
+                }
+                let q = question(
+                    Ask::question(long.repeat(30))
+                        .detail(long.repeat(30))
+                        .options(options.clone())
+                        .multi(multi)
+                        .allow_custom(custom),
+                );
+                let layout = card(&q, 0);
+                assert!(fits(&layout), "{n} options, multi {multi}: {layout:?}");
+                assert!(!layout.rows.is_empty(), "{n} options, multi {multi} lost its controls");
+                // The serialised components, as serenity sends them.
+                let json: Value = serde_json::to_value(components(&layout)).unwrap();
+                for row in json.as_array().unwrap() {
+                    for c in row["components"].as_array().unwrap() {
+                        let id = c["custom_id"].as_str().unwrap();
+                        assert!(id.len() <= MAX_CUSTOM_ID && id.starts_with('/'), "{id}");
+                    }
+                }
+            }
+        }
+        for ask in [Ask::confirm("Sure?"), Ask::approval("rm -rf /")] {
+            assert!(fits(&card(&question(ask), 0)));
+        }
+    }
+
+    #[test]
+    fn up_to_twenty_options_are_buttons_and_more_use_a_select() {
+        let twenty: Vec<String> = (1..=20).map(|i| format!("o{i}")).collect();
+        let layout = card(&question(Ask::question("Pick").options(twenty)), 0);
+        assert_eq!(layout.rows.len(), 5);
+        assert!(matches!(&layout.rows[0][0], Component::Button { custom_id, .. } if custom_id.ends_with(" 1")));
+        let many: Vec<String> = (1..=21).map(|i| format!("o{i}")).collect();
+        let layout = card(&question(Ask::question("Pick").options(many)), 0);
+        assert!(matches!(&layout.rows[0][0], Component::Select { max: 1, .. }));
+    }
+
+    #[test]
+    fn multi_select_is_a_select_with_min_and_max() {
+        let q = question(Ask::question("Days?").options(["Mon", "Tue", "Wed"]).multi(true));
+        let layout = card(&q, 0);
+        let Component::Select { custom_id, min, max, options, .. } = &layout.rows[0][0] else { panic!("{layout:?}") };
+        assert_eq!(custom_id, &format!("/answer {}", q.id));
+        assert_eq!((*min, *max), (1, 3));
+        assert_eq!(options[2], ("Wed".to_owned(), "3".to_owned()));
+    }
+
+    #[test]
+    fn markdown_in_prompts_is_escaped() {
+        let q = question(Ask::question("Use *bold* _now_?"));
+        assert!(card(&q, 0).content.starts_with("**Use \\*bold\\* \\_now\\_?**"));
+    }
+}

@@ -1,0 +1,304 @@
+//! The Discord adapter: the real serenity client inside the real engine, against loopback
+//! servers that speak Discord's HTTP API and gateway.
+
+use std::sync::Arc;
+
+use askgate::channel::discord::{Discord, DiscordConfig};
+use askgate::clock::Clock;
+use askgate::engine::{Context, Engine, Resolver, Settings};
+use askgate::function::{Function, FunctionError, Functions};
+use askgate::question::{Ask, QuestionId, Status, Surface, UserRef};
+use askgate::store::{SqliteStore, Synchronous};
+use async_trait::async_trait;
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+
+use crate::fake_discord::FakeDiscord;
+use crate::support::{db_path, eventually, init_log};
+
+const ALICE: u64 = 100_000_000_000_000_101;
+const BOB: u64 = 100_000_000_000_000_102;
+const CHANNEL: u64 = 600_000_000_000_000_555;
+
+struct Multi;
+
+#[async_trait]
+impl Function for Multi {
+    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+        let picked = ctx.ask(Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true)).await?;
+        Ok(format!("Picked {}.", picked.list().join(" + ")))
+    }
+}
+
+fn functions() -> Functions {
+    let mut f = Functions::new();
+    for name in askgate::function::builtin_names() {
+        let (function, description) = askgate::function::builtin(name).unwrap();
+        f.insert(*name, description, function);
+    }
+    f.insert("multi", "multi-select", Arc::new(Multi));
+    f
+}
+
+struct Dc {
+    engine: Engine,
+    serving: JoinHandle<()>,
+}
+
+impl Dc {
+    async fn start(dir: &TempDir, api: &str, fake: &FakeDiscord) -> Self {
+        init_log();
+        let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
+        let engine = Engine::new(Arc::new(store), functions(), Settings::default(), Clock::system());
+        let discord =
+            Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, Clock::system());
+        engine.attach(discord.clone());
+        engine.start().await.unwrap();
+        let (e, stop) = (engine.clone(), engine.stopping());
+        let serving = tokio::spawn(async move { discord.serve(e, stop).await.unwrap() });
+        fake.connected().await;
+        Self { engine, serving }
+    }
+
+    async fn stop(self) {
+        self.engine.stopping().cancel();
+        self.serving.await.unwrap();
+        self.engine.shutdown().await;
+    }
+}
+
+async fn setup() -> (TempDir, FakeDiscord, String, Dc) {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeDiscord::start().await;
+    let dc = Dc::start(&dir, &url, &fake).await;
+    (dir, fake, url, dc)
+}
+
+/// (label or placeholder, custom_id) of every component of a message.
+fn components(message: &Value) -> Vec<(String, String)> {
+    message["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            let label = c["label"].as_str().or(c["placeholder"].as_str()).unwrap_or_default().to_owned();
+            (label, c["custom_id"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+fn custom_id(message: &Value, label: &str) -> String {
+    components(message).into_iter().find(|(l, _)| l == label).unwrap_or_else(|| panic!("no {label} in {message}")).1
+}
+
+fn id_of(message: &Value) -> u64 {
+    message["id"].as_str().unwrap().parse().unwrap()
+}
+
+fn question_id(message: &Value) -> QuestionId {
+    components(message)[0].1.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Waits until a card was edited to show `needle` with its components gone.
+async fn retracted(fake: &FakeDiscord, message: u64, needle: &str) -> Value {
+    eventually(|| async {
+        let m = fake.bot_message(message);
+        (m["content"].as_str().unwrap().contains(needle) && m["components"].as_array().is_none_or(|c| c.is_empty()))
+            .then_some(m)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_demo_runs_by_clicking_buttons() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library for date formatting?", 1).await;
+    let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["dayjs", "date-fns", "luxon", "Other…", "Decline"]);
+    let click = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "date-fns"));
+    let response = fake.callback(click).await;
+    assert_eq!(response["type"], 7, "the card is updated in place: {response}");
+    assert!(response["data"]["content"].as_str().unwrap().contains("✅ date\\-fns — discord:"), "{response}");
+    assert_eq!(response["data"]["components"], serde_json::json!([]));
+    let confirm = fake.sent("Archive all 87 emails?", 1).await;
+    fake.click(ALICE, CHANNEL, id_of(&confirm), &custom_id(&confirm, "Yes"));
+    fake.sent("Using date\\-fns for dates; archived 87 emails.", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn typed_commands_plain_replies_and_replies_to_the_card_work() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    fake.message(ALICE, CHANNEL, &format!("/answer {} 3", &question_id(&card).to_string()[..5]), None);
+    retracted(&fake, id_of(&card), "✅ luxon").await;
+    let confirm = fake.sent("Archive all 87 emails?", 1).await;
+    fake.message(ALICE, CHANNEL, "no", Some(id_of(&confirm)));
+    fake.sent("left the 87 emails where they are", 1).await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 2).await;
+    fake.message(ALICE, CHANNEL, "2", None);
+    retracted(&fake, id_of(&card), "✅ date\\-fns").await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn multi_select_goes_through_a_select_menu() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run multi", None);
+    let card = fake.sent("Which days?", 1).await;
+    let select = &card["components"][0]["components"][0];
+    assert_eq!(
+        (select["type"].as_u64(), select["min_values"].as_u64(), select["max_values"].as_u64()),
+        (Some(3), Some(1), Some(3))
+    );
+    let interaction = fake.select(ALICE, CHANNEL, id_of(&card), select["custom_id"].as_str().unwrap(), &["1", "3"]);
+    assert_eq!(fake.callback(interaction).await["type"], 7);
+    fake.sent("Picked Mon + Wed.", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn free_text_and_reject_with_a_note_go_through_modals() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let open = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Other…"));
+    let modal = fake.callback(open).await;
+    assert_eq!(modal["type"], 9, "a modal opens: {modal}");
+    let submit = modal["data"]["custom_id"].as_str().unwrap().to_owned();
+    assert_eq!(submit, format!("/answer {}", question_id(&card)));
+    let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &submit, "moment.js");
+    assert_eq!(fake.callback(submitted).await["type"], 7);
+    retracted(&fake, id_of(&card), "✅ moment.js").await;
+
+    fake.message(ALICE, CHANNEL, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm \\-rf build/", 1).await;
+    let open = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Reject with note…"));
+    let modal = fake.callback(open).await;
+    let submit = modal["data"]["custom_id"].as_str().unwrap().to_owned();
+    assert!(submit.starts_with("/deny "), "{submit}");
+    fake.submit_modal(ALICE, CHANNEL, id_of(&card), &submit, "not on a Friday");
+    fake.sent(
+        "Rejected: did not run `rm -rf build/` (not on a Friday)"
+            .replace('-', "\\-")
+            .replace('`', "\\`")
+            .replace('(', "\\(")
+            .replace(')', "\\)")
+            .as_str(),
+        1,
+    )
+    .await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let dayjs = custom_id(&card, "dayjs");
+    let refused = fake.click(BOB, CHANNEL, id_of(&card), &dayjs);
+    let response = fake.callback(refused).await;
+    assert_eq!(response["type"], 4);
+    assert_eq!(response["data"]["flags"], 64, "ephemeral: {response}");
+    assert_eq!(response["data"]["content"], "Not yours to answer.");
+    let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    assert_eq!(q.status, Status::Pending);
+
+    let first = fake.click(ALICE, CHANNEL, id_of(&card), &dayjs);
+    assert_eq!(fake.callback(first).await["type"], 7);
+    fake.sent("Archive all 87 emails?", 1).await;
+    // The same interaction again (a gateway replay), and a second click.
+    fake.redeliver_click(first, ALICE, CHANNEL, id_of(&card), &dayjs);
+    let second = fake.click(ALICE, CHANNEL, id_of(&card), &dayjs);
+    let response = fake.callback(second).await;
+    assert_eq!(response["data"]["flags"], 64);
+    assert!(response["data"]["content"].as_str().unwrap().starts_with("Already answered"), "{response}");
+    let confirms = fake
+        .calls("/messages")
+        .iter()
+        .filter(|(m, _, b)| m == "POST" && b["content"].as_str().unwrap_or("").contains("Archive all 87"))
+        .count();
+    assert_eq!(confirms, 1, "the run resumed once");
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_elsewhere_removes_the_components_through_rest() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), via: Surface::Api, operator: true };
+    dc.engine.resolve(&q, "dayjs", &operator).await.unwrap();
+    retracted(&fake, id_of(&card), "✅ dayjs — api:ops via api").await;
+    assert!(fake.calls("/messages/").iter().any(|(m, _, b)| m == "PATCH" && b["components"] == serde_json::json!([])));
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn a_click_after_a_restart_still_resumes_the_run() {
+    let (dir, fake, url, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    dc.stop().await;
+    let dc = Dc::start(&dir, &url, &fake).await;
+    let click = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "luxon"));
+    assert_eq!(fake.callback(click).await["type"], 7);
+    fake.sent("Archive all 87 emails?", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn a_dropped_gateway_and_a_reconnect_request_lose_nothing() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let before = fake.sessions();
+    fake.drop_connection();
+    eventually(|| async { (fake.sessions() != before).then_some(()) }).await;
+    fake.connected().await;
+    fake.message(ALICE, CHANNEL, "2", None);
+    retracted(&fake, id_of(&card), "✅ date\\-fns").await;
+    let confirm = fake.sent("Archive all 87 emails?", 1).await;
+    let before = fake.sessions();
+    fake.request_reconnect();
+    eventually(|| async { (fake.sessions() != before).then_some(()) }).await;
+    fake.connected().await;
+    fake.click(ALICE, CHANNEL, id_of(&confirm), &custom_id(&confirm, "Yes"));
+    fake.sent("archived 87 emails", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn the_run_application_command_starts_a_run() {
+    let (_dir, fake, _, dc) = setup().await;
+    eventually(|| async { (!fake.calls("applications/").is_empty()).then_some(()) }).await;
+    let command = fake.run_command(ALICE, CHANNEL, "demo");
+    let response = fake.callback(command).await;
+    assert_eq!((response["type"].as_u64(), response["data"]["flags"].as_u64()), (Some(4), Some(64)));
+    fake.sent("Which library", 1).await;
+    let unknown = fake.run_command(ALICE, CHANNEL, "nothing");
+    assert!(fake.callback(unknown).await["data"]["content"].as_str().unwrap().contains("No function named"));
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn rate_limited_sends_are_retried_and_nothing_is_lost() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.fail_next(2);
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    fake.sent("Which library", 1).await;
+    let posts = fake
+        .calls("/messages")
+        .iter()
+        .filter(|(m, _, b)| m == "POST" && b["content"].as_str().unwrap_or("").contains("Which library"))
+        .count();
+    assert_eq!(posts, 3, "two refused, one delivered");
+    dc.stop().await;
+}
