@@ -303,3 +303,35 @@ pub(super) async fn get_run(
     let run = state.engine.store().run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
     Ok(axum::Json(json!({ "run": run })).into_response())
 }
+
+#[derive(Deserialize)]
+pub(super) struct GrantsQuery {
+    conversation: Option<String>,
+}
+
+pub(super) async fn grants(
+    _: Operator,
+    State(state): State<AppState>,
+    Query(query): Query<GrantsQuery>,
+) -> Result<Response, ApiError> {
+    let conversation = query
+        .conversation
+        .as_deref()
+        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(e.to_string())))
+        .transpose()?;
+    let grants = state.engine.store().grants(conversation.as_ref()).await?;
+    Ok(axum::Json(json!({ "grants": grants })).into_response())
+}
+
+pub(super) async fn revoke_grant(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let now = state.engine.clock().now_ms();
+    if state.engine.store().revoke_grant(&id, now).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::not_found(format!("no live grant `{}`", id.chars().take(40).collect::<String>())))
+    }
+}

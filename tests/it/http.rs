@@ -419,3 +419,26 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     assert_eq!(*bad.lock().unwrap(), 0, "every outbound message was signed");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn allow_always_grants_are_listed_and_revocable() {
+    let app = App::start("", Env::default()).await;
+    let (status, body) = app
+        .post("/api/questions", json!({"conversation": "telegram:5", "kind": "approval", "prompt": "deploy prod"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["id"].as_str().unwrap();
+    app.post(&format!("/api/questions/{id}/reply"), json!({"value": "always"})).await;
+    let (_, list) = app.get("/api/grants?conversation=telegram:5").await;
+    let grants = list["grants"].as_array().unwrap().clone();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0]["action"], "deploy prod");
+    let grant = grants[0]["id"].as_str().unwrap();
+    let r = app.client.delete(app.url(&format!("/api/grants/{grant}"))).bearer_auth(&app.token).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let r = app.client.delete(app.url(&format!("/api/grants/{grant}"))).bearer_auth(&app.token).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND, "a revoked grant is gone");
+    let (_, list) = app.get("/api/grants").await;
+    assert!(list["grants"].as_array().unwrap().is_empty());
+    app.stop().await;
+}
