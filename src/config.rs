@@ -395,24 +395,13 @@ impl Config {
             {
                 return Err(bad(&key("api_url"), format!("`{url}` is not an http(s) URL")));
             }
-            let answerers = match c.answerers.as_deref() {
-                None | Some("initiator") => AnswerersPolicy::Initiator,
-                Some("conversation") => AnswerersPolicy::Conversation,
-                Some(other) => {
-                    return Err(bad(&key("answerers"), format!("`{other}` is not `initiator` or `conversation`")));
-                }
+            let rules = Rules {
+                answerers: c.answerers.as_deref(),
+                allowed_users: &c.allowed_users,
+                default_function: c.default_function.as_ref(),
             };
-            let allowed_users = c
-                .allowed_users
-                .iter()
-                .map(|u| {
-                    let full = if u.contains(':') { u.clone() } else { format!("{name}:{u}") };
-                    UserRef::parse(&full).map_err(|e| bad(&key("allowed_users"), e.to_string()))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let default_function =
-                check_function(&names, c.default_function.as_ref()).map_err(|m| bad(&key("default_function"), m))?;
-            channels.insert(name.to_owned(), ChannelPolicy { answerers, allowed_users, default_function });
+            let policy = rules.policy(&format!("{name}:"), &names).map_err(|(k, m)| bad(&key(k), m))?;
+            channels.insert(name.to_owned(), policy);
             let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
                 (None, None, None) => None,
                 _ if name != "telegram" => {
@@ -453,24 +442,13 @@ impl Config {
             if w.secret_env.is_empty() {
                 return Err(bad(&key("secret_env"), "is empty".to_owned()));
             }
-            let answerers = match w.answerers.as_deref() {
-                None | Some("initiator") => AnswerersPolicy::Initiator,
-                Some("conversation") => AnswerersPolicy::Conversation,
-                Some(other) => {
-                    return Err(bad(&key("answerers"), format!("`{other}` is not `initiator` or `conversation`")));
-                }
+            let rules = Rules {
+                answerers: w.answerers.as_deref(),
+                allowed_users: &w.allowed_users,
+                default_function: w.default_function.as_ref(),
             };
-            let allowed_users = w
-                .allowed_users
-                .iter()
-                .map(|u| {
-                    UserRef::parse(&format!("webhook:{name}:{u}"))
-                        .map_err(|e| bad(&key("allowed_users"), e.to_string()))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let default_function =
-                check_function(&names, w.default_function.as_ref()).map_err(|m| bad(&key("default_function"), m))?;
-            channels.insert(format!("webhook:{name}"), ChannelPolicy { answerers, allowed_users, default_function });
+            let policy = rules.policy(&format!("webhook:{name}:"), &names).map_err(|(k, m)| bad(&key(k), m))?;
+            channels.insert(format!("webhook:{name}"), policy);
             webhooks.push(WebhookSpec { name: name.clone(), url: w.url.clone(), secret_env: w.secret_env.clone() });
         }
 
@@ -536,6 +514,34 @@ impl Config {
             states.push((format!("webhook:{}", w.name), state));
         }
         states
+    }
+}
+
+/// The rule keys every chat channel shares.
+struct Rules<'a> {
+    answerers: Option<&'a str>,
+    allowed_users: &'a [String],
+    default_function: Option<&'a String>,
+}
+
+impl Rules<'_> {
+    /// The channel's policy; user ids without a channel get `user_prefix`. Errors name the key.
+    fn policy(&self, user_prefix: &str, names: &[&str]) -> Result<ChannelPolicy, (&'static str, String)> {
+        let answerers = match self.answerers {
+            None | Some("initiator") => AnswerersPolicy::Initiator,
+            Some("conversation") => AnswerersPolicy::Conversation,
+            Some(other) => return Err(("answerers", format!("`{other}` is not `initiator` or `conversation`"))),
+        };
+        let allowed_users = self
+            .allowed_users
+            .iter()
+            .map(|u| {
+                let full = if u.starts_with(user_prefix) { u.clone() } else { format!("{user_prefix}{u}") };
+                UserRef::parse(&full).map_err(|e| ("allowed_users", e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let default_function = check_function(names, self.default_function).map_err(|m| ("default_function", m))?;
+        Ok(ChannelPolicy { answerers, allowed_users, default_function })
     }
 }
 

@@ -640,7 +640,7 @@ impl Engine {
         let run = Run {
             id: RunId::new(),
             function: "api".to_owned(),
-            conversation: Some(conversation.clone()),
+            conversation: Some(conversation),
             initiator: asker,
             input: String::new(),
             mode: Mode::External,
@@ -650,28 +650,8 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        let question = Question {
-            id: QuestionId::new(),
-            conversation: Some(conversation),
-            run: run.id,
-            step: 0,
-            mode: Mode::External,
-            kind: ask.kind,
-            fingerprint: ask.fingerprint(),
-            prompt: ask.prompt,
-            detail: ask.detail,
-            options: ask.options,
-            multi: ask.multi,
-            allow_custom: ask.allow_custom,
-            default: ask.default,
-            answerers: ask.answerers.unwrap_or(Answerers::Conversation),
-            created_at: now,
-            expires_at: self.deadline(ask.timeout, now),
-            status: Status::Pending,
-            outcome: None,
-            answered_by: None,
-            answered_via: None,
-        };
+        let expires_at = self.deadline(ask.timeout, now);
+        let question = ask.pending(&run, 0, Answerers::Conversation, now, expires_at);
         self.inner.store.ask(&run, &question).await?;
         self.emit(Event::Run(run));
         self.announce(&question);

@@ -154,6 +154,15 @@ impl axum::extract::FromRequestParts<AppState> for Operator {
     }
 }
 
+/// An optional `conversation` parameter.
+fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Conversation>, ApiError> {
+    value
+        .map(|c| {
+            crate::question::Conversation::parse(c).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))
+        })
+        .transpose()
+}
+
 /// Checks the bearer token; returns who is acting (the operator, via the API or the page).
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError> {
     let given = headers

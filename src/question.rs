@@ -416,6 +416,22 @@ pub enum Timeout {
     Never,
 }
 
+impl Timeout {
+    /// A timeout as JSON gives it (the process protocol, the API): a positive number of
+    /// seconds, `"never"`, or null/absent for the default.
+    ///
+    /// # Errors
+    /// A message naming the value.
+    pub fn from_json(value: Option<&Value>) -> Result<Self, String> {
+        match value {
+            None | Some(Value::Null) => Ok(Self::Default),
+            Some(Value::String(s)) if s == "never" => Ok(Self::Never),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => Ok(Self::Seconds(n.as_u64().unwrap_or(1))),
+            Some(other) => Err(format!("timeout {other} is not a positive number of seconds or \"never\"")),
+        }
+    }
+}
+
 /// What a function asks, before validation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ask {
@@ -662,6 +678,40 @@ impl ValidAsk {
         }
     }
 
+    /// The pending question this ask becomes as step `step` of `run`, answerable by
+    /// `answerers` (when the ask names none), asked at `now` and expiring at `expires_at`.
+    pub fn pending(
+        self,
+        run: &crate::run::Run,
+        step: u32,
+        answerers: Answerers,
+        now: i64,
+        expires_at: Option<i64>,
+    ) -> Question {
+        Question {
+            id: QuestionId::new(),
+            conversation: run.conversation.clone(),
+            run: run.id,
+            step,
+            mode: run.mode,
+            kind: self.kind,
+            fingerprint: self.fingerprint(),
+            answerers: self.answerers.unwrap_or(answerers),
+            prompt: self.prompt,
+            detail: self.detail,
+            options: self.options,
+            multi: self.multi,
+            allow_custom: self.allow_custom,
+            default: self.default,
+            created_at: now,
+            expires_at,
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_via: None,
+        }
+    }
+
     /// The replay fingerprint: a hash of kind, prompt and options.
     pub fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
@@ -748,6 +798,25 @@ impl Question {
         }
         line
     }
+}
+
+/// A pending question of a throwaway run, for unit tests of rendering and matching.
+#[cfg(test)]
+pub(crate) fn test_question(ask: Ask) -> Question {
+    let run = crate::run::Run {
+        id: RunId::new(),
+        function: "test".into(),
+        conversation: None,
+        initiator: UserRef::parse("test:user").unwrap(),
+        input: String::new(),
+        mode: Mode::FollowUp,
+        status: crate::run::RunStatus::Waiting,
+        says: 0,
+        result: None,
+        created_at: 0,
+        updated_at: 0,
+    };
+    ask.validate().unwrap().pending(&run, 0, Answerers::Conversation, 0, Some(60_000))
 }
 
 #[cfg(test)]

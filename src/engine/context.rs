@@ -233,30 +233,8 @@ impl Context {
         };
         let engine = self.engine.clone();
         let now = engine.now_ms();
-        let answerers = ask.answerers.clone().unwrap_or_else(|| engine.default_answerers(&self.run));
         let expires_at = engine.deadline(ask.timeout, now);
-        let mut question = Question {
-            id: QuestionId::new(),
-            conversation: Some(conversation.clone()),
-            run: self.run.id,
-            step,
-            mode: self.run.mode,
-            kind: ask.kind,
-            fingerprint: ask.fingerprint(),
-            prompt: ask.prompt,
-            detail: ask.detail,
-            options: ask.options,
-            multi: ask.multi,
-            allow_custom: ask.allow_custom,
-            default: ask.default,
-            answerers,
-            created_at: now,
-            expires_at,
-            status: Status::Pending,
-            outcome: None,
-            answered_by: None,
-            answered_via: None,
-        };
+        let mut question = ask.pending(&self.run, step, engine.default_answerers(&self.run), now, expires_at);
         if question.kind == Kind::Approval
             && let Some(grant) = engine.inner.store.find_grant(&conversation, &question.prompt).await?
         {

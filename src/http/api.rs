@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, JsonBody, Operator};
+use super::{ApiError, AppState, JsonBody, Operator, conversation_param};
 use crate::engine::{ExternalAskError, StartError};
 use crate::question::{
     Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
@@ -43,11 +43,7 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let conversation = query
-        .conversation
-        .as_deref()
-        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(e.to_string())))
-        .transpose()?;
+    let conversation = conversation_param(query.conversation.as_deref())?;
     let questions = match query.status.as_deref() {
         None | Some("pending") => state.engine.store().pending(conversation.as_ref()).await?,
         Some("all") => state.engine.store().list_questions(conversation.as_ref(), None, 100).await?,
@@ -269,11 +265,7 @@ pub(super) async fn start_run(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
-    let conversation = body
-        .conversation
-        .as_deref()
-        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(format!("conversation: {e}"))))
-        .transpose()?;
+    let conversation = conversation_param(body.conversation.as_deref())?;
     let refused = |e: StartError| match e {
         StartError::UnknownFunction(_) => ApiError::not_found(e.to_string()),
         StartError::NotAllowed => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
@@ -314,11 +306,7 @@ pub(super) async fn grants(
     State(state): State<AppState>,
     Query(query): Query<GrantsQuery>,
 ) -> Result<Response, ApiError> {
-    let conversation = query
-        .conversation
-        .as_deref()
-        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(e.to_string())))
-        .transpose()?;
+    let conversation = conversation_param(query.conversation.as_deref())?;
     let grants = state.engine.store().grants(conversation.as_ref()).await?;
     Ok(axum::Json(json!({ "grants": grants })).into_response())
 }

@@ -13,7 +13,7 @@ use futures_util::stream;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{ApiError, AppState, Operator};
+use super::{ApiError, AppState, Operator, conversation_param};
 use crate::engine::Event;
 use crate::question::Conversation;
 
@@ -41,11 +41,7 @@ pub(super) async fn stream(
     State(state): State<AppState>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Response, ApiError> {
-    let conversation = query
-        .conversation
-        .as_deref()
-        .map(|c| Conversation::parse(c).map_err(|e| ApiError::bad_request(e.to_string())))
-        .transpose()?;
+    let conversation = conversation_param(query.conversation.as_deref())?;
     // Subscribe first: a question asked while the backlog is read arrives twice at worst
     // (clients key cards by id), never not at all.
     let live = state.engine.subscribe();

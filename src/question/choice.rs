@@ -213,32 +213,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::question::{Answerers, Ask, Mode, QuestionId, RunId, Status};
+    use crate::question::Ask;
 
     fn question(ask: Ask) -> Question {
-        let ask = ask.validate().unwrap();
-        Question {
-            id: QuestionId::new(),
-            conversation: None,
-            run: RunId::new(),
-            step: 0,
-            mode: Mode::FollowUp,
-            kind: ask.kind,
-            fingerprint: ask.fingerprint(),
-            prompt: ask.prompt,
-            detail: ask.detail,
-            options: ask.options,
-            multi: ask.multi,
-            allow_custom: ask.allow_custom,
-            default: ask.default,
-            answerers: Answerers::Conversation,
-            created_at: 0,
-            expires_at: None,
-            status: Status::Pending,
-            outcome: None,
-            answered_by: None,
-            answered_via: None,
-        }
+        crate::question::test_question(ask)
     }
 
     fn libs(custom: bool) -> Question {

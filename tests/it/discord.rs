@@ -5,41 +5,19 @@ use std::sync::Arc;
 
 use askgate::channel::discord::{Discord, DiscordConfig};
 use askgate::clock::Clock;
-use askgate::engine::{Context, Engine, Resolver, Settings};
-use askgate::function::{Function, FunctionError, Functions};
-use askgate::question::{Ask, QuestionId, Status, Surface, UserRef};
+use askgate::engine::{Engine, Resolver, Settings};
+use askgate::question::{QuestionId, Status, Surface, UserRef};
 use askgate::store::{SqliteStore, Synchronous};
-use async_trait::async_trait;
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
 use crate::fake_discord::FakeDiscord;
-use crate::support::{db_path, eventually, init_log};
+use crate::support::{channel_functions, db_path, eventually, init_log};
 
 const ALICE: u64 = 100_000_000_000_000_101;
 const BOB: u64 = 100_000_000_000_000_102;
 const CHANNEL: u64 = 600_000_000_000_000_555;
-
-struct Multi;
-
-#[async_trait]
-impl Function for Multi {
-    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
-        let picked = ctx.ask(Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true)).await?;
-        Ok(format!("Picked {}.", picked.list().join(" + ")))
-    }
-}
-
-fn functions() -> Functions {
-    let mut f = Functions::new();
-    for name in askgate::function::builtin_names() {
-        let (function, description) = askgate::function::builtin(name).unwrap();
-        f.insert(*name, description, function);
-    }
-    f.insert("multi", "multi-select", Arc::new(Multi));
-    f
-}
 
 struct Dc {
     engine: Engine,
@@ -50,7 +28,7 @@ impl Dc {
     async fn start(dir: &TempDir, api: &str, fake: &FakeDiscord) -> Self {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), functions(), Settings::default(), Clock::system());
+        let engine = Engine::new(Arc::new(store), channel_functions(), Settings::default(), Clock::system());
         let discord =
             Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, Clock::system());
         engine.attach(discord.clone());

@@ -4,22 +4,12 @@ use std::sync::Arc;
 
 use askgate::clock::Clock;
 use askgate::engine::{ChannelPolicy, Inbound, Settings};
-use askgate::function::Functions;
 use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
 use serde_json::json;
 use tempfile::TempDir;
 
 use crate::support::*;
-
-fn builtins() -> Functions {
-    let mut f = Functions::new();
-    for name in askgate::function::builtin_names() {
-        let (function, description) = askgate::function::builtin(name).unwrap();
-        f.insert(*name, description, function);
-    }
-    f
-}
 
 async fn demo_waiting() -> (Harness, Question) {
     let h = Harness::new(builtins()).await;

@@ -23,6 +23,39 @@ pub const ALICE: &str = "test:alice";
 /// Someone else in the room.
 pub const BOB: &str = "test:bob";
 
+/// The built-in functions, registered under their own names.
+pub fn builtins() -> Functions {
+    let mut f = Functions::new();
+    for name in askgate::function::builtin_names() {
+        let (function, description) = askgate::function::builtin(name).unwrap();
+        f.insert(*name, description, function);
+    }
+    f
+}
+
+/// Asks a multi-select question and reports the picks (for channel tests).
+pub struct Multi;
+
+#[async_trait]
+impl askgate::function::Function for Multi {
+    async fn call(
+        &self,
+        ctx: &mut askgate::engine::Context,
+        _: &str,
+    ) -> Result<String, askgate::function::FunctionError> {
+        let ask = askgate::question::Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true);
+        let picked = ctx.ask(ask).await?;
+        Ok(format!("Picked {}.", picked.list().join(" + ")))
+    }
+}
+
+/// The built-ins and `multi`.
+pub fn channel_functions() -> Functions {
+    let mut f = builtins();
+    f.insert("multi", "multi-select", Arc::new(Multi));
+    f
+}
+
 /// Logs to stderr when TEST_LOG=1.
 pub fn init_log() {
     if std::env::var_os("TEST_LOG").is_some() {

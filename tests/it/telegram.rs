@@ -6,43 +6,20 @@ use std::sync::Arc;
 
 use askgate::channel::telegram::{Telegram, TelegramConfig, Updates};
 use askgate::clock::Clock;
-use askgate::engine::{ChannelPolicy, Context, Engine, Resolver, Settings};
-use askgate::function::{Function, FunctionError, Functions};
-use askgate::question::{Ask, Conversation, QuestionId, Status, Surface, UserRef};
+use askgate::engine::{ChannelPolicy, Engine, Resolver, Settings};
+use askgate::question::{Conversation, QuestionId, Status, Surface, UserRef};
 use askgate::run::RunStatus;
 use askgate::store::{SqliteStore, Synchronous};
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
 use crate::fake_telegram::FakeTelegram;
-use crate::support::{db_path, eventually, init_log};
+use crate::support::{channel_functions, db_path, eventually, init_log};
 
 const ALICE: i64 = 42;
 const BOB: i64 = 43;
 const GROUP: i64 = -100_123;
-
-/// Asks a multi-select question and reports the picks.
-struct Multi;
-
-#[async_trait]
-impl Function for Multi {
-    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
-        let picked = ctx.ask(Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true)).await?;
-        Ok(format!("Picked {}.", picked.list().join(" + ")))
-    }
-}
-
-fn functions() -> Functions {
-    let mut f = Functions::new();
-    for name in askgate::function::builtin_names() {
-        let (function, description) = askgate::function::builtin(name).unwrap();
-        f.insert(*name, description, function);
-    }
-    f.insert("multi", "multi-select", Arc::new(Multi));
-    f
-}
 
 /// askgate with only the Telegram channel, aimed at the fake.
 struct Tg {
@@ -58,7 +35,7 @@ impl Tg {
     async fn start_with_clock(dir: &TempDir, api: &str, updates: Updates, settings: Settings, clock: Clock) -> Self {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), functions(), settings, clock.clone());
+        let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
         let config =
             TelegramConfig { token: "123:fake".into(), api_url: Some(api.to_owned()), updates: updates.clone() };
         let telegram = Telegram::new(&config, clock).unwrap();

@@ -278,32 +278,10 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::question::{Answerers, Ask, MAX_OPTIONS, Mode, RunId, Status};
+    use crate::question::{Ask, MAX_OPTIONS};
 
     fn question(ask: Ask) -> Question {
-        let ask = ask.validate().unwrap();
-        Question {
-            id: QuestionId::new(),
-            conversation: None,
-            run: RunId::new(),
-            step: 0,
-            mode: Mode::FollowUp,
-            kind: ask.kind,
-            fingerprint: ask.fingerprint(),
-            prompt: ask.prompt,
-            detail: ask.detail,
-            options: ask.options,
-            multi: ask.multi,
-            allow_custom: ask.allow_custom,
-            default: ask.default,
-            answerers: Answerers::Conversation,
-            created_at: 0,
-            expires_at: Some(60_000),
-            status: Status::Pending,
-            outcome: None,
-            answered_by: None,
-            answered_via: None,
-        }
+        crate::question::test_question(ask)
     }
 
     #[test]
