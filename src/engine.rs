@@ -96,9 +96,6 @@ pub enum StartError {
     /// askgate is shutting down.
     #[error("askgate is shutting down")]
     ShuttingDown,
-    /// The store failed.
-    #[error("storage failed")]
-    Store(#[from] StoreError),
 }
 
 /// Who is resolving a question.
@@ -295,7 +292,7 @@ impl Engine {
         input: String,
         mode: Mode,
     ) -> Result<RunId, StartError> {
-        let run = self.new_run(function, conversation, user, input, mode).await?;
+        let run = self.new_run(function, conversation, user, input, mode)?;
         let id = run.id;
         let engine = self.clone();
         self.inner.runs.spawn(async move {
@@ -315,14 +312,14 @@ impl Engine {
         user: UserRef,
         input: String,
     ) -> Result<Run, StartError> {
-        let run = self.new_run(function, conversation, user, input, Mode::Blocking).await?;
+        let run = self.new_run(function, conversation, user, input, Mode::Blocking)?;
         let engine = self.clone();
         let handle = self.inner.runs.spawn(async move { engine.invoke(run, Vec::new()).await });
         handle.await.map_err(|_| StartError::ShuttingDown)
     }
 
     /// Checks that the run may start.
-    async fn new_run(
+    fn new_run(
         &self,
         function: &str,
         conversation: Option<Conversation>,

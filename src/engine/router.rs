@@ -209,7 +209,6 @@ impl Engine {
             self.start_run(function, Some(inbound.conversation.clone()), inbound.user.clone(), input, mode).await;
         Ok(match started {
             Ok(_) => Response::default(),
-            Err(StartError::Store(e)) => return Err(e),
             Err(e @ StartError::UnknownFunction(_)) => {
                 Response::say(format!("{}. /help lists the functions.", capitalise(&e.to_string())))
             }

@@ -270,7 +270,6 @@ pub(super) async fn start_run(
         StartError::UnknownFunction(_) => ApiError::not_found(e.to_string()),
         StartError::NotAllowed => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
         StartError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", e.to_string()),
-        StartError::Store(e) => e.into(),
     };
     if body.wait {
         let run =
