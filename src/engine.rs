@@ -721,13 +721,55 @@ impl Engine {
     }
 }
 
-/// One channel's delivery worker: cards, retractions and text in the order they were queued.
+/// How many lanes a channel's deliveries are spread over.
+const LANES: usize = 16;
+
+impl Outbound {
+    fn conversation(&self) -> Option<&Conversation> {
+        match self {
+            Self::Card(q) | Self::Retract(q) => q.conversation.as_ref(),
+            Self::Text(c, _) => Some(c),
+        }
+    }
+}
+
+/// One channel's deliveries, spread over lanes by conversation: each conversation's cards,
+/// retractions and text go out in the order they were queued, and a conversation that the
+/// platform paces (Telegram: about one message a second per chat) holds up only its lane.
 async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
+    let mut lanes = Vec::with_capacity(LANES);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..LANES {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tasks.spawn(lane(store.clone(), channel.clone(), rx));
+        lanes.push(tx);
+    }
+    while let Some(message) = queue.recv().await {
+        let lane = message.conversation().map_or(0, |c| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(c, &mut hasher);
+            usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0)
+        });
+        if lanes[lane].send(message).is_err() {
+            tracing::error!(channel = channel.name(), "a delivery lane stopped; a message was not delivered");
+        }
+    }
+    // The queue closed at shutdown: let every lane finish what it holds.
+    drop(lanes);
+    while let Some(done) = tasks.join_next().await {
+        if let Err(e) = done {
+            tracing::error!(channel = channel.name(), error = %e, "a delivery lane failed");
+        }
+    }
+}
+
+/// One lane: deliveries in the order they were queued.
+async fn lane(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
     // Cards shown lately, so that a retraction rarely reads them back from the store.
-    let mut shown: Recent<Vec<Delivery>> = Recent::new(4096);
+    let mut shown: Recent<Vec<Delivery>> = Recent::new(512);
     // Questions resolved before their card went out (possible when a resolution races the
     // announcement): their card is not shown at all.
-    let mut closed: Recent<()> = Recent::new(1024);
+    let mut closed: Recent<()> = Recent::new(128);
     while let Some(message) = queue.recv().await {
         match message {
             Outbound::Card(question) => {

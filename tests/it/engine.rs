@@ -394,3 +394,58 @@ async fn a_run_without_a_human_gets_cancelled_no_human() {
     let run = h.engine.run_to_end("headless", None, alice(), String::new()).await.unwrap();
     assert_eq!(run.result.as_deref(), Some("no_human"));
 }
+
+/// A channel whose texts to `gate:slow` wait until the test lets them through.
+struct Gate {
+    open: tokio::sync::Semaphore,
+    cards: Mutex<Vec<askgate::question::Question>>,
+}
+
+#[async_trait]
+impl askgate::channel::Channel for Gate {
+    fn name(&self) -> &'static str {
+        "gate"
+    }
+
+    async fn show_question(
+        &self,
+        question: &askgate::question::Question,
+    ) -> Result<Vec<askgate::store::Delivery>, askgate::channel::ChannelError> {
+        self.cards.lock().unwrap().push(question.clone());
+        Ok(Vec::new())
+    }
+
+    async fn retract(
+        &self,
+        _: &askgate::question::Question,
+        _: &[askgate::store::Delivery],
+    ) -> Result<(), askgate::channel::ChannelError> {
+        Ok(())
+    }
+
+    async fn send_text(
+        &self,
+        conversation: &askgate::question::Conversation,
+        _: &str,
+    ) -> Result<(), askgate::channel::ChannelError> {
+        if conversation.as_str() == "gate:slow" {
+            let _ = self.open.acquire().await.unwrap();
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let gate = Arc::new(Gate { open: tokio::sync::Semaphore::new(0), cards: Mutex::new(Vec::new()) });
+    h.engine.attach(gate.clone());
+    let slow = askgate::question::Conversation::parse("gate:slow").unwrap();
+    h.engine.send_text(&slow, "held up".into());
+    let fast = askgate::question::Conversation::parse("gate:fast").unwrap();
+    h.engine.start_run("one", Some(fast), alice(), String::new(), askgate::question::Mode::FollowUp).await.unwrap();
+    let card = eventually(|| async { gate.cards.lock().unwrap().first().cloned() }).await;
+    assert_eq!(card.prompt, "Pick one", "the card went out while the other conversation was held up");
+    gate.open.add_permits(1);
+}
