@@ -2,7 +2,8 @@
 //! compared with the raw sqlx ceiling measured in the same run, plus memory and start-up with
 //! 100,000 pending questions, and resolve-to-resume latency.
 //!
-//! `cargo bench --bench cycles` (add `-- --quick` for a short run). Figures go to stdout.
+//! `cargo bench --bench cycles` (add `-- --quick` for a short run, `-- --single-only` for
+//! 5,000 one-conversation cycles alone, to profile). Figures go to stdout.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -244,6 +245,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    if args.iter().any(|a| a == "--single-only") {
+        let dir = tempfile::TempDir::new().unwrap();
+        runtime.block_on(async {
+            let (one, _) = cycles(dir.path(), 1, 5000).await;
+            println!("single {one:.0}/s");
+        });
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--probe") {
         runtime.block_on(startup_probe(&PathBuf::from(&args[i + 1])));
         return;

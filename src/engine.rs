@@ -127,7 +127,8 @@ struct Inner {
     functions: Functions,
     settings: Settings,
     clock: Clock,
-    channels: Mutex<HashMap<&'static str, mpsc::UnboundedSender<Outbound>>>,
+    /// Each attached channel's delivery lanes.
+    channels: Mutex<HashMap<&'static str, Vec<mpsc::UnboundedSender<Outbound>>>>,
     events: broadcast::Sender<Event>,
     waiters: Mutex<HashMap<QuestionId, oneshot::Sender<Outcome>>>,
     runs: TaskTracker,
@@ -162,9 +163,14 @@ impl Engine {
     /// Attaches a channel's outbound half: cards, retractions and text for conversations of
     /// `channel.name()` go to it, in order.
     pub fn attach(&self, channel: Arc<dyn Channel>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.inner.channels).insert(channel.name(), tx);
-        self.inner.workers.spawn(deliver(self.inner.store.clone(), channel, rx));
+        let lanes = (0..LANES)
+            .map(|_| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                self.inner.workers.spawn(lane(self.inner.store.clone(), channel.clone(), rx));
+                tx
+            })
+            .collect();
+        lock(&self.inner.channels).insert(channel.name(), lanes);
     }
 
     /// Recovers from the last stop and starts the timeout sweeper: blocking questions whose
@@ -452,11 +458,17 @@ impl Engine {
         let _ = self.inner.events.send(event);
     }
 
+    /// Queues a delivery on the lane of its conversation, so that each conversation's
+    /// deliveries keep their order and a conversation that the platform paces holds up only
+    /// its own lane.
     fn outbound(&self, conversation: &Conversation, message: Outbound) {
         let channels = lock(&self.inner.channels);
         match channels.get(conversation.channel()) {
-            Some(tx) => {
-                if tx.send(message).is_err() {
+            Some(lanes) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                std::hash::Hash::hash(conversation, &mut hasher);
+                let lane = usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0);
+                if lanes[lane].send(message).is_err() {
                     tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
                 }
             }
@@ -723,45 +735,6 @@ impl Engine {
 
 /// How many lanes a channel's deliveries are spread over.
 const LANES: usize = 16;
-
-impl Outbound {
-    fn conversation(&self) -> Option<&Conversation> {
-        match self {
-            Self::Card(q) | Self::Retract(q) => q.conversation.as_ref(),
-            Self::Text(c, _) => Some(c),
-        }
-    }
-}
-
-/// One channel's deliveries, spread over lanes by conversation: each conversation's cards,
-/// retractions and text go out in the order they were queued, and a conversation that the
-/// platform paces (Telegram: about one message a second per chat) holds up only its lane.
-async fn deliver(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
-    let mut lanes = Vec::with_capacity(LANES);
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..LANES {
-        let (tx, rx) = mpsc::unbounded_channel();
-        tasks.spawn(lane(store.clone(), channel.clone(), rx));
-        lanes.push(tx);
-    }
-    while let Some(message) = queue.recv().await {
-        let lane = message.conversation().map_or(0, |c| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(c, &mut hasher);
-            usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0)
-        });
-        if lanes[lane].send(message).is_err() {
-            tracing::error!(channel = channel.name(), "a delivery lane stopped; a message was not delivered");
-        }
-    }
-    // The queue closed at shutdown: let every lane finish what it holds.
-    drop(lanes);
-    while let Some(done) = tasks.join_next().await {
-        if let Err(e) = done {
-            tracing::error!(channel = channel.name(), error = %e, "a delivery lane failed");
-        }
-    }
-}
 
 /// One lane: deliveries in the order they were queued.
 async fn lane(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {

@@ -92,9 +92,12 @@ impl SqliteStore {
             .disable_statement_logging();
         let mut writer = options.connect().await?;
         sqlx::migrate!("./migrations").run(&mut writer).await?;
+        // No ping before each acquire: a reader on a local file does not go stale, and the ping
+        // is a round trip to the connection's thread, as costly as the read itself.
         let readers = SqlitePoolOptions::new()
             .min_connections(1)
             .max_connections(2)
+            .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
         let (writes, queue) = mpsc::unbounded_channel();

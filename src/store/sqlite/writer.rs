@@ -38,6 +38,17 @@ pub(super) enum Op {
     Close,
 }
 
+impl Op {
+    /// Whether the write is a single statement (so atomic without a transaction).
+    fn is_one_statement(&self) -> bool {
+        match self {
+            Self::Ask(_) => false,
+            Self::Resolve(r) => r.grant.is_none(),
+            _ => true,
+        }
+    }
+}
+
 /// What a write reports back.
 pub(super) enum Done {
     Unit,
@@ -92,12 +103,19 @@ async fn commit_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<
 }
 
 async fn run_script(conn: &mut SqliteConnection, batch: &[Job]) -> Result<Vec<Done>, StoreError> {
+    // A lone one-statement write is atomic by itself: without BEGIN and COMMIT the driver
+    // hands back one result instead of three.
+    let alone = matches!(batch, [job] if job.op.is_one_statement());
     let mut script = Script::default();
-    script.sql.push_str("BEGIN IMMEDIATE;\n");
+    if !alone {
+        script.sql.push_str("BEGIN IMMEDIATE;\n");
+    }
     for (i, job) in batch.iter().enumerate() {
         script.op(i, &job.op)?;
     }
-    script.sql.push_str("COMMIT;");
+    if !alone {
+        script.sql.push_str("COMMIT;");
+    }
     let rows = match sqlx::raw_sql(AssertSqlSafe(script.sql)).fetch_all(&mut *conn).await {
         Ok(rows) => rows,
         Err(e) => {
