@@ -136,6 +136,9 @@ struct Inner {
     stop: CancellationToken,
     sweeper_wake: Notify,
     metrics: metrics::Metrics,
+    /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
+    /// of these needs no read (after a restart, or once forgotten, the store has it all).
+    parked: Mutex<Recent<(Run, Vec<Question>)>>,
 }
 
 impl Engine {
@@ -156,6 +159,7 @@ impl Engine {
                 stop: CancellationToken::new(),
                 sweeper_wake: Notify::new(),
                 metrics: metrics::Metrics::default(),
+                parked: Mutex::new(Recent::new(4096)),
             }),
         }
     }
@@ -413,7 +417,7 @@ impl Engine {
         };
         let mut ctx = Context::new(self.clone(), run.clone(), journal);
         let result = entry.function.call(&mut ctx, &run.input).await;
-        let run = ctx.into_run();
+        let (run, journal) = ctx.into_parts();
         match result {
             Ok(reply) => {
                 if let Some(c) = &run.conversation
@@ -423,7 +427,12 @@ impl Engine {
                 }
                 self.end_run(run, RunStatus::Finished, reply).await
             }
-            Err(FunctionError::Ask(AskError::Pending { .. })) => Ok(run),
+            Err(FunctionError::Ask(AskError::Pending { question })) => {
+                if run.mode == Mode::FollowUp {
+                    lock(&self.inner.parked).insert(question, (run.clone(), journal));
+                }
+                Ok(run)
+            }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
                 self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
                 self.end_run(run, RunStatus::Cancelled, reason).await
@@ -529,7 +538,26 @@ impl Engine {
                     let _ = waiter.send(outcome);
                 }
             }
-            Mode::FollowUp => self.resume(question.run, Some(std::time::Instant::now())),
+            Mode::FollowUp => {
+                let resolved = std::time::Instant::now();
+                match lock(&self.inner.parked).remove(&question.id) {
+                    Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
+                        // The claim moved the stored run to `running`; this copy follows it.
+                        if let Some(last) = journal.last_mut() {
+                            *last = question.clone();
+                        }
+                        run.status = RunStatus::Running;
+                        run.updated_at = self.now_ms();
+                        let engine = self.clone();
+                        self.inner.runs.spawn(async move {
+                            engine.inner.metrics.resumed_after(resolved.elapsed());
+                            engine.emit(Event::Run(run.clone()));
+                            engine.invoke(run, journal).await;
+                        });
+                    }
+                    _ => self.resume(question.run, Some(resolved)),
+                }
+            }
             Mode::External => {
                 // The agent learns the outcome by polling; its run record ends here.
                 let engine = self.clone();

@@ -209,8 +209,8 @@ impl Context {
     }
 
     /// The final state of this invocation's run record, for the engine.
-    pub(super) fn into_run(self) -> Run {
-        self.run
+    pub(super) fn into_parts(self) -> (Run, Vec<Question>) {
+        (self.run, self.journal)
     }
 
     async fn outcome_of(&mut self, ask: ValidAsk) -> Result<Outcome, AskError> {
