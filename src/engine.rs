@@ -139,6 +139,41 @@ struct Inner {
     /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
     /// of these needs no read (after a restart, or once forgotten, the store has it all).
     parked: Mutex<Recent<(Run, Vec<Question>)>>,
+    /// How many turns are executing per conversation (not counting ones waiting on a person).
+    busy: Mutex<HashMap<Conversation, usize>>,
+    settled: Notify,
+}
+
+/// Counts a turn as executing in its conversation while it lives.
+struct Busy {
+    engine: Engine,
+    conversation: Option<Conversation>,
+}
+
+impl Busy {
+    fn new(engine: &Engine, conversation: Option<&Conversation>) -> Self {
+        engine.enter(conversation);
+        Self { engine: engine.clone(), conversation: conversation.cloned() }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.engine.leave(self.conversation.as_ref());
+    }
+}
+
+/// Marks an executing turn as waiting on a person while it lives.
+pub(crate) struct Waiting {
+    engine: Engine,
+    conversation: Option<Conversation>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // Executing again: the turn's own guard counts this back down when it ends.
+        self.engine.enter(self.conversation.as_ref());
+    }
 }
 
 impl Engine {
@@ -160,6 +195,8 @@ impl Engine {
                 sweeper_wake: Notify::new(),
                 metrics: metrics::Metrics::default(),
                 parked: Mutex::new(Recent::new(4096)),
+                busy: Mutex::new(HashMap::new()),
+                settled: Notify::new(),
             }),
         }
     }
@@ -192,7 +229,7 @@ impl Engine {
             match run.mode {
                 Mode::FollowUp => {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
-                    self.resume(run.id, None);
+                    self.resume(run.id, run.conversation.as_ref(), None);
                 }
                 Mode::Blocking => {
                     run.status = RunStatus::Failed;
@@ -305,10 +342,53 @@ impl Engine {
         let run = self.new_run(function, conversation, user, input, mode)?;
         let id = run.id;
         let engine = self.clone();
+        let busy = Busy::new(self, run.conversation.as_ref());
         self.inner.runs.spawn(async move {
             engine.invoke(run, Vec::new()).await;
+            drop(busy);
         });
         Ok(id)
+    }
+
+    /// Waits (at most `limit`) until no turn of a run is executing in `conversation`: every
+    /// run there has asked, finished, or waits on a person. The console uses it so that piped
+    /// input is read as a person would type it, after the question it answers was asked.
+    pub async fn settled(&self, conversation: &Conversation, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.inner.settled.notified();
+            if !lock(&self.inner.busy).contains_key(conversation) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn enter(&self, conversation: Option<&Conversation>) {
+        if let Some(c) = conversation {
+            *lock(&self.inner.busy).entry(c.clone()).or_default() += 1;
+        }
+    }
+
+    fn leave(&self, conversation: Option<&Conversation>) {
+        let Some(c) = conversation else { return };
+        let mut busy = lock(&self.inner.busy);
+        if let Some(n) = busy.get_mut(c) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                busy.remove(c);
+            }
+        }
+        drop(busy);
+        self.inner.settled.notify_waiters();
+    }
+
+    /// Marks the calling turn as waiting on a person until the guard is dropped.
+    pub(crate) fn waiting_on_a_person(&self, conversation: Option<&Conversation>) -> Waiting {
+        self.leave(conversation);
+        Waiting { engine: self.clone(), conversation: conversation.cloned() }
     }
 
     /// Runs `function` to its end in blocking mode and returns the finished run record.
@@ -324,7 +404,12 @@ impl Engine {
     ) -> Result<Run, StartError> {
         let run = self.new_run(function, conversation, user, input, Mode::Blocking)?;
         let engine = self.clone();
-        let handle = self.inner.runs.spawn(async move { engine.invoke(run, Vec::new()).await });
+        let busy = Busy::new(self, run.conversation.as_ref());
+        let handle = self.inner.runs.spawn(async move {
+            let run = engine.invoke(run, Vec::new()).await;
+            drop(busy);
+            run
+        });
         handle.await.map_err(|_| StartError::ShuttingDown)
     }
 
@@ -371,9 +456,11 @@ impl Engine {
     }
 
     /// Replays a follow-up run whose question was resolved (or that a stop interrupted).
-    fn resume(&self, run_id: RunId, resolved: Option<std::time::Instant>) {
+    fn resume(&self, run_id: RunId, conversation: Option<&Conversation>, resolved: Option<std::time::Instant>) {
         let engine = self.clone();
+        let busy = Busy::new(self, conversation);
         self.inner.runs.spawn(async move {
+            let _busy = busy;
             match engine.inner.store.run_with_journal(run_id).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
                     if let Some(at) = resolved {
@@ -549,13 +636,15 @@ impl Engine {
                         run.status = RunStatus::Running;
                         run.updated_at = self.now_ms();
                         let engine = self.clone();
+                        let busy = Busy::new(self, run.conversation.as_ref());
                         self.inner.runs.spawn(async move {
                             engine.inner.metrics.resumed_after(resolved.elapsed());
                             engine.emit(Event::Run(run.clone()));
                             engine.invoke(run, journal).await;
+                            drop(busy);
                         });
                     }
-                    _ => self.resume(question.run, Some(resolved)),
+                    _ => self.resume(question.run, question.conversation.as_ref(), Some(resolved)),
                 }
             }
             Mode::External => {

@@ -19,6 +19,9 @@ use crate::store::Delivery;
 /// The console's conversation and user id.
 pub const LOCAL: &str = "console:local";
 
+/// The longest the console waits for a run's turn before it reads the next line.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The longest line the console reads; longer lines are refused, not cut.
 const MAX_LINE: usize = 16 * 1024;
 
@@ -77,6 +80,9 @@ impl Console {
             if let Some(message) = response.text {
                 self.report(&message).await;
             }
+            // Read the next line only once the runs this one started or resumed have asked or
+            // ended, as a person would: piped input then answers the questions it follows.
+            engine.settled(&conversation, SETTLE_LIMIT).await;
         }
         tracing::info!("console input ended; the server keeps running");
     }

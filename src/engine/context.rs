@@ -267,7 +267,9 @@ impl Context {
                 }
                 engine.announce(&question);
                 self.awaiting = Some(question.id);
+                let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
+                drop(waiting);
                 self.awaiting = None;
                 question.outcome = Some(outcome.clone());
                 question.status = outcome.status();

@@ -255,3 +255,15 @@ async fn the_binary_serves_discord_when_its_token_is_set() {
     assert!(!card["components"].as_array().unwrap().is_empty());
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn piped_input_answers_the_questions_it_follows() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    // Everything at once, before askgate has asked anything: each line waits for the turn
+    // the line before it started.
+    served.type_line("/run demo\n2\nyes").await;
+    served.line("Using date-fns for dates; archived 87 emails.").await;
+    assert!(!served.stdout().contains("Nothing is waiting"), "{}", served.stdout());
+    assert_eq!(served.terminate().await.code(), Some(0));
+}
