@@ -82,7 +82,10 @@ impl Console {
             }
             // Read the next line only once the runs this one started or resumed have asked or
             // ended, as a person would: piped input then answers the questions it follows.
-            engine.settled(&conversation, SETTLE_LIMIT).await;
+            tokio::select! {
+                () = engine.settled(&conversation, SETTLE_LIMIT) => {}
+                () = stop.cancelled() => break,
+            }
         }
         tracing::info!("console input ended; the server keeps running");
     }
