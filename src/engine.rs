@@ -451,7 +451,7 @@ impl Engine {
         };
         // The run is first written when it first asks or ends: a run that does neither before
         // a crash was mid-flight, and nothing about it was promised to anyone.
-        self.emit(Event::Run(run.clone()));
+        self.emit(Event::RunStarted(run.clone()));
         Ok(run)
     }
 
@@ -466,7 +466,7 @@ impl Engine {
                     if let Some(at) = resolved {
                         engine.inner.metrics.resumed_after(at.elapsed());
                     }
-                    engine.emit(Event::Run(resume.run.clone()));
+                    engine.emit(Event::RunResumed(resume.run.clone()));
                     engine.invoke(resume.run, resume.journal).await;
                 }
                 Ok(Some(resume)) => {
@@ -482,7 +482,7 @@ impl Engine {
     /// something new, and record where it stands.
     async fn invoke(&self, run: Run, journal: Vec<Question>) -> Run {
         let id = run.id;
-        let mut final_run = match self.invoke_inner(run, journal).await {
+        let final_run = match self.invoke_inner(run, journal).await {
             Ok(run) => run,
             Err((mut run, e)) => {
                 tracing::error!(run = %id, error = %e, "a run could not be recorded");
@@ -491,7 +491,6 @@ impl Engine {
                 run
             }
         };
-        final_run.updated_at = final_run.updated_at.max(final_run.created_at);
         self.emit(Event::Run(final_run.clone()));
         final_run
     }
@@ -639,7 +638,7 @@ impl Engine {
                         let busy = Busy::new(self, run.conversation.as_ref());
                         self.inner.runs.spawn(async move {
                             engine.inner.metrics.resumed_after(resolved.elapsed());
-                            engine.emit(Event::Run(run.clone()));
+                            engine.emit(Event::RunResumed(run.clone()));
                             engine.invoke(run, journal).await;
                             drop(busy);
                         });
@@ -779,7 +778,7 @@ impl Engine {
         let expires_at = self.deadline(ask.timeout, now);
         let question = ask.pending(&run, 0, Answerers::Conversation, now, expires_at);
         self.inner.store.ask(&run, &question).await?;
-        self.emit(Event::Run(run));
+        self.emit(Event::RunStarted(run));
         self.announce(&question);
         Ok(question)
     }

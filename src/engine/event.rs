@@ -13,7 +13,11 @@ pub enum Event {
     Asked(Question),
     /// A question was resolved; its status says how.
     Resolved(Question),
-    /// A run started, ended its turn on a question, or ended for good.
+    /// A run started.
+    RunStarted(Run),
+    /// A follow-up run replays after an answer (or after a restart interrupted its turn).
+    RunResumed(Run),
+    /// A run ended its turn on a question, or ended for good; its status says which.
     Run(Run),
 }
 
@@ -28,10 +32,10 @@ impl Event {
                 Status::Expired => "question.expired",
                 Status::Cancelled => "question.cancelled",
             },
+            Self::RunStarted(_) => "run.started",
+            Self::RunResumed(_) => "run.resumed",
             Self::Run(r) => match r.status {
-                RunStatus::Running if r.created_at == r.updated_at => "run.started",
-                RunStatus::Running => "run.resumed",
-                RunStatus::Waiting => "run.waiting",
+                RunStatus::Running | RunStatus::Waiting => "run.waiting",
                 RunStatus::Finished => "run.finished",
                 RunStatus::Failed => "run.failed",
                 RunStatus::Cancelled => "run.cancelled",

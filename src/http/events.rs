@@ -26,7 +26,7 @@ fn concerns(event: &Event, conversation: Option<&Conversation>) -> bool {
     let Some(wanted) = conversation else { return true };
     let of = match event {
         Event::Asked(q) | Event::Resolved(q) => q.conversation.as_ref(),
-        Event::Run(r) => r.conversation.as_ref(),
+        Event::RunStarted(r) | Event::RunResumed(r) | Event::Run(r) => r.conversation.as_ref(),
     };
     of == Some(wanted)
 }

@@ -264,6 +264,7 @@ async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() 
     let seen = read_events(first, 5).await;
     let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names[0], "replay.done");
+    assert_eq!(names.iter().filter(|n| **n == "run.started").count(), 2, "each ask opens an external run: {names:?}");
     let asked: Vec<&str> =
         seen.iter().filter(|(n, _)| n == "question.asked").map(|(_, q)| q["id"].as_str().unwrap()).collect();
     assert_eq!(asked, [a.as_str(), b.as_str()], "{names:?}");
