@@ -5,7 +5,6 @@ use std::sync::Arc;
 use askgate::clock::Clock;
 use askgate::engine::{ChannelPolicy, Inbound, Settings};
 use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
-use askgate::run::{Run, RunStatus};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -93,26 +92,10 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
     }
 }
 
-fn stored_run(conversation: &str) -> Run {
-    Run {
-        id: RunId::new(),
-        function: "demo".into(),
-        conversation: Some(Conversation::parse(conversation).unwrap()),
-        initiator: alice(),
-        input: String::new(),
-        mode: Mode::FollowUp,
-        status: RunStatus::Waiting,
-        says: 0,
-        result: None,
-        created_at: T0,
-        updated_at: T0,
-    }
-}
-
 #[tokio::test]
 async fn ambiguous_and_foreign_ids_change_nothing() {
     let h = Harness::new(builtins()).await;
-    let run = stored_run(ROOM);
+    let run = waiting_run(ROOM, "");
     let a = stored_question("abcd1111-0000-4000-8000-000000000001", ROOM, run.id, 0);
     let b = stored_question("abcd2222-0000-4000-8000-000000000002", ROOM, run.id, 1);
     h.engine.store().ask(&run, &a).await.unwrap();
@@ -122,7 +105,7 @@ async fn ambiguous_and_foreign_ids_change_nothing() {
     let r = h.say(ALICE, "/answer ABCD1 1").await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?} (prefixes are case-insensitive)");
 
-    let other = stored_run("test:elsewhere");
+    let other = waiting_run("test:elsewhere", "");
     let foreign = stored_question("eeee3333-0000-4000-8000-000000000003", "test:elsewhere", other.id, 0);
     h.engine.store().ask(&other, &foreign).await.unwrap();
     for id in ["eeee3333", "eeee3333-0000-4000-8000-000000000003"] {

@@ -3,28 +3,16 @@
 
 use std::sync::Arc;
 
-use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
+use askgate::question::{Answerers, Ask, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
 use askgate::store::{Claim, Resolution, SqliteStore, Store, Synchronous};
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::support::{T0, alice, db_path};
+use crate::support::{T0, db_path, waiting_run};
 
 fn run(input: &str) -> Run {
-    Run {
-        id: RunId::new(),
-        function: "f".into(),
-        conversation: Some(Conversation::parse("test:room").unwrap()),
-        initiator: alice(),
-        input: input.into(),
-        mode: Mode::FollowUp,
-        status: RunStatus::Waiting,
-        says: 0,
-        result: None,
-        created_at: T0,
-        updated_at: T0,
-    }
+    waiting_run("test:room", input)
 }
 
 fn question(run: &Run, prompt: &str) -> Question {

@@ -23,6 +23,24 @@ pub const ALICE: &str = "test:alice";
 /// Someone else in the room.
 pub const BOB: &str = "test:bob";
 
+/// A follow-up run of alice's in `conversation`, waiting, with `input`: for tests that write
+/// to the store directly.
+pub fn waiting_run(conversation: &str, input: &str) -> askgate::run::Run {
+    askgate::run::Run {
+        id: askgate::question::RunId::new(),
+        function: "demo".into(),
+        conversation: Some(Conversation::parse(conversation).unwrap()),
+        initiator: alice(),
+        input: input.into(),
+        mode: askgate::question::Mode::FollowUp,
+        status: askgate::run::RunStatus::Waiting,
+        says: 0,
+        result: None,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
 /// The built-in functions, registered under their own names.
 pub fn builtins() -> Functions {
     let mut f = Functions::new();
