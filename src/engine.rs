@@ -109,6 +109,13 @@ pub struct Resolver {
     pub operator: bool,
 }
 
+impl Resolver {
+    /// Whether this resolver may answer `question`: one of its answerers, or the operator.
+    pub fn may_answer(&self, question: &Question) -> bool {
+        self.operator || question.answerers.admits(&self.user)
+    }
+}
+
 /// Things the channel workers deliver, in order per channel.
 enum Outbound {
     Card(Question),
@@ -671,7 +678,8 @@ impl Engine {
     /// # Errors
     /// Only when the store fails; every refusal is a [`Receipt`].
     pub async fn resolve(&self, question: &Question, choice: &str, resolver: &Resolver) -> Result<Receipt, StoreError> {
-        if !resolver.operator && !question.answerers.admits(&resolver.user) {
+        // Who is asking comes first: a non-answerer learns nothing about what would fit.
+        if !resolver.may_answer(question) {
             return Ok(Receipt::NotAuthorized { id: question.id });
         }
         let choice = match question.parse_choice(choice) {
@@ -679,7 +687,7 @@ impl Engine {
             Err(_) if !question.is_pending() => None,
             Err(e) => return Ok(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
         };
-        self.resolve_choice(question, choice, resolver).await
+        self.claim_choice(question, choice, resolver).await
     }
 
     /// As [`Engine::resolve`] with an already parsed choice (`None`: the attempt is compared
@@ -693,9 +701,19 @@ impl Engine {
         choice: Option<Choice>,
         resolver: &Resolver,
     ) -> Result<Receipt, StoreError> {
-        if !resolver.operator && !question.answerers.admits(&resolver.user) {
+        if !resolver.may_answer(question) {
             return Ok(Receipt::NotAuthorized { id: question.id });
         }
+        self.claim_choice(question, choice, resolver).await
+    }
+
+    /// The claim of an authorized resolver's choice.
+    async fn claim_choice(
+        &self,
+        question: &Question,
+        choice: Option<Choice>,
+        resolver: &Resolver,
+    ) -> Result<Receipt, StoreError> {
         let Some(choice) = choice else {
             return Ok(self.lost_receipt(question, None));
         };
@@ -840,10 +858,8 @@ impl Engine {
             if due.is_empty() {
                 return Ok(());
             }
-            for id in due {
-                let Some(question) = self.inner.store.question(id).await? else { continue };
-                let value = question.default.clone();
-                self.close(id, Outcome::Expired { value }).await?;
+            for question in due {
+                self.close(question.id, Outcome::Expired { value: question.default }).await?;
             }
         }
     }

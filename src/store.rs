@@ -140,7 +140,7 @@ pub trait Store: Send + Sync + 'static {
     /// question this resolves becomes `running` in the same write.
     async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError>;
     /// Pending questions whose deadline is at or before `now`, at most `limit`.
-    async fn due(&self, now: i64, limit: u32) -> Result<Vec<QuestionId>, StoreError>;
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// The earliest deadline of a pending question.
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
     /// Pending questions of blocking runs (their waiters are gone after a restart).

@@ -358,16 +358,18 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn due(&self, now: i64, limit: u32) -> Result<Vec<QuestionId>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? \
-             ORDER BY expires_at LIMIT ?",
-        )
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? \
+             ORDER BY expires_at LIMIT ?"
+        ))
         .bind(now)
         .bind(limit)
         .fetch_all(&self.readers)
         .await?;
-        rows.iter().map(|r| parse_col(r, "id")).collect()
+        questions(&rows)
     }
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
