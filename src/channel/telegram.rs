@@ -286,8 +286,8 @@ impl Telegram {
             return None;
         }
         if question.status != Status::Pending {
-            // Route it: the engine's receipt says how it was resolved.
-            return Some(format!("/answer {} 1", question.id));
+            self.answer(query, &format!("Already closed: {}", question.outcome_line()), false).await;
+            return None;
         }
         match action {
             "/toggle" => {

@@ -158,6 +158,10 @@ async fn multi_select_toggles_and_submits() {
     fake.press(ALICE, ALICE, id_of(&card), &data(&card_now, "Submit"));
     fake.sent("Picked Mon + Wed.", 1).await;
     edited(&fake, ALICE, id_of(&card), "✅ Mon, Wed").await;
+    // A stale toggle on the closed card changes nothing and says how it ended.
+    let stale = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Tue"));
+    let answer = fake.callback_answer(stale).await;
+    assert!(answer["text"].as_str().unwrap().starts_with("Already closed: ✅ Mon, Wed"), "{answer}");
     // Typed multi-select works as well.
     fake.text(ALICE, ALICE, "/run multi", None);
     let card = fake.sent("Which days?", 2).await;
