@@ -2,8 +2,9 @@
 //! compared with the raw sqlx ceiling measured in the same run, plus memory and start-up with
 //! 100,000 pending questions, and resolve-to-resume latency.
 //!
-//! `cargo bench --bench cycles` (add `-- --quick` for a short run, `-- --single-only` for
-//! 5,000 one-conversation cycles alone, to profile). Figures go to stdout.
+//! `cargo bench --bench cycles` (add `-- --quick` for a short run; to profile, `-- --single-only`
+//! runs 5,000 one-conversation cycles alone and `-- --many-only` 64 × 200 concurrent ones).
+//! Figures go to stdout.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -250,6 +251,14 @@ fn main() {
         runtime.block_on(async {
             let (one, _) = cycles(dir.path(), 1, 5000).await;
             println!("single {one:.0}/s");
+        });
+        return;
+    }
+    if args.iter().any(|a| a == "--many-only") {
+        let dir = tempfile::TempDir::new().unwrap();
+        runtime.block_on(async {
+            let (many, _) = cycles(dir.path(), 64, 200).await;
+            println!("64 conversations {many:.0}/s");
         });
         return;
     }
