@@ -10,8 +10,9 @@
 //! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts, and
 //!   matching a typed choice against a question.
 //! - [`run`]: the record of one invocation of a function across its replays.
-//! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite through sqlx
-//!   with one group-committing writer.
+//! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
+//!   through sqlx, with one group-committing writer that steps prepared statements on its own
+//!   thread.
 //! - [`command`]: the text command grammar every surface shares (button payloads included).
 //! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, webhook.
 //! - [`config`]: `channels.toml`, parsed into typed settings.

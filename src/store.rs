@@ -21,6 +21,14 @@ pub enum StoreError {
     /// The database refused or failed.
     #[error("database error")]
     Database(#[from] sqlx::Error),
+    /// SQLite refused or failed a write (the writer calls SQLite directly).
+    #[error("database error: {message} (SQLite code {code})")]
+    Sqlite {
+        /// SQLite's (extended) result code.
+        code: i32,
+        /// SQLite's message.
+        message: String,
+    },
     /// The schema could not be brought up to date.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),

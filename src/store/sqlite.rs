@@ -15,7 +15,6 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use super::{Claim, Delivery, Grant, Resolution, Resume, Store, StoreError};
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
@@ -57,15 +56,16 @@ macro_rules! run_columns {
     };
 }
 
+mod raw;
 mod writer;
 
-use writer::{Done, Job, Op, write_loop};
+use writer::{Done, Job, Op};
 
 /// SQLite through sqlx.
 pub struct SqliteStore {
     readers: SqlitePool,
     writes: mpsc::UnboundedSender<Job>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl SqliteStore {
@@ -101,8 +101,8 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await?;
         let (writes, queue) = mpsc::unbounded_channel();
-        let handle = tokio::spawn(write_loop(writer, queue));
-        Ok(Self { readers, writes, writer: Mutex::new(Some(handle)) })
+        let thread = writer::start(writer, queue).await?;
+        Ok(Self { readers, writes, writer: Mutex::new(Some(thread)) })
     }
 
     async fn write(&self, op: Op) -> Result<Done, StoreError> {
@@ -116,51 +116,95 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {detail}"))
 }
 
-fn parse_col<T: FromStr>(row: &SqliteRow, col: &str) -> Result<T, StoreError>
+/// A stored row's columns by name: sqlx's rows (reads) and the writer's (claims) alike.
+trait Columns {
+    /// A text column; `None` when NULL.
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
+    /// An integer column; `None` when NULL.
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
+
+    fn req_text(&self, col: &str) -> Result<String, StoreError> {
+        self.text(col)?.ok_or_else(|| corrupt(col, "missing"))
+    }
+
+    fn req_int(&self, col: &str) -> Result<i64, StoreError> {
+        self.int(col)?.ok_or_else(|| corrupt(col, "missing"))
+    }
+}
+
+impl Columns for SqliteRow {
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+impl Columns for raw::Row<'_> {
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        match self.get(col) {
+            Some(raw::Cell::Text(t)) => Ok(Some(t.clone())),
+            Some(raw::Cell::Null) => Ok(None),
+            Some(raw::Cell::Int(_)) => Err(corrupt(col, "an integer where text belongs")),
+            None => Err(corrupt(col, "no such column")),
+        }
+    }
+
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        match self.get(col) {
+            Some(raw::Cell::Int(i)) => Ok(Some(*i)),
+            Some(raw::Cell::Null) => Ok(None),
+            Some(raw::Cell::Text(_)) => Err(corrupt(col, "text where an integer belongs")),
+            None => Err(corrupt(col, "no such column")),
+        }
+    }
+}
+
+fn parse_col<T: FromStr>(row: &impl Columns, col: &str) -> Result<T, StoreError>
 where
     T::Err: std::fmt::Display,
 {
-    let text: String = row.try_get(col)?;
-    text.parse().map_err(|e| corrupt(col, e))
+    row.req_text(col)?.parse().map_err(|e| corrupt(col, e))
 }
 
-fn parse_opt<T: FromStr>(row: &SqliteRow, col: &str) -> Result<Option<T>, StoreError>
+fn parse_opt<T: FromStr>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError>
 where
     T::Err: std::fmt::Display,
 {
-    let text: Option<String> = row.try_get(col)?;
-    text.map(|t| t.parse().map_err(|e| corrupt(col, e))).transpose()
+    row.text(col)?.map(|t| t.parse().map_err(|e| corrupt(col, e))).transpose()
 }
 
-fn json_col<T: serde::de::DeserializeOwned>(row: &SqliteRow, col: &str) -> Result<Option<T>, StoreError> {
-    let text: Option<String> = row.try_get(col)?;
-    text.map(|t| serde_json::from_str(&t).map_err(|e| corrupt(col, e))).transpose()
+fn json_col<T: serde::de::DeserializeOwned>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError> {
+    row.text(col)?.map(|t| serde_json::from_str(&t).map_err(|e| corrupt(col, e))).transpose()
 }
 
-fn question_from_row(row: &SqliteRow) -> Result<Question, StoreError> {
-    let conversation: Option<String> = row.try_get("conversation")?;
+fn conversation_col(row: &impl Columns, col: &str) -> Result<Option<Conversation>, StoreError> {
+    row.text(col)?.map(|c| Conversation::parse(&c).map_err(|e| corrupt(col, e))).transpose()
+}
+
+fn question_from_row(row: &impl Columns) -> Result<Question, StoreError> {
     Ok(Question {
         id: parse_col(row, "id")?,
-        conversation: conversation
-            .map(|c| Conversation::parse(&c).map_err(|e| corrupt("conversation", e)))
-            .transpose()?,
+        conversation: conversation_col(row, "conversation")?,
         run: parse_col(row, "run_id")?,
-        step: row.try_get("step")?,
+        step: u32::try_from(row.req_int("step")?).map_err(|e| corrupt("step", e))?,
         mode: parse_col(row, "mode")?,
         kind: parse_col(row, "kind")?,
-        prompt: row.try_get("prompt")?,
-        detail: row.try_get("detail")?,
+        prompt: row.req_text("prompt")?,
+        detail: row.text("detail")?,
         options: json_col(row, "options")?.unwrap_or_default(),
-        multi: row.try_get("multi")?,
-        allow_custom: row.try_get("allow_custom")?,
+        multi: row.req_int("multi")? != 0,
+        allow_custom: row.req_int("allow_custom")? != 0,
         default: json_col(row, "default_json")?,
         answerers: json_col(row, "answerers")?.ok_or_else(|| corrupt("answerers", "missing"))?,
-        fingerprint: row.try_get("fingerprint")?,
-        created_at: row.try_get("created_at")?,
-        expires_at: row.try_get("expires_at")?,
+        fingerprint: row.req_text("fingerprint")?,
+        created_at: row.req_int("created_at")?,
+        expires_at: row.int("expires_at")?,
         status: parse_col(row, "status")?,
         outcome: json_col(row, "outcome")?,
-        answered_by: row.try_get("answered_by")?,
+        answered_by: row.text("answered_by")?,
         answered_via: parse_opt(row, "answered_via")?,
     })
 }
@@ -184,36 +228,32 @@ fn run_from_row(row: &SqliteRow) -> Result<Run, StoreError> {
 }
 
 /// A run from columns named `{prefix}id`, `{prefix}function`, ….
-fn run_from_row_prefixed(row: &SqliteRow, prefix: &str) -> Result<Run, StoreError> {
+fn run_from_row_prefixed(row: &impl Columns, prefix: &str) -> Result<Run, StoreError> {
     let col = |name: &str| format!("{prefix}{name}");
-    let conversation: Option<String> = row.try_get(col("conversation").as_str())?;
-    let initiator: String = row.try_get(col("initiator").as_str())?;
+    let initiator = row.req_text(&col("initiator"))?;
     Ok(Run {
         id: parse_col(row, &col("id"))?,
-        function: row.try_get(col("function").as_str())?,
-        conversation: conversation
-            .map(|c| Conversation::parse(&c).map_err(|e| corrupt("conversation", e)))
-            .transpose()?,
+        function: row.req_text(&col("function"))?,
+        conversation: conversation_col(row, &col("conversation"))?,
         initiator: UserRef::parse(&initiator).map_err(|e| corrupt("initiator", e))?,
-        input: row.try_get(col("input").as_str())?,
+        input: row.req_text(&col("input"))?,
         mode: parse_col(row, &col("mode"))?,
         status: parse_col(row, &col("status"))?,
-        says: row.try_get(col("says").as_str())?,
-        result: row.try_get(col("result").as_str())?,
-        created_at: row.try_get(col("created_at").as_str())?,
-        updated_at: row.try_get(col("updated_at").as_str())?,
+        says: u32::try_from(row.req_int(&col("says"))?).map_err(|e| corrupt("says", e))?,
+        result: row.text(&col("result"))?,
+        created_at: row.req_int(&col("created_at"))?,
+        updated_at: row.req_int(&col("updated_at"))?,
     })
 }
 
-fn grant_from_row(row: &SqliteRow) -> Result<Grant, StoreError> {
-    let conversation: String = row.try_get("conversation")?;
+fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
     Ok(Grant {
-        id: row.try_get("id")?,
-        conversation: Conversation::parse(&conversation).map_err(|e| corrupt("conversation", e))?,
-        action: row.try_get("action")?,
-        granted_by: row.try_get("granted_by")?,
+        id: row.req_text("id")?,
+        conversation: conversation_col(row, "conversation")?.ok_or_else(|| corrupt("conversation", "missing"))?,
+        action: row.req_text("action")?,
+        granted_by: row.req_text("granted_by")?,
         question: parse_col(row, "question_id")?,
-        created_at: row.try_get("created_at")?,
+        created_at: row.req_int("created_at")?,
     })
 }
 
@@ -472,8 +512,9 @@ impl Store for SqliteStore {
         let Some(writer) = self.writer.lock().await.take() else { return };
         // The writer commits everything queued before this job, then ends.
         let _ = self.write(Op::Close).await;
-        if let Err(e) = writer.await {
-            tracing::warn!(error = %e, "the store writer ended abnormally");
+        // The thread has answered the close, so it is ending; join it off the runtime.
+        if let Ok(Err(_)) = tokio::task::spawn_blocking(move || writer.join()).await {
+            tracing::warn!("the store writer ended abnormally");
         }
         self.readers.close().await;
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askgate::question::{Answerers, Ask, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
-use askgate::store::{Claim, Resolution, SqliteStore, Store, Synchronous};
+use askgate::store::{Claim, Resolution, SqliteStore, Store, StoreError, Synchronous};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -135,4 +135,19 @@ async fn a_bad_write_in_a_batch_fails_only_its_caller() {
     assert!(a.is_ok() != c.is_ok(), "{a:?} / {c:?}");
     assert_eq!(store.journal(r.id).await.unwrap().len(), 1);
     store.close().await;
+}
+
+#[tokio::test]
+async fn writes_after_close_are_refused_and_earlier_ones_are_kept() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let r = run("");
+    let q = question(&r, "Kept?");
+    store.ask(&r, &q).await.unwrap();
+    store.close().await;
+    let late = store.ask(&r, &question(&r, "Too late")).await;
+    assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
+    let reopened = open(&dir).await;
+    assert_eq!(reopened.journal(r.id).await.unwrap().len(), 1, "the write before the close was lost");
+    reopened.close().await;
 }

@@ -1,22 +1,19 @@
 //! The one writer: every write of the store goes through one connection, and the writes that
 //! arrive while a transaction runs are committed together in the next one (group commit).
 //!
-//! A batch is sent to SQLite as one SQL script (`BEGIN IMMEDIATE; …; COMMIT;`), so that it
-//! costs one round trip to the connection's thread however many writes it holds: with
-//! sqlx's SQLite driver each round trip is two thread hand-offs, which cost more than the
-//! statements themselves. Values are rendered as SQL literals by [`Script`], which quotes
-//! every text value (or hex-encodes it when it holds a NUL), so no input can change a
-//! statement's shape. Writes that need an answer (a claim, a first sighting) use `RETURNING`
-//! with the write's position in the batch, and the writer hands each caller its rows.
-
-use std::fmt::Write as _;
+//! The writer owns its connection on a thread of its own: it locks the SQLite handle out of
+//! sqlx once and steps statements it prepared once ([`super::raw`]), binding every value as
+//! a parameter. A batch costs one hand-off to this thread and one back per caller, however
+//! many writes it holds; before, each batch went to sqlx's worker thread as a script that
+//! SQLite had to parse again, and parsing was half of the writer's time.
 
 use serde_json::Value;
+use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;
-use sqlx::{AssertSqlSafe, Connection, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use super::question_from_row;
+use super::raw::{Db, Statement};
 use crate::question::{Conversation, Question};
 use crate::run::Run;
 use crate::store::{Delivery, Resolution, StoreError};
@@ -38,17 +35,6 @@ pub(super) enum Op {
     Close,
 }
 
-impl Op {
-    /// Whether the write is a single statement (so atomic without a transaction).
-    fn is_one_statement(&self) -> bool {
-        match self {
-            Self::Ask(_) => false,
-            Self::Resolve(r) => r.grant.is_none(),
-            _ => true,
-        }
-    }
-}
-
 /// What a write reports back.
 pub(super) enum Done {
     Unit,
@@ -63,22 +49,51 @@ pub(super) struct Job {
     pub(super) reply: oneshot::Sender<Result<Done, StoreError>>,
 }
 
-pub(super) async fn write_loop(mut conn: SqliteConnection, mut queue: mpsc::UnboundedReceiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut closing = None;
-    while closing.is_none() && queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if let Some(at) = batch.iter().position(|j| matches!(j.op, Op::Close)) {
-            closing = Some(batch.remove(at));
-            batch.truncate(at);
+/// Starts the writer thread on `conn`. Returns once its statements are prepared (or failed
+/// to prepare, which is an error of opening the store).
+pub(super) async fn start(
+    conn: SqliteConnection,
+    queue: mpsc::UnboundedReceiver<Job>,
+) -> Result<std::thread::JoinHandle<()>, StoreError> {
+    let (ready_tx, ready) = oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("askgate-writer".into())
+        .spawn(move || write_thread(conn, queue, ready_tx))
+        .map_err(|e| StoreError::Corrupt(format!("could not start the writer thread: {e}")))?;
+    ready.await.map_err(|_| StoreError::Closed)??;
+    Ok(thread)
+}
+
+fn write_thread(
+    mut conn: SqliteConnection,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    ready: oneshot::Sender<Result<(), StoreError>>,
+) {
+    let closing = match futures_executor::block_on(conn.lock_handle()) {
+        Ok(mut locked) => {
+            let db = Db::new(&mut locked);
+            match Statements::prepare(&db) {
+                Ok(mut statements) => {
+                    let _ = ready.send(Ok(()));
+                    serve(&mut statements, &mut queue)
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    None
+                }
+            }
         }
-        let results = commit_batch(&mut conn, &batch).await;
-        for (job, result) in batch.drain(..).zip(results) {
-            // A caller that stopped waiting no longer needs the answer; the write stands.
-            let _ = job.reply.send(result);
+        Err(e) => {
+            let _ = ready.send(Err(e.into()));
+            None
         }
-    }
+    };
     queue.close();
-    if let Err(e) = conn.close().await {
+    // Writes queued after the close (or after a failed start) are refused, not lost silently.
+    while let Ok(job) = queue.try_recv() {
+        let _ = job.reply.send(Err(StoreError::Closed));
+    }
+    if let Err(e) = futures_executor::block_on(conn.close()) {
         tracing::warn!(error = %e, "closing the writer connection failed");
     }
     if let Some(job) = closing {
@@ -86,301 +101,225 @@ pub(super) async fn write_loop(mut conn: SqliteConnection, mut queue: mpsc::Unbo
     }
 }
 
-/// Applies a batch in one transaction. If it fails, each write is retried in a transaction
-/// of its own, so that one bad write fails only its caller.
-async fn commit_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
-    match run_script(conn, batch).await {
-        Ok(results) => results.into_iter().map(Ok).collect(),
-        Err(e) if batch.len() == 1 => vec![Err(e)],
-        Err(_) => {
-            let mut results = Vec::with_capacity(batch.len());
-            for job in batch {
-                results.push(run_script(conn, std::slice::from_ref(job)).await.map(|mut r| r.remove(0)));
+/// Commits batches until the queue ends or a [`Op::Close`] arrives; returns that job.
+fn serve(statements: &mut Statements<'_, '_>, queue: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = queue.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
-            results
+        }
+        let closing = batch.iter().position(|j| matches!(j.op, Op::Close)).map(|at| {
+            let job = batch.remove(at);
+            // Writes queued after the close are refused by the caller of `serve`.
+            for late in batch.drain(at..) {
+                let _ = late.reply.send(Err(StoreError::Closed));
+            }
+            job
+        });
+        let results = statements.commit_batch(&batch);
+        for (job, result) in batch.drain(..).zip(results) {
+            // A caller that stopped waiting no longer needs the answer; the write stands.
+            let _ = job.reply.send(result);
+        }
+        if closing.is_some() {
+            return closing;
         }
     }
+    None
 }
 
-async fn run_script(conn: &mut SqliteConnection, batch: &[Job]) -> Result<Vec<Done>, StoreError> {
-    // A lone one-statement write is atomic by itself: without BEGIN and COMMIT the driver
-    // hands back one result instead of three.
-    let alone = matches!(batch, [job] if job.op.is_one_statement());
-    let mut script = Script::default();
-    if !alone {
-        script.sql.push_str("BEGIN IMMEDIATE;\n");
+/// Every statement the writer runs, prepared once.
+struct Statements<'d, 'h> {
+    begin: Statement<'d, 'h>,
+    commit: Statement<'d, 'h>,
+    rollback: Statement<'d, 'h>,
+    upsert_run: Statement<'d, 'h>,
+    insert_question: Statement<'d, 'h>,
+    claim: Statement<'d, 'h>,
+    insert_grant: Statement<'d, 'h>,
+    delivery: Statement<'d, 'h>,
+    revoke_grant: Statement<'d, 'h>,
+    seen: Statement<'d, 'h>,
+    says: Statement<'d, 'h>,
+}
+
+impl<'d, 'h> Statements<'d, 'h> {
+    fn prepare(db: &'d Db<'h>) -> Result<Self, StoreError> {
+        Ok(Self {
+            begin: db.prepare("BEGIN IMMEDIATE")?,
+            commit: db.prepare("COMMIT")?,
+            rollback: db.prepare("ROLLBACK")?,
+            upsert_run: db.prepare(concat!(
+                "INSERT INTO runs (",
+                run_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
+                 result = excluded.result, updated_at = excluded.updated_at"
+            ))?,
+            insert_question: db.prepare(concat!(
+                "INSERT INTO questions (",
+                question_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+            ))?,
+            // The schema's trigger moves a follow-up run back to `running` with the claim.
+            claim: db.prepare(concat!(
+                "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
+                 resolved_at = ?5 WHERE id = ?6 AND status = 'pending' RETURNING ",
+                question_columns!()
+            ))?,
+            insert_grant: db.prepare(
+                "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            delivery: db.prepare(
+                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+            )?,
+            revoke_grant: db.prepare("UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")?,
+            seen: db.prepare("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?1, ?2)")?,
+            says: db.prepare("UPDATE runs SET says = MAX(says, ?1) WHERE id = ?2")?,
+        })
     }
-    for (i, job) in batch.iter().enumerate() {
-        script.op(i, &job.op)?;
+
+    /// Applies a batch in one transaction. If it fails, each write is retried in a
+    /// transaction of its own, so that one bad write fails only its caller.
+    fn commit_batch(&mut self, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
+        match self.transaction(batch) {
+            Ok(results) => results.into_iter().map(Ok).collect(),
+            Err(e) if batch.len() == 1 => vec![Err(e)],
+            Err(_) => {
+                batch.iter().map(|job| self.transaction(std::slice::from_ref(job)).map(|mut r| r.remove(0))).collect()
+            }
+        }
     }
-    if !alone {
-        script.sql.push_str("COMMIT;");
-    }
-    let rows = match sqlx::raw_sql(AssertSqlSafe(script.sql)).fetch_all(&mut *conn).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            // A failed statement leaves the transaction open; end it before anything else.
-            if let Err(rollback) = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await {
+
+    fn transaction(&mut self, batch: &[Job]) -> Result<Vec<Done>, StoreError> {
+        self.begin.execute(&[])?;
+        let applied = batch.iter().map(|job| self.apply(&job.op)).collect::<Result<Vec<_>, _>>();
+        let committed = applied.and_then(|results| self.commit.execute(&[]).map(|_| results));
+        if committed.is_err() {
+            // A failed statement or commit leaves the transaction open; end it first.
+            if let Err(rollback) = self.rollback.execute(&[]) {
                 tracing::debug!(error = %rollback, "rollback after a failed batch");
             }
-            return Err(e.into());
         }
-    };
-    let mut results: Vec<Done> = batch
-        .iter()
-        .map(|job| match job.op {
-            Op::Resolve(_) => Done::Claimed(None),
-            Op::RevokeGrant(..) | Op::Seen(..) => Done::Flag(false),
-            _ => Done::Unit,
-        })
-        .collect();
-    for row in &rows {
-        let job: i64 = row.try_get("job")?;
-        match usize::try_from(job).ok().and_then(|j| results.get_mut(j)) {
-            Some(Done::Claimed(claimed)) => *claimed = Some(Box::new(question_from_row(row)?)),
-            Some(Done::Flag(flag)) => *flag = true,
-            _ => return Err(StoreError::Corrupt(format!("a batch returned an unexpected row for write {job}"))),
-        }
-    }
-    Ok(results)
-}
-
-/// A SQL script under construction, with values rendered as literals.
-#[derive(Default)]
-struct Script {
-    sql: String,
-}
-
-impl Script {
-    fn raw(&mut self, sql: &str) -> &mut Self {
-        self.sql.push_str(sql);
-        self
+        committed
     }
 
-    /// A text literal: quoted with `'` doubled; hex-encoded when it holds a NUL, which would
-    /// otherwise end the statement early.
-    fn text(&mut self, s: &str) -> &mut Self {
-        if s.contains('\0') {
-            self.sql.push_str("CAST(X'");
-            for b in s.bytes() {
-                let _ = write!(self.sql, "{b:02x}");
-            }
-            self.sql.push_str("' AS TEXT)");
-        } else {
-            self.sql.push('\'');
-            for c in s.chars() {
-                if c == '\'' {
-                    self.sql.push('\'');
-                }
-                self.sql.push(c);
-            }
-            self.sql.push('\'');
-        }
-        self
-    }
-
-    fn opt_text(&mut self, s: Option<&str>) -> &mut Self {
-        match s {
-            Some(s) => self.text(s),
-            None => self.raw("NULL"),
-        }
-    }
-
-    fn int(&mut self, i: i64) -> &mut Self {
-        let _ = write!(self.sql, "{i}");
-        self
-    }
-
-    fn opt_int(&mut self, i: Option<i64>) -> &mut Self {
-        match i {
-            Some(i) => self.int(i),
-            None => self.raw("NULL"),
-        }
-    }
-
-    fn json<T: serde::Serialize>(&mut self, value: &T) -> Result<&mut Self, StoreError> {
-        let text = serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        Ok(self.text(&text))
-    }
-
-    fn sep(&mut self) -> &mut Self {
-        self.raw(", ")
-    }
-
-    fn op(&mut self, job: usize, op: &Op) -> Result<(), StoreError> {
+    fn apply(&mut self, op: &Op) -> Result<Done, StoreError> {
         match op {
-            Op::SaveRun(run) => self.upsert_run(run),
+            Op::SaveRun(run) => {
+                self.upsert_run(run)?;
+                Ok(Done::Unit)
+            }
             Op::Ask(ask) => {
                 let (run, question) = &**ask;
-                self.upsert_run(run);
+                self.upsert_run(run)?;
                 self.insert_question(question)?;
+                Ok(Done::Unit)
             }
             Op::Resolve(r) => {
-                self.raw("UPDATE questions SET status = ")
-                    .text(r.outcome.status().as_str())
-                    .raw(", outcome = ")
-                    .json(&r.outcome)?
-                    .raw(", answered_by = ")
-                    .opt_text(r.by.as_deref())
-                    .raw(", answered_via = ")
-                    .text(r.via.as_str())
-                    .raw(", resolved_at = ")
-                    .int(r.at)
-                    .raw(" WHERE id = ")
-                    .text(&r.id.to_string())
-                    .raw(" AND status = 'pending' RETURNING ")
-                    .int(job as i64)
-                    .raw(concat!(" AS job, ", question_columns!(), ";\n"));
-                // The schema's trigger moves a follow-up run back to `running` with the claim.
+                let outcome = json(&r.outcome)?;
+                let id = r.id.to_string();
+                let rows = self.claim.query(&[
+                    r.outcome.status().as_str().into(),
+                    outcome.as_str().into(),
+                    r.by.as_deref().into(),
+                    r.via.as_str().into(),
+                    r.at.into(),
+                    id.as_str().into(),
+                ])?;
+                let Some(row) = rows.iter().next() else { return Ok(Done::Claimed(None)) };
+                let claimed = question_from_row(&row)?;
                 if let Some(g) = &r.grant {
-                    // changes() is the claim's: 1 when this attempt won.
-                    self.raw(
-                        "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) SELECT ",
-                    )
-                    .text(&g.id)
-                    .sep()
-                    .text(g.conversation.as_str())
-                    .sep()
-                    .text(&g.action)
-                    .sep()
-                    .text(&g.granted_by)
-                    .sep()
-                    .text(&g.question.to_string())
-                    .sep()
-                    .int(g.created_at)
-                    .raw(" WHERE changes() = 1;\n");
+                    let question = g.question.to_string();
+                    self.insert_grant.execute(&[
+                        g.id.as_str().into(),
+                        g.conversation.as_str().into(),
+                        g.action.as_str().into(),
+                        g.granted_by.as_str().into(),
+                        question.as_str().into(),
+                        g.created_at.into(),
+                    ])?;
                 }
+                Ok(Done::Claimed(Some(Box::new(claimed))))
             }
             Op::Delivery(d) => {
-                self.raw("INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, created_at) VALUES (")
-                    .text(&d.question.to_string())
-                    .sep()
-                    .text(&d.surface)
-                    .sep()
-                    .text(&d.chat)
-                    .sep()
-                    .text(&d.message)
-                    .raw(", CAST(unixepoch('subsec') * 1000 AS INTEGER));\n");
+                let question = d.question.to_string();
+                self.delivery.execute(&[
+                    question.as_str().into(),
+                    d.surface.as_str().into(),
+                    d.chat.as_str().into(),
+                    d.message.as_str().into(),
+                ])?;
+                Ok(Done::Unit)
             }
             Op::RevokeGrant(id, at) => {
-                self.raw("UPDATE grants SET revoked_at = ")
-                    .int(*at)
-                    .raw(" WHERE id = ")
-                    .text(id)
-                    .raw(" AND revoked_at IS NULL RETURNING ")
-                    .int(job as i64)
-                    .raw(" AS job;\n");
+                Ok(Done::Flag(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1))
             }
-            Op::Seen(key, at) => {
-                self.raw("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (")
-                    .text(key)
-                    .sep()
-                    .int(*at)
-                    .raw(") RETURNING ")
-                    .int(job as i64)
-                    .raw(" AS job;\n");
-            }
+            Op::Seen(key, at) => Ok(Done::Flag(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1)),
             Op::Says(run, says) => {
-                self.raw("UPDATE runs SET says = MAX(says, ")
-                    .int(i64::from(*says))
-                    .raw(") WHERE id = ")
-                    .text(run)
-                    .raw(";\n");
+                self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
+                Ok(Done::Unit)
             }
-            Op::Close => {}
+            Op::Close => Ok(Done::Unit),
         }
-        Ok(())
     }
 
-    fn upsert_run(&mut self, run: &Run) {
-        self.raw(concat!("INSERT INTO runs (", run_columns!(), ") VALUES ("))
-            .text(&run.id.to_string())
-            .sep()
-            .text(&run.function)
-            .sep()
-            .opt_text(run.conversation.as_ref().map(Conversation::as_str))
-            .sep()
-            .text(run.initiator.as_str())
-            .sep()
-            .text(&run.input)
-            .sep()
-            .text(run.mode.as_str())
-            .sep()
-            .text(run.status.as_str())
-            .sep()
-            .int(i64::from(run.says))
-            .sep()
-            .opt_text(run.result.as_deref())
-            .sep()
-            .int(run.created_at)
-            .sep()
-            .int(run.updated_at)
-            .raw(
-                ") ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
-                 result = excluded.result, updated_at = excluded.updated_at;\n",
-            );
+    fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
+        let id = run.id.to_string();
+        self.upsert_run.execute(&[
+            id.as_str().into(),
+            run.function.as_str().into(),
+            run.conversation.as_ref().map(Conversation::as_str).into(),
+            run.initiator.as_str().into(),
+            run.input.as_str().into(),
+            run.mode.as_str().into(),
+            run.status.as_str().into(),
+            i64::from(run.says).into(),
+            run.result.as_deref().into(),
+            run.created_at.into(),
+            run.updated_at.into(),
+        ])?;
+        Ok(())
     }
 
     fn insert_question(&mut self, q: &Question) -> Result<(), StoreError> {
-        self.raw(concat!("INSERT INTO questions (", question_columns!(), ") VALUES ("))
-            .text(&q.id.to_string())
-            .sep()
-            .opt_text(q.conversation.as_ref().map(Conversation::as_str))
-            .sep()
-            .text(&q.run.to_string())
-            .sep()
-            .int(i64::from(q.step))
-            .sep()
-            .text(q.mode.as_str())
-            .sep()
-            .text(q.kind.as_str())
-            .sep()
-            .text(&q.prompt)
-            .sep()
-            .opt_text(q.detail.as_deref())
-            .sep()
-            .json(&q.options)?
-            .sep()
-            .int(i64::from(q.multi))
-            .sep()
-            .int(i64::from(q.allow_custom))
-            .sep()
-            .opt_text(q.default.as_ref().map(Value::to_string).as_deref())
-            .sep()
-            .json(&q.answerers)?
-            .sep()
-            .text(&q.fingerprint)
-            .sep()
-            .int(q.created_at)
-            .sep()
-            .opt_int(q.expires_at)
-            .sep()
-            .text(q.status.as_str())
-            .sep();
-        match &q.outcome {
-            Some(o) => self.json(o)?,
-            None => self.raw("NULL"),
-        };
-        self.sep().opt_text(q.answered_by.as_deref()).sep().opt_text(q.answered_via.map(|v| v.as_str())).raw(");\n");
+        let (id, run) = (q.id.to_string(), q.run.to_string());
+        let options = json(&q.options)?;
+        let default = q.default.as_ref().map(Value::to_string);
+        let answerers = json(&q.answerers)?;
+        let outcome = q.outcome.as_ref().map(json).transpose()?;
+        self.insert_question.execute(&[
+            id.as_str().into(),
+            q.conversation.as_ref().map(Conversation::as_str).into(),
+            run.as_str().into(),
+            i64::from(q.step).into(),
+            q.mode.as_str().into(),
+            q.kind.as_str().into(),
+            q.prompt.as_str().into(),
+            q.detail.as_deref().into(),
+            options.as_str().into(),
+            i64::from(q.multi).into(),
+            i64::from(q.allow_custom).into(),
+            default.as_deref().into(),
+            answerers.as_str().into(),
+            q.fingerprint.as_str().into(),
+            q.created_at.into(),
+            q.expires_at.into(),
+            q.status.as_str().into(),
+            outcome.as_deref().into(),
+            q.answered_by.as_deref().into(),
+            q.answered_via.map(|v| v.as_str()).into(),
+        ])?;
         Ok(())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_literals_cannot_break_out_of_their_quotes() {
-        let mut s = Script::default();
-        s.text("it's'); DROP TABLE runs; --");
-        assert_eq!(s.sql, "'it''s''); DROP TABLE runs; --'");
-    }
-
-    #[test]
-    fn text_with_a_nul_is_hex_encoded() {
-        let mut s = Script::default();
-        s.text("a\0'");
-        assert_eq!(s.sql, "CAST(X'610027' AS TEXT)");
-    }
+fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
 }

@@ -1,0 +1,291 @@
+//! The few SQLite C calls the writer makes on the connection it locked out of sqlx
+//! ([`sqlx::sqlite::SqliteConnection::lock_handle`]): prepare a statement once, then bind,
+//! step and reset it for every write. Everything `unsafe` in askgate is in this file.
+//!
+//! Why not sqlx's own statements: with sqlx every statement is a round trip to the
+//! connection's worker thread, and a batch sent as one script is parsed again each time
+//! (parsing was half of the writer's time). Here the writer's own thread steps statements
+//! that were prepared once.
+
+use std::ffi::{CStr, c_char, c_int};
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+use libsqlite3_sys as ffi;
+use sqlx::sqlite::LockedSqliteHandle;
+
+use crate::store::StoreError;
+
+/// A value bound to a statement parameter (`?1`, `?2`, … in order).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Param<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(s: &'a str) -> Self {
+        Self::Text(s)
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(s: Option<&'a str>) -> Self {
+        s.map_or(Self::Null, Self::Text)
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(i: i64) -> Self {
+        Self::Int(i)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(i: Option<i64>) -> Self {
+        i.map_or(Self::Null, Self::Int)
+    }
+}
+
+/// A column value read back from a row.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Cell {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+/// Rows a statement returned, with their column names.
+#[derive(Debug, Default)]
+pub(super) struct Rows {
+    pub(super) names: Vec<String>,
+    pub(super) rows: Vec<Vec<Cell>>,
+}
+
+/// One row of [`Rows`].
+pub(super) struct Row<'r> {
+    names: &'r [String],
+    cells: &'r [Cell],
+}
+
+impl Rows {
+    pub(super) fn iter(&self) -> impl Iterator<Item = Row<'_>> {
+        self.rows.iter().map(|cells| Row { names: &self.names, cells })
+    }
+}
+
+impl Row<'_> {
+    /// The cell of column `name`, or `None` when the row has no such column.
+    pub(super) fn get(&self, name: &str) -> Option<&Cell> {
+        self.names.iter().position(|n| n == name).map(|i| &self.cells[i])
+    }
+}
+
+/// The writer's connection, borrowed from the lock sqlx handed out: while it lives, sqlx's
+/// worker thread for this connection waits, so this thread alone calls into it.
+pub(super) struct Db<'h> {
+    raw: NonNull<ffi::sqlite3>,
+    _lock: PhantomData<&'h mut ()>,
+}
+
+impl<'h> Db<'h> {
+    pub(super) fn new(locked: &'h mut LockedSqliteHandle<'_>) -> Self {
+        Self { raw: locked.as_raw_handle(), _lock: PhantomData }
+    }
+
+    /// Prepares `sql` (one statement) to be kept and run many times.
+    pub(super) fn prepare(&self, sql: &str) -> Result<Statement<'_, 'h>, StoreError> {
+        let len = c_int::try_from(sql.len()).map_err(|_| StoreError::Corrupt("statement too long".into()))?;
+        let mut stmt = ptr::null_mut();
+        let mut tail = ptr::null();
+        // SAFETY: the handle is valid and only this thread uses it while `self` lives; `sql`
+        // is valid for `len` bytes; the out-pointers are valid.
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v3(
+                self.raw.as_ptr(),
+                sql.as_ptr().cast::<c_char>(),
+                len,
+                ffi::SQLITE_PREPARE_PERSISTENT,
+                &raw mut stmt,
+                &raw mut tail,
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(self.error(rc));
+        }
+        let Some(stmt) = NonNull::new(stmt) else {
+            return Err(StoreError::Corrupt(format!("no statement in {sql:?}")));
+        };
+        let statement = Statement { stmt, db: self };
+        // SAFETY: a non-null `tail` points into `sql`, at or before its end.
+        let rest =
+            if tail.is_null() { sql.len() as isize } else { unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) } };
+        if usize::try_from(rest).is_ok_and(|r| sql.get(r..).is_some_and(|t| !t.trim().is_empty())) {
+            return Err(StoreError::Corrupt(format!("more than one statement in {sql:?}")));
+        }
+        Ok(statement)
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    fn changes(&self) -> u64 {
+        // SAFETY: the handle is valid.
+        let n = unsafe { ffi::sqlite3_changes64(self.raw.as_ptr()) };
+        u64::try_from(n).unwrap_or(0)
+    }
+
+    fn error(&self, code: c_int) -> StoreError {
+        // SAFETY: the handle is valid; the message is a NUL-terminated string owned by SQLite,
+        // copied before any other call.
+        let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.raw.as_ptr())) };
+        StoreError::Sqlite { code, message: message.to_string_lossy().into_owned() }
+    }
+}
+
+/// A prepared statement; finalized when dropped (before its [`Db`], which it borrows).
+pub(super) struct Statement<'d, 'h> {
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    db: &'d Db<'h>,
+}
+
+impl Statement<'_, '_> {
+    /// Runs the statement with `params`; returns how many rows it changed.
+    pub(super) fn execute(&mut self, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let mut run = self.bind(params)?;
+        while run.step()? {}
+        drop(run);
+        Ok(self.db.changes())
+    }
+
+    /// Runs the statement with `params`; returns the rows it produced.
+    pub(super) fn query(&mut self, params: &[Param<'_>]) -> Result<Rows, StoreError> {
+        let mut run = self.bind(params)?;
+        let mut rows = Rows::default();
+        while run.step()? {
+            if rows.names.is_empty() {
+                rows.names = run.names();
+            }
+            rows.rows.push(run.cells()?);
+        }
+        Ok(rows)
+    }
+
+    fn bind<'s>(&'s mut self, params: &'s [Param<'_>]) -> Result<Bound<'s>, StoreError> {
+        // From here on the statement is reset and its parameters cleared when `bound` drops,
+        // so no pointer into `params` outlives this call.
+        let bound = Bound { stmt: self.stmt, db: self.db.raw, _params: PhantomData };
+        for (i, param) in params.iter().enumerate() {
+            let index = c_int::try_from(i + 1).map_err(|_| StoreError::Corrupt("too many parameters".into()))?;
+            let stmt = self.stmt.as_ptr();
+            // SAFETY: the statement is valid; text is bound without a copy (SQLITE_STATIC)
+            // and stays borrowed until `bound` clears the bindings.
+            let rc = unsafe {
+                match *param {
+                    Param::Null => ffi::sqlite3_bind_null(stmt, index),
+                    Param::Int(v) => ffi::sqlite3_bind_int64(stmt, index, v),
+                    Param::Text(s) => ffi::sqlite3_bind_text64(
+                        stmt,
+                        index,
+                        s.as_ptr().cast::<c_char>(),
+                        s.len() as u64,
+                        ffi::SQLITE_STATIC(),
+                        ffi::SQLITE_UTF8 as u8,
+                    ),
+                }
+            };
+            if rc != ffi::SQLITE_OK {
+                return Err(self.db.error(rc));
+            }
+        }
+        Ok(bound)
+    }
+}
+
+impl Drop for Statement<'_, '_> {
+    fn drop(&mut self) {
+        // SAFETY: the statement is valid and not used after this.
+        unsafe { ffi::sqlite3_finalize(self.stmt.as_ptr()) };
+    }
+}
+
+/// A statement with parameters bound, being stepped.
+struct Bound<'s> {
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    db: NonNull<ffi::sqlite3>,
+    _params: PhantomData<&'s ()>,
+}
+
+impl Bound<'_> {
+    /// One step: `true` when it produced a row, `false` when it is done.
+    fn step(&mut self) -> Result<bool, StoreError> {
+        // SAFETY: the statement is valid and its parameters are alive.
+        match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
+            ffi::SQLITE_ROW => Ok(true),
+            ffi::SQLITE_DONE => Ok(false),
+            // SAFETY: the handle is valid; the message is copied at once.
+            code => Err(StoreError::Sqlite {
+                code,
+                message: unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.db.as_ptr())) }
+                    .to_string_lossy()
+                    .into_owned(),
+            }),
+        }
+    }
+
+    fn count(&self) -> c_int {
+        // SAFETY: the statement is valid.
+        unsafe { ffi::sqlite3_column_count(self.stmt.as_ptr()) }
+    }
+
+    fn names(&self) -> Vec<String> {
+        (0..self.count())
+            .map(|i| {
+                // SAFETY: `i` is a column of the statement; the name is NUL-terminated and copied
+                // at once. A null name (out of memory) reads as empty.
+                let name = unsafe { ffi::sqlite3_column_name(self.stmt.as_ptr(), i) };
+                if name.is_null() {
+                    String::new()
+                } else {
+                    unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+                }
+            })
+            .collect()
+    }
+
+    /// The current row's cells. Text is checked to be UTF-8, as askgate only writes text.
+    fn cells(&self) -> Result<Vec<Cell>, StoreError> {
+        let stmt = self.stmt.as_ptr();
+        (0..self.count())
+            .map(|i| {
+                // SAFETY: the statement has a current row and `i` is one of its columns; the
+                // text pointer is valid for `column_bytes` bytes until the next step, and is
+                // copied at once.
+                unsafe {
+                    match ffi::sqlite3_column_type(stmt, i) {
+                        ffi::SQLITE_NULL => Ok(Cell::Null),
+                        ffi::SQLITE_INTEGER => Ok(Cell::Int(ffi::sqlite3_column_int64(stmt, i))),
+                        _ => {
+                            let text = ffi::sqlite3_column_text(stmt, i);
+                            let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, i)).unwrap_or(0);
+                            let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
+                            String::from_utf8(bytes.to_vec())
+                                .map(Cell::Text)
+                                .map_err(|_| StoreError::Corrupt(format!("column {i} is not UTF-8 text")))
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Bound<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the statement is valid. Resetting ends its run (releasing what it holds in
+        // the database); clearing drops the pointers into the caller's parameters.
+        unsafe {
+            ffi::sqlite3_reset(self.stmt.as_ptr());
+            ffi::sqlite3_clear_bindings(self.stmt.as_ptr());
+        }
+    }
+}
