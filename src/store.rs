@@ -29,6 +29,25 @@ pub enum StoreError {
         /// SQLite's message.
         message: String,
     },
+    /// Another askgate holds the database: two on one file would both replay interrupted runs
+    /// and both expire questions.
+    #[error(
+        "another askgate ({holder}) is using the database {database}; stop it, or give this one a database of its own"
+    )]
+    InUse {
+        /// The database file.
+        database: String,
+        /// Who holds it: `pid N` as the holder wrote it in the lock file.
+        holder: String,
+    },
+    /// The lock file beside the database could not be created or locked.
+    #[error("cannot lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// The schema could not be brought up to date.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),

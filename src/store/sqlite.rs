@@ -5,7 +5,9 @@
 //! statement, so every write that arrives while one transaction runs joins the next one.
 //! Callers are answered only after their transaction committed.
 
-use std::path::Path;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -63,6 +65,8 @@ use writer::{Done, Job, Op};
 
 /// SQLite through sqlx.
 pub struct SqliteStore {
+    /// The lock on `<database>.lock`, held until [`Store::close`] (or drop).
+    exclusive: std::sync::Mutex<Option<File>>,
     readers: SqlitePool,
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -72,8 +76,12 @@ impl SqliteStore {
     /// Opens (creating if missing) the database at `url` (`sqlite://askgate.db`, or a path),
     /// applies the migrations, and starts the writer.
     ///
+    /// Only one store at a time may have a database file open: the first holds an advisory
+    /// lock on `<database>.lock` (which names its process) until it is closed.
+    ///
     /// # Errors
-    /// When the file cannot be opened or created, or a migration fails.
+    /// When another store holds the database, the file cannot be opened or created, or a
+    /// migration fails.
     pub async fn open(url: &str, sync: Synchronous) -> Result<Self, StoreError> {
         let options = if url.starts_with("sqlite:") {
             SqliteConnectOptions::from_str(url)?
@@ -90,6 +98,11 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .disable_statement_logging();
+        let exclusive = if options.get_filename() == Path::new(":memory:") {
+            None
+        } else {
+            Some(lock_database(options.get_filename())?)
+        };
         let mut writer = options.connect().await?;
         sqlx::migrate!("./migrations").run(&mut writer).await?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
@@ -102,13 +115,40 @@ impl SqliteStore {
             .await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let thread = writer::start(writer, queue).await?;
-        Ok(Self { readers, writes, writer: Mutex::new(Some(thread)) })
+        Ok(Self { exclusive: std::sync::Mutex::new(exclusive), readers, writes, writer: Mutex::new(Some(thread)) })
     }
 
     async fn write(&self, op: Op) -> Result<Done, StoreError> {
         let (reply, done) = oneshot::channel();
         self.writes.send(Job { op, reply }).map_err(|_| StoreError::Closed)?;
         done.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// Takes the advisory lock on `<database>.lock` and writes this process's id into it; when
+/// another process holds it, says which.
+fn lock_database(database: &Path) -> Result<File, StoreError> {
+    let mut path = database.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
+    let mut file =
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => {
+            file.set_len(0).map_err(failed)?;
+            writeln!(file, "pid {}", std::process::id()).map_err(failed)?;
+            Ok(file)
+        }
+        Err(TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let holder = holder.trim();
+            Err(StoreError::InUse {
+                database: database.display().to_string(),
+                holder: if holder.is_empty() { "pid unknown".to_owned() } else { holder.to_owned() },
+            })
+        }
+        Err(TryLockError::Error(e)) => Err(failed(e)),
     }
 }
 
@@ -517,5 +557,7 @@ impl Store for SqliteStore {
             tracing::warn!("the store writer ended abnormally");
         }
         self.readers.close().await;
+        // Another askgate may open the database now.
+        drop(self.exclusive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
     }
 }

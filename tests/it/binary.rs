@@ -145,6 +145,21 @@ async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_res
 }
 
 #[tokio::test]
+async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_first() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let first = Served::start(&config);
+    first.log_line("askgate is ready").await;
+    let second = Command::new(BIN).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).output();
+    let second = tokio::time::timeout(Duration::from_secs(20), second).await.expect("the second one exits").unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    let pid = first.child.id().unwrap();
+    assert!(err.contains(&format!("another askgate (pid {pid}) is using the database")), "{err}");
+    assert_eq!(first.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
 async fn check_names_the_bad_key_and_exits_2() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[channels.telegram]\ntoken_env = \"TG\"\nanswerers = \"everyone\"\n");

@@ -151,3 +151,16 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept() {
     assert_eq!(reopened.journal(r.id).await.unwrap().len(), 1, "the write before the close was lost");
     reopened.close().await;
 }
+
+#[tokio::test]
+async fn a_database_is_open_in_one_store_at_a_time() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let path = db_path(dir.path());
+    let second = SqliteStore::open(path.to_str().unwrap(), Synchronous::Normal).await;
+    let Err(StoreError::InUse { holder, .. }) = &second else { panic!("a second store opened the database") };
+    assert_eq!(holder, &format!("pid {}", std::process::id()));
+    store.close().await;
+    let reopened = SqliteStore::open(path.to_str().unwrap(), Synchronous::Normal).await.unwrap();
+    reopened.close().await;
+}
