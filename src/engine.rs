@@ -103,6 +103,8 @@ pub enum StartError {
 pub struct Resolver {
     /// The person (or `api:<name>` for the API token).
     pub user: UserRef,
+    /// How people know them (`@alice`), when the surface said; shown with the outcome.
+    pub name: Option<String>,
     /// Where the attempt came from.
     pub via: Surface,
     /// The operator credential: may answer any question.
@@ -605,7 +607,16 @@ impl Engine {
 
     /// Resolves a question on behalf of askgate itself (timeouts, cancellations).
     async fn close(&self, id: QuestionId, outcome: Outcome) -> Result<Claim, StoreError> {
-        self.claim(Resolution { id, outcome, by: None, via: Surface::Gateway, at: self.now_ms(), grant: None }).await
+        self.claim(Resolution {
+            id,
+            outcome,
+            by: None,
+            name: None,
+            via: Surface::Gateway,
+            at: self.now_ms(),
+            grant: None,
+        })
+        .await
     }
 
     /// The claim-once write, and everything that follows a win: retraction, events, and
@@ -735,6 +746,7 @@ impl Engine {
             id: question.id,
             outcome: outcome.clone(),
             by: Some(resolver.user.to_string()),
+            name: resolver.name.clone(),
             via: resolver.via,
             at: self.now_ms(),
             grant,
@@ -750,11 +762,13 @@ impl Engine {
         match (&current.outcome, current.status) {
             (_, Status::Expired) => Receipt::Expired { id: current.id },
             (Some(o), _) if Some(o) == attempt => {
-                Receipt::AlreadyResolvedSame { id: current.id, by: current.answered_by.clone() }
+                Receipt::AlreadyResolvedSame { id: current.id, by: current.answerer().map(str::to_owned) }
             }
-            (Some(o), _) => {
-                Receipt::AlreadyResolvedConflict { id: current.id, outcome: o.clone(), by: current.answered_by.clone() }
-            }
+            (Some(o), _) => Receipt::AlreadyResolvedConflict {
+                id: current.id,
+                outcome: o.clone(),
+                by: current.answerer().map(str::to_owned),
+            },
             (None, _) => Receipt::AlreadyResolvedConflict {
                 id: current.id,
                 outcome: Outcome::Cancelled { reason: "unknown".to_owned() },
@@ -840,6 +854,7 @@ impl Engine {
                 id: question.id,
                 outcome,
                 by: Some(user.to_string()),
+                name: None,
                 via: Surface::Gateway,
                 at: self.now_ms(),
                 grant: None,

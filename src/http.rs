@@ -181,7 +181,7 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError
         _ => Surface::Api,
     };
     let user = UserRef::parse(&format!("api:{}", state.token.name())).map_err(ApiError::internal)?;
-    Ok(Resolver { user, via, operator: true })
+    Ok(Resolver { user, name: None, via, operator: true })
 }
 
 async fn page() -> impl IntoResponse {

@@ -708,6 +708,7 @@ impl ValidAsk {
             status: Status::Pending,
             outcome: None,
             answered_by: None,
+            answered_name: None,
             answered_via: None,
         }
     }
@@ -766,8 +767,10 @@ pub struct Question {
     pub status: Status,
     /// How it ended.
     pub outcome: Option<Outcome>,
-    /// Who resolved it.
+    /// Who resolved it: a stable id (`telegram:42`).
     pub answered_by: Option<String>,
+    /// How people know who resolved it (`@alice`), when the surface said.
+    pub answered_name: Option<String>,
     /// Where it was resolved.
     pub answered_via: Option<Surface>,
 }
@@ -778,7 +781,12 @@ impl Question {
         self.status == Status::Pending
     }
 
-    /// A one-line statement of how it ended: `✅ dayjs — console:local via console`.
+    /// Who resolved it, as people know them: the name when the surface gave one, else the id.
+    pub fn answerer(&self) -> Option<&str> {
+        self.answered_name.as_deref().or(self.answered_by.as_deref())
+    }
+
+    /// A one-line statement of how it ended: `✅ dayjs — @alice via telegram`.
     pub fn outcome_line(&self) -> String {
         let Some(outcome) = &self.outcome else {
             return "pending".to_owned();
@@ -790,7 +798,7 @@ impl Question {
             Outcome::Cancelled { .. } => "⛔",
         };
         let mut line = format!("{mark} {}", outcome.summary(self.kind));
-        if let (Outcome::Answered { .. } | Outcome::Declined { .. }, Some(by)) = (outcome, &self.answered_by) {
+        if let (Outcome::Answered { .. } | Outcome::Declined { .. }, Some(by)) = (outcome, self.answerer()) {
             line.push_str(&format!(" — {by}"));
             if let Some(via) = self.answered_via {
                 line.push_str(&format!(" via {via}"));

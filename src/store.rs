@@ -96,8 +96,10 @@ pub struct Resolution {
     pub id: QuestionId,
     /// How it ends.
     pub outcome: Outcome,
-    /// Who resolved it.
+    /// Who resolved it: a stable id.
     pub by: Option<String>,
+    /// How people know them (`@alice`), when the surface said.
+    pub name: Option<String>,
     /// Where.
     pub via: Surface,
     /// When, unix milliseconds.

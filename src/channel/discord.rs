@@ -16,9 +16,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serenity::all::{
     ChannelId, ClientBuilder, Command, CommandDataOptionValue, CommandInteraction, CommandOptionType,
-    ComponentInteraction, ComponentInteractionDataKind, Context as SerenityContext, CreateCommand, CreateCommandOption,
-    CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage, EditMessage, EventHandler,
-    GatewayIntents, Http, HttpBuilder, Interaction, Message, MessageId, ModalInteraction, Ready,
+    ComponentInteraction, ComponentInteractionDataKind, Context as SerenityContext, CreateAllowedMentions,
+    CreateCommand, CreateCommandOption, CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage,
+    EditMessage, EventHandler, GatewayIntents, Http, HttpBuilder, Interaction, Message, MessageId, ModalInteraction,
+    Ready, User,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -114,6 +115,17 @@ fn user_ref(id: u64) -> UserRef {
     UserRef::parse(&format!("discord:{id}")).unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
 }
 
+/// Mentions that notify no one: prompts and names come from functions, agents and users,
+/// and an `@everyone` among them must stay text.
+fn no_pings() -> CreateAllowedMentions {
+    CreateAllowedMentions::new()
+}
+
+/// How people in the server know a user: `@username`.
+fn display_name(user: &User) -> String {
+    format!("@{}", user.name)
+}
+
 fn conversation_of(channel: ChannelId) -> Conversation {
     Conversation::parse(&format!("discord:{channel}"))
         .unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
@@ -165,10 +177,14 @@ impl Handler {
         };
         let reply = match update {
             Some(content) => CreateInteractionResponse::UpdateMessage(
-                CreateInteractionResponseMessage::new().content(content).components(Vec::new()),
+                CreateInteractionResponseMessage::new()
+                    .content(content)
+                    .components(Vec::new())
+                    .allowed_mentions(no_pings()),
             ),
             None => CreateInteractionResponse::Message(
                 CreateInteractionResponseMessage::new()
+                    .allowed_mentions(no_pings())
                     .content(render::shorten(&receipt_text(response), 2000))
                     .ephemeral(true),
             ),
@@ -184,8 +200,9 @@ impl Handler {
         }
     }
 
-    async fn handle(&self, conversation: Conversation, user: UserRef, text: String, key: String) -> Response {
-        let mut inbound = Inbound::text(conversation, user, Surface::Discord, text);
+    async fn handle(&self, conversation: Conversation, user: &User, text: String, key: String) -> Response {
+        let mut inbound =
+            Inbound::text(conversation, user_ref(user.id.get()), Surface::Discord, text).named(&display_name(user));
         inbound.button = true;
         inbound.key = Some(key);
         self.engine.handle(inbound).await
@@ -205,7 +222,7 @@ impl Handler {
             _ => custom_id,
         };
         let key = format!("discord:interaction:{}", c.id);
-        let response = self.handle(conversation_of(c.channel_id), user_ref(c.user.id.get()), text, key).await;
+        let response = self.handle(conversation_of(c.channel_id), &c.user, text, key).await;
         self.respond(ctx, interaction, &response, question).await;
     }
 
@@ -246,7 +263,7 @@ impl Handler {
         let question = m.data.custom_id.split_whitespace().nth(1).and_then(|id| id.parse().ok());
         let command = format!("{} {}", m.data.custom_id, text.trim());
         let key = format!("discord:interaction:{}", m.id);
-        let response = self.handle(conversation_of(m.channel_id), user_ref(m.user.id.get()), command, key).await;
+        let response = self.handle(conversation_of(m.channel_id), &m.user, command, key).await;
         self.respond(ctx, interaction, &response, question).await;
     }
 
@@ -262,7 +279,7 @@ impl Handler {
             other => format!("/{other}"),
         };
         let key = format!("discord:interaction:{}", c.id);
-        let mut response = self.handle(conversation_of(c.channel_id), user_ref(c.user.id.get()), text, key).await;
+        let mut response = self.handle(conversation_of(c.channel_id), &c.user, text, key).await;
         if response.text.is_none() && response.receipt.is_none() {
             response.text = Some("Started.".to_owned());
         }
@@ -271,7 +288,9 @@ impl Handler {
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {
-    CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(text).ephemeral(true))
+    CreateInteractionResponse::Message(
+        CreateInteractionResponseMessage::new().content(text).ephemeral(true).allowed_mentions(no_pings()),
+    )
 }
 
 #[async_trait]
@@ -295,7 +314,8 @@ impl EventHandler for Handler {
         }
         let conversation = conversation_of(message.channel_id);
         let mut inbound =
-            Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone());
+            Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone())
+                .named(&display_name(&message.author));
         inbound.key = Some(format!("discord:message:{}", message.id));
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
             match self
@@ -310,8 +330,10 @@ impl EventHandler for Handler {
         }
         let response = self.engine.handle(inbound).await;
         if let Some(text) = response.text {
-            let reply =
-                CreateMessage::new().content(render::escape(&render::shorten(&text, 1900))).reference_message(&message);
+            let reply = CreateMessage::new()
+                .content(render::escape(&render::shorten(&text, 1900)))
+                .reference_message(&message)
+                .allowed_mentions(no_pings());
             if let Err(e) = self.discord.send(message.channel_id, reply).await {
                 tracing::warn!(error = %e, "could not reply on discord");
             }
@@ -338,7 +360,10 @@ impl Channel for Discord {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let channel = channel_of(conversation)?;
         let layout = render::card(question, self.clock.now_ms());
-        let message = CreateMessage::new().content(layout.content.clone()).components(render::components(&layout));
+        let message = CreateMessage::new()
+            .content(layout.content.clone())
+            .components(render::components(&layout))
+            .allowed_mentions(no_pings());
         let sent = self.send(channel, message).await?;
         Ok(vec![Delivery {
             question: question.id,
@@ -356,7 +381,7 @@ impl Channel for Discord {
             if channel == 0 || message == 0 {
                 continue;
             }
-            let edit = EditMessage::new().content(content.clone()).components(Vec::new());
+            let edit = EditMessage::new().content(content.clone()).components(Vec::new()).allowed_mentions(no_pings());
             let (channel, message) = (ChannelId::new(channel), MessageId::new(message));
             if let Err(e) = retry(|| channel.edit_message(&self.http, message, edit.clone())).await {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
@@ -367,13 +392,16 @@ impl Channel for Discord {
         {
             let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
             let line = render::escape(&render::shorten(&format!("⌛ {}: {outcome}", question.prompt), 500));
-            self.send(channel_of(conversation)?, CreateMessage::new().content(line)).await?;
+            self.send(channel_of(conversation)?, CreateMessage::new().content(line).allowed_mentions(no_pings()))
+                .await?;
         }
         if failures.is_empty() { Ok(()) } else { Err(ChannelError(format!("could not edit {}", failures.join(", ")))) }
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
         let content = render::escape(&render::shorten(text, 1900));
-        self.send(channel_of(conversation)?, CreateMessage::new().content(content)).await.map(|_| ())
+        self.send(channel_of(conversation)?, CreateMessage::new().content(content).allowed_mentions(no_pings()))
+            .await
+            .map(|_| ())
     }
 }

@@ -23,7 +23,7 @@ use teloxide::payloads::{
 use teloxide::prelude::{Request, Requester, RequesterExt};
 use teloxide::types::{
     CallbackQuery, ChatId, ForceReply, InlineKeyboardMarkup, Message, MessageId, ParseMode, ReplyParameters, ThreadId,
-    Update, UpdateKind,
+    Update, UpdateKind, User,
 };
 use teloxide::update_listeners::{AsUpdateStream, Polling, webhooks};
 use teloxide::{Bot, RequestError};
@@ -196,7 +196,7 @@ impl Telegram {
         }
         let conversation = conversation_of(&message);
         let user = user_ref(from.id.0);
-        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text);
+        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text).named(&display_name(from));
         inbound.key = Some(key);
         if let Some(replied) = message.reply_to_message() {
             let prompt = replied.text().unwrap_or_default();
@@ -253,7 +253,7 @@ impl Telegram {
             }
             _ => data.clone(),
         };
-        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text);
+        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text).named(&display_name(&query.from));
         inbound.button = true;
         inbound.key = Some(key);
         let response = engine.handle(inbound).await;
@@ -411,6 +411,14 @@ fn command_addressee(text: &str) -> Option<&str> {
 
 fn user_ref(id: u64) -> UserRef {
     UserRef::parse(&format!("telegram:{id}")).unwrap_or_else(|_| unreachable!("a numeric id is a valid reference"))
+}
+
+/// How people in the chat know a user: `@username`, or their name when they have none.
+fn display_name(user: &User) -> String {
+    match &user.username {
+        Some(username) => format!("@{username}"),
+        None => user.full_name(),
+    }
 }
 
 /// The conversation of a message: the chat, and the topic in forum groups.

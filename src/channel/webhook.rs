@@ -2,7 +2,7 @@
 //! bridges and the like).
 //!
 //! Inbound, the bridge POSTs `{"conversation", "user", "text"}` (and optionally `"id"`, its
-//! message id, applied once) to `/channels/webhook/<name>`. Outbound, askgate POSTs
+//! message id, applied once, and `"name"`, how people know the sender) to `/channels/webhook/<name>`. Outbound, askgate POSTs
 //! `{"conversation", "text"}` to the endpoint's `url`. Both directions carry
 //! `X-Askgate-Signature: sha256=<hex HMAC-SHA256 of the body under the shared secret>`.
 //! Conversations are `webhook:<name>:<conversation>`, users `webhook:<name>:<user>`.
@@ -85,6 +85,9 @@ pub struct InboundMessage {
     /// The bridge's message id; a message with an id seen before is applied once.
     #[serde(default)]
     pub id: Option<String>,
+    /// How people know the sender (`Alice`, `+44 20 …`), shown with an outcome they give.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What askgate POSTs to a bridge.
@@ -140,6 +143,9 @@ impl Webhooks {
         let user = UserRef::parse(&format!("webhook:{name}:{}", message.user))
             .map_err(|_| InboundError::Malformed("user must be non-empty and without spaces".to_owned()))?;
         let mut inbound = Inbound::text(conversation.clone(), user, Surface::Webhook, message.text);
+        if let Some(name) = &message.name {
+            inbound = inbound.named(name);
+        }
         inbound.key = message.id.map(|id| format!("webhook:{name}:{id}"));
         let response = engine.handle(inbound).await;
         let reply = match &response.receipt {

@@ -19,6 +19,8 @@ pub struct Inbound {
     pub conversation: Conversation,
     /// Who said it.
     pub user: UserRef,
+    /// How people know them (`@alice`), when the surface says.
+    pub name: Option<String>,
     /// What was said or tapped: a button's payload is a command.
     pub text: String,
     /// The surface it came from.
@@ -35,9 +37,22 @@ pub struct Inbound {
 impl Inbound {
     /// A typed message with no reply context.
     pub fn text(conversation: Conversation, user: UserRef, surface: Surface, text: impl Into<String>) -> Self {
-        Self { conversation, user, text: text.into(), surface, button: false, reply_to: None, key: None }
+        Self { conversation, user, name: None, text: text.into(), surface, button: false, reply_to: None, key: None }
+    }
+
+    /// Sets how people know the sender, as it will be shown with an outcome: control
+    /// characters dropped, whitespace trimmed, at most [`MAX_NAME`] characters; blank is none.
+    #[must_use]
+    pub fn named(mut self, name: &str) -> Self {
+        let clean: String = name.chars().filter(|c| !c.is_control()).collect();
+        let clean: String = clean.trim().chars().take(MAX_NAME).collect();
+        self.name = (!clean.is_empty()).then_some(clean);
+        self
     }
 }
+
+/// The longest sender name kept, in characters.
+pub const MAX_NAME: usize = 64;
 
 /// What to tell the person who sent a message.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -108,7 +123,8 @@ impl Engine {
             tracing::debug!(key, "a redelivered update was ignored");
             return Ok(Response::default());
         }
-        let resolver = Resolver { user: inbound.user.clone(), via: inbound.surface, operator: false };
+        let resolver =
+            Resolver { user: inbound.user.clone(), name: inbound.name.clone(), via: inbound.surface, operator: false };
         match Command::parse(&inbound.text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
             Some(Err(e)) if inbound.button => {
@@ -259,4 +275,26 @@ fn normalise_prefix(id: &str) -> Option<String> {
     let id = id.to_ascii_lowercase();
     let ok = id.len() >= MIN_PREFIX && id.len() <= 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     ok.then_some(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inbound() -> Inbound {
+        Inbound::text(
+            Conversation::parse("console:local").unwrap(),
+            UserRef::parse("console:local").unwrap(),
+            Surface::Console,
+            "hi",
+        )
+    }
+
+    #[test]
+    fn sender_names_are_cleaned_capped_and_blank_is_none() {
+        assert_eq!(inbound().named("  @alice\u{7}\n ").name.as_deref(), Some("@alice"));
+        assert_eq!(inbound().named(" \t\u{0} ").name, None);
+        let long = "é".repeat(MAX_NAME + 10);
+        assert_eq!(inbound().named(&long).name.map(|n| n.chars().count()), Some(MAX_NAME));
+    }
 }

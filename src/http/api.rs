@@ -177,6 +177,7 @@ pub(super) async fn outcome(
         "status": question.status,
         "outcome": question.outcome,
         "answered_by": question.answered_by,
+        "answered_name": question.answered_name,
         "answered_via": question.answered_via,
     });
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };

@@ -37,7 +37,7 @@ macro_rules! question_columns {
     () => {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
-         answered_via"
+         answered_via, answered_name"
     };
 }
 
@@ -246,6 +246,7 @@ fn question_from_row(row: &impl Columns) -> Result<Question, StoreError> {
         outcome: json_col(row, "outcome")?,
         answered_by: row.text("answered_by")?,
         answered_via: parse_opt(row, "answered_via")?,
+        answered_name: row.text("answered_name")?,
     })
 }
 

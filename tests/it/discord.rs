@@ -99,7 +99,15 @@ async fn the_demo_runs_by_clicking_buttons() {
     let click = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "date-fns"));
     let response = fake.callback(click).await;
     assert_eq!(response["type"], 7, "the card is updated in place: {response}");
-    assert!(response["data"]["content"].as_str().unwrap().contains("✅ date\\-fns — discord:"), "{response}");
+    let content = response["data"]["content"].as_str().unwrap();
+    assert!(content.contains(&format!("✅ date\\-fns — @user{ALICE} via discord")), "{response}");
+    // Nothing askgate posts may notify anyone: an `@everyone` in a prompt stays text.
+    assert_eq!(response["data"]["allowed_mentions"]["parse"], serde_json::json!([]), "{response}");
+    let posts = fake.calls("/messages");
+    assert!(!posts.is_empty());
+    for (_, path, body) in posts.iter().filter(|(method, ..)| method == "POST") {
+        assert_eq!(body["allowed_mentions"]["parse"], serde_json::json!([]), "{path}: {body}");
+    }
     assert_eq!(response["data"]["components"], serde_json::json!([]));
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     fake.click(ALICE, CHANNEL, id_of(&confirm), &custom_id(&confirm, "Yes"));
@@ -212,7 +220,7 @@ async fn an_answer_elsewhere_removes_the_components_through_rest() {
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
-    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), via: Surface::Api, operator: true };
+    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), name: None, via: Surface::Api, operator: true };
     dc.engine.resolve(&q, "dayjs", &operator).await.unwrap();
     retracted(&fake, id_of(&card), "✅ dayjs — api:ops via api").await;
     assert!(fake.calls("/messages/").iter().any(|(m, _, b)| m == "PATCH" && b["components"] == serde_json::json!([])));

@@ -94,7 +94,7 @@ fn functions() -> (Functions, Arc<AtomicUsize>) {
 }
 
 fn resolver(user: askgate::question::UserRef) -> Resolver {
-    Resolver { user, via: Surface::Console, operator: false }
+    Resolver { user, name: None, via: Surface::Console, operator: false }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -379,7 +379,10 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let inbound = |text: &str, secret: Option<&str>| {
         let body =
-            serde_json::to_vec(&json!({"conversation": "+15550001", "user": "+15550001", "text": text})).unwrap();
+            // A name is optional; control characters and surrounding blanks are dropped.
+            serde_json::to_vec(&json!({"conversation": "+15550001", "user": "+15550001", "text": text,
+                "name": " Alice\u{7}\n"}))
+            .unwrap();
         let mut request = app.client.post(app.url("/channels/webhook/sms")).header("content-type", "application/json");
         if let Some(secret) = secret {
             request = request.header(SIGNATURE_HEADER, sign(secret.as_bytes(), &body));
@@ -398,7 +401,10 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     assert!(card.contains("1. dayjs") && card.contains("/answer "), "a text card lists its commands: {card}");
     assert_eq!(got.lock().unwrap()[0].conversation, "+15550001");
     assert_eq!(inbound("2", Some("hush")).await.unwrap().status(), StatusCode::OK);
-    eventually(|| async { got.lock().unwrap().iter().any(|m| m.text.contains("✅ date-fns")).then_some(()) }).await;
+    eventually(|| async {
+        got.lock().unwrap().iter().any(|m| m.text.contains("✅ date-fns — Alice via webhook")).then_some(())
+    })
+    .await;
     eventually(|| async {
         got.lock().unwrap().iter().any(|m| m.text.contains("Archive all 87 emails?")).then_some(())
     })

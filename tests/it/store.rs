@@ -38,6 +38,7 @@ fn question(run: &Run, prompt: &str) -> Question {
         outcome: None,
         answered_by: None,
         answered_via: None,
+        answered_name: None,
     }
 }
 
@@ -60,6 +61,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         id: q.id,
         outcome: outcome.clone(),
         by: Some("test:o'brien".into()),
+        name: Some("O'Brien\0 ✅".into()),
         via: Surface::Console,
         at: T0 + 5,
         grant: None,
@@ -67,6 +69,8 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
     let Claim::Won(won) = store.resolve(&resolution).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
+    assert_eq!(won.answered_name.as_deref(), Some("O'Brien\0 ✅"));
+    assert_eq!(store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
     store.close().await;
 }
 
@@ -84,6 +88,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
                 id: q.id,
                 outcome: Outcome::Answered { value: json!(format!("answer {i}")) },
                 by: Some(format!("test:u{i}")),
+                name: None,
                 via: Surface::Api,
                 at: T0 + i,
                 grant: None,
@@ -112,6 +117,7 @@ fn claims_template(id: QuestionId) -> Resolution {
         id,
         outcome: Outcome::Cancelled { reason: "x".into() },
         by: None,
+        name: None,
         via: Surface::Gateway,
         at: T0,
         grant: None,

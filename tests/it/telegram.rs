@@ -103,7 +103,7 @@ async fn the_demo_runs_by_tapping_buttons() {
     assert_eq!(labels, ["1. dayjs", "2. date-fns", "3. luxon", "Other…", "Decline"]);
     let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "date-fns"));
     assert_eq!(fake.callback_answer(tap).await["text"], "Recorded.");
-    let done = edited(&fake, ALICE, id_of(&card), "✅ date-fns — telegram:42 via telegram").await;
+    let done = edited(&fake, ALICE, id_of(&card), "✅ date-fns — @user42 via telegram").await;
     assert!(done["text"].as_str().unwrap().starts_with("Which library for date formatting?"));
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     fake.press(ALICE, ALICE, id_of(&confirm), &data(&confirm, "Yes"));
@@ -255,7 +255,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
-    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), via: Surface::Api, operator: true };
+    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), name: None, via: Surface::Api, operator: true };
     tg.engine.resolve(&q, "3", &operator).await.unwrap();
     edited(&fake, ALICE, id_of(&card), "✅ luxon — api:ops via api").await;
     // A cancellation elsewhere retracts the next card too.

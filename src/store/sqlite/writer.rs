@@ -163,12 +163,12 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
             ))?,
             // The schema's trigger moves a follow-up run back to `running` with the claim.
             claim: db.prepare(concat!(
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
-                 resolved_at = ?5 WHERE id = ?6 AND status = 'pending' RETURNING ",
+                 resolved_at = ?5, answered_name = ?7 WHERE id = ?6 AND status = 'pending' RETURNING ",
                 question_columns!()
             ))?,
             insert_grant: db.prepare(
@@ -232,6 +232,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                     r.via.as_str().into(),
                     r.at.into(),
                     id.as_str().into(),
+                    r.name.as_deref().into(),
                 ])?;
                 let Some(row) = rows.iter().next() else { return Ok(Done::Claimed(None)) };
                 let claimed = question_from_row(&row)?;
@@ -315,6 +316,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             outcome.as_deref().into(),
             q.answered_by.as_deref().into(),
             q.answered_via.map(|v| v.as_str()).into(),
+            q.answered_name.as_deref().into(),
         ])?;
         Ok(())
     }
