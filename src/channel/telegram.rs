@@ -28,6 +28,7 @@ use teloxide::types::{
 use teloxide::update_listeners::{AsUpdateStream, Polling, webhooks};
 use teloxide::{Bot, RequestError};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::{Channel, ChannelError};
 use crate::clock::Clock;
@@ -84,8 +85,14 @@ pub struct Telegram {
     throttled: Throttle<Bot>,
     /// The bot's username, known once `getMe` answered.
     username: OnceLock<String>,
+    /// Replies to typed messages, sent off the update loop: `Throttle` may hold a send for up
+    /// to a minute in a busy group, and one chat's pacing must not hold up everyone's updates.
+    replies: TaskTracker,
     clock: Clock,
 }
+
+/// How long a stop waits for replies still being paced.
+const REPLY_GRACE: Duration = Duration::from_secs(5);
 
 /// How many times an edit or callback answer is retried after a 429.
 const RETRIES: u32 = 5;
@@ -102,7 +109,7 @@ impl Telegram {
             bot = bot.set_api_url(url);
         }
         let throttled = bot.clone().throttle(Limits::default());
-        Ok(Arc::new(Self { bot, throttled, username: OnceLock::new(), clock }))
+        Ok(Arc::new(Self { bot, throttled, username: OnceLock::new(), replies: TaskTracker::new(), clock }))
     }
 
     /// Checks the token with `getMe` (retrying while the API cannot be reached), then
@@ -150,6 +157,10 @@ impl Telegram {
                 let mut listener = webhooks::axum(bot, options).await?;
                 self.consume(listener.as_stream(), &engine, &stop).await;
             }
+        }
+        self.replies.close();
+        if tokio::time::timeout(REPLY_GRACE, self.replies.wait()).await.is_err() {
+            tracing::warn!("stopping with telegram replies still waiting for their turn");
         }
         Ok(())
     }
@@ -224,9 +235,13 @@ impl Telegram {
                 Some(thread) if message.is_topic_message => send.message_thread_id(thread),
                 _ => send,
             };
-            if let Err(e) = send.await {
-                tracing::warn!(error = %e, "could not reply on telegram");
-            }
+            // The update is applied; its reply waits for the chat's turn without holding up
+            // the next update.
+            self.replies.spawn(async move {
+                if let Err(e) = send.await {
+                    tracing::warn!(error = %e, "could not reply on telegram");
+                }
+            });
         }
     }
 

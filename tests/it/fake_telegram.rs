@@ -30,6 +30,8 @@ struct Inner {
     messages: HashMap<(i64, i64), Value>,
     calls: Vec<(String, Value)>,
     fail: HashMap<String, u32>,
+    /// Chats whose `sendMessage` calls hang until released (a platform pacing that chat).
+    stalled: std::collections::HashSet<i64>,
 }
 
 /// The fake Bot API.
@@ -37,6 +39,7 @@ struct Inner {
 pub struct FakeTelegram {
     inner: Arc<Mutex<Inner>>,
     updated: Arc<Notify>,
+    released: Arc<Notify>,
 }
 
 /// A bot call seen by the fake: its JSON body.
@@ -122,6 +125,16 @@ impl FakeTelegram {
         inner.pending.push((update, true));
         drop(inner);
         self.updated.notify_waiters();
+    }
+
+    /// `sendMessage` to `chat` hangs (after being logged) until [`FakeTelegram::release`].
+    pub fn stall(&self, chat: i64) {
+        self.inner.lock().unwrap().stalled.insert(chat);
+    }
+
+    pub fn release(&self, chat: i64) {
+        self.inner.lock().unwrap().stalled.remove(&chat);
+        self.released.notify_waiters();
     }
 
     /// The next `n` calls of `method` (lower case) get 429 with retry_after 1.
@@ -216,6 +229,13 @@ async fn handle(
         "getupdates" => get_updates(fake, body).await,
         "sendmessage" => {
             let chat = body["chat_id"].as_i64().unwrap_or_default();
+            loop {
+                let released = fake.released.notified();
+                if !fake.inner.lock().unwrap().stalled.contains(&chat) {
+                    break;
+                }
+                released.await;
+            }
             let mut inner = fake.inner.lock().unwrap();
             inner.next_message += 1;
             let id = inner.next_message;

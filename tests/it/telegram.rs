@@ -384,3 +384,22 @@ async fn allow_always_from_a_button_stores_a_grant() {
     fake.sent("Allowed by a standing grant", 1).await;
     tg.stop().await;
 }
+
+#[tokio::test]
+async fn a_reply_paced_in_one_chat_does_not_hold_up_other_chats() {
+    let (_dir, fake, _url, tg) = setup().await;
+    // Telegram paces Alice's chat: the reply to her next message cannot go out yet.
+    fake.stall(ALICE);
+    fake.text(ALICE, ALICE, "/frobnicate", None);
+    eventually(|| async { fake.calls("sendmessage").iter().any(|c| c.body["chat_id"] == json!(ALICE)).then_some(()) })
+        .await;
+    // Bob's update is still applied and his card goes out.
+    fake.text(BOB, BOB, "/run demo", None);
+    let card = fake.sent("Which library for date formatting?", 1).await;
+    assert_eq!(card["chat"]["id"], json!(BOB));
+    // Alice's reply follows once her chat's turn comes.
+    fake.release(ALICE);
+    let reply = fake.sent("frobnicate", 1).await;
+    assert_eq!(reply["chat"]["id"], json!(ALICE));
+    tg.stop().await;
+}
