@@ -145,6 +145,26 @@ async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_res
 }
 
 #[tokio::test]
+async fn a_killed_askgate_loses_no_question_and_frees_its_database() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut served = Served::start(&config);
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    let id = short_id(&served.line(" · expires in ").await);
+    // No shutdown at all: the question was committed before its card was printed.
+    served.child.kill().await.unwrap();
+
+    let mut served = Served::start(&config);
+    served.log_line("askgate is ready").await;
+    served.type_line(&format!("/answer {id} dayjs")).await;
+    served.line("Archive all 87 emails?").await;
+    served.type_line("yes").await;
+    served.line("Using dayjs for dates; archived 87 emails.").await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
 async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_first() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
