@@ -669,14 +669,10 @@ impl Engine {
                 let engine = self.clone();
                 let (run_id, summary) = (question.run, question.outcome_line());
                 self.inner.runs.spawn(async move {
-                    match engine.inner.store.run(run_id).await {
-                        Ok(Some(run)) => {
-                            if let Err(e) = engine.end_run(run, RunStatus::Finished, summary).await {
-                                tracing::error!(run = %run_id, error = %e.1, "could not close an external run");
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::error!(run = %run_id, error = %e, "could not load an external run"),
+                    let finished =
+                        engine.inner.store.finish_run(run_id, RunStatus::Finished, &summary, engine.now_ms());
+                    if let Err(e) = finished.await {
+                        tracing::error!(run = %run_id, error = %e, "could not close an external run");
                     }
                 });
             }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Status, Surface};
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 
 pub use sqlite::{SqliteStore, Synchronous};
 
@@ -133,6 +133,9 @@ pub enum Claim {
 pub trait Store: Send + Sync + 'static {
     /// Inserts or updates a run.
     async fn save_run(&self, run: &Run) -> Result<(), StoreError>;
+    /// Ends a stored run with `status` and `result`, without reading it first; false when
+    /// there is no such run.
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError>;
     /// One run.
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
     /// One run with its questions ordered by step, read together: what a replay needs.

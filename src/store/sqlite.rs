@@ -20,7 +20,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::{Claim, Delivery, Grant, Resolution, Resume, Store, StoreError};
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 
 /// How hard SQLite syncs to disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -306,6 +306,13 @@ fn questions(rows: &[SqliteRow]) -> Result<Vec<Question>, StoreError> {
 impl Store for SqliteStore {
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
         self.write(Op::SaveRun(Box::new(run.clone()))).await.map(|_| ())
+    }
+
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
+        match self.write(Op::FinishRun { id: id.to_string(), status, result: result.to_owned(), at }).await? {
+            Done::Flag(f) => Ok(f),
+            _ => Err(StoreError::Corrupt("finishing a run returned no flag".into())),
+        }
     }
 
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {

@@ -100,6 +100,25 @@ async fn every_api_route_needs_the_token_and_healthz_does_not() {
 }
 
 #[tokio::test]
+async fn an_agents_run_ends_when_its_question_is_resolved() {
+    let app = App::start("", Env::default()).await;
+    let id = app.ask("console:local", "Which colour?").await;
+    let (_, q) = app.get(&format!("/api/questions/{id}")).await;
+    let run = q["run"].as_str().unwrap().to_owned();
+    let (status, body) = app.get(&format!("/api/runs/{run}")).await;
+    assert_eq!((status, body["run"]["status"].as_str()), (StatusCode::OK, Some("waiting")), "{body}");
+    let (status, _) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "green"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let done = eventually(|| async {
+        let (_, body) = app.get(&format!("/api/runs/{run}")).await;
+        (body["run"]["status"] == "finished").then_some(body)
+    })
+    .await;
+    assert_eq!(done["run"]["result"], "✅ green — api:operator via api", "{done}");
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn questions_are_created_listed_fetched_and_refused_clearly() {
     let app = App::start("", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;

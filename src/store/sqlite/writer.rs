@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::question_from_row;
 use super::raw::{Db, Statement};
 use crate::question::{Conversation, Question};
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 use crate::store::{Delivery, Resolution, StoreError};
 
 /// The most writes that share one transaction.
@@ -24,6 +24,12 @@ const MAX_BATCH: usize = 256;
 /// One write.
 pub(super) enum Op {
     SaveRun(Box<Run>),
+    FinishRun {
+        id: String,
+        status: RunStatus,
+        result: String,
+        at: i64,
+    },
     /// Inserts or updates the run, then inserts its new question.
     Ask(Box<(Run, Question)>),
     Resolve(Box<Resolution>),
@@ -138,6 +144,7 @@ struct Statements<'d, 'h> {
     commit: Statement<'d, 'h>,
     rollback: Statement<'d, 'h>,
     upsert_run: Statement<'d, 'h>,
+    finish_run: Statement<'d, 'h>,
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
     insert_grant: Statement<'d, 'h>,
@@ -160,6 +167,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                  ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
                  result = excluded.result, updated_at = excluded.updated_at"
             ))?,
+            finish_run: db.prepare("UPDATE runs SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4")?,
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
@@ -215,6 +223,15 @@ impl<'d, 'h> Statements<'d, 'h> {
             Op::SaveRun(run) => {
                 self.upsert_run(run)?;
                 Ok(Done::Unit)
+            }
+            Op::FinishRun { id, status, result, at } => {
+                let changed = self.finish_run.execute(&[
+                    status.as_str().into(),
+                    result.as_str().into(),
+                    (*at).into(),
+                    id.as_str().into(),
+                ])?;
+                Ok(Done::Flag(changed == 1))
             }
             Op::Ask(ask) => {
                 let (run, question) = &**ask;
