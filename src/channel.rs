@@ -17,6 +17,27 @@ use async_trait::async_trait;
 use crate::question::{Conversation, Question};
 use crate::store::Delivery;
 
+/// How a channel's connection to its platform stands, as `/healthz` and `/metrics` report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChannelState {
+    /// Attached; not connected yet (or reconnecting).
+    Connecting,
+    /// Connected: it receives and sends.
+    Up,
+    /// Not working, and why: a refused token, an unreachable platform.
+    Down(String),
+}
+
+impl std::fmt::Display for ChannelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connecting => f.write_str("connecting"),
+            Self::Up => f.write_str("up"),
+            Self::Down(why) => write!(f, "down: {why}"),
+        }
+    }
+}
+
 /// A platform call that failed. Logged by the engine; it never blocks other work.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

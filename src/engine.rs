@@ -24,7 +24,7 @@ pub use context::{Answer, Approval, AskError, Context};
 pub use event::Event;
 pub use router::{Inbound, Response};
 
-use crate::channel::Channel;
+use crate::channel::{Channel, ChannelState};
 use crate::clock::Clock;
 use crate::function::{FunctionError, Functions};
 use crate::question::{
@@ -148,6 +148,8 @@ struct Inner {
     /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
     /// of these needs no read (after a restart, or once forgotten, the store has it all).
     parked: Mutex<Recent<(Run, Vec<Question>)>>,
+    /// How each attached channel's connection stands.
+    channel_states: Mutex<std::collections::BTreeMap<&'static str, ChannelState>>,
     /// How many turns are executing per conversation (not counting ones waiting on a person).
     busy: Mutex<HashMap<Conversation, usize>>,
     settled: Notify,
@@ -204,6 +206,7 @@ impl Engine {
                 sweeper_wake: Notify::new(),
                 metrics: metrics::Metrics::default(),
                 parked: Mutex::new(Recent::new(4096)),
+                channel_states: Mutex::default(),
                 busy: Mutex::new(HashMap::new()),
                 settled: Notify::new(),
             }),
@@ -221,6 +224,24 @@ impl Engine {
             })
             .collect();
         lock(&self.inner.channels).insert(channel.name(), lanes);
+        lock(&self.inner.channel_states).insert(channel.name(), ChannelState::Connecting);
+    }
+
+    /// Records how an attached channel's connection stands (adapters report it).
+    pub fn set_channel_state(&self, channel: &'static str, state: ChannelState) {
+        let mut states = lock(&self.inner.channel_states);
+        if states.get(channel) != Some(&state) {
+            match &state {
+                ChannelState::Down(why) => tracing::warn!(channel, "{channel} is down: {why}"),
+                other => tracing::debug!(channel, "{channel} is {other}"),
+            }
+        }
+        states.insert(channel, state);
+    }
+
+    /// Every attached channel with how its connection stands, by name.
+    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+        lock(&self.inner.channel_states).iter().map(|(name, state)| (*name, state.clone())).collect()
     }
 
     /// Recovers from the last stop and starts the timeout sweeper: blocking questions whose

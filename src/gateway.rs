@@ -13,6 +13,7 @@ use crate::channel::console::Console;
 use crate::channel::discord::{Discord, DiscordConfig};
 use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
+use crate::channel::{Channel, ChannelState};
 use crate::clock::Clock;
 use crate::config::{Config, Env};
 use crate::engine::Engine;
@@ -67,6 +68,8 @@ impl Gateway {
         let webhooks = webhooks(config, env, &clock);
         if let Some(w) = &webhooks {
             engine.attach(w.clone());
+            // Bridges call askgate's HTTP surface: up as soon as it listens.
+            engine.set_channel_state(w.name(), ChannelState::Up);
         }
         let (token, source) =
             ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database).map_err(GatewayError::Token)?;
@@ -98,16 +101,20 @@ impl Gateway {
         if let Some((telegram, updates)) = telegram {
             let (engine, stop) = (engine.clone(), engine.stopping());
             inbound.push(tokio::spawn(async move {
-                if let Err(e) = telegram.serve(updates, engine, stop).await {
-                    tracing::error!(error = %e, "telegram stopped: {e:#}");
+                if let Err(e) = telegram.serve(updates, engine.clone(), stop).await {
+                    let why = with_causes(&e);
+                    tracing::error!("telegram stopped: {why}");
+                    engine.set_channel_state("telegram", ChannelState::Down(format!("stopped: {why}")));
                 }
             }));
         }
         if let Some(discord) = discord {
             let (engine, stop) = (engine.clone(), engine.stopping());
             inbound.push(tokio::spawn(async move {
-                if let Err(e) = discord.serve(engine, stop).await {
-                    tracing::error!(error = %e, "discord stopped: {e:#}");
+                if let Err(e) = discord.serve(engine.clone(), stop).await {
+                    let why = with_causes(&e);
+                    tracing::error!("discord stopped: {why}");
+                    engine.set_channel_state("discord", ChannelState::Down(format!("stopped: {why}")));
                 }
             }));
         }
@@ -135,6 +142,18 @@ impl Gateway {
         }
         self.engine.shutdown().await;
     }
+}
+
+/// An error with its causes: `the Bot API refused or could not be reached: Invalid token`.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// The Telegram channel, attached, with how its updates arrive; none when it is disabled.

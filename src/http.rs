@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::channel::ChannelState;
 use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, Webhooks};
 use crate::engine::{Engine, Resolver};
 use crate::question::{Surface, UserRef};
@@ -43,7 +44,7 @@ pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>) 
     let state = AppState { engine, token: Arc::new(token), webhooks };
     Router::new()
         .route("/", get(page))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/api/questions", get(api::list).post(api::create))
         .route("/api/questions/{id}", get(api::get_one))
@@ -191,9 +192,30 @@ async fn page() -> impl IntoResponse {
     )
 }
 
+/// 200 when the store answers and no channel is down; 503 otherwise. The body says what
+/// stands how: `{"status","store","pending","channels":{"telegram":"up",…}}`.
+async fn healthz(State(state): State<AppState>) -> Response {
+    let store = state.engine.store().pending_count().await;
+    let channels = state.engine.channel_states();
+    let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
+    let healthy = store.is_ok() && !down;
+    let body = json!({
+        "status": if healthy { "ok" } else { "failing" },
+        "store": match &store {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("failing: {e}"),
+        },
+        "pending": store.ok(),
+        "channels": channels.iter().map(|(name, s)| ((*name).to_owned(), json!(s.to_string()))).collect::<serde_json::Map<_, _>>(),
+    });
+    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
+}
+
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let pending = state.engine.store().pending_count().await?;
-    let text = state.engine.metrics().render(usize::try_from(pending).unwrap_or(usize::MAX));
+    let text =
+        state.engine.metrics().render(usize::try_from(pending).unwrap_or(usize::MAX), &state.engine.channel_states());
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 

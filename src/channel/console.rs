@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{Channel, ChannelError, text};
+use super::{Channel, ChannelError, ChannelState, text};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound};
 use crate::question::{Conversation, Question, Surface, UserRef};
@@ -57,6 +57,8 @@ impl Console {
     ) {
         let conversation = Conversation::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
         let user = UserRef::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
+        // Up for as long as askgate runs: after the input ends, it still prints.
+        engine.set_channel_state(self.name(), ChannelState::Up);
         let mut line = Vec::new();
         loop {
             line.clear();

@@ -16,14 +16,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serenity::all::{
     ChannelId, ClientBuilder, Command, CommandDataOptionValue, CommandInteraction, CommandOptionType,
-    ComponentInteraction, ComponentInteractionDataKind, Context as SerenityContext, CreateAllowedMentions,
-    CreateCommand, CreateCommandOption, CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage,
-    EditMessage, EventHandler, GatewayIntents, Http, HttpBuilder, Interaction, Message, MessageId, ModalInteraction,
-    Ready, User,
+    ComponentInteraction, ComponentInteractionDataKind, ConnectionStage, Context as SerenityContext,
+    CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    CreateInteractionResponseMessage, CreateMessage, EditMessage, EventHandler, GatewayIntents, Http, HttpBuilder,
+    Interaction, Message, MessageId, ModalInteraction, Ready, ShardStageUpdateEvent, User,
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Channel, ChannelError};
+use super::{Channel, ChannelError, ChannelState};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
@@ -295,8 +295,18 @@ fn ephemeral(text: &str) -> CreateInteractionResponse {
 
 #[async_trait]
 impl EventHandler for Handler {
+    async fn shard_stage_update(&self, _ctx: SerenityContext, event: ShardStageUpdateEvent) {
+        let state = match event.new {
+            ConnectionStage::Connected => ChannelState::Up,
+            ConnectionStage::Disconnected => ChannelState::Down("disconnected from the gateway; reconnecting".into()),
+            _ => ChannelState::Connecting,
+        };
+        self.engine.set_channel_state("discord", state);
+    }
+
     async fn ready(&self, ctx: SerenityContext, ready: Ready) {
         tracing::info!(bot = %ready.user.name, "discord connected");
+        self.engine.set_channel_state("discord", ChannelState::Up);
         let run = CreateCommand::new("run")
             .description("Start an askgate function")
             .add_option(

@@ -30,7 +30,7 @@ use teloxide::{Bot, RequestError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Channel, ChannelError};
+use super::{Channel, ChannelError, ChannelState};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
@@ -124,6 +124,7 @@ impl Telegram {
         stop: CancellationToken,
     ) -> Result<(), StartError> {
         let mut wait = Duration::from_secs(1);
+        engine.set_channel_state("telegram", ChannelState::Connecting);
         let me = loop {
             let attempt = tokio::select! {
                 me = self.bot.get_me().send() => me,
@@ -133,6 +134,10 @@ impl Telegram {
                 Ok(me) => break me,
                 Err(e @ (RequestError::Network(_) | RequestError::RetryAfter(_))) => {
                     tracing::warn!(error = %e, "telegram is not reachable; retrying in {}s", wait.as_secs());
+                    engine.set_channel_state(
+                        "telegram",
+                        ChannelState::Down(format!("the Bot API cannot be reached ({e}); retrying")),
+                    );
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}
                         () = stop.cancelled() => return Ok(()),
@@ -143,6 +148,7 @@ impl Telegram {
             }
         };
         tracing::info!(bot = %me.username(), "telegram connected");
+        engine.set_channel_state("telegram", ChannelState::Up);
         let _ = self.username.set(me.username().to_owned());
         let bot = self.bot.clone();
         match updates {

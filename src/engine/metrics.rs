@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::channel::ChannelState;
 use crate::question::{Status, Surface};
 
 /// Upper bounds of the resume-latency histogram, in seconds.
@@ -50,9 +51,16 @@ impl Metrics {
         h.sum += secs;
     }
 
-    /// The Prometheus text exposition, with the current number of pending questions.
-    pub fn render(&self, pending: usize) -> String {
+    /// The Prometheus text exposition, with the current number of pending questions and how
+    /// each channel stands.
+    pub fn render(&self, pending: usize, channels: &[(&str, ChannelState)]) -> String {
         let mut out = String::new();
+        let _ =
+            writeln!(out, "# HELP askgate_channel_up Whether a channel is connected to its platform (1) or not (0).");
+        let _ = writeln!(out, "# TYPE askgate_channel_up gauge");
+        for (name, state) in channels {
+            let _ = writeln!(out, "askgate_channel_up{{channel=\"{name}\"}} {}", u8::from(*state == ChannelState::Up));
+        }
         let _ = writeln!(out, "# HELP askgate_questions_asked_total Questions asked since start.");
         let _ = writeln!(out, "# TYPE askgate_questions_asked_total counter");
         let _ = writeln!(out, "askgate_questions_asked_total {}", self.asked.load(Ordering::Relaxed));

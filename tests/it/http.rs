@@ -84,6 +84,8 @@ async fn every_api_route_needs_the_token_and_healthz_does_not() {
     let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    let health: Value = r.json().await.unwrap();
+    assert_eq!((health["status"].as_str(), health["store"].as_str()), (Some("ok"), Some("ok")), "{health}");
     for path in ["/api/questions", "/api/events", "/api/questions/00000000-0000-4000-8000-000000000000"] {
         let r = app.client.get(app.url(path)).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
@@ -96,6 +98,34 @@ async fn every_api_route_needs_the_token_and_healthz_does_not() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let (status, body) = app.get("/nowhere").await;
     assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn healthz_and_metrics_say_which_channel_is_down_and_why() {
+    // Telegram's API address is a port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TG\"\napi_url = \"http://{closed}\"\n\n\
+         [channels.webhook.sms]\nurl = \"http://{closed}/\"\nsecret_env = \"SMS_SECRET\"\n"
+    );
+    let app = App::start(&extra, Env::from_pairs([("TG", "123:fake"), ("SMS_SECRET", "s")])).await;
+    let health = eventually(|| async {
+        let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+        let status = r.status();
+        let body: Value = r.json().await.unwrap();
+        (status == StatusCode::SERVICE_UNAVAILABLE).then_some(body)
+    })
+    .await;
+    assert_eq!(health["status"], "failing");
+    assert_eq!(health["store"], "ok");
+    assert_eq!(health["pending"], 0);
+    assert_eq!(health["channels"]["webhook"], "up");
+    let telegram = health["channels"]["telegram"].as_str().unwrap();
+    assert!(telegram.starts_with("down: the Bot API cannot be reached"), "{health}");
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("askgate_channel_up{channel=\"telegram\"} 0"), "{metrics}");
+    assert!(metrics.contains("askgate_channel_up{channel=\"webhook\"} 1"), "{metrics}");
     app.stop().await;
 }
 

@@ -99,6 +99,7 @@ async fn the_demo_runs_by_tapping_buttons() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library for date formatting?", 1).await;
+    assert_eq!(tg.engine.channel_states(), [("telegram", askgate::channel::ChannelState::Up)]);
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["1. dayjs", "2. date-fns", "3. luxon", "Other…", "Decline"]);
     let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "date-fns"));
