@@ -46,6 +46,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, not in files and journals.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let config_path = match &cli.command {
         Command::Serve { config } | Command::Check { config } => config.clone(),

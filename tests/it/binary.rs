@@ -118,6 +118,8 @@ async fn the_console_demo_runs_end_to_end_and_sigterm_exits_zero() {
     served.type_line("yes").await;
     let reply = served.line("Using date-fns").await;
     assert_eq!(reply, "Using date-fns for dates; archived 87 emails.", "{}", served.stdout());
+    let log = served.err.lock().unwrap().join("\n");
+    assert!(!log.contains('\u{1b}'), "colour codes in a log that is not a terminal: {log}");
     let status = served.terminate().await;
     assert_eq!(status.code(), Some(0));
 }
