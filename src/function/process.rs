@@ -137,18 +137,7 @@ fn parse_line(line: &str) -> Result<FromProgram, String> {
         return Err(format!("a line from the program has no \"type\": {}", quote(line)));
     };
     let bad = |e: serde_json::Error| format!("malformed `{kind}` line from the program ({e}): {}", quote(line));
-    let timeout = |t: Option<Value>| -> Result<Timeout, String> {
-        match t {
-            None | Some(Value::Null) => Ok(Timeout::Default),
-            Some(Value::String(s)) if s == "never" => Ok(Timeout::Never),
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => {
-                Ok(Timeout::Seconds(n.as_u64().unwrap_or(1)))
-            }
-            Some(other) => {
-                Err(format!("timeout {other} is not a positive number of seconds or \"never\": {}", quote(line)))
-            }
-        }
-    };
+    let timeout = |t: Option<Value>| Timeout::from_json(t.as_ref()).map_err(|e| format!("{e}: {}", quote(line)));
     Ok(match kind.as_str() {
         "ask" => {
             let a: AskLine = serde_json::from_value(value).map_err(bad)?;

@@ -110,16 +110,7 @@ pub(super) async fn create(
             k.parse().map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm or approval")))?
         }
     };
-    let timeout = match body.timeout {
-        None | Some(Value::Null) => Timeout::Default,
-        Some(Value::String(s)) if s == "never" => Timeout::Never,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => Timeout::Seconds(n.as_u64().unwrap_or(1)),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "timeout {other} is not a positive number of seconds or \"never\""
-            )));
-        }
-    };
+    let timeout = Timeout::from_json(body.timeout.as_ref()).map_err(ApiError::bad_request)?;
     let answerers = match body.answerers {
         None => None,
         Some(users) => Some(Answerers::Users {

@@ -180,6 +180,10 @@ async fn questions_are_created_listed_fetched_and_refused_clearly() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (status, body) = app.post("/api/questions", json!({"conversation": "no channel", "prompt": "x"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) =
+        app.post("/api/questions", json!({"conversation": "console:local", "prompt": "x", "timeout": -5})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("timeout -5 is not a positive number"), "{body}");
     let (status, body) = app
         .post("/api/questions", json!({"conversation": "console:local", "prompt": "x", "options": ["a", "A"]}))
         .await;
