@@ -41,7 +41,7 @@ pub enum StoreError {
         holder: String,
     },
     /// The lock file beside the database could not be created or locked.
-    #[error("cannot lock {path}: {source}")]
+    #[error("cannot lock {path}")]
     Lock {
         /// The lock file.
         path: String,
