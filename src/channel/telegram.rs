@@ -155,13 +155,16 @@ impl Telegram {
             Updates::Polling => {
                 let mut listener =
                     Polling::builder(bot).timeout(Duration::from_secs(25)).delete_webhook().await.build();
-                self.consume(listener.as_stream(), &engine, &stop).await;
+                // The Bot API itself refusing `getUpdates` (a revoked token; another process
+                // polling with the same token) lasts until someone acts; a network error passes.
+                let refused = |e: &RequestError| matches!(e, RequestError::Api(_));
+                self.consume(listener.as_stream(), &engine, &stop, refused).await;
             }
             Updates::Webhook { url, listen, secret } => {
                 let url = url.parse().map_err(|_| StartError::WebhookUrl(url.clone()))?;
                 let options = webhooks::Options::new(listen, url).secret_token(secret);
                 let mut listener = webhooks::axum(bot, options).await?;
-                self.consume(listener.as_stream(), &engine, &stop).await;
+                self.consume(listener.as_stream(), &engine, &stop, |_| false).await;
             }
         }
         self.replies.close();
@@ -171,7 +174,9 @@ impl Telegram {
         Ok(())
     }
 
-    async fn consume<S, E>(&self, stream: S, engine: &Engine, stop: &CancellationToken)
+    /// Hands each update to the engine until `stop`; an error that `refused` calls lasting
+    /// marks the channel down until the next update arrives.
+    async fn consume<S, E>(&self, stream: S, engine: &Engine, stop: &CancellationToken, refused: impl Fn(&E) -> bool)
     where
         S: futures_util::Stream<Item = Result<Update, E>>,
         E: std::fmt::Display,
@@ -184,7 +189,14 @@ impl Telegram {
             };
             match next {
                 None => return,
-                Some(Ok(update)) => self.on_update(update, engine).await,
+                Some(Ok(update)) => {
+                    engine.set_channel_state("telegram", ChannelState::Up);
+                    self.on_update(update, engine).await;
+                }
+                Some(Err(e)) if refused(&e) => {
+                    engine
+                        .set_channel_state("telegram", ChannelState::Down(format!("the Bot API refuses updates: {e}")));
+                }
                 Some(Err(e)) => tracing::warn!(error = %e, "telegram update error"),
             }
         }

@@ -30,6 +30,8 @@ struct Inner {
     messages: HashMap<(i64, i64), Value>,
     calls: Vec<(String, Value)>,
     fail: HashMap<String, u32>,
+    /// Methods refused with an API error, as (code, description), until cleared.
+    refuse: HashMap<String, (u16, String)>,
     /// Chats whose `sendMessage` calls hang until released (a platform pacing that chat).
     stalled: std::collections::HashSet<i64>,
 }
@@ -142,6 +144,16 @@ impl FakeTelegram {
         self.inner.lock().unwrap().fail.insert(method.to_owned(), n);
     }
 
+    /// Every call of `method` (lower case) gets the API error `code` until [`FakeTelegram::accept`].
+    pub fn refuse(&self, method: &str, code: u16, description: &str) {
+        self.inner.lock().unwrap().refuse.insert(method.to_owned(), (code, description.to_owned()));
+        self.updated.notify_waiters();
+    }
+
+    pub fn accept(&self, method: &str) {
+        self.inner.lock().unwrap().refuse.remove(method);
+    }
+
     /// A bot message as it stands now.
     pub fn message(&self, chat: i64, id: i64) -> Value {
         self.inner.lock().unwrap().messages.get(&(chat, id)).cloned().expect("a bot message")
@@ -209,6 +221,11 @@ async fn handle(
     {
         let mut inner = fake.inner.lock().unwrap();
         inner.calls.push((method.clone(), body.clone()));
+        if let Some((code, description)) = inner.refuse.get(&method) {
+            let status = StatusCode::from_u16(*code).unwrap();
+            let body = json!({"ok": false, "error_code": code, "description": description});
+            return (status, axum::Json(body)).into_response();
+        }
         if let Some(n) = inner.fail.get_mut(&method).filter(|n| **n > 0) {
             *n -= 1;
             return (

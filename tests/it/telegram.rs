@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use askgate::channel::ChannelState;
 use askgate::channel::telegram::{Telegram, TelegramConfig, Updates};
 use askgate::clock::Clock;
 use askgate::engine::{ChannelPolicy, Engine, Resolver, Settings};
@@ -99,7 +100,7 @@ async fn the_demo_runs_by_tapping_buttons() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library for date formatting?", 1).await;
-    assert_eq!(tg.engine.channel_states(), [("telegram", askgate::channel::ChannelState::Up)]);
+    assert_eq!(tg.engine.channel_states(), [("telegram", ChannelState::Up)]);
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["1. dayjs", "2. date-fns", "3. luxon", "Other…", "Decline"]);
     let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "date-fns"));
@@ -402,5 +403,27 @@ async fn a_reply_paced_in_one_chat_does_not_hold_up_other_chats() {
     fake.release(ALICE);
     let reply = fake.sent("frobnicate", 1).await;
     assert_eq!(reply["chat"]["id"], json!(ALICE));
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn another_poller_on_the_same_token_shows_as_down_until_updates_flow_again() {
+    let (_dir, fake, _url, tg) = setup().await;
+    let state = || tg.engine.channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
+    eventually(|| async { (state() == Some(ChannelState::Up)).then_some(()) }).await;
+    fake.refuse("getupdates", 409, "Conflict: terminated by other getUpdates request");
+    let why = eventually(|| async {
+        match state() {
+            Some(ChannelState::Down(why)) => Some(why),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(why.starts_with("the Bot API refuses updates"), "{why}");
+    assert!(why.contains("terminated by other getUpdates request"), "{why}");
+    fake.accept("getupdates");
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library for date formatting?", 1).await;
+    assert_eq!(state(), Some(ChannelState::Up));
     tg.stop().await;
 }
