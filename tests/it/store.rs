@@ -170,3 +170,23 @@ async fn a_database_is_open_in_one_store_at_a_time() {
     let reopened = SqliteStore::open(path.to_str().unwrap(), Synchronous::Normal).await.unwrap();
     reopened.close().await;
 }
+
+#[tokio::test]
+async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_and_recovers() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    // Another program (an operator's sqlite3 shell, say) holds SQLite's write lock for longer
+    // than askgate's busy timeout of 10 s.
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(db_path(dir.path()));
+    let mut other = sqlx::ConnectOptions::connect(&options).await.unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
+    let r = run("");
+    let locked = store.ask(&r, &question(&r, "Locked out?")).await;
+    let Err(StoreError::Sqlite { message, .. }) = &locked else { panic!("expected SQLite's refusal: {locked:?}") };
+    assert!(message.contains("locked"), "{message}");
+    sqlx::raw_sql("ROLLBACK").execute(&mut other).await.unwrap();
+    let q = question(&r, "And now?");
+    store.ask(&r, &q).await.unwrap();
+    assert_eq!(store.journal(r.id).await.unwrap(), [q]);
+    store.close().await;
+}

@@ -16,6 +16,12 @@ use sqlx::sqlite::LockedSqliteHandle;
 
 use crate::store::StoreError;
 
+/// Whether a failed statement's result code blames the statement's values (a broken
+/// constraint, a value too big or of the wrong type) rather than the database.
+pub(super) fn blames_the_statement(code: c_int) -> bool {
+    matches!(code & 0xff, ffi::SQLITE_CONSTRAINT | ffi::SQLITE_MISMATCH | ffi::SQLITE_TOOBIG)
+}
+
 /// A value bound to a statement parameter (`?1`, `?2`, … in order).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Param<'a> {

@@ -13,7 +13,7 @@ use sqlx::sqlite::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::question_from_row;
-use super::raw::{Db, Statement};
+use super::raw::{self, Db, Statement};
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
 use crate::store::{Delivery, Resolution, StoreError};
@@ -193,29 +193,69 @@ impl<'d, 'h> Statements<'d, 'h> {
         })
     }
 
-    /// Applies a batch in one transaction. If it fails, each write is retried in a
-    /// transaction of its own, so that one bad write fails only its caller.
+    /// Applies a batch in one transaction. A write that fails by its own fault (a broken
+    /// constraint) fails only its caller: the transaction is rolled back and the others are
+    /// committed without it. When the database fails (locked past the busy timeout, disk full,
+    /// read-only), every write of the batch gets the error at once rather than each waiting
+    /// for it in turn.
     fn commit_batch(&mut self, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
-        match self.transaction(batch) {
-            Ok(results) => results.into_iter().map(Ok).collect(),
-            Err(e) if batch.len() == 1 => vec![Err(e)],
-            Err(_) => {
-                batch.iter().map(|job| self.transaction(std::slice::from_ref(job)).map(|mut r| r.remove(0))).collect()
+        let mut results: Vec<Option<Result<Done, StoreError>>> = batch.iter().map(|_| None).collect();
+        let mut todo: Vec<usize> = (0..batch.len()).collect();
+        while !todo.is_empty() {
+            match self.transaction(batch, &todo) {
+                Ok(done) => {
+                    for (&i, done) in todo.iter().zip(done) {
+                        results[i] = Some(Ok(done));
+                    }
+                    break;
+                }
+                Err(Failure::Write(at, e)) => {
+                    results[todo.remove(at)] = Some(Err(e));
+                }
+                Err(Failure::Database(e)) => {
+                    for &i in &todo {
+                        results[i] = Some(Err(copy(&e)));
+                    }
+                    break;
+                }
             }
         }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(StoreError::Corrupt("a write got no result".into()))))
+            .collect()
     }
 
-    fn transaction(&mut self, batch: &[Job]) -> Result<Vec<Done>, StoreError> {
-        self.begin.execute(&[])?;
-        let applied = batch.iter().map(|job| self.apply(&job.op)).collect::<Result<Vec<_>, _>>();
-        let committed = applied.and_then(|results| self.commit.execute(&[]).map(|_| results));
-        if committed.is_err() {
-            // A failed statement or commit leaves the transaction open; end it first.
-            if let Err(rollback) = self.rollback.execute(&[]) {
-                tracing::debug!(error = %rollback, "rollback after a failed batch");
+    /// One transaction over the writes of `batch` at `todo`.
+    fn transaction(&mut self, batch: &[Job], todo: &[usize]) -> Result<Vec<Done>, Failure> {
+        self.begin.execute(&[]).map_err(Failure::Database)?;
+        let mut done = Vec::with_capacity(todo.len());
+        let mut failure = None;
+        for (at, &i) in todo.iter().enumerate() {
+            match self.apply(&batch[i].op) {
+                Ok(d) => done.push(d),
+                Err(e) if blames_the_write(&e) => {
+                    failure = Some(Failure::Write(at, e));
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(Failure::Database(e));
+                    break;
+                }
             }
         }
-        committed
+        let failure = match failure {
+            None => match self.commit.execute(&[]) {
+                Ok(_) => return Ok(done),
+                Err(e) => Failure::Database(e),
+            },
+            Some(f) => f,
+        };
+        // A failed statement or commit leaves the transaction open; end it first.
+        if let Err(rollback) = self.rollback.execute(&[]) {
+            tracing::debug!(error = %rollback, "rollback after a failed batch");
+        }
+        Err(failure)
     }
 
     fn apply(&mut self, op: &Op) -> Result<Done, StoreError> {
@@ -336,6 +376,31 @@ impl<'d, 'h> Statements<'d, 'h> {
             q.answered_name.as_deref().into(),
         ])?;
         Ok(())
+    }
+}
+
+/// Why a transaction failed.
+enum Failure {
+    /// The write at this position of the transaction broke a rule of the schema.
+    Write(usize, StoreError),
+    /// The database could not take the transaction.
+    Database(StoreError),
+}
+
+/// Whether an error is the write's own fault (its values), not the database's.
+fn blames_the_write(e: &StoreError) -> bool {
+    match e {
+        StoreError::Sqlite { code, .. } => raw::blames_the_statement(*code),
+        StoreError::Corrupt(_) => true,
+        _ => false,
+    }
+}
+
+/// The same error again, for each caller of a failed batch.
+fn copy(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Sqlite { code, message } => StoreError::Sqlite { code: *code, message: message.clone() },
+        other => StoreError::Corrupt(other.to_string()),
     }
 }
 
