@@ -78,8 +78,8 @@ impl Function for OneAsk {
     }
 }
 
-async fn engine(db: &Path, routes: &Routes) -> Engine {
-    let store = SqliteStore::open(db.to_str().unwrap(), Synchronous::Normal).await.unwrap();
+async fn engine(db: &Path, routes: &Routes, sync: Synchronous) -> Engine {
+    let store = SqliteStore::open(db.to_str().unwrap(), sync).await.unwrap();
     let mut functions = Functions::new();
     functions.insert("one", "", Arc::new(OneAsk { routes: routes.clone() }));
     let mut settings = Settings::default();
@@ -111,10 +111,10 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
 }
 
 /// Full cycles with `conversations` drivers at once; cycles per second and latencies.
-async fn cycles(dir: &Path, conversations: usize, per_conversation: usize) -> (f64, Vec<Duration>) {
-    let db = dir.join(format!("cycles-{conversations}.db"));
+async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync: Synchronous) -> (f64, Vec<Duration>) {
+    let db = dir.join(format!("cycles-{conversations}-{sync:?}.db"));
     let routes: Routes = Arc::default();
-    let engine = engine(&db, &routes).await;
+    let engine = engine(&db, &routes, sync).await;
     let started = Instant::now();
     let drivers: Vec<_> = (0..conversations)
         .map(|i| tokio::spawn(drive(engine.clone(), routes.clone(), format!("bench:c{i}"), per_conversation)))
@@ -171,7 +171,7 @@ async fn raw_ceiling(dir: &Path, n: usize) -> f64 {
 /// Fills a database with `n` pending follow-up questions through the real engine.
 async fn fill(db: &Path, n: usize) {
     let routes: Routes = Arc::default();
-    let engine = engine(db, &routes).await;
+    let engine = engine(db, &routes, Synchronous::Normal).await;
     let user = UserRef::parse("bench:user").unwrap();
     let workers = 64;
     let tasks: Vec<_> = (0..workers)
@@ -214,7 +214,7 @@ fn rss_kb() -> u64 {
 async fn startup_probe(db: &Path) {
     let routes: Routes = Arc::default();
     let started = Instant::now();
-    let engine = engine(db, &routes).await;
+    let engine = engine(db, &routes, Synchronous::Normal).await;
     let ready = started.elapsed();
     // Let the sweeper and the pool settle, then measure.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -249,7 +249,7 @@ fn main() {
     if args.iter().any(|a| a == "--single-only") {
         let dir = tempfile::TempDir::new().unwrap();
         runtime.block_on(async {
-            let (one, _) = cycles(dir.path(), 1, 5000).await;
+            let (one, _) = cycles(dir.path(), 1, 5000, Synchronous::Normal).await;
             println!("single {one:.0}/s");
         });
         return;
@@ -257,7 +257,7 @@ fn main() {
     if args.iter().any(|a| a == "--many-only") {
         let dir = tempfile::TempDir::new().unwrap();
         runtime.block_on(async {
-            let (many, _) = cycles(dir.path(), 64, 200).await;
+            let (many, _) = cycles(dir.path(), 64, 200, Synchronous::Normal).await;
             println!("64 conversations {many:.0}/s");
         });
         return;
@@ -275,10 +275,16 @@ fn main() {
     runtime.block_on(async {
         let raw = raw_ceiling(dir.path(), raw_n).await;
         println!("raw sqlx ceiling:            {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
-        let (one, mut lat1) = cycles(dir.path(), 1, single).await;
+        let (one, mut lat1) = cycles(dir.path(), 1, single, Synchronous::Normal).await;
         println!("engine, 1 conversation:      {one:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * one / raw);
-        let (many, mut lat64) = cycles(dir.path(), 64, per_concurrent).await;
+        let (many, mut lat64) = cycles(dir.path(), 64, per_concurrent, Synchronous::Normal).await;
         println!("engine, 64 conversations:    {many:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * many / raw);
+        // What the durable setting costs: every commit waits for an fsync.
+        let (one_full, _) = cycles(dir.path(), 1, single / 10, Synchronous::Full).await;
+        let (many_full, _) = cycles(dir.path(), 64, per_concurrent, Synchronous::Full).await;
+        println!(
+            "with synchronous=FULL:       {one_full:>9.0} cycles/s (1 conversation), {many_full:.0} cycles/s (64)"
+        );
         lat1.sort();
         lat64.sort();
         for (label, lat) in [("1 conversation", &lat1), ("64 conversations", &lat64)] {
