@@ -76,7 +76,11 @@ fn main() -> ExitCode {
 
 fn check(config: &Config, path: &std::path::Path) {
     println!("{}: ok", path.display());
-    println!("database: {}", config.database);
+    match askgate::store::SqliteStore::holder(&config.database) {
+        Ok(Some(holder)) => println!("database: {} (in use by askgate, {holder})", config.database),
+        Ok(None) => println!("database: {} (not in use)", config.database),
+        Err(e) => println!("database: {} (cannot tell whether it is in use: {e})", config.database),
+    }
     println!("channels:");
     for (name, state) in config.channel_states(&Env::process()) {
         println!("  {name}: {state}");

@@ -83,12 +83,7 @@ impl SqliteStore {
     /// When another store holds the database, the file cannot be opened or created, or a
     /// migration fails.
     pub async fn open(url: &str, sync: Synchronous) -> Result<Self, StoreError> {
-        let options = if url.starts_with("sqlite:") {
-            SqliteConnectOptions::from_str(url)?
-        } else {
-            SqliteConnectOptions::new().filename(Path::new(url))
-        };
-        let options = options
+        let options = parse_url(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(match sync {
@@ -98,11 +93,7 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .disable_statement_logging();
-        let exclusive = if options.get_filename() == Path::new(":memory:") {
-            None
-        } else {
-            Some(lock_database(options.get_filename())?)
-        };
+        let exclusive = database_file(&options).map(lock_database).transpose()?;
         let mut writer = options.connect().await?;
         sqlx::migrate!("./migrations").run(&mut writer).await?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
@@ -125,12 +116,63 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Who serves the database at `url` now, for `askgate check`: `Some("pid 123")` while an
+    /// askgate has it open, `None` when none has (or it does not exist yet).
+    ///
+    /// # Errors
+    /// A malformed URL, or a lock file that cannot be read.
+    pub fn holder(url: &str) -> Result<Option<String>, StoreError> {
+        let options = parse_url(url)?;
+        let Some(database) = database_file(&options) else { return Ok(None) };
+        let path = lock_path(database);
+        let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(failed(e)),
+        };
+        match file.try_lock_shared() {
+            // Free: dropping the file releases the probe's shared lock at once (an askgate
+            // starting in that instant would be refused; the probe is a human's check).
+            Ok(()) => Ok(None),
+            Err(TryLockError::WouldBlock) => Ok(Some(read_holder(&path))),
+            Err(TryLockError::Error(e)) => Err(failed(e)),
+        }
+    }
+}
+
+/// The connection options for `url`: `sqlite://askgate.db`, `sqlite::memory:`, or a path.
+fn parse_url(url: &str) -> Result<SqliteConnectOptions, StoreError> {
+    Ok(if url.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(url)?
+    } else {
+        SqliteConnectOptions::new().filename(Path::new(url))
+    })
+}
+
+/// The database file, or none for an in-memory database.
+fn database_file(options: &SqliteConnectOptions) -> Option<&Path> {
+    Some(options.get_filename()).filter(|f| *f != Path::new(":memory:"))
+}
+
+fn lock_path(database: &Path) -> PathBuf {
+    let mut path = database.as_os_str().to_owned();
+    path.push(".lock");
+    PathBuf::from(path)
+}
+
+/// Who the lock file says holds it: `pid 123`.
+fn read_holder(path: &Path) -> String {
+    let holder = std::fs::read_to_string(path).unwrap_or_default();
+    let holder = holder.trim();
+    if holder.is_empty() { "pid unknown".to_owned() } else { holder.to_owned() }
+}
+
 /// Takes the advisory lock on `<database>.lock` and writes this process's id into it; when
 /// another process holds it, says which.
 fn lock_database(database: &Path) -> Result<File, StoreError> {
-    let mut path = database.as_os_str().to_owned();
-    path.push(".lock");
-    let path = PathBuf::from(path);
+    let path = lock_path(database);
     let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
     let mut file =
         OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(failed)?;
@@ -141,12 +183,7 @@ fn lock_database(database: &Path) -> Result<File, StoreError> {
             Ok(file)
         }
         Err(TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            let holder = holder.trim();
-            Err(StoreError::InUse {
-                database: database.display().to_string(),
-                holder: if holder.is_empty() { "pid unknown".to_owned() } else { holder.to_owned() },
-            })
+            Err(StoreError::InUse { database: database.display().to_string(), holder: read_holder(&path) })
         }
         Err(TryLockError::Error(e)) => Err(failed(e)),
     }

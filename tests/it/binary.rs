@@ -178,7 +178,13 @@ async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_fi
     let err = String::from_utf8_lossy(&second.stderr);
     let pid = first.child.id().unwrap();
     assert!(err.contains(&format!("another askgate (pid {pid}) is using the database")), "{err}");
+    let check = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(report.contains(&format!("(in use by askgate, pid {pid})")), "{report}");
     assert_eq!(first.terminate().await.code(), Some(0));
+    let check = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(report.contains("askgate.db (not in use)"), "{report}");
 }
 
 #[tokio::test]
