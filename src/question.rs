@@ -22,6 +22,18 @@ pub const MAX_OPTIONS: usize = 25;
 pub const MAX_OPTION_LEN: usize = 100;
 /// The longest prompt or detail askgate stores; surfaces shorten further to their own limits.
 pub const MAX_TEXT_LEN: usize = 16 * 1024;
+/// The longest name of a person kept, in characters.
+pub const MAX_NAME: usize = 64;
+
+/// A person's name as a surface or an API client gave it, cleaned to be shown with an outcome:
+/// control characters dropped, whitespace trimmed, at most [`MAX_NAME`] characters; blank is
+/// none.
+pub fn display_name(raw: &str) -> Option<String> {
+    let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let clean: String = clean.trim().chars().take(MAX_NAME).collect();
+    (!clean.is_empty()).then_some(clean)
+}
+
 /// How many characters of a question id text surfaces show.
 pub const SHORT_ID_LEN: usize = 8;
 
@@ -830,6 +842,14 @@ pub(crate) fn test_question(ask: Ask) -> Question {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_cleaned_capped_and_blank_is_none() {
+        assert_eq!(display_name("  @alice\u{7}\n ").as_deref(), Some("@alice"));
+        assert_eq!(display_name(" \t\u{0} "), None);
+        let long = "é".repeat(MAX_NAME + 10);
+        assert_eq!(display_name(&long).map(|n| n.chars().count()), Some(MAX_NAME));
+    }
 
     #[test]
     fn conversation_needs_a_channel_and_a_chat() {

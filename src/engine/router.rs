@@ -8,7 +8,8 @@ use super::{Engine, Resolver, StartError};
 use crate::channel::text;
 use crate::command::{Command, HELP};
 use crate::question::{
-    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Surface, UserRef, display_value,
+    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Surface, UserRef, display_name,
+    display_value,
 };
 use crate::store::StoreError;
 
@@ -40,19 +41,14 @@ impl Inbound {
         Self { conversation, user, name: None, text: text.into(), surface, button: false, reply_to: None, key: None }
     }
 
-    /// Sets how people know the sender, as it will be shown with an outcome: control
-    /// characters dropped, whitespace trimmed, at most [`MAX_NAME`] characters; blank is none.
+    /// Sets how people know the sender, as it will be shown with an outcome (see
+    /// [`display_name`]).
     #[must_use]
     pub fn named(mut self, name: &str) -> Self {
-        let clean: String = name.chars().filter(|c| !c.is_control()).collect();
-        let clean: String = clean.trim().chars().take(MAX_NAME).collect();
-        self.name = (!clean.is_empty()).then_some(clean);
+        self.name = display_name(name);
         self
     }
 }
-
-/// The longest sender name kept, in characters.
-pub const MAX_NAME: usize = 64;
 
 /// What to tell the person who sent a message.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -275,26 +271,4 @@ fn normalise_prefix(id: &str) -> Option<String> {
     let id = id.to_ascii_lowercase();
     let ok = id.len() >= MIN_PREFIX && id.len() <= 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     ok.then_some(id)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn inbound() -> Inbound {
-        Inbound::text(
-            Conversation::parse("console:local").unwrap(),
-            UserRef::parse("console:local").unwrap(),
-            Surface::Console,
-            "hi",
-        )
-    }
-
-    #[test]
-    fn sender_names_are_cleaned_capped_and_blank_is_none() {
-        assert_eq!(inbound().named("  @alice\u{7}\n ").name.as_deref(), Some("@alice"));
-        assert_eq!(inbound().named(" \t\u{0} ").name, None);
-        let long = "é".repeat(MAX_NAME + 10);
-        assert_eq!(inbound().named(&long).name.map(|n| n.chars().count()), Some(MAX_NAME));
-    }
 }

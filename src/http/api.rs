@@ -12,6 +12,7 @@ use super::{ApiError, AppState, JsonBody, Operator, conversation_param};
 use crate::engine::{ExternalAskError, StartError};
 use crate::question::{
     Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
+    display_name,
 };
 
 /// The longest a long-poll waits.
@@ -179,6 +180,9 @@ pub(super) async fn outcome(
 #[serde(deny_unknown_fields)]
 pub(super) struct Reply {
     value: Value,
+    /// How people know whoever answered (the operator's UI knows; askgate does not).
+    #[serde(default)]
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -186,14 +190,18 @@ pub(super) struct Reply {
 pub(super) struct Reject {
     #[serde(default)]
     feedback: Option<String>,
+    /// As in [`Reply`].
+    #[serde(default)]
+    name: Option<String>,
 }
 
 pub(super) async fn reply(
-    Operator(resolver): Operator,
+    Operator(mut resolver): Operator,
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
+    resolver.name = body.name.as_deref().and_then(display_name);
     let question = load(&state, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
@@ -205,11 +213,12 @@ pub(super) async fn reply(
 }
 
 pub(super) async fn reject(
-    Operator(resolver): Operator,
+    Operator(mut resolver): Operator,
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
+    resolver.name = body.name.as_deref().and_then(display_name);
     let question = load(&state, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;

@@ -113,9 +113,13 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let (status, run) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{run}");
     browser.wait_for("//article[.//h2[contains(., 'Which library for date formatting?')]]").await;
+    let name = browser.wait_for("//input[@id='name']").await;
+    browser.type_into(&name, "Alice").await;
     let option =
         browser.wait_for("//article[.//h2[contains(., 'Which library')]]//button[normalize-space()='date-fns']").await;
     browser.click(&option).await;
+    let line = "//article[.//h2[contains(., 'Which library')]]//p[@class='outcome good']";
+    browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — Alice via web']")).await;
 
     // The run resumed: its next question is asked and shows up on the page.
     browser.wait_for("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await;
@@ -129,6 +133,8 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         .clone();
     assert_eq!(answered["outcome"]["value"], "date-fns");
     assert_eq!(answered["answered_via"], "web");
+    assert_eq!(answered["answered_name"], "Alice");
+    assert_eq!(answered["answered_by"], "api:operator");
 
     // Answered through the API, the second card disappears without a reload.
     let confirm =

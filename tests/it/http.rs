@@ -137,14 +137,27 @@ async fn an_agents_run_ends_when_its_question_is_resolved() {
     let run = q["run"].as_str().unwrap().to_owned();
     let (status, body) = app.get(&format!("/api/runs/{run}")).await;
     assert_eq!((status, body["run"]["status"].as_str()), (StatusCode::OK, Some("waiting")), "{body}");
-    let (status, _) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "green"})).await;
+    let (status, _) =
+        app.post(&format!("/api/questions/{id}/reply"), json!({"value": "green", "name": " Alice\n"})).await;
     assert_eq!(status, StatusCode::OK);
     let done = eventually(|| async {
         let (_, body) = app.get(&format!("/api/runs/{run}")).await;
         (body["run"]["status"] == "finished").then_some(body)
     })
     .await;
-    assert_eq!(done["run"]["result"], "✅ green — api:operator via api", "{done}");
+    assert_eq!(done["run"]["result"], "✅ green — Alice via api", "{done}");
+    let (_, outcome) = app.get(&format!("/api/questions/{id}/outcome")).await;
+    assert_eq!(
+        (outcome["answered_by"].as_str(), outcome["answered_name"].as_str()),
+        (Some("api:operator"), Some("Alice"))
+    );
+
+    // A rejection names its author the same way; without a name, the token's id shows.
+    let other = app.ask("console:local", "Which colour again?").await;
+    let (status, _) = app.post(&format!("/api/questions/{other}/reject"), json!({"name": "Bob"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, outcome) = app.get(&format!("/api/questions/{other}/outcome")).await;
+    assert_eq!(outcome["answered_name"], "Bob", "{outcome}");
     app.stop().await;
 }
 
