@@ -70,6 +70,8 @@ struct RawGateway {
     default_timeout: String,
     #[serde(default)]
     synchronous: Option<String>,
+    #[serde(default = "default_retention")]
+    retention: String,
 }
 
 impl Default for RawGateway {
@@ -79,6 +81,7 @@ impl Default for RawGateway {
             http: default_http(),
             default_timeout: default_timeout(),
             synchronous: None,
+            retention: default_retention(),
         }
     }
 }
@@ -91,6 +94,9 @@ fn default_http() -> String {
 }
 fn default_timeout() -> String {
     "30m".to_owned()
+}
+fn default_retention() -> String {
+    "30d".to_owned()
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -354,6 +360,10 @@ impl Config {
 
         let default_timeout =
             parse_duration(&raw.gateway.default_timeout).map_err(|m| bad("gateway.default_timeout", m))?;
+        let retention = match raw.gateway.retention.trim() {
+            "never" => None,
+            other => Some(parse_duration(other).map_err(|m| bad("gateway.retention", format!("{m}, or `never`")))?),
+        };
         let synchronous = match raw.gateway.synchronous.as_deref() {
             None | Some("normal") => Synchronous::Normal,
             Some("full") => Synchronous::Full,
@@ -457,7 +467,7 @@ impl Config {
             database: raw.gateway.database,
             synchronous,
             http: raw.gateway.http,
-            settings: Settings { default_timeout, channels },
+            settings: Settings { default_timeout, channels, retention },
             console,
             telegram,
             discord,
@@ -629,6 +639,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_is_a_duration_or_never() {
+        let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
+        assert_eq!(parse("").unwrap().settings.retention, Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse("[gateway]\nretention = \"never\"\n").unwrap().settings.retention, None);
+        assert_eq!(
+            parse("[gateway]\nretention = \"2d\"\n").unwrap().settings.retention,
+            Some(Duration::from_secs(172_800))
+        );
+        let err = parse("[gateway]\nretention = \"soon\"\n").unwrap_err().to_string();
+        assert!(err.contains("gateway.retention") && err.contains("never"), "{err}");
+    }
 
     #[test]
     fn the_bundled_file_is_valid() {

@@ -62,11 +62,17 @@ pub struct Settings {
     pub default_timeout: Duration,
     /// Rules per channel name, or per `channel:chat` for a named webhook endpoint.
     pub channels: HashMap<String, ChannelPolicy>,
+    /// How long ended runs, their questions and cards are kept; none: forever.
+    pub retention: Option<Duration>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { default_timeout: Duration::from_secs(30 * 60), channels: HashMap::new() }
+        Self {
+            default_timeout: Duration::from_secs(30 * 60),
+            channels: HashMap::new(),
+            retention: Some(Duration::from_secs(30 * 86_400)),
+        }
     }
 }
 

@@ -108,6 +108,15 @@ pub struct Resolution {
     pub grant: Option<Grant>,
 }
 
+/// What one [`Store::prune`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Ended runs (with their questions and cards).
+    pub runs: u64,
+    /// Inbound update keys.
+    pub inbound: u64,
+}
+
 /// A follow-up run ready to be replayed: the run, now `running`, with its journal.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resume {
@@ -198,6 +207,10 @@ pub trait Store: Send + Sync + 'static {
     async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError>;
     /// Records how many `say` messages a run has delivered.
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError>;
+    /// Deletes up to `limit` runs that ended before `ended_before`, with their questions and
+    /// cards, and inbound keys recorded before `seen_before`. Runs still waiting or running
+    /// are never touched. Returns how many runs and keys went.
+    async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError>;
     /// Finishes pending writes and closes the database.
     async fn close(&self);
 }

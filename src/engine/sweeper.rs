@@ -1,10 +1,22 @@
 //! The one timeout sweeper. It keeps no timer per question: it reads the earliest deadline
 //! from the store, sleeps until then (or until a new question or a clock change wakes it),
 //! and expires whatever is due. The claim-once write makes each expiry happen exactly once.
+//!
+//! It also keeps the database from growing without end: once an hour it deletes runs that
+//! ended longer ago than the retention (with their questions and cards) and inbound update
+//! keys older than a week.
 
 use std::time::Duration;
 
 use super::Engine;
+use crate::store::StoreError;
+
+/// How often old rows are pruned.
+const PRUNE_EVERY: i64 = 3_600_000;
+/// How long an inbound update key is kept: platforms redeliver within a day.
+const INBOUND_KEEP: i64 = 7 * 86_400_000;
+/// The most runs (and keys) one pruning transaction deletes, so other writes interleave.
+const PRUNE_BATCH: u32 = 500;
 
 /// The longest the sweeper sleeps without looking at the store again.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -14,7 +26,14 @@ const RETRY: Duration = Duration::from_secs(1);
 pub(super) async fn run(engine: Engine) {
     let stop = engine.stopping();
     let mut clock = engine.inner.clock.watch();
+    let mut next_prune = engine.now_ms();
     loop {
+        if engine.now_ms() >= next_prune {
+            next_prune = engine.now_ms() + PRUNE_EVERY;
+            if let Err(e) = prune(&engine).await {
+                tracing::error!(error = %e, "could not prune old runs");
+            }
+        }
         let nap = match sweep(&engine).await {
             Ok(next) => next,
             Err(e) => {
@@ -30,6 +49,32 @@ pub(super) async fn run(engine: Engine) {
             () = crate::clock::moved(&mut clock) => {}
         }
     }
+}
+
+/// Deletes ended runs older than the retention and old inbound keys, a batch at a time.
+async fn prune(engine: &Engine) -> Result<(), StoreError> {
+    let now = engine.now_ms();
+    let ended_before = engine
+        .inner
+        .settings
+        .retention
+        .map(|keep| now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)));
+    let mut total = crate::store::Pruned::default();
+    loop {
+        let pruned = engine.inner.store.prune(ended_before, now - INBOUND_KEEP, PRUNE_BATCH).await?;
+        total.runs += pruned.runs;
+        total.inbound += pruned.inbound;
+        if pruned.runs < u64::from(PRUNE_BATCH) && pruned.inbound < u64::from(PRUNE_BATCH) {
+            break;
+        }
+        if engine.stopping().is_cancelled() {
+            break;
+        }
+    }
+    if total != crate::store::Pruned::default() {
+        tracing::info!(runs = total.runs, inbound = total.inbound, "pruned old runs and inbound keys");
+    }
+    Ok(())
 }
 
 /// Expires what is due; returns how long to sleep until the next deadline.

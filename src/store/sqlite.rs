@@ -18,7 +18,7 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::{Claim, Delivery, Grant, Resolution, Resume, Store, StoreError};
+use super::{Claim, Delivery, Grant, Pruned, Resolution, Resume, Store, StoreError};
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 
@@ -49,6 +49,14 @@ macro_rules! run_and_journal {
          r.initiator AS r_initiator, r.input AS r_input, r.mode AS r_mode, r.status AS r_status, \
          r.says AS r_says, r.result AS r_result, r.created_at AS r_created_at, \
          r.updated_at AS r_updated_at, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
+    };
+}
+
+/// The oldest ended runs before `?1`, at most `?2` of them.
+macro_rules! ended_runs {
+    () => {
+        "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < ?1 \
+         ORDER BY updated_at, id LIMIT ?2"
     };
 }
 
@@ -591,6 +599,13 @@ impl Store for SqliteStore {
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
         self.write(Op::Says(run.to_string(), says)).await.map(|_| ())
+    }
+
+    async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
+        match self.write(Op::Prune { ended_before, seen_before, limit }).await? {
+            Done::Pruned(pruned) => Ok(pruned),
+            _ => Err(StoreError::Corrupt("pruning returned no counts".into())),
+        }
     }
 
     async fn close(&self) {

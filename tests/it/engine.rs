@@ -449,3 +449,29 @@ async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     assert_eq!(card.prompt, "Pick one", "the card went out while the other conversation was held up");
     gate.open.add_permits(1);
 }
+
+#[tokio::test]
+async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay() {
+    const DAY: i64 = 86_400_000;
+    let (functions, _) = functions();
+    let settings = Settings { retention: Some(std::time::Duration::from_secs(86_400)), ..Settings::default() };
+    let h = Harness::open(functions, settings, Arc::new(tempfile::TempDir::new().unwrap()), Clock::manual(T0)).await;
+    let run = h.run("one", "").await;
+    let card = h.card(1).await;
+    eventually(|| async { (!h.engine.store().deliveries(card.id).await.unwrap().is_empty()).then_some(()) }).await;
+    h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
+    h.finished(run).await;
+    // An agent's question that waits for days, and an update key seen at the start.
+    let waiting =
+        h.engine.ask_external(room(), Ask::question("Still there?").timeout(Timeout::Never), alice()).await.unwrap();
+    assert!(h.engine.store().first_seen("test:update:1", T0).await.unwrap());
+
+    // Eight days later: past the one-day retention and the week an update key is kept.
+    h.clock.advance(8 * DAY);
+    eventually(|| async { h.engine.store().run(run).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.store().journal(run).await.unwrap().is_empty(), "its questions went with it");
+    assert!(h.engine.store().deliveries(card.id).await.unwrap().is_empty(), "and its cards");
+    assert_eq!(h.engine.store().question(waiting.id).await.unwrap().unwrap().status, Status::Pending);
+    assert!(h.engine.store().run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
+    assert!(h.engine.store().first_seen("test:update:1", T0 + 8 * DAY).await.unwrap(), "the old key was kept");
+}

@@ -17,7 +17,7 @@ use super::question_from_row;
 use super::raw::{self, Db, Statement};
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::{Delivery, Resolution, StoreError};
+use crate::store::{Delivery, Pruned, Resolution, StoreError};
 
 /// The most writes that share one transaction.
 const MAX_BATCH: usize = 256;
@@ -39,6 +39,12 @@ pub(super) enum Op {
     RevokeGrant(String, i64),
     Seen(String, i64),
     Says(String, u32),
+    /// Deletes old ended runs (with their questions and cards) and old inbound keys.
+    Prune {
+        ended_before: Option<i64>,
+        seen_before: i64,
+        limit: u32,
+    },
     /// Ends the writer after the writes queued before it.
     Close,
 }
@@ -50,6 +56,7 @@ pub(super) enum Done {
     Flag(bool),
     /// The claimed question, or none when it was not pending.
     Claimed(Option<Box<Question>>),
+    Pruned(Pruned),
 }
 
 pub(super) struct Job {
@@ -154,6 +161,10 @@ struct Statements<'d, 'h> {
     revoke_grant: Statement<'d, 'h>,
     seen: Statement<'d, 'h>,
     says: Statement<'d, 'h>,
+    prune_deliveries: Statement<'d, 'h>,
+    prune_questions: Statement<'d, 'h>,
+    prune_runs: Statement<'d, 'h>,
+    prune_inbound: Statement<'d, 'h>,
 }
 
 impl<'d, 'h> Statements<'d, 'h> {
@@ -192,6 +203,18 @@ impl<'d, 'h> Statements<'d, 'h> {
             revoke_grant: db.prepare("UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")?,
             seen: db.prepare("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?1, ?2)")?,
             says: db.prepare("UPDATE runs SET says = MAX(says, ?1) WHERE id = ?2")?,
+            // The same oldest ended runs in each statement: nothing in between changes `runs`.
+            prune_deliveries: db.prepare(concat!(
+                "DELETE FROM deliveries WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
+                ended_runs!(),
+                "))"
+            ))?,
+            prune_questions: db.prepare(concat!("DELETE FROM questions WHERE run_id IN (", ended_runs!(), ")"))?,
+            prune_runs: db.prepare(concat!("DELETE FROM runs WHERE id IN (", ended_runs!(), ")"))?,
+            prune_inbound: db.prepare(
+                "DELETE FROM inbound WHERE key IN \
+                 (SELECT key FROM inbound WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+            )?,
         })
     }
 
@@ -325,6 +348,18 @@ impl<'d, 'h> Statements<'d, 'h> {
             Op::Says(run, says) => {
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
                 Ok(Done::Unit)
+            }
+            Op::Prune { ended_before, seen_before, limit } => {
+                let limit = i64::from(*limit);
+                let mut pruned = Pruned::default();
+                if let Some(before) = *ended_before {
+                    let params = [before.into(), limit.into()];
+                    self.prune_deliveries.execute(&params)?;
+                    self.prune_questions.execute(&params)?;
+                    pruned.runs = self.prune_runs.execute(&params)?;
+                }
+                pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
+                Ok(Done::Pruned(pruned))
             }
             Op::Close => Ok(Done::Unit),
         }
