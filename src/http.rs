@@ -214,8 +214,11 @@ async fn healthz(State(state): State<AppState>) -> Response {
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let pending = state.engine.store().pending_count().await?;
-    let text =
-        state.engine.metrics().render(usize::try_from(pending).unwrap_or(usize::MAX), &state.engine.channel_states());
+    let text = state.engine.metrics().render(
+        usize::try_from(pending).unwrap_or(usize::MAX),
+        &state.engine.channel_states(),
+        &state.engine.store().write_stats(),
+    );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 

@@ -108,6 +108,19 @@ pub struct Resolution {
     pub grant: Option<Grant>,
 }
 
+/// Counts of the store's writes since it opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WriteStats {
+    /// Transactions (batches of writes).
+    pub batches: u64,
+    /// Writes; divided by `batches`, how many writes share a commit.
+    pub writes: u64,
+    /// Writes that failed.
+    pub failed: u64,
+    /// Time spent in transactions, in seconds: its rate is how busy the writer is.
+    pub busy_seconds: f64,
+}
+
 /// What one [`Store::prune`] deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
@@ -173,6 +186,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<Question>, StoreError>;
     /// How many questions are pending.
     async fn pending_count(&self) -> Result<u64, StoreError>;
+    /// What the store's writes have cost so far, for `/metrics`; zeros when it keeps no count.
+    fn write_stats(&self) -> WriteStats {
+        WriteStats::default()
+    }
     /// Pending questions, oldest first, optionally of one conversation.
     async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::channel::ChannelState;
 use crate::question::{Status, Surface};
+use crate::store::WriteStats;
 
 /// Upper bounds of the resume-latency histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -53,8 +54,18 @@ impl Metrics {
 
     /// The Prometheus text exposition, with the current number of pending questions and how
     /// each channel stands.
-    pub fn render(&self, pending: usize, channels: &[(&str, ChannelState)]) -> String {
+    pub fn render(&self, pending: usize, channels: &[(&str, ChannelState)], store: &WriteStats) -> String {
         let mut out = String::new();
+        for (name, help, value) in [
+            ("askgate_store_batches_total", "Transactions the store's writer ran.", store.batches as f64),
+            ("askgate_store_writes_total", "Writes; per batch, how many share a commit.", store.writes as f64),
+            ("askgate_store_write_errors_total", "Writes that failed.", store.failed as f64),
+            ("askgate_store_busy_seconds_total", "Time the writer spent in transactions.", store.busy_seconds),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
         let _ =
             writeln!(out, "# HELP askgate_channel_up Whether a channel is connected to its platform (1) or not (0).");
         let _ = writeln!(out, "# TYPE askgate_channel_up gauge");

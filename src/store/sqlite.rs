@@ -9,6 +9,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,7 +19,7 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::{Claim, Delivery, Grant, Pruned, Resolution, Resume, Store, StoreError};
+use super::{Claim, Delivery, Grant, Pruned, Resolution, Resume, Store, StoreError, WriteStats};
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 
@@ -78,6 +79,7 @@ pub struct SqliteStore {
     readers: SqlitePool,
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    counters: Arc<writer::Counters>,
 }
 
 impl SqliteStore {
@@ -113,8 +115,15 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await?;
         let (writes, queue) = mpsc::unbounded_channel();
-        let thread = writer::start(writer, queue).await?;
-        Ok(Self { exclusive: std::sync::Mutex::new(exclusive), readers, writes, writer: Mutex::new(Some(thread)) })
+        let counters = Arc::new(writer::Counters::default());
+        let thread = writer::start(writer, queue, counters.clone()).await?;
+        Ok(Self {
+            exclusive: std::sync::Mutex::new(exclusive),
+            readers,
+            writes,
+            writer: Mutex::new(Some(thread)),
+            counters,
+        })
     }
 
     async fn write(&self, op: Op) -> Result<Done, StoreError> {
@@ -599,6 +608,10 @@ impl Store for SqliteStore {
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
         self.write(Op::Says(run.to_string(), says)).await.map(|_| ())
+    }
+
+    fn write_stats(&self) -> WriteStats {
+        self.counters.stats()
     }
 
     async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {

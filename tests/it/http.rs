@@ -408,6 +408,14 @@ async fn metrics_count_questions_by_outcome_and_surface() {
     assert!(text.contains("askgate_questions_resolved_total{outcome=\"answered\",surface=\"api\"} 1"), "{text}");
     assert!(text.contains("askgate_questions_pending 1"), "{text}");
     assert!(text.contains("askgate_resume_seconds_count"), "{text}");
+    let counter = |name: &str| -> f64 {
+        text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse().ok()).unwrap_or_else(|| panic!("{name}: {text}"))
+    };
+    // Two asks and a claim at least; each batch holds one write or more.
+    assert!(counter("askgate_store_writes_total ") >= 3.0, "{text}");
+    assert!(counter("askgate_store_batches_total ") >= 1.0, "{text}");
+    assert!(counter("askgate_store_batches_total ") <= counter("askgate_store_writes_total "), "{text}");
+    assert_eq!(counter("askgate_store_write_errors_total "), 0.0, "{text}");
     app.stop().await;
 }
 

@@ -140,6 +140,8 @@ async fn a_bad_write_in_a_batch_fails_only_its_caller() {
     assert!(b.is_err(), "a question of a missing run was stored");
     assert!(a.is_ok() != c.is_ok(), "{a:?} / {c:?}");
     assert_eq!(store.journal(r.id).await.unwrap().len(), 1);
+    let stats = store.write_stats();
+    assert_eq!((stats.writes, stats.failed), (3, 2), "{stats:?}");
     store.close().await;
 }
 

@@ -8,6 +8,9 @@
 //! thread, and a batch sent as one script is parsed again each time: measured, parsing took
 //! half of the writer's time, and the writer was what limited many conversations at once.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde_json::Value;
 use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;
@@ -17,7 +20,34 @@ use super::question_from_row;
 use super::raw::{self, Db, Statement};
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::{Delivery, Pruned, Resolution, StoreError};
+use crate::store::{Delivery, Pruned, Resolution, StoreError, WriteStats};
+
+/// What the writer has done, counted as it goes (read by `/metrics`).
+#[derive(Default)]
+pub(super) struct Counters {
+    batches: AtomicU64,
+    writes: AtomicU64,
+    failed: AtomicU64,
+    busy_micros: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn stats(&self) -> WriteStats {
+        WriteStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+
+    fn count(&self, results: &[Result<Done, StoreError>], took: std::time::Duration) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(results.len() as u64, Ordering::Relaxed);
+        self.failed.fetch_add(results.iter().filter(|r| r.is_err()).count() as u64, Ordering::Relaxed);
+        self.busy_micros.fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+}
 
 /// The most writes that share one transaction.
 const MAX_BATCH: usize = 256;
@@ -69,11 +99,12 @@ pub(super) struct Job {
 pub(super) async fn start(
     conn: SqliteConnection,
     queue: mpsc::UnboundedReceiver<Job>,
+    counters: Arc<Counters>,
 ) -> Result<std::thread::JoinHandle<()>, StoreError> {
     let (ready_tx, ready) = oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("askgate-writer".into())
-        .spawn(move || write_thread(conn, queue, ready_tx))
+        .spawn(move || write_thread(conn, queue, ready_tx, &counters))
         .map_err(|e| StoreError::Corrupt(format!("could not start the writer thread: {e}")))?;
     ready.await.map_err(|_| StoreError::Closed)??;
     Ok(thread)
@@ -83,6 +114,7 @@ fn write_thread(
     mut conn: SqliteConnection,
     mut queue: mpsc::UnboundedReceiver<Job>,
     ready: oneshot::Sender<Result<(), StoreError>>,
+    counters: &Counters,
 ) {
     let closing = match futures_executor::block_on(conn.lock_handle()) {
         Ok(mut locked) => {
@@ -90,7 +122,7 @@ fn write_thread(
             match Statements::prepare(&db) {
                 Ok(mut statements) => {
                     let _ = ready.send(Ok(()));
-                    serve(&mut statements, &mut queue)
+                    serve(&mut statements, &mut queue, counters)
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
@@ -117,7 +149,11 @@ fn write_thread(
 }
 
 /// Commits batches until the queue ends or a [`Op::Close`] arrives; returns that job.
-fn serve(statements: &mut Statements<'_, '_>, queue: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+fn serve(
+    statements: &mut Statements<'_, '_>,
+    queue: &mut mpsc::UnboundedReceiver<Job>,
+    counters: &Counters,
+) -> Option<Job> {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -135,7 +171,9 @@ fn serve(statements: &mut Statements<'_, '_>, queue: &mut mpsc::UnboundedReceive
             }
             job
         });
+        let started = std::time::Instant::now();
         let results = statements.commit_batch(&batch);
+        counters.count(&results, started.elapsed());
         for (job, result) in batch.drain(..).zip(results) {
             // A caller that stopped waiting no longer needs the answer; the write stands.
             let _ = job.reply.send(result);
