@@ -172,7 +172,9 @@ async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_fi
     let config = write_config(dir.path(), "");
     let first = Served::start(&config);
     first.log_line("askgate is ready").await;
-    let second = Command::new(BIN).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).output();
+    // Killed if the test fails while it is still running (when the lock did not stop it).
+    let second =
+        Command::new(BIN).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).kill_on_drop(true).output();
     let second = tokio::time::timeout(Duration::from_secs(20), second).await.expect("the second one exits").unwrap();
     assert_eq!(second.status.code(), Some(1));
     let err = String::from_utf8_lossy(&second.stderr);
