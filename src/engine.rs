@@ -277,6 +277,7 @@ impl Engine {
             }
         }
         self.inner.runs.spawn(sweeper::run(self.clone()));
+        self.inner.runs.spawn(sweeper::prune_hourly(self.clone()));
         Ok(())
     }
 

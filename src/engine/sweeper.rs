@@ -2,9 +2,10 @@
 //! from the store, sleeps until then (or until a new question or a clock change wakes it),
 //! and expires whatever is due. The claim-once write makes each expiry happen exactly once.
 //!
-//! It also keeps the database from growing without end: once an hour it deletes runs that
-//! ended longer ago than the retention (with their questions and cards) and inbound update
-//! keys older than a week.
+//! Beside it, the pruner keeps the database from growing without end: at start-up and then
+//! once an hour it deletes runs that ended longer ago than the retention (with their questions
+//! and cards) and inbound update keys older than a week. It is a task of its own so that a
+//! long first prune (after an upgrade, say) does not hold up expiries.
 
 use std::time::Duration;
 
@@ -26,14 +27,7 @@ const RETRY: Duration = Duration::from_secs(1);
 pub(super) async fn run(engine: Engine) {
     let stop = engine.stopping();
     let mut clock = engine.inner.clock.watch();
-    let mut next_prune = engine.now_ms();
     loop {
-        if engine.now_ms() >= next_prune {
-            next_prune = engine.now_ms() + PRUNE_EVERY;
-            if let Err(e) = prune(&engine).await {
-                tracing::error!(error = %e, "could not prune old runs");
-            }
-        }
         let nap = match sweep(&engine).await {
             Ok(next) => next,
             Err(e) => {
@@ -46,6 +40,28 @@ pub(super) async fn run(engine: Engine) {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(nap) => {}
             () = woken => {}
+            () = crate::clock::moved(&mut clock) => {}
+        }
+    }
+}
+
+/// The pruner: prunes at start-up, then whenever an hour has passed on the engine's clock.
+pub(super) async fn prune_hourly(engine: Engine) {
+    let stop = engine.stopping();
+    let mut clock = engine.inner.clock.watch();
+    let mut next = engine.now_ms();
+    loop {
+        let now = engine.now_ms();
+        if now >= next {
+            next = now + PRUNE_EVERY;
+            if let Err(e) = prune(&engine).await {
+                tracing::error!(error = %e, "could not prune old runs");
+            }
+        }
+        let nap = Duration::from_millis(u64::try_from(next - engine.now_ms()).unwrap_or(0)).min(MAX_SLEEP);
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(nap) => {}
             () = crate::clock::moved(&mut clock) => {}
         }
     }
