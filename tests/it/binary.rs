@@ -137,13 +137,7 @@ async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_res
     assert!(served.child.try_wait().unwrap().is_none(), "the server stopped with its console");
     assert_eq!(served.terminate().await.code(), Some(0));
 
-    let mut served = Served::start(&config);
-    served.log_line("askgate is ready").await;
-    served.type_line(&format!("/answer {id} luxon")).await;
-    served.line("Archive all 87 emails?").await;
-    served.type_line("no").await;
-    served.line("Using luxon for dates; left the 87 emails where they are.").await;
-    assert_eq!(served.terminate().await.code(), Some(0));
+    finish_the_demo_in_a_new_askgate(&config, &id, "luxon", "no", "left the 87 emails where they are").await;
 }
 
 #[tokio::test]
@@ -157,12 +151,18 @@ async fn a_killed_askgate_loses_no_question_and_frees_its_database() {
     // No shutdown at all: the question was committed before its card was printed.
     served.child.kill().await.unwrap();
 
-    let mut served = Served::start(&config);
+    finish_the_demo_in_a_new_askgate(&config, &id, "dayjs", "yes", "archived 87 emails").await;
+}
+
+/// Starts askgate on `config` and finishes the demo whose first question is `id`: picks
+/// `library`, answers the archive question, and sees the reply; SIGTERM then exits 0.
+async fn finish_the_demo_in_a_new_askgate(config: &Path, id: &str, library: &str, archive: &str, done: &str) {
+    let mut served = Served::start(config);
     served.log_line("askgate is ready").await;
-    served.type_line(&format!("/answer {id} dayjs")).await;
+    served.type_line(&format!("/answer {id} {library}")).await;
     served.line("Archive all 87 emails?").await;
-    served.type_line("yes").await;
-    served.line("Using dayjs for dates; archived 87 emails.").await;
+    served.type_line(archive).await;
+    served.line(&format!("Using {library} for dates; {done}.")).await;
     assert_eq!(served.terminate().await.code(), Some(0));
 }
 
