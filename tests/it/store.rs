@@ -153,7 +153,10 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept() {
     let q = question(&r, "Kept?");
     store.ask(&r, &q).await.unwrap();
     store.close().await;
-    let late = store.ask(&r, &question(&r, "Too late")).await;
+    // Refused at once: a write that waited for an answer would be the bug, so it must not hang.
+    let late = tokio::time::timeout(std::time::Duration::from_secs(20), store.ask(&r, &question(&r, "Too late")))
+        .await
+        .expect("a write after close was neither refused nor done");
     assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
     let reopened = open(&dir).await;
     assert_eq!(reopened.journal(r.id).await.unwrap().len(), 1, "the write before the close was lost");
