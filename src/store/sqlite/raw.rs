@@ -10,6 +10,7 @@
 use std::ffi::{CStr, c_char, c_int};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
+use std::rc::Rc;
 
 use libsqlite3_sys as ffi;
 use sqlx::sqlite::LockedSqliteHandle;
@@ -23,7 +24,7 @@ pub(super) fn blames_the_statement(code: c_int) -> bool {
 }
 
 /// A value bound to a statement parameter (`?1`, `?2`, … in order).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub(super) enum Param<'a> {
     Null,
     Int(i64),
@@ -55,18 +56,18 @@ impl From<Option<i64>> for Param<'_> {
 }
 
 /// A column value read back from a row.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub(super) enum Cell {
     Null,
     Int(i64),
     Text(String),
 }
 
-/// Rows a statement returned, with their column names.
-#[derive(Debug, Default)]
+/// Rows a statement returned, with its column names.
+#[derive(Debug)]
 pub(super) struct Rows {
-    pub(super) names: Vec<String>,
-    pub(super) rows: Vec<Vec<Cell>>,
+    names: Rc<[String]>,
+    rows: Vec<Vec<Cell>>,
 }
 
 /// One row of [`Rows`].
@@ -118,12 +119,13 @@ impl<'h> Db<'h> {
             )
         };
         if rc != ffi::SQLITE_OK {
-            return Err(self.error(rc));
+            return Err(error(self.raw, rc));
         }
         let Some(stmt) = NonNull::new(stmt) else {
             return Err(StoreError::Corrupt(format!("no statement in {sql:?}")));
         };
-        let statement = Statement { stmt, db: self };
+        // Column names are known once prepared: read them once, not for every row.
+        let statement = Statement { stmt, db: self, names: column_names(stmt).into() };
         // SAFETY: a non-null `tail` points into `sql`, at or before its end.
         let rest =
             if tail.is_null() { sql.len() as isize } else { unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) } };
@@ -139,19 +141,35 @@ impl<'h> Db<'h> {
         let n = unsafe { ffi::sqlite3_changes64(self.raw.as_ptr()) };
         u64::try_from(n).unwrap_or(0)
     }
+}
 
-    fn error(&self, code: c_int) -> StoreError {
-        // SAFETY: the handle is valid; the message is a NUL-terminated string owned by SQLite,
-        // copied before any other call.
-        let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.raw.as_ptr())) };
-        StoreError::Sqlite { code, message: message.to_string_lossy().into_owned() }
-    }
+/// The error `code` with the connection's message for it.
+fn error(db: NonNull<ffi::sqlite3>, code: c_int) -> StoreError {
+    // SAFETY: the handle is valid; the message is a NUL-terminated string owned by SQLite,
+    // copied before any other call.
+    let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(db.as_ptr())) };
+    StoreError::Sqlite { code, message: message.to_string_lossy().into_owned() }
+}
+
+/// The result columns of a prepared statement (none for one that returns no rows).
+fn column_names(stmt: NonNull<ffi::sqlite3_stmt>) -> Vec<String> {
+    // SAFETY: the statement is valid.
+    let count = unsafe { ffi::sqlite3_column_count(stmt.as_ptr()) };
+    (0..count)
+        .map(|i| {
+            // SAFETY: `i` is a column of the statement; the name is NUL-terminated and copied at
+            // once. A null name (out of memory) reads as empty.
+            let name = unsafe { ffi::sqlite3_column_name(stmt.as_ptr(), i) };
+            if name.is_null() { String::new() } else { unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned() }
+        })
+        .collect()
 }
 
 /// A prepared statement; finalized when dropped (before its [`Db`], which it borrows).
 pub(super) struct Statement<'d, 'h> {
     stmt: NonNull<ffi::sqlite3_stmt>,
     db: &'d Db<'h>,
+    names: Rc<[String]>,
 }
 
 impl Statement<'_, '_> {
@@ -165,15 +183,13 @@ impl Statement<'_, '_> {
 
     /// Runs the statement with `params`; returns the rows it produced.
     pub(super) fn query(&mut self, params: &[Param<'_>]) -> Result<Rows, StoreError> {
+        let names = self.names.clone();
         let mut run = self.bind(params)?;
-        let mut rows = Rows::default();
+        let mut rows = Vec::new();
         while run.step()? {
-            if rows.names.is_empty() {
-                rows.names = run.names();
-            }
-            rows.rows.push(run.cells()?);
+            rows.push(run.cells(names.len())?);
         }
-        Ok(rows)
+        Ok(Rows { names, rows })
     }
 
     fn bind<'s>(&'s mut self, params: &'s [Param<'_>]) -> Result<Bound<'s>, StoreError> {
@@ -200,7 +216,7 @@ impl Statement<'_, '_> {
                 }
             };
             if rc != ffi::SQLITE_OK {
-                return Err(self.db.error(rc));
+                return Err(error(self.db.raw, rc));
             }
         }
         Ok(bound)
@@ -228,40 +244,16 @@ impl Bound<'_> {
         match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
             ffi::SQLITE_ROW => Ok(true),
             ffi::SQLITE_DONE => Ok(false),
-            // SAFETY: the handle is valid; the message is copied at once.
-            code => Err(StoreError::Sqlite {
-                code,
-                message: unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.db.as_ptr())) }
-                    .to_string_lossy()
-                    .into_owned(),
-            }),
+            code => Err(error(self.db, code)),
         }
     }
 
-    fn count(&self) -> c_int {
-        // SAFETY: the statement is valid.
-        unsafe { ffi::sqlite3_column_count(self.stmt.as_ptr()) }
-    }
-
-    fn names(&self) -> Vec<String> {
-        (0..self.count())
-            .map(|i| {
-                // SAFETY: `i` is a column of the statement; the name is NUL-terminated and copied
-                // at once. A null name (out of memory) reads as empty.
-                let name = unsafe { ffi::sqlite3_column_name(self.stmt.as_ptr(), i) };
-                if name.is_null() {
-                    String::new()
-                } else {
-                    unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
-                }
-            })
-            .collect()
-    }
-
-    /// The current row's cells. Text is checked to be UTF-8, as askgate only writes text.
-    fn cells(&self) -> Result<Vec<Cell>, StoreError> {
+    /// The current row's `count` cells. Text is checked to be UTF-8, as askgate only writes
+    /// text.
+    fn cells(&self, count: usize) -> Result<Vec<Cell>, StoreError> {
         let stmt = self.stmt.as_ptr();
-        (0..self.count())
+        let count = c_int::try_from(count).unwrap_or(c_int::MAX);
+        (0..count)
             .map(|i| {
                 // SAFETY: the statement has a current row and `i` is one of its columns; the
                 // text pointer is valid for `column_bytes` bytes until the next step, and is
