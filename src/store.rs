@@ -54,6 +54,9 @@ pub enum StoreError {
     /// A stored row does not parse: written by a newer askgate, or edited by hand.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The system would not start the writer's thread.
+    #[error("the store's writer thread could not start")]
+    WriterThread(#[source] std::io::Error),
     /// The store was closed.
     #[error("the store is closed")]
     Closed,

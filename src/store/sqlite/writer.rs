@@ -105,7 +105,7 @@ pub(super) async fn start(
     let thread = std::thread::Builder::new()
         .name("askgate-writer".into())
         .spawn(move || write_thread(conn, queue, ready_tx, &counters))
-        .map_err(|e| StoreError::Corrupt(format!("could not start the writer thread: {e}")))?;
+        .map_err(StoreError::WriterThread)?;
     ready.await.map_err(|_| StoreError::Closed)??;
     Ok(thread)
 }
@@ -165,18 +165,20 @@ fn serve(
         }
         let closing = batch.iter().position(|j| matches!(j.op, Op::Close)).map(|at| {
             let job = batch.remove(at);
-            // Writes queued after the close are refused by the caller of `serve`.
+            // Writes queued after the close are refused.
             for late in batch.drain(at..) {
                 let _ = late.reply.send(Err(StoreError::Closed));
             }
             job
         });
-        let started = std::time::Instant::now();
-        let results = statements.commit_batch(&batch);
-        counters.count(&results, started.elapsed());
-        for (job, result) in batch.drain(..).zip(results) {
-            // A caller that stopped waiting no longer needs the answer; the write stands.
-            let _ = job.reply.send(result);
+        if !batch.is_empty() {
+            let started = std::time::Instant::now();
+            let results = statements.commit_batch(&batch);
+            counters.count(&results, started.elapsed());
+            for (job, result) in batch.drain(..).zip(results) {
+                // A caller that stopped waiting no longer needs the answer; the write stands.
+                let _ = job.reply.send(result);
+            }
         }
         if closing.is_some() {
             return closing;
