@@ -9,6 +9,7 @@
 mod context;
 mod event;
 pub mod metrics;
+mod pruner;
 mod router;
 mod sweeper;
 
@@ -250,7 +251,7 @@ impl Engine {
         lock(&self.inner.channel_states).iter().map(|(name, state)| (*name, state.clone())).collect()
     }
 
-    /// Recovers from the last stop and starts the timeout sweeper: blocking questions whose
+    /// Recovers from the last stop and starts the timeout sweeper and the pruner: blocking questions whose
     /// waiter is gone are cancelled (`restart`), follow-up runs that were mid-turn are
     /// replayed, and questions that expired meanwhile are expired.
     ///
@@ -277,7 +278,7 @@ impl Engine {
             }
         }
         self.inner.runs.spawn(sweeper::run(self.clone()));
-        self.inner.runs.spawn(sweeper::prune_hourly(self.clone()));
+        self.inner.runs.spawn(pruner::run(self.clone()));
         Ok(())
     }
 
