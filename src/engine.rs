@@ -251,9 +251,9 @@ impl Engine {
         lock(&self.inner.channel_states).iter().map(|(name, state)| (*name, state.clone())).collect()
     }
 
-    /// Recovers from the last stop and starts the timeout sweeper and the pruner: blocking questions whose
-    /// waiter is gone are cancelled (`restart`), follow-up runs that were mid-turn are
-    /// replayed, and questions that expired meanwhile are expired.
+    /// Recovers from the last stop and starts the timeout sweeper and the pruner: blocking
+    /// questions whose waiter is gone are cancelled (`restart`), follow-up runs that were
+    /// mid-turn are replayed, and questions that expired meanwhile are expired.
     ///
     /// # Errors
     /// When the store cannot be read.

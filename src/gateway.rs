@@ -102,9 +102,7 @@ impl Gateway {
             let (engine, stop) = (engine.clone(), engine.stopping());
             inbound.push(tokio::spawn(async move {
                 if let Err(e) = telegram.serve(updates, engine.clone(), stop).await {
-                    let why = with_causes(&e);
-                    tracing::error!("telegram stopped: {why}");
-                    engine.set_channel_state("telegram", ChannelState::Down(format!("stopped: {why}")));
+                    stopped(&engine, "telegram", &e);
                 }
             }));
         }
@@ -112,9 +110,7 @@ impl Gateway {
             let (engine, stop) = (engine.clone(), engine.stopping());
             inbound.push(tokio::spawn(async move {
                 if let Err(e) = discord.serve(engine.clone(), stop).await {
-                    let why = with_causes(&e);
-                    tracing::error!("discord stopped: {why}");
-                    engine.set_channel_state("discord", ChannelState::Down(format!("stopped: {why}")));
+                    stopped(&engine, "discord", &e);
                 }
             }));
         }
@@ -144,8 +140,9 @@ impl Gateway {
     }
 }
 
-/// An error with its causes: `the Bot API refused or could not be reached: Invalid token`.
-fn with_causes(error: &dyn std::error::Error) -> String {
+/// A channel's inbound half ended with `error`: logged, and the channel marked down with it
+/// and its causes (`stopped: the Bot API refused or could not be reached: Invalid token`).
+fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error) {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(c) = cause {
@@ -153,7 +150,8 @@ fn with_causes(error: &dyn std::error::Error) -> String {
         text.push_str(&c.to_string());
         cause = c.source();
     }
-    text
+    tracing::error!("{channel} stopped: {text}");
+    engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {text}")));
 }
 
 /// The Telegram channel, attached, with how its updates arrive; none when it is disabled.

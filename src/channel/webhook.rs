@@ -2,8 +2,9 @@
 //! bridges and the like).
 //!
 //! Inbound, the bridge POSTs `{"conversation", "user", "text"}` (and optionally `"id"`, its
-//! message id, applied once, and `"name"`, how people know the sender) to `/channels/webhook/<name>`. Outbound, askgate POSTs
-//! `{"conversation", "text"}` to the endpoint's `url`. Both directions carry
+//! message id, applied once, and `"name"`, how people know the sender) to
+//! `/channels/webhook/<name>`. Outbound, askgate POSTs `{"conversation", "text"}` to the
+//! endpoint's `url`. Both directions carry
 //! `X-Askgate-Signature: sha256=<hex HMAC-SHA256 of the body under the shared secret>`.
 //! Conversations are `webhook:<name>:<conversation>`, users `webhook:<name>:<user>`.
 
