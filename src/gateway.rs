@@ -140,7 +140,7 @@ impl Gateway {
     }
 }
 
-/// A channel's inbound half ended with `error`: logged, and the channel marked down with it
+/// A channel's inbound half ended with `error`: the channel is marked down with it
 /// and its causes (`stopped: the Bot API refused or could not be reached: Invalid token`).
 fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error) {
     let mut text = error.to_string();
@@ -150,7 +150,7 @@ fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error
         text.push_str(&c.to_string());
         cause = c.source();
     }
-    tracing::error!("{channel} stopped: {text}");
+    // Logged by the engine as the channel goes down.
     engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {text}")));
 }
 
