@@ -246,21 +246,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    if args.iter().any(|a| a == "--single-only") {
-        let dir = tempfile::TempDir::new().unwrap();
-        runtime.block_on(async {
-            let (one, _) = cycles(dir.path(), 1, 5000, Synchronous::Normal).await;
-            println!("single {one:.0}/s");
-        });
-        return;
-    }
-    if args.iter().any(|a| a == "--many-only") {
-        let dir = tempfile::TempDir::new().unwrap();
-        runtime.block_on(async {
-            let (many, _) = cycles(dir.path(), 64, 200, Synchronous::Normal).await;
-            println!("64 conversations {many:.0}/s");
-        });
-        return;
+    // One case alone, to profile it.
+    for (flag, conversations, per_conversation) in [("--single-only", 1, 5000), ("--many-only", 64, 200)] {
+        if args.iter().any(|a| a == flag) {
+            let dir = tempfile::TempDir::new().unwrap();
+            let (rate, _) = runtime.block_on(cycles(dir.path(), conversations, per_conversation, Synchronous::Normal));
+            println!("{conversations} conversation(s): {rate:.0} cycles/s");
+            return;
+        }
     }
     if let Some(i) = args.iter().position(|a| a == "--probe") {
         runtime.block_on(startup_probe(&PathBuf::from(&args[i + 1])));

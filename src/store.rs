@@ -114,7 +114,8 @@ pub struct Resolution {
 /// Counts of the store's writes since it opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WriteStats {
-    /// Transactions (batches of writes).
+    /// Batches of writes, each committed in one transaction (plus one more for each write
+    /// that failed by its own fault and was taken out).
     pub batches: u64,
     /// Writes; divided by `batches`, how many writes share a commit.
     pub writes: u64,

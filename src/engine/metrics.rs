@@ -57,7 +57,11 @@ impl Metrics {
     pub fn render(&self, pending: usize, channels: &[(&str, ChannelState)], store: &WriteStats) -> String {
         let mut out = String::new();
         for (name, help, value) in [
-            ("askgate_store_batches_total", "Transactions the store's writer ran.", store.batches as f64),
+            (
+                "askgate_store_batches_total",
+                "Batches of writes the store's writer committed together.",
+                store.batches as f64,
+            ),
             ("askgate_store_writes_total", "Writes; per batch, how many share a commit.", store.writes as f64),
             ("askgate_store_write_errors_total", "Writes that failed.", store.failed as f64),
             ("askgate_store_busy_seconds_total", "Time the writer spent in transactions.", store.busy_seconds),

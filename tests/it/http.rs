@@ -152,7 +152,7 @@ async fn an_agents_run_ends_when_its_question_is_resolved() {
         (Some("api:operator"), Some("Alice"))
     );
 
-    // A rejection names its author the same way; without a name, the token's id shows.
+    // A rejection names its author the same way.
     let other = app.ask("console:local", "Which colour again?").await;
     let (status, _) = app.post(&format!("/api/questions/{other}/reject"), json!({"name": "Bob"})).await;
     assert_eq!(status, StatusCode::OK);
