@@ -475,3 +475,25 @@ async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay() {
     assert!(h.engine.store().run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
     assert!(h.engine.store().first_seen("test:update:1", T0 + 8 * DAY).await.unwrap(), "the old key was kept");
 }
+
+#[tokio::test]
+async fn runs_that_ended_long_before_a_start_are_pruned_at_start_up() {
+    const DAY: i64 = 86_400_000;
+    let dir = Arc::new(tempfile::TempDir::new().unwrap());
+    let path = db_path(dir.path());
+    let store =
+        askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal).await.unwrap();
+    let mut old = waiting_run("test:room", "");
+    (old.status, old.created_at, old.updated_at) = (RunStatus::Finished, T0 - 40 * DAY, T0 - 40 * DAY);
+    let recent = waiting_run("test:room", "");
+    for run in [&old, &recent] {
+        askgate::store::Store::save_run(&store, run).await.unwrap();
+    }
+    askgate::store::Store::close(&store).await;
+
+    // The clock does not move: the prune at start-up alone removes the 40-day-old run.
+    let (functions, _) = functions();
+    let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
+    eventually(|| async { h.engine.store().run(old.id).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.store().run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
+}
