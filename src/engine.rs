@@ -130,6 +130,9 @@ enum Outbound {
     Card(Question),
     Retract(Question),
     Text(Conversation, String),
+    /// A message an adapter sent for a question by itself (a prompt for the next message),
+    /// to be retracted with the question's cards.
+    Record(Question, Delivery),
 }
 
 /// The gateway's core. Cheap to clone; all clones share one engine.
@@ -609,6 +612,15 @@ impl Engine {
         }
     }
 
+    /// Records a message an adapter sent for `question` outside its card (a prompt for the
+    /// next message), so that it is retracted with the cards; one recorded after the question
+    /// was resolved is retracted at once.
+    pub fn record_delivery(&self, question: &Question, delivery: Delivery) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Record(question.clone(), delivery));
+        }
+    }
+
     /// Sends plain text to a conversation through its channel.
     pub fn send_text(&self, conversation: &Conversation, text: String) {
         self.outbound(conversation, Outbound::Text(conversation.clone(), text));
@@ -912,9 +924,10 @@ const LANES: usize = 16;
 async fn lane(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
     // Cards shown lately, so that a retraction rarely reads them back from the store.
     let mut shown: Recent<Vec<Delivery>> = Recent::new(512);
-    // Questions resolved before their card went out (possible when a resolution races the
-    // announcement): their card is not shown at all.
-    let mut closed: Recent<()> = Recent::new(128);
+    // Questions resolved lately: a card whose question was resolved before it went out (a
+    // resolution racing the announcement) is not shown at all, and a message recorded late is
+    // retracted at once.
+    let mut closed: Recent<Question> = Recent::new(128);
     while let Some(message) = queue.recv().await {
         match message {
             Outbound::Card(question) => {
@@ -947,7 +960,7 @@ async fn lane(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc:
                     },
                 };
                 if cards.is_empty() {
-                    closed.insert(question.id, ());
+                    closed.insert(question.id, question.clone());
                 }
                 retract(&*channel, &question, cards).await;
             }
@@ -955,6 +968,17 @@ async fn lane(store: Arc<dyn Store>, channel: Arc<dyn Channel>, mut queue: mpsc:
                 if let Err(e) = channel.send_text(&conversation, &text).await {
                     tracing::warn!(%conversation, error = %e, "could not send a message");
                 }
+            }
+            Outbound::Record(question, delivery) => {
+                if let Err(e) = store.add_delivery(&delivery).await {
+                    tracing::error!(question = %question.id, error = %e, "could not record a message");
+                }
+                if let Some(resolved) = closed.get(&question.id) {
+                    retract(&*channel, resolved, vec![delivery]).await;
+                } else if let Some(cards) = shown.get_mut(&question.id) {
+                    cards.push(delivery);
+                }
+                // Otherwise the cards are not cached here: a retraction reads them all back.
             }
         }
     }
@@ -986,6 +1010,14 @@ impl<V> Recent<V> {
     /// Takes an entry out; its slot in the order is dropped lazily when it comes up.
     fn remove(&mut self, id: &QuestionId) -> Option<V> {
         self.entries.remove(id)
+    }
+
+    fn get(&self, id: &QuestionId) -> Option<&V> {
+        self.entries.get(id)
+    }
+
+    fn get_mut(&mut self, id: &QuestionId) -> Option<&mut V> {
+        self.entries.get_mut(id)
     }
 }
 

@@ -171,7 +171,12 @@ fn telegram(
         },
     };
     let adapter = Telegram::new(
-        &TelegramConfig { token, api_url: chat.api_url.clone(), updates: updates.clone() },
+        &TelegramConfig {
+            token,
+            api_url: chat.api_url.clone(),
+            updates: updates.clone(),
+            timeouts: telegram::Timeouts::default(),
+        },
         clock.clone(),
     )?;
     engine.attach(adapter.clone());

@@ -10,7 +10,7 @@ mod sqlite;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
 use crate::run::{Run, RunStatus};
 
 pub use sqlite::{SqliteStore, Synchronous};
@@ -62,7 +62,18 @@ pub enum StoreError {
     Closed,
 }
 
-/// One rendered card, recorded so that it can be retracted.
+text_enum!(
+    /// What a recorded message of a question is for.
+    DeliveryRole {
+        /// The card: the question with its buttons. Retraction edits it to show the outcome.
+        Card = "card",
+        /// A message that asks for the next message (Telegram's "Other…" and "Reject with
+        /// note…"). Retraction removes it: the card alone shows the outcome.
+        Prompt = "prompt",
+    }
+);
+
+/// One message sent for a question, recorded so that it can be retracted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Delivery {
     /// The question it shows.
@@ -73,6 +84,26 @@ pub struct Delivery {
     pub chat: String,
     /// The message id, in the surface's terms.
     pub message: String,
+    /// A card, or a prompt for the next message.
+    pub role: DeliveryRole,
+}
+
+impl Delivery {
+    /// A card of `question` on `surface`, sent to `chat` as `message`.
+    pub fn card(question: QuestionId, surface: &str, chat: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            question,
+            surface: surface.to_owned(),
+            chat: chat.into(),
+            message: message.into(),
+            role: DeliveryRole::Card,
+        }
+    }
+
+    /// A prompt for the next message, sent for `question`.
+    pub fn prompt(question: QuestionId, surface: &str, chat: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { role: DeliveryRole::Prompt, ..Self::card(question, surface, chat, message) }
+    }
 }
 
 /// A standing allow-always decision.

@@ -144,12 +144,7 @@ impl Channel for Console {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.print(&text::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery {
-            question: question.id,
-            surface: "console".to_owned(),
-            chat: "local".to_owned(),
-            message: question.id.short(),
-        }])
+        Ok(vec![Delivery::card(question.id, "console", "local", question.id.short())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

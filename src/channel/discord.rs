@@ -375,12 +375,7 @@ impl Channel for Discord {
             .components(render::components(&layout))
             .allowed_mentions(no_pings());
         let sent = self.send(channel, message).await?;
-        Ok(vec![Delivery {
-            question: question.id,
-            surface: "discord".to_owned(),
-            chat: channel.to_string(),
-            message: sent.id.to_string(),
-        }])
+        Ok(vec![Delivery::card(question.id, "discord", channel.to_string(), sent.id.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -7,9 +7,11 @@
 //! (per-chat pacing, 429 `retry_after` honoured); edits and callback answers retry on 429
 //! themselves.
 
+mod polling;
 pub mod render;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -25,7 +27,7 @@ use teloxide::types::{
     CallbackQuery, ChatId, ForceReply, InlineKeyboardMarkup, Message, MessageId, ParseMode, ReplyParameters, ThreadId,
     Update, UpdateKind, User,
 };
-use teloxide::update_listeners::{AsUpdateStream, Polling, webhooks};
+use teloxide::update_listeners::{AsUpdateStream, webhooks};
 use teloxide::{Bot, RequestError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,7 +36,9 @@ use super::{Channel, ChannelError, ChannelState};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
-use crate::store::Delivery;
+use crate::store::{Delivery, DeliveryRole};
+
+pub use polling::Timeouts;
 
 /// How updates arrive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +65,8 @@ pub struct TelegramConfig {
     pub api_url: Option<String>,
     /// Polling or webhook.
     pub updates: Updates,
+    /// How long a long poll waits, and how long the HTTP client waits for an answer.
+    pub timeouts: Timeouts,
 }
 
 /// Why the adapter could not start.
@@ -69,6 +75,9 @@ pub enum StartError {
     /// The API URL does not parse.
     #[error("api_url `{0}` is not a URL")]
     ApiUrl(String),
+    /// The HTTP client could not be built (the system's TLS roots could not be loaded).
+    #[error("the HTTP client could not be built")]
+    Client(#[source] reqwest::Error),
     /// The webhook URL does not parse.
     #[error("webhook_url `{0}` is not a URL")]
     WebhookUrl(String),
@@ -88,6 +97,9 @@ pub struct Telegram {
     /// Replies to typed messages, sent off the update loop: `Throttle` may hold a send for up
     /// to a minute in a busy group, and one chat's pacing must not hold up everyone's updates.
     replies: TaskTracker,
+    timeouts: Timeouts,
+    /// Polls that failed since start, for `/metrics`.
+    failed_polls: AtomicU64,
     clock: Clock,
 }
 
@@ -103,13 +115,36 @@ impl Telegram {
     /// # Errors
     /// A malformed API URL.
     pub fn new(config: &TelegramConfig, clock: Clock) -> Result<Arc<Self>, StartError> {
-        let mut bot = Bot::new(&config.token);
+        // teloxide's settings (connect timeout, TCP_NODELAY, proxy from the environment) with a
+        // request timeout that outlasts a long poll.
+        let client = teloxide::net::default_reqwest_settings()
+            .timeout(config.timeouts.request)
+            .build()
+            .map_err(StartError::Client)?;
+        let mut bot = Bot::with_client(&config.token, client);
         if let Some(url) = &config.api_url {
             let url = url.parse().map_err(|_| StartError::ApiUrl(url.clone()))?;
             bot = bot.set_api_url(url);
         }
         let throttled = bot.clone().throttle(Limits::default());
-        Ok(Arc::new(Self { bot, throttled, username: OnceLock::new(), replies: TaskTracker::new(), clock }))
+        Ok(Arc::new(Self {
+            bot,
+            throttled,
+            username: OnceLock::new(),
+            replies: TaskTracker::new(),
+            timeouts: config.timeouts,
+            failed_polls: AtomicU64::new(0),
+            clock,
+        }))
+    }
+
+    /// How many `getUpdates` polls have failed since start.
+    pub fn failed_polls(&self) -> u64 {
+        self.failed_polls.load(Ordering::Relaxed)
+    }
+
+    fn count_failed_poll(&self) {
+        self.failed_polls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Checks the token with `getMe` (retrying while the API cannot be reached), then
@@ -152,19 +187,12 @@ impl Telegram {
         let _ = self.username.set(me.username().to_owned());
         let bot = self.bot.clone();
         match updates {
-            Updates::Polling => {
-                let mut listener =
-                    Polling::builder(bot).timeout(Duration::from_secs(25)).delete_webhook().await.build();
-                // The Bot API itself refusing `getUpdates` (a revoked token; another process
-                // polling with the same token) lasts until someone acts; a network error passes.
-                let refused = |e: &RequestError| matches!(e, RequestError::Api(_));
-                self.consume(listener.as_stream(), &engine, &stop, refused).await;
-            }
+            Updates::Polling => self.poll(&engine, &stop).await,
             Updates::Webhook { url, listen, secret } => {
                 let url = url.parse().map_err(|_| StartError::WebhookUrl(url.clone()))?;
                 let options = webhooks::Options::new(listen, url).secret_token(secret);
                 let mut listener = webhooks::axum(bot, options).await?;
-                self.consume(listener.as_stream(), &engine, &stop, |_| false).await;
+                self.consume(listener.as_stream(), &engine, &stop).await;
             }
         }
         self.replies.close();
@@ -174,9 +202,8 @@ impl Telegram {
         Ok(())
     }
 
-    /// Hands each update to the engine until `stop`; an error that `refused` calls lasting
-    /// marks the channel down until the next update arrives.
-    async fn consume<S, E>(&self, stream: S, engine: &Engine, stop: &CancellationToken, refused: impl Fn(&E) -> bool)
+    /// Hands each update that arrives by webhook to the engine until `stop`.
+    async fn consume<S, E>(&self, stream: S, engine: &Engine, stop: &CancellationToken)
     where
         S: futures_util::Stream<Item = Result<Update, E>>,
         E: std::fmt::Display,
@@ -192,10 +219,6 @@ impl Telegram {
                 Some(Ok(update)) => {
                     engine.set_channel_state("telegram", ChannelState::Up);
                     self.on_update(update, engine).await;
-                }
-                Some(Err(e)) if refused(&e) => {
-                    engine
-                        .set_channel_state("telegram", ChannelState::Down(format!("the Bot API refuses updates: {e}")));
                 }
                 Some(Err(e)) => tracing::warn!(error = %e, "telegram update error"),
             }
@@ -362,15 +385,11 @@ impl Telegram {
                 };
                 match sent.await {
                     Ok(prompt) => {
-                        let card = Delivery {
-                            question: question.id,
-                            surface: "telegram".to_owned(),
-                            chat: prompt.chat.id.0.to_string(),
-                            message: prompt.id.0.to_string(),
-                        };
-                        if let Err(e) = engine.store().add_delivery(&card).await {
-                            tracing::error!(error = %e, "could not record a prompt");
-                        }
+                        let chat = prompt.chat.id.0.to_string();
+                        engine.record_delivery(
+                            &question,
+                            Delivery::prompt(question.id, "telegram", chat, prompt.id.0.to_string()),
+                        );
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
                 }
@@ -405,6 +424,19 @@ impl Telegram {
             request = request.reply_markup(keyboard);
         }
         request.await.map_err(|e| ChannelError(e.to_string()))
+    }
+}
+
+impl Telegram {
+    /// Deletes a prompt for the next message; one too old for Telegram to delete (48 hours) is
+    /// edited to say it is closed instead, so that nobody replies to it in vain.
+    async fn remove_prompt(&self, chat: ChatId, message: MessageId) -> Result<(), RequestError> {
+        let delete = self.bot.delete_message(chat, message);
+        if retry(|| delete.clone().send()).await.is_ok() {
+            return Ok(());
+        }
+        let edit = self.bot.edit_message_text(chat, message, "✍️ (closed)");
+        retry(|| edit.clone().send()).await.map(|_| ())
     }
 }
 
@@ -487,12 +519,7 @@ impl Channel for Telegram {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let card = render::card(question, self.clock.now_ms());
         let sent = self.send(conversation, card.text, card.keyboard).await?;
-        Ok(vec![Delivery {
-            question: question.id,
-            surface: "telegram".to_owned(),
-            chat: sent.chat.id.0.to_string(),
-            message: sent.id.0.to_string(),
-        }])
+        Ok(vec![Delivery::card(question.id, "telegram", sent.chat.id.0.to_string(), sent.id.0.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
@@ -500,10 +527,17 @@ impl Channel for Telegram {
         let mut failures = Vec::new();
         for card in cards {
             let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
-            let edit =
-                self.bot.edit_message_text(ChatId(chat), MessageId(message), text.clone()).parse_mode(ParseMode::Html);
-            // Without a reply_markup the edit removes the keyboard.
-            if let Err(e) = retry(|| edit.clone().send()).await {
+            let (chat, message) = (ChatId(chat), MessageId(message));
+            let done = match card.role {
+                // Without a reply_markup the edit removes the keyboard.
+                DeliveryRole::Card => {
+                    let edit = self.bot.edit_message_text(chat, message, text.clone()).parse_mode(ParseMode::Html);
+                    retry(|| edit.clone().send()).await.map(|_| ())
+                }
+                // The card shows the outcome; the prompt that asked for a reply goes.
+                DeliveryRole::Prompt => self.remove_prompt(chat, message).await,
+            };
+            if let Err(e) = done {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
         }

@@ -55,14 +55,20 @@ pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())
 }
 
-/// `expires in 30m (23:15 UTC)`, or `never expires`.
+/// `expires in 30m (23:15 UTC)`, or `never expires`. The time left is rounded up in the unit
+/// shown, so a card never promises less time than there is.
 pub fn expiry(expires_at: Option<i64>, now_ms: i64) -> String {
     let Some(at) = expires_at else { return "never expires".to_owned() };
-    let left = (at - now_ms).max(0) / 1000;
-    let span = if left >= 86_400 {
-        format!("{}d", left / 86_400)
-    } else if left >= 3_600 {
-        format!("{}h{:02}m", left / 3_600, left % 3_600 / 60)
+    let left = ((at - now_ms).max(0) + 999) / 1000;
+    let span = if left > 86_400 {
+        let hours = (left + 3_599) / 3_600;
+        match hours % 24 {
+            0 => format!("{}d", hours / 24),
+            h => format!("{}d{h}h", hours / 24),
+        }
+    } else if left > 3_600 {
+        let minutes = (left + 59) / 60;
+        format!("{}h{:02}m", minutes / 60, minutes % 60)
     } else if left >= 60 {
         format!("{}m", (left + 59) / 60)
     } else {
@@ -95,5 +101,20 @@ mod tests {
         let now = 1_700_000_000_000;
         assert_eq!(expiry(Some(now + 30 * 60_000), now), "expires in 30m (22:43 UTC)");
         assert_eq!(expiry(None, now), "never expires");
+    }
+
+    #[test]
+    fn time_left_is_rounded_up_never_below_what_is_left() {
+        let now = 1_700_000_000_000;
+        let span = |ms: i64| expiry(Some(now + ms), now).split(" (").next().unwrap().to_owned();
+        assert_eq!(span(1_999), "expires in 2s");
+        assert_eq!(span(2_000), "expires in 2s");
+        assert_eq!(span(61_000), "expires in 2m");
+        assert_eq!(span(3_600_000), "expires in 60m");
+        assert_eq!(span(5_430_000), "expires in 1h31m");
+        assert_eq!(span(86_400_000), "expires in 24h00m");
+        assert_eq!(span(86_400_000 + 1), "expires in 1d1h");
+        assert_eq!(span(2 * 86_400_000), "expires in 2d");
+        assert_eq!(span(-5), "expires in 0s");
     }
 }

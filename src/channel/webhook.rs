@@ -206,12 +206,7 @@ impl Channel for Webhooks {
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         self.post(conversation, &text::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery {
-            question: question.id,
-            surface: "webhook".to_owned(),
-            chat: conversation.to_string(),
-            message: question.id.short(),
-        }])
+        Ok(vec![Delivery::card(question.id, "webhook", conversation.to_string(), question.id.short())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -536,7 +536,7 @@ impl Store for SqliteStore {
 
     async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
         let rows = sqlx::query(
-            "SELECT question_id, surface, chat, message FROM deliveries WHERE question_id = ? ORDER BY created_at",
+            "SELECT question_id, surface, chat, message, role FROM deliveries WHERE question_id = ? ORDER BY created_at",
         )
         .bind(question.to_string())
         .fetch_all(&self.readers)
@@ -548,6 +548,7 @@ impl Store for SqliteStore {
                     surface: r.try_get("surface")?,
                     chat: r.try_get("chat")?,
                     message: r.try_get("message")?,
+                    role: parse_col(r, "role")?,
                 })
             })
             .collect()

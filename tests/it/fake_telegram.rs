@@ -34,6 +34,13 @@ struct Inner {
     refuse: HashMap<String, (u16, String)>,
     /// Chats whose `sendMessage` calls hang until released (a platform pacing that chat).
     stalled: std::collections::HashSet<i64>,
+    /// Long polls answered, and long polls the client gave up on before they were answered.
+    polls_answered: u32,
+    polls_abandoned: u32,
+    /// Messages the bot deleted.
+    deleted: Vec<(i64, i64)>,
+    /// `getUpdates` hangs without answering (a network that swallows requests) until released.
+    polls_hang: bool,
 }
 
 /// The fake Bot API.
@@ -159,6 +166,27 @@ impl FakeTelegram {
         self.inner.lock().unwrap().messages.get(&(chat, id)).cloned().expect("a bot message")
     }
 
+    /// `getUpdates` calls hang, unanswered, until [`FakeTelegram::answer_polls`].
+    pub fn hang_polls(&self) {
+        self.inner.lock().unwrap().polls_hang = true;
+    }
+
+    pub fn answer_polls(&self) {
+        self.inner.lock().unwrap().polls_hang = false;
+        self.released.notify_waiters();
+    }
+
+    /// Long polls answered so far, and how many of them the client gave up on first.
+    pub fn polls(&self) -> (u32, u32) {
+        let inner = self.inner.lock().unwrap();
+        (inner.polls_answered, inner.polls_abandoned)
+    }
+
+    /// Whether the bot deleted this message.
+    pub fn deleted(&self, chat: i64, id: i64) -> bool {
+        self.inner.lock().unwrap().deleted.contains(&(chat, id))
+    }
+
     /// Every call of `method` (lower case) so far.
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let inner = self.inner.lock().unwrap();
@@ -243,6 +271,15 @@ async fn handle(
         })),
         "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
         "deletewebhook" | "setwebhook" | "answercallbackquery" => ok(json!(true)),
+        "deletemessage" => {
+            let key = (body["chat_id"].as_i64().unwrap_or_default(), body["message_id"].as_i64().unwrap_or_default());
+            let mut inner = fake.inner.lock().unwrap();
+            if inner.messages.remove(&key).is_none() {
+                return (StatusCode::BAD_REQUEST, axum::Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message to delete not found"}))).into_response();
+            }
+            inner.deleted.push(key);
+            ok(json!(true))
+        }
         "getupdates" => get_updates(fake, body).await,
         "sendmessage" => {
             let chat = body["chat_id"].as_i64().unwrap_or_default();
@@ -296,14 +333,52 @@ async fn handle(
     }
 }
 
+/// Counts a long poll as abandoned unless it was answered: axum drops the handler when the
+/// client goes away.
+struct PollGuard {
+    fake: FakeTelegram,
+    answered: bool,
+}
+
+impl Drop for PollGuard {
+    fn drop(&mut self) {
+        let mut inner = self.fake.inner.lock().unwrap();
+        if self.answered {
+            inner.polls_answered += 1;
+        } else {
+            inner.polls_abandoned += 1;
+        }
+    }
+}
+
+/// Holds the poll for the timeout the client asked for, as Telegram does, unless updates come.
 async fn get_updates(fake: FakeTelegram, body: Value) -> Response {
+    let mut guard = PollGuard { fake: fake.clone(), answered: false };
+    let response = poll(fake, body).await;
+    guard.answered = true;
+    response
+}
+
+async fn poll(fake: FakeTelegram, body: Value) -> Response {
+    loop {
+        let released = fake.released.notified();
+        if !fake.inner.lock().unwrap().polls_hang {
+            break;
+        }
+        released.await;
+    }
     let offset = body["offset"].as_i64().unwrap_or(0);
-    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(2));
+    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0));
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let notified = fake.updated.notified();
         {
             let mut inner = fake.inner.lock().unwrap();
+            // A refusal ends a poll in progress, as Telegram ends one when another starts.
+            if let Some((code, description)) = inner.refuse.get("getupdates") {
+                let body = json!({"ok": false, "error_code": code, "description": description});
+                return (StatusCode::from_u16(*code).unwrap(), axum::Json(body)).into_response();
+            }
             // An offset confirms every update below it; forced redeliveries go out regardless.
             inner.pending.retain(|(u, forced)| *forced || u["update_id"].as_i64().unwrap_or(0) >= offset);
             if !inner.pending.is_empty() {

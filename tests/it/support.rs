@@ -121,12 +121,8 @@ impl Channel for Recorder {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.shown.lock().unwrap().push(Shown::Card(question.clone()));
-        Ok(vec![Delivery {
-            question: question.id,
-            surface: "test".into(),
-            chat: question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default(),
-            message: format!("m-{}", question.id),
-        }])
+        let chat = question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
+        Ok(vec![Delivery::card(question.id, "test", chat, format!("m-{}", question.id))])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use askgate::channel::ChannelState;
-use askgate::channel::telegram::{Telegram, TelegramConfig, Updates};
+use askgate::channel::telegram::{Telegram, TelegramConfig, Timeouts, Updates};
 use askgate::clock::Clock;
 use askgate::engine::{ChannelPolicy, Engine, Resolver, Settings};
 use askgate::question::{Conversation, QuestionId, Status, Surface, UserRef};
@@ -34,17 +34,32 @@ impl Tg {
     }
 
     async fn start_with_clock(dir: &TempDir, api: &str, updates: Updates, settings: Settings, clock: Clock) -> Self {
+        Self::start_with(dir, api, updates, settings, clock, Timeouts::default()).await.0
+    }
+
+    async fn start_with(
+        dir: &TempDir,
+        api: &str,
+        updates: Updates,
+        settings: Settings,
+        clock: Clock,
+        timeouts: Timeouts,
+    ) -> (Self, Arc<Telegram>) {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
-        let config =
-            TelegramConfig { token: "123:fake".into(), api_url: Some(api.to_owned()), updates: updates.clone() };
+        let config = TelegramConfig {
+            token: "123:fake".into(),
+            api_url: Some(api.to_owned()),
+            updates: updates.clone(),
+            timeouts,
+        };
         let telegram = Telegram::new(&config, clock).unwrap();
         engine.attach(telegram.clone());
         engine.start().await.unwrap();
-        let (e, stop) = (engine.clone(), engine.stopping());
-        let serving = tokio::spawn(async move { telegram.serve(updates, e, stop).await.unwrap() });
-        Self { engine, serving }
+        let (e, stop, t) = (engine.clone(), engine.stopping(), telegram.clone());
+        let serving = tokio::spawn(async move { t.serve(updates, e, stop).await.unwrap() });
+        (Self { engine, serving }, telegram)
     }
 
     async fn stop(self) {
@@ -185,6 +200,14 @@ async fn reject_with_a_note_takes_the_next_message_as_feedback() {
     fake.text(ALICE, ALICE, "not on a Friday", Some(id_of(&prompt)));
     fake.sent("Rejected: did not run `rm -rf build/` (not on a Friday).", 1).await;
     edited(&fake, ALICE, id_of(&card), "❌ rejected: not on a Friday").await;
+    // The outcome shows once, on the card: the prompt that asked for the note is gone.
+    eventually(|| async { fake.deleted(ALICE, id_of(&prompt)).then_some(()) }).await;
+    let outcomes = fake
+        .calls("editmessagetext")
+        .iter()
+        .filter(|c| c.body["text"].as_str().unwrap_or_default().contains("rejected: not on a Friday"))
+        .count();
+    assert_eq!(outcomes, 1, "the outcome was shown on more than the card");
     tg.stop().await;
 }
 
@@ -422,6 +445,58 @@ async fn another_poller_on_the_same_token_shows_as_down_until_updates_flow_again
     assert!(why.starts_with("the Bot API refuses updates"), "{why}");
     assert!(why.contains("terminated by other getUpdates request"), "{why}");
     fake.accept("getupdates");
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library for date formatting?", 1).await;
+    assert_eq!(state(), Some(ChannelState::Up));
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_bot_keeps_polling_without_errors_and_answers_at_once() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    // A client that gives up after 2 s, and the usual 25 s long poll: askgate must poll for
+    // less than the client waits, or every idle poll ends in an error and a growing backoff.
+    let timeouts = Timeouts { poll: std::time::Duration::from_secs(25), request: std::time::Duration::from_secs(2) };
+    let (tg, telegram) =
+        Tg::start_with(&dir, &url, Updates::Polling, Settings::default(), Clock::system(), timeouts).await;
+    // Idle through several long polls, longer than the client's timeout.
+    eventually(|| async { (fake.polls().0 >= 4).then_some(()) }).await;
+    assert_eq!(fake.polls().1, 0, "the client gave up on an idle poll");
+    assert!(
+        fake.calls("getupdates").iter().all(|c| c.body["timeout"].as_u64() < Some(2)),
+        "a poll outlived the client"
+    );
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library for date formatting?", 1).await;
+    assert_eq!(telegram.failed_polls(), 0, "an idle poll was counted as a failure");
+    assert_eq!(tg.engine.channel_states(), [("telegram", ChannelState::Up)]);
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn polling_that_fails_backs_off_briefly_shows_down_only_when_it_persists_and_recovers() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let timeouts = Timeouts { poll: std::time::Duration::from_secs(25), request: std::time::Duration::from_secs(2) };
+    let (tg, telegram) =
+        Tg::start_with(&dir, &url, Updates::Polling, Settings::default(), Clock::system(), timeouts).await;
+    let state = || tg.engine.channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
+    eventually(|| async { (fake.polls().0 >= 1).then_some(()) }).await;
+    // The network swallows getUpdates: each poll ends in the client's timeout.
+    fake.hang_polls();
+    eventually(|| async { (telegram.failed_polls() >= 1).then_some(()) }).await;
+    assert_eq!(state(), Some(ChannelState::Up), "one lost poll is a blip, not an outage");
+    let why = eventually(|| async {
+        match state() {
+            Some(ChannelState::Down(why)) => Some(why),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(why.starts_with("polling has failed 3 times in a row"), "{why}");
+    // The network comes back: the next poll (after a pause of seconds, not a minute) succeeds.
+    fake.answer_polls();
     fake.text(ALICE, ALICE, "/run demo", None);
     fake.sent("Which library for date formatting?", 1).await;
     assert_eq!(state(), Some(ChannelState::Up));

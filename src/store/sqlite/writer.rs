@@ -237,8 +237,8 @@ impl<'d, 'h> Statements<'d, 'h> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?,
             delivery: db.prepare(
-                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
             )?,
             revoke_grant: db.prepare("UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")?,
             seen: db.prepare("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?1, ?2)")?,
@@ -378,6 +378,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.surface.as_str().into(),
                     d.chat.as_str().into(),
                     d.message.as_str().into(),
+                    d.role.as_str().into(),
                 ])?;
                 Ok(Done::Unit)
             }
