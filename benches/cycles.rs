@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
-use askgate::engine::{Context, Engine, Resolver, Settings};
+use askgate::engine::{Access, ChannelPolicy, Context, Engine, Resolver, RunRequest, Settings};
 use askgate::function::{Function, FunctionError, Functions};
 use askgate::question::{Ask, Conversation, Mode, Question, Surface, UserRef};
 use askgate::store::{Delivery, SqliteStore, Synchronous};
@@ -83,7 +83,8 @@ async fn engine(db: &Path, routes: &Routes, sync: Synchronous) -> Engine {
     let mut functions = Functions::new();
     functions.insert("one", "", Arc::new(OneAsk { routes: routes.clone() }));
     let mut settings = Settings::default();
-    settings.channels.insert("bench".into(), Default::default());
+    let anyone = ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() };
+    settings.channels.insert("bench".into(), anyone);
     let engine = Engine::new(Arc::new(store), functions, settings, Clock::system());
     engine.attach(Arc::new(Wire { routes: routes.clone() }));
     engine.start().await.unwrap();
@@ -99,7 +100,7 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
     let conv = Conversation::parse(&conversation).unwrap();
     let mut latencies = Vec::with_capacity(cycles);
     for _ in 0..cycles {
-        engine.start_run("one", Some(conv.clone()), user.clone(), String::new(), Mode::FollowUp).await.unwrap();
+        engine.start_run(RunRequest::new("one", Some(conv.clone()), user.clone()), Mode::FollowUp).await.unwrap();
         let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
         let asked = Instant::now();
         engine.resolve(&q, "1", &resolver).await.unwrap();
@@ -181,7 +182,7 @@ async fn fill(db: &Path, n: usize) {
             tokio::spawn(async move {
                 for i in (w..n).step_by(workers) {
                     let conv = Conversation::parse(&format!("bench:p{i}")).unwrap();
-                    engine.start_run("one", Some(conv), user.clone(), String::new(), Mode::FollowUp).await.unwrap();
+                    engine.start_run(RunRequest::new("one", Some(conv), user.clone()), Mode::FollowUp).await.unwrap();
                 }
             })
         })

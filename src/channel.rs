@@ -64,6 +64,18 @@ pub trait Channel: Send + Sync + 'static {
     /// When the platform refused; the engine logs it and goes on.
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError>;
 
+    /// Whether this channel can reach `conversation` (one of its own, by its channel part).
+    /// The webhook channel serves only the endpoints it has.
+    fn serves(&self, conversation: &Conversation) -> bool {
+        conversation.channel() == self.name()
+    }
+
+    /// How the conversations this channel serves are named, for messages that list them:
+    /// `telegram`, or `webhook:sms` per webhook endpoint.
+    fn served(&self) -> Vec<String> {
+        vec![self.name().to_owned()]
+    }
+
     /// Sends plain text to a conversation: a function's `say` or reply, a notice.
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use std::sync::Arc;
 
-use crate::engine::{AnswerersPolicy, ChannelPolicy, Settings};
+use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, Settings};
 use crate::function::process::{Process, ProcessConfig};
 use crate::function::{self, Functions};
 use crate::question::{Mode, UserRef};
@@ -223,6 +223,10 @@ struct RawFunction {
     mode: Option<String>,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default)]
+    allowed_users: Option<Vec<String>>,
+    #[serde(default)]
+    show_stderr: Option<bool>,
 }
 
 /// What runs when a function is called.
@@ -243,6 +247,8 @@ pub struct FunctionSpec {
     pub description: String,
     /// What runs.
     pub kind: FunctionKind,
+    /// Who may start it, narrowing each channel's `allowed_users`; none: the channel's rule.
+    pub allowed_users: Option<Access>,
 }
 
 impl FunctionSpec {
@@ -492,7 +498,12 @@ impl Config {
             };
             registry.insert_entry(
                 spec.name.clone(),
-                function::Entry { function, description: spec.description.clone(), mode },
+                function::Entry {
+                    function,
+                    description: spec.description.clone(),
+                    mode,
+                    allowed_users: spec.allowed_users.clone(),
+                },
             );
         }
         registry
@@ -527,6 +538,56 @@ impl Config {
     }
 }
 
+/// Who may start what, as `askgate check` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessReport {
+    /// One line per channel and per function that narrows it: `telegram: nobody`.
+    pub lines: Vec<String>,
+    /// What an operator should look at: a channel open to anyone that can start a program.
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Who may start runs on each channel, which functions narrow that, and a warning for each
+    /// channel open to anyone (`"*"`) where a function that runs a program can be started.
+    pub fn access_report(&self) -> AccessReport {
+        let mut report = AccessReport::default();
+        if self.console {
+            report.lines.push("console: console:local (the operator at the terminal may run everything)".to_owned());
+        }
+        let mut keys: Vec<&String> = self.settings.channels.keys().filter(|k| k.as_str() != "console").collect();
+        keys.sort();
+        for key in keys {
+            let access = &self.settings.channels[key].allowed_users;
+            report.lines.push(format!("{key}: {access}"));
+            if *access != Access::Anyone {
+                continue;
+            }
+            let programs: Vec<&str> = self
+                .functions
+                .iter()
+                .filter(|f| matches!(f.kind, FunctionKind::Process(_)))
+                .filter(|f| f.allowed_users.as_ref().is_none_or(|a| *a == Access::Anyone))
+                .map(|f| f.name.as_str())
+                .collect();
+            if !programs.is_empty() {
+                report.warnings.push(format!(
+                    "channels.{}.allowed_users is [\"*\"]: anyone there may start {}, which run programs; list people \
+                     instead, or set allowed_users on those [[functions]]",
+                    key.replace(':', "."),
+                    programs.join(", ")
+                ));
+            }
+        }
+        for f in &self.functions {
+            if let Some(access) = &f.allowed_users {
+                report.lines.push(format!("function {}: only {access}, where the channel also allows them", f.name));
+            }
+        }
+        report
+    }
+}
+
 /// The rule keys every chat channel shares.
 struct Rules<'a> {
     answerers: Option<&'a str>,
@@ -542,17 +603,33 @@ impl Rules<'_> {
             Some("conversation") => AnswerersPolicy::Conversation,
             Some(other) => return Err(("answerers", format!("`{other}` is not `initiator` or `conversation`"))),
         };
-        let allowed_users = self
-            .allowed_users
-            .iter()
-            .map(|u| {
-                let full = if u.starts_with(user_prefix) { u.clone() } else { format!("{user_prefix}{u}") };
-                UserRef::parse(&full).map_err(|e| ("allowed_users", e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let allowed_users = access(self.allowed_users, Some(user_prefix)).map_err(|m| ("allowed_users", m))?;
         let default_function = check_function(names, self.default_function).map_err(|m| ("default_function", m))?;
         Ok(ChannelPolicy { answerers, allowed_users, default_function })
     }
+}
+
+/// Who a list of `allowed_users` lets in: `"*"` alone opens to anyone, empty is nobody. Ids
+/// without a channel get `prefix` (`42` in `[channels.telegram]` is `telegram:42`); without
+/// a prefix (a function's list spans channels) every id must name its channel.
+fn access(users: &[String], prefix: Option<&str>) -> Result<Access, String> {
+    if users.iter().any(|u| u.trim() == "*") {
+        if users.len() > 1 {
+            return Err("\"*\" opens to anyone; list it alone".to_owned());
+        }
+        return Ok(Access::Anyone);
+    }
+    let users = users
+        .iter()
+        .map(|u| {
+            let full = match prefix {
+                Some(p) if !u.starts_with(p) => format!("{p}{u}"),
+                _ => u.clone(),
+            };
+            UserRef::parse(&full).map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Access::from_users(users, false))
 }
 
 fn check_function(names: &[&str], name: Option<&String>) -> Result<Option<String>, String> {
@@ -569,13 +646,26 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
     if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/' || c == '@') {
         return Err((key("name"), format!("`{}` is not a usable name (no spaces, slashes or @)", f.name)));
     }
-    let process_keys =
-        f.cwd.is_some() || f.env.is_some() || !f.set_env.is_empty() || f.timeout.is_some() || f.mode.is_some();
+    let process_keys = f.cwd.is_some()
+        || f.env.is_some()
+        || !f.set_env.is_empty()
+        || f.timeout.is_some()
+        || f.mode.is_some()
+        || f.show_stderr.is_some();
+    let allowed_users = f
+        .allowed_users
+        .as_deref()
+        .map(|users| access(users, None))
+        .transpose()
+        .map_err(|m| (key("allowed_users"), m))?;
     let (kind, default_description) = match (f.builtin, f.command) {
         (Some(_), Some(_)) => return Err((key("command"), "give either `builtin` or `command`, not both".to_owned())),
         (None, None) => return Err((key("command"), "is required (or `builtin`)".to_owned())),
         (Some(_), None) if process_keys => {
-            return Err((key("builtin"), "a built-in takes no cwd, env, set_env, timeout or mode".to_owned()));
+            return Err((
+                key("builtin"),
+                "a built-in takes no cwd, env, set_env, timeout, mode or show_stderr".to_owned(),
+            ));
         }
         (Some(builtin), None) => {
             let Some((_, description)) = function::builtin(&builtin) else {
@@ -607,12 +697,20 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
             };
             let description = format!("runs {}", command.join(" "));
             (
-                FunctionKind::Process(ProcessConfig { command, cwd, pass_env, set_env: f.set_env, timeout, hold }),
+                FunctionKind::Process(ProcessConfig {
+                    command,
+                    cwd,
+                    pass_env,
+                    set_env: f.set_env,
+                    timeout,
+                    hold,
+                    show_stderr: f.show_stderr.unwrap_or(false),
+                }),
                 description,
             )
         }
     };
-    Ok(FunctionSpec { name: f.name, description: f.description.unwrap_or(default_description), kind })
+    Ok(FunctionSpec { name: f.name, description: f.description.unwrap_or(default_description), kind, allowed_users })
 }
 
 /// Parses `90s`, `30m`, `2h`, `1d`, or a plain number of seconds.

@@ -6,6 +6,7 @@
 //! then replays the function from the start with its journal. Blocking runs await the outcome
 //! in memory, which is why their questions are cancelled when askgate restarts.
 
+mod access;
 mod context;
 mod event;
 pub mod metrics;
@@ -21,6 +22,7 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal};
 pub use context::{Answer, Approval, AskError, Context};
 pub use event::Event;
 pub use router::{Inbound, Response};
@@ -34,27 +36,6 @@ use crate::question::{
 };
 use crate::run::{Run, RunStatus};
 use crate::store::{Claim, Delivery, Grant, Resolution, Store, StoreError};
-
-/// Who may answer questions of runs started in a channel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AnswerersPolicy {
-    /// Only the user who started the run.
-    #[default]
-    Initiator,
-    /// Anyone in the conversation.
-    Conversation,
-}
-
-/// Per-channel rules.
-#[derive(Clone, Debug, Default)]
-pub struct ChannelPolicy {
-    /// Who may answer questions of runs started here.
-    pub answerers: AnswerersPolicy,
-    /// Who may start runs; empty: anyone.
-    pub allowed_users: Vec<UserRef>,
-    /// The function a plain message starts when no question claims it.
-    pub default_function: Option<String>,
-}
 
 /// The engine's settings.
 #[derive(Clone, Debug)]
@@ -86,9 +67,25 @@ pub enum ExternalAskError {
     /// askgate is shutting down.
     #[error("askgate is shutting down")]
     ShuttingDown,
+    /// No enabled channel serves the conversation.
+    #[error(transparent)]
+    NotServed(#[from] NotServed),
+    /// Nobody was named to answer, and the channel names nobody.
+    #[error(transparent)]
+    Answerers(#[from] AnswerersError),
     /// The store failed.
     #[error("storage failed")]
     Store(#[from] StoreError),
+}
+
+/// A conversation that no enabled channel serves.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no enabled channel serves `{conversation}`; the channels here are {}", if channels.is_empty() { "none".to_owned() } else { channels.join(", ") })]
+pub struct NotServed {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// The enabled channels (webhook endpoints as `webhook:<name>`).
+    pub channels: Vec<String>,
 }
 
 /// Why a run could not be started.
@@ -97,12 +94,51 @@ pub enum StartError {
     /// No function has that name.
     #[error("no function named `{0}`")]
     UnknownFunction(String),
-    /// The user may not start runs in this channel.
-    #[error("you are not allowed to start runs here")]
-    NotAllowed,
+    /// The user may not start this run here; the refusal says which key would allow them.
+    #[error(transparent)]
+    NotAllowed(#[from] Refusal),
+    /// No enabled channel serves the conversation.
+    #[error(transparent)]
+    NotServed(#[from] NotServed),
     /// askgate is shutting down.
     #[error("askgate is shutting down")]
     ShuttingDown,
+}
+
+/// What a run starts with.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    /// The function's name.
+    pub function: String,
+    /// Where it runs; none for a headless run (every ask is `cancelled(no_human)`).
+    pub conversation: Option<Conversation>,
+    /// Who starts it.
+    pub user: UserRef,
+    /// What the function is given.
+    pub input: String,
+    /// Who may answer its questions; none: the channel's rule.
+    pub answerers: Option<Answerers>,
+}
+
+impl RunRequest {
+    /// A run of `function` started by `user` in `conversation`, with no input.
+    pub fn new(function: impl Into<String>, conversation: Option<Conversation>, user: UserRef) -> Self {
+        Self { function: function.into(), conversation, user, input: String::new(), answerers: None }
+    }
+
+    /// Sets what the function is given.
+    #[must_use]
+    pub fn input(mut self, input: impl Into<String>) -> Self {
+        self.input = input.into();
+        self
+    }
+
+    /// Sets who may answer its questions.
+    #[must_use]
+    pub fn answerers(mut self, answerers: Answerers) -> Self {
+        self.answerers = Some(answerers);
+        self
+    }
 }
 
 /// Who is resolving a question.
@@ -146,8 +182,8 @@ struct Inner {
     functions: Functions,
     settings: Settings,
     clock: Clock,
-    /// Each attached channel's delivery lanes.
-    channels: Mutex<HashMap<&'static str, Vec<mpsc::UnboundedSender<Outbound>>>>,
+    /// Each attached channel with its delivery lanes.
+    channels: Mutex<HashMap<&'static str, Attached>>,
     events: broadcast::Sender<Event>,
     waiters: Mutex<HashMap<QuestionId, oneshot::Sender<Outcome>>>,
     runs: TaskTracker,
@@ -163,6 +199,12 @@ struct Inner {
     /// How many turns are executing per conversation (not counting ones waiting on a person).
     busy: Mutex<HashMap<Conversation, usize>>,
     settled: Notify,
+}
+
+/// An attached channel and the lanes its deliveries go over.
+struct Attached {
+    channel: Arc<dyn Channel>,
+    lanes: Vec<mpsc::UnboundedSender<Outbound>>,
 }
 
 /// Counts a turn as executing in its conversation while it lives.
@@ -233,8 +275,22 @@ impl Engine {
                 tx
             })
             .collect();
-        lock(&self.inner.channels).insert(channel.name(), lanes);
+        lock(&self.inner.channels).insert(channel.name(), Attached { channel: channel.clone(), lanes });
         lock(&self.inner.channel_states).insert(channel.name(), ChannelState::Connecting);
+    }
+
+    /// Checks that an attached channel serves `conversation`.
+    ///
+    /// # Errors
+    /// [`NotServed`] naming the channels that are enabled.
+    pub fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
+        let channels = lock(&self.inner.channels);
+        if channels.get(conversation.channel()).is_some_and(|a| a.channel.serves(conversation)) {
+            return Ok(());
+        }
+        let mut names: Vec<String> = channels.values().flat_map(|a| a.channel.served()).collect();
+        names.sort();
+        Err(NotServed { conversation: conversation.clone(), channels: names })
     }
 
     /// Records how an attached channel's connection stands (adapters report it).
@@ -350,15 +406,10 @@ impl Engine {
         }
     }
 
-    /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
-    /// endpoint, `webhook:sms`), else those of its channel.
-    fn policy(&self, conversation: &Conversation) -> ChannelPolicy {
-        let channels = &self.inner.settings.channels;
-        let chat = conversation.as_str().splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
-        channels.get(&chat).or_else(|| channels.get(conversation.channel())).cloned().unwrap_or_default()
-    }
-
     fn default_answerers(&self, run: &Run) -> Answerers {
+        if let Some(answerers) = &run.answerers {
+            return answerers.clone();
+        }
         let policy = run.conversation.as_ref().map(|c| self.policy(c)).unwrap_or_default();
         match policy.answerers {
             AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
@@ -366,21 +417,13 @@ impl Engine {
         }
     }
 
-    /// Starts a run of `function`. Channel-initiated runs use [`Mode::FollowUp`]; the call
-    /// returns once the run is recorded and its first turn is under way.
+    /// Starts a run. Channel-initiated runs use [`Mode::FollowUp`]; the call returns once the
+    /// run's first turn is under way.
     ///
     /// # Errors
-    /// Unknown function, a user not allowed to start runs in the conversation's channel, or
-    /// shutdown.
-    pub async fn start_run(
-        &self,
-        function: &str,
-        conversation: Option<Conversation>,
-        user: UserRef,
-        input: String,
-        mode: Mode,
-    ) -> Result<RunId, StartError> {
-        let run = self.new_run(function, conversation, user, input, mode)?;
+    /// Unknown function, a user not allowed to start it there, or shutdown.
+    pub async fn start_run(&self, request: RunRequest, mode: Mode) -> Result<RunId, StartError> {
+        let run = self.new_run(request, mode)?;
         let id = run.id;
         let engine = self.clone();
         let busy = Busy::new(self, run.conversation.as_ref());
@@ -432,18 +475,12 @@ impl Engine {
         Waiting { engine: self.clone(), conversation: conversation.cloned() }
     }
 
-    /// Runs `function` to its end in blocking mode and returns the finished run record.
+    /// Runs a function to its end in blocking mode and returns the finished run record.
     ///
     /// # Errors
     /// As [`Engine::start_run`].
-    pub async fn run_to_end(
-        &self,
-        function: &str,
-        conversation: Option<Conversation>,
-        user: UserRef,
-        input: String,
-    ) -> Result<Run, StartError> {
-        let run = self.new_run(function, conversation, user, input, Mode::Blocking)?;
+    pub async fn run_to_end(&self, request: RunRequest) -> Result<Run, StartError> {
+        let run = self.new_run(request, Mode::Blocking)?;
         let engine = self.clone();
         let busy = Busy::new(self, run.conversation.as_ref());
         let handle = self.inner.runs.spawn(async move {
@@ -455,33 +492,25 @@ impl Engine {
     }
 
     /// Checks that the run may start.
-    fn new_run(
-        &self,
-        function: &str,
-        conversation: Option<Conversation>,
-        user: UserRef,
-        input: String,
-        mode: Mode,
-    ) -> Result<Run, StartError> {
+    fn new_run(&self, request: RunRequest, mode: Mode) -> Result<Run, StartError> {
+        let RunRequest { function, conversation, user, input, answerers } = request;
         if self.inner.stop.is_cancelled() {
             return Err(StartError::ShuttingDown);
         }
-        if self.inner.functions.get(function).is_none() {
-            return Err(StartError::UnknownFunction(function.to_owned()));
+        if self.inner.functions.get(&function).is_none() {
+            return Err(StartError::UnknownFunction(function));
         }
-        // The API token is an operator credential: it may start runs anywhere.
-        if let Some(c) = conversation.as_ref().filter(|_| user.channel() != "api") {
-            let allowed = self.policy(c).allowed_users;
-            if !allowed.is_empty() && !allowed.contains(&user) {
-                return Err(StartError::NotAllowed);
-            }
+        if let Some(c) = &conversation {
+            self.check_served(c)?;
         }
+        self.may_start(&function, conversation.as_ref(), &user)?;
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
-            function: function.to_owned(),
+            function,
             conversation,
             initiator: user,
+            answerers,
             input,
             mode,
             status: RunStatus::Running,
@@ -564,6 +593,11 @@ impl Engine {
                 self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
                 self.end_run(run, RunStatus::Cancelled, reason).await
             }
+            Err(FunctionError::Hidden { public, detail }) => {
+                tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
+                self.notify(&run, format!("⚠️ {} failed: {public}", run.function));
+                self.end_run(run, RunStatus::Failed, detail).await
+            }
             Err(e) => {
                 let message = format!("{e:#}");
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
@@ -599,7 +633,7 @@ impl Engine {
     /// its own lane.
     fn outbound(&self, conversation: &Conversation, message: Outbound) {
         let channels = lock(&self.inner.channels);
-        match channels.get(conversation.channel()) {
+        match channels.get(conversation.channel()).map(|a| &a.lanes) {
             Some(lanes) => {
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 std::hash::Hash::hash(conversation, &mut hasher);
@@ -815,27 +849,35 @@ impl Engine {
     }
 
     /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
-    /// `conversation` like any other; anyone in the conversation may answer unless the ask
-    /// names its answerers. The agent learns the outcome with [`Engine::wait_outcome`].
+    /// `conversation` like any other. Who may answer is the users the ask names, else the
+    /// channel's `allowed_users` when that names people (see [`Engine::api_answerers`]). The
+    /// agent learns the outcome with [`Engine::wait_outcome`].
     ///
     /// # Errors
-    /// [`ExternalAskError::Invalid`] for a malformed ask; shutdown; the store.
+    /// A malformed ask, a conversation no channel serves, no answerers; shutdown; the store.
     pub async fn ask_external(
         &self,
         conversation: Conversation,
-        ask: Ask,
+        mut ask: Ask,
         asker: UserRef,
     ) -> Result<Question, ExternalAskError> {
         if self.inner.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
         }
-        let ask = ask.validate()?;
+        self.check_served(&conversation)?;
+        let answerers = match ask.answerers.take() {
+            Some(Answerers::Users { users }) => self.api_answerers(&conversation, Some(users))?,
+            Some(other) => other,
+            None => self.api_answerers(&conversation, None)?,
+        };
+        let ask = ask.answerers(answerers).validate()?;
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
             function: "api".to_owned(),
             conversation: Some(conversation),
             initiator: asker,
+            answerers: None,
             input: String::new(),
             mode: Mode::External,
             status: RunStatus::Waiting,

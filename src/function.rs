@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use crate::engine::{Answer, Approval, AskError, Context};
+pub use crate::engine::{Access, Answer, Approval, AskError, Context};
 use crate::question::Mode;
 
 /// Why a function invocation did not return a reply.
@@ -19,9 +19,19 @@ pub enum FunctionError {
     /// cancelled, or invalid. `?` on an ask lands here.
     #[error(transparent)]
     Ask(#[from] AskError),
-    /// The function failed for reasons of its own.
+    /// The function failed for reasons of its own; the message is shown in the conversation.
     #[error("{0}")]
     Failed(String),
+    /// The function failed with details the conversation must not see (a program's stderr,
+    /// its paths): the conversation is told `public`; the run's record and the log keep
+    /// `detail`.
+    #[error("{detail}")]
+    Hidden {
+        /// What the conversation is told.
+        public: String,
+        /// What happened, for the operator.
+        detail: String,
+    },
 }
 
 impl FunctionError {
@@ -56,6 +66,8 @@ pub struct Entry {
     /// How runs started from a chat wait for answers: follow-up, or blocking for programs
     /// that must stay alive (`mode = "hold"`).
     pub mode: Mode,
+    /// Who may start it, narrowing the channel's `allowed_users`; none: the channel's rule.
+    pub allowed_users: Option<Access>,
 }
 
 /// The functions a gateway can run, by name.
@@ -72,7 +84,10 @@ impl Functions {
 
     /// Registers a follow-up function under `name`, replacing any earlier one.
     pub fn insert(&mut self, name: impl Into<String>, description: impl Into<String>, function: Arc<dyn Function>) {
-        self.insert_entry(name, Entry { function, description: description.into(), mode: Mode::FollowUp });
+        self.insert_entry(
+            name,
+            Entry { function, description: description.into(), mode: Mode::FollowUp, allowed_users: None },
+        );
     }
 
     /// Registers an entry under `name`, replacing any earlier one.

@@ -71,8 +71,7 @@ impl Gateway {
             // Bridges call askgate's HTTP surface: up as soon as it listens.
             engine.set_channel_state(w.name(), ChannelState::Up);
         }
-        let (token, source) =
-            ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database).map_err(GatewayError::Token)?;
+        let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
         let listener = TcpListener::bind(&config.http).await.map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
         let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
         engine.start().await?;
@@ -84,11 +83,13 @@ impl Gateway {
             TokenSource::Environment => tracing::info!("API token: from ASKGATE_API_TOKEN"),
             TokenSource::File(path) => tracing::info!("API token: in {}", path.display()),
             TokenSource::Created(path) => tracing::info!("API token: created in {} (owner-only)", path.display()),
-            TokenSource::Ephemeral => tracing::warn!("API token for this run only: {}", token.secret()),
+            TokenSource::Ephemeral => tracing::warn!(
+                "the API token is kept nowhere with an in-memory database: set ASKGATE_API_TOKEN to use the API"
+            ),
         }
         tracing::info!("HTTP API, events and web page on http://{http}/");
         let mut inbound = Vec::new();
-        let app = crate::http::router(engine.clone(), token, webhooks);
+        let app = crate::http::router(engine.clone(), token, webhooks, http.ip().is_loopback());
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
             if let Err(e) = crate::http::serve(listener, app, stop).await {
@@ -199,9 +200,9 @@ pub enum GatewayError {
     /// The HTTP address cannot be bound.
     #[error("cannot listen on {0}")]
     Bind(String, #[source] std::io::Error),
-    /// The API token file cannot be read or written.
-    #[error("cannot read or write the API token file")]
-    Token(#[source] std::io::Error),
+    /// The API token may not be used (too short, readable by others) or cannot be read.
+    #[error(transparent)]
+    Token(#[from] crate::http::token::TokenError),
     /// The store could not be opened or read.
     #[error(transparent)]
     Store(#[from] StoreError),

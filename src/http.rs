@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::channel::ChannelState;
-use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, Webhooks};
+use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, Webhooks};
 use crate::engine::{Engine, Resolver};
 use crate::question::{Surface, UserRef};
 
@@ -39,11 +39,19 @@ pub struct AppState {
     webhooks: Option<Arc<Webhooks>>,
 }
 
-/// The HTTP application.
-pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>) -> Router {
+/// The page's policy: its own script and styles only, no framing, no forms posting elsewhere.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The HTTP application. When it listens on a loopback address (`local`), it answers only
+/// requests addressed to a loopback name, so that a web page elsewhere cannot reach it through
+/// a DNS name that resolves to 127.0.0.1 (DNS rebinding).
+pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, local: bool) -> Router {
     let state = AppState { engine, token: Arc::new(token), webhooks };
-    Router::new()
+    let app = Router::new()
         .route("/", get(page))
+        .route("/page.js", get(page_script))
+        .route("/page.css", get(page_style))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/api/questions", get(api::list).post(api::create))
@@ -59,6 +67,45 @@ pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>) 
         .route("/channels/webhook/{name}", post(webhook))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .with_state(state)
+        .layer(axum::middleware::map_response(security_headers));
+    if local { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
+}
+
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, header::HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::REFERRER_POLICY, header::HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// Refuses (421) a request whose `Host` is not a loopback name or address.
+async fn loopback_hosts_only(request: Request, next: axum::middleware::Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    if is_loopback_host(host) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::MISDIRECTED_REQUEST,
+        "misdirected",
+        "askgate listens on a loopback address and answers only requests for localhost or 127.0.0.1",
+    )
+    .into_response()
+}
+
+/// `localhost`, `*.localhost`, or a loopback address, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name =
+        match host.strip_prefix('[') {
+            Some(rest) => rest.split(']').next().unwrap_or_default(),
+            None => host
+                .rsplit_once(':')
+                .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
+        };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Serves `app` on `listener` until `stop` fires.
@@ -142,6 +189,20 @@ async fn read_body(request: Request) -> Result<Bytes, ApiError> {
     })
 }
 
+/// Query parameters; a malformed one is a JSON error (400) like every other.
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(Self(value)),
+            Err(e) => Err(ApiError::bad_request(format!("malformed query: {}", e.body_text()))),
+        }
+    }
+}
+
 /// The caller, authorized by the bearer token: the operator, via the API or the web page.
 /// As an extractor it runs before the body is read, so an unauthorized request is refused as
 /// such whatever its body.
@@ -166,11 +227,13 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
 
 /// Checks the bearer token; returns who is acting (the operator, via the API or the page).
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError> {
+    // The scheme is case-insensitive (RFC 9110): `bearer` and `BEARER` are `Bearer`.
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     let Some(given) = given else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token>"));
     };
@@ -186,9 +249,20 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError
 }
 
 async fn page() -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-store")], Html(include_str!("http/page.html")))
+}
+
+async fn page_script() -> impl IntoResponse {
     (
-        [(header::CACHE_CONTROL, "no-store"), (header::X_CONTENT_TYPE_OPTIONS, "nosniff")],
-        Html(include_str!("http/page.html")),
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+        include_str!("http/page.js"),
+    )
+}
+
+async fn page_style() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+        include_str!("http/page.css"),
     )
 }
 
@@ -232,15 +306,33 @@ async fn webhook(
         return Err(ApiError::not_found(format!("no webhook channel named `{name}`")));
     };
     let body = read_body(request).await?;
-    let signature = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok());
-    match webhooks.receive(&state.engine, &name, &body, signature).await {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    match webhooks.receive(&state.engine, &name, &body, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)).await {
         Ok(response) => {
             Ok(axum::Json(json!({"ok": true, "receipt": response.receipt, "reply": response.text})).into_response())
         }
         Err(e @ InboundError::UnknownEndpoint(_)) => Err(ApiError::not_found(e.to_string())),
-        Err(e @ InboundError::BadSignature) => {
+        Err(InboundError::BadSignature(e)) => {
             Err(ApiError::new(StatusCode::UNAUTHORIZED, "bad_signature", e.to_string()))
         }
         Err(e @ InboundError::Malformed(_)) => Err(ApiError::bad_request(e.to_string())),
+        Err(InboundError::Store(e)) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_are_names_or_addresses_with_or_without_a_port() {
+        for host in ["localhost", "localhost:8080", "127.0.0.1:8080", "127.0.0.1", "[::1]:8080", "app.localhost:1"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in
+            ["", "evil.example", "evil.example:8080", "127.0.0.1.evil.example", "10.0.0.1:8080", "localhost.evil"]
+        {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 }

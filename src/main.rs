@@ -89,6 +89,14 @@ fn check(config: &Config, path: &std::path::Path) {
     for f in &config.functions {
         println!("  {} ({}): {}", f.name, f.what(), f.description);
     }
+    let access = config.access_report();
+    println!("who may start runs:");
+    for line in &access.lines {
+        println!("  {line}");
+    }
+    for warning in &access.warnings {
+        println!("warning: {warning}");
+    }
 }
 
 fn serve(config: &Config) -> anyhow::Result<()> {

@@ -25,11 +25,20 @@ pub const MAX_TEXT_LEN: usize = 16 * 1024;
 /// The longest name of a person kept, in characters.
 pub const MAX_NAME: usize = 64;
 
+/// Characters that change how text around them reads without showing themselves: the
+/// bidirectional controls (a name `@\u{202E}ecila` would read as another person) and the
+/// zero-width ones (a blank-looking prompt, or two names that look alike).
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}' | '\u{180E}' | '\u{FEFF}')
+}
+
 /// A person's name as a surface or an API client gave it, cleaned to be shown with an outcome:
-/// control characters dropped, whitespace trimmed, at most [`MAX_NAME`] characters; blank is
-/// none.
+/// control, bidirectional and zero-width characters dropped, whitespace trimmed, at most
+/// [`MAX_NAME`] characters; blank is none.
 pub fn display_name(raw: &str) -> Option<String> {
-    let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let clean: String = raw.chars().filter(|&c| !c.is_control() && !is_invisible(c)).collect();
     let clean: String = clean.trim().chars().take(MAX_NAME).collect();
     (!clean.is_empty()).then_some(clean)
 }
@@ -84,6 +93,15 @@ uuid_id!(
 
 impl QuestionId {
     /// The first eight characters, as text surfaces show the id.
+    pub fn short(&self) -> String {
+        let mut s = self.to_string();
+        s.truncate(SHORT_ID_LEN);
+        s
+    }
+}
+
+impl RunId {
+    /// The first eight characters, as messages to people name a run.
     pub fn short(&self) -> String {
         let mut s = self.to_string();
         s.truncate(SHORT_ID_LEN);
@@ -537,7 +555,7 @@ impl Ask {
     pub fn validate(self) -> Result<ValidAsk, InvalidAsk> {
         let kind = self.kind.unwrap_or(Kind::Question);
         let prompt = self.prompt.trim().to_owned();
-        if prompt.is_empty() {
+        if prompt.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
             return Err(InvalidAsk::EmptyPrompt);
         }
         if prompt.len() > MAX_TEXT_LEN || self.detail.as_ref().is_some_and(|d| d.len() > MAX_TEXT_LEN) {
@@ -736,7 +754,7 @@ impl ValidAsk {
             h.update(o);
         }
         let digest = h.finalize();
-        digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+        hex::encode(&digest[..12])
     }
 }
 
@@ -828,6 +846,7 @@ pub(crate) fn test_question(ask: Ask) -> Question {
         function: "test".into(),
         conversation: None,
         initiator: UserRef::parse("test:user").unwrap(),
+        answerers: None,
         input: String::new(),
         mode: Mode::FollowUp,
         status: crate::run::RunStatus::Waiting,
@@ -863,6 +882,14 @@ mod tests {
     #[test]
     fn empty_prompt_is_refused() {
         assert_eq!(Ask::question("  ").validate(), Err(InvalidAsk::EmptyPrompt));
+        assert_eq!(Ask::question(" \u{200B}\u{FEFF} \u{2060}").validate(), Err(InvalidAsk::EmptyPrompt));
+    }
+
+    #[test]
+    fn names_lose_bidirectional_and_zero_width_characters() {
+        assert_eq!(display_name("@\u{202E}ecila").as_deref(), Some("@ecila"));
+        assert_eq!(display_name("al\u{200B}ice\u{2066}").as_deref(), Some("alice"));
+        assert_eq!(display_name("\u{200B}\u{200D}"), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::question::{Conversation, Mode, RunId, UserRef, text_enum};
+use crate::question::{Answerers, Conversation, Mode, RunId, UserRef, text_enum};
 
 text_enum!(
     /// Where a run stands.
@@ -38,6 +38,9 @@ pub struct Run {
     pub conversation: Option<Conversation>,
     /// Who started it.
     pub initiator: UserRef,
+    /// Who may answer its questions, when the run was started with a list (through the API);
+    /// none: the channel's rule.
+    pub answerers: Option<Answerers>,
     /// What the function was given.
     pub input: String,
     /// Follow-up or blocking.

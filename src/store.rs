@@ -48,6 +48,14 @@ pub enum StoreError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The database file could not be created.
+    #[error("cannot create {path}")]
+    Create {
+        /// The database file.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// The schema could not be brought up to date.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -142,6 +142,14 @@ impl Channel for Console {
         "console"
     }
 
+    fn serves(&self, conversation: &Conversation) -> bool {
+        conversation.as_str() == LOCAL
+    }
+
+    fn served(&self) -> Vec<String> {
+        vec![LOCAL.to_owned()]
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.print(&text::card(question, self.clock.now_ms())).await?;
         Ok(vec![Delivery::card(question.id, "console", "local", question.id.short())])

@@ -4,8 +4,10 @@
 //! Inbound, the bridge POSTs `{"conversation", "user", "text"}` (and optionally `"id"`, its
 //! message id, applied once, and `"name"`, how people know the sender) to
 //! `/channels/webhook/<name>`. Outbound, askgate POSTs `{"conversation", "text"}` to the
-//! endpoint's `url`. Both directions carry
-//! `X-Askgate-Signature: sha256=<hex HMAC-SHA256 of the body under the shared secret>`.
+//! endpoint's `url`. Both directions carry `X-Askgate-Timestamp: <unix seconds>` and
+//! `X-Askgate-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<body>" under the shared secret>`.
+//! A request whose timestamp is more than five minutes off, or whose signature was accepted
+//! before, is refused: a captured request cannot be sent again.
 //! Conversations are `webhook:<name>:<conversation>`, users `webhook:<name>:<user>`.
 
 use std::collections::HashMap;
@@ -24,6 +26,10 @@ use crate::store::Delivery;
 
 /// The header that carries the signature.
 pub const SIGNATURE_HEADER: &str = "x-askgate-signature";
+/// The header that carries the time of signing, in unix seconds.
+pub const TIMESTAMP_HEADER: &str = "x-askgate-timestamp";
+/// How far a request's timestamp may be from askgate's clock, in seconds.
+pub const MAX_SKEW_SECS: i64 = 300;
 
 /// One named endpoint.
 #[derive(Clone)]
@@ -47,31 +53,65 @@ pub struct Webhooks {
     clock: Clock,
 }
 
-/// Signs `body` as the signature header's value.
-pub fn sign(secret: &[u8], body: &[u8]) -> String {
+fn mac(secret: &[u8], timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
     let mut mac =
         Hmac::<Sha256>::new_from_slice(secret).unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
+    mac
 }
 
-/// Checks a signature header in constant time.
-pub fn verify(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
-    let Some(header) = header.and_then(|h| h.strip_prefix("sha256=")) else { return false };
-    let Some(expected) = hex_decode(header) else { return false };
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret).unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-    mac.update(body);
-    mac.verify_slice(&expected).is_ok()
+/// The signature header's value for `body` signed at `timestamp` (unix seconds): `v1=<hex>`.
+pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
+    format!("v1={}", hex::encode(mac(secret, &timestamp.to_string(), body).finalize().into_bytes()))
 }
 
-fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
+/// Why a signature was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    /// A header is missing or not in the expected form.
+    #[error(
+        "send X-Askgate-Timestamp (unix seconds) and X-Askgate-Signature: v1=<hex HMAC-SHA256 of \"<timestamp>.<body>\">"
+    )]
+    Missing,
+    /// The timestamp is too far from askgate's clock.
+    #[error(
+        "X-Askgate-Timestamp is {0} s away from askgate's clock (at most {MAX_SKEW_SECS} s): sign each request when it is sent"
+    )]
+    Stale(i64),
+    /// The signature does not match.
+    #[error("X-Askgate-Signature does not match the timestamp and body under the shared secret")]
+    Wrong,
+    /// This exact signature was accepted before.
+    #[error("this request was accepted before; sign each request anew (and send an \"id\" to make retries safe)")]
+    Replayed,
+}
+
+/// Checks the timestamp (within [`MAX_SKEW_SECS`] of `now_ms`) and the signature, in constant
+/// time; returns the signature's bytes, the key under which it is remembered.
+///
+/// # Errors
+/// [`SignatureError`] saying what is wrong.
+pub fn verify(
+    secret: &[u8],
+    body: &[u8],
+    timestamp: Option<&str>,
+    signature: Option<&str>,
+    now_ms: i64,
+) -> Result<String, SignatureError> {
+    let (Some(timestamp), Some(signature)) = (timestamp.map(str::trim), signature.map(str::trim)) else {
+        return Err(SignatureError::Missing);
+    };
+    let at: i64 = timestamp.parse().map_err(|_| SignatureError::Missing)?;
+    let hex = signature.strip_prefix("v1=").ok_or(SignatureError::Missing)?;
+    let given = hex::decode(hex).map_err(|_| SignatureError::Missing)?;
+    let skew = (now_ms.div_euclid(1000) - at).abs();
+    if skew > MAX_SKEW_SECS {
+        return Err(SignatureError::Stale(skew));
     }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+    mac(secret, timestamp, body).verify_slice(&given).map_err(|_| SignatureError::Wrong)?;
+    Ok(hex.to_ascii_lowercase())
 }
 
 /// What a bridge POSTs.
@@ -101,17 +141,20 @@ pub struct OutboundMessage {
 }
 
 /// Why an inbound request was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum InboundError {
     /// No endpoint has that name.
     #[error("no webhook channel named `{0}`")]
     UnknownEndpoint(String),
-    /// The signature is missing or wrong.
-    #[error("missing or wrong X-Askgate-Signature")]
-    BadSignature,
+    /// The signature is missing, wrong, stale or replayed.
+    #[error(transparent)]
+    BadSignature(#[from] SignatureError),
     /// The body is not the expected JSON.
     #[error("malformed body: {0}")]
     Malformed(String),
+    /// The store could not remember the signature; nothing was done.
+    #[error("storage failed")]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl Webhooks {
@@ -121,24 +164,32 @@ impl Webhooks {
         Self { endpoints, client, clock }
     }
 
-    /// Handles a POST to `/channels/webhook/<name>`: checks the signature, hands the message
-    /// to the engine, and sends the response text back through the endpoint.
+    /// Handles a POST to `/channels/webhook/<name>`: checks the timestamp and signature, and
+    /// that the signature was not accepted before, hands the message to the engine, and sends
+    /// the response text back through the endpoint.
     ///
     /// # Errors
-    /// An unknown endpoint, a bad signature, or a malformed body; nothing was done.
+    /// An unknown endpoint, a bad or replayed signature, or a malformed body; nothing was done.
     pub async fn receive(
         &self,
         engine: &Engine,
         name: &str,
         body: &[u8],
+        timestamp: Option<&str>,
         signature: Option<&str>,
     ) -> Result<Response, InboundError> {
         let endpoint = self.endpoints.get(name).ok_or_else(|| InboundError::UnknownEndpoint(name.to_owned()))?;
-        if !verify(&endpoint.secret, body, signature) {
-            return Err(InboundError::BadSignature);
-        }
+        let signature = verify(&endpoint.secret, body, timestamp, signature, self.clock.now_ms())?;
         let message: InboundMessage =
             serde_json::from_slice(body).map_err(|e| InboundError::Malformed(e.to_string()))?;
+        if message.conversation.trim().is_empty() || message.user.trim().is_empty() {
+            return Err(InboundError::Malformed("conversation and user must be non-empty".to_owned()));
+        }
+        // Remembered in the store (a week), so a restart does not reopen the window: the
+        // timestamp check alone would let a captured request through for five minutes.
+        if !engine.first_sighting(&format!("webhook:{name}:signature:{signature}")).await? {
+            return Err(SignatureError::Replayed.into());
+        }
         let conversation = Conversation::parse(&format!("webhook:{name}:{}", message.conversation))
             .map_err(|_| InboundError::Malformed("conversation must be non-empty and without spaces".to_owned()))?;
         let user = UserRef::parse(&format!("webhook:{name}:{}", message.user))
@@ -170,15 +221,17 @@ impl Webhooks {
             self.endpoints.get(name).ok_or_else(|| ChannelError(format!("no webhook channel named `{name}`")))?;
         let body = serde_json::to_vec(&OutboundMessage { conversation: chat.to_owned(), text: text.to_owned() })
             .map_err(|e| ChannelError(e.to_string()))?;
-        let signature = sign(&endpoint.secret, &body);
         let mut wait = Duration::from_millis(200);
         let mut last = String::new();
         for _ in 0..4 {
+            // Each attempt is signed anew: the bridge refuses a signature it has seen.
+            let timestamp = self.clock.now_ms().div_euclid(1000);
             let sent = self
                 .client
                 .post(&endpoint.url)
                 .header("content-type", "application/json")
-                .header(SIGNATURE_HEADER, &signature)
+                .header(TIMESTAMP_HEADER, timestamp.to_string())
+                .header(SIGNATURE_HEADER, sign(&endpoint.secret, timestamp, &body))
                 .body(body.clone())
                 .send()
                 .await;
@@ -203,6 +256,15 @@ impl Channel for Webhooks {
         "webhook"
     }
 
+    fn serves(&self, conversation: &Conversation) -> bool {
+        let mut parts = conversation.as_str().splitn(3, ':');
+        matches!((parts.next(), parts.next()), (Some("webhook"), Some(name)) if self.endpoints.contains_key(name))
+    }
+
+    fn served(&self) -> Vec<String> {
+        self.endpoints.keys().map(|name| format!("webhook:{name}")).collect()
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         self.post(conversation, &text::card(question, self.clock.now_ms())).await?;
@@ -225,14 +287,37 @@ impl Channel for Webhooks {
 mod tests {
     use super::*;
 
+    const NOW: i64 = 1_800_000_000_000;
+    const AT: i64 = NOW / 1000;
+
     #[test]
-    fn a_signature_verifies_only_for_its_body_and_secret() {
-        let signature = sign(b"secret", b"{\"text\":\"hi\"}");
-        assert!(signature.starts_with("sha256="));
-        assert!(verify(b"secret", b"{\"text\":\"hi\"}", Some(&signature)));
-        assert!(!verify(b"secret", b"{\"text\":\"ho\"}", Some(&signature)));
-        assert!(!verify(b"other", b"{\"text\":\"hi\"}", Some(&signature)));
-        assert!(!verify(b"secret", b"{\"text\":\"hi\"}", None));
-        assert!(!verify(b"secret", b"{\"text\":\"hi\"}", Some("sha256=zz")));
+    fn a_signature_verifies_only_for_its_timestamp_body_and_secret() {
+        let body = b"{\"text\":\"hi\"}";
+        let signature = sign(b"secret", AT, body);
+        assert!(signature.starts_with("v1=") && signature.len() == 3 + 64, "{signature}");
+        let at = AT.to_string();
+        let check = |secret: &[u8], body: &[u8], at: &str, sig: Option<&str>| verify(secret, body, Some(at), sig, NOW);
+        assert!(check(b"secret", body, &at, Some(&signature)).is_ok());
+        assert_eq!(check(b"secret", b"{\"text\":\"ho\"}", &at, Some(&signature)), Err(SignatureError::Wrong));
+        assert_eq!(check(b"other", body, &at, Some(&signature)), Err(SignatureError::Wrong));
+        assert_eq!(check(b"secret", body, &(AT + 1).to_string(), Some(&signature)), Err(SignatureError::Wrong));
+        assert_eq!(check(b"secret", body, &at, None), Err(SignatureError::Missing));
+        assert_eq!(check(b"secret", body, &at, Some("v1=zz")), Err(SignatureError::Missing));
+        assert_eq!(check(b"secret", body, &at, Some("sha256=00")), Err(SignatureError::Missing));
+        assert_eq!(verify(b"secret", body, None, Some(&signature), NOW), Err(SignatureError::Missing));
+    }
+
+    #[test]
+    fn a_timestamp_more_than_five_minutes_away_is_refused() {
+        let body = b"{}";
+        let old = AT - 301;
+        let sig = sign(b"s", old, body);
+        assert_eq!(verify(b"s", body, Some(&old.to_string()), Some(&sig), NOW), Err(SignatureError::Stale(301)));
+        let edge = AT - 300;
+        let sig = sign(b"s", edge, body);
+        assert!(verify(b"s", body, Some(&edge.to_string()), Some(&sig), NOW).is_ok());
+        let ahead = AT + 301;
+        let sig = sign(b"s", ahead, body);
+        assert!(verify(b"s", body, Some(&ahead.to_string()), Some(&sig), NOW).is_err());
     }
 }

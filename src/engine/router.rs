@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{Engine, Resolver, StartError};
+use super::{Engine, Resolver, RunRequest, StartError};
 use crate::channel::text;
 use crate::command::{Command, HELP};
 use crate::question::{
@@ -112,6 +112,15 @@ impl Engine {
         }
     }
 
+    /// Records `key` as seen; false when it was seen before (kept a week). For one-time
+    /// things that are not an inbound message, such as an accepted webhook signature.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn first_sighting(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.store.first_seen(key, self.now_ms()).await
+    }
+
     async fn route(&self, inbound: &Inbound) -> Result<Response, StoreError> {
         if let Some(key) = &inbound.key
             && !self.inner.store.first_seen(key, self.now_ms()).await?
@@ -217,8 +226,8 @@ impl Engine {
     async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {
         // Runs started from a chat never block a turn, unless the function must stay alive.
         let mode = self.inner.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
-        let started =
-            self.start_run(function, Some(inbound.conversation.clone()), inbound.user.clone(), input, mode).await;
+        let request = RunRequest::new(function, Some(inbound.conversation.clone()), inbound.user.clone()).input(input);
+        let started = self.start_run(request, mode).await;
         Ok(match started {
             Ok(_) => Response::default(),
             Err(e @ StartError::UnknownFunction(_)) => {

@@ -52,6 +52,9 @@ pub struct ProcessConfig {
     pub timeout: Duration,
     /// Keep the process alive while a question waits, instead of ending the turn.
     pub hold: bool,
+    /// Show a failure's details and the tail of stderr in the conversation (for development);
+    /// by default the conversation is told only that the program failed, and the log has why.
+    pub show_stderr: bool,
 }
 
 /// A function that runs a program.
@@ -369,11 +372,16 @@ impl Function for Process {
             End::Pending(question) => Err(AskError::Pending { question }.into()),
             End::Failed(FunctionError::Failed(message)) => {
                 let tail = tail.text();
-                Err(FunctionError::Failed(if tail.is_empty() {
-                    message
-                } else {
-                    format!("{message}\nstderr:\n{tail}")
-                }))
+                let detailed = if tail.is_empty() { message.clone() } else { format!("{message}\nstderr:\n{tail}") };
+                if self.config.show_stderr {
+                    return Err(FunctionError::Failed(detailed));
+                }
+                // stderr may hold paths, hosts or secrets: it stays in the operator's log.
+                tracing::warn!(run = %run.id, function = %self.name, "the program failed: {detailed}");
+                Err(FunctionError::Hidden {
+                    public: format!("the program failed (run {}; details are in askgate's log)", run.id.short()),
+                    detail: message,
+                })
             }
             End::Failed(e) => Err(e),
         }

@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, JsonBody, Operator, conversation_param};
-use crate::engine::{ExternalAskError, StartError};
+use super::{ApiError, AppState, JsonBody, Operator, Params, conversation_param};
+use crate::engine::{ExternalAskError, RunRequest, StartError};
 use crate::question::{
     Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
     display_name,
@@ -42,7 +42,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     _: Operator,
     State(state): State<AppState>,
-    Query(query): Query<ListQuery>,
+    Params(query): Params<ListQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
     let questions = match query.status.as_deref() {
@@ -112,15 +112,7 @@ pub(super) async fn create(
         }
     };
     let timeout = Timeout::from_json(body.timeout.as_ref()).map_err(ApiError::bad_request)?;
-    let answerers = match body.answerers {
-        None => None,
-        Some(users) => Some(Answerers::Users {
-            users: users
-                .iter()
-                .map(|u| UserRef::parse(u).map_err(|e| ApiError::bad_request(format!("answerers: {e}"))))
-                .collect::<Result<_, _>>()?,
-        }),
-    };
+    let answerers = users_param(body.answerers.as_deref())?.map(|users| Answerers::Users { users });
     let ask = Ask {
         kind: Some(kind),
         prompt: body.prompt,
@@ -141,6 +133,8 @@ pub(super) async fn create(
         Err(ExternalAskError::Invalid(e)) => {
             Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()))
         }
+        Err(ExternalAskError::NotServed(e)) => Err(not_served(&e)),
+        Err(ExternalAskError::Answerers(e)) => Err(answerers_error(&e)),
         Err(ExternalAskError::ShuttingDown) => {
             Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "askgate is shutting down"))
         }
@@ -158,7 +152,7 @@ pub(super) async fn outcome(
     _: Operator,
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    Params(query): Params<WaitQuery>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
@@ -249,6 +243,30 @@ fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
     }
 }
 
+/// A list of users from a body: each `channel:id`.
+fn users_param(users: Option<&[String]>) -> Result<Option<Vec<UserRef>>, ApiError> {
+    users
+        .map(|users| {
+            users
+                .iter()
+                .map(|u| UserRef::parse(u).map_err(|e| ApiError::bad_request(format!("answerers: {e}"))))
+                .collect()
+        })
+        .transpose()
+}
+
+fn not_served(e: &crate::engine::NotServed) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_conversation", e.to_string())
+}
+
+fn answerers_error(e: &crate::engine::AnswerersError) -> ApiError {
+    let code = match e {
+        crate::engine::AnswerersError::Empty => "invalid_answerers",
+        crate::engine::AnswerersError::Required { .. } => "answerers_required",
+    };
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewRun {
@@ -259,6 +277,9 @@ pub(super) struct NewRun {
     input: String,
     #[serde(default)]
     wait: bool,
+    /// Who may answer the run's questions (users as `channel:id`).
+    #[serde(default)]
+    answerers: Option<Vec<String>>,
 }
 
 pub(super) async fn start_run(
@@ -267,21 +288,29 @@ pub(super) async fn start_run(
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(body.conversation.as_deref())?;
+    let named = users_param(body.answerers.as_deref())?;
+    let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
+    match &conversation {
+        Some(c) => {
+            state.engine.check_served(c).map_err(|e| not_served(&e))?;
+            request = request.answerers(state.engine.api_answerers(c, named).map_err(|e| answerers_error(&e))?);
+        }
+        None if named.is_some() => {
+            return Err(ApiError::bad_request("answerers apply to a run in a conversation; send \"conversation\" too"));
+        }
+        None => {}
+    }
     let refused = |e: StartError| match e {
         StartError::UnknownFunction(_) => ApiError::not_found(e.to_string()),
-        StartError::NotAllowed => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
+        StartError::NotAllowed(_) => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
+        StartError::NotServed(e) => not_served(&e),
         StartError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", e.to_string()),
     };
     if body.wait {
-        let run =
-            state.engine.run_to_end(&body.function, conversation, operator.user, body.input).await.map_err(refused)?;
+        let run = state.engine.run_to_end(request).await.map_err(refused)?;
         return Ok(axum::Json(json!({ "run": run })).into_response());
     }
-    let id = state
-        .engine
-        .start_run(&body.function, conversation, operator.user, body.input, Mode::FollowUp)
-        .await
-        .map_err(refused)?;
+    let id = state.engine.start_run(request, Mode::FollowUp).await.map_err(refused)?;
     Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": id, "status": "running"}))).into_response())
 }
 
@@ -304,7 +333,7 @@ pub(super) struct GrantsQuery {
 pub(super) async fn grants(
     _: Operator,
     State(state): State<AppState>,
-    Query(query): Query<GrantsQuery>,
+    Params(query): Params<GrantsQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
     let grants = state.engine.store().grants(conversation.as_ref()).await?;

@@ -6,14 +6,14 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{ApiError, AppState, Operator, conversation_param};
+use super::{ApiError, AppState, Operator, Params, conversation_param};
 use crate::engine::Event;
 use crate::question::Conversation;
 
@@ -39,7 +39,7 @@ fn to_sse(event: &Event) -> SseEvent {
 pub(super) async fn stream(
     _: Operator,
     State(state): State<AppState>,
-    Query(query): Query<EventsQuery>,
+    Params(query): Params<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
     // Subscribe first: a question asked while the backlog is read arrives twice at worst

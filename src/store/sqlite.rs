@@ -7,6 +7,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -49,7 +50,7 @@ macro_rules! run_and_journal {
         "r.id AS r_id, r.function AS r_function, r.conversation AS r_conversation, \
          r.initiator AS r_initiator, r.input AS r_input, r.mode AS r_mode, r.status AS r_status, \
          r.says AS r_says, r.result AS r_result, r.created_at AS r_created_at, \
-         r.updated_at AS r_updated_at, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
+         r.updated_at AS r_updated_at, r.answerers AS r_answerers, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
     };
 }
 
@@ -63,7 +64,7 @@ macro_rules! ended_runs {
 
 macro_rules! run_columns {
     () => {
-        "id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at"
+        "id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at, answerers"
     };
 }
 
@@ -104,6 +105,9 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .disable_statement_logging();
         let exclusive = database_file(&options).map(lock_database).transpose()?;
+        if let Some(file) = database_file(&options) {
+            create_owner_only(file)?;
+        }
         let mut writer = options.connect().await?;
         sqlx::migrate!("./migrations").run(&mut writer).await?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
@@ -191,8 +195,14 @@ fn read_holder(path: &Path) -> String {
 fn lock_database(database: &Path) -> Result<File, StoreError> {
     let path = lock_path(database);
     let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
-    let mut file =
-        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(failed)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(failed)?;
     match file.try_lock() {
         Ok(()) => {
             file.set_len(0).map_err(failed)?;
@@ -203,6 +213,16 @@ fn lock_database(database: &Path) -> Result<File, StoreError> {
             Err(StoreError::InUse { database: database.display().to_string(), holder: read_holder(&path) })
         }
         Err(TryLockError::Error(e)) => Err(failed(e)),
+    }
+}
+
+/// Creates the database file owner-only when it does not exist yet: SQLite gives its `-wal`
+/// and `-shm` files the database file's permissions, so they are owner-only too.
+fn create_owner_only(database: &Path) -> Result<(), StoreError> {
+    match OpenOptions::new().write(true).create_new(true).mode(0o600).open(database) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::Create { path: database.display().to_string(), source }),
     }
 }
 
@@ -331,6 +351,7 @@ fn run_from_row_prefixed(row: &impl Columns, prefix: &str) -> Result<Run, StoreE
         function: row.req_text(&col("function"))?,
         conversation: conversation_col(row, &col("conversation"))?,
         initiator: UserRef::parse(&initiator).map_err(|e| corrupt("initiator", e))?,
+        answerers: json_col(row, &col("answerers"))?,
         input: row.req_text(&col("input"))?,
         mode: parse_col(row, &col("mode"))?,
         status: parse_col(row, &col("status"))?,

@@ -226,6 +226,27 @@ async fn check_lists_channels_with_why_they_are_disabled() {
 }
 
 #[tokio::test]
+async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_programs() {
+    let dir = TempDir::new().unwrap();
+    let extra = "\n[channels.telegram]\ntoken_env = \"TG\"\nallowed_users = [\"*\"]\n\
+                 \n[channels.discord]\ntoken_env = \"DC\"\n\
+                 \n[[functions]]\nname = \"deploy\"\ncommand = [\"true\"]\n\
+                 \n[[functions]]\nname = \"wipe\"\ncommand = [\"true\"]\nallowed_users = [\"telegram:42\"]\n";
+    let out =
+        Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), extra)).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "a warning is not an error");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("who may start runs:"), "{text}");
+    assert!(text.contains("  discord: nobody"), "{text}");
+    assert!(text.contains("  telegram: anyone (\"*\")"), "{text}");
+    assert!(text.contains("  function wipe: only telegram:42"), "{text}");
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(warnings[0].contains("channels.telegram.allowed_users") && warnings[0].contains("start deploy,"), "{text}");
+    assert!(!warnings[0].contains("wipe"), "a function narrowed to people is not open: {text}");
+}
+
+#[tokio::test]
 async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
     let dir = TempDir::new().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -276,7 +297,9 @@ async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
 async fn the_binary_serves_telegram_when_its_token_is_set() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = crate::fake_telegram::FakeTelegram::start().await;
-    let telegram = format!("\n[channels.telegram]\ntoken_env = \"ASKGATE_TEST_TG_TOKEN\"\napi_url = \"{url}\"\n");
+    let telegram = format!(
+        "\n[channels.telegram]\ntoken_env = \"ASKGATE_TEST_TG_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"42\"]\n"
+    );
     let config = write_config(dir.path(), &telegram);
     let served = Served::start_with_env(&config, &[("ASKGATE_TEST_TG_TOKEN", "123:fake")]);
     served.log_line("telegram connected").await;
@@ -290,7 +313,9 @@ async fn the_binary_serves_telegram_when_its_token_is_set() {
 async fn the_binary_serves_discord_when_its_token_is_set() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = crate::fake_discord::FakeDiscord::start().await;
-    let discord = format!("\n[channels.discord]\ntoken_env = \"ASKGATE_TEST_DC_TOKEN\"\napi_url = \"{url}\"\n");
+    let discord = format!(
+        "\n[channels.discord]\ntoken_env = \"ASKGATE_TEST_DC_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"100\"]\n"
+    );
     let config = write_config(dir.path(), &discord);
     let served = Served::start_with_env(&config, &[("ASKGATE_TEST_DC_TOKEN", "fake-token")]);
     served.log_line("discord connected").await;

@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
 use crate::fake_discord::FakeDiscord;
-use crate::support::{channel_functions, db_path, eventually, init_log};
+use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
 
 const ALICE: u64 = 100_000_000_000_000_101;
 const BOB: u64 = 100_000_000_000_000_102;
@@ -26,9 +26,15 @@ struct Dc {
 
 impl Dc {
     async fn start(dir: &TempDir, api: &str, fake: &FakeDiscord) -> Self {
+        let mut settings = Settings::default();
+        settings.channels.insert("discord".into(), anyone());
+        Self::start_with(dir, api, fake, settings).await
+    }
+
+    async fn start_with(dir: &TempDir, api: &str, fake: &FakeDiscord, settings: Settings) -> Self {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), channel_functions(), Settings::default(), Clock::system());
+        let engine = Engine::new(Arc::new(store), channel_functions(), settings, Clock::system());
         let discord =
             Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, Clock::system());
         engine.attach(discord.clone());
@@ -287,5 +293,17 @@ async fn rate_limited_sends_are_retried_and_nothing_is_lost() {
         .filter(|(m, _, b)| m == "POST" && b["content"].as_str().unwrap_or("").contains("Which library"))
         .count();
     assert_eq!(posts, 3, "two refused, one delivered");
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeDiscord::start().await;
+    let dc = Dc::start_with(&dir, &url, &fake, Settings::default()).await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let refusal = fake.sent(&format!("allowed\\_users = \\[\"discord:{ALICE}\"\\] in \\[channels.discord\\]"), 1).await;
+    assert!(refusal["content"].as_str().unwrap().starts_with("You may not start runs here."), "{refusal}");
+    assert!(dc.engine.store().pending(None).await.unwrap().is_empty(), "a run started");
     dc.stop().await;
 }

@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use askgate::clock::Clock;
-use askgate::engine::{AskError, Context, Resolver, Settings};
+use askgate::engine::{AskError, Context, Resolver, RunRequest, Settings};
 use askgate::function::{Function, FunctionError, Functions};
-use askgate::question::{Ask, Outcome, Receipt, Status, Surface, Timeout};
+use askgate::question::{Answerers, Ask, Outcome, Receipt, Status, Surface, Timeout};
 use askgate::run::RunStatus;
 use async_trait::async_trait;
 use serde_json::json;
@@ -303,7 +303,7 @@ async fn blocking_asks_wait_for_the_answer() {
     let (functions, _) = functions();
     let h = Harness::new(functions).await;
     let engine = h.engine.clone();
-    let run = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let run = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     assert_eq!(card.mode, askgate::question::Mode::Blocking);
     h.say(ALICE, "a").await;
@@ -317,7 +317,7 @@ async fn a_restart_cancels_leftover_blocking_questions() {
     let (functions, _) = functions();
     let h = Harness::new(functions.clone()).await;
     let engine = h.engine.clone();
-    let waiting = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let waiting = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     // Shutdown ends the blocking ask as cancelled(shutdown) and the run as cancelled.
     let h = h.restart(functions.clone(), Settings::default(), Clock::manual(T0)).await;
@@ -327,7 +327,7 @@ async fn a_restart_cancels_leftover_blocking_questions() {
 
     // A blocking question left pending by a crash is cancelled(restart) at the next start.
     let engine = h.engine.clone();
-    let crashed = tokio::spawn(async move { engine.run_to_end("one", Some(room()), alice(), String::new()).await });
+    let crashed = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     crashed.abort();
     let dir = h.dir.clone();
@@ -391,7 +391,7 @@ async fn a_run_without_a_human_gets_cancelled_no_human() {
     let mut f = Functions::new();
     f.insert("headless", "", Arc::new(Headless));
     let h = Harness::new(f).await;
-    let run = h.engine.run_to_end("headless", None, alice(), String::new()).await.unwrap();
+    let run = h.engine.run_to_end(RunRequest::new("headless", None, alice())).await.unwrap();
     assert_eq!(run.result.as_deref(), Some("no_human"));
 }
 
@@ -438,13 +438,15 @@ impl askgate::channel::Channel for Gate {
 #[tokio::test]
 async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     let (functions, _) = functions();
-    let h = Harness::new(functions).await;
+    let mut settings = Settings::default();
+    settings.channels.insert("gate".into(), anyone());
+    let h = Harness::open(functions, settings, Arc::new(tempfile::TempDir::new().unwrap()), Clock::manual(T0)).await;
     let gate = Arc::new(Gate { open: tokio::sync::Semaphore::new(0), cards: Mutex::new(Vec::new()) });
     h.engine.attach(gate.clone());
     let slow = askgate::question::Conversation::parse("gate:slow").unwrap();
     h.engine.send_text(&slow, "held up".into());
     let fast = askgate::question::Conversation::parse("gate:fast").unwrap();
-    h.engine.start_run("one", Some(fast), alice(), String::new(), askgate::question::Mode::FollowUp).await.unwrap();
+    h.engine.start_run(RunRequest::new("one", Some(fast), alice()), askgate::question::Mode::FollowUp).await.unwrap();
     let card = eventually(|| async { gate.cards.lock().unwrap().first().cloned() }).await;
     assert_eq!(card.prompt, "Pick one", "the card went out while the other conversation was held up");
     gate.open.add_permits(1);
@@ -462,8 +464,9 @@ async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay() {
     h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
     h.finished(run).await;
     // An agent's question that waits for days, and an update key seen at the start.
-    let waiting =
-        h.engine.ask_external(room(), Ask::question("Still there?").timeout(Timeout::Never), alice()).await.unwrap();
+    let ask =
+        Ask::question("Still there?").timeout(Timeout::Never).answerers(Answerers::Users { users: vec![alice()] });
+    let waiting = h.engine.ask_external(room(), ask, alice()).await.unwrap();
     assert!(h.engine.store().first_seen("test:update:1", T0).await.unwrap());
 
     // Eight days later: past the one-day retention and the week an update key is kept.

@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, sign};
+use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use askgate::clock::Clock;
 use askgate::config::{Config, Env};
 use askgate::engine::Inbound;
-use askgate::gateway::Gateway;
+use askgate::gateway::{ConsoleIo, Gateway};
 use askgate::question::{Conversation, Surface, UserRef};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
@@ -22,24 +22,35 @@ pub struct App {
     pub base: String,
     pub token: String,
     pub client: reqwest::Client,
-    _dir: TempDir,
+    pub dir: Arc<TempDir>,
+    /// The console's half of its input pipe: kept open, so the console reads until the end.
+    _console: tokio::io::DuplexStream,
 }
 
 impl App {
+    /// askgate with the console (its output discarded), `demo` and `approve-demo`, and `extra`
+    /// configuration, on a fresh database.
     pub async fn start(extra: &str, env: Env) -> Self {
+        Self::start_in(Arc::new(TempDir::new().unwrap()), extra, env).await
+    }
+
+    /// As [`App::start`] on the database in `dir` (a restart when one ran there before).
+    pub async fn start_in(dir: Arc<TempDir>, extra: &str, env: Env) -> Self {
         init_log();
-        let dir = TempDir::new().unwrap();
         let db = dir.path().join("askgate.db");
         let text = format!(
-            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n\n\
+            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n\n\
+             [[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n\n\
              [[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n{extra}",
             db.display()
         );
         let config = Config::parse(&text, "test.toml", dir.path()).unwrap();
-        let gateway = Gateway::start(&config, &env, Clock::system(), None).await.unwrap();
+        let (console, input) = tokio::io::duplex(1024);
+        let io = ConsoleIo { input: Box::new(tokio::io::BufReader::new(input)), output: Box::new(tokio::io::sink()) };
+        let gateway = Gateway::start(&config, &env, Clock::system(), Some(io)).await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("askgate.token")).unwrap().trim().to_owned();
         let base = format!("http://{}", gateway.http_addr());
-        Self { gateway: Some(gateway), base, token, client: reqwest::Client::new(), _dir: dir }
+        Self { gateway: Some(gateway), base, token, client: reqwest::Client::new(), dir, _console: console }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -75,7 +86,12 @@ impl App {
     }
 }
 
-fn error_code(body: &Value) -> &str {
+/// Unix seconds now, for signing webhook requests.
+pub fn now_secs() -> i64 {
+    Clock::system().now_ms() / 1000
+}
+
+pub fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {body}"))
 }
 
@@ -170,7 +186,11 @@ async fn questions_are_created_listed_fetched_and_refused_clearly() {
     assert_eq!(q["prompt"], "Which colour?");
     assert_eq!(q["status"], "pending");
     assert_eq!(q["mode"], "external");
-    assert_eq!(q["answerers"]["policy"], "conversation");
+    assert_eq!(
+        q["answerers"],
+        json!({"policy": "users", "users": ["console:local"]}),
+        "the console's operator answers"
+    );
     assert!(q["expires_at"].as_i64().unwrap() > q["created_at"].as_i64().unwrap());
     assert!(q["deliveries"].is_array());
     let (_, list) = app.get("/api/questions?conversation=console:local&status=pending").await;
@@ -318,7 +338,9 @@ async fn read_events(response: reqwest::Response, n: usize) -> Vec<(String, Valu
 
 #[tokio::test]
 async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() {
-    let app = App::start("", Env::default()).await;
+    let (out, _, _) = receiver("hush").await;
+    let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\n");
+    let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let events = |conversation: &'static str| {
         app.client.get(app.url(&format!("/api/events?conversation={conversation}"))).bearer_auth(&app.token).send()
     };
@@ -326,7 +348,13 @@ async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() 
     assert_eq!(first.status(), StatusCode::OK);
     let a = app.ask("console:local", "First?").await;
     let b = app.ask("console:local", "Second?").await;
-    app.ask("telegram:99", "Elsewhere?").await;
+    let (status, body) = app
+        .post(
+            "/api/questions",
+            json!({"conversation": "webhook:sms:+1555", "prompt": "Elsewhere?", "answerers": ["webhook:sms:+1555"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     let seen = read_events(first, 5).await;
     let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names[0], "replay.done");
@@ -377,16 +405,16 @@ async fn runs_start_blocking_or_not_through_the_api() {
     let waiting = {
         let app = app.clone();
         tokio::spawn(async move {
-            app.post("/api/runs", json!({"function": "approve-demo", "conversation": "telegram:7", "wait": true})).await
+            app.post("/api/runs", json!({"function": "approve-demo", "conversation": "console:local", "wait": true}))
+                .await
         })
     };
-    let (_, list) = eventually(|| async {
-        let (s, list) = app.get("/api/questions?conversation=telegram:7").await;
-        (!list["questions"].as_array().unwrap().is_empty()).then_some((s, list))
+    let q = eventually(|| async {
+        let (_, list) = app.get("/api/questions?conversation=console:local").await;
+        list["questions"].as_array().unwrap().iter().find(|q| q["mode"] == "blocking").cloned()
     })
     .await;
-    let q = &list["questions"][0];
-    assert_eq!(q["mode"], "blocking");
+    assert_eq!(q["prompt"], "rm -rf build/");
     app.post(&format!("/api/questions/{}/reply", q["id"].as_str().unwrap()), json!({"value": "once"})).await;
     let (status, body) = waiting.await.unwrap();
     assert_eq!(status, StatusCode::OK);
@@ -420,7 +448,7 @@ async fn metrics_count_questions_by_outcome_and_surface() {
 }
 
 /// A loopback receiver for outbound webhook messages; records the ones with a good signature.
-async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMessage>>>, Arc<Mutex<u32>>) {
+pub async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMessage>>>, Arc<Mutex<u32>>) {
     use axum::http::HeaderMap;
     let got = Arc::new(Mutex::new(Vec::new()));
     let bad = Arc::new(Mutex::new(0));
@@ -430,8 +458,16 @@ async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMessag
         axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
             let (g, b) = (g.clone(), b.clone());
             async move {
-                let signature = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok());
-                if askgate::channel::webhook::verify(secret.as_bytes(), &body, signature) {
+                let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+                let now = Clock::system().now_ms();
+                let checked = askgate::channel::webhook::verify(
+                    secret.as_bytes(),
+                    &body,
+                    header(TIMESTAMP_HEADER),
+                    header(SIGNATURE_HEADER),
+                    now,
+                );
+                if checked.is_ok() {
                     g.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
                 } else {
                     *b.lock().unwrap() += 1;
@@ -449,7 +485,9 @@ async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMessag
 #[tokio::test]
 async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     let (out, got, bad) = receiver("hush").await;
-    let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\n");
+    let extra = format!(
+        "\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\nallowed_users = [\"+15550001\"]\n"
+    );
     let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let inbound = |text: &str, secret: Option<&str>| {
         let body =
@@ -459,7 +497,10 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
             .unwrap();
         let mut request = app.client.post(app.url("/channels/webhook/sms")).header("content-type", "application/json");
         if let Some(secret) = secret {
-            request = request.header(SIGNATURE_HEADER, sign(secret.as_bytes(), &body));
+            let at = now_secs();
+            request = request
+                .header(TIMESTAMP_HEADER, at.to_string())
+                .header(SIGNATURE_HEADER, sign(secret.as_bytes(), at, &body));
         }
         request.body(body).send()
     };
@@ -491,7 +532,8 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     let r = app
         .client
         .post(app.url("/channels/webhook/sms"))
-        .header(SIGNATURE_HEADER, sign(b"hush", b"{oops"))
+        .header(TIMESTAMP_HEADER, now_secs().to_string())
+        .header(SIGNATURE_HEADER, sign(b"hush", now_secs(), b"{oops"))
         .body("{oops")
         .send()
         .await
@@ -505,12 +547,12 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
 async fn allow_always_grants_are_listed_and_revocable() {
     let app = App::start("", Env::default()).await;
     let (status, body) = app
-        .post("/api/questions", json!({"conversation": "telegram:5", "kind": "approval", "prompt": "deploy prod"}))
+        .post("/api/questions", json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["id"].as_str().unwrap();
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "always"})).await;
-    let (_, list) = app.get("/api/grants?conversation=telegram:5").await;
+    let (_, list) = app.get("/api/grants?conversation=console:local").await;
     let grants = list["grants"].as_array().unwrap().clone();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0]["action"], "deploy prod");

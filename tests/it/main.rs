@@ -9,6 +9,7 @@ mod fake_telegram;
 mod http;
 mod process;
 mod routing;
+mod security;
 mod store;
 mod support;
 mod telegram;

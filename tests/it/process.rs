@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askgate::clock::Clock;
-use askgate::engine::Settings;
+use askgate::engine::{RunRequest, Settings};
 use askgate::function::process::{MAX_LINE, Process, ProcessConfig};
 use askgate::function::{Entry, Functions};
 use askgate::question::{Mode, Outcome, Status};
@@ -45,6 +45,7 @@ fn config(dir: &Path, command: &[&str], hold: bool, timeout: Duration) -> Proces
         set_env,
         timeout,
         hold,
+        show_stderr: false,
     }
 }
 
@@ -62,8 +63,10 @@ fn add(
     std::fs::write(&file, script).unwrap();
     let config = config(dir, &[interpreter, file.to_str().unwrap()], hold, timeout);
     let mode = if hold { Mode::Blocking } else { Mode::FollowUp };
-    functions
-        .insert_entry(name, Entry { function: Arc::new(Process::new(name, config)), description: String::new(), mode });
+    functions.insert_entry(
+        name,
+        Entry { function: Arc::new(Process::new(name, config)), description: String::new(), mode, allowed_users: None },
+    );
 }
 
 fn log(dir: &Path) -> Vec<String> {
@@ -76,7 +79,7 @@ async fn harness(functions: Functions, dir: &Arc<TempDir>) -> Harness {
 
 async fn start(h: &Harness, name: &str) -> askgate::question::RunId {
     let mode = h.engine.functions().get(name).unwrap().mode;
-    h.engine.start_run(name, Some(room()), alice(), String::new(), mode).await.unwrap()
+    h.engine.start_run(RunRequest::new(name, Some(room()), alice()), mode).await.unwrap()
 }
 
 #[tokio::test]
@@ -173,13 +176,25 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
         let run = start(&h, name).await;
         let done = h.finished(run).await;
         assert_eq!(done.status, RunStatus::Failed, "{name}");
+        // The run's record (operator-only, through the API) says what went wrong ...
         let message = done.result.unwrap();
         assert!(message.contains(expected), "{name}: {message}");
-        let told = h.recorder.texts();
-        assert!(told.iter().any(|t| t.contains(&format!("{name} failed")) && t.contains(expected)), "{name}: {told:?}");
+        // ... and the conversation only that it failed and where to look.
+        let told = eventually(|| async {
+            h.recorder.texts().into_iter().find(|t| t.starts_with(&format!("⚠️ {name} failed")))
+        })
+        .await;
+        let short = &run.to_string()[..8];
+        assert_eq!(
+            told,
+            format!("⚠️ {name} failed: the program failed (run {short}; details are in askgate's log)"),
+            "{name}"
+        );
     }
-    let crash = h.recorder.texts().into_iter().find(|t| t.contains("crash failed")).unwrap();
-    assert!(crash.contains("something broke"), "the stderr tail is quoted: {crash}");
+    assert!(
+        h.recorder.texts().iter().all(|t| !t.contains("something broke")),
+        "a program's stderr reached the conversation"
+    );
     // The good run is untouched: still waiting, and it still finishes.
     assert_eq!(h.question(&waiting).await.status, Status::Pending);
     assert_eq!(h.engine.store().run(good).await.unwrap().unwrap().status, RunStatus::Waiting);
@@ -234,4 +249,59 @@ askgate.run(main)
     let done = h.finished(run).await;
     assert_eq!(done.status, RunStatus::Failed);
     assert!(done.result.unwrap().contains("replay mismatch at step 0"));
+}
+
+/// A log that tests can read: everything logged on this thread while the guard lives.
+fn capture_log() -> (Arc<std::sync::Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
+    #[derive(Clone)]
+    struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writer = Buffer(buffer.clone());
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    (buffer, tracing::subscriber::set_default(subscriber))
+}
+
+// One thread, so that the log captured on it sees the program's stderr task too.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation() {
+    let (log, _guard) = capture_log();
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "read s; echo 'password=hunter2 at /srv/secret' >&2; exit 3";
+    add(&mut f, dir.path(), "leaky", "sh", script, false, Duration::from_secs(30));
+    let leaky = dir.path().join("leaky");
+    let mut verbose = config(dir.path(), &["sh", leaky.to_str().unwrap()], false, Duration::from_secs(30));
+    verbose.show_stderr = true;
+    let function = Arc::new(Process::new("verbose", verbose));
+    f.insert_entry(
+        "verbose",
+        Entry { function, description: String::new(), mode: Mode::FollowUp, allowed_users: None },
+    );
+    let h = harness(f, &dir).await;
+
+    let run = start(&h, "leaky").await;
+    h.finished(run).await;
+    let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("leaky failed")) }).await;
+    assert!(!told.contains("hunter2"), "stderr reached the conversation: {told}");
+    let logged = eventually(|| async {
+        let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+        text.contains("password=hunter2").then_some(text)
+    })
+    .await;
+    assert!(logged.contains("exit status: 3"), "the log says what happened: {logged}");
+
+    // `show_stderr = true` (for development) shows the details in the conversation.
+    let run = start(&h, "verbose").await;
+    h.finished(run).await;
+    let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("verbose failed")) }).await;
+    assert!(told.contains("password=hunter2") && told.contains("exit status: 3"), "{told}");
 }

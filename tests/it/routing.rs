@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use askgate::clock::Clock;
-use askgate::engine::{ChannelPolicy, Inbound, Settings};
+use askgate::engine::{Access, ChannelPolicy, Inbound, Settings};
 use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
 use serde_json::json;
 use tempfile::TempDir;
@@ -119,9 +119,7 @@ async fn ambiguous_and_foreign_ids_change_nothing() {
 #[tokio::test]
 async fn a_plain_message_is_claimed_by_the_pending_question_before_a_new_turn() {
     let mut settings = Settings::default();
-    settings
-        .channels
-        .insert("test".into(), ChannelPolicy { default_function: Some("demo".into()), ..ChannelPolicy::default() });
+    settings.channels.insert("test".into(), ChannelPolicy { default_function: Some("demo".into()), ..anyone() });
     let h = Harness::open(builtins(), settings, Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await;
     // No question waits: a plain message starts the default function.
     h.say(ALICE, "hello").await;
@@ -184,12 +182,20 @@ async fn a_redelivered_update_is_applied_once_also_after_a_restart() {
 #[tokio::test]
 async fn run_refusals_and_help_are_clear() {
     let mut settings = Settings::default();
-    settings.channels.insert("test".into(), ChannelPolicy { allowed_users: vec![alice()], ..ChannelPolicy::default() });
+    settings.channels.insert(
+        "test".into(),
+        ChannelPolicy { allowed_users: Access::Only(vec![alice()]), ..ChannelPolicy::default() },
+    );
     let h = Harness::open(builtins(), settings, Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await;
     let r = h.say(ALICE, "/run nothing").await;
     assert_eq!(r.text.as_deref(), Some("No function named `nothing`. /help lists the functions."));
     let r = h.say(BOB, "/run demo").await;
-    assert_eq!(r.text.as_deref(), Some("You are not allowed to start runs here."));
+    assert_eq!(
+        r.text.as_deref(),
+        Some(
+            "You may not start runs here. An operator can allow you with allowed_users = [\"test:bob\"] in [channels.test]."
+        )
+    );
     let r = h.say(ALICE, "/frobnicate").await;
     assert_eq!(r.text.as_deref(), Some("Unknown command /frobnicate: /help lists the commands."));
     let help = h.say(BOB, "/help").await.text.unwrap();

@@ -8,13 +8,18 @@ use std::time::Duration;
 
 use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
-use askgate::engine::{Engine, Inbound, Response, Settings};
+use askgate::engine::{Access, ChannelPolicy, Engine, Inbound, Response, RunRequest, Settings};
 use askgate::function::Functions;
 use askgate::question::{Conversation, Question, Surface, UserRef};
 use askgate::run::Run;
 use askgate::store::{Delivery, SqliteStore, Synchronous};
 use async_trait::async_trait;
 use tempfile::TempDir;
+
+/// Rules that let anyone start runs (channels default to nobody).
+pub fn anyone() -> ChannelPolicy {
+    ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() }
+}
 
 /// The conversation most tests talk in.
 pub const ROOM: &str = "test:room";
@@ -31,6 +36,7 @@ pub fn waiting_run(conversation: &str, input: &str) -> askgate::run::Run {
         function: "demo".into(),
         conversation: Some(Conversation::parse(conversation).unwrap()),
         initiator: alice(),
+        answerers: None,
         input: input.into(),
         mode: askgate::question::Mode::FollowUp,
         status: askgate::run::RunStatus::Waiting,
@@ -154,8 +160,10 @@ impl Harness {
         Self::open(functions, Settings::default(), Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await
     }
 
-    pub async fn open(functions: Functions, settings: Settings, dir: Arc<TempDir>, clock: Clock) -> Self {
+    pub async fn open(functions: Functions, mut settings: Settings, dir: Arc<TempDir>, clock: Clock) -> Self {
         init_log();
+        // Anyone in the test room may start runs unless a test sets the rule itself.
+        settings.channels.entry("test".into()).or_insert_with(anyone);
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
         let recorder = Arc::new(Recorder::default());
@@ -173,7 +181,7 @@ impl Harness {
 
     pub async fn run(&self, function: &str, input: &str) -> askgate::question::RunId {
         self.engine
-            .start_run(function, Some(room()), alice(), input.to_owned(), askgate::question::Mode::FollowUp)
+            .start_run(RunRequest::new(function, Some(room()), alice()).input(input), askgate::question::Mode::FollowUp)
             .await
             .unwrap()
     }

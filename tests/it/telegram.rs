@@ -7,7 +7,7 @@ use std::sync::Arc;
 use askgate::channel::ChannelState;
 use askgate::channel::telegram::{Telegram, TelegramConfig, Timeouts, Updates};
 use askgate::clock::Clock;
-use askgate::engine::{ChannelPolicy, Engine, Resolver, Settings};
+use askgate::engine::{Access, ChannelPolicy, Engine, Resolver, Settings};
 use askgate::question::{Conversation, QuestionId, Status, Surface, UserRef};
 use askgate::run::RunStatus;
 use askgate::store::{SqliteStore, Synchronous};
@@ -16,7 +16,7 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
 use crate::fake_telegram::FakeTelegram;
-use crate::support::{channel_functions, db_path, eventually, init_log};
+use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
 
 const ALICE: i64 = 42;
 const BOB: i64 = 43;
@@ -46,6 +46,8 @@ impl Tg {
         timeouts: Timeouts,
     ) -> (Self, Arc<Telegram>) {
         init_log();
+        let mut settings = settings;
+        settings.channels.entry("telegram".into()).or_insert_with(anyone);
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
         let config = TelegramConfig {
@@ -313,17 +315,35 @@ async fn rate_limits_are_waited_out_and_nothing_is_lost() {
 }
 
 #[tokio::test]
-async fn only_allowed_users_start_runs() {
+async fn only_allowed_users_start_runs_and_a_stranger_is_told_their_id() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let mut settings = Settings::default();
     let alice = UserRef::parse("telegram:42").unwrap();
-    settings.channels.insert("telegram".into(), ChannelPolicy { allowed_users: vec![alice], ..Default::default() });
+    settings
+        .channels
+        .insert("telegram".into(), ChannelPolicy { allowed_users: Access::Only(vec![alice]), ..Default::default() });
     let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
     fake.text(BOB, BOB, "/run demo", None);
-    fake.sent("You are not allowed to start runs here.", 1).await;
+    fake.sent(
+        "You may not start runs here. An operator can allow you with allowed_users = [\"telegram:43\"] in [channels.telegram].",
+        1,
+    )
+    .await;
     fake.text(ALICE, ALICE, "/run demo", None);
     fake.sent("Which library", 1).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn by_default_nobody_starts_runs_on_telegram() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let mut settings = Settings::default();
+    settings.channels.insert("telegram".into(), ChannelPolicy::default());
+    let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("allowed_users = [\"telegram:42\"] in [channels.telegram]", 1).await;
     tg.stop().await;
 }
 

@@ -216,7 +216,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             upsert_run: db.prepare(concat!(
                 "INSERT INTO runs (",
                 run_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                  ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
                  result = excluded.result, updated_at = excluded.updated_at"
             ))?,
@@ -408,6 +408,7 @@ impl<'d, 'h> Statements<'d, 'h> {
 
     fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
         let id = run.id.to_string();
+        let answerers = run.answerers.as_ref().map(json).transpose()?;
         self.upsert_run.execute(&[
             id.as_str().into(),
             run.function.as_str().into(),
@@ -420,6 +421,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             run.result.as_deref().into(),
             run.created_at.into(),
             run.updated_at.into(),
+            answerers.as_deref().into(),
         ])?;
         Ok(())
     }

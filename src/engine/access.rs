@@ -1,0 +1,249 @@
+//! Who may start runs and who may answer: the rules per channel and per function, and the
+//! refusals that tell a person their id and an operator the key that would let them in.
+//!
+//! Every default is the closed one: a chat channel without `allowed_users` lets nobody start
+//! runs, and a question that arrives through the API must name who may answer it (or target a
+//! channel whose `allowed_users` names people).
+
+use std::fmt;
+
+use super::Engine;
+use crate::channel::console::LOCAL;
+use crate::question::{Answerers, Conversation, UserRef};
+
+/// Who may answer questions of runs started in a channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerersPolicy {
+    /// Only the user who started the run.
+    #[default]
+    Initiator,
+    /// Anyone in the conversation.
+    Conversation,
+}
+
+/// Who may start runs: in a channel (`allowed_users`), or of one function.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Nobody: `allowed_users` absent or empty.
+    #[default]
+    Nobody,
+    /// These users.
+    Only(Vec<UserRef>),
+    /// Anyone, opened explicitly with `allowed_users = ["*"]`.
+    Anyone,
+}
+
+impl Access {
+    /// Access from a list of users, where `*` stands for anyone; empty is nobody.
+    pub fn from_users(users: Vec<UserRef>, anyone: bool) -> Self {
+        match (anyone, users.is_empty()) {
+            (true, _) => Self::Anyone,
+            (false, true) => Self::Nobody,
+            (false, false) => Self::Only(users),
+        }
+    }
+
+    /// Whether `user` is let in.
+    pub fn admits(&self, user: &UserRef) -> bool {
+        match self {
+            Self::Nobody => false,
+            Self::Only(users) => users.contains(user),
+            Self::Anyone => true,
+        }
+    }
+
+    /// The people it names, when it names any.
+    pub fn people(&self) -> Option<&[UserRef]> {
+        match self {
+            Self::Only(users) => Some(users),
+            Self::Nobody | Self::Anyone => None,
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Nobody => f.write_str("nobody"),
+            Self::Anyone => f.write_str("anyone (\"*\")"),
+            Self::Only(users) => {
+                let names: Vec<&str> = users.iter().map(UserRef::as_str).collect();
+                f.write_str(&names.join(", "))
+            }
+        }
+    }
+}
+
+/// Per-channel rules.
+#[derive(Clone, Debug, Default)]
+pub struct ChannelPolicy {
+    /// Who may answer questions of runs started here.
+    pub answerers: AnswerersPolicy,
+    /// Who may start runs.
+    pub allowed_users: Access,
+    /// The function a plain message starts when no question claims it.
+    pub default_function: Option<String>,
+}
+
+/// Why a person may not start a run; its text tells them their id and the key that lets them in.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The channel's `allowed_users` does not name them.
+    #[error("You may not start runs here. An operator can allow you with allowed_users = [\"{user}\"] in [{section}]")]
+    Channel {
+        /// Who asked.
+        user: UserRef,
+        /// The configuration section: `channels.telegram`, `channels.webhook.sms`.
+        section: String,
+    },
+    /// The function's own `allowed_users` does not name them.
+    #[error(
+        "You may not run {function}. An operator can allow you with allowed_users = [\"{user}\"] in the [[functions]] entry named \"{function}\""
+    )]
+    Function {
+        /// Who asked.
+        user: UserRef,
+        /// The function.
+        function: String,
+    },
+}
+
+/// Why the answerers of a question posted through the API could not be settled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerersError {
+    /// `answerers` was given but lists nobody.
+    #[error("answerers is empty: name at least one user, e.g. [\"telegram:42\"]")]
+    Empty,
+    /// None was given and the conversation's channel names nobody who could answer.
+    #[error(
+        "name who may answer: send \"answerers\": [\"{example}\"], or list people in allowed_users of [{section}] (anyone in the chat is never assumed)"
+    )]
+    Required {
+        /// An example user id on that channel.
+        example: String,
+        /// The configuration section whose `allowed_users` would serve.
+        section: String,
+    },
+}
+
+/// The configuration key of a conversation's rules: `telegram`, or `webhook:sms` for a named
+/// webhook endpoint.
+pub(super) fn policy_key(conversation: &Conversation) -> String {
+    let mut parts = conversation.as_str().splitn(3, ':');
+    match (parts.next(), parts.next()) {
+        (Some("webhook"), Some(endpoint)) => format!("webhook:{endpoint}"),
+        (Some(channel), _) => channel.to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// The section of `channels.toml` that holds the rules under `key`.
+fn section(key: &str) -> String {
+    format!("channels.{}", key.replace(':', "."))
+}
+
+/// The console's person: the operator at the terminal.
+fn is_operator_at_console(user: &UserRef) -> bool {
+    user.as_str() == LOCAL
+}
+
+impl Engine {
+    /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
+    /// endpoint, `webhook:sms`), else those of its channel; the closed default otherwise.
+    pub(super) fn policy(&self, conversation: &Conversation) -> ChannelPolicy {
+        let channels = &self.inner.settings.channels;
+        channels
+            .get(&policy_key(conversation))
+            .or_else(|| channels.get(conversation.channel()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Checks that `user` may start `function` in `conversation`: the channel's
+    /// `allowed_users`, then the function's own list. The API token (`api:…`) and the
+    /// console's operator may start anything.
+    pub(super) fn may_start(
+        &self,
+        function: &str,
+        conversation: Option<&Conversation>,
+        user: &UserRef,
+    ) -> Result<(), Refusal> {
+        if user.channel() == "api" || is_operator_at_console(user) {
+            return Ok(());
+        }
+        if let Some(c) = conversation
+            && !self.policy(c).allowed_users.admits(user)
+        {
+            return Err(Refusal::Channel { user: user.clone(), section: section(&policy_key(c)) });
+        }
+        let narrowed = self.inner.functions.get(function).and_then(|f| f.allowed_users.as_ref());
+        if narrowed.is_some_and(|access| !access.admits(user)) {
+            return Err(Refusal::Function { user: user.clone(), function: function.to_owned() });
+        }
+        Ok(())
+    }
+
+    /// Who may answer a question (or the questions of a run) posted through the API in
+    /// `conversation`: the users it names; else the channel's `allowed_users` when that names
+    /// people (on the console: its operator). Never anyone in a group by accident.
+    ///
+    /// # Errors
+    /// An empty list, or none given where the channel names nobody.
+    pub fn api_answerers(
+        &self,
+        conversation: &Conversation,
+        named: Option<Vec<UserRef>>,
+    ) -> Result<Answerers, AnswerersError> {
+        match named {
+            Some(users) if users.is_empty() => Err(AnswerersError::Empty),
+            Some(users) => Ok(Answerers::Users { users }),
+            None if conversation.channel() == "console" => {
+                let operator = UserRef::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
+                Ok(Answerers::Users { users: vec![operator] })
+            }
+            None => match self.policy(conversation).allowed_users.people() {
+                Some(people) => Ok(Answerers::Users { users: people.to_vec() }),
+                None => {
+                    let key = policy_key(conversation);
+                    let example = match conversation.channel() {
+                        "webhook" => format!("{key}:<user>"),
+                        channel => format!("{channel}:<user id>"),
+                    };
+                    Err(AnswerersError::Required { example, section: section(&key) })
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_of_a_webhook_conversation_names_its_endpoint() {
+        let c = |s: &str| Conversation::parse(s).unwrap();
+        assert_eq!(policy_key(&c("webhook:sms:+1555")), "webhook:sms");
+        assert_eq!(policy_key(&c("telegram:-100:7")), "telegram");
+        assert_eq!(section("webhook:sms"), "channels.webhook.sms");
+    }
+
+    #[test]
+    fn nobody_is_the_default_and_star_opens() {
+        let alice = UserRef::parse("telegram:42").unwrap();
+        assert!(!Access::default().admits(&alice));
+        assert!(!Access::from_users(Vec::new(), false).admits(&alice));
+        assert!(Access::from_users(Vec::new(), true).admits(&alice));
+        assert!(Access::from_users(vec![alice.clone()], false).admits(&alice));
+    }
+
+    #[test]
+    fn a_refusal_names_the_id_and_the_key() {
+        let refusal =
+            Refusal::Channel { user: UserRef::parse("telegram:42").unwrap(), section: "channels.telegram".into() };
+        assert_eq!(
+            refusal.to_string(),
+            "You may not start runs here. An operator can allow you with allowed_users = [\"telegram:42\"] in [channels.telegram]"
+        );
+    }
+}

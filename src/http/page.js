@@ -1,0 +1,178 @@
+"use strict";
+const cards = new Map();
+const $ = (id) => document.getElementById(id);
+let token = sessionStorage.getItem("askgate-token");
+$("name").value = localStorage.getItem("askgate-name") || "";
+$("name").addEventListener("change", () => localStorage.setItem("askgate-name", $("name").value.trim()));
+
+function say(text) { $("status").textContent = text; }
+function refreshEmpty() { $("empty").hidden = cards.size > 0; }
+
+async function call(path, body) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json", "X-Askgate-Surface": "web" },
+    body: JSON.stringify(body),
+  });
+  let json = {};
+  try { json = await response.json(); } catch (e) { /* not JSON */ }
+  return { status: response.status, json };
+}
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v; else if (k.startsWith("on")) node.addEventListener(k.slice(2), v); else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) node.append(c);
+  return node;
+}
+
+function summary(kind, outcome) {
+  if (!outcome) return "";
+  const v = outcome.value;
+  const show = (x) => Array.isArray(x) ? x.join(", ") : x === true ? "yes" : x === false ? "no" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
+  switch (outcome.status) {
+    case "answered": return "✅ " + show(v);
+    case "declined": return "❌ " + (kind === "approval" ? "rejected" : "declined") + (outcome.feedback ? ": " + outcome.feedback : "");
+    case "expired": return "⌛ expired" + (v != null ? ", used " + show(v) : ", no default");
+    case "cancelled": return "⛔ cancelled (" + outcome.reason + ")";
+  }
+  return outcome.status;
+}
+
+function disable(card) { for (const c of card.querySelectorAll("button, input")) c.disabled = true; }
+
+function showOutcome(q) {
+  const entry = cards.get(q.id);
+  if (!entry) return;
+  disable(entry.node);
+  let line = summary(q.kind, q.outcome);
+  if (q.answered_by && (q.status === "answered" || q.status === "declined")) line += " — " + (q.answered_name || q.answered_by) + (q.answered_via ? " via " + q.answered_via : "");
+  entry.outcome.textContent = line;
+  entry.outcome.className = "outcome " + (q.status === "answered" ? "good" : "bad");
+  entry.node.dataset.status = q.status;
+  setTimeout(() => { entry.node.remove(); cards.delete(q.id); refreshEmpty(); }, 3000);
+}
+
+async function answer(q, entry, path, body) {
+  disable(entry.node);
+  const name = $("name").value.trim();
+  const { status, json } = await call("/api/questions/" + q.id + "/" + path, name ? { ...body, name } : body);
+  if (status === 200) { say("Recorded."); return; }
+  const receipt = json.error && json.error.receipt;
+  if (status === 409 && receipt) {
+    const by = receipt.by ? " — " + receipt.by : "";
+    entry.outcome.textContent = receipt.receipt === "expired" ? "This question has expired." : "Already answered" + (receipt.outcome ? ": " + summary(q.kind, receipt.outcome) : "") + by;
+    entry.outcome.className = "outcome bad";
+    return;
+  }
+  for (const c of entry.node.querySelectorAll("button, input")) c.disabled = false;
+  say(json.error ? json.error.message : "Could not send the answer (" + status + ").");
+}
+
+function render(q) {
+  if (cards.has(q.id)) { cards.get(q.id).seen = true; return; }
+  const title = "q-" + q.id;
+  const outcome = el("p", { class: "outcome", "aria-live": "polite" });
+  const body = [];
+  const entry = { outcome, seen: true };
+  const send = (value) => answer(q, entry, "reply", { value });
+  if (q.kind === "question" && q.multi) {
+    const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: o, name: title }), " " + o));
+    body.push(el("fieldset", {}, el("legend", { class: "meta" }, "Pick any"), ...boxes));
+    body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => {
+      const picked = [...entry.node.querySelectorAll("input[type=checkbox]:checked")].map((b) => b.value);
+      if (picked.length === 0) { say("Pick at least one option."); return; }
+      send(picked);
+    } }, "Submit")));
+  } else if (q.kind === "question") {
+    body.push(el("div", { class: "row" }, ...q.options.map((o) => el("button", { type: "button", onclick: () => send(o) }, o))));
+  } else if (q.kind === "confirm") {
+    body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", onclick: () => send(false) }, "No")));
+  } else {
+    body.push(el("div", { class: "row" },
+      el("button", { type: "button", onclick: () => send("once") }, "Allow once"),
+      el("button", { type: "button", onclick: () => send("always") }, "Allow always")));
+  }
+  if (q.kind === "question" && q.allow_custom) {
+    const input = el("input", { type: "text", "aria-label": "Your own answer", placeholder: "Your own answer" });
+    body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send(input.value.trim()); } }, input, el("button", { type: "submit" }, "Send")));
+  }
+  if (q.kind !== "confirm") {
+    const note = el("input", { type: "text", "aria-label": q.kind === "approval" ? "Why reject (optional)" : "Why decline (optional)", placeholder: "Feedback (optional)" });
+    body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); answer(q, entry, "reject", { feedback: note.value.trim() || null }); } },
+      note, el("button", { type: "submit", class: "secondary" }, q.kind === "approval" ? "Reject" : "Decline")));
+  }
+  const expires = q.expires_at ? "expires " + new Date(q.expires_at).toLocaleTimeString() : "never expires";
+  const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id },
+    el("h2", { id: title }, (q.kind === "approval" ? "Approve: " : "") + q.prompt),
+    q.detail ? el("p", { class: "detail" }, q.detail) : null,
+    el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · " + q.conversation + " · " + expires),
+    ...body, outcome));
+  entry.node = node;
+  cards.set(q.id, entry);
+  $("cards").append(node);
+  refreshEmpty();
+}
+
+function handle(name, data) {
+  if (name === "question.asked") render(data);
+  else if (name.startsWith("question.")) showOutcome(data);
+  else if (name === "replay.done") {
+    for (const [id, entry] of cards) if (!entry.seen && !entry.node.dataset.status) { entry.node.remove(); cards.delete(id); }
+    refreshEmpty();
+    say("Live.");
+  }
+}
+
+async function connect() {
+  let wait = 1000;
+  for (;;) {
+    try {
+      for (const entry of cards.values()) entry.seen = false;
+      const response = await fetch("/api/events", { headers: { "Authorization": "Bearer " + token } });
+      if (response.status === 401) { sessionStorage.removeItem("askgate-token"); token = null; askToken("That token was not accepted."); return; }
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      wait = 1000;
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+          let name = "message", data = "";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) name = line.slice(6).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).trim();
+          }
+          if (data) handle(name, JSON.parse(data));
+        }
+      }
+    } catch (e) { say("Disconnected; reconnecting…"); }
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, 15000);
+  }
+}
+
+function askToken(message) {
+  $("token-form").hidden = false;
+  if (message) say(message);
+  $("token").focus();
+}
+
+$("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  token = $("token").value.trim();
+  sessionStorage.setItem("askgate-token", token);
+  $("token-form").hidden = true;
+  say("Connecting…");
+  connect();
+});
+
+refreshEmpty();
+if (token) connect(); else askToken("Enter the API token (askgate prints where it is kept when it starts).");
