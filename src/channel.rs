@@ -8,11 +8,13 @@
 
 pub mod console;
 pub mod discord;
+pub mod retry;
 pub mod telegram;
 pub mod text;
 pub mod webhook;
 
 use async_trait::async_trait;
+pub use retry::Retry;
 
 use crate::question::{Conversation, Question};
 use crate::store::Delivery;
@@ -24,6 +26,8 @@ pub enum ChannelState {
     Connecting,
     /// Connected: it receives and sends.
     Up,
+    /// Connected, but cards could not be delivered and are being tried again.
+    Degraded(String),
     /// Not working, and why: a refused token, an unreachable platform.
     Down(String),
 }
@@ -33,15 +37,38 @@ impl std::fmt::Display for ChannelState {
         match self {
             Self::Connecting => f.write_str("connecting"),
             Self::Up => f.write_str("up"),
+            Self::Degraded(why) => write!(f, "degraded: {why}"),
             Self::Down(why) => write!(f, "down: {why}"),
         }
     }
 }
 
-/// A platform call that failed. Logged by the engine; it never blocks other work.
+/// A platform call that failed, and whether trying again may help. Logged by the engine; a
+/// card whose delivery may succeed later is tried again while its question waits.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ChannelError(pub String);
+#[error("{message}")]
+pub struct ChannelError {
+    message: String,
+    retry: Retry,
+}
+
+impl ChannelError {
+    /// A failure that trying again will not mend (the platform refused what was sent).
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retry: Retry::No }
+    }
+
+    /// A failure that may pass: the platform could not be reached, was busy, or asked for a
+    /// pause (`after`).
+    pub fn transient(message: impl Into<String>, after: Option<std::time::Duration>) -> Self {
+        Self { message: message.into(), retry: Retry::Later(after) }
+    }
+
+    /// Whether, and when, to try again.
+    pub fn retry(&self) -> Retry {
+        self.retry
+    }
+}
 
 /// The outbound half of a channel adapter.
 #[async_trait]

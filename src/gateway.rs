@@ -21,6 +21,10 @@ use crate::http::ApiToken;
 use crate::http::token::TokenSource;
 use crate::store::{SqliteStore, StoreError};
 
+/// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
+/// take to stop.
+const INBOUND_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The console's input and output, when the console channel is enabled.
 pub struct ConsoleIo {
     /// Lines typed by the person.
@@ -128,31 +132,29 @@ impl Gateway {
         &self.engine
     }
 
-    /// Stops inbound channels (each finishes the message in hand), finishes in-flight work,
-    /// delivers what is queued, and closes the store.
+    /// Stops in an order that cannot hang: first whatever waits on a person at askgate's
+    /// request (blocking asks end as `cancelled(shutdown)`, long-polls and event streams end),
+    /// so that every HTTP request in flight can be answered; then inbound channels (each
+    /// finishes the message in hand); then turns in flight and queued deliveries, each with a
+    /// short grace; then the store.
     pub async fn shutdown(self) {
-        self.engine.stopping().cancel();
+        self.engine.begin_shutdown().await;
         for task in self.inbound {
-            if let Err(e) = task.await {
-                tracing::warn!(error = %e, "an inbound channel ended abnormally");
+            match tokio::time::timeout(INBOUND_GRACE, task).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "an inbound channel ended abnormally"),
+                Err(_) => tracing::warn!("an inbound channel did not stop in time; going on"),
             }
         }
-        self.engine.shutdown().await;
+        self.engine.finish_shutdown().await;
     }
 }
 
 /// A channel's inbound half ended with `error`: the channel is marked down with it
 /// and its causes (`stopped: the Bot API refused or could not be reached: Invalid token`).
 fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error) {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
     // Logged by the engine as the channel goes down.
-    engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {text}")));
+    engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {}", crate::error_chain(error))));
 }
 
 /// The Telegram channel, attached, with how its updates arrive; none when it is disabled.

@@ -95,13 +95,12 @@ async fn loopback_hosts_only(request: Request, next: axum::middleware::Next) -> 
 
 /// `localhost`, `*.localhost`, or a loopback address, with or without a port.
 fn is_loopback_host(host: &str) -> bool {
-    let name =
-        match host.strip_prefix('[') {
-            Some(rest) => rest.split(']').next().unwrap_or_default(),
-            None => host
-                .rsplit_once(':')
-                .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
-        };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }),
+    };
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     name == "localhost"
         || name.ends_with(".localhost")
@@ -270,14 +269,17 @@ async fn page_style() -> impl IntoResponse {
 /// stands how: `{"status","store","pending","channels":{"telegram":"up",…}}`.
 async fn healthz(State(state): State<AppState>) -> Response {
     let store = state.engine.store().pending_count().await;
+    let writes = state.engine.store().write_stats().failing;
     let channels = state.engine.channel_states();
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
-    let healthy = store.is_ok() && !down;
+    let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
+    let healthy = store.is_ok() && writes.is_none() && !down;
     let body = json!({
-        "status": if healthy { "ok" } else { "failing" },
-        "store": match &store {
-            Ok(_) => "ok".to_owned(),
-            Err(e) => format!("failing: {e}"),
+        "status": if !healthy { "failing" } else if degraded { "degraded" } else { "ok" },
+        "store": match (&store, &writes) {
+            (Err(e), _) => format!("failing: {}", crate::error_chain(e)),
+            (Ok(_), Some(why)) => format!("writes failing: {why}"),
+            (Ok(_), None) => "ok".to_owned(),
         },
         "pending": store.ok(),
         "channels": channels.iter().map(|(name, s)| ((*name).to_owned(), json!(s.to_string()))).collect::<serde_json::Map<_, _>>(),
@@ -291,6 +293,7 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let text = state.engine.metrics().render(
         usize::try_from(pending).unwrap_or(usize::MAX),
         &state.engine.channel_states(),
+        &state.engine.undelivered_cards(),
         &state.engine.store().write_stats(),
     );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())

@@ -31,3 +31,15 @@ pub mod http;
 pub mod question;
 pub mod run;
 pub mod store;
+
+/// An error with its causes, as one line: `database error: disk I/O error (SQLite code 10)`.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}

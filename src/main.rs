@@ -37,6 +37,8 @@ enum Command {
 
 /// Exit code for an unusable configuration.
 const BAD_CONFIG: u8 = 2;
+/// Exit code when a second signal cuts a shutdown short (as shells report SIGINT).
+const EXIT_INTERRUPTED: i32 = 130;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -108,8 +110,15 @@ fn serve(config: &Config) -> anyhow::Result<()> {
             Gateway::start(config, &Env::process(), Clock::system(), Some(io)).await.context("starting askgate")?;
         tracing::info!("askgate is ready; type /run demo (or /help)");
         wait_for_signal().await?;
-        tracing::info!("stopping: finishing in-flight work");
-        gateway.shutdown().await;
+        tracing::info!("stopping: finishing in-flight work (a second Ctrl-C or SIGTERM stops at once)");
+        tokio::select! {
+            () = gateway.shutdown() => {}
+            signal = wait_for_signal() => {
+                signal?;
+                eprintln!("askgate: stopped at once by a second signal; runs in flight resume at the next start");
+                std::process::exit(EXIT_INTERRUPTED);
+            }
+        }
         tracing::info!("stopped");
         Ok(())
     });

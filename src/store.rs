@@ -151,8 +151,11 @@ pub struct Resolution {
 }
 
 /// Counts of the store's writes since it opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct WriteStats {
+    /// Why the last batch failed as a whole (disk full, read-only, locked), until a batch
+    /// commits again; none while writes succeed.
+    pub failing: Option<String>,
     /// Batches of writes, each committed in one transaction (plus one more for each write
     /// that failed by its own fault and was taken out).
     pub batches: u64,
@@ -244,6 +247,18 @@ pub trait Store: Send + Sync + 'static {
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// The earliest deadline of a pending question.
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
+    /// Agents' runs (mode `external`) still `waiting` with no pending question, with their
+    /// journals: left so by a crash between a claim and the run's finishing write.
+    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError>;
+    /// Pending questions in a conversation, asked before `before`, that have no recorded card,
+    /// ordered by id, after `after`, at most `limit`: cards whose delivery did not get through
+    /// before a stop.
+    async fn undelivered(
+        &self,
+        before: i64,
+        after: Option<QuestionId>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError>;
     /// Pending questions of blocking runs (their waiters are gone after a restart).
     async fn pending_blocking(&self) -> Result<Vec<QuestionId>, StoreError>;
     /// Records a rendered card.

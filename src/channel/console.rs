@@ -43,8 +43,8 @@ impl Console {
         let mut out = self.out.lock().await;
         let mut bytes = text.trim_end().as_bytes().to_vec();
         bytes.push(b'\n');
-        out.write_all(&bytes).await.map_err(|e| ChannelError(e.to_string()))?;
-        out.flush().await.map_err(|e| ChannelError(e.to_string()))
+        out.write_all(&bytes).await.map_err(|e| ChannelError::permanent(e.to_string()))?;
+        out.flush().await.map_err(|e| ChannelError::permanent(e.to_string()))
     }
 
     /// Reads lines from `input` and hands each to the engine until input ends or `stop`

@@ -11,7 +11,6 @@
 pub mod render;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serenity::all::{
@@ -23,7 +22,8 @@ use serenity::all::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Channel, ChannelError, ChannelState};
+use super::retry::{Backoff, retrying};
+use super::{Channel, ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
@@ -44,9 +44,6 @@ pub struct Discord {
     config: DiscordConfig,
     clock: Clock,
 }
-
-/// How many times a REST call is retried after a 429.
-const RETRIES: u32 = 5;
 
 impl Discord {
     /// The channel, ready to send.
@@ -75,7 +72,7 @@ impl Discord {
     }
 
     async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<Message, ChannelError> {
-        retry(|| channel.send_message(&self.http, message.clone())).await.map_err(|e| ChannelError(e.to_string()))
+        retry(|| channel.send_message(&self.http, message.clone())).await.map_err(|e| channel_error(&e))
     }
 }
 
@@ -89,26 +86,34 @@ fn http(config: &DiscordConfig) -> Http {
     builder.build()
 }
 
-/// Retries a REST call after a 429, waiting longer each time.
-async fn retry<T, F, Fut>(mut call: F) -> serenity::Result<T>
+/// Whether a REST call may succeed if tried again: a 429 or a 5xx (serenity hides
+/// `retry_after` when its limiter is off, so the backoff doubles), or no answer at all.
+fn classify(e: &serenity::Error) -> Retry {
+    match e {
+        serenity::Error::Http(http) => match http.status_code() {
+            Some(s) if s.as_u16() == 429 || s.is_server_error() => Retry::Later(None),
+            Some(_) => Retry::No,
+            None => Retry::Later(None),
+        },
+        serenity::Error::Io(_) => Retry::Later(None),
+        _ => Retry::No,
+    }
+}
+
+/// Retries a REST call that may succeed later, a few times, waiting longer each time.
+async fn retry<T, F, Fut>(call: F) -> serenity::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = serenity::Result<T>>,
 {
-    let mut wait = Duration::from_millis(500);
-    for attempt in 0.. {
-        match call().await {
-            Err(serenity::Error::Http(e))
-                if e.status_code().is_some_and(|s| s.as_u16() == 429) && attempt < RETRIES =>
-            {
-                tracing::info!("discord asked to slow down; retrying in {}ms", wait.as_millis());
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-            other => return other,
-        }
+    retrying(Backoff::QUICK, classify, call).await
+}
+
+fn channel_error(e: &serenity::Error) -> ChannelError {
+    match classify(e) {
+        Retry::No => ChannelError::permanent(e.to_string()),
+        Retry::Later(after) => ChannelError::transient(e.to_string(), after),
     }
-    unreachable!("the loop returns")
 }
 
 fn user_ref(id: u64) -> UserRef {
@@ -138,7 +143,7 @@ fn channel_of(conversation: &Conversation) -> Result<ChannelId, ChannelError> {
         .and_then(|id| id.parse::<u64>().ok())
         .filter(|&id| id != 0)
         .map(ChannelId::new)
-        .ok_or_else(|| ChannelError(format!("`{conversation}` is not a Discord conversation")))
+        .ok_or_else(|| ChannelError::permanent(format!("`{conversation}` is not a Discord conversation")))
 }
 
 /// The private text for a receipt that did not resolve the question.
@@ -261,7 +266,11 @@ impl Handler {
             })
             .unwrap_or_default();
         let question = m.data.custom_id.split_whitespace().nth(1).and_then(|id| id.parse().ok());
-        let command = format!("{} {}", m.data.custom_id, text.trim());
+        // What is typed after "Other…" is text, even when it looks like a number: quoted.
+        let command = match m.data.custom_id.starts_with("/answer ") {
+            true => format!("{} \"{}\"", m.data.custom_id, text.trim()),
+            false => format!("{} {}", m.data.custom_id, text.trim()),
+        };
         let key = format!("discord:interaction:{}", m.id);
         let response = self.handle(conversation_of(m.channel_id), &m.user, command, key).await;
         self.respond(ctx, interaction, &response, question).await;
@@ -400,7 +409,11 @@ impl Channel for Discord {
             self.send(channel_of(conversation)?, CreateMessage::new().content(line).allowed_mentions(no_pings()))
                 .await?;
         }
-        if failures.is_empty() { Ok(()) } else { Err(ChannelError(format!("could not edit {}", failures.join(", ")))) }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
+        }
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

@@ -32,7 +32,8 @@ use teloxide::{Bot, RequestError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Channel, ChannelError, ChannelState};
+use super::retry::{Backoff, retrying};
+use super::{Channel, ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
@@ -105,9 +106,6 @@ pub struct Telegram {
 
 /// How long a stop waits for replies still being paced.
 const REPLY_GRACE: Duration = Duration::from_secs(5);
-
-/// How many times an edit or callback answer is retried after a 429.
-const RETRIES: u32 = 5;
 
 impl Telegram {
     /// The channel, ready to send; nothing is sent until it is used.
@@ -423,7 +421,7 @@ impl Telegram {
         if let Some(keyboard) = keyboard {
             request = request.reply_markup(keyboard);
         }
-        request.await.map_err(|e| ChannelError(e.to_string()))
+        request.await.map_err(|e| channel_error(&e))
     }
 }
 
@@ -440,22 +438,29 @@ impl Telegram {
     }
 }
 
-/// Retries a request after 429 `retry_after`, a few times.
-async fn retry<T, F, Fut>(mut call: F) -> Result<T, RequestError>
+/// Whether a Bot API call may succeed if tried again: after the `retry_after` Telegram asked
+/// for, or when it could not be reached; never when it refused the request itself.
+fn classify(e: &RequestError) -> Retry {
+    match e {
+        RequestError::RetryAfter(wait) => Retry::Later(Some(wait.duration())),
+        RequestError::Network(_) | RequestError::Io(_) => Retry::Later(None),
+        _ => Retry::No,
+    }
+}
+
+/// Retries a request that may succeed later, a few times.
+async fn retry<T, F, Fut>(call: F) -> Result<T, RequestError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, RequestError>>,
 {
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Err(RequestError::RetryAfter(wait)) if attempt < RETRIES => {
-                attempt += 1;
-                tracing::info!(seconds = wait.seconds(), "telegram asked to slow down; retrying");
-                tokio::time::sleep(wait.duration()).await;
-            }
-            other => return other,
-        }
+    retrying(Backoff::QUICK, classify, call).await
+}
+
+fn channel_error(e: &RequestError) -> ChannelError {
+    match classify(e) {
+        Retry::No => ChannelError::permanent(e.to_string()),
+        Retry::Later(after) => ChannelError::transient(e.to_string(), after),
     }
 }
 
@@ -498,7 +503,7 @@ fn conversation_of(message: &Message) -> Conversation {
 }
 
 fn parse_conversation(conversation: &Conversation) -> Result<(ChatId, Option<ThreadId>), ChannelError> {
-    let bad = || ChannelError(format!("`{conversation}` is not a Telegram conversation"));
+    let bad = || ChannelError::permanent(format!("`{conversation}` is not a Telegram conversation"));
     let rest = conversation.as_str().strip_prefix("telegram:").ok_or_else(bad)?;
     let (chat, thread) = match rest.split_once(':') {
         Some((chat, thread)) => (chat, Some(thread)),
@@ -549,7 +554,11 @@ impl Channel for Telegram {
             let line = render::escape(&render::shorten(&line, 500));
             self.send(conversation, line, None).await?;
         }
-        if failures.is_empty() { Ok(()) } else { Err(ChannelError(format!("could not edit {}", failures.join(", ")))) }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
+        }
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

@@ -26,10 +26,10 @@ pub fn card(q: &Question, now_ms: i64) -> String {
             for (i, label) in q.options.iter().enumerate() {
                 let n = i + 1;
                 let pad = " ".repeat(width - label.chars().count());
-                let _ = writeln!(out, "   {n}. {label}{pad}    /answer {id} {n}");
+                let _ = writeln!(out, "   {n}. {label}{pad}    /answer {id} {}", q.position_token(n));
             }
             if q.multi {
-                let _ = writeln!(out, "   pick several: /answer {id} 1,3");
+                let _ = writeln!(out, "   pick several: /answer {id} {},{}", q.position_token(1), q.position_token(3));
             }
             if q.allow_custom {
                 let _ = writeln!(out, "   your own answer: /answer {id} <text>");

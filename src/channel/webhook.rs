@@ -18,6 +18,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use super::retry::{Backoff, retry_after, retrying};
 use super::{Channel, ChannelError, text};
 use crate::clock::Clock;
 use crate::engine::{Engine, Inbound, Response};
@@ -215,38 +216,40 @@ impl Webhooks {
     async fn post(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
         let mut parts = conversation.as_str().splitn(3, ':');
         let (Some("webhook"), Some(name), Some(chat)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(ChannelError(format!("`{conversation}` is not a webhook conversation")));
+            return Err(ChannelError::permanent(format!("`{conversation}` is not a webhook conversation")));
         };
-        let endpoint =
-            self.endpoints.get(name).ok_or_else(|| ChannelError(format!("no webhook channel named `{name}`")))?;
+        let endpoint = self
+            .endpoints
+            .get(name)
+            .ok_or_else(|| ChannelError::permanent(format!("no webhook channel named `{name}`")))?;
         let body = serde_json::to_vec(&OutboundMessage { conversation: chat.to_owned(), text: text.to_owned() })
-            .map_err(|e| ChannelError(e.to_string()))?;
-        let mut wait = Duration::from_millis(200);
-        let mut last = String::new();
-        for _ in 0..4 {
-            // Each attempt is signed anew: the bridge refuses a signature it has seen.
-            let timestamp = self.clock.now_ms().div_euclid(1000);
-            let sent = self
-                .client
-                .post(&endpoint.url)
-                .header("content-type", "application/json")
-                .header(TIMESTAMP_HEADER, timestamp.to_string())
-                .header(SIGNATURE_HEADER, sign(&endpoint.secret, timestamp, &body))
-                .body(body.clone())
-                .send()
-                .await;
-            match sent {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
-                    return Err(ChannelError(format!("{} refused the message: {}", endpoint.url, r.status())));
-                }
-                Ok(r) => last = r.status().to_string(),
-                Err(e) => last = e.to_string(),
-            }
-            tokio::time::sleep(wait).await;
-            wait *= 2;
+            .map_err(|e| ChannelError::permanent(e.to_string()))?;
+        retrying(Backoff::QUICK, ChannelError::retry, || self.send_once(endpoint, &body)).await
+    }
+
+    /// One signed POST to a bridge. Each attempt is signed anew: the bridge refuses a
+    /// signature it has seen.
+    async fn send_once(&self, endpoint: &Endpoint, body: &[u8]) -> Result<(), ChannelError> {
+        let timestamp = self.clock.now_ms().div_euclid(1000);
+        let sent = self
+            .client
+            .post(&endpoint.url)
+            .header("content-type", "application/json")
+            .header(TIMESTAMP_HEADER, timestamp.to_string())
+            .header(SIGNATURE_HEADER, sign(&endpoint.secret, timestamp, body))
+            .body(body.to_vec())
+            .send()
+            .await;
+        let failed = |what: String| format!("{} {what}", endpoint.url);
+        match sent {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => Err(ChannelError::transient(
+                failed(format!("did not take the message: {}", r.status())),
+                retry_after(r.headers()),
+            )),
+            Ok(r) => Err(ChannelError::permanent(failed(format!("refused the message: {}", r.status())))),
+            Err(e) => Err(ChannelError::transient(failed(format!("could not be reached: {e}")), None)),
         }
-        Err(ChannelError(format!("{} did not take the message: {last}", endpoint.url)))
     }
 }
 

@@ -54,7 +54,13 @@ impl Metrics {
 
     /// The Prometheus text exposition, with the current number of pending questions and how
     /// each channel stands.
-    pub fn render(&self, pending: usize, channels: &[(&str, ChannelState)], store: &WriteStats) -> String {
+    pub fn render(
+        &self,
+        pending: usize,
+        channels: &[(&str, ChannelState)],
+        undelivered: &std::collections::BTreeMap<&str, usize>,
+        store: &WriteStats,
+    ) -> String {
         let mut out = String::new();
         for (name, help, value) in [
             (
@@ -74,8 +80,23 @@ impl Metrics {
             writeln!(out, "# HELP askgate_channel_up Whether a channel is connected to its platform (1) or not (0).");
         let _ = writeln!(out, "# TYPE askgate_channel_up gauge");
         for (name, state) in channels {
-            let _ = writeln!(out, "askgate_channel_up{{channel=\"{name}\"}} {}", u8::from(*state == ChannelState::Up));
+            let up = matches!(state, ChannelState::Up | ChannelState::Degraded(_));
+            let _ = writeln!(out, "askgate_channel_up{{channel=\"{name}\"}} {}", u8::from(up));
         }
+        let _ = writeln!(
+            out,
+            "# HELP askgate_cards_undelivered Cards that could not be delivered yet and are being tried again."
+        );
+        let _ = writeln!(out, "# TYPE askgate_cards_undelivered gauge");
+        for (name, n) in undelivered {
+            let _ = writeln!(out, "askgate_cards_undelivered{{channel=\"{name}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP askgate_store_writes_failing Whether the last batch of writes failed (1) or not (0)."
+        );
+        let _ = writeln!(out, "# TYPE askgate_store_writes_failing gauge");
+        let _ = writeln!(out, "askgate_store_writes_failing {}", u8::from(store.failing.is_some()));
         let _ = writeln!(out, "# HELP askgate_questions_asked_total Questions asked since start.");
         let _ = writeln!(out, "# TYPE askgate_questions_asked_total counter");
         let _ = writeln!(out, "askgate_questions_asked_total {}", self.asked.load(Ordering::Relaxed));

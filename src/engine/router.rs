@@ -147,18 +147,21 @@ impl Engine {
             let receipt = self.resolve(&question, &inbound.text, &resolver).await?;
             return Ok(Response::receipt(receipt, Some(&question)));
         }
-        let pending: Vec<Question> = self
-            .inner
-            .store
-            .pending(Some(&inbound.conversation))
-            .await?
-            .into_iter()
-            .filter(|q| q.answerers.admits(&inbound.user))
-            .collect();
+        let waiting = self.inner.store.pending(Some(&inbound.conversation)).await?;
+        let others = waiting.len();
+        let pending: Vec<Question> = waiting.into_iter().filter(|q| q.answerers.admits(&inbound.user)).collect();
         match pending.as_slice() {
             [question] => {
                 let receipt = self.resolve(question, &inbound.text, &resolver).await?;
                 Ok(Response::receipt(receipt, Some(question)))
+            }
+            // Someone else's question waits: say so, rather than that nothing waits.
+            [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
+                Ok(Response::say(if others == 1 {
+                    "The question waiting here is not yours to answer."
+                } else {
+                    "The questions waiting here are not yours to answer."
+                }))
             }
             [] => self.new_turn(inbound).await,
             many => Ok(Response::say(format!(

@@ -35,6 +35,10 @@ const GRACE: Duration = Duration::from_secs(5);
 /// How much of stderr a failure message quotes.
 const STDERR_TAIL_LINES: usize = 10;
 const STDERR_TAIL_CHARS: usize = 1500;
+/// The longest stderr line logged; the rest of a longer line is dropped.
+const STDERR_LINE: usize = 8 * 1024;
+/// How many stderr bytes one invocation may log; the rest is counted and dropped.
+const STDERR_BYTES: usize = 1024 * 1024;
 
 /// How to run a program.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +84,7 @@ enum FromProgram {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AskLine {
     prompt: String,
     #[serde(default)]
@@ -97,6 +102,7 @@ struct AskLine {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ConfirmLine {
     prompt: String,
     #[serde(default)]
@@ -108,6 +114,7 @@ struct ConfirmLine {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ApproveLine {
     action: String,
     #[serde(default)]
@@ -132,13 +139,17 @@ struct ErrorLine {
     message: String,
 }
 
-/// Parses one line from the program.
+/// Parses one line from the program. A key an ask does not know fails the line (a misspelt
+/// `"option"` must not become a free-text question).
 fn parse_line(line: &str) -> Result<FromProgram, String> {
-    let value: Value =
+    let mut value: Value =
         serde_json::from_str(line).map_err(|e| format!("malformed line from the program ({e}): {}", quote(line)))?;
     let Some(kind) = value.get("type").and_then(Value::as_str).map(str::to_owned) else {
         return Err(format!("a line from the program has no \"type\": {}", quote(line)));
     };
+    if let Value::Object(map) = &mut value {
+        map.remove("type");
+    }
     let bad = |e: serde_json::Error| format!("malformed `{kind}` line from the program ({e}): {}", quote(line));
     let timeout = |t: Option<Value>| Timeout::from_json(t.as_ref()).map_err(|e| format!("{e}: {}", quote(line)));
     Ok(match kind.as_str() {
@@ -314,6 +325,8 @@ impl Function for Process {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group, so that stopping it stops whatever it started too.
+            .process_group(0)
             .kill_on_drop(true);
         for name in &self.config.pass_env {
             if let Some(value) = std::env::var_os(name) {
@@ -324,6 +337,9 @@ impl Function for Process {
         let mut child = command
             .spawn()
             .map_err(|e| FunctionError::failed(format!("could not start `{}`: {e}", self.config.command.join(" "))))?;
+        // Ends the whole group when this turn ends however it ends (done, pending, failure, a
+        // timeout, or the turn dropped at shutdown): a `sleep 120 &` is not left behind.
+        let _group = child.id().map(ProcessGroup);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -490,21 +506,66 @@ async fn send(stdin: &mut ChildStdin, line: &str) -> std::io::Result<()> {
     stdin.flush().await
 }
 
+/// A program's process group, ended (SIGKILL) when this is dropped.
+struct ProcessGroup(u32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let Some(pid) = i32::try_from(self.0).ok().and_then(rustix::process::Pid::from_raw) else { return };
+        // Gone already is fine: the group ended by itself.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Logs the program's stderr, within limits: lines of at most [`STDERR_LINE`] bytes, the
+/// usual line rate after a burst, and [`STDERR_BYTES`] per invocation. The rest is read (so the
+/// program never blocks on a full pipe), counted, and dropped with one log line.
 async fn log_stderr(stderr: tokio::process::ChildStderr, tail: Arc<StderrTail>, run: String, function: String) {
     let mut lines = BufReader::new(stderr);
-    let mut buf = Vec::new();
+    let mut rate = RateLimit::new();
+    let (mut logged, mut dropped_lines, mut dropped_bytes) = (0usize, 0u64, 0u64);
     loop {
-        match read_line(&mut lines, &mut buf).await {
-            Ok(Some(line)) => {
-                tracing::info!(%run, %function, "stderr: {line}");
-                tail.push(line);
-            }
-            Ok(None) | Err(ReadError::Io(_)) => return,
-            Err(ReadError::TooLong) => {
-                tail.push(format!("[a stderr line longer than {MAX_LINE} bytes was dropped]"));
-                // Skip the rest of that line.
-                let _ = lines.read_until(b'\n', &mut Vec::new()).await;
-            }
+        let (line, length) = match read_capped(&mut lines, STDERR_LINE).await {
+            Ok(Some(read)) => read,
+            Ok(None) | Err(_) => break,
+        };
+        if logged + line.len() > STDERR_BYTES || !rate.allow() {
+            dropped_lines += 1;
+            dropped_bytes += length as u64;
+            continue;
+        }
+        logged += line.len();
+        let shown =
+            if length > line.len() { format!("{line} [{} more bytes dropped]", length - line.len()) } else { line };
+        tracing::info!(%run, %function, "stderr: {shown}");
+        tail.push(shown);
+    }
+    if dropped_lines > 0 {
+        tracing::warn!(%run, %function, "dropped {dropped_lines} stderr lines ({dropped_bytes} bytes) over the limits");
+    }
+}
+
+/// Reads one line, keeping at most `cap` bytes of it; returns the kept text and the line's
+/// whole length. `None` at the end.
+async fn read_capped(input: &mut (impl AsyncBufRead + Unpin), cap: usize) -> std::io::Result<Option<(String, usize)>> {
+    let mut kept = Vec::new();
+    let mut length = 0;
+    loop {
+        let chunk = input.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok((length > 0).then(|| (String::from_utf8_lossy(&kept).into_owned(), length)));
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..take.min(room)]);
+        length += take;
+        input.consume(if done { take + 1 } else { take });
+        if done {
+            let text = String::from_utf8_lossy(&kept);
+            return Ok(Some((text.trim_end_matches('\r').to_owned(), length.max(1))));
         }
     }
 }
@@ -536,6 +597,10 @@ mod tests {
         assert!(e.contains("missing field `prompt`"), "{e}");
         let e = parse_line(r#"{"type":"ask","prompt":"x","timeout":-3}"#).unwrap_err();
         assert!(e.contains("timeout -3"), "{e}");
+        let e = parse_line(r#"{"type":"ask","prompt":"Which?","option":["a","b"]}"#).unwrap_err();
+        assert!(e.contains("unknown field `option`"), "a misspelt key is named: {e}");
+        let e = parse_line(r#"{"type":"confirm","prompt":"Sure?","defualt":true}"#).unwrap_err();
+        assert!(e.contains("unknown field `defualt`"), "{e}");
     }
 
     #[test]

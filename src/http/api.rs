@@ -305,12 +305,20 @@ pub(super) async fn start_run(
         StartError::NotAllowed(_) => ApiError::new(StatusCode::FORBIDDEN, "not_allowed", e.to_string()),
         StartError::NotServed(e) => not_served(&e),
         StartError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", e.to_string()),
+        // Nothing was accepted: the caller can try again once the store writes again.
+        StartError::Store(store) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!("the run could not be stored, so it was not started: {}", crate::error_chain(&store)),
+        ),
+        StartError::Aborted(_) => ApiError::internal(e),
     };
     if body.wait {
         let run = state.engine.run_to_end(request).await.map_err(refused)?;
         return Ok(axum::Json(json!({ "run": run })).into_response());
     }
-    let id = state.engine.start_run(request, Mode::FollowUp).await.map_err(refused)?;
+    // 202 only once the run is stored: its id is then found, also after a crash.
+    let id = state.engine.start_stored_run(request, Mode::FollowUp).await.map_err(refused)?;
     Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": id, "status": "running"}))).into_response())
 }
 

@@ -79,15 +79,16 @@ function render(q) {
   const entry = { outcome, seen: true };
   const send = (value) => answer(q, entry, "reply", { value });
   if (q.kind === "question" && q.multi) {
-    const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: o, name: title }), " " + o));
+    // Positions, sent as numbers: a label that is itself a number cannot be mistaken.
+    const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: String(i + 1), name: title }), " " + o));
     body.push(el("fieldset", {}, el("legend", { class: "meta" }, "Pick any"), ...boxes));
     body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => {
-      const picked = [...entry.node.querySelectorAll("input[type=checkbox]:checked")].map((b) => b.value);
+      const picked = [...entry.node.querySelectorAll("input[type=checkbox]:checked")].map((b) => Number(b.value));
       if (picked.length === 0) { say("Pick at least one option."); return; }
       send(picked);
     } }, "Submit")));
   } else if (q.kind === "question") {
-    body.push(el("div", { class: "row" }, ...q.options.map((o) => el("button", { type: "button", onclick: () => send(o) }, o))));
+    body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", onclick: () => send(i + 1) }, o))));
   } else if (q.kind === "confirm") {
     body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", onclick: () => send(false) }, "No")));
   } else {
@@ -97,7 +98,8 @@ function render(q) {
   }
   if (q.kind === "question" && q.allow_custom) {
     const input = el("input", { type: "text", "aria-label": "Your own answer", placeholder: "Your own answer" });
-    body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send(input.value.trim()); } }, input, el("button", { type: "submit" }, "Send")));
+    // Quoted: typed text is the answer as written, even "7".
+    body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send('"' + input.value.trim() + '"'); } }, input, el("button", { type: "submit" }, "Send")));
   }
   if (q.kind !== "confirm") {
     const note = el("input", { type: "text", "aria-label": q.kind === "approval" ? "Why reject (optional)" : "Why decline (optional)", placeholder: "Feedback (optional)" });

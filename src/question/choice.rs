@@ -31,11 +31,25 @@ pub struct InvalidChoice {
     pub hint: String,
 }
 
+/// How a token names an option.
+#[derive(Debug, PartialEq)]
+enum Pick<'q> {
+    /// This option.
+    Option(usize, &'q String),
+    /// A number, or a list of numbers, that fits no option: never taken as free text, since
+    /// the person most likely mistyped a position.
+    BadNumber,
+    /// Not an option; free text if the question allows it.
+    Text,
+}
+
 impl Question {
-    /// Matches `text` against this question: an option number (1-based), an option label
-    /// (case-insensitive), free text when allowed; for multi-select numbers or labels separated
-    /// by commas or spaces; `yes`/`no` for a confirm; `once`/`always`/`reject [feedback]` for
-    /// an approval.
+    /// Matches `text` against this question: an option label (case-insensitive, and it wins
+    /// over a position when labels are numbers), an option number (1-based), `#n` for position
+    /// n whatever the labels (what buttons send), free text when allowed (quoted, `"7"`, to
+    /// give text that looks like a number); for multi-select numbers or labels separated by
+    /// commas or spaces; `yes`/`no` for a confirm; `once`/`always`/`reject [feedback]` for an
+    /// approval.
     ///
     /// # Errors
     /// [`InvalidChoice`] with a hint when the text fits nothing.
@@ -50,43 +64,46 @@ impl Question {
     }
 
     /// Matches a JSON value from the API: text (as [`Question::parse_choice`]), a bool for a
-    /// confirm, a list of option names or numbers for a multi-select, a number for an option.
+    /// confirm, a number for an option's position, a list of option names or positions for a
+    /// multi-select.
     ///
     /// # Errors
     /// [`InvalidChoice`] when the value does not fit the question.
     pub fn choice_from_value(&self, value: &Value) -> Result<Choice, InvalidChoice> {
+        let position = |n: &serde_json::Number| format!("#{n}");
         match (self.kind, value) {
             (_, Value::String(s)) => self.parse_choice(s),
             (Kind::Confirm, Value::Bool(b)) => Ok(Choice::Answer(Value::Bool(*b))),
-            (Kind::Question, Value::Number(n)) if !self.multi => self.parse_choice(&n.to_string()),
+            (Kind::Question, Value::Number(n)) if !self.multi => self.parse_one(&position(n)),
             (Kind::Question, Value::Array(items)) if self.multi => {
-                let mut tokens = Vec::with_capacity(items.len());
+                let mut picked = vec![false; self.options.len()];
+                let mut custom = Vec::new();
                 for item in items {
                     let token = match item {
-                        Value::String(s) => s.clone(),
-                        Value::Number(n) => n.to_string(),
+                        Value::String(s) => s.trim().to_owned(),
+                        Value::Number(n) => position(n),
                         other => {
                             return Err(InvalidChoice { hint: format!("{other} is not an option name or number") });
                         }
                     };
-                    if token.contains(',') {
-                        // A label with a comma cannot be listed in text; match it whole.
-                        match self.option_for(token.trim()) {
-                            Some(o) => tokens.push(o.clone()),
-                            None => return Err(InvalidChoice { hint: format!("`{}` is not an option", clip(&token)) }),
-                        }
-                    } else {
-                        tokens.push(token);
+                    // Each item is one token, whole: a label may hold commas and spaces.
+                    match self.pick(&token) {
+                        Pick::Option(i, _) => picked[i] = true,
+                        Pick::Text if self.allow_custom && !token.is_empty() => custom.push(token),
+                        _ => return Err(InvalidChoice { hint: format!("`{}` is not an option", clip(&token)) }),
                     }
                 }
-                let Choice::Answer(Value::Array(mut picked)) = self.parse_many(&tokens.join(","))? else {
-                    return Err(InvalidChoice { hint: self.option_hint() });
-                };
-                picked.dedup();
-                Ok(Choice::Answer(Value::Array(picked)))
+                self.many(picked, custom)
             }
             _ => Err(InvalidChoice { hint: format!("{value} does not fit this question: {}", self.value_hint()) }),
         }
+    }
+
+    /// How to name option `n` (from 1) in a typed command: the number, or `#n` when some
+    /// label is itself a number (an exact label wins over a position, so `2` could mean
+    /// another option).
+    pub fn position_token(&self, n: usize) -> String {
+        if self.options.iter().any(|o| o.trim().parse::<f64>().is_ok()) { format!("#{n}") } else { n.to_string() }
     }
 
     fn value_hint(&self) -> String {
@@ -98,11 +115,23 @@ impl Question {
         }
     }
 
-    fn option_for(&self, token: &str) -> Option<&String> {
-        if let Ok(n) = token.parse::<usize>() {
-            return n.checked_sub(1).and_then(|i| self.options.get(i));
+    /// What one token names: `#n` a position; an exact label before a number; a number a
+    /// position when one fits.
+    fn pick(&self, token: &str) -> Pick<'_> {
+        let position = |n: usize| n.checked_sub(1).and_then(|i| self.options.get(i).map(|o| (i, o)));
+        if let Some(n) = token.strip_prefix('#') {
+            return match n.trim().parse::<usize>().ok().and_then(position) {
+                Some((i, o)) => Pick::Option(i, o),
+                None => Pick::BadNumber,
+            };
         }
-        self.options.iter().find(|o| o.eq_ignore_ascii_case(token))
+        if let Some((i, o)) = self.options.iter().enumerate().find(|(_, o)| o.eq_ignore_ascii_case(token)) {
+            return Pick::Option(i, o);
+        }
+        match token.parse::<usize>() {
+            Ok(n) => position(n).map_or(Pick::BadNumber, |(i, o)| Pick::Option(i, o)),
+            Err(_) => Pick::Text,
+        }
     }
 
     fn option_hint(&self) -> String {
@@ -113,7 +142,7 @@ impl Question {
             hint.push_str(", several separated by commas");
         }
         if self.allow_custom {
-            hint.push_str(", or your own text");
+            hint.push_str(", or your own text (in quotes if it is a number: \"7\")");
         }
         hint
     }
@@ -122,11 +151,26 @@ impl Question {
         if text.is_empty() {
             return Err(InvalidChoice { hint: self.empty_hint() });
         }
-        if let Some(option) = self.option_for(text) {
+        if let Some(quoted) = unquote(text) {
+            return self.literal(quoted);
+        }
+        match self.pick(text) {
+            Pick::Option(_, option) => Ok(Choice::Answer(Value::String(option.clone()))),
+            Pick::Text if self.allow_custom && !looks_like_positions(text) => {
+                Ok(Choice::Answer(Value::String(text.to_owned())))
+            }
+            _ => Err(InvalidChoice { hint: format!("`{}` is not an option: {}", clip(text), self.option_hint()) }),
+        }
+    }
+
+    /// Quoted text: exactly what is inside, an option's label or free text, never a position.
+    fn literal(&self, text: &str) -> Result<Choice, InvalidChoice> {
+        if let Some(option) = self.options.iter().find(|o| o.eq_ignore_ascii_case(text.trim())) {
             return Ok(Choice::Answer(Value::String(option.clone())));
         }
-        if self.allow_custom {
-            return Ok(Choice::Answer(Value::String(text.to_owned())));
+        if self.allow_custom && !text.trim().is_empty() {
+            let value = Value::String(text.to_owned());
+            return Ok(Choice::Answer(if self.multi { Value::Array(vec![value]) } else { value }));
         }
         Err(InvalidChoice { hint: format!("`{}` is not an option: {}", clip(text), self.option_hint()) })
     }
@@ -135,8 +179,11 @@ impl Question {
         if text.is_empty() {
             return Err(InvalidChoice { hint: self.empty_hint() });
         }
+        if let Some(quoted) = unquote(text) {
+            return self.literal(quoted);
+        }
         // A whole label may itself contain spaces ("date fns"); it wins over splitting.
-        if let Some(option) = self.option_for(text) {
+        if let Pick::Option(_, option) = self.pick(text) {
             return Ok(Choice::Answer(Value::Array(vec![Value::String(option.clone())])));
         }
         let tokens: Vec<&str> = if text.contains(',') {
@@ -147,19 +194,21 @@ impl Question {
         let mut picked = vec![false; self.options.len()];
         let mut custom = Vec::new();
         for token in tokens {
-            match self.option_for(token) {
-                Some(option) => {
-                    let i = self.options.iter().position(|o| o == option).unwrap_or_default();
-                    picked[i] = true;
-                }
-                None if self.allow_custom => custom.push(token.to_owned()),
-                None => {
+            match self.pick(token) {
+                Pick::Option(i, _) => picked[i] = true,
+                Pick::Text if self.allow_custom => custom.push(token.to_owned()),
+                _ => {
                     return Err(InvalidChoice {
                         hint: format!("`{}` is not an option: {}", clip(token), self.option_hint()),
                     });
                 }
             }
         }
+        self.many(picked, custom)
+    }
+
+    /// The answer of a multi-select: the picked options in their order, then free texts.
+    fn many(&self, picked: Vec<bool>, custom: Vec<String>) -> Result<Choice, InvalidChoice> {
         let mut values: Vec<Value> =
             self.options.iter().zip(picked).filter(|(_, p)| *p).map(|(o, _)| Value::String(o.clone())).collect();
         values.extend(custom.into_iter().map(Value::String));
@@ -172,6 +221,18 @@ impl Question {
     fn empty_hint(&self) -> String {
         if self.options.is_empty() { "the answer is empty: type some text".to_owned() } else { self.option_hint() }
     }
+}
+
+/// The text inside one pair of surrounding double quotes.
+fn unquote(text: &str) -> Option<&str> {
+    text.strip_prefix('"')?.strip_suffix('"')
+}
+
+/// Text made only of numbers (`#` allowed), commas and spaces, with at least one digit: what
+/// a person types to pick positions, so never taken as free text.
+fn looks_like_positions(text: &str) -> bool {
+    text.chars().any(|c| c.is_ascii_digit())
+        && text.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '#' || c.is_whitespace())
 }
 
 fn parse_confirm(text: &str) -> Result<Choice, InvalidChoice> {
@@ -269,6 +330,31 @@ mod tests {
         assert_eq!(confirm.choice_from_value(&json!(true)).unwrap(), Choice::Answer(json!(true)));
         assert!(confirm.choice_from_value(&json!(3)).is_err());
         assert_eq!(libs(false).choice_from_value(&json!(2)).unwrap(), Choice::Answer(json!("date-fns")));
+    }
+
+    #[test]
+    fn an_exact_label_wins_over_a_position_and_hash_is_always_a_position() {
+        let q = question(Ask::question("Rank?").options(["3", "2", "1"]));
+        assert_eq!(q.parse_choice("1").unwrap(), Choice::Answer(json!("1")), "the label 1, not the first option");
+        assert_eq!(q.parse_choice("#1").unwrap(), Choice::Answer(json!("3")), "position 1");
+        assert_eq!(q.choice_from_value(&json!(1)).unwrap(), Choice::Answer(json!("3")), "a JSON number is a position");
+        assert_eq!(q.choice_from_value(&json!("1")).unwrap(), Choice::Answer(json!("1")));
+        let multi = question(Ask::question("Rank?").options(["3", "2", "1"]).multi(true));
+        assert_eq!(multi.parse_choice("#1,#3").unwrap(), Choice::Answer(json!(["3", "1"])));
+        assert_eq!(multi.parse_choice("1").unwrap(), Choice::Answer(json!(["1"])));
+        assert!(q.parse_choice("#4").is_err());
+    }
+
+    #[test]
+    fn a_number_that_fits_no_option_is_not_taken_as_free_text() {
+        let q = libs(true);
+        for typed in ["7", "1,3", "1 3", "#9", " 2 , 3 "] {
+            let e = q.parse_choice(typed).unwrap_err();
+            assert!(e.hint.contains("in quotes"), "{typed}: {}", e.hint);
+        }
+        assert_eq!(q.parse_choice("\"7\"").unwrap(), Choice::Answer(json!("7")), "quoted text is literal");
+        assert_eq!(q.parse_choice("\"2\"").unwrap(), Choice::Answer(json!("2")), "not position 2");
+        assert_eq!(q.parse_choice("version 7").unwrap(), Choice::Answer(json!("version 7")));
     }
 
     #[test]

@@ -544,6 +544,43 @@ impl Store for SqliteStore {
         Ok(row.try_get("next")?)
     }
 
+    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {
+        let ids = sqlx::query(
+            "SELECT id FROM runs r WHERE status = 'waiting' AND mode = 'external' AND NOT EXISTS \
+             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND q.status = 'pending')",
+        )
+        .fetch_all(&self.readers)
+        .await?;
+        let mut stuck = Vec::with_capacity(ids.len());
+        for row in &ids {
+            if let Some(resume) = self.run_with_journal(parse_col(row, "id")?).await? {
+                stuck.push(resume);
+            }
+        }
+        Ok(stuck)
+    }
+
+    async fn undelivered(
+        &self,
+        before: i64,
+        after: Option<QuestionId>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions q WHERE status = 'pending' AND conversation IS NOT NULL AND created_at < ?1 \
+             AND (?2 IS NULL OR id > ?2) AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id) \
+             ORDER BY id LIMIT ?3"
+        ))
+        .bind(before)
+        .bind(after.map(|id| id.to_string()))
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
     async fn pending_blocking(&self) -> Result<Vec<QuestionId>, StoreError> {
         let rows = sqlx::query("SELECT id FROM questions WHERE status = 'pending' AND mode = 'blocking'")
             .fetch_all(&self.readers)

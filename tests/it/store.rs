@@ -177,9 +177,26 @@ async fn a_database_is_open_in_one_store_at_a_time() {
 }
 
 #[tokio::test]
-async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_and_recovers() {
+async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_shows_in_healthz_and_recovers() {
     let dir = TempDir::new().unwrap();
     let store = open(&dir).await;
+    let engine = askgate::engine::Engine::new(
+        store.clone(),
+        askgate::function::Functions::new(),
+        askgate::engine::Settings::default(),
+        askgate::clock::Clock::system(),
+    );
+    let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
+    let app = askgate::http::router(engine.clone(), token, None, true);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = format!("http://{}/healthz", listener.local_addr().unwrap());
+    tokio::spawn(askgate::http::serve(listener, app, engine.stopping()));
+    let healthz = || async {
+        let r = reqwest::get(&health).await.unwrap();
+        (r.status(), r.json::<serde_json::Value>().await.unwrap())
+    };
+    assert_eq!(healthz().await.0, reqwest::StatusCode::OK);
+
     // Another program (an operator's sqlite3 shell, say) holds SQLite's write lock for longer
     // than askgate's busy timeout of 10 s.
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(db_path(dir.path()));
@@ -189,9 +206,18 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_an
     let locked = store.ask(&r, &question(&r, "Locked out?")).await;
     let Err(StoreError::Sqlite { message, .. }) = &locked else { panic!("expected SQLite's refusal: {locked:?}") };
     assert!(message.contains("locked"), "{message}");
+    // Until a write succeeds again, /healthz says writes fail, and why.
+    let (status, body) = healthz().await;
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let said = body["store"].as_str().unwrap();
+    assert!(said.starts_with("writes failing: ") && said.contains("locked"), "{body}");
+
     sqlx::raw_sql("ROLLBACK").execute(&mut other).await.unwrap();
     let q = question(&r, "And now?");
     store.ask(&r, &q).await.unwrap();
     assert_eq!(store.journal(r.id).await.unwrap(), [q]);
+    let (status, body) = healthz().await;
+    assert_eq!((status, body["store"].as_str()), (reqwest::StatusCode::OK, Some("ok")), "{body}");
+    engine.stopping().cancel();
     store.close().await;
 }

@@ -128,7 +128,7 @@ fn button(label: &str, custom_id: String, style: Style) -> Component {
 }
 
 fn select(q: &Question, min: u8, max: u8) -> Component {
-    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100), (i + 1).to_string())).collect();
+    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100), format!("#{}", i + 1))).collect();
     let placeholder = if q.multi { "Pick one or more" } else { "Pick one" };
     Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder: placeholder.to_owned() }
 }
@@ -187,7 +187,7 @@ fn rows(q: &Question) -> Vec<Vec<Component>> {
                         chunk
                             .iter()
                             .enumerate()
-                            .map(|(i, o)| button(o, format!("/answer {id} {}", chunk_start + i + 1), Style::Primary))
+                            .map(|(i, o)| button(o, format!("/answer {id} #{}", chunk_start + i + 1), Style::Primary))
                             .collect(),
                     );
                 }
@@ -323,7 +323,7 @@ mod tests {
         let twenty: Vec<String> = (1..=20).map(|i| format!("o{i}")).collect();
         let layout = card(&question(Ask::question("Pick").options(twenty)), 0);
         assert_eq!(layout.rows.len(), 5);
-        assert!(matches!(&layout.rows[0][0], Component::Button { custom_id, .. } if custom_id.ends_with(" 1")));
+        assert!(matches!(&layout.rows[0][0], Component::Button { custom_id, .. } if custom_id.ends_with(" #1")));
         let many: Vec<String> = (1..=21).map(|i| format!("o{i}")).collect();
         let layout = card(&question(Ask::question("Pick").options(many)), 0);
         assert!(matches!(&layout.rows[0][0], Component::Select { max: 1, .. }));
@@ -336,7 +336,7 @@ mod tests {
         let Component::Select { custom_id, min, max, options, .. } = &layout.rows[0][0] else { panic!("{layout:?}") };
         assert_eq!(custom_id, &format!("/answer {}", q.id));
         assert_eq!((*min, *max), (1, 3));
-        assert_eq!(options[2], ("Wed".to_owned(), "3".to_owned()));
+        assert_eq!(options[2], ("Wed".to_owned(), "#3".to_owned()));
     }
 
     #[test]

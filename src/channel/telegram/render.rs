@@ -128,7 +128,7 @@ pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
                 .options
                 .iter()
                 .enumerate()
-                .map(|(i, label)| vec![button(format!("{}. {label}", i + 1), format!("/answer {id} {}", i + 1))])
+                .map(|(i, label)| vec![button(format!("{}. {label}", i + 1), format!("/answer {id} #{}", i + 1))])
                 .collect();
             let mut actions = Vec::new();
             if q.allow_custom {
@@ -178,7 +178,7 @@ pub fn checked(markup: &InlineKeyboardMarkup) -> String {
         .iter()
         .enumerate()
         .filter(|(_, row)| row.first().is_some_and(|b| b.text.starts_with(CHECKED)))
-        .map(|(i, _)| (i + 1).to_string())
+        .map(|(i, _)| format!("#{}", i + 1))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -196,7 +196,8 @@ pub fn note_prompt(id: QuestionId) -> String {
 /// The command a reply to one of the prompts above stands for.
 pub fn reply_to_prompt(prompt: &str, reply: &str) -> Option<String> {
     if let Some(id) = prompt.strip_prefix("✍️ Your answer to ").and_then(|r| r.strip_suffix(':')) {
-        return Some(format!("/answer {id} {reply}"));
+        // Quoted: what is typed after "Other…" is text, even when it looks like a number.
+        return Some(format!("/answer {id} \"{reply}\""));
     }
     if let Some(id) = prompt.strip_prefix("✍️ Why reject ").and_then(|r| r.strip_suffix('?')) {
         return Some(format!("/deny {id} {reply}"));
@@ -252,8 +253,8 @@ mod tests {
     fn option_buttons_are_answer_commands_with_the_full_id() {
         let q = question(Ask::question("Which?").options(["dayjs", "date-fns"]).allow_custom(true));
         let data = all_data(&buttons(&q));
-        assert_eq!(data[0], format!("/answer {} 1", q.id));
-        assert_eq!(data[1], format!("/answer {} 2", q.id));
+        assert_eq!(data[0], format!("/answer {} #1", q.id));
+        assert_eq!(data[1], format!("/answer {} #2", q.id));
         assert!(data.contains(&format!("/decline {}", q.id)));
         assert!(data.contains(&format!("/other {}", q.id)));
     }
@@ -273,14 +274,14 @@ mod tests {
         let q = question(Ask::question("Pick").options(["a", "b", "c"]).multi(true));
         let markup = InlineKeyboardMarkup::new(buttons(&q));
         let markup = toggle(&toggle(&markup, 1), 3);
-        assert_eq!(checked(&markup), "1,3");
-        assert_eq!(checked(&toggle(&markup, 1)), "3");
+        assert_eq!(checked(&markup), "#1,#3");
+        assert_eq!(checked(&toggle(&markup, 1)), "#3");
     }
 
     #[test]
     fn replies_to_prompts_become_commands() {
         let id = QuestionId::new();
-        assert_eq!(reply_to_prompt(&other_prompt(id), "moment"), Some(format!("/answer {} moment", id.short())));
+        assert_eq!(reply_to_prompt(&other_prompt(id), "7"), Some(format!("/answer {} \"7\"", id.short())));
         assert_eq!(reply_to_prompt(&note_prompt(id), "too risky"), Some(format!("/deny {} too risky", id.short())));
         assert_eq!(reply_to_prompt("hello", "x"), None);
     }

@@ -29,15 +29,36 @@ pub(super) struct Counters {
     writes: AtomicU64,
     failed: AtomicU64,
     busy_micros: AtomicU64,
+    /// Why the last batch failed as a whole, until one commits again.
+    failing: std::sync::Mutex<Option<String>>,
 }
 
 impl Counters {
     pub(super) fn stats(&self) -> WriteStats {
         WriteStats {
+            failing: self.failing.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
             batches: self.batches.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+
+    /// Records whether the database took the last batch.
+    fn database(&self, failure: Option<&StoreError>) {
+        let mut failing = self.failing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match failure {
+            Some(e) => {
+                if failing.is_none() {
+                    tracing::error!(error = %e, "the database refuses writes");
+                }
+                *failing = Some(e.to_string());
+            }
+            None => {
+                if failing.take().is_some() {
+                    tracing::info!("the database takes writes again");
+                }
+            }
         }
     }
 
@@ -173,8 +194,9 @@ fn serve(
         });
         if !batch.is_empty() {
             let started = std::time::Instant::now();
-            let results = statements.commit_batch(&batch);
+            let (results, refused) = statements.commit_batch(&batch);
             counters.count(&results, started.elapsed());
+            counters.database(refused.as_ref());
             for (job, result) in batch.drain(..).zip(results) {
                 // A caller that stopped waiting no longer needs the answer; the write stands.
                 let _ = job.reply.send(result);
@@ -263,9 +285,11 @@ impl<'d, 'h> Statements<'d, 'h> {
     /// committed without it. When the database fails (locked past the busy timeout, disk full,
     /// read-only), every write of the batch gets the error at once rather than each waiting
     /// for it in turn.
-    fn commit_batch(&mut self, batch: &[Job]) -> Vec<Result<Done, StoreError>> {
+    /// Also returns the database's failure, when it refused the batch as a whole.
+    fn commit_batch(&mut self, batch: &[Job]) -> (Vec<Result<Done, StoreError>>, Option<StoreError>) {
         let mut results: Vec<Option<Result<Done, StoreError>>> = batch.iter().map(|_| None).collect();
         let mut todo: Vec<usize> = (0..batch.len()).collect();
+        let mut refused = None;
         while !todo.is_empty() {
             match self.transaction(batch, &todo) {
                 Ok(done) => {
@@ -281,14 +305,16 @@ impl<'d, 'h> Statements<'d, 'h> {
                     for &i in &todo {
                         results[i] = Some(Err(copy(&e)));
                     }
+                    refused = Some(e);
                     break;
                 }
             }
         }
-        results
+        let results = results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(StoreError::Corrupt("a write got no result".into()))))
-            .collect()
+            .collect();
+        (results, refused)
     }
 
     /// One transaction over the writes of `batch` at `todo`.

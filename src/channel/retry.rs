@@ -1,0 +1,112 @@
+//! Trying again: the one backoff every adapter uses when a platform asks it to slow down
+//! (`Retry-After`, Telegram's `retry_after`) or cannot be reached for a moment.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Whether a failed call may succeed if tried again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// No: the platform refused what was sent (a bad request, a blocked bot, a deleted chat).
+    No,
+    /// Yes, after the pause the platform asked for, or after a backoff when it said none.
+    Later(Option<Duration>),
+}
+
+/// How long to wait between attempts, and how many to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first pause when the platform names none; each later one doubles.
+    pub first: Duration,
+    /// The longest pause, whatever the platform asks.
+    pub max: Duration,
+    /// How many times to try again after the first attempt.
+    pub retries: u32,
+}
+
+impl Backoff {
+    /// A few quick tries: what a single send or edit waits out before it reports a failure.
+    pub const QUICK: Self = Self { first: Duration::from_millis(500), max: Duration::from_secs(30), retries: 5 };
+
+    /// The pause before try number `attempt` (from 1), given what the platform asked for.
+    pub fn pause(&self, attempt: u32, asked: Option<Duration>) -> Duration {
+        let doubled = self.first.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+        asked.unwrap_or(doubled).min(self.max)
+    }
+}
+
+/// Calls `call` until it succeeds, fails for good (`classify` says [`Retry::No`]), or the
+/// retries run out; pauses between attempts as `backoff` and the platform say.
+///
+/// # Errors
+/// The last error.
+pub async fn retrying<T, E, F, Fut>(backoff: Backoff, classify: impl Fn(&E) -> Retry, mut call: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let mut attempt = 0;
+    loop {
+        let error = match call().await {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        let Retry::Later(asked) = classify(&error) else { return Err(error) };
+        attempt += 1;
+        if attempt > backoff.retries {
+            return Err(error);
+        }
+        let pause = backoff.pause(attempt, asked);
+        tracing::info!(error = %error, "trying again in {} ms", pause.as_millis());
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// The pause an HTTP `Retry-After` header asks for (seconds; the date form is read as none).
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_from_the_first_and_honour_what_is_asked_up_to_the_cap() {
+        let b = Backoff { first: Duration::from_millis(500), max: Duration::from_secs(10), retries: 5 };
+        assert_eq!(b.pause(1, None), Duration::from_millis(500));
+        assert_eq!(b.pause(3, None), Duration::from_secs(2));
+        assert_eq!(b.pause(9, None), Duration::from_secs(10));
+        assert_eq!(b.pause(1, Some(Duration::from_secs(3))), Duration::from_secs(3));
+        assert_eq!(b.pause(1, Some(Duration::from_secs(300))), Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_not_tried_again_and_a_pause_is_waited_out() {
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let b = Backoff { first: Duration::from_millis(1), max: Duration::from_millis(5), retries: 3 };
+        let result: Result<(), String> = retrying(
+            b,
+            |_: &String| Retry::No,
+            || async {
+                calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Err("refused".to_owned())
+            },
+        )
+        .await;
+        assert!(result.is_err());
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let result: Result<u32, String> = retrying(
+            b,
+            |_: &String| Retry::Later(None),
+            || async {
+                let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n < 3 { Err("busy".to_owned()) } else { Ok(n) }
+            },
+        )
+        .await;
+        assert_eq!(result, Ok(3));
+    }
+}

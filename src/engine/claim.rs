@@ -1,0 +1,259 @@
+//! Claiming: resolving a question is one conditional write that succeeds for exactly one
+//! attempt. Everything that follows a win — retraction on every surface, events, handing the
+//! outcome to a blocking waiter, replaying a follow-up run, ending an agent's run — starts here.
+
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::{Engine, Event, Outbound, lock};
+use crate::question::{
+    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Status, Surface, UserRef,
+};
+use crate::run::RunStatus;
+use crate::store::{Claim, Grant, Resolution, StoreError};
+
+/// Who is resolving a question.
+#[derive(Clone, Debug)]
+pub struct Resolver {
+    /// The person (or `api:<name>` for the API token).
+    pub user: UserRef,
+    /// How people know them (`@alice`), when the surface said; shown with the outcome.
+    pub name: Option<String>,
+    /// Where the attempt came from.
+    pub via: Surface,
+    /// The operator credential: may answer any question.
+    pub operator: bool,
+}
+
+impl Resolver {
+    /// Whether this resolver may answer `question`: one of its answerers, or the operator.
+    pub fn may_answer(&self, question: &Question) -> bool {
+        self.operator || question.answerers.admits(&self.user)
+    }
+}
+
+impl Engine {
+    /// Resolves `question` with a choice typed or tapped by `resolver`: checks who is asking,
+    /// whether it is still open, and whether the choice fits; then claims it.
+    ///
+    /// # Errors
+    /// Only when the store fails; every refusal is a [`Receipt`].
+    pub async fn resolve(&self, question: &Question, choice: &str, resolver: &Resolver) -> Result<Receipt, StoreError> {
+        // Who is asking comes first: a non-answerer learns nothing about what would fit.
+        if !resolver.may_answer(question) {
+            return Ok(Receipt::NotAuthorized { id: question.id });
+        }
+        let choice = match question.parse_choice(choice) {
+            Ok(c) => Some(c),
+            Err(_) if !question.is_pending() => None,
+            Err(e) => return Ok(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
+        };
+        self.claim_choice(question, choice, resolver).await
+    }
+
+    /// As [`Engine::resolve`] with an already parsed choice (`None`: the attempt is compared
+    /// with nothing, for a stale tap whose payload no longer parses).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    pub async fn resolve_choice(
+        &self,
+        question: &Question,
+        choice: Option<Choice>,
+        resolver: &Resolver,
+    ) -> Result<Receipt, StoreError> {
+        if !resolver.may_answer(question) {
+            return Ok(Receipt::NotAuthorized { id: question.id });
+        }
+        self.claim_choice(question, choice, resolver).await
+    }
+
+    /// The claim of an authorized resolver's choice.
+    async fn claim_choice(
+        &self,
+        question: &Question,
+        choice: Option<Choice>,
+        resolver: &Resolver,
+    ) -> Result<Receipt, StoreError> {
+        let Some(choice) = choice else {
+            return Ok(lost_receipt(question, None));
+        };
+        let outcome = choice.into_outcome();
+        let grant = match (&outcome, &question.conversation) {
+            (Outcome::Answered { value }, Some(c)) if question.kind == Kind::Approval && value == "always" => {
+                Some(Grant {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    conversation: c.clone(),
+                    action: question.prompt.clone(),
+                    granted_by: resolver.user.to_string(),
+                    question: question.id,
+                    created_at: self.now_ms(),
+                })
+            }
+            _ => None,
+        };
+        let resolution = Resolution {
+            id: question.id,
+            outcome: outcome.clone(),
+            by: Some(resolver.user.to_string()),
+            name: resolver.name.clone(),
+            via: resolver.via,
+            at: self.now_ms(),
+            grant,
+        };
+        Ok(match self.claim(resolution).await? {
+            Claim::Won(q) => Receipt::Resolved { id: q.id, outcome },
+            Claim::Lost(q) => lost_receipt(&q, Some(&outcome)),
+            Claim::Missing => Receipt::Unknown { reason: format!("no question {}", question.id.short()) },
+        })
+    }
+
+    /// Resolves a question on behalf of askgate itself (timeouts, cancellations).
+    pub(super) async fn close(&self, id: QuestionId, outcome: Outcome) -> Result<Claim, StoreError> {
+        self.claim(Resolution {
+            id,
+            outcome,
+            by: None,
+            name: None,
+            via: Surface::Gateway,
+            at: self.now_ms(),
+            grant: None,
+        })
+        .await
+    }
+
+    /// The claim-once write, and everything that follows a win.
+    async fn claim(&self, resolution: Resolution) -> Result<Claim, StoreError> {
+        let claim = self.inner.store.resolve(&resolution).await?;
+        if let Claim::Won(question) = &claim {
+            self.after_resolution(question);
+        }
+        Ok(claim)
+    }
+
+    fn after_resolution(&self, question: &Question) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Retract(question.clone()));
+        }
+        self.emit(Event::Resolved(question.clone()));
+        self.inner.metrics.resolved(question.status, question.answered_via);
+        let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
+        match question.mode {
+            Mode::Blocking => {
+                if let Some(waiter) = self.take_waiter(question.id) {
+                    let _ = waiter.send(outcome);
+                }
+            }
+            Mode::FollowUp => {
+                let resolved = Instant::now();
+                match lock(&self.inner.parked).remove(&question.id) {
+                    Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
+                        // The claim moved the stored run to `running`; this copy follows it.
+                        if let Some(last) = journal.last_mut() {
+                            *last = question.clone();
+                        }
+                        run.status = RunStatus::Running;
+                        run.updated_at = self.now_ms();
+                        self.resume_parked(run, journal, resolved);
+                    }
+                    _ => self.resume(question.run, question.conversation.as_ref(), Some(resolved)),
+                }
+            }
+            Mode::External => {
+                // The agent learns the outcome by polling; its run record ends here.
+                let engine = self.clone();
+                let (run_id, summary) = (question.run, question.outcome_line());
+                self.inner.runs.spawn(async move {
+                    let finished =
+                        engine.inner.store.finish_run(run_id, RunStatus::Finished, &summary, engine.now_ms());
+                    if let Err(e) = finished.await {
+                        tracing::error!(run = %run_id, error = %e, "could not close an external run");
+                    }
+                });
+            }
+        }
+    }
+
+    pub(super) fn take_waiter(&self, id: QuestionId) -> Option<oneshot::Sender<Outcome>> {
+        lock(&self.inner.waiters).remove(&id)
+    }
+
+    pub(super) fn add_waiter(&self, id: QuestionId, waiter: oneshot::Sender<Outcome>) {
+        lock(&self.inner.waiters).insert(id, waiter);
+    }
+
+    /// Ends every blocking ask as `cancelled(shutdown)`, so that whoever waits on one (an API
+    /// caller, a program in hold mode) gets an answer before askgate stops.
+    pub(super) async fn cancel_blocking(&self) {
+        let waiting: Vec<_> = lock(&self.inner.waiters).drain().collect();
+        for (id, waiter) in waiting {
+            let outcome = Outcome::Cancelled { reason: "shutdown".to_owned() };
+            if let Err(e) = self.close(id, outcome.clone()).await {
+                tracing::warn!(question = %id, error = %e, "could not record a shutdown cancellation");
+            }
+            let _ = waiter.send(outcome);
+        }
+    }
+
+    /// Cancels the waiting runs of a conversation that `user` may answer for: their pending
+    /// questions end as `cancelled`, the runs see it and end. Returns how many were cancelled.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn cancel_conversation(&self, conversation: &Conversation, user: &UserRef) -> Result<usize, StoreError> {
+        let mut cancelled = 0;
+        for question in self.inner.store.pending(Some(conversation)).await? {
+            if !question.answerers.admits(user) {
+                continue;
+            }
+            let outcome = Outcome::Cancelled { reason: format!("cancelled by {user}") };
+            let resolution = Resolution {
+                id: question.id,
+                outcome,
+                by: Some(user.to_string()),
+                name: None,
+                via: Surface::Gateway,
+                at: self.now_ms(),
+                grant: None,
+            };
+            if matches!(self.claim(resolution).await?, Claim::Won(..)) {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
+    }
+
+    /// Expires every question whose deadline has passed, applying its default.
+    pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
+        loop {
+            let due = self.inner.store.due(self.now_ms(), 256).await?;
+            if due.is_empty() {
+                return Ok(());
+            }
+            for question in due {
+                self.close(question.id, Outcome::Expired { value: question.default }).await?;
+            }
+        }
+    }
+}
+
+/// What a losing attempt is told: how the question ended before it.
+fn lost_receipt(current: &Question, attempt: Option<&Outcome>) -> Receipt {
+    match (&current.outcome, current.status) {
+        (_, Status::Expired) => Receipt::Expired { id: current.id },
+        (Some(o), _) if Some(o) == attempt => {
+            Receipt::AlreadyResolvedSame { id: current.id, by: current.answerer().map(str::to_owned) }
+        }
+        (Some(o), _) => Receipt::AlreadyResolvedConflict {
+            id: current.id,
+            outcome: o.clone(),
+            by: current.answerer().map(str::to_owned),
+        },
+        (None, _) => Receipt::AlreadyResolvedConflict {
+            id: current.id,
+            outcome: Outcome::Cancelled { reason: "unknown".to_owned() },
+            by: None,
+        },
+    }
+}

@@ -1,0 +1,364 @@
+//! Delivery: the attached channels, the lanes that carry their cards, retractions and
+//! messages, and how each channel stands.
+//!
+//! A conversation's deliveries keep their order: each goes over one of [`LANES`] lanes chosen
+//! by the conversation. Lanes are grouped by the rules' key (`telegram`, or `webhook:sms` per
+//! webhook endpoint), so that a bridge that stalls holds up only its own conversations, and a
+//! chat the platform paces holds up only its lane. A card that cannot be delivered for a
+//! while (the platform down, a 429, a 5xx) is tried again with backoff until its question
+//! ends; one the platform refuses for good is logged and left.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::access::policy_key;
+use super::{Engine, Event, lock};
+use crate::channel::retry::Backoff;
+use crate::channel::{Channel, ChannelState, Retry};
+use crate::question::{Conversation, Question, QuestionId};
+use crate::store::{Delivery, Store};
+
+/// How many lanes each group of a channel's conversations is spread over.
+pub(super) const LANES: usize = 16;
+
+/// How long a card that could not be delivered waits before the next try, at most.
+const CARD_BACKOFF: Backoff =
+    Backoff { first: Duration::from_secs(1), max: Duration::from_secs(60), retries: u32::MAX };
+
+/// Things the lanes deliver, in order per conversation.
+pub(super) enum Outbound {
+    Card(Question),
+    Retract(Question),
+    Text(Conversation, String),
+    /// A message an adapter sent for a question by itself (a prompt for the next message),
+    /// to be retracted with the question's cards.
+    Record(Question, Delivery),
+}
+
+/// An attached channel, its lanes per group, and how many of its cards wait to be delivered.
+pub(super) struct Attached {
+    channel: Arc<dyn Channel>,
+    groups: HashMap<String, Vec<mpsc::UnboundedSender<Outbound>>>,
+    undelivered: Arc<AtomicUsize>,
+}
+
+/// A conversation that no enabled channel serves.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no enabled channel serves `{conversation}`; the channels here are {}", listed(channels))]
+pub struct NotServed {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// The enabled channels (webhook endpoints as `webhook:<name>`).
+    pub channels: Vec<String>,
+}
+
+fn listed(channels: &[String]) -> String {
+    if channels.is_empty() { "none".to_owned() } else { channels.join(", ") }
+}
+
+impl Engine {
+    /// Attaches a channel's outbound half: cards, retractions and text for conversations of
+    /// `channel.name()` go to it, in order per conversation.
+    pub fn attach(&self, channel: Arc<dyn Channel>) {
+        let name = channel.name();
+        let attached = Attached { channel, groups: HashMap::new(), undelivered: Arc::default() };
+        lock(&self.inner.channels).insert(name, attached);
+        lock(&self.inner.channel_states).insert(name, ChannelState::Connecting);
+    }
+
+    /// Checks that an attached channel serves `conversation`.
+    ///
+    /// # Errors
+    /// [`NotServed`] naming the channels that are enabled.
+    pub fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
+        let channels = lock(&self.inner.channels);
+        if channels.get(conversation.channel()).is_some_and(|a| a.channel.serves(conversation)) {
+            return Ok(());
+        }
+        let mut names: Vec<String> = channels.values().flat_map(|a| a.channel.served()).collect();
+        names.sort();
+        Err(NotServed { conversation: conversation.clone(), channels: names })
+    }
+
+    /// Records how an attached channel's connection stands (adapters report it).
+    pub fn set_channel_state(&self, channel: &'static str, state: ChannelState) {
+        let mut states = lock(&self.inner.channel_states);
+        if states.get(channel) != Some(&state) {
+            match &state {
+                ChannelState::Down(why) => tracing::warn!(channel, "{channel} is down: {why}"),
+                other => tracing::debug!(channel, "{channel} is {other}"),
+            }
+        }
+        states.insert(channel, state);
+    }
+
+    /// Every attached channel with how it stands, by name: as its adapter reported, or
+    /// `degraded` while cards of it wait to be delivered.
+    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+        let undelivered = self.undelivered_cards();
+        let states = lock(&self.inner.channel_states).clone();
+        states
+            .into_iter()
+            .map(|(name, state)| {
+                let waiting = undelivered.get(name).copied().unwrap_or(0);
+                match state {
+                    ChannelState::Up if waiting > 0 => {
+                        (name, ChannelState::Degraded(format!("{waiting} cards waiting to be delivered")))
+                    }
+                    other => (name, other),
+                }
+            })
+            .collect()
+    }
+
+    /// How many cards of each channel could not be delivered yet and are being tried again.
+    pub fn undelivered_cards(&self) -> BTreeMap<&'static str, usize> {
+        lock(&self.inner.channels).iter().map(|(name, a)| (*name, a.undelivered.load(Ordering::Relaxed))).collect()
+    }
+
+    /// Queues a delivery on the lane of its conversation.
+    pub(super) fn outbound(&self, conversation: &Conversation, message: Outbound) {
+        let mut channels = lock(&self.inner.channels);
+        let Some(attached) = channels.get_mut(conversation.channel()) else {
+            tracing::debug!(%conversation, "no channel attached for this conversation");
+            return;
+        };
+        let (channel, undelivered) = (attached.channel.clone(), attached.undelivered.clone());
+        let lanes = attached.groups.entry(policy_key(conversation)).or_insert_with(|| {
+            (0..LANES)
+                .map(|_| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    let lane = Lane {
+                        store: self.inner.store.clone(),
+                        channel: channel.clone(),
+                        undelivered: undelivered.clone(),
+                        stop: self.inner.stop.clone(),
+                    };
+                    self.inner.workers.spawn(lane.run(rx));
+                    tx
+                })
+                .collect()
+        });
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(conversation, &mut hasher);
+        let lane = usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0);
+        if lanes[lane].send(message).is_err() {
+            tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
+        }
+    }
+
+    /// Records a message an adapter sent for `question` outside its card (a prompt for the
+    /// next message), so that it is retracted with the cards; one recorded after the question
+    /// was resolved is retracted at once.
+    pub fn record_delivery(&self, question: &Question, delivery: Delivery) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Record(question.clone(), delivery));
+        }
+    }
+
+    /// Sends plain text to a conversation through its channel.
+    pub fn send_text(&self, conversation: &Conversation, text: String) {
+        self.outbound(conversation, Outbound::Text(conversation.clone(), text));
+    }
+
+    /// A question was persisted: render it and tell observers.
+    pub(super) fn announce(&self, question: &Question) {
+        if let Some(c) = &question.conversation {
+            self.outbound(c, Outbound::Card(question.clone()));
+        }
+        if question.expires_at.is_some() {
+            self.inner.sweeper_wake.notify_one();
+        }
+        self.inner.metrics.asked();
+        self.emit(Event::Asked(question.clone()));
+    }
+
+    /// Shows again the pending questions asked before `before` that have no card (their
+    /// delivery failed and askgate stopped before it got through): a card is never dropped
+    /// while its question waits. Questions asked since are on their way through the lanes.
+    pub(super) async fn redeliver_undelivered(&self, before: i64) {
+        let mut after = None;
+        loop {
+            let page = match self.inner.store.undelivered(before, after, 500).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not look for questions whose card was not delivered");
+                    return;
+                }
+            };
+            let Some(last) = page.last() else { return };
+            after = Some(last.id);
+            for question in &page {
+                if let Some(c) = &question.conversation
+                    && self.check_served(c).is_ok()
+                {
+                    tracing::info!(question = %question.id, "showing a card that was not delivered before the stop");
+                    self.outbound(c, Outbound::Card(question.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One lane: deliveries in the order they were queued.
+struct Lane {
+    store: Arc<dyn Store>,
+    channel: Arc<dyn Channel>,
+    undelivered: Arc<AtomicUsize>,
+    stop: CancellationToken,
+}
+
+impl Lane {
+    async fn run(self, mut queue: mpsc::UnboundedReceiver<Outbound>) {
+        // Cards shown lately, so that a retraction rarely reads them back from the store.
+        let mut shown: Recent<Vec<Delivery>> = Recent::new(512);
+        // Questions resolved lately: a card whose question was resolved before it went out (a
+        // resolution racing the announcement) is not shown at all, and a message recorded
+        // late is retracted at once.
+        let mut closed: Recent<Question> = Recent::new(128);
+        while let Some(message) = queue.recv().await {
+            match message {
+                Outbound::Card(question) => {
+                    if closed.remove(&question.id).is_some() {
+                        continue;
+                    }
+                    if let Some(cards) = self.show(&question).await {
+                        for card in &cards {
+                            if let Err(e) = self.store.add_delivery(card).await {
+                                tracing::error!(question = %question.id, error = %e, "could not record a card");
+                            }
+                        }
+                        shown.insert(question.id, cards);
+                    }
+                }
+                Outbound::Retract(question) => {
+                    let cards = match shown.remove(&question.id) {
+                        Some(cards) => cards,
+                        None => match self.store.deliveries(question.id).await {
+                            Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.name()).collect(),
+                            Err(e) => {
+                                tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
+                                continue;
+                            }
+                        },
+                    };
+                    if cards.is_empty() {
+                        closed.insert(question.id, question.clone());
+                    }
+                    self.retract(&question, cards).await;
+                }
+                Outbound::Text(conversation, text) => {
+                    if let Err(e) = self.channel.send_text(&conversation, &text).await {
+                        tracing::warn!(%conversation, error = %e, "could not send a message");
+                    }
+                }
+                Outbound::Record(question, delivery) => {
+                    if let Err(e) = self.store.add_delivery(&delivery).await {
+                        tracing::error!(question = %question.id, error = %e, "could not record a message");
+                    }
+                    if let Some(resolved) = closed.get(&question.id) {
+                        self.retract(resolved, vec![delivery]).await;
+                    } else if let Some(cards) = shown.get_mut(&question.id) {
+                        cards.push(delivery);
+                    }
+                    // Otherwise the cards are not cached here: a retraction reads them all back.
+                }
+            }
+        }
+    }
+
+    /// Shows a card, trying again while the failure may pass and the question waits; none when
+    /// it could not be shown.
+    async fn show(&self, question: &Question) -> Option<Vec<Delivery>> {
+        let mut attempt = 0;
+        loop {
+            let error = match self.channel.show_question(question).await {
+                Ok(cards) => {
+                    if attempt > 0 {
+                        self.undelivered.fetch_sub(1, Ordering::Relaxed);
+                        tracing::info!(question = %question.id, channel = self.channel.name(), "a card got through");
+                    }
+                    return Some(cards);
+                }
+                Err(e) => e,
+            };
+            let Retry::Later(asked) = error.retry() else {
+                tracing::warn!(question = %question.id, channel = self.channel.name(), error = %error, "could not show a question");
+                return self.gave_up(attempt);
+            };
+            attempt += 1;
+            if attempt == 1 {
+                self.undelivered.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(question = %question.id, channel = self.channel.name(), error = %error, "could not show a question; trying again until it ends");
+            }
+            let pause = CARD_BACKOFF.pause(attempt, asked);
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                // The next start shows it again (a pending question without a card).
+                () = self.stop.cancelled() => return self.gave_up(attempt),
+            }
+            match self.store.question(question.id).await {
+                Ok(Some(q)) if q.is_pending() => {}
+                Ok(_) => return self.gave_up(attempt),
+                Err(e) => {
+                    tracing::warn!(question = %question.id, error = %e, "could not check a question before trying its card again")
+                }
+            }
+        }
+    }
+
+    fn gave_up(&self, attempt: u32) -> Option<Vec<Delivery>> {
+        if attempt > 0 {
+            self.undelivered.fetch_sub(1, Ordering::Relaxed);
+        }
+        None
+    }
+
+    async fn retract(&self, question: &Question, cards: Vec<Delivery>) {
+        if let Err(e) = self.channel.retract(question, &cards).await {
+            tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not retract a card");
+        }
+    }
+}
+
+/// A map that forgets its oldest entries beyond a fixed size.
+pub(super) struct Recent<V> {
+    order: VecDeque<QuestionId>,
+    entries: HashMap<QuestionId, V>,
+    cap: usize,
+}
+
+impl<V> Recent<V> {
+    pub(super) fn new(cap: usize) -> Self {
+        Self { order: VecDeque::with_capacity(cap), entries: HashMap::with_capacity(cap), cap }
+    }
+
+    pub(super) fn insert(&mut self, id: QuestionId, value: V) {
+        if self.entries.insert(id, value).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > self.cap {
+            if let Some(old) = self.order.pop_front() {
+                self.entries.remove(&old);
+            }
+        }
+    }
+
+    /// Takes an entry out; its slot in the order is dropped lazily when it comes up.
+    pub(super) fn remove(&mut self, id: &QuestionId) -> Option<V> {
+        self.entries.remove(id)
+    }
+
+    fn get(&self, id: &QuestionId) -> Option<&V> {
+        self.entries.get(id)
+    }
+
+    fn get_mut(&mut self, id: &QuestionId) -> Option<&mut V> {
+        self.entries.get_mut(id)
+    }
+}

@@ -1,0 +1,107 @@
+//! Questions from outside: an agent asks through the API and learns the outcome by polling.
+//! Each such question belongs to a run of mode `external`, which is never replayed and ends
+//! when its question is resolved.
+
+use std::time::Duration;
+
+use super::{Engine, Event, NotServed};
+use crate::engine::access::AnswerersError;
+use crate::question::{Answerers, Ask, Conversation, Mode, Question, QuestionId, RunId, UserRef};
+use crate::run::{Run, RunStatus};
+use crate::store::StoreError;
+
+/// Why an external ask was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalAskError {
+    /// The ask is malformed.
+    #[error(transparent)]
+    Invalid(#[from] crate::question::InvalidAsk),
+    /// askgate is shutting down.
+    #[error("askgate is shutting down")]
+    ShuttingDown,
+    /// No enabled channel serves the conversation.
+    #[error(transparent)]
+    NotServed(#[from] NotServed),
+    /// Nobody was named to answer, and the channel names nobody.
+    #[error(transparent)]
+    Answerers(#[from] AnswerersError),
+    /// The store failed.
+    #[error("storage failed")]
+    Store(#[from] StoreError),
+}
+
+impl Engine {
+    /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
+    /// `conversation` like any other. Who may answer is the users the ask names, else the
+    /// channel's `allowed_users` when that names people (see [`Engine::api_answerers`]). The
+    /// agent learns the outcome with [`Engine::wait_outcome`].
+    ///
+    /// # Errors
+    /// A malformed ask, a conversation no channel serves, no answerers; shutdown; the store.
+    pub async fn ask_external(
+        &self,
+        conversation: Conversation,
+        mut ask: Ask,
+        asker: UserRef,
+    ) -> Result<Question, ExternalAskError> {
+        if self.inner.stop.is_cancelled() {
+            return Err(ExternalAskError::ShuttingDown);
+        }
+        self.check_served(&conversation)?;
+        let answerers = match ask.answerers.take() {
+            Some(Answerers::Users { users }) => self.api_answerers(&conversation, Some(users))?,
+            Some(other) => other,
+            None => self.api_answerers(&conversation, None)?,
+        };
+        let ask = ask.answerers(answerers).validate()?;
+        let now = self.now_ms();
+        let run = Run {
+            id: RunId::new(),
+            function: "api".to_owned(),
+            conversation: Some(conversation),
+            initiator: asker,
+            answerers: None,
+            input: String::new(),
+            mode: Mode::External,
+            status: RunStatus::Waiting,
+            says: 0,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let expires_at = self.deadline(ask.timeout, now);
+        let question = ask.pending(&run, 0, Answerers::Conversation, now, expires_at);
+        self.inner.store.ask(&run, &question).await?;
+        self.emit(Event::RunStarted(run));
+        self.announce(&question);
+        Ok(question)
+    }
+
+    /// The question as it stands once it is resolved, or after `wait` if it is still pending,
+    /// or at once when askgate begins to stop. `None` when there is no such question.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
+        // Subscribe before looking, so that a resolution between the two is not missed.
+        let mut events = self.subscribe();
+        let Some(question) = self.inner.store.question(id).await? else { return Ok(None) };
+        if !question.is_pending() || wait.is_zero() {
+            return Ok(Some(question));
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let stop = self.stopping();
+        loop {
+            let next = tokio::select! {
+                next = tokio::time::timeout_at(deadline, events.recv()) => next,
+                () = stop.cancelled() => return Ok(Some(question)),
+            };
+            match next {
+                Ok(Ok(Event::Resolved(q))) if q.id == id => return Ok(Some(q)),
+                Ok(Ok(_)) => {}
+                // Fell behind or closed: look at the store instead.
+                Ok(Err(_)) | Err(_) => return self.inner.store.question(id).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! The runner: starts runs, replays follow-up runs from their journal, runs each turn of a
+//! function, and records where the run stands when the turn ends.
+//!
+//! A turn is one invocation of the function. Follow-up runs end their turn on a new question;
+//! the claim that resolves it marks the run `running` again, and the runner replays it. Every
+//! turn runs on the engine's task tracker, counted as executing in its conversation, and can be
+//! dropped when shutdown's grace is over (the run is then replayed at the next start).
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use tokio::task::JoinHandle;
+
+use super::{Engine, Event, NotServed, Refusal, lock};
+use crate::engine::access::AnswerersPolicy;
+use crate::engine::context::{AskError, Context};
+use crate::function::FunctionError;
+use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
+use crate::run::{Run, RunStatus};
+use crate::store::StoreError;
+
+/// What a run starts with.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    /// The function's name.
+    pub function: String,
+    /// Where it runs; none for a headless run (every ask is `cancelled(no_human)`).
+    pub conversation: Option<Conversation>,
+    /// Who starts it.
+    pub user: UserRef,
+    /// What the function is given.
+    pub input: String,
+    /// Who may answer its questions; none: the channel's rule.
+    pub answerers: Option<Answerers>,
+}
+
+impl RunRequest {
+    /// A run of `function` started by `user` in `conversation`, with no input.
+    pub fn new(function: impl Into<String>, conversation: Option<Conversation>, user: UserRef) -> Self {
+        Self { function: function.into(), conversation, user, input: String::new(), answerers: None }
+    }
+
+    /// Sets what the function is given.
+    #[must_use]
+    pub fn input(mut self, input: impl Into<String>) -> Self {
+        self.input = input.into();
+        self
+    }
+
+    /// Sets who may answer its questions.
+    #[must_use]
+    pub fn answerers(mut self, answerers: Answerers) -> Self {
+        self.answerers = Some(answerers);
+        self
+    }
+}
+
+/// Why a run could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No function has that name.
+    #[error("no function named `{0}`")]
+    UnknownFunction(String),
+    /// The user may not start this run here; the refusal says which key would allow them.
+    #[error(transparent)]
+    NotAllowed(#[from] Refusal),
+    /// No enabled channel serves the conversation.
+    #[error(transparent)]
+    NotServed(#[from] NotServed),
+    /// askgate is shutting down.
+    #[error("askgate is shutting down")]
+    ShuttingDown,
+    /// The run could not be stored, so it was not started.
+    #[error("the run could not be stored")]
+    Store(#[from] StoreError),
+    /// The run's task ended without a result (it was dropped at shutdown).
+    #[error("the run ended abnormally: {0}")]
+    Aborted(String),
+}
+
+/// Counts a turn as executing in its conversation while it lives.
+pub(super) struct Busy {
+    engine: Engine,
+    conversation: Option<Conversation>,
+}
+
+impl Busy {
+    fn new(engine: &Engine, conversation: Option<&Conversation>) -> Self {
+        engine.enter(conversation);
+        Self { engine: engine.clone(), conversation: conversation.cloned() }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.engine.leave(self.conversation.as_ref());
+    }
+}
+
+/// Marks an executing turn as waiting on a person while it lives.
+pub(crate) struct Waiting {
+    engine: Engine,
+    conversation: Option<Conversation>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // Executing again: the turn's own guard counts this back down when it ends.
+        self.engine.enter(self.conversation.as_ref());
+    }
+}
+
+impl Engine {
+    /// Starts a run. Channel-initiated runs use [`Mode::FollowUp`]; the call returns once the
+    /// run's first turn is under way.
+    ///
+    /// # Errors
+    /// Unknown function, a user not allowed to start it there, or shutdown.
+    pub async fn start_run(&self, request: RunRequest, mode: Mode) -> Result<RunId, StartError> {
+        let run = self.new_run(request, mode)?;
+        let id = run.id;
+        self.spawn_turn(run, Vec::new());
+        Ok(id)
+    }
+
+    /// As [`Engine::start_run`], but the run is stored before its first turn starts, so that
+    /// an id handed out (by the API's 202) is always found, also after a crash.
+    ///
+    /// # Errors
+    /// As [`Engine::start_run`], and the store's failure to write the run.
+    pub async fn start_stored_run(&self, request: RunRequest, mode: Mode) -> Result<RunId, StartError> {
+        let run = self.new_run(request, mode)?;
+        self.inner.store.save_run(&run).await?;
+        let id = run.id;
+        self.spawn_turn(run, Vec::new());
+        Ok(id)
+    }
+
+    /// Runs a function to its end in blocking mode and returns the finished run record.
+    ///
+    /// # Errors
+    /// As [`Engine::start_run`].
+    pub async fn run_to_end(&self, request: RunRequest) -> Result<Run, StartError> {
+        let run = self.new_run(request, Mode::Blocking)?;
+        self.spawn_turn(run, Vec::new()).await.map_err(|e| StartError::Aborted(e.to_string()))
+    }
+
+    /// Waits (at most `limit`) until no turn of a run is executing in `conversation`: every
+    /// run there has asked, finished, or waits on a person. The console uses it so that piped
+    /// input is read as a person would type it, after the question it answers was asked.
+    pub async fn settled(&self, conversation: &Conversation, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.inner.settled.notified();
+            if !lock(&self.inner.busy).contains_key(conversation) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn enter(&self, conversation: Option<&Conversation>) {
+        if let Some(c) = conversation {
+            *lock(&self.inner.busy).entry(c.clone()).or_default() += 1;
+        }
+    }
+
+    fn leave(&self, conversation: Option<&Conversation>) {
+        let Some(c) = conversation else { return };
+        let mut busy = lock(&self.inner.busy);
+        if let Some(n) = busy.get_mut(c) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                busy.remove(c);
+            }
+        }
+        drop(busy);
+        self.inner.settled.notify_waiters();
+    }
+
+    /// Marks the calling turn as waiting on a person until the guard is dropped.
+    pub(crate) fn waiting_on_a_person(&self, conversation: Option<&Conversation>) -> Waiting {
+        self.leave(conversation);
+        Waiting { engine: self.clone(), conversation: conversation.cloned() }
+    }
+
+    /// Checks that the run may start.
+    fn new_run(&self, request: RunRequest, mode: Mode) -> Result<Run, StartError> {
+        let RunRequest { function, conversation, user, input, answerers } = request;
+        if self.inner.stop.is_cancelled() {
+            return Err(StartError::ShuttingDown);
+        }
+        if self.inner.functions.get(&function).is_none() {
+            return Err(StartError::UnknownFunction(function));
+        }
+        if let Some(c) = &conversation {
+            self.check_served(c)?;
+        }
+        self.may_start(&function, conversation.as_ref(), &user)?;
+        let now = self.now_ms();
+        let run = Run {
+            id: RunId::new(),
+            function,
+            conversation,
+            initiator: user,
+            answerers,
+            input,
+            mode,
+            status: RunStatus::Running,
+            says: 0,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        };
+        // A run started from a chat is first written when it first asks or ends: one that does
+        // neither before a crash was mid-flight, and nothing about it was promised to anyone.
+        self.emit(Event::RunStarted(run.clone()));
+        Ok(run)
+    }
+
+    /// Who answers the questions of `run` when an ask names nobody: the list it was started
+    /// with, else its channel's rule.
+    pub(super) fn default_answerers(&self, run: &Run) -> Answerers {
+        if let Some(answerers) = &run.answerers {
+            return answerers.clone();
+        }
+        let policy = run.conversation.as_ref().map(|c| self.policy(c)).unwrap_or_default();
+        match policy.answerers {
+            AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
+            AnswerersPolicy::Conversation => Answerers::Conversation,
+        }
+    }
+
+    /// Replays a follow-up run whose question was resolved (or that a stop interrupted),
+    /// reading it and its journal from the store.
+    pub(super) fn resume(&self, run_id: RunId, conversation: Option<&Conversation>, resolved: Option<Instant>) {
+        let engine = self.clone();
+        let busy = Busy::new(self, conversation);
+        self.inner.runs.spawn(async move {
+            match engine.inner.store.run_with_journal(run_id).await {
+                Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
+                    engine.replay(resume.run, resume.journal, resolved, busy);
+                }
+                Ok(Some(resume)) => {
+                    tracing::debug!(run = %resume.run.id, status = %resume.run.status, "not resuming");
+                }
+                Ok(None) => tracing::warn!(run = %run_id, "a resolved question's run is missing"),
+                Err(e) => tracing::error!(run = %run_id, error = %e, "could not load a run to resume it"),
+            }
+        });
+    }
+
+    /// Replays a follow-up run that is `running` again, with its journal at hand.
+    pub(super) fn resume_parked(&self, run: Run, journal: Vec<Question>, resolved: Instant) {
+        let busy = Busy::new(self, run.conversation.as_ref());
+        self.replay(run, journal, Some(resolved), busy);
+    }
+
+    fn replay(&self, run: Run, journal: Vec<Question>, resolved: Option<Instant>, busy: Busy) {
+        if let Some(at) = resolved {
+            self.inner.metrics.resumed_after(at.elapsed());
+        }
+        self.emit(Event::RunResumed(run.clone()));
+        self.spawn_turn_counted(run, journal, busy);
+    }
+
+    /// Runs one turn of `run` on the engine's tracker.
+    fn spawn_turn(&self, run: Run, journal: Vec<Question>) -> JoinHandle<Run> {
+        let busy = Busy::new(self, run.conversation.as_ref());
+        self.spawn_turn_counted(run, journal, busy)
+    }
+
+    /// Runs one turn, counted as executing in its conversation while `busy` lives. A turn
+    /// still running when shutdown's grace is over is dropped — a program it runs is killed —
+    /// and its run is kept `running`, so the next start replays it.
+    fn spawn_turn_counted(&self, run: Run, journal: Vec<Question>, busy: Busy) -> JoinHandle<Run> {
+        let engine = self.clone();
+        self.inner.runs.spawn(async move {
+            let _busy = busy;
+            let interrupted = run.clone();
+            tokio::select! {
+                run = engine.invoke(run, journal) => run,
+                () = engine.inner.abort.cancelled() => engine.interrupted(interrupted).await,
+            }
+        })
+    }
+
+    /// Records a run whose turn was dropped at shutdown: a follow-up run stays `running` to be
+    /// replayed; a blocking one has lost its caller and fails.
+    async fn interrupted(&self, mut run: Run) -> Run {
+        run.updated_at = self.now_ms();
+        if run.mode == Mode::FollowUp {
+            run.status = RunStatus::Running;
+            tracing::warn!(run = %run.id, function = %run.function, "a turn was still running at shutdown; it will be replayed");
+        } else {
+            run.status = RunStatus::Failed;
+            run.result = Some("interrupted by a shutdown of askgate".to_owned());
+        }
+        if let Err(e) = self.inner.store.save_run(&run).await {
+            tracing::error!(run = %run.id, error = %e, "could not record a run interrupted by shutdown");
+        }
+        run
+    }
+
+    /// One turn of a run: replay the journal, run the function until it returns or asks
+    /// something new, and record where it stands.
+    async fn invoke(&self, run: Run, journal: Vec<Question>) -> Run {
+        let id = run.id;
+        let final_run = match self.invoke_inner(run, journal).await {
+            Ok(run) => run,
+            Err((mut run, e)) => {
+                tracing::error!(run = %id, error = %e, "a run could not be recorded");
+                run.status = RunStatus::Failed;
+                run.result = Some(format!("internal error: {e}"));
+                run
+            }
+        };
+        self.emit(Event::Run(final_run.clone()));
+        final_run
+    }
+
+    async fn invoke_inner(&self, run: Run, journal: Vec<Question>) -> Result<Run, (Run, StoreError)> {
+        let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
+            let message = format!("no function named `{}` (removed from the config?)", run.function);
+            self.notify(&run, format!("⚠️ {message}"));
+            return self.end_run(run, RunStatus::Failed, message).await;
+        };
+        let mut ctx = Context::new(self.clone(), run.clone(), journal);
+        // A panic fails this run, not askgate: the function's future is dropped where it stood.
+        let result = AssertUnwindSafe(entry.function.call(&mut ctx, &run.input)).catch_unwind().await;
+        let (run, journal) = ctx.into_parts();
+        let result = match result {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = format!("the function panicked: {}", panic_message(panic.as_ref()));
+                self.cancel_left_pending(&journal, &message).await;
+                Err(FunctionError::Failed(message))
+            }
+        };
+        match result {
+            Ok(reply) => {
+                if let Some(c) = &run.conversation
+                    && !reply.trim().is_empty()
+                {
+                    self.send_text(c, reply.clone());
+                }
+                self.end_run(run, RunStatus::Finished, reply).await
+            }
+            Err(FunctionError::Ask(AskError::Pending { question })) => {
+                if run.mode == Mode::FollowUp {
+                    lock(&self.inner.parked).insert(question, (run.clone(), journal));
+                }
+                Ok(run)
+            }
+            Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
+                self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
+                self.end_run(run, RunStatus::Cancelled, reason).await
+            }
+            Err(FunctionError::Hidden { public, detail }) => {
+                tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
+                self.notify(&run, format!("⚠️ {} failed: {public}", run.function));
+                self.end_run(run, RunStatus::Failed, detail).await
+            }
+            Err(e) => {
+                let message = format!("{e:#}");
+                tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
+                self.notify(&run, format!("⚠️ {} failed: {message}", run.function));
+                self.end_run(run, RunStatus::Failed, message).await
+            }
+        }
+    }
+
+    /// Closes the questions a failed turn left pending, so nobody answers into a dead run.
+    async fn cancel_left_pending(&self, journal: &[Question], reason: &str) {
+        for question in journal.iter().filter(|q| q.status == Status::Pending) {
+            let outcome = Outcome::Cancelled { reason: reason.to_owned() };
+            if let Err(e) = self.close(question.id, outcome).await {
+                tracing::error!(question = %question.id, error = %e, "could not cancel a question of a failed run");
+            }
+        }
+    }
+
+    async fn end_run(&self, mut run: Run, status: RunStatus, result: String) -> Result<Run, (Run, StoreError)> {
+        run.status = status;
+        run.result = Some(result);
+        run.updated_at = self.now_ms();
+        match self.inner.store.save_run(&run).await {
+            Ok(()) => Ok(run),
+            Err(e) => Err((run, e)),
+        }
+    }
+
+    fn notify(&self, run: &Run, text: String) {
+        if let Some(c) = &run.conversation {
+            self.send_text(c, text);
+        }
+    }
+}
+
+/// The text of a panic's payload (`panic!("…")` carries a `&str` or a `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}

@@ -1,0 +1,27 @@
+//! The engine's settings: timeouts, retention, and the rules per channel.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::access::ChannelPolicy;
+
+/// The engine's settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The timeout of asks that do not set one.
+    pub default_timeout: Duration,
+    /// Rules per channel name, or per `channel:chat` for a named webhook endpoint.
+    pub channels: HashMap<String, ChannelPolicy>,
+    /// How long ended runs, their questions and cards are kept; none: forever.
+    pub retention: Option<Duration>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(30 * 60),
+            channels: HashMap::new(),
+            retention: Some(Duration::from_secs(30 * 86_400)),
+        }
+    }
+}
