@@ -96,7 +96,7 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
     let (tx, mut rx) = mpsc::unbounded_channel();
     routes.lock().unwrap().insert(conversation.clone(), tx);
     let user = UserRef::parse("bench:user").unwrap();
-    let resolver = Resolver { user: user.clone(), name: None, via: Surface::Api, operator: false };
+    let resolver = Resolver::person(user.clone(), Surface::Api);
     let conv = Conversation::parse(&conversation).unwrap();
     let mut latencies = Vec::with_capacity(cycles);
     for _ in 0..cycles {

@@ -72,6 +72,10 @@ struct RawGateway {
     synchronous: Option<String>,
     #[serde(default = "default_retention")]
     retention: String,
+    #[serde(default = "default_max_event_streams")]
+    max_event_streams: usize,
+    #[serde(default = "default_max_connections")]
+    max_connections: usize,
 }
 
 impl Default for RawGateway {
@@ -82,6 +86,8 @@ impl Default for RawGateway {
             default_timeout: default_timeout(),
             synchronous: None,
             retention: default_retention(),
+            max_event_streams: default_max_event_streams(),
+            max_connections: default_max_connections(),
         }
     }
 }
@@ -94,6 +100,12 @@ fn default_http() -> String {
 }
 fn default_timeout() -> String {
     "30m".to_owned()
+}
+fn default_max_connections() -> usize {
+    crate::http::DEFAULT_MAX_CONNECTIONS
+}
+fn default_max_event_streams() -> usize {
+    crate::http::DEFAULT_MAX_EVENT_STREAMS
 }
 fn default_retention() -> String {
     "30d".to_owned()
@@ -325,6 +337,10 @@ pub struct Config {
     pub synchronous: Synchronous,
     /// The HTTP listen address.
     pub http: String,
+    /// The most event streams open at once.
+    pub max_event_streams: usize,
+    /// The most HTTP connections open at once.
+    pub max_connections: usize,
     /// Engine settings: timeouts and per-channel rules.
     pub settings: Settings,
     /// Whether the console runs.
@@ -377,6 +393,12 @@ impl Config {
         };
         if raw.gateway.http.parse::<std::net::SocketAddr>().is_err() {
             return Err(bad("gateway.http", format!("`{}` is not an address like 127.0.0.1:8080", raw.gateway.http)));
+        }
+        if raw.gateway.max_connections == 0 {
+            return Err(bad("gateway.max_connections", "must be at least 1".to_owned()));
+        }
+        if raw.gateway.max_event_streams == 0 {
+            return Err(bad("gateway.max_event_streams", "must be at least 1".to_owned()));
         }
         if raw.gateway.database.trim().is_empty() {
             return Err(bad("gateway.database", "is empty".to_owned()));
@@ -473,6 +495,8 @@ impl Config {
             database: raw.gateway.database,
             synchronous,
             http: raw.gateway.http,
+            max_event_streams: raw.gateway.max_event_streams,
+            max_connections: raw.gateway.max_connections,
             settings: Settings { default_timeout, channels, retention },
             console,
             telegram,

@@ -37,7 +37,7 @@ pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
-pub use event::Event;
+pub use event::{Event, Logged};
 pub use external::ExternalAskError;
 pub use router::{Inbound, Response};
 pub use runner::{RunRequest, StartError};
@@ -50,6 +50,11 @@ use crate::question::{Conversation, Mode, Outcome, Question, QuestionId, Timeout
 use crate::run::{Run, RunStatus};
 use crate::store::{Store, StoreError};
 use delivery::{Attached, Outbound, Recent};
+
+/// How many events a subscriber may fall behind before it is dropped (and reconnects).
+pub const EVENTS_BUFFERED: usize = 1024;
+/// How many recent events are kept for clients that reconnect.
+const EVENTS_KEPT: usize = 4096;
 
 /// How long turns still running at shutdown may take to finish before they are dropped (and
 /// replayed at the next start).
@@ -70,7 +75,9 @@ struct Inner {
     clock: Clock,
     /// Each attached channel with its delivery lanes.
     channels: Mutex<HashMap<&'static str, Attached>>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<Arc<Logged>>,
+    /// The recent events, numbered, for clients that reconnect.
+    log: Mutex<event::EventLog>,
     waiters: Mutex<HashMap<QuestionId, oneshot::Sender<Outcome>>>,
     runs: TaskTracker,
     workers: TaskTracker,
@@ -93,7 +100,7 @@ struct Inner {
 impl Engine {
     /// An engine over `store`. Attach channels, then call [`Engine::start`].
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
-        let (events, _) = broadcast::channel(1024);
+        let (events, _) = broadcast::channel(EVENTS_BUFFERED);
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -102,6 +109,7 @@ impl Engine {
                 clock,
                 channels: Mutex::new(HashMap::new()),
                 events,
+                log: Mutex::new(event::EventLog::new(EVENTS_KEPT)),
                 waiters: Mutex::new(HashMap::new()),
                 runs: TaskTracker::new(),
                 workers: TaskTracker::new(),
@@ -207,10 +215,25 @@ impl Engine {
         self.inner.stop.clone()
     }
 
-    /// Subscribes to question and run events. A subscriber that falls more than 1024 events
-    /// behind misses some; it can reload the pending questions from the store.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    /// Subscribes to question and run events. A subscriber that falls more than
+    /// [`EVENTS_BUFFERED`] events behind misses some; it can reload the pending questions from
+    /// the store.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {
         self.inner.events.subscribe()
+    }
+
+    /// Subscribes, and says where the subscription starts: the events after `last_id` (a
+    /// client's `Last-Event-ID`) when they are all still kept, and the id of the latest event
+    /// before the subscription. Nothing is missed or seen twice between the two.
+    pub fn subscribe_since(&self, last_id: Option<&str>) -> Subscription {
+        let log = lock(&self.inner.log);
+        let live = self.inner.events.subscribe();
+        Subscription { live, missed: last_id.and_then(|id| log.since(id)), at: log.id(log.latest()) }
+    }
+
+    /// The id a client sends back to resume after event `seq`.
+    pub fn event_id(&self, seq: u64) -> String {
+        lock(&self.inner.log).id(seq)
     }
 
     /// The store.
@@ -247,9 +270,23 @@ impl Engine {
     }
 
     fn emit(&self, event: Event) {
+        // Numbered and sent under one lock, so the kept events and the live ones agree.
+        let mut log = lock(&self.inner.log);
+        let logged = log.push(event);
         // No subscribers is fine: events are for observers.
-        let _ = self.inner.events.send(event);
+        let _ = self.inner.events.send(logged);
     }
+}
+
+/// A subscription to events, with what a reconnecting client missed.
+pub struct Subscription {
+    /// The events from now on.
+    pub live: broadcast::Receiver<Arc<Logged>>,
+    /// The events after the client's last id, when they are all kept; none: the client needs
+    /// the whole picture (the pending questions) again.
+    pub missed: Option<Vec<Arc<Logged>>>,
+    /// The id of the latest event before `live` starts.
+    pub at: String,
 }
 
 /// Locks a mutex that only guards plain maps: a panic while holding it cannot leave the map

@@ -93,10 +93,15 @@ impl Gateway {
         }
         tracing::info!("HTTP API, events and web page on http://{http}/");
         let mut inbound = Vec::new();
-        let app = crate::http::router(engine.clone(), token, webhooks, http.ip().is_loopback());
+        let settings = crate::http::HttpSettings {
+            loopback: http.ip().is_loopback(),
+            max_event_streams: config.max_event_streams,
+        };
+        let app = crate::http::router(engine.clone(), token, webhooks, settings);
+        let max_connections = config.max_connections;
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
-            if let Err(e) = crate::http::serve(listener, app, stop).await {
+            if let Err(e) = crate::http::server::serve(listener, app, stop, max_connections).await {
                 tracing::error!(error = %e, "the HTTP server stopped");
             }
         }));

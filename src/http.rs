@@ -6,6 +6,7 @@
 
 mod api;
 mod events;
+pub mod server;
 pub mod token;
 
 use std::sync::Arc;
@@ -37,17 +38,38 @@ pub struct AppState {
     engine: Engine,
     token: Arc<ApiToken>,
     webhooks: Option<Arc<Webhooks>>,
+    /// One permit per open event stream.
+    streams: Arc<tokio::sync::Semaphore>,
 }
+
+/// How the HTTP surface is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// It listens on a loopback address: only requests for loopback names are answered, so
+    /// that a web page elsewhere cannot reach it through a DNS name that resolves to
+    /// 127.0.0.1 (DNS rebinding).
+    pub loopback: bool,
+    /// The most event streams open at once.
+    pub max_event_streams: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self { loopback: true, max_event_streams: DEFAULT_MAX_EVENT_STREAMS }
+    }
+}
+
+/// The default of `gateway.max_event_streams`.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
 
 /// The page's policy: its own script and styles only, no framing, no forms posting elsewhere.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The HTTP application. When it listens on a loopback address (`local`), it answers only
-/// requests addressed to a loopback name, so that a web page elsewhere cannot reach it through
-/// a DNS name that resolves to 127.0.0.1 (DNS rebinding).
-pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, local: bool) -> Router {
-    let state = AppState { engine, token: Arc::new(token), webhooks };
+/// The HTTP application.
+pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, settings: HttpSettings) -> Router {
+    let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
+    let state = AppState { engine, token: Arc::new(token), webhooks, streams };
     let app = Router::new()
         .route("/", get(page))
         .route("/page.js", get(page_script))
@@ -68,7 +90,7 @@ pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, 
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers));
-    if local { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
+    if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
 }
 
 async fn security_headers(mut response: Response) -> Response {
@@ -107,13 +129,17 @@ fn is_loopback_host(host: &str) -> bool {
         || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Serves `app` on `listener` until `stop` fires.
+/// Serves `app` on `listener` until `stop` fires, with the limits of [`server`] and at most
+/// [`DEFAULT_MAX_CONNECTIONS`] connections.
 ///
 /// # Errors
 /// When the server fails.
 pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await
+    server::serve(listener, app, stop, DEFAULT_MAX_CONNECTIONS).await
 }
+
+/// The default of `gateway.max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 /// An error response: `{"error":{"code","message", …}}`.
 #[derive(Debug)]
@@ -122,11 +148,18 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     extra: Option<Value>,
+    /// Close the connection after this response (the rest of the request was not read).
+    close: bool,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), extra: None }
+        Self { status, code, message: message.into(), extra: None, close: false }
+    }
+
+    fn closing(mut self) -> Self {
+        self.close = true;
+        self
     }
 
     fn with(mut self, extra: Value) -> Self {
@@ -158,7 +191,11 @@ impl IntoResponse for ApiError {
         if let (Some(Value::Object(extra)), Value::Object(map)) = (self.extra, &mut error) {
             map.extend(extra);
         }
-        (self.status, axum::Json(json!({ "error": error }))).into_response()
+        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        if self.close {
+            response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        }
+        response
     }
 }
 
@@ -183,9 +220,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 }
 
 async fn read_body(request: Request) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(request.into_body(), MAX_BODY).await.map_err(|_| {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the body is larger than {MAX_BODY} bytes"))
-    })
+    let read = tokio::time::timeout(server::BODY_TIMEOUT, axum::body::to_bytes(request.into_body(), MAX_BODY));
+    match read.await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("the body is larger than {MAX_BODY} bytes"),
+        )
+        .closing()),
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!("the body did not arrive within {}s", server::BODY_TIMEOUT.as_secs()),
+        )
+        .closing()),
+    }
 }
 
 /// Query parameters; a malformed one is a JSON error (400) like every other.
@@ -244,7 +294,7 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError
         _ => Surface::Api,
     };
     let user = UserRef::parse(&format!("api:{}", state.token.name())).map_err(ApiError::internal)?;
-    Ok(Resolver { user, name: None, via, operator: true })
+    Ok(Resolver::operator(user, via))
 }
 
 async fn page() -> impl IntoResponse {

@@ -102,6 +102,9 @@ fn check(config: &Config, path: &std::path::Path) {
 }
 
 fn serve(config: &Config) -> anyhow::Result<()> {
+    if let Some(limit) = askgate::http::server::raise_open_files_limit() {
+        tracing::debug!(limit, "open files");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let result = runtime.block_on(async {
         let io =

@@ -854,6 +854,7 @@ pub(crate) fn test_question(ask: Ask) -> Question {
         result: None,
         created_at: 0,
         updated_at: 0,
+        update: None,
     };
     ask.validate().unwrap().pending(&run, 0, Answerers::Conversation, 0, Some(60_000))
 }

@@ -55,4 +55,8 @@ pub struct Run {
     pub created_at: i64,
     /// Unix milliseconds.
     pub updated_at: i64,
+    /// The inbound update that started the run, recorded as applied with the run's first
+    /// write (its first ask, or its end); not kept after that.
+    #[serde(skip)]
+    pub update: Option<String>,
 }

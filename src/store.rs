@@ -68,6 +68,9 @@ pub enum StoreError {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A page cursor that this store did not give out.
+    #[error("`{0}` is not a cursor from an earlier page")]
+    BadCursor(String),
 }
 
 text_enum!(
@@ -131,6 +134,15 @@ pub struct Grant {
     pub created_at: i64,
 }
 
+/// Which questions a page holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuestionFilter {
+    /// Only this conversation's.
+    pub conversation: Option<Conversation>,
+    /// Only those in this status (pending ones are listed oldest first, others newest first).
+    pub status: Option<Status>,
+}
+
 /// A request to close a question.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolution {
@@ -148,6 +160,9 @@ pub struct Resolution {
     pub at: i64,
     /// A grant to store in the same transaction (allow always).
     pub grant: Option<Grant>,
+    /// The inbound update that carries this resolution, recorded as applied in the same
+    /// transaction (see [`Store::first_seen`]).
+    pub update: Option<String>,
 }
 
 /// Counts of the store's writes since it opened.
@@ -223,13 +238,21 @@ pub trait Store: Send + Sync + 'static {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError>;
-    /// Questions newest first, optionally of one conversation and in one status, at most `limit`.
-    async fn list_questions(
+    /// A page of questions: pending ones oldest first, others newest first, optionally of one
+    /// conversation and one status, after `cursor` (from the previous page), at most `limit`.
+    /// Returns the page and the cursor of the next one (none at the end). The cursor is the
+    /// store's own opaque text.
+    ///
+    /// # Errors
+    /// [`StoreError::BadCursor`] for a cursor this store did not give.
+    async fn questions_page(
         &self,
-        conversation: Option<&Conversation>,
-        status: Option<Status>,
+        filter: &QuestionFilter,
+        cursor: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<Question>, StoreError>;
+    ) -> Result<(Vec<Question>, Option<String>), StoreError>;
+    /// The recorded cards of several questions, in one read.
+    async fn deliveries_of(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError>;
     /// How many questions are pending.
     async fn pending_count(&self) -> Result<u64, StoreError>;
     /// What the store's writes have cost so far, for `/metrics`; zeros when it keeps no count.
@@ -280,6 +303,8 @@ pub trait Store: Send + Sync + 'static {
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError>;
     /// Records an inbound update key; false when it was seen before.
     async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError>;
+    /// Whether an inbound update key was recorded.
+    async fn seen(&self, key: &str) -> Result<bool, StoreError>;
     /// Records how many `say` messages a run has delivered.
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError>;
     /// Deletes up to `limit` runs that ended before `ended_before`, with their questions and

@@ -205,10 +205,10 @@ impl Webhooks {
             Some(Receipt::Resolved { .. }) => None,
             _ => response.text.clone(),
         };
-        if let Some(reply) = reply
-            && let Err(e) = self.send_text(&conversation, &reply).await
-        {
-            tracing::warn!(%conversation, error = %e, "could not send a webhook reply");
+        // Through the conversation's lane, in order with its cards, and without making the
+        // bridge wait on its own endpoint: the request is answered at once.
+        if let Some(reply) = reply {
+            engine.send_text(&conversation, reply);
         }
         Ok(response)
     }

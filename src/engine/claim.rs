@@ -24,9 +24,22 @@ pub struct Resolver {
     pub via: Surface,
     /// The operator credential: may answer any question.
     pub operator: bool,
+    /// The platform's id for the update that carries this attempt (`telegram:update:7`): it
+    /// is recorded in the claim's own transaction, so a tap is never lost between the two.
+    pub update: Option<String>,
 }
 
 impl Resolver {
+    /// A person on a surface, who may answer the questions whose answerers admit them.
+    pub fn person(user: UserRef, via: Surface) -> Self {
+        Self { user, name: None, via, operator: false, update: None }
+    }
+
+    /// The operator credential (the API token), which may answer any question.
+    pub fn operator(user: UserRef, via: Surface) -> Self {
+        Self { operator: true, ..Self::person(user, via) }
+    }
+
     /// Whether this resolver may answer `question`: one of its answerers, or the operator.
     pub fn may_answer(&self, question: &Question) -> bool {
         self.operator || question.answerers.admits(&self.user)
@@ -101,6 +114,7 @@ impl Engine {
             via: resolver.via,
             at: self.now_ms(),
             grant,
+            update: resolver.update.clone(),
         };
         Ok(match self.claim(resolution).await? {
             Claim::Won(q) => Receipt::Resolved { id: q.id, outcome },
@@ -119,6 +133,7 @@ impl Engine {
             via: Surface::Gateway,
             at: self.now_ms(),
             grant: None,
+            update: None,
         })
         .await
     }
@@ -216,6 +231,7 @@ impl Engine {
                 via: Surface::Gateway,
                 at: self.now_ms(),
                 grant: None,
+                update: None,
             };
             if matches!(self.claim(resolution).await?, Claim::Won(..)) {
                 cancelled += 1;

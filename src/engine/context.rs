@@ -244,6 +244,7 @@ impl Context {
             question.answered_by = Some(format!("grant:{}", grant.id));
             question.answered_via = Some(Surface::Gateway);
             engine.inner.store.ask(&self.run, &question).await?;
+            self.run.update = None;
             self.journal.push(question);
             return Ok(outcome);
         }
@@ -253,6 +254,7 @@ impl Context {
                 self.run.status = RunStatus::Waiting;
                 self.run.updated_at = now;
                 engine.inner.store.ask(&self.run, &question).await?;
+                self.run.update = None;
                 engine.announce(&question);
                 let id = question.id;
                 self.journal.push(question);
@@ -265,6 +267,7 @@ impl Context {
                     engine.take_waiter(question.id);
                     return Err(e.into());
                 }
+                self.run.update = None;
                 engine.announce(&question);
                 self.awaiting = Some(question.id);
                 let waiting = engine.waiting_on_a_person(question.conversation.as_ref());

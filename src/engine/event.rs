@@ -1,4 +1,8 @@
-//! Events that observers (the event stream, the web page, metrics) subscribe to.
+//! Events that observers (the event stream, the web page, metrics) subscribe to, and the
+//! recent ones kept in memory so that a client that reconnects gets what it missed.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -41,5 +45,93 @@ impl Event {
                 RunStatus::Cancelled => "run.cancelled",
             },
         }
+    }
+}
+
+/// An event with its place in this process's sequence.
+#[derive(Debug)]
+pub struct Logged {
+    /// Its number: one more than the event before it.
+    pub seq: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// The most recent events, by number; a reconnecting client that missed no more than these
+/// gets exactly them.
+pub(super) struct EventLog {
+    /// This process's mark: event ids of another process (before a restart) do not resume.
+    boot: String,
+    next: u64,
+    recent: VecDeque<Arc<Logged>>,
+    cap: usize,
+}
+
+impl EventLog {
+    pub(super) fn new(cap: usize) -> Self {
+        let boot = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+        Self { boot, next: 1, recent: VecDeque::with_capacity(cap), cap }
+    }
+
+    /// Numbers and keeps an event.
+    pub(super) fn push(&mut self, event: Event) -> Arc<Logged> {
+        let logged = Arc::new(Logged { seq: self.next, event });
+        self.next += 1;
+        if self.recent.len() == self.cap {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(logged.clone());
+        logged
+    }
+
+    /// The id a client sends back (`Last-Event-ID`) for event `seq`: `<boot>-<seq>`.
+    pub(super) fn id(&self, seq: u64) -> String {
+        format!("{}-{seq}", self.boot)
+    }
+
+    /// The number of the latest event (0 before the first).
+    pub(super) fn latest(&self) -> u64 {
+        self.next - 1
+    }
+
+    /// The events after `last_id`, when it is an id of this process and none after it has
+    /// been forgotten; none otherwise (the client then needs the whole picture again).
+    pub(super) fn since(&self, last_id: &str) -> Option<Vec<Arc<Logged>>> {
+        let (boot, seq) = last_id.trim().rsplit_once('-')?;
+        let seq: u64 = seq.parse().ok()?;
+        if boot != self.boot || seq > self.latest() {
+            return None;
+        }
+        let oldest = self.recent.front().map_or(self.next, |e| e.seq);
+        if seq + 1 < oldest {
+            return None;
+        }
+        Some(self.recent.iter().filter(|e| e.seq > seq).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> Event {
+        Event::Resolved(crate::question::test_question(crate::question::Ask::question("x")))
+    }
+
+    #[test]
+    fn a_client_resumes_from_its_last_id_while_the_events_after_it_are_kept() {
+        let mut log = EventLog::new(3);
+        let first = log.push(event());
+        let id = log.id(first.seq);
+        assert_eq!(log.since(&id).unwrap().len(), 0);
+        log.push(event());
+        log.push(event());
+        assert_eq!(log.since(&id).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+        log.push(event());
+        log.push(event());
+        assert!(log.since(&id).is_none(), "events after it were forgotten: the whole picture is needed");
+        assert!(log.since("deadbeef-1").is_none(), "an id of another process");
+        assert!(log.since(&log.id(99)).is_none(), "an id from the future");
+        assert!(log.since("nonsense").is_none());
     }
 }

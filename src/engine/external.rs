@@ -68,6 +68,7 @@ impl Engine {
             result: None,
             created_at: now,
             updated_at: now,
+            update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
         let question = ask.pending(&run, 0, Answerers::Conversation, now, expires_at);
@@ -97,8 +98,13 @@ impl Engine {
                 () = stop.cancelled() => return Ok(Some(question)),
             };
             match next {
-                Ok(Ok(Event::Resolved(q))) if q.id == id => return Ok(Some(q)),
-                Ok(Ok(_)) => {}
+                Ok(Ok(logged)) => {
+                    if let Event::Resolved(q) = &logged.event
+                        && q.id == id
+                    {
+                        return Ok(Some(q.clone()));
+                    }
+                }
                 // Fell behind or closed: look at the store instead.
                 Ok(Err(_)) | Err(_) => return self.inner.store.question(id).await,
             }

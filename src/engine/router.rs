@@ -57,16 +57,18 @@ pub struct Response {
     pub receipt: Option<Receipt>,
     /// A message for the sender; none when the card's update already says it all.
     pub text: Option<String>,
+    /// Whether the message started a run.
+    pub started: bool,
 }
 
 impl Response {
     fn say(text: impl Into<String>) -> Self {
-        Self { receipt: None, text: Some(text.into()) }
+        Self { text: Some(text.into()), ..Self::default() }
     }
 
     fn receipt(receipt: Receipt, question: Option<&Question>) -> Self {
         let text = receipt_text(&receipt, question);
-        Self { receipt: Some(receipt), text }
+        Self { receipt: Some(receipt), text, started: false }
     }
 }
 
@@ -122,14 +124,26 @@ impl Engine {
     }
 
     async fn route(&self, inbound: &Inbound) -> Result<Response, StoreError> {
-        if let Some(key) = &inbound.key
-            && !self.inner.store.first_seen(key, self.now_ms()).await?
-        {
+        let Some(key) = &inbound.key else { return self.dispatch(inbound).await };
+        if self.inner.store.seen(key).await? {
             tracing::debug!(key, "a redelivered update was ignored");
             return Ok(Response::default());
         }
-        let resolver =
-            Resolver { user: inbound.user.clone(), name: inbound.name.clone(), via: inbound.surface, operator: false };
+        let response = self.dispatch(inbound).await?;
+        // A claim records the update in its own transaction, and a run with its first write;
+        // whatever else an update did changed nothing that a second delivery would repeat
+        // wrongly, so recording it afterwards is enough.
+        let recorded = matches!(response.receipt, Some(Receipt::Resolved { .. })) || response.started;
+        if !recorded {
+            self.inner.store.first_seen(key, self.now_ms()).await?;
+        }
+        Ok(response)
+    }
+
+    async fn dispatch(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+        let mut resolver = Resolver::person(inbound.user.clone(), inbound.surface);
+        resolver.name.clone_from(&inbound.name);
+        resolver.update.clone_from(&inbound.key);
         match Command::parse(&inbound.text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
             Some(Err(e)) if inbound.button => {
@@ -229,10 +243,12 @@ impl Engine {
     async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {
         // Runs started from a chat never block a turn, unless the function must stay alive.
         let mode = self.inner.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
-        let request = RunRequest::new(function, Some(inbound.conversation.clone()), inbound.user.clone()).input(input);
+        let mut request =
+            RunRequest::new(function, Some(inbound.conversation.clone()), inbound.user.clone()).input(input);
+        request.update.clone_from(&inbound.key);
         let started = self.start_run(request, mode).await;
         Ok(match started {
-            Ok(_) => Response::default(),
+            Ok(_) => Response { started: true, ..Response::default() },
             Err(e @ StartError::UnknownFunction(_)) => {
                 Response::say(format!("{}. /help lists the functions.", capitalise(&e.to_string())))
             }

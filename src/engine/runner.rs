@@ -33,12 +33,14 @@ pub struct RunRequest {
     pub input: String,
     /// Who may answer its questions; none: the channel's rule.
     pub answerers: Option<Answerers>,
+    /// The inbound update that starts it, recorded as applied with the run's first write.
+    pub update: Option<String>,
 }
 
 impl RunRequest {
     /// A run of `function` started by `user` in `conversation`, with no input.
     pub fn new(function: impl Into<String>, conversation: Option<Conversation>, user: UserRef) -> Self {
-        Self { function: function.into(), conversation, user, input: String::new(), answerers: None }
+        Self { function: function.into(), conversation, user, input: String::new(), answerers: None, update: None }
     }
 
     /// Sets what the function is given.
@@ -189,7 +191,7 @@ impl Engine {
 
     /// Checks that the run may start.
     fn new_run(&self, request: RunRequest, mode: Mode) -> Result<Run, StartError> {
-        let RunRequest { function, conversation, user, input, answerers } = request;
+        let RunRequest { function, conversation, user, input, answerers, update } = request;
         if self.inner.stop.is_cancelled() {
             return Err(StartError::ShuttingDown);
         }
@@ -214,6 +216,7 @@ impl Engine {
             result: None,
             created_at: now,
             updated_at: now,
+            update,
         };
         // A run started from a chat is first written when it first asks or ends: one that does
         // neither before a crash was mid-flight, and nothing about it was promised to anyone.

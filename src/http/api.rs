@@ -14,6 +14,7 @@ use crate::question::{
     Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
     display_name,
 };
+use crate::store::{Delivery, QuestionFilter};
 
 /// The longest a long-poll waits.
 const MAX_WAIT: u64 = 60;
@@ -25,43 +26,64 @@ fn parse_id(id: &str) -> Result<QuestionId, ApiError> {
 /// A question with its rendered cards: what every surface shows.
 pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<Value, ApiError> {
     let deliveries = state.engine.store().deliveries(question.id).await?;
+    snapshot_with(question, &deliveries)
+}
+
+fn snapshot_with(question: &Question, deliveries: &[Delivery]) -> Result<Value, ApiError> {
     let mut value = serde_json::to_value(question).map_err(ApiError::internal)?;
     if let Value::Object(map) = &mut value {
         map.insert("short_id".into(), json!(question.id.short()));
-        map.insert("deliveries".into(), serde_json::to_value(deliveries).map_err(ApiError::internal)?);
+        let cards: Vec<&Delivery> = deliveries.iter().filter(|d| d.question == question.id).collect();
+        map.insert("deliveries".into(), serde_json::to_value(cards).map_err(ApiError::internal)?);
     }
     Ok(value)
 }
 
+/// The default page size of a listing, and the largest one asked for.
+const PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
     conversation: Option<String>,
     status: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
 }
 
+/// `{"questions": [...], "next": "<cursor>"}`: a page, and the cursor of the next one (null at
+/// the end). Two reads per page whatever its size: the questions, and their cards.
 pub(super) async fn list(
     _: Operator,
     State(state): State<AppState>,
     Params(query): Params<ListQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
-    let questions = match query.status.as_deref() {
-        None | Some("pending") => state.engine.store().pending(conversation.as_ref()).await?,
-        Some("all") => state.engine.store().list_questions(conversation.as_ref(), None, 100).await?,
-        Some(other) => {
-            let status: Status = other.parse().map_err(|_| {
-                ApiError::bad_request(format!(
-                    "status `{other}` is not pending, answered, declined, expired, cancelled or all"
-                ))
-            })?;
-            state.engine.store().list_questions(conversation.as_ref(), Some(status), 100).await?
-        }
+    let status = match query.status.as_deref() {
+        None | Some("pending") => Some(Status::Pending),
+        Some("all") => None,
+        Some(other) => Some(other.parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "status `{other}` is not pending, answered, declined, expired, cancelled or all"
+            ))
+        })?),
     };
-    let mut out = Vec::with_capacity(questions.len());
-    for q in &questions {
-        out.push(snapshot(&state, q).await?);
-    }
-    Ok(axum::Json(json!({ "questions": out })).into_response())
+    let limit = match query.limit {
+        None => PAGE,
+        Some(n @ 1..=MAX_PAGE) => n,
+        Some(n) => return Err(ApiError::bad_request(format!("limit {n} is not between 1 and {MAX_PAGE}"))),
+    };
+    let filter = QuestionFilter { conversation, status };
+    let (questions, next) =
+        state.engine.store().questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
+            crate::store::StoreError::BadCursor(_) => ApiError::bad_request(e.to_string()),
+            other => other.into(),
+        })?;
+    let ids: Vec<QuestionId> = questions.iter().map(|q| q.id).collect();
+    let deliveries = state.engine.store().deliveries_of(&ids).await?;
+    let out = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect::<Result<Vec<_>, _>>()?;
+    Ok(axum::Json(json!({ "questions": out, "next": next })).into_response())
 }
 
 pub(super) async fn get_one(

@@ -1,23 +1,38 @@
-//! `GET /api/events`: server-sent events. On connect every still-pending question is replayed
-//! as `question.asked`, then live events follow; a client that reconnects after missing
-//! events redraws every pending card without extra calls.
+//! `GET /api/events`: server-sent events.
+//!
+//! A new client first gets every still-pending question as `question.asked` (read from the
+//! store a page at a time, never all at once), then `replay.done`, then live events. Every live
+//! event carries an id; a client that reconnects with `Last-Event-ID` gets exactly the events
+//! it missed when they are still kept, and the whole picture again otherwise. A client that
+//! falls more than [`crate::engine::EVENTS_BUFFERED`] events behind (it does not read) is
+//! dropped rather than buffered without end; it reconnects and resumes. The number of streams
+//! is capped (`gateway.max_event_streams`), with a clear 503 beyond.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use serde::Deserialize;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio_util::sync::CancellationToken;
 
 use super::{ApiError, AppState, Operator, Params, conversation_param};
-use crate::engine::Event;
-use crate::question::Conversation;
+use crate::engine::{Engine, Event, Logged};
+use crate::question::{Conversation, Question, Status};
+use crate::store::QuestionFilter;
+
+/// How many pending questions the backlog reads from the store at a time.
+const BACKLOG_PAGE: u32 = 200;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct EventsQuery {
     conversation: Option<String>,
 }
@@ -36,56 +51,129 @@ fn to_sse(event: &Event) -> SseEvent {
     SseEvent::default().event(event.name()).data(data)
 }
 
-pub(super) async fn stream(
-    _: Operator,
-    State(state): State<AppState>,
-    Params(query): Params<EventsQuery>,
-) -> Result<Response, ApiError> {
-    let conversation = conversation_param(query.conversation.as_deref())?;
-    // Subscribe first: a question asked while the backlog is read arrives twice at worst
-    // (clients key cards by id), never not at all.
-    let live = state.engine.subscribe();
-    let backlog: VecDeque<Event> =
-        state.engine.store().pending(conversation.as_ref()).await?.into_iter().map(Event::Asked).collect();
-    let engine = state.engine.clone();
-    let stop = engine.stopping();
-    // After the backlog, one `replay.done` tells a reconnecting client that every card it
-    // still shows but did not get again was resolved meanwhile.
-    let state = (live, backlog, conversation, false);
-    let events = stream::unfold(state, move |(mut live, mut backlog, conversation, mut replayed)| {
-        let engine = engine.clone();
-        let stop = stop.clone();
-        async move {
-            loop {
-                if let Some(event) = backlog.pop_front() {
-                    return Some((Ok::<_, Infallible>(to_sse(&event)), (live, backlog, conversation, replayed)));
-                }
-                if !replayed {
-                    replayed = true;
-                    let done = SseEvent::default().event("replay.done").data("{}");
-                    return Some((Ok(done), (live, backlog, conversation, replayed)));
-                }
-                let next = tokio::select! {
-                    next = live.recv() => next,
-                    () = stop.cancelled() => return None,
-                };
-                match next {
-                    Ok(event) if concerns(&event, conversation.as_ref()) => {
-                        return Some((Ok(to_sse(&event)), (live, backlog, conversation, replayed)));
+/// Where a stream stands.
+enum Phase {
+    /// Sending the pending questions page by page; `cursor` is the next page's.
+    Backlog { page: VecDeque<Question>, cursor: Option<String>, read: bool },
+    /// Sending the events a reconnecting client missed.
+    Missed(VecDeque<Arc<Logged>>),
+    /// Sending events as they happen.
+    Live,
+}
+
+struct Stream {
+    engine: Engine,
+    live: broadcast::Receiver<Arc<Logged>>,
+    phase: Phase,
+    conversation: Option<Conversation>,
+    /// The id of the latest event before the subscription (sent with `replay.done`).
+    at: String,
+    /// This process's id prefix: `<boot>-`.
+    prefix: String,
+    stop: CancellationToken,
+    /// Held while the stream lives: one of the capped number of streams.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Stream {
+    fn live_event(&self, logged: &Logged) -> SseEvent {
+        to_sse(&logged.event).id(format!("{}{}", self.prefix, logged.seq))
+    }
+
+    /// The next event to send; none ends the stream.
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            match &mut self.phase {
+                Phase::Backlog { page, cursor, read } => {
+                    if let Some(question) = page.pop_front() {
+                        // No id: a client cut off in the backlog needs it all again.
+                        return Some(to_sse(&Event::Asked(question)));
                     }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(missed)) => {
-                        // Fell behind: redraw from the store, as a reconnecting client would.
-                        tracing::warn!(missed, "an event stream fell behind; replaying pending questions");
-                        match engine.store().pending(conversation.as_ref()).await {
-                            Ok(pending) => backlog.extend(pending.into_iter().map(Event::Asked)),
-                            Err(e) => tracing::error!(error = %e, "could not replay pending questions"),
+                    if *read && cursor.is_none() {
+                        self.phase = Phase::Live;
+                        // Every card the client still shows but did not get again was
+                        // resolved meanwhile; the id resumes from here.
+                        return Some(SseEvent::default().event("replay.done").data("{}").id(self.at.clone()));
+                    }
+                    let filter =
+                        QuestionFilter { conversation: self.conversation.clone(), status: Some(Status::Pending) };
+                    match self.engine.store().questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
+                        Ok((questions, next)) => {
+                            *page = questions.into();
+                            *cursor = next;
+                            *read = true;
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "could not read pending questions for an event stream");
+                            return None;
                         }
                     }
-                    Err(RecvError::Closed) => return None,
+                }
+                Phase::Missed(missed) => match missed.pop_front() {
+                    Some(logged) if concerns(&logged.event, self.conversation.as_ref()) => {
+                        return Some(self.live_event(&logged));
+                    }
+                    Some(_) => {}
+                    None => self.phase = Phase::Live,
+                },
+                Phase::Live => {
+                    let next = tokio::select! {
+                        next = self.live.recv() => next,
+                        () = self.stop.cancelled() => return None,
+                    };
+                    match next {
+                        Ok(logged) if concerns(&logged.event, self.conversation.as_ref()) => {
+                            return Some(self.live_event(&logged));
+                        }
+                        Ok(_) => {}
+                        Err(RecvError::Lagged(missed)) => {
+                            // It does not read fast enough: end the stream rather than hold
+                            // events for it; it reconnects and resumes from its last id.
+                            tracing::info!(missed, "an event stream fell behind and was closed");
+                            return None;
+                        }
+                        Err(RecvError::Closed) => return None,
+                    }
                 }
             }
         }
+    }
+}
+
+pub(super) async fn stream(
+    _: Operator,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Params(query): Params<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let conversation = conversation_param(query.conversation.as_deref())?;
+    let permit = state.streams.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_streams",
+            "too many event streams are open; close one or raise gateway.max_event_streams",
+        )
+    })?;
+    let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let subscription = state.engine.subscribe_since(last_id);
+    let phase = match subscription.missed {
+        Some(missed) => Phase::Missed(missed.into()),
+        None => Phase::Backlog { page: VecDeque::new(), cursor: None, read: false },
+    };
+    let prefix = subscription.at.rsplit_once('-').map(|(boot, _)| format!("{boot}-")).unwrap_or_default();
+    let stream = Stream {
+        stop: state.engine.stopping(),
+        engine: state.engine.clone(),
+        live: subscription.live,
+        phase,
+        conversation,
+        at: subscription.at,
+        prefix,
+        _permit: permit,
+    };
+    let events = stream::unfold(stream, |mut stream| async move {
+        let event = stream.next().await?;
+        Some((Ok::<_, Infallible>(event), stream))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response())
 }

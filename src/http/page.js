@@ -128,15 +128,22 @@ function handle(name, data) {
   }
 }
 
+// The id of the last event received: a reconnect resumes after it (only what was missed comes
+// again); without one, the pending questions are sent again and replay.done drops the rest.
+let lastEventId = null;
+
 async function connect() {
   let wait = 1000;
   for (;;) {
     try {
       for (const entry of cards.values()) entry.seen = false;
-      const response = await fetch("/api/events", { headers: { "Authorization": "Bearer " + token } });
+      const headers = { "Authorization": "Bearer " + token };
+      if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+      const response = await fetch("/api/events", { headers });
       if (response.status === 401) { sessionStorage.removeItem("askgate-token"); token = null; askToken("That token was not accepted."); return; }
       if (!response.ok) throw new Error("HTTP " + response.status);
       wait = 1000;
+      if (lastEventId) say("Live.");
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -147,12 +154,14 @@ async function connect() {
         let end;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
           const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
-          let name = "message", data = "";
+          let name = "message", data = "", id = null;
           for (const line of block.split("\n")) {
             if (line.startsWith("event:")) name = line.slice(6).trim();
             else if (line.startsWith("data:")) data += line.slice(5).trim();
+            else if (line.startsWith("id:")) id = line.slice(3).trim();
           }
           if (data) handle(name, JSON.parse(data));
+          if (id) lastEventId = id;
         }
       }
     } catch (e) { say("Disconnected; reconnecting…"); }

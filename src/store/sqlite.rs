@@ -20,7 +20,7 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::{Claim, Delivery, Grant, Pruned, Resolution, Resume, Store, StoreError, WriteStats};
+use super::{Claim, Delivery, Grant, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats};
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 
@@ -359,6 +359,7 @@ fn run_from_row_prefixed(row: &impl Columns, prefix: &str) -> Result<Run, StoreE
         result: row.text(&col("result"))?,
         created_at: row.req_int(&col("created_at"))?,
         updated_at: row.req_int(&col("updated_at"))?,
+        update: None,
     })
 }
 
@@ -370,6 +371,16 @@ fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
         granted_by: row.req_text("granted_by")?,
         question: parse_col(row, "question_id")?,
         created_at: row.req_int("created_at")?,
+    })
+}
+
+fn delivery_from_row(r: &SqliteRow) -> Result<Delivery, StoreError> {
+    Ok(Delivery {
+        question: parse_col(r, "question_id")?,
+        surface: r.try_get("surface")?,
+        chat: r.try_get("chat")?,
+        message: r.try_get("message")?,
+        role: parse_col(r, "role")?,
     })
 }
 
@@ -474,24 +485,61 @@ impl Store for SqliteStore {
         questions(&rows)
     }
 
-    async fn list_questions(
+    async fn questions_page(
         &self,
-        conversation: Option<&Conversation>,
-        status: Option<Status>,
+        filter: &QuestionFilter,
+        cursor: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE (?1 IS NULL OR conversation = ?1) AND (?2 IS NULL OR status = ?2) \
-             ORDER BY created_at DESC LIMIT ?3"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .bind(status.map(Status::as_str))
-        .bind(limit)
+    ) -> Result<(Vec<Question>, Option<String>), StoreError> {
+        // SQLite's rowid grows with every insert: a cursor is the last rowid of a page, and
+        // keyset paging on it needs no index beyond the table itself (and, for pending
+        // questions, the partial index that lists them).
+        let after: Option<i64> = cursor
+            .map(|c| {
+                c.strip_prefix('r').and_then(|n| n.parse().ok()).ok_or_else(|| StoreError::BadCursor(c.to_owned()))
+            })
+            .transpose()?;
+        let limit = limit.max(1);
+        let pending = filter.status == Some(Status::Pending);
+        let sql = if pending {
+            concat!(
+                "SELECT rowid AS page_key, ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND (?1 IS NULL OR conversation = ?1) \
+                 AND (?2 IS NULL OR rowid > ?2) ORDER BY rowid LIMIT ?3"
+            )
+        } else {
+            concat!(
+                "SELECT rowid AS page_key, ",
+                question_columns!(),
+                " FROM questions WHERE (?1 IS NULL OR conversation = ?1) AND (?4 IS NULL OR status = ?4) \
+                 AND (?2 IS NULL OR rowid < ?2) ORDER BY rowid DESC LIMIT ?3"
+            )
+        };
+        let rows = sqlx::query(sql)
+            .bind(filter.conversation.as_ref().map(Conversation::as_str))
+            .bind(after)
+            .bind(limit)
+            .bind(filter.status.map(Status::as_str))
+            .fetch_all(&self.readers)
+            .await?;
+        let next = match rows.last() {
+            Some(last) if rows.len() == limit as usize => Some(format!("r{}", last.try_get::<i64, _>("page_key")?)),
+            _ => None,
+        };
+        Ok((questions(&rows)?, next))
+    }
+
+    async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+        let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let rows = sqlx::query(
+            "SELECT question_id, surface, chat, message, role FROM deliveries \
+             WHERE question_id IN (SELECT value FROM json_each(?)) ORDER BY created_at",
+        )
+        .bind(ids)
         .fetch_all(&self.readers)
         .await?;
-        questions(&rows)
+        rows.iter().map(delivery_from_row).collect()
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {
@@ -599,17 +647,7 @@ impl Store for SqliteStore {
         .bind(question.to_string())
         .fetch_all(&self.readers)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Delivery {
-                    question: parse_col(r, "question_id")?,
-                    surface: r.try_get("surface")?,
-                    chat: r.try_get("chat")?,
-                    message: r.try_get("message")?,
-                    role: parse_col(r, "role")?,
-                })
-            })
-            .collect()
+        rows.iter().map(delivery_from_row).collect()
     }
 
     async fn question_for_card(
@@ -663,6 +701,11 @@ impl Store for SqliteStore {
             Done::Flag(f) => Ok(f),
             _ => Err(StoreError::Corrupt("inbound mark returned no flag".into())),
         }
+    }
+
+    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = ?").bind(key).fetch_optional(&self.readers).await?;
+        Ok(row.is_some())
     }
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {

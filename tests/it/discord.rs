@@ -227,7 +227,7 @@ async fn an_answer_elsewhere_removes_the_components_through_rest() {
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
-    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), name: None, via: Surface::Api, operator: true };
+    let operator = Resolver::operator(UserRef::parse("api:ops").unwrap(), Surface::Api);
     dc.engine.resolve(&q, "dayjs", &operator).await.unwrap();
     retracted(&fake, id_of(&card), "✅ dayjs — api:ops via api").await;
     assert!(fake.calls("/messages/").iter().any(|(m, _, b)| m == "PATCH" && b["components"] == serde_json::json!([])));

@@ -94,7 +94,7 @@ fn functions() -> (Functions, Arc<AtomicUsize>) {
 }
 
 fn resolver(user: askgate::question::UserRef) -> Resolver {
-    Resolver { user, name: None, via: Surface::Console, operator: false }
+    Resolver::person(user, Surface::Console)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,6 +65,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         via: Surface::Console,
         at: T0 + 5,
         grant: None,
+        update: None,
     };
     let Claim::Won(won) = store.resolve(&resolution).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
@@ -92,6 +93,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
                 via: Surface::Api,
                 at: T0 + i,
                 grant: None,
+                update: None,
             };
             tokio::spawn(async move { store.resolve(&resolution).await.unwrap() })
         })
@@ -121,6 +123,7 @@ fn claims_template(id: QuestionId) -> Resolution {
         via: Surface::Gateway,
         at: T0,
         grant: None,
+        update: None,
     }
 }
 
@@ -187,7 +190,7 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
         askgate::clock::Clock::system(),
     );
     let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
-    let app = askgate::http::router(engine.clone(), token, None, true);
+    let app = askgate::http::router(engine.clone(), token, None, askgate::http::HttpSettings::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let health = format!("http://{}/healthz", listener.local_addr().unwrap());
     tokio::spawn(askgate::http::serve(listener, app, engine.stopping()));

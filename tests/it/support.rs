@@ -44,6 +44,7 @@ pub fn waiting_run(conversation: &str, input: &str) -> askgate::run::Run {
         result: None,
         created_at: T0,
         updated_at: T0,
+        update: None,
     }
 }
 

@@ -282,7 +282,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
-    let operator = Resolver { user: UserRef::parse("api:ops").unwrap(), name: None, via: Surface::Api, operator: true };
+    let operator = Resolver::operator(UserRef::parse("api:ops").unwrap(), Surface::Api);
     tg.engine.resolve(&q, "3", &operator).await.unwrap();
     edited(&fake, ALICE, id_of(&card), "✅ luxon — api:ops via api").await;
     // A cancellation elsewhere retracts the next card too.

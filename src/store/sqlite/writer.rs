@@ -384,6 +384,10 @@ impl<'d, 'h> Statements<'d, 'h> {
                 ])?;
                 let Some(row) = rows.iter().next() else { return Ok(Done::Claimed(None)) };
                 let claimed = question_from_row(&row)?;
+                drop(rows);
+                if let Some(update) = &r.update {
+                    self.seen.execute(&[update.as_str().into(), r.at.into()])?;
+                }
                 if let Some(g) = &r.grant {
                     let question = g.question.to_string();
                     self.insert_grant.execute(&[
@@ -433,6 +437,9 @@ impl<'d, 'h> Statements<'d, 'h> {
     }
 
     fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
+        if let Some(update) = &run.update {
+            self.seen.execute(&[update.as_str().into(), run.updated_at.into()])?;
+        }
         let id = run.id.to_string();
         let answerers = run.answerers.as_ref().map(json).transpose()?;
         self.upsert_run.execute(&[
