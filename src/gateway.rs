@@ -101,7 +101,8 @@ impl Gateway {
         let max_connections = config.max_connections;
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
-            if let Err(e) = crate::http::server::serve(listener, app, stop, max_connections).await {
+            let limits = crate::http::server::Limits { max_connections, ..Default::default() };
+            if let Err(e) = crate::http::server::serve(listener, app, stop, limits).await {
                 tracing::error!(error = %e, "the HTTP server stopped");
             }
         }));

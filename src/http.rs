@@ -135,7 +135,7 @@ fn is_loopback_host(host: &str) -> bool {
 /// # Errors
 /// When the server fails.
 pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken) -> std::io::Result<()> {
-    server::serve(listener, app, stop, DEFAULT_MAX_CONNECTIONS).await
+    server::serve(listener, app, stop, server::Limits::default()).await
 }
 
 /// The default of `gateway.max_connections`.

@@ -339,8 +339,12 @@ impl Engine {
             Ok(result) => result,
             Err(panic) => {
                 let message = format!("the function panicked: {}", panic_message(panic.as_ref()));
+                tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
+                self.notify(&run, format!("⚠️ {} failed: {message}", run.function));
+                // The run ends first: cancelling its question then resumes nothing.
+                let ended = self.end_run(run, RunStatus::Failed, message.clone()).await;
                 self.cancel_left_pending(&journal, &message).await;
-                Err(FunctionError::Failed(message))
+                return ended;
             }
         };
         match result {

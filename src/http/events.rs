@@ -158,7 +158,13 @@ pub(super) async fn stream(
     let subscription = state.engine.subscribe_since(last_id);
     let phase = match subscription.missed {
         Some(missed) => Phase::Missed(missed.into()),
-        None => Phase::Backlog { page: VecDeque::new(), cursor: None, read: false },
+        None => {
+            // The first page now, so that the backlog is as of the connection (later pages
+            // follow as the client reads).
+            let filter = QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending) };
+            let (page, cursor) = state.engine.store().questions_page(&filter, None, BACKLOG_PAGE).await?;
+            Phase::Backlog { page: page.into(), cursor, read: true }
+        }
     };
     let prefix = subscription.at.rsplit_once('-').map(|(boot, _)| format!("{boot}-")).unwrap_or_default();
     let stream = Stream {

@@ -23,21 +23,31 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long requests in flight may take to finish once askgate stops.
 const DRAIN: Duration = Duration::from_secs(3);
 
+/// The limits connections are served with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers, or to start its next request.
+    pub header_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_connections: super::DEFAULT_MAX_CONNECTIONS, header_timeout: HEADER_TIMEOUT }
+    }
+}
+
 /// Serves `app` on `listener` until `stop` fires, then lets requests in flight finish (up to
 /// a few seconds).
 ///
 /// # Errors
 /// Never at present; accept errors (a full file table) are logged and waited out.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    stop: CancellationToken,
-    max_connections: usize,
-) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, limits: Limits) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     loop {
         let slot = tokio::select! {
             slot = slots.clone().acquire_owned() => slot,

@@ -11,9 +11,9 @@ use tokio::process::{Child, ChildStdin, Command};
 
 use crate::support::eventually;
 
-const BIN: &str = env!("CARGO_BIN_EXE_askgate");
+pub const BIN: &str = env!("CARGO_BIN_EXE_askgate");
 
-fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+pub fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
     let path = dir.join("channels.toml");
     let db = dir.join("askgate.db");
     std::fs::write(
@@ -28,19 +28,19 @@ fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
 }
 
 /// A running `askgate serve` whose stdout and stderr lines are collected.
-struct Served {
-    child: Child,
+pub struct Served {
+    pub child: Child,
     stdin: Option<ChildStdin>,
     out: Arc<Mutex<Vec<String>>>,
     err: Arc<Mutex<Vec<String>>>,
 }
 
 impl Served {
-    fn start(config: &Path) -> Self {
+    pub fn start(config: &Path) -> Self {
         Self::start_with_env(config, &[])
     }
 
-    fn start_with_env(config: &Path, env: &[(&str, &str)]) -> Self {
+    pub fn start_with_env(config: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .args(["serve", "--config"])
             .arg(config)
@@ -61,7 +61,7 @@ impl Served {
         Self { stdin: child.stdin.take(), child, out, err }
     }
 
-    async fn type_line(&mut self, line: &str) {
+    pub async fn type_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
         stdin.flush().await.unwrap();
@@ -72,7 +72,7 @@ impl Served {
         eventually(|| async { self.out.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await
     }
 
-    async fn log_line(&self, needle: &str) -> String {
+    pub async fn log_line(&self, needle: &str) -> String {
         eventually(|| async { self.err.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await
     }
 
@@ -80,7 +80,25 @@ impl Served {
         self.out.lock().unwrap().join("\n")
     }
 
-    async fn terminate(mut self) -> std::process::ExitStatus {
+    /// The HTTP API's base URL (from the start-up log) and the token kept in `dir`.
+    pub async fn api(&self, dir: &Path) -> (String, String) {
+        let line = self.log_line("web page on http://").await;
+        let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
+        let token = std::fs::read_to_string(dir.join("askgate.token")).unwrap().trim().to_owned();
+        (base, token)
+    }
+
+    /// Sends a signal to the process.
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().unwrap().to_string();
+        assert!(std::process::Command::new("kill").args([&format!("-{name}"), &pid]).status().unwrap().success());
+    }
+
+    pub fn log(&self) -> String {
+        self.err.lock().unwrap().join("\n")
+    }
+
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().unwrap().to_string();
         let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());

@@ -500,3 +500,37 @@ async fn runs_that_ended_long_before_a_start_are_pruned_at_start_up() {
     eventually(|| async { h.engine.store().run(old.id).await.unwrap().is_none().then_some(()) }).await;
     assert!(h.engine.store().run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
 }
+
+/// Asks once, then panics.
+struct Panics;
+
+#[async_trait]
+impl Function for Panics {
+    async fn call(&self, ctx: &mut Context, _: &str) -> Result<String, FunctionError> {
+        let asked = ctx.ask(Ask::question("Before the panic?").options(["a", "b"])).await;
+        if let Err(AskError::Pending { .. }) = asked {
+            // A function that swallows the pending ask and then breaks.
+            panic!("boom after asking");
+        }
+        Ok("unreachable".into())
+    }
+}
+
+#[tokio::test]
+async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() {
+    let mut f = Functions::new();
+    f.insert("panics", "", Arc::new(Panics));
+    let h = Harness::new(f).await;
+    let run = h.run("panics", "").await;
+    let done = h.finished(run).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    assert_eq!(done.result.as_deref(), Some("the function panicked: boom after asking"));
+    let journal = h.engine.store().journal(run).await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].status, Status::Cancelled, "nobody answers into a dead run");
+    let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("panics failed")) }).await;
+    assert!(told.contains("the function panicked"), "{told}");
+    // A restart does not replay it.
+    let h = h.restart(Functions::new(), Settings::default(), Clock::manual(T0)).await;
+    assert_eq!(h.engine.store().run(run).await.unwrap().unwrap().status, RunStatus::Failed);
+}

@@ -36,10 +36,16 @@ impl App {
 
     /// As [`App::start`] on the database in `dir` (a restart when one ran there before).
     pub async fn start_in(dir: Arc<TempDir>, extra: &str, env: Env) -> Self {
+        Self::start_config(dir, "", extra, env).await
+    }
+
+    /// As [`App::start_in`], with `gateway` lines added to the `[gateway]` section.
+    pub async fn start_config(dir: Arc<TempDir>, gateway: &str, extra: &str, env: Env) -> Self {
         init_log();
         let db = dir.path().join("askgate.db");
+        let gateway = gateway.trim_start_matches("[gateway]\n");
         let text = format!(
-            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n\n\
+            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n{gateway}\n[channels.console]\nenabled = true\n\n\
              [[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n\n\
              [[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n{extra}",
             db.display()

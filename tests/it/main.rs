@@ -6,6 +6,7 @@ mod discord;
 mod engine;
 mod fake_discord;
 mod fake_telegram;
+mod faults;
 mod http;
 mod process;
 mod routing;

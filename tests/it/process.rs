@@ -305,3 +305,55 @@ async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation()
     let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("verbose failed")) }).await;
     assert!(told.contains("password=hunter2") && told.contains("exit status: 3"), "{told}");
 }
+
+#[tokio::test]
+async fn a_program_that_forks_leaves_nothing_behind() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let pids = dir.path().join("pids");
+    let done =
+        format!("read s; sleep 120 & echo $! >> {0}; echo '{{\"type\":\"done\",\"reply\":\"ok\"}}'", pids.display());
+    let slow = format!("read s; sleep 120 & echo $! >> {0}; sleep 120", pids.display());
+    add(&mut f, dir.path(), "forks", "sh", &done, false, Duration::from_secs(30));
+    add(&mut f, dir.path(), "hangs", "sh", &slow, false, Duration::from_secs(1));
+    let h = harness(f, &dir).await;
+    for name in ["forks", "hangs"] {
+        let run = start(&h, name).await;
+        h.finished(run).await;
+    }
+    let pids: Vec<String> = std::fs::read_to_string(&pids).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        eventually(|| async {
+            let alive = std::process::Command::new("kill").args(["-0", &pid]).status().unwrap().success();
+            (!alive).then_some(())
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_program_flooding_stderr_is_logged_within_limits() {
+    let (log, _guard) = capture_log();
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let flood = "import sys\nsys.stdin.readline()\nsys.stderr.write('y' * 20000 + '\\n')\n\
+                 for i in range(100000): sys.stderr.write('x' * 50 + '\\n')\n\
+                 sys.stderr.flush()\nprint('{\"type\":\"done\",\"reply\":\"ok\"}', flush=True)";
+    add(&mut f, dir.path(), "flood", "python3", flood, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "flood").await;
+    assert_eq!(h.finished(run).await.status, RunStatus::Finished, "a program's stderr never blocks it");
+    let text = eventually(|| async {
+        let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+        text.contains("dropped").then_some(text)
+    })
+    .await;
+    let logged = text.lines().filter(|l| l.contains("stderr: ")).count();
+    assert!(logged < 5_000, "{logged} stderr lines were logged");
+    assert!(text.contains("[11808 more bytes dropped]"), "a long line is cut at 8 KiB");
+    assert!(
+        text.contains("stderr lines (") && text.contains("bytes) over the limits"),
+        "one line says what was dropped"
+    );
+}

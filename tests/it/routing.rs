@@ -202,3 +202,48 @@ async fn run_refusals_and_help_are_clear() {
     assert!(help.contains("/answer <id> <choice>") && help.contains("approve-demo"), "{help}");
     assert!(h.recorder.cards().is_empty());
 }
+
+/// Asks which of three numbered options, then reports the pick.
+struct Ranks;
+
+#[async_trait::async_trait]
+impl askgate::function::Function for Ranks {
+    async fn call(
+        &self,
+        ctx: &mut askgate::engine::Context,
+        _: &str,
+    ) -> Result<String, askgate::function::FunctionError> {
+        let ask = askgate::question::Ask::question("Which rank?").options(["3", "2", "1"]).allow_custom(true);
+        Ok(format!("Picked {}.", ctx.ask(ask).await?.text()))
+    }
+}
+
+#[tokio::test]
+async fn labels_that_are_numbers_mean_the_label_and_positions_need_a_hash() {
+    let mut f = builtins();
+    f.insert("ranks", "", Arc::new(Ranks));
+    let h = Harness::new(f).await;
+    h.run("ranks", "").await;
+    let card = h.card(1).await;
+    // A plain "1" is the option labelled 1, not the first one.
+    h.say(ALICE, "1").await;
+    assert_eq!(h.question(&card).await.outcome.unwrap(), askgate::question::Outcome::Answered { value: json!("1") });
+    h.run("ranks", "").await;
+    let card = h.card(2).await;
+    // A bare number that fits no option is not free text, even where free text is allowed.
+    let r = h.say(ALICE, &format!("/answer {} 7", card.id)).await;
+    assert!(r.text.as_deref().unwrap().contains("in quotes"), "{r:?}");
+    assert_eq!(h.question(&card).await.status, Status::Pending);
+    h.say(ALICE, &format!("/answer {} #1", card.id)).await;
+    assert_eq!(h.question(&card).await.outcome.unwrap(), askgate::question::Outcome::Answered { value: json!("3") });
+}
+
+#[tokio::test]
+async fn someone_who_may_not_answer_the_waiting_question_is_told_so() {
+    let h = Harness::new(builtins()).await;
+    h.run("demo", "").await;
+    let card = h.card(1).await;
+    let r = h.say(BOB, "2").await;
+    assert_eq!(r.text.as_deref(), Some("The question waiting here is not yours to answer."));
+    assert_eq!(h.question(&card).await.status, Status::Pending);
+}
