@@ -93,6 +93,24 @@ impl Command {
     }
 }
 
+impl std::fmt::Display for Command {
+    /// The command as a person would type it (and as a button carries it).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tail = |t: &Option<String>| t.as_ref().map(|t| format!(" {t}")).unwrap_or_default();
+        match self {
+            Self::Answer { id, choice } => write!(f, "/answer {id} {choice}"),
+            Self::Decline { id, feedback } => write!(f, "/decline {id}{}", tail(feedback)),
+            Self::Approve { id, always: false } => write!(f, "/approve {id}"),
+            Self::Approve { id, always: true } => write!(f, "/approve {id} always"),
+            Self::Pending => f.write_str("/pending"),
+            Self::Run { function, input } if input.is_empty() => write!(f, "/run {function}"),
+            Self::Run { function, input } => write!(f, "/run {function} {input}"),
+            Self::Cancel => f.write_str("/cancel"),
+            Self::Help => f.write_str("/help"),
+        }
+    }
+}
+
 /// The command list `/help` shows.
 pub const HELP: &str = "\
 /answer <id> <choice>    answer a question: option number, name, or your own text
@@ -155,6 +173,47 @@ mod tests {
             parse("/run deploy prod now"),
             Ok(Command::Run { function: "deploy".into(), input: "prod now".into() })
         );
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        /// Text as people type it: no surrounding white space, at least one character.
+        fn words() -> impl Strategy<Value = String> {
+            "[^\\s][^\\n]{0,40}".prop_map(|s| s.trim().to_owned()).prop_filter("not blank", |s| !s.is_empty())
+        }
+
+        fn token() -> impl Strategy<Value = String> {
+            "[A-Za-z0-9-]{1,36}"
+        }
+
+        fn command() -> impl Strategy<Value = Command> {
+            prop_oneof![
+                (token(), words()).prop_map(|(id, choice)| Command::Answer { id, choice }),
+                (token(), proptest::option::of(words())).prop_map(|(id, feedback)| Command::Decline { id, feedback }),
+                (token(), any::<bool>()).prop_map(|(id, always)| Command::Approve { id, always }),
+                Just(Command::Pending),
+                (token(), proptest::option::of(words()))
+                    .prop_map(|(function, input)| Command::Run { function, input: input.unwrap_or_default() }),
+                Just(Command::Cancel),
+                Just(Command::Help),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn any_text_parses_without_panicking(text in "\\PC{0,200}") {
+                let _ = Command::parse(&text);
+            }
+
+            #[test]
+            fn a_command_rendered_parses_back_to_itself(command in command()) {
+                let text = command.to_string();
+                prop_assert_eq!(Command::parse(&text), Some(Ok(command)), "{}", text);
+            }
+        }
     }
 
     #[test]

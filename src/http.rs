@@ -40,6 +40,8 @@ pub struct AppState {
     webhooks: Option<Arc<Webhooks>>,
     /// One permit per open event stream.
     streams: Arc<tokio::sync::Semaphore>,
+    /// One permit: event streams read their backlogs one page at a time.
+    backlog_reads: Arc<tokio::sync::Semaphore>,
 }
 
 /// How the HTTP surface is set up.
@@ -69,7 +71,8 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 /// The HTTP application.
 pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, settings: HttpSettings) -> Router {
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
-    let state = AppState { engine, token: Arc::new(token), webhooks, streams };
+    let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
+    let state = AppState { engine, token: Arc::new(token), webhooks, streams, backlog_reads };
     let app = Router::new()
         .route("/", get(page))
         .route("/page.js", get(page_script))

@@ -55,6 +55,15 @@ pub struct Logged {
     pub seq: u64,
     /// What happened.
     pub event: Event,
+    /// The event as JSON, made once however many streams send it.
+    json: std::sync::OnceLock<String>,
+}
+
+impl Logged {
+    /// The event as JSON (made on first use, then shared).
+    pub fn json(&self) -> &str {
+        self.json.get_or_init(|| serde_json::to_string(&self.event).unwrap_or_else(|_| "{}".to_owned()))
+    }
 }
 
 /// The most recent events, by number; a reconnecting client that missed no more than these
@@ -75,7 +84,7 @@ impl EventLog {
 
     /// Numbers and keeps an event.
     pub(super) fn push(&mut self, event: Event) -> Arc<Logged> {
-        let logged = Arc::new(Logged { seq: self.next, event });
+        let logged = Arc::new(Logged { seq: self.next, event, json: std::sync::OnceLock::new() });
         self.next += 1;
         if self.recent.len() == self.cap {
             self.recent.pop_front();

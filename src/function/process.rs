@@ -603,6 +603,54 @@ mod tests {
         assert!(e.contains("unknown field `defualt`"), "{e}");
     }
 
+    mod properties {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::super::*;
+
+        proptest! {
+            #[test]
+            fn any_line_is_parsed_or_refused_without_panicking(line in "\\PC{0,200}") {
+                let _ = parse_line(&line);
+            }
+
+            #[test]
+            fn any_json_object_is_parsed_or_refused_without_panicking(
+                kind in prop_oneof![Just("ask"), Just("confirm"), Just("approve"), Just("say"), Just("done"), Just("x")],
+                key in "[a-z_]{1,12}",
+                value in prop_oneof![Just(json!(null)), Just(json!(1)), Just(json!("s")), Just(json!([1, "a"])), Just(json!({}))],
+            ) {
+                let _ = parse_line(&json!({"type": kind, "prompt": "p", "action": "a", key: value}).to_string());
+            }
+
+            #[test]
+            fn an_ask_line_written_as_a_program_writes_it_parses_back_to_the_same_ask(
+                prompt in "[^\\x00-\\x1f\"\\\\]{1,40}",
+                options in proptest::collection::vec("[a-z0-9 ]{1,10}", 0..5),
+                multi in any::<bool>(),
+                allow_custom in any::<bool>(),
+                timeout in proptest::option::of(1u64..100_000),
+                detail in proptest::option::of("[a-z ]{0,20}"),
+            ) {
+                let line = json!({
+                    "type": "ask", "prompt": prompt, "options": options, "multi": multi,
+                    "allow_custom": allow_custom, "timeout": timeout, "detail": detail,
+                });
+                let Ok(FromProgram::Ask(ask)) = parse_line(&line.to_string()) else {
+                    return Err(TestCaseError::fail(format!("refused {line}")));
+                };
+                let written = json!({
+                    "type": "ask", "prompt": ask.prompt, "options": ask.options, "multi": ask.multi,
+                    "allow_custom": ask.allow_custom,
+                    "timeout": match ask.timeout { Timeout::Seconds(s) => json!(s), _ => json!(null) },
+                    "detail": ask.detail,
+                });
+                prop_assert_eq!(parse_line(&written.to_string()), Ok(FromProgram::Ask(ask)));
+            }
+        }
+    }
+
     #[test]
     fn outcome_lines_carry_type_step_and_the_outcome() {
         let line = outcome_line(2, &Outcome::Declined { feedback: Some("not now".into()) });

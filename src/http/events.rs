@@ -29,7 +29,7 @@ use crate::question::{Conversation, Question, Status};
 use crate::store::QuestionFilter;
 
 /// How many pending questions the backlog reads from the store at a time.
-const BACKLOG_PAGE: u32 = 200;
+const BACKLOG_PAGE: u32 = 25;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,13 +71,15 @@ struct Stream {
     /// This process's id prefix: `<boot>-`.
     prefix: String,
     stop: CancellationToken,
+    /// Taken to read a page of the backlog.
+    backlog_reads: Arc<tokio::sync::Semaphore>,
     /// Held while the stream lives: one of the capped number of streams.
     _permit: OwnedSemaphorePermit,
 }
 
 impl Stream {
     fn live_event(&self, logged: &Logged) -> SseEvent {
-        to_sse(&logged.event).id(format!("{}{}", self.prefix, logged.seq))
+        SseEvent::default().event(logged.event.name()).data(logged.json()).id(format!("{}{}", self.prefix, logged.seq))
     }
 
     /// The next event to send; none ends the stream.
@@ -97,6 +99,9 @@ impl Stream {
                     }
                     let filter =
                         QuestionFilter { conversation: self.conversation.clone(), status: Some(Status::Pending) };
+                    // One stream reads its backlog at a time: however many connect at once,
+                    // the store keeps readers free for everything else.
+                    let Ok(_turn) = self.backlog_reads.acquire().await else { return None };
                     match self.engine.store().questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
                         Ok((questions, next)) => {
                             *page = questions.into();
@@ -162,7 +167,9 @@ pub(super) async fn stream(
             // The first page now, so that the backlog is as of the connection (later pages
             // follow as the client reads).
             let filter = QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending) };
+            let turn = state.backlog_reads.acquire().await.map_err(ApiError::internal)?;
             let (page, cursor) = state.engine.store().questions_page(&filter, None, BACKLOG_PAGE).await?;
+            drop(turn);
             Phase::Backlog { page: page.into(), cursor, read: true }
         }
     };
@@ -175,6 +182,7 @@ pub(super) async fn stream(
         conversation,
         at: subscription.at,
         prefix,
+        backlog_reads: state.backlog_reads.clone(),
         _permit: permit,
     };
     let events = stream::unfold(stream, |mut stream| async move {

@@ -22,6 +22,10 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long requests in flight may take to finish once askgate stops.
 const DRAIN: Duration = Duration::from_secs(3);
+/// What one connection may have waiting to be sent: in askgate (hyper's buffer) and in the
+/// kernel (the socket's send buffer). A client that does not read holds no more than this, and
+/// askgate stops producing for it once it is full.
+const CONNECTION_BUFFER: usize = 64 * 1024;
 
 /// The limits connections are served with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +51,7 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).max_buf_size(CONNECTION_BUFFER);
     loop {
         let slot = tokio::select! {
             slot = slots.clone().acquire_owned() => slot,
@@ -69,6 +73,9 @@ pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken, 
             }
         };
         let _ = socket.set_nodelay(true);
+        // A fixed send buffer: the kernel's autotuning would let a client that does not read
+        // absorb megabytes, each one rendered by askgate first.
+        let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, CONNECTION_BUFFER);
         let service = TowerToHyperService::new(app.clone());
         let connection = graceful.watch(http.serve_connection(TokioIo::new(socket), service));
         tokio::spawn(async move {

@@ -357,6 +357,87 @@ mod tests {
         assert_eq!(q.parse_choice("version 7").unwrap(), Choice::Answer(json!("version 7")));
     }
 
+    mod properties {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::super::*;
+        use crate::question::Ask;
+
+        /// A question with 1–8 distinct labels (some of them numbers), single or multi, with or
+        /// without free text.
+        fn question() -> impl Strategy<Value = Question> {
+            let label = prop_oneof!["[a-z][a-z0-9 -]{0,12}", "[0-9]{1,3}"];
+            (proptest::collection::vec(label, 1..8), any::<bool>(), any::<bool>()).prop_filter_map(
+                "distinct labels",
+                |(labels, multi, custom)| {
+                    let ask = Ask::question("Pick?").options(labels).multi(multi).allow_custom(custom);
+                    ask.validate().ok().map(|valid| {
+                        crate::question::test_question(Ask {
+                            options: valid.options,
+                            multi: valid.multi,
+                            allow_custom: valid.allow_custom,
+                            ..Ask::question("Pick?")
+                        })
+                    })
+                },
+            )
+        }
+
+        /// How a surface would send an answer: positions as `#n`, free text quoted.
+        fn render(q: &Question, value: &Value) -> String {
+            let one = |v: &Value| {
+                let text = v.as_str().unwrap_or_default();
+                match q.options.iter().position(|o| o == text) {
+                    Some(i) => format!("#{}", i + 1),
+                    None => format!("\"{text}\""),
+                }
+            };
+            match value {
+                Value::Array(items) => items.iter().map(one).collect::<Vec<_>>().join(","),
+                other => one(other),
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn any_text_is_matched_without_panicking(q in question(), text in "\\PC{0,80}") {
+                let _ = q.parse_choice(&text);
+                let _ = q.choice_from_value(&json!(text));
+            }
+
+            #[test]
+            fn a_pick_rendered_as_a_surface_sends_it_parses_back_to_itself(
+                q in question(),
+                picks in proptest::collection::vec(0usize..8, 1..4),
+            ) {
+                let mut picked: Vec<usize> = picks.into_iter().map(|i| i % q.options.len()).collect();
+                picked.sort_unstable();
+                picked.dedup();
+                if !q.multi {
+                    picked.truncate(1);
+                }
+                let chosen: Vec<Value> = picked.iter().map(|&i| json!(q.options[i])).collect();
+                let value = if q.multi { Value::Array(chosen) } else { chosen[0].clone() };
+                let text = render(&q, &value);
+                let parsed = q.parse_choice(&text);
+                prop_assert_eq!(parsed.clone(), Ok(Choice::Answer(value.clone())), "{}", text);
+                // And once more from what was parsed.
+                let Ok(Choice::Answer(again)) = parsed else { unreachable!() };
+                prop_assert_eq!(q.parse_choice(&render(&q, &again)), Ok(Choice::Answer(value)));
+            }
+
+            #[test]
+            fn free_text_quoted_is_taken_as_written(q in question(), text in "[A-Za-z0-9 ,.#]{1,30}") {
+                prop_assume!(q.allow_custom && !text.trim().is_empty());
+                prop_assume!(!q.options.iter().any(|o| o.eq_ignore_ascii_case(text.trim())));
+                let parsed = q.parse_choice(&format!("\"{text}\""));
+                let expected = if q.multi { json!([text]) } else { json!(text) };
+                prop_assert_eq!(parsed, Ok(Choice::Answer(expected)));
+            }
+        }
+    }
+
     #[test]
     fn approval_reject_carries_feedback() {
         let q = question(Ask::approval("rm -rf build/"));

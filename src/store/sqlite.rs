@@ -114,7 +114,7 @@ impl SqliteStore {
         // is a round trip to the connection's thread, as costly as the read itself.
         let readers = SqlitePoolOptions::new()
             .min_connections(1)
-            .max_connections(2)
+            .max_connections(3)
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;

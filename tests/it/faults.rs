@@ -426,7 +426,8 @@ async fn answers_survive_sigkill_at_random_points() {
                 for _ in 0..2 {
                     let run = runs.last().unwrap().clone();
                     let Some(q) = pending_of(&api, &run).await else { break };
-                    let value = if q["kind"] == "confirm" { json!(rng.next().is_multiple_of(2)) } else { json!("luxon") };
+                    let value =
+                        if q["kind"] == "confirm" { json!(rng.next().is_multiple_of(2)) } else { json!("luxon") };
                     let (status, _) = api
                         .post(&format!("/api/questions/{}/reply", q["id"].as_str().unwrap()), json!({"value": value}))
                         .await;
