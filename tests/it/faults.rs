@@ -520,3 +520,36 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
     assert!(finished.result.unwrap().starts_with("✅ yes"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_event_client_that_does_not_read_is_disconnected_and_resumes() {
+    let app = App::start("", Env::default()).await;
+    let engine = app.gateway.as_ref().unwrap().engine().clone();
+    let response = app.client.get(app.url("/api/events")).bearer_auth(&app.token).send().await.unwrap();
+    let mut stream = Sse::new(response);
+    let first = stream.read(1).await;
+    let resume_from = first[0].1.clone().expect("replay.done carries an id");
+    // It stops reading while far more events happen than a stream may fall behind.
+    let operator = askgate::question::UserRef::parse("api:operator").unwrap();
+    let console = askgate::question::Conversation::parse("console:local").unwrap();
+    for i in 0..(askgate::engine::EVENTS_BUFFERED + 200) {
+        let ask = askgate::question::Ask::question(format!("Flood {i}?"));
+        engine.ask_external(console.clone(), ask, operator.clone()).await.unwrap();
+    }
+    // Reading again, it finds its stream ended (rather than buffered without end) ...
+    let got = stream.read(usize::MAX).await;
+    assert!(got.len() < 2 * (askgate::engine::EVENTS_BUFFERED + 200), "the stream was buffered without end");
+    // ... and reconnecting with its last id, it is given the whole picture again (what it
+    // missed is more than is kept per stream) or what it missed, never an error.
+    let again = app
+        .client
+        .get(app.url("/api/events"))
+        .bearer_auth(&app.token)
+        .header("last-event-id", resume_from)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    assert!(!Sse::new(again).read(1).await.is_empty());
+    app.stop().await;
+}

@@ -224,3 +224,27 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
     engine.stopping().cancel();
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let r = run("");
+    let q = question(&r, "Tapped?");
+    store.ask(&r, &q).await.unwrap();
+    let before = store.write_stats().batches;
+    let resolution = Resolution {
+        id: q.id,
+        outcome: Outcome::Answered { value: json!("it's") },
+        by: Some("test:alice".into()),
+        name: None,
+        via: Surface::Telegram,
+        at: T0,
+        grant: None,
+        update: Some("telegram:update:7".into()),
+    };
+    assert!(matches!(store.resolve(&resolution).await.unwrap(), Claim::Won(_)));
+    assert!(store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
+    assert_eq!(store.write_stats().batches, before + 1, "one commit for the tap and its key");
+    store.close().await;
+}
