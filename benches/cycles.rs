@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Context, Engine, Resolver, RunRequest, Settings};
-use askgate::function::{Function, FunctionError, Functions};
+use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Ask, Conversation, Mode, Question, Surface, UserRef};
 use askgate::store::{Delivery, SqliteStore, Synchronous};
 use async_trait::async_trait;

@@ -9,12 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use std::sync::Arc;
-
 use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, Settings};
-use crate::function::process::{Process, ProcessConfig};
-use crate::function::{self, Functions};
-use crate::question::{Mode, UserRef};
+use crate::function::{self, process::ProcessConfig};
+use crate::question::UserRef;
 use crate::store::Synchronous;
 
 /// A configuration file that cannot be used.
@@ -504,33 +501,6 @@ impl Config {
             webhooks,
             functions,
         })
-    }
-
-    /// The registry of configured functions.
-    pub fn function_registry(&self) -> Functions {
-        let mut registry = Functions::new();
-        for spec in &self.functions {
-            let (function, mode): (Arc<dyn function::Function>, Mode) = match &spec.kind {
-                FunctionKind::Builtin(b) => match function::builtin(b) {
-                    Some((f, _)) => (f, Mode::FollowUp),
-                    None => continue,
-                },
-                FunctionKind::Process(p) => (
-                    Arc::new(Process::new(spec.name.clone(), p.clone())),
-                    if p.hold { Mode::Blocking } else { Mode::FollowUp },
-                ),
-            };
-            registry.insert_entry(
-                spec.name.clone(),
-                function::Entry {
-                    function,
-                    description: spec.description.clone(),
-                    mode,
-                    allowed_users: spec.allowed_users.clone(),
-                },
-            );
-        }
-        registry
     }
 
     /// Each channel with whether it runs and why not.

@@ -15,10 +15,12 @@ use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
 use crate::channel::{Channel, ChannelState};
 use crate::clock::Clock;
-use crate::config::{Config, Env};
-use crate::engine::Engine;
+use crate::config::{Config, Env, FunctionKind};
+use crate::engine::{Engine, Entry, Function, Functions};
+use crate::function::process::Process;
 use crate::http::ApiToken;
 use crate::http::token::TokenSource;
+use crate::question::Mode;
 use crate::store::{SqliteStore, StoreError};
 
 /// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
@@ -53,7 +55,7 @@ impl Gateway {
         console_io: Option<ConsoleIo>,
     ) -> Result<Self, GatewayError> {
         let store = SqliteStore::open(&config.database, config.synchronous).await?;
-        let engine = Engine::new(Arc::new(store), config.function_registry(), config.settings.clone(), clock.clone());
+        let engine = Engine::new(Arc::new(store), functions(config), config.settings.clone(), clock.clone());
         let console = match (config.console, console_io) {
             (true, Some(io)) => {
                 let console = Console::new(io.output, clock.clone());
@@ -190,6 +192,28 @@ fn telegram(
     )?;
     engine.attach(adapter.clone());
     Ok(Some((adapter, updates)))
+}
+
+/// The functions the configuration names, ready to run.
+pub fn functions(config: &Config) -> Functions {
+    let mut registry = Functions::new();
+    for spec in &config.functions {
+        let (function, mode): (Arc<dyn Function>, Mode) = match &spec.kind {
+            FunctionKind::Builtin(b) => match crate::function::builtin(b) {
+                Some((f, _)) => (f, Mode::FollowUp),
+                // Checked when the file was read: a built-in it names exists.
+                None => continue,
+            },
+            FunctionKind::Process(p) => (
+                Arc::new(Process::new(spec.name.clone(), p.clone())),
+                if p.hold { Mode::Blocking } else { Mode::FollowUp },
+            ),
+        };
+        let entry =
+            Entry { function, description: spec.description.clone(), mode, allowed_users: spec.allowed_users.clone() };
+        registry.insert_entry(spec.name.clone(), entry);
+    }
+    registry
 }
 
 /// The webhook channel with every endpoint whose secret is set; none when there is none.

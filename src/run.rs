@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::question::{Answerers, Conversation, Mode, RunId, UserRef, text_enum};
+use crate::question::{Answerers, Conversation, Mode, Origin, RunId, UserRef, text_enum};
 
 text_enum!(
     /// Where a run stands.
@@ -59,4 +59,11 @@ pub struct Run {
     /// write (its first ask, or its end); not kept after that.
     #[serde(skip)]
     pub update: Option<String>,
+}
+
+impl Run {
+    /// Where its ask number `step` is asked.
+    pub fn origin(&self, step: u32) -> Origin {
+        Origin { run: self.id, conversation: self.conversation.clone(), mode: self.mode, step }
+    }
 }

@@ -234,7 +234,7 @@ impl Context {
         let engine = self.engine.clone();
         let now = engine.now_ms();
         let expires_at = engine.deadline(ask.timeout, now);
-        let mut question = ask.pending(&self.run, step, engine.default_answerers(&self.run), now, expires_at);
+        let mut question = ask.pending(self.run.origin(step), engine.default_answerers(&self.run), now, expires_at);
         if question.kind == Kind::Approval
             && let Some(grant) = engine.inner.store.find_grant(&conversation, &question.prompt).await?
         {

@@ -71,7 +71,7 @@ impl Engine {
             update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
-        let question = ask.pending(&run, 0, Answerers::Conversation, now, expires_at);
+        let question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at);
         self.inner.store.ask(&run, &question).await?;
         self.emit(Event::RunStarted(run));
         self.announce(&question);

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use super::{Engine, Event, NotServed, Refusal, lock};
 use crate::engine::access::AnswerersPolicy;
 use crate::engine::context::{AskError, Context};
-use crate::function::FunctionError;
+use crate::engine::function::FunctionError;
 use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 use crate::store::StoreError;

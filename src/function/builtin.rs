@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Function, FunctionError};
-use crate::engine::{Approval, AskError, Context};
+use crate::engine::{Approval, AskError, Context, Function, FunctionError};
 use crate::question::Ask;
 
 pub(super) const NAMES: &[&str] = &["demo", "approve-demo"];

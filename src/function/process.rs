@@ -21,8 +21,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::Instant;
 
-use super::{Function, FunctionError};
-use crate::engine::{AskError, Context};
+use crate::engine::{AskError, Context, Function, FunctionError};
 use crate::question::{Ask, Conversation, Outcome, QuestionId, RunId, Timeout, UserRef};
 
 /// The longest line a program may write.
@@ -386,11 +385,11 @@ impl Function for Process {
                 Ok(reply)
             }
             End::Pending(question) => Err(AskError::Pending { question }.into()),
-            End::Failed(FunctionError::Failed(message)) => {
+            End::Failed(FunctionError::Failed { message, .. }) => {
                 let tail = tail.text();
                 let detailed = if tail.is_empty() { message.clone() } else { format!("{message}\nstderr:\n{tail}") };
                 if self.config.show_stderr {
-                    return Err(FunctionError::Failed(detailed));
+                    return Err(FunctionError::failed(detailed));
                 }
                 // stderr may hold paths, hosts or secrets: it stays in the operator's log.
                 tracing::warn!(run = %run.id, function = %self.name, "the program failed: {detailed}");
@@ -416,7 +415,7 @@ impl Process {
         let mut buf = Vec::new();
         let mut rate = RateLimit::new();
         let mut deadline = Instant::now() + self.config.timeout;
-        let failed = |m: String| End::Failed(FunctionError::Failed(m));
+        let failed = |m: String| End::Failed(FunctionError::failed(m));
         loop {
             let line = tokio::select! {
                 line = read_line(&mut out, &mut buf) => line,

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use askgate::clock::Clock;
 use askgate::engine::{AskError, Context, Resolver, RunRequest, Settings};
-use askgate::function::{Function, FunctionError, Functions};
+use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Answerers, Ask, Outcome, Receipt, Status, Surface, Timeout};
 use askgate::run::RunStatus;
 use async_trait::async_trait;

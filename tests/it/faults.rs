@@ -502,7 +502,8 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
         let store = SqliteStore::open(db.to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let mut run = crate::support::waiting_run("console:local", "");
         run.mode = Mode::External;
-        let q = Ask::question("Still there?").validate().unwrap().pending(&run, 0, Answerers::Conversation, 1, None);
+        let q =
+            Ask::question("Still there?").validate().unwrap().pending(run.origin(0), Answerers::Conversation, 1, None);
         store.ask(&run, &q).await.unwrap();
         let outcome = Outcome::Answered { value: json!("yes") };
         let resolution =

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askgate::clock::Clock;
+use askgate::engine::{Entry, Functions};
 use askgate::engine::{RunRequest, Settings};
 use askgate::function::process::{MAX_LINE, Process, ProcessConfig};
-use askgate::function::{Entry, Functions};
 use askgate::question::{Mode, Outcome, Status};
 use askgate::run::RunStatus;
 use tempfile::TempDir;

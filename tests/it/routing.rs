@@ -207,12 +207,12 @@ async fn run_refusals_and_help_are_clear() {
 struct Ranks;
 
 #[async_trait::async_trait]
-impl askgate::function::Function for Ranks {
+impl askgate::engine::Function for Ranks {
     async fn call(
         &self,
         ctx: &mut askgate::engine::Context,
         _: &str,
-    ) -> Result<String, askgate::function::FunctionError> {
+    ) -> Result<String, askgate::engine::FunctionError> {
         let ask = askgate::question::Ask::question("Which rank?").options(["3", "2", "1"]).allow_custom(true);
         Ok(format!("Picked {}.", ctx.ask(ask).await?.text()))
     }

@@ -185,7 +185,7 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
     let store = open(&dir).await;
     let engine = askgate::engine::Engine::new(
         store.clone(),
-        askgate::function::Functions::new(),
+        askgate::engine::Functions::new(),
         askgate::engine::Settings::default(),
         askgate::clock::Clock::system(),
     );

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
+use askgate::engine::Functions;
 use askgate::engine::{Access, ChannelPolicy, Engine, Inbound, Response, RunRequest, Settings};
-use askgate::function::Functions;
 use askgate::question::{Conversation, Question, Surface, UserRef};
 use askgate::run::Run;
 use askgate::store::{Delivery, SqliteStore, Synchronous};
@@ -62,12 +62,12 @@ pub fn builtins() -> Functions {
 pub struct Multi;
 
 #[async_trait]
-impl askgate::function::Function for Multi {
+impl askgate::engine::Function for Multi {
     async fn call(
         &self,
         ctx: &mut askgate::engine::Context,
         _: &str,
-    ) -> Result<String, askgate::function::FunctionError> {
+    ) -> Result<String, askgate::engine::FunctionError> {
         let ask = askgate::question::Ask::question("Which days?").options(["Mon", "Tue", "Wed"]).multi(true);
         let picked = ctx.ask(ask).await?;
         Ok(format!("Picked {}.", picked.list().join(" + ")))

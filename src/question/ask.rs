@@ -1,0 +1,341 @@
+//! What a function asks, before and after validation: [`Ask`] is built by a function (or
+//! parsed from the API or a program's line), [`ValidAsk`] is what survived the checks, and
+//! [`ValidAsk::pending`] turns it into the [`Question`] that is stored.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{
+    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Question, QuestionId, RunId,
+    Status, is_invisible,
+};
+
+/// Where a question is asked: by which run, at which of its steps, in which conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The run that asks.
+    pub run: RunId,
+    /// Its conversation; none for a headless run.
+    pub conversation: Option<Conversation>,
+    /// How the run waits for answers.
+    pub mode: Mode,
+    /// The run's ask number, from 0.
+    pub step: u32,
+}
+
+/// A fallback timeout for one ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Timeout {
+    /// The gateway's `default_timeout`.
+    #[default]
+    Default,
+    /// This many seconds.
+    Seconds(u64),
+    /// Never expires.
+    Never,
+}
+
+impl Timeout {
+    /// A timeout as JSON gives it (the process protocol, the API): a positive number of
+    /// seconds, `"never"`, or null/absent for the default.
+    ///
+    /// # Errors
+    /// A message naming the value.
+    pub fn from_json(value: Option<&Value>) -> Result<Self, String> {
+        match value {
+            None | Some(Value::Null) => Ok(Self::Default),
+            Some(Value::String(s)) if s == "never" => Ok(Self::Never),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => Ok(Self::Seconds(n.as_u64().unwrap_or(1))),
+            Some(other) => Err(format!("timeout {other} is not a positive number of seconds or \"never\"")),
+        }
+    }
+}
+
+/// What a function asks, before validation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ask {
+    /// Question, confirm or approval.
+    pub kind: Option<Kind>,
+    /// What the human reads first.
+    pub prompt: String,
+    /// More context, shown under the prompt.
+    pub detail: Option<String>,
+    /// The options to pick from; empty for free text.
+    pub options: Vec<String>,
+    /// Pick many.
+    pub multi: bool,
+    /// Free text allowed besides the options.
+    pub allow_custom: bool,
+    /// Applied on timeout.
+    pub default: Option<Value>,
+    /// When to give up.
+    pub timeout: Timeout,
+    /// Who may answer; `None` uses the run's policy.
+    pub answerers: Option<Answerers>,
+}
+
+impl Ask {
+    /// A question with free text or options.
+    pub fn question(prompt: impl Into<String>) -> Self {
+        Self { kind: Some(Kind::Question), prompt: prompt.into(), ..Self::default() }
+    }
+
+    /// A yes/no confirmation; its default on timeout is `false` unless set.
+    pub fn confirm(prompt: impl Into<String>) -> Self {
+        Self { kind: Some(Kind::Confirm), prompt: prompt.into(), ..Self::default() }
+    }
+
+    /// An approval of an action.
+    pub fn approval(action: impl Into<String>) -> Self {
+        Self { kind: Some(Kind::Approval), prompt: action.into(), ..Self::default() }
+    }
+
+    /// Sets the options.
+    pub fn options<I, S>(mut self, options: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options = options.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the detail.
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Allows picking many options.
+    pub fn multi(mut self, multi: bool) -> Self {
+        self.multi = multi;
+        self
+    }
+
+    /// Allows free text besides the options.
+    pub fn allow_custom(mut self, allow: bool) -> Self {
+        self.allow_custom = allow;
+        self
+    }
+
+    /// Sets the value applied on timeout.
+    pub fn default_value(mut self, value: impl Into<Value>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+
+    /// Sets the timeout.
+    pub fn timeout(mut self, timeout: Timeout) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets who may answer.
+    pub fn answerers(mut self, answerers: Answerers) -> Self {
+        self.answerers = Some(answerers);
+        self
+    }
+
+    /// Checks the ask and returns its validated form.
+    ///
+    /// # Errors
+    /// [`InvalidAsk`] naming what is wrong: an empty prompt, empty or duplicate options, too
+    /// many options, a default that is not an option or has the wrong type.
+    pub fn validate(self) -> Result<ValidAsk, InvalidAsk> {
+        let kind = self.kind.unwrap_or(Kind::Question);
+        let prompt = self.prompt.trim().to_owned();
+        if prompt.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
+            return Err(InvalidAsk::EmptyPrompt);
+        }
+        if prompt.len() > MAX_TEXT_LEN || self.detail.as_ref().is_some_and(|d| d.len() > MAX_TEXT_LEN) {
+            return Err(InvalidAsk::TooLong { max: MAX_TEXT_LEN });
+        }
+        let mut ask = ValidAsk {
+            kind,
+            prompt,
+            detail: self.detail.filter(|d| !d.trim().is_empty()),
+            options: Vec::new(),
+            multi: false,
+            allow_custom: false,
+            default: self.default,
+            timeout: self.timeout,
+            answerers: self.answerers,
+        };
+        match kind {
+            Kind::Question => {
+                let mut options: Vec<String> = Vec::with_capacity(self.options.len());
+                for label in self.options {
+                    let label = label.trim().to_owned();
+                    if label.is_empty() {
+                        return Err(InvalidAsk::EmptyOption);
+                    }
+                    if label.chars().count() > MAX_OPTION_LEN {
+                        return Err(InvalidAsk::OptionTooLong { label, max: MAX_OPTION_LEN });
+                    }
+                    if options.iter().any(|o| o.eq_ignore_ascii_case(&label)) {
+                        return Err(InvalidAsk::DuplicateOption(label));
+                    }
+                    options.push(label);
+                }
+                if options.len() > MAX_OPTIONS {
+                    return Err(InvalidAsk::TooManyOptions { count: options.len(), max: MAX_OPTIONS });
+                }
+                if self.multi && options.is_empty() {
+                    return Err(InvalidAsk::MultiWithoutOptions);
+                }
+                ask.allow_custom = self.allow_custom || options.is_empty();
+                ask.multi = self.multi;
+                ask.options = options;
+                if let Some(default) = &ask.default {
+                    ask.default = Some(ask.check_default(default)?);
+                }
+            }
+            Kind::Confirm => {
+                ask.options = vec!["Yes".to_owned(), "No".to_owned()];
+                match ask.default {
+                    None => ask.default = Some(Value::Bool(false)),
+                    Some(Value::Bool(_)) => {}
+                    Some(ref other) => return Err(InvalidAsk::BadDefault(other.to_string())),
+                }
+            }
+            Kind::Approval => {
+                ask.options = vec!["Allow once".to_owned(), "Allow always".to_owned(), "Reject".to_owned()];
+                // An approval never allows by itself: a timeout without an answer is a timeout.
+                if let Some(d) = &ask.default {
+                    return Err(InvalidAsk::BadDefault(format!("{d} (approvals take no default)")));
+                }
+            }
+        }
+        Ok(ask)
+    }
+}
+
+/// Why an ask was refused before anything was persisted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+pub enum InvalidAsk {
+    /// The prompt is empty or blank.
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    /// The prompt or detail is longer than askgate stores.
+    #[error("the prompt or detail is longer than {max} bytes")]
+    TooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// An option is empty or blank.
+    #[error("an option is empty")]
+    EmptyOption,
+    /// An option label is too long for the surfaces.
+    #[error("option `{label}` is longer than {max} characters")]
+    OptionTooLong {
+        /// The label.
+        label: String,
+        /// The limit.
+        max: usize,
+    },
+    /// Two options have the same label (case-insensitive).
+    #[error("option `{0}` is listed twice")]
+    DuplicateOption(String),
+    /// More options than every surface can show.
+    #[error("{count} options is more than the {max} every surface can show")]
+    TooManyOptions {
+        /// How many were given.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A multi-select question without options.
+    #[error("a multi-select question needs options")]
+    MultiWithoutOptions,
+    /// The default is not one of the options.
+    #[error("the default `{0}` is not one of the options")]
+    DefaultNotAnOption(String),
+    /// The default has the wrong type for this kind.
+    #[error("the default {0} does not fit this kind of question")]
+    BadDefault(String),
+}
+
+/// A checked ask, ready to persist.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidAsk {
+    /// Question, confirm or approval.
+    pub kind: Kind,
+    /// Trimmed, non-empty prompt (for an approval: the action).
+    pub prompt: String,
+    /// More context.
+    pub detail: Option<String>,
+    /// The options; for confirm Yes/No, for approvals the three decisions.
+    pub options: Vec<String>,
+    /// Pick many.
+    pub multi: bool,
+    /// Free text allowed.
+    pub allow_custom: bool,
+    /// Applied on timeout.
+    pub default: Option<Value>,
+    /// When to give up.
+    pub timeout: Timeout,
+    /// Who may answer; `None` uses the run's policy.
+    pub answerers: Option<Answerers>,
+}
+
+impl ValidAsk {
+    fn check_default(&self, default: &Value) -> Result<Value, InvalidAsk> {
+        let canonical = |v: &Value| -> Result<Value, InvalidAsk> {
+            let text = v.as_str().ok_or_else(|| InvalidAsk::BadDefault(v.to_string()))?;
+            if let Some(o) = self.options.iter().find(|o| o.eq_ignore_ascii_case(text)) {
+                return Ok(Value::String(o.clone()));
+            }
+            if self.allow_custom && !self.options.is_empty() || self.options.is_empty() {
+                return Ok(Value::String(text.to_owned()));
+            }
+            Err(InvalidAsk::DefaultNotAnOption(text.to_owned()))
+        };
+        match (self.multi, default) {
+            (true, Value::Array(items)) => items.iter().map(canonical).collect::<Result<Vec<_>, _>>().map(Value::Array),
+            (true, single) => Ok(Value::Array(vec![canonical(single)?])),
+            (false, v) => canonical(v),
+        }
+    }
+
+    /// The pending question this ask becomes where `origin` says, answerable by `answerers`
+    /// (when the ask names none), asked at `now` and expiring at `expires_at`.
+    pub fn pending(self, origin: Origin, answerers: Answerers, now: i64, expires_at: Option<i64>) -> Question {
+        Question {
+            id: QuestionId::new(),
+            conversation: origin.conversation,
+            run: origin.run,
+            step: origin.step,
+            mode: origin.mode,
+            kind: self.kind,
+            fingerprint: self.fingerprint(),
+            answerers: self.answerers.unwrap_or(answerers),
+            prompt: self.prompt,
+            detail: self.detail,
+            options: self.options,
+            multi: self.multi,
+            allow_custom: self.allow_custom,
+            default: self.default,
+            created_at: now,
+            expires_at,
+            status: Status::Pending,
+            outcome: None,
+            answered_by: None,
+            answered_name: None,
+            answered_via: None,
+        }
+    }
+
+    /// The replay fingerprint: a hash of kind, prompt and options.
+    pub fn fingerprint(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.kind.as_str());
+        h.update([0]);
+        h.update(&self.prompt);
+        for o in &self.options {
+            h.update([0]);
+            h.update(o);
+        }
+        let digest = h.finalize();
+        hex::encode(&digest[..12])
+    }
+}
