@@ -117,6 +117,7 @@ async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync:
     let routes: Routes = Arc::default();
     let engine = engine(&db, &routes, sync).await;
     let started = Instant::now();
+    let cpu_before = process_cpu_seconds();
     let drivers: Vec<_> = (0..conversations)
         .map(|i| tokio::spawn(drive(engine.clone(), routes.clone(), format!("bench:c{i}"), per_conversation)))
         .collect();
@@ -127,7 +128,23 @@ async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync:
     // The last writes (runs marked finished) are part of the work: shutdown drains them.
     engine.shutdown().await;
     let elapsed = started.elapsed();
-    ((conversations * per_conversation) as f64 / elapsed.as_secs_f64(), latencies)
+    let cycles = (conversations * per_conversation) as f64;
+    LAST_CPU_PER_CYCLE_US.store(((process_cpu_seconds() - cpu_before) / cycles * 1e6) as u64, std::sync::atomic::Ordering::SeqCst);
+    (cycles / elapsed.as_secs_f64(), latencies)
+}
+
+/// The CPU time of the last `cycles` run, per cycle, in microseconds.
+static LAST_CPU_PER_CYCLE_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// CPU time this process has used (user + system, every thread), from `/proc/self/stat`.
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start at state (field 3).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15: 12 and 13 after the state.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The raw sqlx ceiling: per cycle one INSERT and one conditional UPDATE, each its own
@@ -252,7 +269,8 @@ fn main() {
         if args.iter().any(|a| a == flag) {
             let dir = tempfile::TempDir::new().unwrap();
             let (rate, _) = runtime.block_on(cycles(dir.path(), conversations, per_conversation, Synchronous::Normal));
-            println!("{conversations} conversation(s): {rate:.0} cycles/s");
+            let cpu = LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst);
+            println!("{conversations} conversation(s): {rate:.0} cycles/s, {cpu} µs CPU per cycle");
             return;
         }
     }

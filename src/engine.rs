@@ -87,6 +87,9 @@ struct Inner {
     /// Fires when shutdown's grace for running turns is over: they are dropped.
     abort: CancellationToken,
     sweeper_wake: Notify,
+    /// When the sweeper will look next (unix ms): a question expiring earlier wakes it, any
+    /// other does not (waking it costs two reads).
+    sweeper_next: std::sync::atomic::AtomicI64,
     metrics: metrics::Metrics,
     /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
     /// of these needs no read (after a restart, or once forgotten, the store has it all).
@@ -117,6 +120,7 @@ impl Engine {
                 stop: CancellationToken::new(),
                 abort: CancellationToken::new(),
                 sweeper_wake: Notify::new(),
+                sweeper_next: std::sync::atomic::AtomicI64::new(i64::MAX),
                 metrics: metrics::Metrics::default(),
                 parked: Mutex::new(Recent::new(4096)),
                 channel_states: Mutex::default(),

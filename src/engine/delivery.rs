@@ -171,7 +171,9 @@ impl Engine {
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Card(question.clone()));
         }
-        if question.expires_at.is_some() {
+        if let Some(at) = question.expires_at
+            && at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)
+        {
             self.inner.sweeper_wake.notify_one();
         }
         self.inner.metrics.asked();

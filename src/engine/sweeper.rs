@@ -16,6 +16,8 @@ pub(super) async fn run(engine: Engine) {
     let stop = engine.stopping();
     let mut clock = engine.inner.clock.watch();
     loop {
+        // While it sweeps, any new question wakes it again: its deadline may not have been read.
+        engine.inner.sweeper_next.store(i64::MAX, std::sync::atomic::Ordering::Relaxed);
         let nap = match sweep(&engine).await {
             Ok(next) => next,
             Err(e) => {
@@ -23,6 +25,8 @@ pub(super) async fn run(engine: Engine) {
                 RETRY
             }
         };
+        let next = engine.now_ms().saturating_add(i64::try_from(nap.as_millis()).unwrap_or(i64::MAX));
+        engine.inner.sweeper_next.store(next, std::sync::atomic::Ordering::Relaxed);
         let woken = engine.inner.sweeper_wake.notified();
         tokio::select! {
             () = stop.cancelled() => return,

@@ -94,6 +94,7 @@ impl SqliteStore {
     /// When another store holds the database, the file cannot be opened or created, or a
     /// migration fails.
     pub async fn open(url: &str, sync: Synchronous) -> Result<Self, StoreError> {
+        raw::turn_off_memory_statistics();
         let options = parse_url(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)

@@ -17,6 +17,25 @@ use sqlx::sqlite::LockedSqliteHandle;
 
 use crate::store::StoreError;
 
+/// Turns off SQLite's memory statistics for the whole process. They are on by default in the
+/// SQLite that sqlx links, and every allocation SQLite makes then takes one global mutex, which
+/// the writer and the readers contend for (measured: a tenth of the CPU of a busy askgate).
+/// askgate never reads them. It only works before SQLite initializes (the first connection
+/// opens): later, SQLite refuses the change, and the statistics stay on.
+pub(super) fn turn_off_memory_statistics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sqlite3_config` with SQLITE_CONFIG_MEMSTATUS takes one int; it is safe to
+        // call from any thread before SQLite initializes, and after that it only returns
+        // SQLITE_MISUSE without changing anything. `call_once` keeps two threads from calling it
+        // at once, which the SQLite documentation forbids.
+        let rc = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int) };
+        if rc != ffi::SQLITE_OK {
+            tracing::debug!(rc, "SQLite was initialized already; its memory statistics stay on");
+        }
+    });
+}
+
 /// Whether a failed statement's result code blames the statement's values (a broken
 /// constraint, a value too big or of the wrong type) rather than the database.
 pub(super) fn blames_the_statement(code: c_int) -> bool {
