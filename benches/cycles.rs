@@ -129,7 +129,8 @@ async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync:
     engine.shutdown().await;
     let elapsed = started.elapsed();
     let cycles = (conversations * per_conversation) as f64;
-    LAST_CPU_PER_CYCLE_US.store(((process_cpu_seconds() - cpu_before) / cycles * 1e6) as u64, std::sync::atomic::Ordering::SeqCst);
+    LAST_CPU_PER_CYCLE_US
+        .store(((process_cpu_seconds() - cpu_before) / cycles * 1e6) as u64, std::sync::atomic::Ordering::SeqCst);
     (cycles / elapsed.as_secs_f64(), latencies)
 }
 

@@ -79,7 +79,8 @@ struct Inner {
     events: broadcast::Sender<Arc<Logged>>,
     /// The recent events, numbered, for clients that reconnect.
     log: Mutex<event::EventLog>,
-    waiters: Mutex<HashMap<QuestionId, oneshot::Sender<Outcome>>>,
+    /// Blocking asks awaited in this process, with the question each waits on.
+    waiters: Mutex<HashMap<QuestionId, (Question, oneshot::Sender<Outcome>)>>,
     runs: TaskTracker,
     workers: TaskTracker,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
@@ -140,8 +141,8 @@ impl Engine {
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
         let store = &self.inner.store;
-        for id in store.pending_blocking().await? {
-            self.close(id, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
+        for question in store.pending_blocking().await? {
+            self.close(&question, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
         }
         for mut run in store.running_runs().await? {
             match run.mode {

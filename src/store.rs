@@ -18,17 +18,24 @@ pub use sqlite::{SqliteStore, Synchronous};
 /// A store failure. The engine reports it to the function or the person as an internal error.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database refused or failed.
-    #[error("database error")]
-    Database(#[from] sqlx::Error),
-    /// SQLite refused or failed a write (the writer calls SQLite directly).
-    #[error("database error: {message} (SQLite code {code})")]
-    Sqlite {
-        /// SQLite's (extended) result code.
-        code: i32,
-        /// SQLite's message.
-        message: String,
-    },
+    /// A write broke a rule of the schema (a duplicate id, a value outside its closed set): the
+    /// write's own fault; trying it again will not help.
+    #[error("a write broke a rule of the database: {0}")]
+    Constraint(String),
+    /// The database is locked by another program for longer than the busy timeout: it passes.
+    #[error("the database is busy: {0}")]
+    Busy(String),
+    /// The database file failed: the disk is full, the file is read-only, an I/O error. It may
+    /// pass once an operator acts.
+    #[error("the database file failed: {0}")]
+    Io(String),
+    /// A stored row does not parse (written by a newer askgate, or edited by hand), or a value
+    /// could not be encoded.
+    #[error("a stored row does not parse: {0}")]
+    Decode(String),
+    /// The database refused for another reason.
+    #[error("the database refused: {0}")]
+    Database(String),
     /// Another askgate holds the database: two on one file would both replay interrupted runs
     /// and both expire questions.
     #[error(
@@ -59,9 +66,6 @@ pub enum StoreError {
     /// The schema could not be brought up to date.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    /// A stored row does not parse: written by a newer askgate, or edited by hand.
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
     /// The system would not start the writer's thread.
     #[error("the store's writer thread could not start")]
     WriterThread(#[source] std::io::Error),
@@ -71,6 +75,64 @@ pub enum StoreError {
     /// A page cursor that this store did not give out.
     #[error("`{0}` is not a cursor from an earlier page")]
     BadCursor(String),
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed: the database was busy, its file failed, or the
+    /// store is closing; not a write that broke a rule or a row that does not parse.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Busy(_) | Self::Io(_) | Self::Closed)
+    }
+
+    /// Whether a failed write failed by its own fault (its values), not the database's.
+    pub(crate) fn blames_the_write(&self) -> bool {
+        matches!(self, Self::Constraint(_) | Self::Decode(_))
+    }
+
+    /// The same failure again, for each write of a batch the database refused.
+    pub(crate) fn again(&self) -> Self {
+        match self {
+            Self::Constraint(m) => Self::Constraint(m.clone()),
+            Self::Busy(m) => Self::Busy(m.clone()),
+            Self::Io(m) => Self::Io(m.clone()),
+            Self::Decode(m) => Self::Decode(m.clone()),
+            Self::Closed => Self::Closed,
+            other => Self::Database(other.to_string()),
+        }
+    }
+
+    /// An SQLite result code with its message, by what it says about trying again.
+    pub(crate) fn from_sqlite(code: i32, message: &str) -> Self {
+        let text = format!("{message} (SQLite code {code})");
+        // The primary code is the low byte of an extended one.
+        match code & 0xff {
+            // CONSTRAINT, MISMATCH, TOOBIG: the values of this write.
+            19 | 20 | 18 => Self::Constraint(text),
+            // BUSY, LOCKED: another connection holds the database.
+            5 | 6 => Self::Busy(text),
+            // READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL, NOTADB: the file.
+            8 | 10 | 11 | 13 | 14 | 15 | 26 => Self::Io(text),
+            _ => Self::Database(text),
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::Database(db) => {
+                let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(1);
+                Self::from_sqlite(code, db.message())
+            }
+            sqlx::Error::Io(io) => Self::Io(io.to_string()),
+            sqlx::Error::PoolTimedOut => Self::Busy(e.to_string()),
+            sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => Self::Closed,
+            sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) | sqlx::Error::ColumnNotFound(_) => {
+                Self::Decode(e.to_string())
+            }
+            _ => Self::Database(e.to_string()),
+        }
+    }
 }
 
 text_enum!(
@@ -146,8 +208,9 @@ pub struct QuestionFilter {
 /// A request to close a question.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolution {
-    /// The question.
-    pub id: QuestionId,
+    /// The question as the claimer saw it (pending). When the claim wins, this snapshot with
+    /// the outcome applied is the resolved question: nothing is read back.
+    pub question: Question,
     /// How it ends.
     pub outcome: Outcome,
     /// Who resolved it: a stable id.
@@ -163,6 +226,20 @@ pub struct Resolution {
     /// The inbound update that carries this resolution, recorded as applied in the same
     /// transaction (see [`Store::first_seen`]).
     pub update: Option<String>,
+}
+
+impl Resolution {
+    /// The claimer's snapshot with this resolution applied: the question as it now stands.
+    pub fn resolved(&self) -> Question {
+        Question {
+            status: self.outcome.status(),
+            outcome: Some(self.outcome.clone()),
+            answered_by: self.by.clone(),
+            answered_name: self.name.clone(),
+            answered_via: Some(self.via),
+            ..self.question.clone()
+        }
+    }
 }
 
 /// Counts of the store's writes since it opened.
@@ -283,7 +360,7 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Question>, StoreError>;
     /// Pending questions of blocking runs (their waiters are gone after a restart).
-    async fn pending_blocking(&self) -> Result<Vec<QuestionId>, StoreError>;
+    async fn pending_blocking(&self) -> Result<Vec<Question>, StoreError>;
     /// Records a rendered card.
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError>;
     /// A question's rendered cards.

@@ -107,7 +107,7 @@ impl Engine {
             _ => None,
         };
         let resolution = Resolution {
-            id: question.id,
+            question: question.clone(),
             outcome: outcome.clone(),
             by: Some(resolver.user.to_string()),
             name: resolver.name.clone(),
@@ -124,9 +124,9 @@ impl Engine {
     }
 
     /// Resolves a question on behalf of askgate itself (timeouts, cancellations).
-    pub(super) async fn close(&self, id: QuestionId, outcome: Outcome) -> Result<Claim, StoreError> {
+    pub(super) async fn close(&self, question: &Question, outcome: Outcome) -> Result<Claim, StoreError> {
         self.claim(Resolution {
-            id,
+            question: question.clone(),
             outcome,
             by: None,
             name: None,
@@ -191,20 +191,20 @@ impl Engine {
     }
 
     pub(super) fn take_waiter(&self, id: QuestionId) -> Option<oneshot::Sender<Outcome>> {
-        lock(&self.inner.waiters).remove(&id)
+        lock(&self.inner.waiters).remove(&id).map(|(_, waiter)| waiter)
     }
 
-    pub(super) fn add_waiter(&self, id: QuestionId, waiter: oneshot::Sender<Outcome>) {
-        lock(&self.inner.waiters).insert(id, waiter);
+    pub(super) fn add_waiter(&self, question: &Question, waiter: oneshot::Sender<Outcome>) {
+        lock(&self.inner.waiters).insert(question.id, (question.clone(), waiter));
     }
 
     /// Ends every blocking ask as `cancelled(shutdown)`, so that whoever waits on one (an API
     /// caller, a program in hold mode) gets an answer before askgate stops.
     pub(super) async fn cancel_blocking(&self) {
         let waiting: Vec<_> = lock(&self.inner.waiters).drain().collect();
-        for (id, waiter) in waiting {
+        for (id, (question, waiter)) in waiting {
             let outcome = Outcome::Cancelled { reason: "shutdown".to_owned() };
-            if let Err(e) = self.close(id, outcome.clone()).await {
+            if let Err(e) = self.close(&question, outcome.clone()).await {
                 tracing::warn!(question = %id, error = %e, "could not record a shutdown cancellation");
             }
             let _ = waiter.send(outcome);
@@ -224,7 +224,7 @@ impl Engine {
             }
             let outcome = Outcome::Cancelled { reason: format!("cancelled by {user}") };
             let resolution = Resolution {
-                id: question.id,
+                question: question.clone(),
                 outcome,
                 by: Some(user.to_string()),
                 name: None,
@@ -248,7 +248,8 @@ impl Engine {
                 return Ok(());
             }
             for question in due {
-                self.close(question.id, Outcome::Expired { value: question.default }).await?;
+                let outcome = Outcome::Expired { value: question.default.clone() };
+                self.close(&question, outcome).await?;
             }
         }
     }

@@ -99,7 +99,7 @@ pub struct Context {
     step: u32,
     said: u32,
     /// The blocking question being awaited; stays set if the awaiting future is dropped.
-    awaiting: Option<QuestionId>,
+    awaiting: Option<Question>,
 }
 
 impl Context {
@@ -154,9 +154,9 @@ impl Context {
     /// # Errors
     /// When the store fails.
     pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
-        if let Some(id) = self.awaiting.take() {
-            self.engine.take_waiter(id);
-            self.engine.close(id, Outcome::Cancelled { reason: reason.to_owned() }).await?;
+        if let Some(question) = self.awaiting.take() {
+            self.engine.take_waiter(question.id);
+            self.engine.close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
         }
         Ok(())
     }
@@ -262,14 +262,14 @@ impl Context {
             }
             Mode::Blocking => {
                 let (tx, rx) = oneshot::channel();
-                engine.add_waiter(question.id, tx);
+                engine.add_waiter(&question, tx);
                 if let Err(e) = engine.inner.store.ask(&self.run, &question).await {
                     engine.take_waiter(question.id);
                     return Err(e.into());
                 }
                 self.run.update = None;
                 engine.announce(&question);
-                self.awaiting = Some(question.id);
+                self.awaiting = Some(question.clone());
                 let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
                 drop(waiting);

@@ -71,7 +71,7 @@ macro_rules! run_columns {
 mod raw;
 mod writer;
 
-use writer::{Done, Job, Op};
+use writer::{Job, job};
 
 /// SQLite through sqlx.
 pub struct SqliteStore {
@@ -131,10 +131,10 @@ impl SqliteStore {
         })
     }
 
-    async fn write(&self, op: Op) -> Result<Done, StoreError> {
-        let (reply, done) = oneshot::channel();
-        self.writes.send(Job { op, reply }).map_err(|_| StoreError::Closed)?;
-        done.await.map_err(|_| StoreError::Closed)?
+    /// Queues a write and waits for its answer, which comes once its transaction committed.
+    async fn write<T>(&self, (job, answer): (Job, oneshot::Receiver<Result<T, StoreError>>)) -> Result<T, StoreError> {
+        self.writes.send(job).map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -228,7 +228,7 @@ fn create_owner_only(database: &Path) -> Result<(), StoreError> {
 }
 
 fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(format!("{what}: {detail}"))
+    StoreError::Decode(format!("{what}: {detail}"))
 }
 
 /// A stored row's columns by name: sqlx's rows (reads) and the writer's (claims) alike.
@@ -392,14 +392,11 @@ fn questions(rows: &[SqliteRow]) -> Result<Vec<Question>, StoreError> {
 #[async_trait]
 impl Store for SqliteStore {
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        self.write(Op::SaveRun(Box::new(run.clone()))).await.map(|_| ())
+        self.write(job!(SaveRun { run: Box::new(run.clone()) })).await
     }
 
     async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
-        match self.write(Op::FinishRun { id: id.to_string(), status, result: result.to_owned(), at }).await? {
-            Done::Flag(f) => Ok(f),
-            _ => Err(StoreError::Corrupt("finishing a run returned no flag".into())),
-        }
+        self.write(job!(FinishRun { id: id, status: status, result: result.to_owned(), at: at })).await
     }
 
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
@@ -427,7 +424,7 @@ impl Store for SqliteStore {
     }
 
     async fn ask(&self, run: &Run, question: &Question) -> Result<(), StoreError> {
-        self.write(Op::Ask(Box::new((run.clone(), question.clone())))).await.map(|_| ())
+        self.write(job!(Ask { run: Box::new(run.clone()), question: Box::new(question.clone()) })).await
     }
 
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
@@ -532,7 +529,7 @@ impl Store for SqliteStore {
     }
 
     async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
-        let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Decode(e.to_string()))?;
         let rows = sqlx::query(
             "SELECT question_id, surface, chat, message, role FROM deliveries \
              WHERE question_id IN (SELECT value FROM json_each(?)) ORDER BY created_at",
@@ -561,13 +558,7 @@ impl Store for SqliteStore {
     }
 
     async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError> {
-        match self.write(Op::Resolve(Box::new(resolution.clone()))).await? {
-            Done::Claimed(Some(question)) => Ok(Claim::Won(*question)),
-            _ => Ok(match self.question(resolution.id).await? {
-                Some(q) => Claim::Lost(q),
-                None => Claim::Missing,
-            }),
-        }
+        self.write(job!(Resolve { resolution: Box::new(resolution.clone()) })).await
     }
 
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
@@ -630,15 +621,19 @@ impl Store for SqliteStore {
         questions(&rows)
     }
 
-    async fn pending_blocking(&self) -> Result<Vec<QuestionId>, StoreError> {
-        let rows = sqlx::query("SELECT id FROM questions WHERE status = 'pending' AND mode = 'blocking'")
-            .fetch_all(&self.readers)
-            .await?;
-        rows.iter().map(|r| parse_col(r, "id")).collect()
+    async fn pending_blocking(&self) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND mode = 'blocking'"
+        ))
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
     }
 
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.write(Op::Delivery(delivery.clone())).await.map(|_| ())
+        self.write(job!(Delivery { delivery: delivery.clone() })).await
     }
 
     async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
@@ -691,17 +686,11 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
-        match self.write(Op::RevokeGrant(id.to_owned(), at)).await? {
-            Done::Flag(f) => Ok(f),
-            _ => Err(StoreError::Corrupt("revoke returned no flag".into())),
-        }
+        self.write(job!(RevokeGrant { id: id.to_owned(), at: at })).await
     }
 
     async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
-        match self.write(Op::Seen(key.to_owned(), at)).await? {
-            Done::Flag(f) => Ok(f),
-            _ => Err(StoreError::Corrupt("inbound mark returned no flag".into())),
-        }
+        self.write(job!(Seen { key: key.to_owned(), at: at })).await
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
@@ -710,7 +699,7 @@ impl Store for SqliteStore {
     }
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
-        self.write(Op::Says(run.to_string(), says)).await.map(|_| ())
+        self.write(job!(Says { run: run, says: says })).await
     }
 
     fn write_stats(&self) -> WriteStats {
@@ -718,16 +707,16 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
-        match self.write(Op::Prune { ended_before, seen_before, limit }).await? {
-            Done::Pruned(pruned) => Ok(pruned),
-            _ => Err(StoreError::Corrupt("pruning returned no counts".into())),
-        }
+        self.write(job!(Prune { ended_before: ended_before, seen_before: seen_before, limit: limit })).await
     }
 
     async fn close(&self) {
         let Some(writer) = self.writer.lock().await.take() else { return };
         // The writer commits everything queued before this job, then ends.
-        let _ = self.write(Op::Close).await;
+        let (closed, done) = oneshot::channel();
+        if self.writes.send(Job::Close(closed)).is_ok() {
+            let _ = done.await;
+        }
         // The thread has answered the close, so it is ending; join it off the runtime.
         if let Ok(Err(_)) = tokio::task::spawn_blocking(move || writer.join()).await {
             tracing::warn!("the store writer ended abnormally");

@@ -506,8 +506,16 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
             Ask::question("Still there?").validate().unwrap().pending(run.origin(0), Answerers::Conversation, 1, None);
         store.ask(&run, &q).await.unwrap();
         let outcome = Outcome::Answered { value: json!("yes") };
-        let resolution =
-            Resolution { id: q.id, outcome, by: None, name: None, via: Surface::Api, at: 2, grant: None, update: None };
+        let resolution = Resolution {
+            question: q.clone(),
+            outcome,
+            by: None,
+            name: None,
+            via: Surface::Api,
+            at: 2,
+            grant: None,
+            update: None,
+        };
         store.resolve(&resolution).await.unwrap();
         assert_eq!(store.run(run.id).await.unwrap().unwrap().status, RunStatus::Waiting);
         store.close().await;

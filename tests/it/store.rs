@@ -58,7 +58,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
 
     let outcome = Outcome::Declined { feedback: Some("not '; now\0".into()) };
     let resolution = Resolution {
-        id: q.id,
+        question: q.clone(),
         outcome: outcome.clone(),
         by: Some("test:o'brien".into()),
         name: Some("O'Brien\0 ✅".into()),
@@ -86,7 +86,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
         .map(|i| {
             let store = store.clone();
             let resolution = Resolution {
-                id: q.id,
+                question: q.clone(),
                 outcome: Outcome::Answered { value: json!(format!("answer {i}")) },
                 by: Some(format!("test:u{i}")),
                 name: None,
@@ -109,14 +109,15 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
     assert_eq!(won, 1);
     assert_eq!(store.run(r.id).await.unwrap().unwrap().status, RunStatus::Running, "the claim resumes the run");
     assert_eq!(store.running_runs().await.unwrap().len(), 1);
-    let missing = Resolution { id: QuestionId::new(), ..claims_template(q.id) };
+    let elsewhere = Question { id: QuestionId::new(), ..q.clone() };
+    let missing = Resolution { question: elsewhere, ..claims_template(q) };
     assert_eq!(store.resolve(&missing).await.unwrap(), Claim::Missing);
     store.close().await;
 }
 
-fn claims_template(id: QuestionId) -> Resolution {
+fn claims_template(question: Question) -> Resolution {
     Resolution {
-        id,
+        question,
         outcome: Outcome::Cancelled { reason: "x".into() },
         by: None,
         name: None,
@@ -207,7 +208,8 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
     sqlx::raw_sql("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
     let r = run("");
     let locked = store.ask(&r, &question(&r, "Locked out?")).await;
-    let Err(StoreError::Sqlite { message, .. }) = &locked else { panic!("expected SQLite's refusal: {locked:?}") };
+    let Err(e @ StoreError::Busy(message)) = &locked else { panic!("expected SQLite's refusal: {locked:?}") };
+    assert!(e.is_transient(), "a locked database passes");
     assert!(message.contains("locked"), "{message}");
     // Until a write succeeds again, /healthz says writes fail, and why.
     let (status, body) = healthz().await;
@@ -234,7 +236,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
     store.ask(&r, &q).await.unwrap();
     let before = store.write_stats().batches;
     let resolution = Resolution {
-        id: q.id,
+        question: q.clone(),
         outcome: Outcome::Answered { value: json!("it's") },
         by: Some("test:alice".into()),
         name: None,

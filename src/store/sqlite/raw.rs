@@ -36,12 +36,6 @@ pub(super) fn turn_off_memory_statistics() {
     });
 }
 
-/// Whether a failed statement's result code blames the statement's values (a broken
-/// constraint, a value too big or of the wrong type) rather than the database.
-pub(super) fn blames_the_statement(code: c_int) -> bool {
-    matches!(code & 0xff, ffi::SQLITE_CONSTRAINT | ffi::SQLITE_MISMATCH | ffi::SQLITE_TOOBIG)
-}
-
 /// A value bound to a statement parameter (`?1`, `?2`, … in order).
 #[derive(Clone, Copy)]
 pub(super) enum Param<'a> {
@@ -122,7 +116,7 @@ impl<'h> Db<'h> {
 
     /// Prepares `sql` (one statement) to be kept and run many times.
     pub(super) fn prepare(&self, sql: &str) -> Result<Statement<'_, 'h>, StoreError> {
-        let len = c_int::try_from(sql.len()).map_err(|_| StoreError::Corrupt("statement too long".into()))?;
+        let len = c_int::try_from(sql.len()).map_err(|_| StoreError::Database("statement too long".into()))?;
         let mut stmt = ptr::null_mut();
         let mut tail = ptr::null();
         // SAFETY: the handle is valid and only this thread uses it while `self` lives; `sql`
@@ -141,7 +135,7 @@ impl<'h> Db<'h> {
             return Err(error(self.raw, rc));
         }
         let Some(stmt) = NonNull::new(stmt) else {
-            return Err(StoreError::Corrupt(format!("no statement in {sql:?}")));
+            return Err(StoreError::Database(format!("no statement in {sql:?}")));
         };
         // Column names are known once prepared: read them once, not for every row.
         let statement = Statement { stmt, db: self, names: column_names(stmt).into() };
@@ -149,7 +143,7 @@ impl<'h> Db<'h> {
         let rest =
             if tail.is_null() { sql.len() as isize } else { unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) } };
         if usize::try_from(rest).is_ok_and(|r| sql.get(r..).is_some_and(|t| !t.trim().is_empty())) {
-            return Err(StoreError::Corrupt(format!("more than one statement in {sql:?}")));
+            return Err(StoreError::Database(format!("more than one statement in {sql:?}")));
         }
         Ok(statement)
     }
@@ -167,7 +161,7 @@ fn error(db: NonNull<ffi::sqlite3>, code: c_int) -> StoreError {
     // SAFETY: the handle is valid; the message is a NUL-terminated string owned by SQLite,
     // copied before any other call.
     let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(db.as_ptr())) };
-    StoreError::Sqlite { code, message: message.to_string_lossy().into_owned() }
+    StoreError::from_sqlite(code, &message.to_string_lossy())
 }
 
 /// The result columns of a prepared statement (none for one that returns no rows).
@@ -216,7 +210,7 @@ impl Statement<'_, '_> {
         // so no pointer into `params` outlives this call.
         let bound = Bound { stmt: self.stmt, db: self.db.raw, _params: PhantomData };
         for (i, param) in params.iter().enumerate() {
-            let index = c_int::try_from(i + 1).map_err(|_| StoreError::Corrupt("too many parameters".into()))?;
+            let index = c_int::try_from(i + 1).map_err(|_| StoreError::Database("too many parameters".into()))?;
             let stmt = self.stmt.as_ptr();
             // SAFETY: the statement is valid; text is bound without a copy (SQLITE_STATIC)
             // and stays borrowed until `bound` clears the bindings.
@@ -287,7 +281,7 @@ impl Bound<'_> {
                             let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
                             String::from_utf8(bytes.to_vec())
                                 .map(Cell::Text)
-                                .map_err(|_| StoreError::Corrupt(format!("column {i} is not UTF-8 text")))
+                                .map_err(|_| StoreError::Decode(format!("column {i} is not UTF-8 text")))
                         }
                     }
                 }

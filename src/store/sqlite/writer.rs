@@ -17,10 +17,10 @@ use sqlx::sqlite::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::question_from_row;
-use super::raw::{self, Db, Statement};
-use crate::question::{Conversation, Question};
+use super::raw::{Db, Statement};
+use crate::question::{Conversation, Question, RunId};
 use crate::run::{Run, RunStatus};
-use crate::store::{Delivery, Pruned, Resolution, StoreError, WriteStats};
+use crate::store::{Claim, Delivery, Pruned, Resolution, StoreError, WriteStats};
 
 /// What the writer has done, counted as it goes (read by `/metrics`).
 #[derive(Default)]
@@ -62,10 +62,10 @@ impl Counters {
         }
     }
 
-    fn count(&self, results: &[Result<Done, StoreError>], took: std::time::Duration) {
+    fn count(&self, writes: usize, failed: usize, took: std::time::Duration) {
         self.batches.fetch_add(1, Ordering::Relaxed);
-        self.writes.fetch_add(results.len() as u64, Ordering::Relaxed);
-        self.failed.fetch_add(results.iter().filter(|r| r.is_err()).count() as u64, Ordering::Relaxed);
+        self.writes.fetch_add(writes as u64, Ordering::Relaxed);
+        self.failed.fetch_add(failed as u64, Ordering::Relaxed);
         self.busy_micros.fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 }
@@ -73,47 +73,123 @@ impl Counters {
 /// The most writes that share one transaction.
 const MAX_BATCH: usize = 256;
 
-/// One write.
-pub(super) enum Op {
-    SaveRun(Box<Run>),
-    /// Ends a run (status, result, time) without reading it first.
+/// Where a write's result goes, once its transaction committed.
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+/// A write's reply and, once applied in the open transaction, its result.
+pub(super) struct Pending<T> {
+    reply: Reply<T>,
+    value: Option<T>,
+}
+
+impl<T> Pending<T> {
+    pub(super) fn new(reply: Reply<T>) -> Self {
+        Self { reply, value: None }
+    }
+
+    /// Answers the caller: the value applied, or `failure`.
+    fn answer(self, failure: Option<StoreError>) {
+        let result = match (failure, self.value) {
+            (Some(e), _) => Err(e),
+            (None, Some(value)) => Ok(value),
+            // A write is answered without failure only after it was applied in the
+            // transaction that committed, which set its value.
+            (None, None) => Err(StoreError::Database("a write was answered before it was applied".into())),
+        };
+        // A caller that stopped waiting no longer needs the answer; the write stands.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// One write, with its typed reply.
+pub(super) enum Write {
+    /// Inserts or updates a run.
+    SaveRun {
+        run: Box<Run>,
+        done: Pending<()>,
+    },
+    /// Ends a run (status, result, time) without reading it first; whether it existed.
     FinishRun {
-        id: String,
+        id: RunId,
         status: RunStatus,
         result: String,
         at: i64,
+        done: Pending<bool>,
     },
     /// Inserts or updates the run, then inserts its new question.
-    Ask(Box<(Run, Question)>),
-    Resolve(Box<Resolution>),
-    Delivery(Delivery),
-    RevokeGrant(String, i64),
-    Seen(String, i64),
-    Says(String, u32),
+    Ask {
+        run: Box<Run>,
+        question: Box<Question>,
+        done: Pending<()>,
+    },
+    /// The claim-once write.
+    Resolve {
+        resolution: Box<Resolution>,
+        done: Pending<Claim>,
+    },
+    Delivery {
+        delivery: Delivery,
+        done: Pending<()>,
+    },
+    /// Whether a live grant was revoked.
+    RevokeGrant {
+        id: String,
+        at: i64,
+        done: Pending<bool>,
+    },
+    /// Whether the key was new.
+    Seen {
+        key: String,
+        at: i64,
+        done: Pending<bool>,
+    },
+    Says {
+        run: RunId,
+        says: u32,
+        done: Pending<()>,
+    },
     /// Deletes old ended runs (with their questions and cards) and old inbound keys.
     Prune {
         ended_before: Option<i64>,
         seen_before: i64,
         limit: u32,
+        done: Pending<Pruned>,
     },
-    /// Ends the writer after the writes queued before it.
-    Close,
 }
 
-/// What a write reports back.
-pub(super) enum Done {
-    Unit,
-    /// Whether the write changed a row (a first sighting, a revoked grant).
-    Flag(bool),
-    /// The claimed question, or none when it was not pending.
-    Claimed(Option<Box<Question>>),
-    Pruned(Pruned),
+impl Write {
+    /// Answers the caller: its result if its transaction committed, else `failure`.
+    fn answer(self, failure: Option<StoreError>) {
+        match self {
+            Self::SaveRun { done, .. }
+            | Self::Ask { done, .. }
+            | Self::Delivery { done, .. }
+            | Self::Says { done, .. } => done.answer(failure),
+            Self::FinishRun { done, .. } | Self::RevokeGrant { done, .. } | Self::Seen { done, .. } => {
+                done.answer(failure);
+            }
+            Self::Resolve { done, .. } => done.answer(failure),
+            Self::Prune { done, .. } => done.answer(failure),
+        }
+    }
 }
 
-pub(super) struct Job {
-    pub(super) op: Op,
-    pub(super) reply: oneshot::Sender<Result<Done, StoreError>>,
+/// What the writer thread is asked.
+pub(super) enum Job {
+    Write(Write),
+    /// Ends the writer after the writes queued before it; answered once the connection closed.
+    Close(oneshot::Sender<()>),
 }
+
+macro_rules! job {
+    ($variant:ident { $($field:ident: $value:expr),* $(,)? }) => {{
+        let (reply, answer) = oneshot::channel();
+        let done = $crate::store::sqlite::writer::Pending::new(reply);
+        let write = $crate::store::sqlite::writer::Write::$variant { $($field: $value,)* done };
+        ($crate::store::sqlite::writer::Job::Write(write), answer)
+    }};
+}
+pub(super) use job;
 
 /// Starts the writer thread on `conn`. Returns once its statements are prepared (or failed
 /// to prepare, which is an error of opening the store).
@@ -159,47 +235,61 @@ fn write_thread(
     queue.close();
     // Writes queued after the close (or after a failed start) are refused, not lost silently.
     while let Ok(job) = queue.try_recv() {
-        let _ = job.reply.send(Err(StoreError::Closed));
+        refuse(job);
     }
     if let Err(e) = futures_executor::block_on(conn.close()) {
         tracing::warn!(error = %e, "closing the writer connection failed");
     }
-    if let Some(job) = closing {
-        let _ = job.reply.send(Ok(Done::Unit));
+    if let Some(closed) = closing {
+        let _ = closed.send(());
     }
 }
 
-/// Commits batches until the queue ends or a [`Op::Close`] arrives; returns that job.
+fn refuse(job: Job) {
+    match job {
+        Job::Write(write) => write.answer(Some(StoreError::Closed)),
+        Job::Close(closed) => {
+            let _ = closed.send(());
+        }
+    }
+}
+
+/// Commits batches until the queue ends or a close arrives; returns the close's reply.
 fn serve(
     statements: &mut Statements<'_, '_>,
     queue: &mut mpsc::UnboundedReceiver<Job>,
     counters: &Counters,
-) -> Option<Job> {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
+) -> Option<oneshot::Sender<()>> {
+    let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+        let mut closing = None;
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Write(write) => batch.push(Queued { write, failure: None }),
+                Job::Close(reply) => {
+                    closing = Some(reply);
+                    break;
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                next = queue.try_recv().ok();
             }
         }
-        let closing = batch.iter().position(|j| matches!(j.op, Op::Close)).map(|at| {
-            let job = batch.remove(at);
+        if closing.is_some() {
             // Writes queued after the close are refused.
-            for late in batch.drain(at..) {
-                let _ = late.reply.send(Err(StoreError::Closed));
+            while let Ok(late) = queue.try_recv() {
+                refuse(late);
             }
-            job
-        });
+        }
         if !batch.is_empty() {
             let started = std::time::Instant::now();
-            let (results, refused) = statements.commit_batch(&batch);
-            counters.count(&results, started.elapsed());
+            let refused = statements.commit_batch(&mut batch);
+            let failed = batch.iter().filter(|w| w.failure.is_some()).count();
+            counters.count(batch.len(), failed, started.elapsed());
             counters.database(refused.as_ref());
-            for (job, result) in batch.drain(..).zip(results) {
-                // A caller that stopped waiting no longer needs the answer; the write stands.
-                let _ = job.reply.send(result);
+            for write in batch.drain(..) {
+                write.write.answer(write.failure);
             }
         }
         if closing.is_some() {
@@ -218,6 +308,7 @@ struct Statements<'d, 'h> {
     finish_run: Statement<'d, 'h>,
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
+    select_question: Statement<'d, 'h>,
     insert_grant: Statement<'d, 'h>,
     delivery: Statement<'d, 'h>,
     revoke_grant: Statement<'d, 'h>,
@@ -248,12 +339,13 @@ impl<'d, 'h> Statements<'d, 'h> {
                 question_columns!(),
                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
             ))?,
-            // The schema's trigger moves a follow-up run back to `running` with the claim.
-            claim: db.prepare(concat!(
+            // The schema's trigger moves a follow-up run back to `running` with the claim. The
+            // claimer knows the question; only whether this write won is read back.
+            claim: db.prepare(
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
-                 resolved_at = ?5, answered_name = ?7 WHERE id = ?6 AND status = 'pending' RETURNING ",
-                question_columns!()
-            ))?,
+                 resolved_at = ?5, answered_name = ?7 WHERE id = ?6 AND status = 'pending'",
+            )?,
+            select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
             insert_grant: db.prepare(
                 "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -284,48 +376,32 @@ impl<'d, 'h> Statements<'d, 'h> {
     /// constraint) fails only its caller: the transaction is rolled back and the others are
     /// committed without it. When the database fails (locked past the busy timeout, disk full,
     /// read-only), every write of the batch gets the error at once rather than each waiting
-    /// for it in turn.
-    /// Also returns the database's failure, when it refused the batch as a whole.
-    fn commit_batch(&mut self, batch: &[Job]) -> (Vec<Result<Done, StoreError>>, Option<StoreError>) {
-        let mut results: Vec<Option<Result<Done, StoreError>>> = batch.iter().map(|_| None).collect();
+    /// for it in turn; that failure is also returned.
+    fn commit_batch(&mut self, batch: &mut [Queued]) -> Option<StoreError> {
         let mut todo: Vec<usize> = (0..batch.len()).collect();
-        let mut refused = None;
         while !todo.is_empty() {
             match self.transaction(batch, &todo) {
-                Ok(done) => {
-                    for (&i, done) in todo.iter().zip(done) {
-                        results[i] = Some(Ok(done));
-                    }
-                    break;
-                }
-                Err(Failure::Write(at, e)) => {
-                    results[todo.remove(at)] = Some(Err(e));
-                }
+                Ok(()) => return None,
+                Err(Failure::Write(at, e)) => batch[todo.remove(at)].failure = Some(e),
                 Err(Failure::Database(e)) => {
                     for &i in &todo {
-                        results[i] = Some(Err(copy(&e)));
+                        batch[i].failure = Some(e.again());
                     }
-                    refused = Some(e);
-                    break;
+                    return Some(e);
                 }
             }
         }
-        let results = results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(StoreError::Corrupt("a write got no result".into()))))
-            .collect();
-        (results, refused)
+        None
     }
 
     /// One transaction over the writes of `batch` at `todo`.
-    fn transaction(&mut self, batch: &[Job], todo: &[usize]) -> Result<Vec<Done>, Failure> {
+    fn transaction(&mut self, batch: &mut [Queued], todo: &[usize]) -> Result<(), Failure> {
         self.begin.execute(&[]).map_err(Failure::Database)?;
-        let mut done = Vec::with_capacity(todo.len());
         let mut failure = None;
         for (at, &i) in todo.iter().enumerate() {
-            match self.apply(&batch[i].op) {
-                Ok(d) => done.push(d),
-                Err(e) if blames_the_write(&e) => {
+            match self.apply(&mut batch[i].write) {
+                Ok(()) => {}
+                Err(e) if e.blames_the_write() => {
                     failure = Some(Failure::Write(at, e));
                     break;
                 }
@@ -337,7 +413,7 @@ impl<'d, 'h> Statements<'d, 'h> {
         }
         let failure = match failure {
             None => match self.commit.execute(&[]) {
-                Ok(_) => return Ok(done),
+                Ok(_) => return Ok(()),
                 Err(e) => Failure::Database(e),
             },
             Some(f) => f,
@@ -349,59 +425,30 @@ impl<'d, 'h> Statements<'d, 'h> {
         Err(failure)
     }
 
-    fn apply(&mut self, op: &Op) -> Result<Done, StoreError> {
-        match op {
-            Op::SaveRun(run) => {
+    /// Applies one write in the open transaction and keeps its result for the answer.
+    fn apply(&mut self, write: &mut Write) -> Result<(), StoreError> {
+        match write {
+            Write::SaveRun { run, done } => {
                 self.upsert_run(run)?;
-                Ok(Done::Unit)
+                done.value = Some(());
             }
-            Op::FinishRun { id, status, result, at } => {
+            Write::FinishRun { id, status, result, at, done } => {
+                let id = id.to_string();
                 let changed = self.finish_run.execute(&[
                     status.as_str().into(),
                     result.as_str().into(),
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
-                Ok(Done::Flag(changed == 1))
+                done.value = Some(changed == 1);
             }
-            Op::Ask(ask) => {
-                let (run, question) = &**ask;
+            Write::Ask { run, question, done } => {
                 self.upsert_run(run)?;
                 self.insert_question(question)?;
-                Ok(Done::Unit)
+                done.value = Some(());
             }
-            Op::Resolve(r) => {
-                let outcome = json(&r.outcome)?;
-                let id = r.id.to_string();
-                let rows = self.claim.query(&[
-                    r.outcome.status().as_str().into(),
-                    outcome.as_str().into(),
-                    r.by.as_deref().into(),
-                    r.via.as_str().into(),
-                    r.at.into(),
-                    id.as_str().into(),
-                    r.name.as_deref().into(),
-                ])?;
-                let Some(row) = rows.iter().next() else { return Ok(Done::Claimed(None)) };
-                let claimed = question_from_row(&row)?;
-                drop(rows);
-                if let Some(update) = &r.update {
-                    self.seen.execute(&[update.as_str().into(), r.at.into()])?;
-                }
-                if let Some(g) = &r.grant {
-                    let question = g.question.to_string();
-                    self.insert_grant.execute(&[
-                        g.id.as_str().into(),
-                        g.conversation.as_str().into(),
-                        g.action.as_str().into(),
-                        g.granted_by.as_str().into(),
-                        question.as_str().into(),
-                        g.created_at.into(),
-                    ])?;
-                }
-                Ok(Done::Claimed(Some(Box::new(claimed))))
-            }
-            Op::Delivery(d) => {
+            Write::Resolve { resolution, done } => done.value = Some(self.resolve(resolution)?),
+            Write::Delivery { delivery: d, done } => {
                 let question = d.question.to_string();
                 self.delivery.execute(&[
                     question.as_str().into(),
@@ -410,17 +457,20 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.message.as_str().into(),
                     d.role.as_str().into(),
                 ])?;
-                Ok(Done::Unit)
+                done.value = Some(());
             }
-            Op::RevokeGrant(id, at) => {
-                Ok(Done::Flag(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1))
+            Write::RevokeGrant { id, at, done } => {
+                done.value = Some(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1);
             }
-            Op::Seen(key, at) => Ok(Done::Flag(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1)),
-            Op::Says(run, says) => {
+            Write::Seen { key, at, done } => {
+                done.value = Some(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1);
+            }
+            Write::Says { run, says, done } => {
+                let run = run.to_string();
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
-                Ok(Done::Unit)
+                done.value = Some(());
             }
-            Op::Prune { ended_before, seen_before, limit } => {
+            Write::Prune { ended_before, seen_before, limit, done } => {
                 let limit = i64::from(*limit);
                 let mut pruned = Pruned::default();
                 if let Some(before) = *ended_before {
@@ -430,10 +480,49 @@ impl<'d, 'h> Statements<'d, 'h> {
                     pruned.runs = self.prune_runs.execute(&params)?;
                 }
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
-                Ok(Done::Pruned(pruned))
+                done.value = Some(pruned);
             }
-            Op::Close => Ok(Done::Unit),
         }
+        Ok(())
+    }
+
+    /// The claim: one conditional update. When it wins, the question is the claimer's snapshot
+    /// with the outcome applied (and the grant and the update key are written with it); when it
+    /// loses, the question as this transaction sees it.
+    fn resolve(&mut self, r: &Resolution) -> Result<Claim, StoreError> {
+        let outcome = json(&r.outcome)?;
+        let id = r.question.id.to_string();
+        let changed = self.claim.execute(&[
+            r.outcome.status().as_str().into(),
+            outcome.as_str().into(),
+            r.by.as_deref().into(),
+            r.via.as_str().into(),
+            r.at.into(),
+            id.as_str().into(),
+            r.name.as_deref().into(),
+        ])?;
+        if changed == 0 {
+            let rows = self.select_question.query(&[id.as_str().into()])?;
+            return Ok(match rows.iter().next() {
+                Some(row) => Claim::Lost(question_from_row(&row)?),
+                None => Claim::Missing,
+            });
+        }
+        if let Some(update) = &r.update {
+            self.seen.execute(&[update.as_str().into(), r.at.into()])?;
+        }
+        if let Some(g) = &r.grant {
+            let question = g.question.to_string();
+            self.insert_grant.execute(&[
+                g.id.as_str().into(),
+                g.conversation.as_str().into(),
+                g.action.as_str().into(),
+                g.granted_by.as_str().into(),
+                question.as_str().into(),
+                g.created_at.into(),
+            ])?;
+        }
+        Ok(Claim::Won(r.resolved()))
     }
 
     fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
@@ -492,6 +581,12 @@ impl<'d, 'h> Statements<'d, 'h> {
     }
 }
 
+/// A write in the batch, and why it failed if it did.
+struct Queued {
+    write: Write,
+    failure: Option<StoreError>,
+}
+
 /// Why a transaction failed.
 enum Failure {
     /// The write at this position of the transaction broke a rule of the schema.
@@ -500,23 +595,6 @@ enum Failure {
     Database(StoreError),
 }
 
-/// Whether an error is the write's own fault (its values), not the database's.
-fn blames_the_write(e: &StoreError) -> bool {
-    match e {
-        StoreError::Sqlite { code, .. } => raw::blames_the_statement(*code),
-        StoreError::Corrupt(_) => true,
-        _ => false,
-    }
-}
-
-/// The same error again, for each caller of a failed batch.
-fn copy(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::Sqlite { code, message } => StoreError::Sqlite { code: *code, message: message.clone() },
-        other => StoreError::Corrupt(other.to_string()),
-    }
-}
-
 fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+    serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
 }
