@@ -107,7 +107,7 @@ impl StoreError {
         // The primary code is the low byte of an extended one.
         match code & 0xff {
             // CONSTRAINT, MISMATCH, TOOBIG: the values of this write.
-            19 | 20 | 18 => Self::Constraint(text),
+            18..=20 => Self::Constraint(text),
             // BUSY, LOCKED: another connection holds the database.
             5 | 6 => Self::Busy(text),
             // READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL, NOTADB: the file.

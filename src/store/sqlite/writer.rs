@@ -76,10 +76,11 @@ const MAX_BATCH: usize = 256;
 /// Where a write's result goes, once its transaction committed.
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
-/// A write's reply and, once applied in the open transaction, its result.
+/// A write's reply and, once applied in the open transaction, its result (boxed, so that
+/// every write has the size of the smallest: a box of `()` allocates nothing).
 pub(super) struct Pending<T> {
     reply: Reply<T>,
-    value: Option<T>,
+    value: Option<Box<T>>,
 }
 
 impl<T> Pending<T> {
@@ -91,7 +92,7 @@ impl<T> Pending<T> {
     fn answer(self, failure: Option<StoreError>) {
         let result = match (failure, self.value) {
             (Some(e), _) => Err(e),
-            (None, Some(value)) => Ok(value),
+            (None, Some(value)) => Ok(*value),
             // A write is answered without failure only after it was applied in the
             // transaction that committed, which set its value.
             (None, None) => Err(StoreError::Database("a write was answered before it was applied".into())),
@@ -430,7 +431,7 @@ impl<'d, 'h> Statements<'d, 'h> {
         match write {
             Write::SaveRun { run, done } => {
                 self.upsert_run(run)?;
-                done.value = Some(());
+                done.value = Some(Box::new(()));
             }
             Write::FinishRun { id, status, result, at, done } => {
                 let id = id.to_string();
@@ -440,14 +441,14 @@ impl<'d, 'h> Statements<'d, 'h> {
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
-                done.value = Some(changed == 1);
+                done.value = Some(Box::new(changed == 1));
             }
             Write::Ask { run, question, done } => {
                 self.upsert_run(run)?;
                 self.insert_question(question)?;
-                done.value = Some(());
+                done.value = Some(Box::new(()));
             }
-            Write::Resolve { resolution, done } => done.value = Some(self.resolve(resolution)?),
+            Write::Resolve { resolution, done } => done.value = Some(Box::new(self.resolve(resolution)?)),
             Write::Delivery { delivery: d, done } => {
                 let question = d.question.to_string();
                 self.delivery.execute(&[
@@ -457,18 +458,18 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.message.as_str().into(),
                     d.role.as_str().into(),
                 ])?;
-                done.value = Some(());
+                done.value = Some(Box::new(()));
             }
             Write::RevokeGrant { id, at, done } => {
-                done.value = Some(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1);
+                done.value = Some(Box::new(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1));
             }
             Write::Seen { key, at, done } => {
-                done.value = Some(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1);
+                done.value = Some(Box::new(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1));
             }
             Write::Says { run, says, done } => {
                 let run = run.to_string();
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
-                done.value = Some(());
+                done.value = Some(Box::new(()));
             }
             Write::Prune { ended_before, seen_before, limit, done } => {
                 let limit = i64::from(*limit);
@@ -480,7 +481,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                     pruned.runs = self.prune_runs.execute(&params)?;
                 }
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
-                done.value = Some(pruned);
+                done.value = Some(Box::new(pruned));
             }
         }
         Ok(())
