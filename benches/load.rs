@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use askgate::question::{Answerers, Ask, Conversation, Mode, RunId, UserRef};
@@ -61,7 +62,7 @@ async fn fill(db: &Path, n: usize) {
         let users = vec![UserRef::parse("console:local").unwrap()];
         let question = ask.validate().unwrap().pending(run.origin(0), Answerers::Users { users }, 1, None);
         let store = &store;
-        writes.push(async move { store.ask(&run, &question).await.unwrap() });
+        writes.push(async move { store.ask(&run, &Arc::new(question.clone())).await.unwrap() });
         if writes.len() == 256 {
             futures_util::future::join_all(writes.drain(..)).await;
         }

@@ -94,7 +94,7 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
     /// of these needs no read (after a restart, or once forgotten, the store has it all).
-    parked: Mutex<Recent<(Run, Vec<Question>)>>,
+    parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
     /// How each attached channel's connection stands.
     channel_states: Mutex<std::collections::BTreeMap<&'static str, ChannelState>>,
     /// How many turns are executing per conversation (not counting ones waiting on a person).
@@ -174,7 +174,7 @@ impl Engine {
         for resume in self.inner.store.stuck_external_runs().await? {
             let summary = resume.journal.last().map_or_else(|| "ended".to_owned(), Question::outcome_line);
             tracing::info!(run = %resume.run.id, "finishing an agent's run whose question was resolved before a crash");
-            self.inner.store.finish_run(resume.run.id, RunStatus::Finished, &summary, self.now_ms()).await?;
+            self.inner.store.finish_run(resume.run.id, RunStatus::Finished, Some(&summary), self.now_ms()).await?;
         }
         Ok(())
     }

@@ -7,6 +7,8 @@
 
 mod sqlite;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::Serialize;
 
@@ -293,9 +295,10 @@ pub enum Claim {
 pub trait Store: Send + Sync + 'static {
     /// Inserts or updates a run.
     async fn save_run(&self, run: &Run) -> Result<(), StoreError>;
-    /// Ends a stored run with `status` and `result`, without reading it first; false when
-    /// there is no such run.
-    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError>;
+    /// Sets a stored run's status (and its result, when given), without reading it first;
+    /// false when there is no such run.
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: Option<&str>, at: i64)
+    -> Result<bool, StoreError>;
     /// One run.
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
     /// One run with its questions ordered by step, read together: what a replay needs.
@@ -304,7 +307,7 @@ pub trait Store: Send + Sync + 'static {
     async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
     /// Saves the run (inserting it on its first ask) and inserts its new question, in one
     /// transaction.
-    async fn ask(&self, run: &Run, question: &Question) -> Result<(), StoreError>;
+    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError>;
     /// One question.
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
     /// Questions whose id starts with `prefix` (lower-case hex and hyphens), in a conversation,
@@ -342,7 +345,7 @@ pub trait Store: Send + Sync + 'static {
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
     /// Closes a question if it is still pending: the claim-once write. A follow-up run whose
     /// question this resolves becomes `running` in the same write.
-    async fn resolve(&self, resolution: &Resolution) -> Result<Claim, StoreError>;
+    async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError>;
     /// Pending questions whose deadline is at or before `now`, at most `limit`.
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// The earliest deadline of a pending question.

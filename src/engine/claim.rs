@@ -2,6 +2,7 @@
 //! attempt. Everything that follows a win — retraction on every surface, events, handing the
 //! outcome to a blocking waiter, replaying a follow-up run, ending an agent's run — starts here.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
@@ -12,6 +13,13 @@ use crate::question::{
 };
 use crate::run::RunStatus;
 use crate::store::{Claim, Grant, Resolution, StoreError};
+
+/// What a claim found; a won claim's question went on to the lanes, events and the run.
+pub(super) enum Claimed {
+    Won,
+    Lost(Box<Question>),
+    Missing,
+}
 
 /// Who is resolving a question.
 #[derive(Clone, Debug)]
@@ -117,14 +125,14 @@ impl Engine {
             update: resolver.update.clone(),
         };
         Ok(match self.claim(resolution).await? {
-            Claim::Won(q) => Receipt::Resolved { id: q.id, outcome },
-            Claim::Lost(q) => lost_receipt(&q, Some(&outcome)),
-            Claim::Missing => Receipt::Unknown { reason: format!("no question {}", question.id.short()) },
+            Claimed::Won => Receipt::Resolved { id: question.id, outcome },
+            Claimed::Lost(q) => lost_receipt(&q, Some(&outcome)),
+            Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", question.id.short()) },
         })
     }
 
     /// Resolves a question on behalf of askgate itself (timeouts, cancellations).
-    pub(super) async fn close(&self, question: &Question, outcome: Outcome) -> Result<Claim, StoreError> {
+    pub(super) async fn close(&self, question: &Question, outcome: Outcome) -> Result<Claimed, StoreError> {
         self.claim(Resolution {
             question: question.clone(),
             outcome,
@@ -139,15 +147,19 @@ impl Engine {
     }
 
     /// The claim-once write, and everything that follows a win.
-    async fn claim(&self, resolution: Resolution) -> Result<Claim, StoreError> {
-        let claim = self.inner.store.resolve(&resolution).await?;
-        if let Claim::Won(question) = &claim {
-            self.after_resolution(question);
-        }
-        Ok(claim)
+    async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
+        Ok(match self.inner.store.resolve(resolution).await? {
+            Claim::Won(question) => {
+                self.after_resolution(question);
+                Claimed::Won
+            }
+            Claim::Lost(question) => Claimed::Lost(Box::new(question)),
+            Claim::Missing => Claimed::Missing,
+        })
     }
 
-    fn after_resolution(&self, question: &Question) {
+    fn after_resolution(&self, question: Question) {
+        let question = Arc::new(question);
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Retract(question.clone()));
         }
@@ -181,7 +193,7 @@ impl Engine {
                 let (run_id, summary) = (question.run, question.outcome_line());
                 self.inner.runs.spawn(async move {
                     let finished =
-                        engine.inner.store.finish_run(run_id, RunStatus::Finished, &summary, engine.now_ms());
+                        engine.inner.store.finish_run(run_id, RunStatus::Finished, Some(&summary), engine.now_ms());
                     if let Err(e) = finished.await {
                         tracing::error!(run = %run_id, error = %e, "could not close an external run");
                     }
@@ -233,7 +245,7 @@ impl Engine {
                 grant: None,
                 update: None,
             };
-            if matches!(self.claim(resolution).await?, Claim::Won(..)) {
+            if matches!(self.claim(resolution).await?, Claimed::Won) {
                 cancelled += 1;
             }
         }

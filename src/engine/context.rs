@@ -1,5 +1,7 @@
 //! The context a function asks through: `ask`, `confirm`, `approve`, `say`, `can_ask`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -95,7 +97,7 @@ pub enum Approval {
 pub struct Context {
     engine: Engine,
     run: Run,
-    journal: Vec<Question>,
+    journal: Vec<Arc<Question>>,
     step: u32,
     said: u32,
     /// The blocking question being awaited; stays set if the awaiting future is dropped.
@@ -103,7 +105,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub(super) fn new(engine: Engine, run: Run, journal: Vec<Question>) -> Self {
+    pub(super) fn new(engine: Engine, run: Run, journal: Vec<Arc<Question>>) -> Self {
         Self { engine, run, journal, step: 0, said: 0, awaiting: None }
     }
 
@@ -209,7 +211,7 @@ impl Context {
     }
 
     /// The final state of this invocation's run record, for the engine.
-    pub(super) fn into_parts(self) -> (Run, Vec<Question>) {
+    pub(super) fn into_parts(self) -> (Run, Vec<Arc<Question>>) {
         (self.run, self.journal)
     }
 
@@ -243,6 +245,7 @@ impl Context {
             question.outcome = Some(outcome.clone());
             question.answered_by = Some(format!("grant:{}", grant.id));
             question.answered_via = Some(Surface::Gateway);
+            let question = Arc::new(question);
             engine.inner.store.ask(&self.run, &question).await?;
             self.run.update = None;
             self.journal.push(question);
@@ -253,9 +256,10 @@ impl Context {
             Mode::FollowUp | Mode::External => {
                 self.run.status = RunStatus::Waiting;
                 self.run.updated_at = now;
+                let question = Arc::new(question);
                 engine.inner.store.ask(&self.run, &question).await?;
                 self.run.update = None;
-                engine.announce(&question);
+                engine.announce(question.clone());
                 let id = question.id;
                 self.journal.push(question);
                 Err(AskError::Pending { question: id })
@@ -263,12 +267,13 @@ impl Context {
             Mode::Blocking => {
                 let (tx, rx) = oneshot::channel();
                 engine.add_waiter(&question, tx);
-                if let Err(e) = engine.inner.store.ask(&self.run, &question).await {
+                let shared = Arc::new(question.clone());
+                if let Err(e) = engine.inner.store.ask(&self.run, &shared).await {
                     engine.take_waiter(question.id);
                     return Err(e.into());
                 }
                 self.run.update = None;
-                engine.announce(&question);
+                engine.announce(shared);
                 self.awaiting = Some(question.clone());
                 let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
@@ -276,7 +281,7 @@ impl Context {
                 self.awaiting = None;
                 question.outcome = Some(outcome.clone());
                 question.status = outcome.status();
-                self.journal.push(question);
+                self.journal.push(Arc::new(question));
                 Ok(outcome)
             }
         }

@@ -32,12 +32,12 @@ const CARD_BACKOFF: Backoff =
 
 /// Things the lanes deliver, in order per conversation.
 pub(super) enum Outbound {
-    Card(Question),
-    Retract(Question),
+    Card(Arc<Question>),
+    Retract(Arc<Question>),
     Text(Conversation, String),
     /// A message an adapter sent for a question by itself (a prompt for the next message),
     /// to be retracted with the question's cards.
-    Record(Question, Delivery),
+    Record(Arc<Question>, Delivery),
 }
 
 /// An attached channel, its lanes per group, and how many of its cards wait to be delivered.
@@ -157,7 +157,7 @@ impl Engine {
     /// was resolved is retracted at once.
     pub fn record_delivery(&self, question: &Question, delivery: Delivery) {
         if let Some(c) = &question.conversation {
-            self.outbound(c, Outbound::Record(question.clone(), delivery));
+            self.outbound(c, Outbound::Record(Arc::new(question.clone()), delivery));
         }
     }
 
@@ -167,7 +167,7 @@ impl Engine {
     }
 
     /// A question was persisted: render it and tell observers.
-    pub(super) fn announce(&self, question: &Question) {
+    pub(super) fn announce(&self, question: Arc<Question>) {
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Card(question.clone()));
         }
@@ -177,7 +177,7 @@ impl Engine {
             self.inner.sweeper_wake.notify_one();
         }
         self.inner.metrics.asked();
-        self.emit(Event::Asked(question.clone()));
+        self.emit(Event::Asked(question));
     }
 
     /// Shows again the pending questions asked before `before` that have no card (their
@@ -200,7 +200,7 @@ impl Engine {
                     && self.check_served(c).is_ok()
                 {
                     tracing::info!(question = %question.id, "showing a card that was not delivered before the stop");
-                    self.outbound(c, Outbound::Card(question.clone()));
+                    self.outbound(c, Outbound::Card(Arc::new(question.clone())));
                 }
             }
         }
@@ -222,7 +222,7 @@ impl Lane {
         // Questions resolved lately: a card whose question was resolved before it went out (a
         // resolution racing the announcement) is not shown at all, and a message recorded
         // late is retracted at once.
-        let mut closed: Recent<Question> = Recent::new(128);
+        let mut closed: Recent<Arc<Question>> = Recent::new(128);
         while let Some(message) = queue.recv().await {
             match message {
                 Outbound::Card(question) => {

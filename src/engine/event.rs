@@ -9,20 +9,21 @@ use serde::Serialize;
 use crate::question::{Question, Status};
 use crate::run::{Run, RunStatus};
 
-/// Something that happened to a question or a run.
+/// Something that happened to a question or a run. The snapshots are shared (with the lanes
+/// that render them and every stream that sends them), not copied.
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum Event {
     /// A question was persisted and is being rendered.
-    Asked(Question),
+    Asked(Arc<Question>),
     /// A question was resolved; its status says how.
-    Resolved(Question),
+    Resolved(Arc<Question>),
     /// A run started.
-    RunStarted(Run),
+    RunStarted(Arc<Run>),
     /// A follow-up run replays after an answer (or after a restart interrupted its turn).
-    RunResumed(Run),
+    RunResumed(Arc<Run>),
     /// A run ended its turn on a question, or ended for good; its status says which.
-    Run(Run),
+    Run(Arc<Run>),
 }
 
 impl Event {
@@ -124,7 +125,7 @@ mod tests {
     use super::*;
 
     fn event() -> Event {
-        Event::Resolved(crate::question::test_question(crate::question::Ask::question("x")))
+        Event::Resolved(Arc::new(crate::question::test_question(crate::question::Ask::question("x"))))
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! Each such question belongs to a run of mode `external`, which is never replayed and ends
 //! when its question is resolved.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Engine, Event, NotServed};
@@ -71,11 +72,11 @@ impl Engine {
             update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
-        let question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at);
+        let question = Arc::new(ask.pending(run.origin(0), Answerers::Conversation, now, expires_at));
         self.inner.store.ask(&run, &question).await?;
-        self.emit(Event::RunStarted(run));
-        self.announce(&question);
-        Ok(question)
+        self.emit(Event::RunStarted(Arc::new(run)));
+        self.announce(question.clone());
+        Ok(Arc::unwrap_or_clone(question))
     }
 
     /// The question as it stands once it is resolved, or after `wait` if it is still pending,
@@ -102,7 +103,7 @@ impl Engine {
                     if let Event::Resolved(q) = &logged.event
                         && q.id == id
                     {
-                        return Ok(Some(q.clone()));
+                        return Ok(Some(Question::clone(q)));
                     }
                 }
                 // Fell behind or closed: look at the store instead.

@@ -7,6 +7,7 @@
 //! dropped when shutdown's grace is over (the run is then replayed at the next start).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
@@ -145,7 +146,11 @@ impl Engine {
     /// As [`Engine::start_run`].
     pub async fn run_to_end(&self, request: RunRequest) -> Result<Run, StartError> {
         let run = self.new_run(request, Mode::Blocking)?;
-        self.spawn_turn(run, Vec::new()).await.map_err(|e| StartError::Aborted(e.to_string()))
+        match self.spawn_turn(run, Vec::new()).await {
+            Ok(Some(run)) => Ok(run),
+            Ok(None) => Err(StartError::Aborted("interrupted by a shutdown of askgate".to_owned())),
+            Err(e) => Err(StartError::Aborted(e.to_string())),
+        }
     }
 
     /// Waits (at most `limit`) until no turn of a run is executing in `conversation`: every
@@ -220,7 +225,7 @@ impl Engine {
         };
         // A run started from a chat is first written when it first asks or ends: one that does
         // neither before a crash was mid-flight, and nothing about it was promised to anyone.
-        self.emit(Event::RunStarted(run.clone()));
+        self.emit(Event::RunStarted(Arc::new(run.clone())));
         Ok(run)
     }
 
@@ -245,7 +250,8 @@ impl Engine {
         self.inner.runs.spawn(async move {
             match engine.inner.store.run_with_journal(run_id).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
-                    engine.replay(resume.run, resume.journal, resolved, busy);
+                    let journal = resume.journal.into_iter().map(Arc::new).collect();
+                    engine.replay(resume.run, journal, resolved, busy);
                 }
                 Ok(Some(resume)) => {
                     tracing::debug!(run = %resume.run.id, status = %resume.run.status, "not resuming");
@@ -257,21 +263,22 @@ impl Engine {
     }
 
     /// Replays a follow-up run that is `running` again, with its journal at hand.
-    pub(super) fn resume_parked(&self, run: Run, journal: Vec<Question>, resolved: Instant) {
+    pub(super) fn resume_parked(&self, run: Run, journal: Vec<Arc<Question>>, resolved: Instant) {
         let busy = Busy::new(self, run.conversation.as_ref());
         self.replay(run, journal, Some(resolved), busy);
     }
 
-    fn replay(&self, run: Run, journal: Vec<Question>, resolved: Option<Instant>, busy: Busy) {
+    fn replay(&self, run: Run, journal: Vec<Arc<Question>>, resolved: Option<Instant>, busy: Busy) {
         if let Some(at) = resolved {
             self.inner.metrics.resumed_after(at.elapsed());
         }
-        self.emit(Event::RunResumed(run.clone()));
+        self.emit(Event::RunResumed(Arc::new(run.clone())));
         self.spawn_turn_counted(run, journal, busy);
     }
 
-    /// Runs one turn of `run` on the engine's tracker.
-    fn spawn_turn(&self, run: Run, journal: Vec<Question>) -> JoinHandle<Run> {
+    /// Runs one turn of `run` on the engine's tracker; the run as the turn left it, or none
+    /// when shutdown dropped the turn.
+    fn spawn_turn(&self, run: Run, journal: Vec<Arc<Question>>) -> JoinHandle<Option<Run>> {
         let busy = Busy::new(self, run.conversation.as_ref());
         self.spawn_turn_counted(run, journal, busy)
     }
@@ -279,38 +286,40 @@ impl Engine {
     /// Runs one turn, counted as executing in its conversation while `busy` lives. A turn
     /// still running when shutdown's grace is over is dropped — a program it runs is killed —
     /// and its run is kept `running`, so the next start replays it.
-    fn spawn_turn_counted(&self, run: Run, journal: Vec<Question>, busy: Busy) -> JoinHandle<Run> {
+    fn spawn_turn_counted(&self, run: Run, journal: Vec<Arc<Question>>, busy: Busy) -> JoinHandle<Option<Run>> {
         let engine = self.clone();
         self.inner.runs.spawn(async move {
             let _busy = busy;
-            let interrupted = run.clone();
+            let (id, mode) = (run.id, run.mode);
             tokio::select! {
-                run = engine.invoke(run, journal) => run,
-                () = engine.inner.abort.cancelled() => engine.interrupted(interrupted).await,
+                run = engine.invoke(run, journal) => Some(run),
+                () = engine.inner.abort.cancelled() => {
+                    engine.interrupted(id, mode).await;
+                    None
+                }
             }
         })
     }
 
     /// Records a run whose turn was dropped at shutdown: a follow-up run stays `running` to be
-    /// replayed; a blocking one has lost its caller and fails.
-    async fn interrupted(&self, mut run: Run) -> Run {
-        run.updated_at = self.now_ms();
-        if run.mode == Mode::FollowUp {
-            run.status = RunStatus::Running;
-            tracing::warn!(run = %run.id, function = %run.function, "a turn was still running at shutdown; it will be replayed");
-        } else {
-            run.status = RunStatus::Failed;
-            run.result = Some("interrupted by a shutdown of askgate".to_owned());
+    /// replayed; a blocking one has lost its caller and fails. (A run started from a chat that
+    /// never asked or ended was never stored; like a crash, that loses nothing promised.)
+    async fn interrupted(&self, id: RunId, mode: Mode) {
+        let (status, result) = match mode {
+            Mode::FollowUp => {
+                tracing::warn!(run = %id, "a turn was still running at shutdown; it will be replayed");
+                (RunStatus::Running, None)
+            }
+            Mode::Blocking | Mode::External => (RunStatus::Failed, Some("interrupted by a shutdown of askgate")),
+        };
+        if let Err(e) = self.inner.store.finish_run(id, status, result, self.now_ms()).await {
+            tracing::error!(run = %id, error = %e, "could not record a run interrupted by shutdown");
         }
-        if let Err(e) = self.inner.store.save_run(&run).await {
-            tracing::error!(run = %run.id, error = %e, "could not record a run interrupted by shutdown");
-        }
-        run
     }
 
     /// One turn of a run: replay the journal, run the function until it returns or asks
     /// something new, and record where it stands.
-    async fn invoke(&self, run: Run, journal: Vec<Question>) -> Run {
+    async fn invoke(&self, run: Run, journal: Vec<Arc<Question>>) -> Run {
         let id = run.id;
         let final_run = match self.invoke_inner(run, journal).await {
             Ok(run) => run,
@@ -321,19 +330,20 @@ impl Engine {
                 run
             }
         };
-        self.emit(Event::Run(final_run.clone()));
+        self.emit(Event::Run(Arc::new(final_run.clone())));
         final_run
     }
 
-    async fn invoke_inner(&self, run: Run, journal: Vec<Question>) -> Result<Run, (Run, StoreError)> {
+    async fn invoke_inner(&self, run: Run, journal: Vec<Arc<Question>>) -> Result<Run, (Run, StoreError)> {
         let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
             let message = format!("no function named `{}` (removed from the config?)", run.function);
             self.notify(&run, format!("⚠️ {message}"));
             return self.end_run(run, RunStatus::Failed, message).await;
         };
-        let mut ctx = Context::new(self.clone(), run.clone(), journal);
+        let input = run.input.clone();
+        let mut ctx = Context::new(self.clone(), run, journal);
         // A panic fails this run, not askgate: the function's future is dropped where it stood.
-        let result = AssertUnwindSafe(entry.function.call(&mut ctx, &run.input)).catch_unwind().await;
+        let result = AssertUnwindSafe(entry.function.call(&mut ctx, &input)).catch_unwind().await;
         let (run, journal) = ctx.into_parts();
         let result = match result {
             Ok(result) => result,
@@ -381,7 +391,7 @@ impl Engine {
     }
 
     /// Closes the questions a failed turn left pending, so nobody answers into a dead run.
-    async fn cancel_left_pending(&self, journal: &[Question], reason: &str) {
+    async fn cancel_left_pending(&self, journal: &[Arc<Question>], reason: &str) {
         for question in journal.iter().filter(|q| q.status == Status::Pending) {
             let outcome = Outcome::Cancelled { reason: reason.to_owned() };
             if let Err(e) = self.close(question, outcome).await {

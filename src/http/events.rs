@@ -89,7 +89,7 @@ impl Stream {
                 Phase::Backlog { page, cursor, read } => {
                     if let Some(question) = page.pop_front() {
                         // No id: a client cut off in the backlog needs it all again.
-                        return Some(to_sse(&Event::Asked(question)));
+                        return Some(to_sse(&Event::Asked(Arc::new(question))));
                     }
                     if *read && cursor.is_none() {
                         self.phase = Phase::Live;

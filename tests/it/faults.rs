@@ -504,7 +504,7 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
         run.mode = Mode::External;
         let q =
             Ask::question("Still there?").validate().unwrap().pending(run.origin(0), Answerers::Conversation, 1, None);
-        store.ask(&run, &q).await.unwrap();
+        store.ask(&run, &Arc::new(q.clone())).await.unwrap();
         let outcome = Outcome::Answered { value: json!("yes") };
         let resolution = Resolution {
             question: q.clone(),
@@ -516,7 +516,7 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
             grant: None,
             update: None,
         };
-        store.resolve(&resolution).await.unwrap();
+        store.resolve(resolution.clone()).await.unwrap();
         assert_eq!(store.run(run.id).await.unwrap().unwrap().status, RunStatus::Waiting);
         store.close().await;
         run.id

@@ -52,7 +52,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
     let store = open(&dir).await;
     let r = run("o'clock\0 '); DELETE FROM runs; --");
     let q = question(&r, "Don't 'quote' me\0 — ünïcödé ✅");
-    store.ask(&r, &q).await.unwrap();
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
     assert_eq!(store.question(q.id).await.unwrap().unwrap(), q);
     assert_eq!(store.run(r.id).await.unwrap().unwrap(), r);
 
@@ -67,7 +67,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         grant: None,
         update: None,
     };
-    let Claim::Won(won) = store.resolve(&resolution).await.unwrap() else { panic!("the first claim must win") };
+    let Claim::Won(won) = store.resolve(resolution.clone()).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
     assert_eq!(won.answered_name.as_deref(), Some("O'Brien\0 ✅"));
@@ -81,7 +81,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
     let store = open(&dir).await;
     let r = run("");
     let q = question(&r, "Pick");
-    store.ask(&r, &q).await.unwrap();
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
     let claims: Vec<_> = (0..16)
         .map(|i| {
             let store = store.clone();
@@ -95,7 +95,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
                 grant: None,
                 update: None,
             };
-            tokio::spawn(async move { store.resolve(&resolution).await.unwrap() })
+            tokio::spawn(async move { store.resolve(resolution.clone()).await.unwrap() })
         })
         .collect();
     let mut won = 0;
@@ -111,7 +111,7 @@ async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_on
     assert_eq!(store.running_runs().await.unwrap().len(), 1);
     let elsewhere = Question { id: QuestionId::new(), ..q.clone() };
     let missing = Resolution { question: elsewhere, ..claims_template(q) };
-    assert_eq!(store.resolve(&missing).await.unwrap(), Claim::Missing);
+    assert_eq!(store.resolve(missing.clone()).await.unwrap(), Claim::Missing);
     store.close().await;
 }
 
@@ -139,6 +139,7 @@ async fn a_bad_write_in_a_batch_fails_only_its_caller() {
     let mut duplicate_step = question(&r, "Same step");
     duplicate_step.step = good.step;
     let other = run("");
+    let (good, orphan, duplicate_step) = (Arc::new(good), Arc::new(orphan), Arc::new(duplicate_step));
     let (a, b, c) = tokio::join!(store.ask(&r, &good), store.ask(&other, &orphan), store.ask(&r, &duplicate_step));
     // Which of `good` and `duplicate_step` lands first is up to the batch order: exactly one.
     assert!(b.is_err(), "a question of a missing run was stored");
@@ -155,12 +156,13 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept() {
     let store = open(&dir).await;
     let r = run("");
     let q = question(&r, "Kept?");
-    store.ask(&r, &q).await.unwrap();
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
     store.close().await;
     // Refused at once: a write that waited for an answer would be the bug, so it must not hang.
-    let late = tokio::time::timeout(std::time::Duration::from_secs(20), store.ask(&r, &question(&r, "Too late")))
-        .await
-        .expect("a write after close was neither refused nor done");
+    let late =
+        tokio::time::timeout(std::time::Duration::from_secs(20), store.ask(&r, &Arc::new(question(&r, "Too late"))))
+            .await
+            .expect("a write after close was neither refused nor done");
     assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
     let reopened = open(&dir).await;
     assert_eq!(reopened.journal(r.id).await.unwrap().len(), 1, "the write before the close was lost");
@@ -207,7 +209,7 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
     let mut other = sqlx::ConnectOptions::connect(&options).await.unwrap();
     sqlx::raw_sql("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
     let r = run("");
-    let locked = store.ask(&r, &question(&r, "Locked out?")).await;
+    let locked = store.ask(&r, &Arc::new(question(&r, "Locked out?"))).await;
     let Err(e @ StoreError::Busy(message)) = &locked else { panic!("expected SQLite's refusal: {locked:?}") };
     assert!(e.is_transient(), "a locked database passes");
     assert!(message.contains("locked"), "{message}");
@@ -219,7 +221,7 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
 
     sqlx::raw_sql("ROLLBACK").execute(&mut other).await.unwrap();
     let q = question(&r, "And now?");
-    store.ask(&r, &q).await.unwrap();
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
     assert_eq!(store.journal(r.id).await.unwrap(), [q]);
     let (status, body) = healthz().await;
     assert_eq!((status, body["store"].as_str()), (reqwest::StatusCode::OK, Some("ok")), "{body}");
@@ -233,7 +235,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
     let store = open(&dir).await;
     let r = run("");
     let q = question(&r, "Tapped?");
-    store.ask(&r, &q).await.unwrap();
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
     let before = store.write_stats().batches;
     let resolution = Resolution {
         question: q.clone(),
@@ -245,7 +247,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
         grant: None,
         update: Some("telegram:update:7".into()),
     };
-    assert!(matches!(store.resolve(&resolution).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
     assert!(store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
     assert_eq!(store.write_stats().batches, before + 1, "one commit for the tap and its key");
     store.close().await;

@@ -113,14 +113,14 @@ pub(super) enum Write {
     FinishRun {
         id: RunId,
         status: RunStatus,
-        result: String,
+        result: Option<String>,
         at: i64,
         done: Pending<bool>,
     },
     /// Inserts or updates the run, then inserts its new question.
     Ask {
         run: Box<Run>,
-        question: Box<Question>,
+        question: Arc<Question>,
         done: Pending<()>,
     },
     /// The claim-once write.
@@ -334,7 +334,9 @@ impl<'d, 'h> Statements<'d, 'h> {
                  ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
                  result = excluded.result, updated_at = excluded.updated_at"
             ))?,
-            finish_run: db.prepare("UPDATE runs SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4")?,
+            finish_run: db.prepare(
+                "UPDATE runs SET status = ?1, result = COALESCE(?2, result), updated_at = ?3 WHERE id = ?4",
+            )?,
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
@@ -437,7 +439,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 let id = id.to_string();
                 let changed = self.finish_run.execute(&[
                     status.as_str().into(),
-                    result.as_str().into(),
+                    result.as_deref().into(),
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
