@@ -49,6 +49,9 @@ impl Channel for Wire {
     fn name(&self) -> &'static str {
         "bench"
     }
+    fn surface(&self) -> Surface {
+        Surface::Other
+    }
     async fn show_question(&self, q: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let conversation = q.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
         signal(&self.routes, &conversation, Signal::Card(Box::new(q.clone())));
@@ -210,7 +213,7 @@ async fn fill(db: &Path, n: usize) {
     }
     // Every run ends its first turn with a pending question; wait until all are stored.
     loop {
-        let pending = engine.store().pending(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap())).await;
+        let pending = engine.pending_for(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap())).await;
         if pending.map(|p| p.len()).unwrap_or(0) == 1 {
             break;
         }
@@ -238,7 +241,7 @@ async fn startup_probe(db: &Path) {
     // Let the sweeper and the pool settle, then measure.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss = rss_kb();
-    let pending = engine.store().pending(None).await.map(|p| p.len()).unwrap_or(0);
+    let pending = engine.pending_for(None).await.map(|p| p.len()).unwrap_or(0);
     println!("ready_ms={} rss_kb={rss} pending={pending}", ready.as_millis());
     engine.shutdown().await;
 }

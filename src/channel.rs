@@ -16,7 +16,7 @@ pub mod webhook;
 use async_trait::async_trait;
 pub use retry::Retry;
 
-use crate::question::{Conversation, Question};
+use crate::question::{Conversation, Question, Surface};
 use crate::store::Delivery;
 
 /// How a channel's connection to its platform stands, as `/healthz` and `/metrics` report it.
@@ -76,6 +76,9 @@ pub trait Channel: Send + Sync + 'static {
     /// The channel's name, which is also the channel part of the conversations it serves:
     /// `console` serves `console:local`.
     fn name(&self) -> &'static str;
+
+    /// The surface its cards and answers are recorded as.
+    fn surface(&self) -> Surface;
 
     /// Renders a pending question in its conversation; returns the cards it sent, which the
     /// engine records for retraction.

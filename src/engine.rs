@@ -21,6 +21,7 @@ mod external;
 mod function;
 pub mod metrics;
 mod pruner;
+mod records;
 mod router;
 mod runner;
 mod settings;
@@ -41,6 +42,7 @@ pub use delivery::NotServed;
 pub use event::{Event, Logged};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
+pub use records::CardRefusal;
 pub use router::{Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
@@ -240,11 +242,6 @@ impl Engine {
     /// The id a client sends back to resume after event `seq`.
     pub fn event_id(&self, seq: u64) -> String {
         lock(&self.inner.log).id(seq)
-    }
-
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
     }
 
     /// The registered functions.

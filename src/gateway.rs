@@ -16,12 +16,12 @@ use crate::channel::webhook::{Endpoint, Webhooks};
 use crate::channel::{Channel, ChannelState};
 use crate::clock::Clock;
 use crate::config::{Config, Env, FunctionKind};
-use crate::engine::{Engine, Entry, Function, Functions};
+use crate::engine::{ChannelPolicy, Engine, Entry, Function, Functions};
 use crate::function::process::Process;
 use crate::http::ApiToken;
 use crate::http::token::TokenSource;
 use crate::question::Mode;
-use crate::store::{SqliteStore, StoreError};
+use crate::store::{SqliteStore, Store, StoreError};
 
 /// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
 /// take to stop.
@@ -42,20 +42,134 @@ pub struct Gateway {
     http: SocketAddr,
 }
 
-impl Gateway {
-    /// Starts everything `config` enables.
+/// What a gateway is made of, before it starts: the configuration, plus what a Rust program
+/// adds (its own functions and channels, a store of its choosing).
+///
+/// ```no_run
+/// # async fn example(config: askgate::config::Config, deploy: impl askgate::engine::Function + 'static)
+/// # -> Result<(), askgate::gateway::GatewayError> {
+/// let gateway = askgate::gateway::Gateway::builder(config).function("deploy", "Deploy a service", deploy).start().await?;
+/// gateway.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Builder {
+    config: Config,
+    env: Env,
+    clock: Clock,
+    console: Option<ConsoleIo>,
+    functions: Vec<(String, Entry)>,
+    channels: Vec<(Arc<dyn Channel>, ChannelPolicy)>,
+    store: Option<Arc<dyn Store>>,
+}
+
+impl Builder {
+    /// Where tokens and secrets named in the configuration are read; the process
+    /// environment unless set.
+    #[must_use]
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The clock; the system's unless set.
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The console's input and output, used when the configuration enables the console.
+    #[must_use]
+    pub fn console(mut self, io: ConsoleIo) -> Self {
+        self.console = Some(io);
+        self
+    }
+
+    /// Registers a Rust function under `name`: a follow-up function that whoever the
+    /// channel allows may start.
+    #[must_use]
+    pub fn function(self, name: &str, description: &str, function: impl Function + 'static) -> Self {
+        self.function_entry(name, Entry::new(Arc::new(function), description))
+    }
+
+    /// Registers a function with its mode and who may start it.
+    #[must_use]
+    pub fn function_entry(mut self, name: &str, entry: Entry) -> Self {
+        self.functions.push((name.to_owned(), entry));
+        self
+    }
+
+    /// Attaches a channel of the program's own: it serves the conversations that start
+    /// with its name, and `policy` says who may start runs and answer there. Its inbound
+    /// half hands messages to [`Gateway::engine`]'s `handle`.
+    #[must_use]
+    pub fn channel(mut self, channel: Arc<dyn Channel>, policy: ChannelPolicy) -> Self {
+        self.channels.push((channel, policy));
+        self
+    }
+
+    /// Uses `store` instead of opening the configured database.
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Starts everything the configuration enables, with what was added.
     ///
     /// # Errors
-    /// When the database cannot be opened, migrated or read, or a channel's settings are
-    /// unusable.
-    pub async fn start(
+    /// When the database cannot be opened, migrated or read, a function name is taken twice,
+    /// or a channel's settings are unusable.
+    pub async fn start(self) -> Result<Gateway, GatewayError> {
+        let Self { config, env, clock, console, functions: added, channels, store } = self;
+        let mut registry = functions(&config);
+        let mut settings = config.settings.clone();
+        for (name, entry) in added {
+            if registry.get(&name).is_some() {
+                return Err(GatewayError::FunctionTaken(name));
+            }
+            registry.insert_entry(name, entry);
+        }
+        let store = match store {
+            Some(store) => store,
+            None => Arc::new(SqliteStore::open(&config.database, config.synchronous).await?),
+        };
+        for (channel, policy) in &channels {
+            settings.channels.insert(channel.name().to_owned(), policy.clone());
+        }
+        let engine = Engine::new(store, registry, settings, clock.clone());
+        for (channel, _) in channels {
+            let name = channel.name();
+            engine.attach(channel);
+            engine.set_channel_state(name, ChannelState::Up);
+        }
+        Gateway::start_engine(&config, &env, clock, console, engine).await
+    }
+}
+
+impl Gateway {
+    /// A gateway made from `config`, to which a Rust program can add its own functions and
+    /// channels before it starts.
+    pub fn builder(config: Config) -> Builder {
+        Builder {
+            config,
+            env: Env::process(),
+            clock: Clock::system(),
+            console: None,
+            functions: Vec::new(),
+            channels: Vec::new(),
+            store: None,
+        }
+    }
+
+    async fn start_engine(
         config: &Config,
         env: &Env,
         clock: Clock,
         console_io: Option<ConsoleIo>,
+        engine: Engine,
     ) -> Result<Self, GatewayError> {
-        let store = SqliteStore::open(&config.database, config.synchronous).await?;
-        let engine = Engine::new(Arc::new(store), functions(config), config.settings.clone(), clock.clone());
         let console = match (config.console, console_io) {
             (true, Some(io)) => {
                 let console = Console::new(io.output, clock.clone());
@@ -238,6 +352,9 @@ pub enum GatewayError {
     /// The store could not be opened or read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A program registered a function under a name the configuration already uses.
+    #[error("a function named `{0}` is registered twice")]
+    FunctionTaken(String),
     /// The Telegram channel's configuration is unusable.
     #[error("telegram: {0}")]
     Telegram(#[from] telegram::StartError),

@@ -321,8 +321,8 @@ async fn page_style() -> impl IntoResponse {
 /// 200 when the store answers and no channel is down; 503 otherwise. The body says what
 /// stands how: `{"status","store","pending","channels":{"telegram":"up",…}}`.
 async fn healthz(State(state): State<AppState>) -> Response {
-    let store = state.engine.store().pending_count().await;
-    let writes = state.engine.store().write_stats().failing;
+    let store = state.engine.pending_count().await;
+    let writes = state.engine.write_stats().failing;
     let channels = state.engine.channel_states();
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
@@ -342,12 +342,12 @@ async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let pending = state.engine.store().pending_count().await?;
+    let pending = state.engine.pending_count().await?;
     let text = state.engine.metrics().render(
         usize::try_from(pending).unwrap_or(usize::MAX),
         &state.engine.channel_states(),
         &state.engine.undelivered_cards(),
-        &state.engine.store().write_stats(),
+        &state.engine.write_stats(),
     );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use askgate::clock::Clock;
 use askgate::config::{Config, Env};
 use askgate::gateway::{ConsoleIo, Gateway};
 use clap::{Parser, Subcommand};
@@ -66,7 +65,7 @@ fn main() -> ExitCode {
             check(&config, &config_path);
             ExitCode::SUCCESS
         }
-        Command::Serve { .. } => match serve(&config) {
+        Command::Serve { .. } => match serve(config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("askgate: {e:#}");
@@ -101,7 +100,7 @@ fn check(config: &Config, path: &std::path::Path) {
     }
 }
 
-fn serve(config: &Config) -> anyhow::Result<()> {
+fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(limit) = askgate::http::server::raise_open_files_limit() {
         tracing::debug!(limit, "open files");
     }
@@ -109,8 +108,7 @@ fn serve(config: &Config) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let io =
             ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
-        let gateway =
-            Gateway::start(config, &Env::process(), Clock::system(), Some(io)).await.context("starting askgate")?;
+        let gateway = Gateway::builder(config).console(io).start().await.context("starting askgate")?;
         tracing::info!("askgate is ready; type /run demo (or /help)");
         wait_for_signal().await?;
         tracing::info!("stopping: finishing in-flight work (a second Ctrl-C or SIGTERM stops at once)");

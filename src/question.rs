@@ -263,6 +263,8 @@ text_enum!(
         Api = "api",
         /// askgate itself: timeouts, cancellations, standing grants.
         Gateway = "gateway",
+        /// A channel that a Rust program attached itself.
+        Other = "other",
     }
 );
 

@@ -153,8 +153,8 @@ text_enum!(
 pub struct Delivery {
     /// The question it shows.
     pub question: QuestionId,
-    /// The surface that rendered it: `telegram`, `discord`, `console`, …
-    pub surface: String,
+    /// The surface that rendered it.
+    pub surface: Surface,
     /// The chat it was sent to, in the surface's terms.
     pub chat: String,
     /// The message id, in the surface's terms.
@@ -165,18 +165,12 @@ pub struct Delivery {
 
 impl Delivery {
     /// A card of `question` on `surface`, sent to `chat` as `message`.
-    pub fn card(question: QuestionId, surface: &str, chat: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            question,
-            surface: surface.to_owned(),
-            chat: chat.into(),
-            message: message.into(),
-            role: DeliveryRole::Card,
-        }
+    pub fn card(question: QuestionId, surface: Surface, chat: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { question, surface, chat: chat.into(), message: message.into(), role: DeliveryRole::Card }
     }
 
     /// A prompt for the next message, sent for `question`.
-    pub fn prompt(question: QuestionId, surface: &str, chat: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn prompt(question: QuestionId, surface: Surface, chat: impl Into<String>, message: impl Into<String>) -> Self {
         Self { role: DeliveryRole::Prompt, ..Self::card(question, surface, chat, message) }
     }
 }
@@ -371,7 +365,7 @@ pub trait Store: Send + Sync + 'static {
     /// The question a rendered card shows, found by where the card is.
     async fn question_for_card(
         &self,
-        surface: &str,
+        surface: Surface,
         chat: &str,
         message: &str,
     ) -> Result<Option<QuestionId>, StoreError>;

@@ -142,6 +142,10 @@ impl Channel for Console {
         "console"
     }
 
+    fn surface(&self) -> Surface {
+        Surface::Console
+    }
+
     fn serves(&self, conversation: &Conversation) -> bool {
         conversation.as_str() == LOCAL
     }
@@ -152,7 +156,7 @@ impl Channel for Console {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.print(&text::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery::card(question.id, "console", "local", question.id.short())])
+        Ok(vec![Delivery::card(question.id, Surface::Console, "local", question.id.short())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::retry::{Backoff, retrying};
 use super::{Channel, ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
+use crate::command::{self, CardAction, Tap};
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
 use crate::store::Delivery;
@@ -174,7 +175,7 @@ impl Handler {
             return;
         }
         let update = match (&response.receipt, question) {
-            (Some(Receipt::Resolved { .. }), Some(id)) => match self.engine.store().question(id).await {
+            (Some(Receipt::Resolved { .. }), Some(id)) => match self.engine.question(id).await {
                 Ok(Some(q)) => Some(render::resolved(&q, self.discord.clock.now_ms())),
                 _ => None,
             },
@@ -205,49 +206,58 @@ impl Handler {
         }
     }
 
-    async fn handle(&self, conversation: Conversation, user: &User, text: String, key: String) -> Response {
-        let mut inbound =
-            Inbound::text(conversation, user_ref(user.id.get()), Surface::Discord, text).named(&display_name(user));
-        inbound.button = true;
-        inbound.key = Some(key);
+    async fn handle(
+        &self,
+        conversation: Conversation,
+        user: &User,
+        command: command::Command,
+        key: String,
+    ) -> Response {
+        let inbound = Inbound::tap(conversation, user_ref(user.id.get()), Surface::Discord, command)
+            .named(&display_name(user))
+            .keyed(key);
         self.engine.handle(inbound).await
     }
 
     async fn on_component(&self, ctx: &SerenityContext, interaction: &Interaction, c: &ComponentInteraction) {
-        let custom_id = c.data.custom_id.clone();
-        let mut words = custom_id.split_whitespace();
-        let (action, id) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
-        let question = id.parse::<QuestionId>().ok();
-        if matches!(action, "/other" | "/note") {
-            self.open_modal(ctx, c, action, question).await;
-            return;
-        }
-        let text = match &c.data.kind {
-            ComponentInteractionDataKind::StringSelect { values } => format!("{custom_id} {}", values.join(",")),
-            _ => custom_id,
+        // A select menu's payload is its command with the picked values appended.
+        let payload = match &c.data.kind {
+            ComponentInteractionDataKind::StringSelect { values } => {
+                format!("{} {}", c.data.custom_id, values.join(","))
+            }
+            _ => c.data.custom_id.clone(),
+        };
+        let (command, question) = match Tap::parse(&payload) {
+            Ok(Tap::Command(command)) => {
+                let question = command.question().and_then(|id| id.parse::<QuestionId>().ok());
+                (command, question)
+            }
+            Ok(Tap::Card { id, action }) => {
+                self.open_modal(ctx, c, id, action).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(payload = %payload, error = %e, "a component carried a payload that is not understood");
+                let reply = ephemeral("That button is not understood.");
+                if let Err(e) = c.create_response(&ctx.http, reply).await {
+                    tracing::warn!(error = %e, "could not answer a discord interaction");
+                }
+                return;
+            }
         };
         let key = format!("discord:interaction:{}", c.id);
-        let response = self.handle(conversation_of(c.channel_id), &c.user, text, key).await;
+        let response = self.handle(conversation_of(c.channel_id), &c.user, command, key).await;
         self.respond(ctx, interaction, &response, question).await;
     }
 
-    async fn open_modal(
-        &self,
-        ctx: &SerenityContext,
-        c: &ComponentInteraction,
-        action: &str,
-        question: Option<QuestionId>,
-    ) {
-        let found = match question {
-            Some(id) => self.engine.store().question(id).await.ok().flatten(),
-            None => None,
-        };
-        let reply = match found {
-            Some(q) if !q.answerers.admits(&user_ref(c.user.id.get())) => ephemeral("Not yours to answer."),
-            Some(q) if q.status != Status::Pending => ephemeral("Already answered."),
-            Some(q) if action == "/note" => CreateInteractionResponse::Modal(render::note_modal(q.id)),
-            Some(q) => CreateInteractionResponse::Modal(render::other_modal(q.id, &q.prompt)),
-            None => ephemeral("This question is no longer known."),
+    /// "Other…" and "Reject with note…" open a form, on a question the person may act on.
+    async fn open_modal(&self, ctx: &SerenityContext, c: &ComponentInteraction, id: QuestionId, action: CardAction) {
+        let opened = self.engine.open_card(id, &conversation_of(c.channel_id), &user_ref(c.user.id.get())).await;
+        let reply = match (opened, action) {
+            (Ok(q), CardAction::Note) => CreateInteractionResponse::Modal(render::note_modal(q.id)),
+            (Ok(q), CardAction::Other) => CreateInteractionResponse::Modal(render::other_modal(q.id, &q.prompt)),
+            (Ok(_), CardAction::Toggle(_) | CardAction::Submit) => ephemeral("That button is not understood."),
+            (Err(refusal), _) => ephemeral(&refusal.to_string()),
         };
         if let Err(e) = c.create_response(&ctx.http, reply).await {
             tracing::warn!(error = %e, "could not open a discord modal");
@@ -265,15 +275,17 @@ impl Handler {
                 _ => None,
             })
             .unwrap_or_default();
-        let question = m.data.custom_id.split_whitespace().nth(1).and_then(|id| id.parse().ok());
-        // What is typed after "Other…" is text, even when it looks like a number: quoted.
-        let command = match m.data.custom_id.starts_with("/answer ") {
-            true => format!("{} \"{}\"", m.data.custom_id, text.trim()),
-            false => format!("{} {}", m.data.custom_id, text.trim()),
+        let Some((command, question)) = modal_command(&m.data.custom_id, text.trim()) else {
+            tracing::warn!(custom_id = %m.data.custom_id, "a form that is not understood");
+            let reply = ephemeral("That form is not understood.");
+            if let Err(e) = m.create_response(&ctx.http, reply).await {
+                tracing::warn!(error = %e, "could not answer a discord interaction");
+            }
+            return;
         };
         let key = format!("discord:interaction:{}", m.id);
         let response = self.handle(conversation_of(m.channel_id), &m.user, command, key).await;
-        self.respond(ctx, interaction, &response, question).await;
+        self.respond(ctx, interaction, &response, Some(question)).await;
     }
 
     async fn on_command(&self, ctx: &SerenityContext, interaction: &Interaction, c: &CommandInteraction) {
@@ -283,17 +295,34 @@ impl Handler {
                 _ => None,
             })
         };
-        let text = match c.data.name.as_str() {
-            "run" => format!("/run {} {}", option("function").unwrap_or_default(), option("input").unwrap_or_default()),
-            other => format!("/{other}"),
+        let command = match c.data.name.as_str() {
+            "run" => command::Command::Run {
+                function: option("function").unwrap_or_default(),
+                input: option("input").unwrap_or_default(),
+            },
+            _ => command::Command::Help,
         };
         let key = format!("discord:interaction:{}", c.id);
-        let mut response = self.handle(conversation_of(c.channel_id), &c.user, text, key).await;
+        let mut response = self.handle(conversation_of(c.channel_id), &c.user, command, key).await;
         if response.text.is_none() && response.receipt.is_none() {
             response.text = Some("Started.".to_owned());
         }
         self.respond(ctx, interaction, &response, None).await;
     }
+}
+
+/// The command a submitted form stands for: an answer in the person's own words (quoted, so a
+/// number is text, not an option), or a rejection with a note.
+fn modal_command(custom_id: &str, text: &str) -> Option<(command::Command, QuestionId)> {
+    let (action, id) = custom_id.split_once(' ')?;
+    let question = id.trim().parse::<QuestionId>().ok()?;
+    let id = question.to_string();
+    let command = match action {
+        "/answer" if !text.is_empty() => command::Command::Answer { id, choice: format!("\"{text}\"") },
+        "/deny" => command::Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
+        _ => return None,
+    };
+    Some((command, question))
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {
@@ -339,8 +368,7 @@ impl EventHandler for Handler {
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
             match self
                 .engine
-                .store()
-                .question_for_card("discord", &message.channel_id.to_string(), &reference.to_string())
+                .question_for_card(Surface::Discord, &message.channel_id.to_string(), &reference.to_string())
                 .await
             {
                 Ok(question) => inbound.reply_to = question,
@@ -375,6 +403,10 @@ impl Channel for Discord {
         "discord"
     }
 
+    fn surface(&self) -> Surface {
+        Surface::Discord
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let channel = channel_of(conversation)?;
@@ -384,7 +416,7 @@ impl Channel for Discord {
             .components(render::components(&layout))
             .allowed_mentions(no_pings());
         let sent = self.send(channel, message).await?;
-        Ok(vec![Delivery::card(question.id, "discord", channel.to_string(), sent.id.to_string())])
+        Ok(vec![Delivery::card(question.id, Surface::Discord, channel.to_string(), sent.id.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -35,8 +35,9 @@ use tokio_util::task::TaskTracker;
 use super::retry::{Backoff, retrying};
 use super::{Channel, ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
-use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
+use crate::command::{CardAction, Command, Tap};
+use crate::engine::{CardRefusal, Engine, Inbound, Response};
+use crate::question::{Conversation, Question, Receipt, Status, Surface, UserRef};
 use crate::store::{Delivery, DeliveryRole};
 
 pub use polling::Timeouts;
@@ -254,8 +255,7 @@ impl Telegram {
                 inbound.text = command;
             } else {
                 let found = engine
-                    .store()
-                    .question_for_card("telegram", &message.chat.id.0.to_string(), &replied.id.0.to_string())
+                    .question_for_card(Surface::Telegram, &message.chat.id.0.to_string(), &replied.id.0.to_string())
                     .await;
                 match found {
                     Ok(question) => inbound.reply_to = question,
@@ -287,66 +287,55 @@ impl Telegram {
     async fn on_callback(&self, query: CallbackQuery, key: String, engine: &Engine) {
         let data = query.data.clone().unwrap_or_default();
         let user = user_ref(query.from.id.0);
-        let message = query.regular_message().cloned();
-        let conversation = match &message {
-            Some(m) => conversation_of(m),
-            None => {
-                // An inline-mode or inaccessible message: nothing to route it to.
-                self.answer(&query, "This message can no longer be used.", false).await;
-                return;
-            }
+        let Some(message) = query.regular_message().cloned() else {
+            // An inline-mode or inaccessible message: nothing to route it to.
+            self.answer(&query, "This message can no longer be used.", false).await;
+            return;
         };
-        let mut words = data.split_whitespace();
-        let (action, id) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
-        let text = match action {
-            "/toggle" | "/submit" | "/other" | "/note" => {
-                match self.local_action(action, id, words.next(), &query, &user, engine).await {
+        let conversation = conversation_of(&message);
+        let command = match Tap::parse(&data) {
+            Ok(Tap::Command(command)) => command,
+            Ok(Tap::Card { id, action }) => {
+                let question = match engine.open_card(id, &conversation, &user).await {
+                    Ok(question) => question,
+                    Err(refusal) => {
+                        let alert = matches!(refusal, CardRefusal::NotYours);
+                        self.answer(&query, &refusal.to_string(), alert).await;
+                        return;
+                    }
+                };
+                match self.card_action(action, &question, &message, &query, engine).await {
                     Some(command) => command,
                     None => return,
                 }
             }
-            _ => data.clone(),
+            Err(e) => {
+                tracing::warn!(payload = %data, error = %e, "a button carried a payload that is not understood");
+                self.answer(&query, "That button is not understood.", false).await;
+                return;
+            }
         };
-        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text).named(&display_name(&query.from));
-        inbound.button = true;
-        inbound.key = Some(key);
+        let inbound =
+            Inbound::tap(conversation, user, Surface::Telegram, command).named(&display_name(&query.from)).keyed(key);
         let response = engine.handle(inbound).await;
         let (text, alert) = callback_receipt(&response);
         self.answer(&query, &text, alert).await;
     }
 
     /// Buttons that change only this card (multi-select toggles) or ask for the next message
-    /// ("Other…", "Reject with note…"). Returns the command to route, if any.
-    async fn local_action(
+    /// ("Other…", "Reject with note…"), on a question the person may act on. Returns the
+    /// command to route, if any.
+    async fn card_action(
         &self,
-        action: &str,
-        id: &str,
-        n: Option<&str>,
+        action: CardAction,
+        question: &Question,
+        message: &Message,
         query: &CallbackQuery,
-        user: &UserRef,
         engine: &Engine,
-    ) -> Option<String> {
-        let message = query.regular_message()?;
-        let question = match id.parse::<QuestionId>() {
-            Ok(id) => engine.store().question(id).await.ok().flatten(),
-            Err(_) => None,
-        };
-        let Some(question) = question.filter(|q| q.conversation == Some(conversation_of(message))) else {
-            self.answer(query, "This question is no longer known.", false).await;
-            return None;
-        };
-        if !question.answerers.admits(user) {
-            self.answer(query, "Not yours to answer.", true).await;
-            return None;
-        }
-        if question.status != Status::Pending {
-            self.answer(query, &format!("Already closed: {}", question.outcome_line()), false).await;
-            return None;
-        }
+    ) -> Option<Command> {
         match action {
-            "/toggle" => {
-                let n = n.and_then(|n| n.parse::<usize>().ok()).filter(|&n| n >= 1 && n <= question.options.len());
-                let (Some(n), Some(markup)) = (n, message.reply_markup()) else {
+            CardAction::Toggle(n) => {
+                let (true, Some(markup)) = (n <= question.options.len(), message.reply_markup()) else {
                     self.answer(query, "That button is not understood.", false).await;
                     return None;
                 };
@@ -358,16 +347,16 @@ impl Telegram {
                 self.answer(query, "", false).await;
                 None
             }
-            "/submit" => {
+            CardAction::Submit => {
                 let picked = message.reply_markup().map(render::checked).unwrap_or_default();
                 if picked.is_empty() {
                     self.answer(query, "Pick at least one option first.", false).await;
                     return None;
                 }
-                Some(format!("/answer {} {picked}", question.id))
+                Some(Command::Answer { id: question.id.to_string(), choice: picked })
             }
-            _ => {
-                let prompt = if action == "/note" {
+            CardAction::Other | CardAction::Note => {
+                let prompt = if action == CardAction::Note {
                     render::note_prompt(question.id)
                 } else {
                     render::other_prompt(question.id)
@@ -385,8 +374,8 @@ impl Telegram {
                     Ok(prompt) => {
                         let chat = prompt.chat.id.0.to_string();
                         engine.record_delivery(
-                            &question,
-                            Delivery::prompt(question.id, "telegram", chat, prompt.id.0.to_string()),
+                            question,
+                            Delivery::prompt(question.id, Surface::Telegram, chat, prompt.id.0.to_string()),
                         );
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
@@ -520,11 +509,15 @@ impl Channel for Telegram {
         "telegram"
     }
 
+    fn surface(&self) -> Surface {
+        Surface::Telegram
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let card = render::card(question, self.clock.now_ms());
         let sent = self.send(conversation, card.text, card.keyboard).await?;
-        Ok(vec![Delivery::card(question.id, "telegram", sent.chat.id.0.to_string(), sent.id.0.to_string())])
+        Ok(vec![Delivery::card(question.id, Surface::Telegram, sent.chat.id.0.to_string(), sent.id.0.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -259,6 +259,10 @@ impl Channel for Webhooks {
         "webhook"
     }
 
+    fn surface(&self) -> Surface {
+        Surface::Webhook
+    }
+
     fn serves(&self, conversation: &Conversation) -> bool {
         let mut parts = conversation.as_str().splitn(3, ':');
         matches!((parts.next(), parts.next()), (Some("webhook"), Some(name)) if self.endpoints.contains_key(name))
@@ -271,7 +275,7 @@ impl Channel for Webhooks {
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         self.post(conversation, &text::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery::card(question.id, "webhook", conversation.to_string(), question.id.short())])
+        Ok(vec![Delivery::card(question.id, Surface::Webhook, conversation.to_string(), question.id.short())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

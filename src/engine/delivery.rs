@@ -242,7 +242,7 @@ impl Lane {
                     let cards = match shown.remove(&question.id) {
                         Some(cards) => cards,
                         None => match self.store.deliveries(question.id).await {
-                            Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.name()).collect(),
+                            Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
                             Err(e) => {
                                 tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
                                 continue;

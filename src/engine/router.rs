@@ -22,12 +22,12 @@ pub struct Inbound {
     pub user: UserRef,
     /// How people know them (`@alice`), when the surface says.
     pub name: Option<String>,
-    /// What was said or tapped: a button's payload is a command.
+    /// What was said; empty for a tap.
     pub text: String,
     /// The surface it came from.
     pub surface: Surface,
-    /// A tap on a button (its payload is always a command).
-    pub button: bool,
+    /// The command of a tapped button, parsed where the tap arrived.
+    pub tap: Option<Command>,
     /// The question whose card this message replies to.
     pub reply_to: Option<QuestionId>,
     /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
@@ -38,7 +38,20 @@ pub struct Inbound {
 impl Inbound {
     /// A typed message with no reply context.
     pub fn text(conversation: Conversation, user: UserRef, surface: Surface, text: impl Into<String>) -> Self {
-        Self { conversation, user, name: None, text: text.into(), surface, button: false, reply_to: None, key: None }
+        Self { conversation, user, name: None, text: text.into(), surface, tap: None, reply_to: None, key: None }
+    }
+
+    /// A tapped button (or a form or menu that stands for one), whose payload the surface
+    /// parsed into `command`.
+    pub fn tap(conversation: Conversation, user: UserRef, surface: Surface, command: Command) -> Self {
+        Self { tap: Some(command), ..Self::text(conversation, user, surface, String::new()) }
+    }
+
+    /// Sets the platform's id for this update, so that a redelivery is applied once.
+    #[must_use]
+    pub fn keyed(mut self, key: String) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// Sets how people know the sender, as it will be shown with an outcome (see
@@ -144,14 +157,12 @@ impl Engine {
         let mut resolver = Resolver::person(inbound.user.clone(), inbound.surface);
         resolver.name.clone_from(&inbound.name);
         resolver.update.clone_from(&inbound.key);
+        if let Some(command) = &inbound.tap {
+            return self.command(inbound, &resolver, command.clone()).await;
+        }
         match Command::parse(&inbound.text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
-            Some(Err(e)) if inbound.button => {
-                tracing::warn!(payload = %inbound.text, "a button carried a payload that is not a command");
-                return Ok(Response::say(format!("That button is not understood: {e}")));
-            }
             Some(Err(e)) => return Ok(Response::say(format!("{}.", capitalise(&e.to_string())))),
-            None if inbound.button => return Ok(Response::say("That button is not understood.")),
             None => {}
         }
         if let Some(id) = inbound.reply_to

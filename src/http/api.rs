@@ -25,7 +25,7 @@ fn parse_id(id: &str) -> Result<QuestionId, ApiError> {
 
 /// A question with its rendered cards: what every surface shows.
 pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<Value, ApiError> {
-    let deliveries = state.engine.store().deliveries(question.id).await?;
+    let deliveries = state.engine.deliveries(&[question.id]).await?;
     snapshot_with(question, &deliveries)
 }
 
@@ -76,12 +76,12 @@ pub(super) async fn list(
     };
     let filter = QuestionFilter { conversation, status };
     let (questions, next) =
-        state.engine.store().questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
+        state.engine.questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
             crate::store::StoreError::BadCursor(_) => ApiError::bad_request(e.to_string()),
             other => other.into(),
         })?;
     let ids: Vec<QuestionId> = questions.iter().map(|q| q.id).collect();
-    let deliveries = state.engine.store().deliveries_of(&ids).await?;
+    let deliveries = state.engine.deliveries(&ids).await?;
     let out = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect::<Result<Vec<_>, _>>()?;
     Ok(axum::Json(json!({ "questions": out, "next": next })).into_response())
 }
@@ -92,8 +92,7 @@ pub(super) async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    let question =
-        state.engine.store().question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    let question = state.engine.question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
     Ok(axum::Json(snapshot(&state, &question).await?).into_response())
 }
 
@@ -243,7 +242,7 @@ pub(super) async fn reject(
 
 async fn load(state: &AppState, id: &str) -> Result<Question, ApiError> {
     let id = parse_id(id)?;
-    state.engine.store().question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))
+    state.engine.question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))
 }
 
 /// A receipt as a response: 200 when this attempt resolved the question, 409 when it was
@@ -351,7 +350,7 @@ pub(super) async fn get_run(
 ) -> Result<Response, ApiError> {
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
     // A run is first written when it first asks or ends; until then it is not found.
-    let run = state.engine.store().run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
+    let run = state.engine.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
     Ok(axum::Json(json!({ "run": run })).into_response())
 }
 
@@ -366,7 +365,7 @@ pub(super) async fn grants(
     Params(query): Params<GrantsQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
-    let grants = state.engine.store().grants(conversation.as_ref()).await?;
+    let grants = state.engine.grants(conversation.as_ref()).await?;
     Ok(axum::Json(json!({ "grants": grants })).into_response())
 }
 
@@ -375,8 +374,7 @@ pub(super) async fn revoke_grant(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let now = state.engine.clock().now_ms();
-    if state.engine.store().revoke_grant(&id, now).await? {
+    if state.engine.revoke_grant(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::not_found(format!("no live grant `{}`", id.chars().take(40).collect::<String>())))

@@ -102,7 +102,7 @@ impl Stream {
                     // One stream reads its backlog at a time: however many connect at once,
                     // the store keeps readers free for everything else.
                     let Ok(_turn) = self.backlog_reads.acquire().await else { return None };
-                    match self.engine.store().questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
+                    match self.engine.questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
                         Ok((questions, next)) => {
                             *page = questions.into();
                             *cursor = next;
@@ -168,7 +168,7 @@ pub(super) async fn stream(
             // follow as the client reads).
             let filter = QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending) };
             let turn = state.backlog_reads.acquire().await.map_err(ApiError::internal)?;
-            let (page, cursor) = state.engine.store().questions_page(&filter, None, BACKLOG_PAGE).await?;
+            let (page, cursor) = state.engine.questions_page(&filter, None, BACKLOG_PAGE).await?;
             drop(turn);
             Phase::Backlog { page: page.into(), cursor, read: true }
         }

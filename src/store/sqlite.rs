@@ -21,7 +21,7 @@ use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::{Claim, Delivery, Grant, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats};
-use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
+use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface, UserRef};
 use crate::run::{Run, RunStatus};
 
 /// How hard SQLite syncs to disk.
@@ -383,7 +383,7 @@ fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
 fn delivery_from_row(r: &SqliteRow) -> Result<Delivery, StoreError> {
     Ok(Delivery {
         question: parse_col(r, "question_id")?,
-        surface: r.try_get("surface")?,
+        surface: parse_col(r, "surface")?,
         chat: r.try_get("chat")?,
         message: r.try_get("message")?,
         role: parse_col(r, "role")?,
@@ -659,13 +659,13 @@ impl Store for SqliteStore {
 
     async fn question_for_card(
         &self,
-        surface: &str,
+        surface: Surface,
         chat: &str,
         message: &str,
     ) -> Result<Option<QuestionId>, StoreError> {
         let row =
             sqlx::query("SELECT question_id FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1")
-                .bind(surface)
+                .bind(surface.as_str())
                 .bind(chat)
                 .bind(message)
                 .fetch_optional(&self.readers)

@@ -200,7 +200,7 @@ async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once()
     assert_eq!(response["type"], 4);
     assert_eq!(response["data"]["flags"], 64, "ephemeral: {response}");
     assert_eq!(response["data"]["content"], "Not yours to answer.");
-    let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
 
     let first = fake.click(ALICE, CHANNEL, id_of(&card), &dayjs);
@@ -222,11 +222,33 @@ async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once()
 }
 
 #[tokio::test]
+async fn forged_component_payloads_and_forms_are_refused_and_change_nothing() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let id = question_id(&card);
+    for (payload, reply) in [
+        ("dayjs".to_owned(), "That button is not understood."),
+        (format!("/note {}", id.short()), "That button is not understood."),
+        (format!("/other {}", askgate::question::QuestionId::new()), "This question is no longer known."),
+    ] {
+        let click = fake.click(ALICE, CHANNEL, id_of(&card), &payload);
+        let response = fake.callback(click).await;
+        assert_eq!(response["data"]["flags"], 64, "ephemeral: {response}");
+        assert_eq!(response["data"]["content"], reply, "{payload}");
+    }
+    let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &format!("/approve {id}"), "sure");
+    assert_eq!(fake.callback(submitted).await["data"]["content"], "That form is not understood.");
+    assert_eq!(dc.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    dc.stop().await;
+}
+
+#[tokio::test]
 async fn an_answer_elsewhere_removes_the_components_through_rest() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let q = dc.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
     let operator = Resolver::operator(UserRef::parse("api:ops").unwrap(), Surface::Api);
     dc.engine.resolve(&q, "dayjs", &operator).await.unwrap();
     retracted(&fake, id_of(&card), "✅ dayjs — api:ops via api").await;
@@ -304,6 +326,6 @@ async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let refusal = fake.sent(&format!("allowed\\_users = \\[\"discord:{ALICE}\"\\] in \\[channels.discord\\]"), 1).await;
     assert!(refusal["content"].as_str().unwrap().starts_with("You may not start runs here."), "{refusal}");
-    assert!(dc.engine.store().pending(None).await.unwrap().is_empty(), "a run started");
+    assert!(dc.engine.pending_for(None).await.unwrap().is_empty(), "a run started");
     dc.stop().await;
 }

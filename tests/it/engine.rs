@@ -8,6 +8,7 @@ use askgate::engine::{AskError, Context, Resolver, RunRequest, Settings};
 use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Answerers, Ask, Outcome, Receipt, Status, Surface, Timeout};
 use askgate::run::RunStatus;
+use askgate::store::Store;
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -148,7 +149,7 @@ async fn replay_feeds_recorded_outcomes_and_repeats_no_say() {
     let texts = h.recorder.texts();
     assert_eq!(texts.iter().filter(|t| *t == "starting").count(), 1, "say repeated on replay: {texts:?}");
     assert_eq!(h.recorder.cards().len(), 3, "a card was rendered again on replay");
-    let journal = h.engine.store().journal(run).await.unwrap();
+    let journal = h.engine.journal(run).await.unwrap();
     let steps: Vec<u32> = journal.iter().map(|q| q.step).collect();
     assert_eq!(steps, [0, 1, 2]);
     assert!(journal.iter().all(|q| q.status == Status::Answered));
@@ -267,7 +268,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking() 
     let r = h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert!(h.finished(first).await.result.unwrap().starts_with("Allowed always"));
-    let grants = h.engine.store().grants(Some(&room())).await.unwrap();
+    let grants = h.engine.grants(Some(&room())).await.unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].action, "rm -rf build/");
 
@@ -275,14 +276,14 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking() 
     let done = h.finished(second).await;
     assert!(done.result.unwrap().starts_with("Allowed by a standing grant"));
     assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
-    let journal = h.engine.store().journal(second).await.unwrap();
+    let journal = h.engine.journal(second).await.unwrap();
     assert_eq!(journal[0].answered_via, Some(Surface::Gateway), "recorded as granted");
     assert!(journal[0].answered_by.as_deref().unwrap().starts_with("grant:"));
 
     // A different action is not covered.
     let third = h.run("approve-demo", "rm -rf /").await;
     h.card(2).await;
-    assert!(!h.engine.store().run(third).await.unwrap().unwrap().status.is_final());
+    assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final());
 }
 
 #[tokio::test]
@@ -331,13 +332,13 @@ async fn a_restart_cancels_leftover_blocking_questions() {
     let card = h.card(1).await;
     crashed.abort();
     let dir = h.dir.clone();
-    let store = h.engine.store().clone();
+    let store = h.store.clone();
     drop(h);
     store.close().await;
     let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
     let q = h.question(&card).await;
     assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "restart".into() }));
-    let run = h.engine.store().run(q.run).await.unwrap().unwrap();
+    let run = h.engine.run(q.run).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Failed);
 }
 
@@ -407,6 +408,10 @@ impl askgate::channel::Channel for Gate {
         "gate"
     }
 
+    fn surface(&self) -> askgate::question::Surface {
+        askgate::question::Surface::Other
+    }
+
     async fn show_question(
         &self,
         question: &askgate::question::Question,
@@ -460,23 +465,23 @@ async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay() {
     let h = Harness::open(functions, settings, Arc::new(tempfile::TempDir::new().unwrap()), Clock::manual(T0)).await;
     let run = h.run("one", "").await;
     let card = h.card(1).await;
-    eventually(|| async { (!h.engine.store().deliveries(card.id).await.unwrap().is_empty()).then_some(()) }).await;
+    eventually(|| async { (!h.engine.deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
     h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
     h.finished(run).await;
     // An agent's question that waits for days, and an update key seen at the start.
     let ask =
         Ask::question("Still there?").timeout(Timeout::Never).answerers(Answerers::Users { users: vec![alice()] });
     let waiting = h.engine.ask_external(room(), ask, alice()).await.unwrap();
-    assert!(h.engine.store().first_seen("test:update:1", T0).await.unwrap());
+    assert!(h.store.first_seen("test:update:1", T0).await.unwrap());
 
     // Eight days later: past the one-day retention and the week an update key is kept.
     h.clock.advance(8 * DAY);
-    eventually(|| async { h.engine.store().run(run).await.unwrap().is_none().then_some(()) }).await;
-    assert!(h.engine.store().journal(run).await.unwrap().is_empty(), "its questions went with it");
-    assert!(h.engine.store().deliveries(card.id).await.unwrap().is_empty(), "and its cards");
-    assert_eq!(h.engine.store().question(waiting.id).await.unwrap().unwrap().status, Status::Pending);
-    assert!(h.engine.store().run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
-    assert!(h.engine.store().first_seen("test:update:1", T0 + 8 * DAY).await.unwrap(), "the old key was kept");
+    eventually(|| async { h.engine.run(run).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.journal(run).await.unwrap().is_empty(), "its questions went with it");
+    assert!(h.engine.deliveries(&[card.id]).await.unwrap().is_empty(), "and its cards");
+    assert_eq!(h.engine.question(waiting.id).await.unwrap().unwrap().status, Status::Pending);
+    assert!(h.engine.run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
+    assert!(h.store.first_seen("test:update:1", T0 + 8 * DAY).await.unwrap(), "the old key was kept");
 }
 
 #[tokio::test]
@@ -497,8 +502,8 @@ async fn runs_that_ended_long_before_a_start_are_pruned_at_start_up() {
     // The clock does not move: the prune at start-up alone removes the 40-day-old run.
     let (functions, _) = functions();
     let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
-    eventually(|| async { h.engine.store().run(old.id).await.unwrap().is_none().then_some(()) }).await;
-    assert!(h.engine.store().run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
+    eventually(|| async { h.engine.run(old.id).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
 }
 
 /// Asks once, then panics.
@@ -525,12 +530,12 @@ async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() 
     let done = h.finished(run).await;
     assert_eq!(done.status, RunStatus::Failed);
     assert_eq!(done.result.as_deref(), Some("the function panicked: boom after asking"));
-    let journal = h.engine.store().journal(run).await.unwrap();
+    let journal = h.engine.journal(run).await.unwrap();
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0].status, Status::Cancelled, "nobody answers into a dead run");
     let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("panics failed")) }).await;
     assert!(told.contains("the function panicked"), "{told}");
     // A restart does not replay it.
     let h = h.restart(Functions::new(), Settings::default(), Clock::manual(T0)).await;
-    assert_eq!(h.engine.store().run(run).await.unwrap().unwrap().status, RunStatus::Failed);
+    assert_eq!(h.engine.run(run).await.unwrap().unwrap().status, RunStatus::Failed);
 }

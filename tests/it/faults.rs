@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use askgate::channel::webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use askgate::config::Env;
+use askgate::store::{SqliteStore, Store, Synchronous};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -377,9 +378,12 @@ async fn a_card_is_tried_again_until_it_gets_through_and_a_stalled_bridge_holds_
 
 #[tokio::test]
 async fn a_run_that_cannot_be_stored_is_refused_not_accepted() {
-    let app = App::start("", Env::default()).await;
+    let dir = Arc::new(TempDir::new().unwrap());
+    let db = dir.path().join("askgate.db");
+    let store = Arc::new(SqliteStore::open(&db.to_string_lossy(), Synchronous::Normal).await.unwrap());
+    let app = App::start_with_store(dir, store.clone()).await;
     // The store is closed underneath the API: nothing can be written.
-    app.gateway.as_ref().unwrap().engine().store().close().await;
+    store.close().await;
     let (status, body) = app.post("/api/runs", json!({"function": "demo"})).await;
     assert_eq!((status, error_code(&body)), (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"), "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("closed"), "the store's reason: {body}");
@@ -494,7 +498,7 @@ async fn check_after_restart(api: &Api, acknowledged: &std::collections::HashMap
 async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
     use askgate::question::{Answerers, Ask, Mode, Outcome, Surface};
     use askgate::run::RunStatus;
-    use askgate::store::{Resolution, SqliteStore, Store, Synchronous};
+    use askgate::store::{Resolution, Store};
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("askgate.db");
     let run = {
@@ -523,8 +527,7 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
     };
     let dir = Arc::new(dir);
     let app = App::start_in(dir, "", Env::default()).await;
-    let store = app.gateway.as_ref().unwrap().engine().store().clone();
-    let finished = store.run(run).await.unwrap().unwrap();
+    let finished = app.gateway.as_ref().unwrap().engine().run(run).await.unwrap().unwrap();
     assert_eq!(finished.status, RunStatus::Finished);
     assert!(finished.result.unwrap().starts_with("✅ yes"));
     app.stop().await;

@@ -10,6 +10,7 @@ use askgate::config::{Config, Env};
 use askgate::engine::Inbound;
 use askgate::gateway::{ConsoleIo, Gateway};
 use askgate::question::{Conversation, Surface, UserRef};
+use askgate::store::Store;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -41,6 +42,22 @@ impl App {
 
     /// As [`App::start_in`], with `gateway` lines added to the `[gateway]` section.
     pub async fn start_config(dir: Arc<TempDir>, gateway: &str, extra: &str, env: Env) -> Self {
+        Self::start_full(dir, gateway, extra, env, None).await
+    }
+
+    /// As [`App::start_in`] with no extra configuration, on `store` (which the test may close
+    /// underneath the gateway).
+    pub async fn start_with_store(dir: Arc<TempDir>, store: Arc<dyn Store>) -> Self {
+        Self::start_full(dir, "", "", Env::default(), Some(store)).await
+    }
+
+    async fn start_full(
+        dir: Arc<TempDir>,
+        gateway: &str,
+        extra: &str,
+        env: Env,
+        store: Option<Arc<dyn Store>>,
+    ) -> Self {
         init_log();
         let db = dir.path().join("askgate.db");
         let gateway = gateway.trim_start_matches("[gateway]\n");
@@ -53,7 +70,11 @@ impl App {
         let config = Config::parse(&text, "test.toml", dir.path()).unwrap();
         let (console, input) = tokio::io::duplex(1024);
         let io = ConsoleIo { input: Box::new(tokio::io::BufReader::new(input)), output: Box::new(tokio::io::sink()) };
-        let gateway = Gateway::start(&config, &env, Clock::system(), Some(io)).await.unwrap();
+        let mut builder = Gateway::builder(config).env(env).console(io);
+        if let Some(store) = store {
+            builder = builder.store(store);
+        }
+        let gateway = builder.start().await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("askgate.token")).unwrap().trim().to_owned();
         let base = format!("http://{}", gateway.http_addr());
         Self { gateway: Some(gateway), base, token, client: reqwest::Client::new(), dir, _console: console }
@@ -301,15 +322,13 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once() {
             "round {round}: both or neither won ({status}, {response:?})"
         );
         // The run resumed once: exactly one confirmation question follows.
-        let run = engine.store().question(id.parse().unwrap()).await.unwrap().unwrap().run;
-        let journal =
-            eventually(|| async { Some(engine.store().journal(run).await.unwrap()).filter(|j| j.len() == 2) }).await;
+        let run = engine.question(id.parse().unwrap()).await.unwrap().unwrap().run;
+        let journal = eventually(|| async { Some(engine.journal(run).await.unwrap()).filter(|j| j.len() == 2) }).await;
         assert_eq!(journal[1].prompt, "Archive all 87 emails?");
         let confirm = journal[1].id;
         app.post(&format!("/api/questions/{confirm}/reply"), json!({"value": false})).await;
-        let done =
-            eventually(|| async { engine.store().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await;
-        assert_eq!(engine.store().journal(run).await.unwrap().len(), 2, "round {round}: {done:?}");
+        let done = eventually(|| async { engine.run(run).await.unwrap().filter(|r| r.status.is_final()) }).await;
+        assert_eq!(engine.journal(run).await.unwrap().len(), 2, "round {round}: {done:?}");
     }
     app.stop().await;
 }

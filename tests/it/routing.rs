@@ -5,6 +5,7 @@ use std::sync::Arc;
 use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Inbound, Settings};
 use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
+use askgate::store::Store;
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -99,8 +100,8 @@ async fn ambiguous_and_foreign_ids_change_nothing() {
     let run = waiting_run(ROOM, "");
     let a = stored_question("abcd1111-0000-4000-8000-000000000001", ROOM, run.id, 0);
     let b = stored_question("abcd2222-0000-4000-8000-000000000002", ROOM, run.id, 1);
-    h.engine.store().ask(&run, &Arc::new(a.clone())).await.unwrap();
-    h.engine.store().ask(&run, &Arc::new(b.clone())).await.unwrap();
+    h.store.ask(&run, &Arc::new(a.clone())).await.unwrap();
+    h.store.ask(&run, &Arc::new(b.clone())).await.unwrap();
     let r = h.say(ALICE, "/answer abcd 1").await;
     assert_eq!(r.receipt, Some(Receipt::Unknown { reason: "Ambiguous id, use more characters".into() }));
     let r = h.say(ALICE, "/answer ABCD1 1").await;
@@ -108,7 +109,7 @@ async fn ambiguous_and_foreign_ids_change_nothing() {
 
     let other = waiting_run("test:elsewhere", "");
     let foreign = stored_question("eeee3333-0000-4000-8000-000000000003", "test:elsewhere", other.id, 0);
-    h.engine.store().ask(&other, &Arc::new(foreign.clone())).await.unwrap();
+    h.store.ask(&other, &Arc::new(foreign.clone())).await.unwrap();
     for id in ["eeee3333", "eeee3333-0000-4000-8000-000000000003"] {
         let r = h.say(ALICE, &format!("/answer {id} 1")).await;
         assert!(matches!(r.receipt, Some(Receipt::Unknown { .. })), "{id}: {r:?}");

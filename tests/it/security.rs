@@ -6,7 +6,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
-use askgate::clock::Clock;
 use askgate::config::{Config, Env};
 use askgate::gateway::Gateway;
 use reqwest::StatusCode;
@@ -212,7 +211,7 @@ async fn files_are_owner_only_and_a_token_file_others_can_read_is_refused() {
     let text =
         format!("[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n", dir.path().join("askgate.db").display());
     let config = Config::parse(&text, "test.toml", dir.path()).unwrap();
-    let Err(e) = Gateway::start(&config, &Env::default(), Clock::system(), None).await else {
+    let Err(e) = Gateway::builder(config).env(Env::default()).start().await else {
         panic!("askgate started with a token file others can read")
     };
     let e = e.to_string();

@@ -126,10 +126,14 @@ impl Channel for Recorder {
         "test"
     }
 
+    fn surface(&self) -> Surface {
+        Surface::Other
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.shown.lock().unwrap().push(Shown::Card(question.clone()));
         let chat = question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
-        Ok(vec![Delivery::card(question.id, "test", chat, format!("m-{}", question.id))])
+        Ok(vec![Delivery::card(question.id, Surface::Other, chat, format!("m-{}", question.id))])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
@@ -148,6 +152,8 @@ impl Channel for Recorder {
 /// An engine over a SQLite file in a temp dir, with a recording channel.
 pub struct Harness {
     pub engine: Engine,
+    /// The engine's store, for what a test sets up or checks underneath it.
+    pub store: Arc<SqliteStore>,
     pub recorder: Arc<Recorder>,
     pub clock: Clock,
     pub dir: Arc<TempDir>,
@@ -166,11 +172,12 @@ impl Harness {
         // Anyone in the test room may start runs unless a test sets the rule itself.
         settings.channels.entry("test".into()).or_insert_with(anyone);
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
+        let store = Arc::new(store);
+        let engine = Engine::new(store.clone(), functions, settings, clock.clone());
         let recorder = Arc::new(Recorder::default());
         engine.attach(recorder.clone());
         engine.start().await.unwrap();
-        Self { engine, recorder, clock, dir }
+        Self { engine, store, recorder, clock, dir }
     }
 
     /// Stops this engine and opens a new one on the same file, with `clock`.
@@ -194,7 +201,7 @@ impl Harness {
 
     /// Waits for the run to reach a final status.
     pub async fn finished(&self, run: askgate::question::RunId) -> Run {
-        eventually(|| async { self.engine.store().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await
+        eventually(|| async { self.engine.run(run).await.unwrap().filter(|r| r.status.is_final()) }).await
     }
 
     /// Sends a message to the engine as `user` in the room.
@@ -204,7 +211,7 @@ impl Harness {
     }
 
     pub async fn question(&self, q: &Question) -> Question {
-        self.engine.store().question(q.id).await.unwrap().unwrap()
+        self.engine.question(q.id).await.unwrap().unwrap()
     }
 }
 

@@ -222,7 +222,7 @@ async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let answer = fake.callback_answer(tap).await;
     assert_eq!(answer["text"], "Not yours to answer.");
     assert_eq!(answer["show_alert"], true);
-    let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     assert!(fake.message(GROUP, id_of(&card)).get("reply_markup").is_some(), "the card must keep its buttons");
     // A command for another bot in the group is not ours.
@@ -231,6 +231,27 @@ async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     fake.text(ALICE, GROUP, "/pending@askgate_bot", None);
     fake.sent("1 waiting:", 1).await;
     assert_eq!(fake.calls("sendmessage").len(), before + 1, "/run@otherbot started something");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn forged_or_stale_button_payloads_are_refused_and_change_nothing() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let id = question_id(&card);
+    for (payload, reply) in [
+        ("dayjs".to_owned(), "That button is not understood."),
+        (format!("/toggle {id} x"), "That button is not understood."),
+        (format!("/other {}", id.short()), "That button is not understood."),
+        (format!("/other {}", askgate::question::QuestionId::new()), "This question is no longer known."),
+        (format!("/toggle {id} 9"), "That button is not understood."),
+    ] {
+        let tap = fake.press(ALICE, ALICE, id_of(&card), &payload);
+        assert_eq!(fake.callback_answer(tap).await["text"], reply, "{payload}");
+    }
+    assert_eq!(tg.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert!(fake.message(ALICE, id_of(&card)).get("reply_markup").is_some(), "the card keeps its buttons");
     tg.stop().await;
 }
 
@@ -281,7 +302,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let q = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
     let operator = Resolver::operator(UserRef::parse("api:ops").unwrap(), Surface::Api);
     tg.engine.resolve(&q, "3", &operator).await.unwrap();
     edited(&fake, ALICE, id_of(&card), "✅ luxon — api:ops via api").await;
@@ -418,12 +439,11 @@ async fn allow_always_from_a_button_stores_a_grant() {
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
     fake.sent("Allowed always", 1).await;
-    let run = tg.engine.store().question(question_id(&card)).await.unwrap().unwrap().run;
+    let run = tg.engine.question(question_id(&card)).await.unwrap().unwrap().run;
     let run =
-        eventually(|| async { tg.engine.store().run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished) })
-            .await;
+        eventually(|| async { tg.engine.run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished) }).await;
     assert!(run.result.unwrap().starts_with("Allowed always"));
-    let grants = tg.engine.store().grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+    let grants = tg.engine.grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
     assert_eq!(grants.len(), 1);
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     fake.sent("Allowed by a standing grant", 1).await;

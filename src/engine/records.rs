@@ -1,0 +1,165 @@
+//! What the engine keeps, as HTTP and the channels may see it: questions, runs, the cards sent
+//! for them, standing grants. The engine is the only door to the store; these reads say what
+//! they are for, and a failing store is an error here, never an "unknown" to a person.
+
+use std::fmt;
+
+use super::Engine;
+use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface, UserRef};
+use crate::run::Run;
+use crate::store::{Delivery, Grant, QuestionFilter, StoreError, WriteStats};
+
+/// Why a card's local button (a multi-select toggle, "Other…", "Reject with note…") may not
+/// be used. Its `Display` is what the person who tapped is told.
+#[derive(Debug)]
+pub enum CardRefusal {
+    /// No such question in this conversation.
+    Unknown,
+    /// The question is for someone else.
+    NotYours,
+    /// The question has an outcome already.
+    Closed(Box<Question>),
+    /// The store could not be read; nothing is known either way.
+    Unavailable(StoreError),
+}
+
+impl fmt::Display for CardRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unknown => f.write_str("This question is no longer known."),
+            Self::NotYours => f.write_str("Not yours to answer."),
+            Self::Closed(q) => write!(f, "Already closed: {}", q.outcome_line()),
+            Self::Unavailable(_) => f.write_str("Could not look this question up just now; please try again."),
+        }
+    }
+}
+
+impl Engine {
+    /// One question, wherever it was asked.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        self.inner.store.question(id).await
+    }
+
+    /// The question behind a card's button, when `user` may still act on it in
+    /// `conversation`: the one check for buttons that change only the card or ask for the
+    /// next message. Answers themselves are checked again by the claim.
+    ///
+    /// # Errors
+    /// Why the button may not be used.
+    pub async fn open_card(
+        &self,
+        id: QuestionId,
+        conversation: &Conversation,
+        user: &UserRef,
+    ) -> Result<Question, CardRefusal> {
+        let question = match self.inner.store.question(id).await {
+            Ok(Some(q)) if q.conversation.as_ref() == Some(conversation) => q,
+            Ok(_) => return Err(CardRefusal::Unknown),
+            Err(e) => {
+                tracing::error!(error = %e, question = %id, "could not read a question for a card");
+                return Err(CardRefusal::Unavailable(e));
+            }
+        };
+        if !question.answerers.admits(user) {
+            Err(CardRefusal::NotYours)
+        } else if question.status != Status::Pending {
+            Err(CardRefusal::Closed(Box::new(question)))
+        } else {
+            Ok(question)
+        }
+    }
+
+    /// The question a card shows, found by where the card is (`surface`'s chat and message
+    /// ids): what a reply to the card is about.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn question_for_card(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<QuestionId>, StoreError> {
+        self.inner.store.question_for_card(surface, chat, message).await
+    }
+
+    /// One page of questions matching `filter`, newest first, with the cursor of the next.
+    ///
+    /// # Errors
+    /// When the store fails or the cursor is not one it gave.
+    pub async fn questions_page(
+        &self,
+        filter: &QuestionFilter,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<Question>, Option<String>), StoreError> {
+        self.inner.store.questions_page(filter, cursor, limit).await
+    }
+
+    /// The cards sent for these questions.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn deliveries(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+        match questions {
+            [one] => self.inner.store.deliveries(*one).await,
+            many => self.inner.store.deliveries_of(many).await,
+        }
+    }
+
+    /// One run.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
+        self.inner.store.run(id).await
+    }
+
+    /// A run's questions ordered by step: the ones it was answered and at most one pending.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
+        self.inner.store.journal(run).await
+    }
+
+    /// The questions pending in a conversation, or everywhere.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn pending_for(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
+        self.inner.store.pending(conversation).await
+    }
+
+    /// The standing grants, of one conversation or all.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError> {
+        self.inner.store.grants(conversation).await
+    }
+
+    /// Revokes a standing grant; false when there was no live grant with that id.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn revoke_grant(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.store.revoke_grant(id, self.now_ms()).await
+    }
+
+    /// How many questions are pending.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn pending_count(&self) -> Result<u64, StoreError> {
+        self.inner.store.pending_count().await
+    }
+
+    /// What the store's writes have cost so far, and whether they are failing.
+    pub fn write_stats(&self) -> WriteStats {
+        self.inner.store.write_stats()
+    }
+}
