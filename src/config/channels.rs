@@ -1,0 +1,308 @@
+//! The `[channels.*]` sections: what each channel needs to connect, and who may start runs
+//! and answer there.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::raw::{RawChannels, RawChat, RawWebhook};
+use super::{Config, Env, FunctionKind};
+use crate::engine::{Access, AnswerersPolicy, ChannelPolicy};
+use crate::question::UserRef;
+
+/// A chat channel's configuration (Telegram, Discord).
+#[derive(Clone, Debug)]
+pub struct ChatConfig {
+    /// The environment variable holding the token.
+    pub token_env: String,
+    /// A different API base URL (a self-hosted server, or a test double).
+    pub api_url: Option<String>,
+    /// Telegram only: receive updates by webhook instead of long polling.
+    pub webhook: Option<WebhookConfig>,
+}
+
+impl ChatConfig {
+    /// The token, when its variable is set and not empty.
+    pub fn token(&self, env: &Env) -> Option<String> {
+        env.get(&self.token_env)
+    }
+}
+
+/// Where Telegram delivers updates in webhook mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// The public HTTPS URL Telegram POSTs to.
+    pub url: String,
+    /// The local address askgate listens on.
+    pub listen: std::net::SocketAddr,
+    /// The environment variable holding the secret token Telegram sends with each update.
+    pub secret_env: String,
+}
+
+/// A named webhook text channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookSpec {
+    /// The name in `/channels/webhook/<name>` and in conversations `webhook:<name>:…`.
+    pub name: String,
+    /// Where askgate POSTs messages.
+    pub url: String,
+    /// The environment variable holding the shared secret.
+    pub secret_env: String,
+}
+
+impl WebhookSpec {
+    /// The secret, when its variable is set and not empty.
+    pub fn secret(&self, env: &Env) -> Option<String> {
+        env.get(&self.secret_env)
+    }
+}
+
+/// Whether a channel runs, and why not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChannelState {
+    /// It runs.
+    Enabled,
+    /// It does not; the reason says what to change.
+    Disabled(String),
+}
+
+impl fmt::Display for ChannelState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Enabled => f.write_str("enabled"),
+            Self::Disabled(why) => write!(f, "disabled: {why}"),
+        }
+    }
+}
+
+/// The channels as validated: connections, and a policy per channel (`console`,
+/// `telegram`, `webhook:<name>`, …).
+pub(super) struct Channels {
+    pub console: bool,
+    pub telegram: Option<ChatConfig>,
+    pub discord: Option<ChatConfig>,
+    pub webhooks: Vec<WebhookSpec>,
+    pub policies: HashMap<String, ChannelPolicy>,
+}
+
+/// A key at fault (relative to the file) and what is wrong with it.
+pub(super) type Fault = (String, String);
+
+/// Validates `[channels.*]`; `functions` are the names a `default_function` may take.
+pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels, Fault> {
+    let mut policies = HashMap::new();
+    let mut console = false;
+    if let Some(c) = &raw.console {
+        console = c.enabled;
+        let default_function = check_function(functions, c.default_function.as_ref())
+            .map_err(|m| ("channels.console.default_function".to_owned(), m))?;
+        policies.insert("console".to_owned(), ChannelPolicy { default_function, ..ChannelPolicy::default() });
+    }
+    let mut telegram = None;
+    let mut discord = None;
+    for (name, raw, slot) in [("telegram", &raw.telegram, &mut telegram), ("discord", &raw.discord, &mut discord)] {
+        if let Some(c) = raw {
+            let (config, policy) = chat(name, c, functions)?;
+            policies.insert(name.to_owned(), policy);
+            *slot = Some(config);
+        }
+    }
+    let mut webhooks = Vec::new();
+    for (name, w) in &raw.webhook {
+        let (spec, policy) = webhook(name, w, functions)?;
+        policies.insert(format!("webhook:{name}"), policy);
+        webhooks.push(spec);
+    }
+    Ok(Channels { console, telegram, discord, webhooks, policies })
+}
+
+fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, ChannelPolicy), Fault> {
+    let key = |k: &str| format!("channels.{name}.{k}");
+    if c.token_env.is_empty() {
+        return Err((key("token_env"), "is empty".to_owned()));
+    }
+    if let Some(url) = &c.api_url
+        && !is_http_url(url)
+    {
+        return Err((key("api_url"), format!("`{url}` is not an http(s) URL")));
+    }
+    let rules = Rules {
+        answerers: c.answerers.as_deref(),
+        allowed_users: &c.allowed_users,
+        default_function: c.default_function.as_ref(),
+    };
+    let policy = rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
+    let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
+        (None, None, None) => None,
+        _ if name != "telegram" => return Err((key("webhook_url"), "webhooks are for Telegram only".to_owned())),
+        (Some(url), Some(listen), Some(secret_env)) => {
+            if !is_http_url(url) {
+                return Err((key("webhook_url"), format!("`{url}` is not an http(s) URL")));
+            }
+            let listen = listen
+                .parse()
+                .map_err(|_| (key("webhook_listen"), format!("`{listen}` is not an address like 0.0.0.0:8443")))?;
+            Some(WebhookConfig { url: url.clone(), listen, secret_env: secret_env.clone() })
+        }
+        _ => {
+            return Err((
+                key("webhook_url"),
+                "webhook mode needs webhook_url, webhook_listen and webhook_secret_env together".to_owned(),
+            ));
+        }
+    };
+    Ok((ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone(), webhook }, policy))
+}
+
+fn webhook(name: &str, w: &RawWebhook, functions: &[&str]) -> Result<(WebhookSpec, ChannelPolicy), Fault> {
+    let key = |k: &str| format!("channels.webhook.{name}.{k}");
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err((format!("channels.webhook.{name}"), "a name takes letters, digits, - and _".to_owned()));
+    }
+    if !is_http_url(&w.url) {
+        return Err((key("url"), format!("`{}` is not an http(s) URL", w.url)));
+    }
+    if w.secret_env.is_empty() {
+        return Err((key("secret_env"), "is empty".to_owned()));
+    }
+    let rules = Rules {
+        answerers: w.answerers.as_deref(),
+        allowed_users: &w.allowed_users,
+        default_function: w.default_function.as_ref(),
+    };
+    let policy = rules.policy(&format!("webhook:{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
+    Ok((WebhookSpec { name: name.to_owned(), url: w.url.clone(), secret_env: w.secret_env.clone() }, policy))
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// The rule keys every chat channel shares.
+struct Rules<'a> {
+    answerers: Option<&'a str>,
+    allowed_users: &'a [String],
+    default_function: Option<&'a String>,
+}
+
+impl Rules<'_> {
+    /// The channel's policy; user ids without a channel get `user_prefix`. Errors name the key.
+    fn policy(&self, user_prefix: &str, names: &[&str]) -> Result<ChannelPolicy, (&'static str, String)> {
+        let answerers = match self.answerers {
+            None | Some("initiator") => AnswerersPolicy::Initiator,
+            Some("conversation") => AnswerersPolicy::Conversation,
+            Some(other) => return Err(("answerers", format!("`{other}` is not `initiator` or `conversation`"))),
+        };
+        let allowed_users = access(self.allowed_users, Some(user_prefix)).map_err(|m| ("allowed_users", m))?;
+        let default_function = check_function(names, self.default_function).map_err(|m| ("default_function", m))?;
+        Ok(ChannelPolicy { answerers, allowed_users, default_function })
+    }
+}
+
+/// Who a list of `allowed_users` lets in: `"*"` alone opens to anyone, empty is nobody. Ids
+/// without a channel get `prefix` (`42` in `[channels.telegram]` is `telegram:42`); without
+/// a prefix (a function's list spans channels) every id must name its channel.
+pub(super) fn access(users: &[String], prefix: Option<&str>) -> Result<Access, String> {
+    if users.iter().any(|u| u.trim() == "*") {
+        if users.len() > 1 {
+            return Err("\"*\" opens to anyone; list it alone".to_owned());
+        }
+        return Ok(Access::Anyone);
+    }
+    let users = users
+        .iter()
+        .map(|u| {
+            let full = match prefix {
+                Some(p) if !u.starts_with(p) => format!("{p}{u}"),
+                _ => u.clone(),
+            };
+            UserRef::parse(&full).map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Access::from_users(users, false))
+}
+
+fn check_function(names: &[&str], name: Option<&String>) -> Result<Option<String>, String> {
+    match name {
+        None => Ok(None),
+        Some(n) if names.contains(&n.as_str()) => Ok(Some(n.clone())),
+        Some(n) => Err(format!("no function named `{n}` in [[functions]]")),
+    }
+}
+
+/// Who may start what, as `askgate check` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessReport {
+    /// One line per channel and per function that narrows it: `telegram: nobody`.
+    pub lines: Vec<String>,
+    /// What an operator should look at: a channel open to anyone that can start a program.
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Each channel with whether it runs and why not.
+    pub fn channel_states(&self, env: &Env) -> Vec<(String, ChannelState)> {
+        let mut states = vec![(
+            "console".to_owned(),
+            if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
+        )];
+        for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord)] {
+            let state = match chat {
+                None => ChannelState::Disabled("not configured".to_owned()),
+                Some(c) if c.token(env).is_none() => ChannelState::Disabled(format!("{} is unset", c.token_env)),
+                Some(ChatConfig { webhook: Some(w), .. }) if env.get(&w.secret_env).is_none() => {
+                    ChannelState::Disabled(format!("{} is unset", w.secret_env))
+                }
+                Some(_) => ChannelState::Enabled,
+            };
+            states.push((name.to_owned(), state));
+        }
+        for w in &self.webhooks {
+            let state = if w.secret(env).is_some() {
+                ChannelState::Enabled
+            } else {
+                ChannelState::Disabled(format!("{} is unset", w.secret_env))
+            };
+            states.push((format!("webhook:{}", w.name), state));
+        }
+        states
+    }
+
+    /// Who may start runs on each channel, which functions narrow that, and a warning for each
+    /// channel open to anyone (`"*"`) where a function that runs a program can be started.
+    pub fn access_report(&self) -> AccessReport {
+        let mut report = AccessReport::default();
+        if self.console {
+            report.lines.push("console: console:local (the operator at the terminal may run everything)".to_owned());
+        }
+        let mut keys: Vec<&String> = self.settings.channels.keys().filter(|k| k.as_str() != "console").collect();
+        keys.sort();
+        for key in keys {
+            let access = &self.settings.channels[key].allowed_users;
+            report.lines.push(format!("{key}: {access}"));
+            if *access != Access::Anyone {
+                continue;
+            }
+            let programs: Vec<&str> = self
+                .functions
+                .iter()
+                .filter(|f| matches!(f.kind, FunctionKind::Process(_)))
+                .filter(|f| f.allowed_users.as_ref().is_none_or(|a| *a == Access::Anyone))
+                .map(|f| f.name.as_str())
+                .collect();
+            if !programs.is_empty() {
+                report.warnings.push(format!(
+                    "channels.{}.allowed_users is [\"*\"]: anyone there may start {}, which run programs; list people \
+                     instead, or set allowed_users on those [[functions]]",
+                    key.replace(':', "."),
+                    programs.join(", ")
+                ));
+            }
+        }
+        for f in &self.functions {
+            if let Some(access) = &f.allowed_users {
+                report.lines.push(format!("function {}: only {access}, where the channel also allows them", f.name));
+            }
+        }
+        report
+    }
+}

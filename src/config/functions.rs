@@ -1,0 +1,137 @@
+//! The `[[functions]]` entries: a built-in by name, or a program speaking the process
+//! protocol, with who may start it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::channels::{Fault, access};
+use super::raw::RawFunction;
+use crate::engine::Access;
+use crate::function::{self, process::ProcessConfig};
+
+/// What runs when a function is called.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FunctionKind {
+    /// A built-in, by its name.
+    Builtin(String),
+    /// A program speaking the process protocol.
+    Process(ProcessConfig),
+}
+
+/// A configured function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSpec {
+    /// The name `/run` takes.
+    pub name: String,
+    /// One line for `/help`.
+    pub description: String,
+    /// What runs.
+    pub kind: FunctionKind,
+    /// Who may start it, narrowing each channel's `allowed_users`; none: the channel's rule.
+    pub allowed_users: Option<Access>,
+}
+
+impl FunctionSpec {
+    /// How `askgate check` describes what runs.
+    pub fn what(&self) -> String {
+        match &self.kind {
+            FunctionKind::Builtin(b) => format!("built-in {b}"),
+            FunctionKind::Process(p) => {
+                let mode = if p.hold { "hold" } else { "follow_up" };
+                format!("command `{}`, {mode}, timeout {}s", p.command.join(" "), p.timeout.as_secs())
+            }
+        }
+    }
+}
+
+/// Variables a program gets from askgate's environment unless `env` says otherwise.
+const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+/// How long one invocation of a program may run unless `timeout` says otherwise.
+const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Validates every `[[functions]]` entry; relative working directories are resolved against
+/// `base`. Errors name the key.
+pub(super) fn functions(raw: Vec<RawFunction>, base: &Path) -> Result<Vec<FunctionSpec>, Fault> {
+    let mut functions: Vec<FunctionSpec> = Vec::new();
+    for (i, f) in raw.into_iter().enumerate() {
+        let spec = function_spec(i, f, base)?;
+        if functions.iter().any(|g| g.name == spec.name) {
+            return Err((format!("functions[{i}].name"), format!("`{}` is defined twice", spec.name)));
+        }
+        functions.push(spec);
+    }
+    Ok(functions)
+}
+
+fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, Fault> {
+    let key = |k: &str| format!("functions[{i}].{k}");
+    if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/' || c == '@') {
+        return Err((key("name"), format!("`{}` is not a usable name (no spaces, slashes or @)", f.name)));
+    }
+    let allowed_users = f
+        .allowed_users
+        .as_deref()
+        .map(|users| access(users, None))
+        .transpose()
+        .map_err(|m| (key("allowed_users"), m))?;
+    let (name, description) = (f.name.clone(), f.description.clone());
+    let (kind, default_description) = match (&f.builtin, &f.command) {
+        (Some(_), Some(_)) => return Err((key("command"), "give either `builtin` or `command`, not both".to_owned())),
+        (None, None) => return Err((key("command"), "is required (or `builtin`)".to_owned())),
+        (Some(_), None) => builtin(f),
+        (None, Some(_)) => process(f, base),
+    }
+    .map_err(|(k, m)| (key(k), m))?;
+    Ok(FunctionSpec { name, description: description.unwrap_or(default_description), kind, allowed_users })
+}
+
+/// A built-in by name, with its own description; it takes none of a program's keys.
+fn builtin(f: RawFunction) -> Result<(FunctionKind, String), (&'static str, String)> {
+    let process_keys = f.cwd.is_some()
+        || f.env.is_some()
+        || !f.set_env.is_empty()
+        || f.timeout.is_some()
+        || f.mode.is_some()
+        || f.show_stderr.is_some();
+    if process_keys {
+        return Err(("builtin", "a built-in takes no cwd, env, set_env, timeout, mode or show_stderr".to_owned()));
+    }
+    let name = f.builtin.unwrap_or_default();
+    let Some((_, description)) = function::builtin(&name) else {
+        let known = function::builtin_names().join(", ");
+        return Err(("builtin", format!("no built-in `{name}`; there are {known}")));
+    };
+    Ok((FunctionKind::Builtin(name), description.to_owned()))
+}
+
+/// A program and how it runs.
+fn process(f: RawFunction, base: &Path) -> Result<(FunctionKind, String), (&'static str, String)> {
+    let command = f.command.unwrap_or_default();
+    if command.first().is_none_or(|program| program.trim().is_empty()) {
+        return Err(("command", "needs at least the program to run".to_owned()));
+    }
+    let cwd = match f.cwd {
+        Some(dir) => base.join(dir),
+        None => base.to_path_buf(),
+    };
+    let pass_env = f.env.unwrap_or_else(|| DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
+    if let Some(bad) = pass_env.iter().chain(f.set_env.keys()).find(|v| v.is_empty() || v.contains('=')) {
+        return Err(("env", format!("`{bad}` is not a variable name")));
+    }
+    let hold = match f.mode.as_deref() {
+        None | Some("follow_up") => false,
+        Some("hold") => true,
+        Some(other) => return Err(("mode", format!("`{other}` is not `follow_up` or `hold`"))),
+    };
+    let description = format!("runs {}", command.join(" "));
+    let config = ProcessConfig {
+        command,
+        cwd,
+        pass_env,
+        set_env: f.set_env,
+        timeout: f.timeout.unwrap_or(DEFAULT_PROCESS_TIMEOUT),
+        hold,
+        show_stderr: f.show_stderr.unwrap_or(false),
+    };
+    Ok((FunctionKind::Process(config), description))
+}

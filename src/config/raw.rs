@@ -1,0 +1,202 @@
+//! The file as written: serde's view of `channels.toml`, with unknown keys refused and
+//! durations read as people write them. [`Config::parse`](super::Config::parse) validates it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    #[serde(default)]
+    pub gateway: RawGateway,
+    #[serde(default)]
+    pub channels: RawChannels,
+    #[serde(default)]
+    pub functions: Vec<RawFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawGateway {
+    pub database: String,
+    pub http: String,
+    #[serde(deserialize_with = "duration")]
+    pub default_timeout: Duration,
+    pub synchronous: Option<String>,
+    #[serde(deserialize_with = "duration_or_never")]
+    pub retention: Option<Duration>,
+    pub max_event_streams: usize,
+    pub max_connections: usize,
+}
+
+impl Default for RawGateway {
+    fn default() -> Self {
+        Self {
+            database: "sqlite://askgate.db".to_owned(),
+            http: "127.0.0.1:8080".to_owned(),
+            default_timeout: Duration::from_secs(30 * 60),
+            synchronous: None,
+            retention: Some(Duration::from_secs(30 * 86_400)),
+            max_event_streams: crate::http::DEFAULT_MAX_EVENT_STREAMS,
+            max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawChannels {
+    pub console: Option<RawConsole>,
+    pub telegram: Option<RawChat>,
+    pub discord: Option<RawChat>,
+    #[serde(default)]
+    pub webhook: BTreeMap<String, RawWebhook>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConsole {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub default_function: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawChat {
+    pub token_env: String,
+    #[serde(default)]
+    pub api_url: Option<String>,
+    // The rule keys every chat channel shares (serde's `flatten` would lose
+    // `deny_unknown_fields`, so they are written out).
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    #[serde(default)]
+    pub answerers: Option<String>,
+    #[serde(default)]
+    pub default_function: Option<String>,
+    #[serde(default)]
+    pub webhook_url: Option<String>,
+    #[serde(default)]
+    pub webhook_listen: Option<String>,
+    #[serde(default)]
+    pub webhook_secret_env: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWebhook {
+    pub url: String,
+    pub secret_env: String,
+    // The rule keys every chat channel shares (serde's `flatten` would lose
+    // `deny_unknown_fields`, so they are written out).
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    #[serde(default)]
+    pub answerers: Option<String>,
+    #[serde(default)]
+    pub default_function: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFunction {
+    pub name: String,
+    #[serde(default)]
+    pub builtin: Option<String>,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: Option<Vec<String>>,
+    #[serde(default)]
+    pub set_env: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub timeout: Option<Duration>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub allowed_users: Option<Vec<String>>,
+    #[serde(default)]
+    pub show_stderr: Option<bool>,
+}
+
+/// Parses `90s`, `30m`, `1h30m`, `2d`, or a number of seconds (`45`).
+///
+/// # Errors
+/// A message saying what is accepted.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let parsed = match text.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|_| format!("`{text}` is not a duration like 90s, 30m, 1h30m or 2d"))?,
+    };
+    if parsed.is_zero() {
+        return Err("a duration must be longer than zero".to_owned());
+    }
+    Ok(parsed)
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    d.deserialize_any(DurationVisitor { never: false })?.ok_or_else(|| de::Error::custom("`never` is not allowed here"))
+}
+
+fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
+fn duration_or_never<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    d.deserialize_any(DurationVisitor { never: true })
+}
+
+/// Reads a duration from a string or an integer of seconds; `never` is none when allowed.
+struct DurationVisitor {
+    never: bool,
+}
+
+impl Visitor<'_> for DurationVisitor {
+    type Value = Option<Duration>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration like \"90s\", \"30m\", \"1h30m\" or \"2d\", or a number of seconds")?;
+        if self.never {
+            f.write_str(", or \"never\"")?;
+        }
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, secs: u64) -> Result<Self::Value, E> {
+        match secs {
+            0 => Err(E::custom("a duration must be longer than zero")),
+            secs => Ok(Some(Duration::from_secs(secs))),
+        }
+    }
+
+    fn visit_i64<E: de::Error>(self, secs: i64) -> Result<Self::Value, E> {
+        match u64::try_from(secs) {
+            Ok(secs) => self.visit_u64(secs),
+            Err(_) => Err(E::custom("a duration cannot be negative")),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        if self.never && text.trim() == "never" {
+            return Ok(None);
+        }
+        let suffix = if self.never { ", or `never`" } else { "" };
+        parse_duration(text).map(Some).map_err(|m| E::custom(format!("{m}{suffix}")))
+    }
+}
