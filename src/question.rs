@@ -5,6 +5,7 @@
 
 mod ask;
 mod choice;
+mod wire;
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,6 +16,7 @@ use uuid::Uuid;
 
 pub use ask::{Ask, InvalidAsk, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice};
+pub use wire::AskWire;
 
 /// The most options one question may carry: what a Discord select menu holds, and well within
 /// Telegram's keyboard limits, so every surface can show every option as something to tap.
@@ -40,7 +42,7 @@ pub fn is_invisible(c: char) -> bool {
 /// [`MAX_NAME`] characters; blank is none.
 pub fn display_name(raw: &str) -> Option<String> {
     let clean: String = raw.chars().filter(|&c| !c.is_control() && !is_invisible(c)).collect();
-    let clean: String = clean.trim().chars().take(MAX_NAME).collect();
+    let clean = crate::text::clip(clean.trim(), MAX_NAME, "");
     (!clean.is_empty()).then_some(clean)
 }
 

@@ -15,14 +15,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::Instant;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::engine::{AskError, Context, Function, FunctionError};
-use crate::question::{Ask, Conversation, Outcome, QuestionId, RunId, Timeout, UserRef};
+use crate::question::{Ask, AskWire, Conversation, Kind, Outcome, QuestionId, RunId, UserRef};
+use crate::text::clip;
 
 /// The longest line a program may write.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -83,46 +86,6 @@ enum FromProgram {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AskLine {
-    prompt: String,
-    #[serde(default)]
-    detail: Option<String>,
-    #[serde(default)]
-    options: Vec<String>,
-    #[serde(default)]
-    multi: bool,
-    #[serde(default)]
-    allow_custom: bool,
-    #[serde(default)]
-    timeout: Option<Value>,
-    #[serde(default)]
-    default: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfirmLine {
-    prompt: String,
-    #[serde(default)]
-    detail: Option<String>,
-    #[serde(default)]
-    timeout: Option<Value>,
-    #[serde(default)]
-    default: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApproveLine {
-    action: String,
-    #[serde(default)]
-    detail: Option<String>,
-    #[serde(default)]
-    timeout: Option<Value>,
-}
-
-#[derive(Deserialize)]
 struct SayLine {
     text: String,
 }
@@ -150,36 +113,21 @@ fn parse_line(line: &str) -> Result<FromProgram, String> {
         map.remove("type");
     }
     let bad = |e: serde_json::Error| format!("malformed `{kind}` line from the program ({e}): {}", quote(line));
-    let timeout = |t: Option<Value>| Timeout::from_json(t.as_ref()).map_err(|e| format!("{e}: {}", quote(line)));
+    let ask = |kind: Kind, value: Value| -> Result<FromProgram, String> {
+        let wire: AskWire = serde_json::from_value(value).map_err(bad)?;
+        let ask = wire.into_ask(kind).map_err(|e| format!("{e}: {}", quote(line)))?;
+        Ok(FromProgram::Ask(ask))
+    };
     Ok(match kind.as_str() {
-        "ask" => {
-            let a: AskLine = serde_json::from_value(value).map_err(bad)?;
-            let mut ask = Ask::question(a.prompt)
-                .options(a.options)
-                .multi(a.multi)
-                .allow_custom(a.allow_custom)
-                .timeout(timeout(a.timeout)?);
-            ask.detail = a.detail;
-            ask.default = a.default;
-            FromProgram::Ask(ask)
-        }
-        "confirm" => {
-            let c: ConfirmLine = serde_json::from_value(value).map_err(bad)?;
-            let mut ask = Ask::confirm(c.prompt).timeout(timeout(c.timeout)?);
-            ask.detail = c.detail;
-            ask.default = c.default.map(Value::Bool);
-            FromProgram::Ask(ask)
-        }
-        "approve" => {
-            let a: ApproveLine = serde_json::from_value(value).map_err(bad)?;
-            let mut ask = Ask::approval(a.action).timeout(timeout(a.timeout)?);
-            ask.detail = a.detail;
-            FromProgram::Ask(ask)
-        }
+        "ask" => ask(Kind::Question, value)?,
+        "confirm" => ask(Kind::Confirm, value)?,
+        "approve" => ask(Kind::Approval, value)?,
         "say" => FromProgram::Say(serde_json::from_value::<SayLine>(value).map_err(bad)?.text),
         "done" => FromProgram::Done(serde_json::from_value::<DoneLine>(value).map_err(bad)?.reply.unwrap_or_default()),
         "error" => FromProgram::Error(serde_json::from_value::<ErrorLine>(value).map_err(bad)?.message),
-        other => return Err(format!("unknown message type `{}` from the program: {}", clip(other, 40), quote(line))),
+        other => {
+            return Err(format!("unknown message type `{}` from the program: {}", clip(other, 40, "…"), quote(line)));
+        }
     })
 }
 
@@ -221,47 +169,8 @@ fn outcome_line(step: u32, outcome: &Outcome) -> String {
     to_line(&OutcomeLine { r#type: "outcome", step, outcome })
 }
 
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(max).collect();
-    s.push('…');
-    s
-}
-
 fn quote(line: &str) -> String {
-    format!("`{}`", clip(line, 200))
-}
-
-/// Why reading a line failed.
-enum ReadError {
-    TooLong,
-    Io(std::io::Error),
-}
-
-/// Reads one line of at most [`MAX_LINE`] bytes; `None` at end of output.
-async fn read_line(out: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>) -> Result<Option<String>, ReadError> {
-    buf.clear();
-    loop {
-        let chunk = out.fill_buf().await.map_err(ReadError::Io)?;
-        if chunk.is_empty() {
-            return Ok((!buf.is_empty()).then(|| String::from_utf8_lossy(buf).into_owned()));
-        }
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        if buf.len() + take > MAX_LINE {
-            return Err(ReadError::TooLong);
-        }
-        buf.extend_from_slice(&chunk[..take]);
-        out.consume(if done { take + 1 } else { take });
-        if done {
-            let line = String::from_utf8_lossy(buf);
-            return Ok(Some(line.trim_end_matches('\r').to_owned()));
-        }
-    }
+    format!("`{}`", clip(line, 200, "…"))
 }
 
 /// The last lines of the program's stderr, for failure messages.
@@ -271,7 +180,7 @@ struct StderrTail(Mutex<VecDeque<String>>);
 impl StderrTail {
     fn push(&self, line: String) {
         let mut tail = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tail.push_back(clip(&line, 300));
+        tail.push_back(clip(&line, 300, "…"));
         while tail.len() > STDERR_TAIL_LINES {
             tail.pop_front();
         }
@@ -411,21 +320,22 @@ impl Process {
         stdin: &mut ChildStdin,
         stdout: tokio::process::ChildStdout,
     ) -> End {
-        let mut out = BufReader::new(stdout);
-        let mut buf = Vec::new();
+        // The protocol is UTF-8 JSON, one object per line: a line that is too long or not
+        // UTF-8 fails the run.
+        let mut out = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE));
         let mut rate = RateLimit::new();
         let mut deadline = Instant::now() + self.config.timeout;
         let failed = |m: String| End::Failed(FunctionError::failed(m));
         loop {
             let line = tokio::select! {
-                line = read_line(&mut out, &mut buf) => line,
+                line = out.next() => line,
                 () = tokio::time::sleep_until(deadline) => {
                     return failed(format!("the program ran longer than its timeout of {}s", self.config.timeout.as_secs()));
                 }
             };
             let line = match line {
-                Ok(Some(line)) => line,
-                Ok(None) => {
+                Some(Ok(line)) => line,
+                None => {
                     let status = tokio::time::timeout(GRACE, child.wait()).await;
                     return failed(match status {
                         Ok(Ok(s)) if s.success() => "the program exited without sending done".to_owned(),
@@ -433,10 +343,15 @@ impl Process {
                         _ => "the program closed its output without sending done".to_owned(),
                     });
                 }
-                Err(ReadError::TooLong) => {
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
                     return failed(format!("the program wrote a line longer than {MAX_LINE} bytes"));
                 }
-                Err(ReadError::Io(e)) => return failed(format!("could not read the program's output: {e}")),
+                Some(Err(LinesCodecError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return failed("the program wrote a line that is not UTF-8".to_owned());
+                }
+                Some(Err(LinesCodecError::Io(e))) => {
+                    return failed(format!("could not read the program's output: {e}"));
+                }
             };
             if line.trim().is_empty() {
                 continue;
@@ -490,7 +405,7 @@ impl Process {
                 }
                 FromProgram::Done(reply) => return End::Reply(reply),
                 FromProgram::Error(message) => {
-                    return failed(format!("the program reported: {}", clip(&message, 1000)));
+                    return failed(format!("the program reported: {}", clip(&message, 1000, "…")));
                 }
             }
         }
@@ -546,6 +461,10 @@ async fn log_stderr(stderr: tokio::process::ChildStderr, tail: Arc<StderrTail>, 
 
 /// Reads one line, keeping at most `cap` bytes of it; returns the kept text and the line's
 /// whole length. `None` at the end.
+///
+/// Written by hand rather than with `LinesCodec`: stderr is not the protocol, it may hold any
+/// bytes, and the codec ends its stream at the first line that is not UTF-8; then nothing
+/// would read the pipe and the program would block on a full one.
 async fn read_capped(input: &mut (impl AsyncBufRead + Unpin), cap: usize) -> std::io::Result<Option<(String, usize)>> {
     let mut kept = Vec::new();
     let mut length = 0;
@@ -572,6 +491,7 @@ async fn read_capped(input: &mut (impl AsyncBufRead + Unpin), cap: usize) -> std
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::question::Timeout;
 
     #[test]
     fn an_ask_line_becomes_an_ask() {
@@ -607,6 +527,7 @@ mod tests {
         use serde_json::json;
 
         use super::super::*;
+        use crate::question::Timeout;
 
         proptest! {
             #[test]

@@ -6,12 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{ApiError, AppState, JsonBody, Operator, Params, conversation_param};
 use crate::engine::{ExternalAskError, RunRequest, StartError};
 use crate::question::{
-    Answerers, Ask, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, Timeout, UserRef,
+    Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
     display_name,
 };
 use crate::store::{Delivery, QuestionFilter};
@@ -20,7 +20,7 @@ use crate::store::{Delivery, QuestionFilter};
 const MAX_WAIT: u64 = 60;
 
 fn parse_id(id: &str) -> Result<QuestionId, ApiError> {
-    id.parse().map_err(|_| ApiError::not_found(format!("no question `{}`", id.chars().take(40).collect::<String>())))
+    id.parse().map_err(|_| ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))))
 }
 
 /// A question with its rendered cards: what every surface shows.
@@ -96,25 +96,13 @@ pub(super) async fn get_one(
     Ok(axum::Json(snapshot(&state, &question).await?).into_response())
 }
 
+/// The API's own keys of `POST /api/questions`; the rest is an [`AskWire`].
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct NewQuestion {
+struct Placement {
     conversation: String,
-    prompt: String,
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default)]
-    detail: Option<String>,
-    #[serde(default)]
-    options: Vec<String>,
-    #[serde(default)]
-    multi: bool,
-    #[serde(default)]
-    allow_custom: bool,
-    #[serde(default)]
-    default: Option<Value>,
-    #[serde(default)]
-    timeout: Option<Value>,
     #[serde(default)]
     answerers: Option<Vec<String>>,
 }
@@ -122,29 +110,21 @@ pub(super) struct NewQuestion {
 pub(super) async fn create(
     Operator(operator): Operator,
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<NewQuestion>,
+    JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let conversation =
-        Conversation::parse(&body.conversation).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))?;
-    let kind = match body.kind.as_deref() {
+    let malformed = |e: serde_json::Error| ApiError::bad_request(format!("malformed JSON body: {e}"));
+    let wire = AskWire::take(&mut body).map_err(malformed)?;
+    let placement: Placement = serde_json::from_value(Value::Object(body)).map_err(malformed)?;
+    let conversation = Conversation::parse(&placement.conversation)
+        .map_err(|e| ApiError::bad_request(format!("conversation: {e}")))?;
+    let kind = match placement.kind.as_deref() {
         None => Kind::Question,
         Some(k) => {
             k.parse().map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm or approval")))?
         }
     };
-    let timeout = Timeout::from_json(body.timeout.as_ref()).map_err(ApiError::bad_request)?;
-    let answerers = users_param(body.answerers.as_deref())?.map(|users| Answerers::Users { users });
-    let ask = Ask {
-        kind: Some(kind),
-        prompt: body.prompt,
-        detail: body.detail,
-        options: body.options,
-        multi: body.multi,
-        allow_custom: body.allow_custom,
-        default: body.default,
-        timeout,
-        answerers,
-    };
+    let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
+    ask.answerers = users_param(placement.answerers.as_deref())?.map(|users| Answerers::Users { users });
     match state.engine.ask_external(conversation, ask, operator.user).await {
         Ok(question) => {
             let snapshot = snapshot(&state, &question).await?;
@@ -377,6 +357,6 @@ pub(super) async fn revoke_grant(
     if state.engine.revoke_grant(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
-        Err(ApiError::not_found(format!("no live grant `{}`", id.chars().take(40).collect::<String>())))
+        Err(ApiError::not_found(format!("no live grant `{}`", crate::text::clip(&id, 40, "…"))))
     }
 }

@@ -156,7 +156,7 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
     let quick = Duration::from_secs(30);
     add(&mut f, dir.path(), "good", "python3", THREE_ASKS, false, quick);
     let flood = "import sys\nsys.stdin.readline()\nfor i in range(5000): print('{\"type\":\"say\",\"text\":\"x\"}', flush=True)";
-    let cases: [(&str, &str, &str, Duration, &str); 7] = [
+    let cases: [(&str, &str, &str, Duration, &str); 9] = [
         ("malformed", "sh", "read s; echo '{\"type\": ask'", quick, "malformed line from the program"),
         ("unknown", "sh", "read s; echo '{\"type\":\"dance\"}'", quick, "unknown message type `dance`"),
         ("crash", "sh", "read s; echo 'something broke' >&2; exit 3", quick, "exit status: 3"),
@@ -164,6 +164,14 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
         ("slow", "sh", "read s; sleep 30", Duration::from_secs(1), "ran longer than its timeout of 1s"),
         ("huge", "python3", "import sys; sys.stdin.readline(); print('x' * 70000)", quick, "longer than 65536 bytes"),
         ("flood", "python3", flood, quick, "more than 200 lines per second"),
+        ("binary", "sh", "read s; printf '\\377\\376\\n'", quick, "a line that is not UTF-8"),
+        (
+            "typo",
+            "sh",
+            "read s; echo '{\"type\":\"ask\",\"prompt\":\"x\",\"option\":[\"a\"]}'",
+            quick,
+            "unknown field `option`",
+        ),
     ];
     assert_eq!(MAX_LINE, 65536);
     for (name, interpreter, script, timeout, _) in &cases {
