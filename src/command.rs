@@ -91,7 +91,7 @@ impl Command {
             "run" => Err(CommandError::Usage("/run <function> [input]")),
             "cancel" => Ok(Self::Cancel),
             "help" | "start" => Ok(Self::Help),
-            other => Err(CommandError::Unknown(other.chars().take(32).collect())),
+            other => Err(CommandError::Unknown(crate::text::clip(other, 32, "…"))),
         })
     }
 }

@@ -19,6 +19,10 @@
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
 //! - [`gateway`]: assembles all of the above into the running service.
 //! - [`clock`]: wall-clock time, with a manual clock for tests.
+//! - [`text`]: clipping text to a length.
+
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod channel;
 pub mod clock;
@@ -31,6 +35,7 @@ pub mod http;
 pub mod question;
 pub mod run;
 pub mod store;
+pub mod text;
 
 /// An error with its causes, as one line: `database error: disk I/O error (SQLite code 10)`.
 pub fn error_chain(error: &dyn std::error::Error) -> String {

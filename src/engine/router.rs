@@ -291,7 +291,7 @@ impl Engine {
     async fn unknown(&self, conversation: &Conversation, id: &str) -> Result<Response, StoreError> {
         let reason = match normalise_prefix(id) {
             None if id.len() < MIN_PREFIX => format!("Ids need at least {MIN_PREFIX} characters; `{id}` is too short"),
-            None => format!("`{}` is not a question id", id.chars().take(40).collect::<String>()),
+            None => format!("`{}` is not a question id", crate::text::clip(id, 40, "…")),
             Some(prefix) => {
                 let found = self.inner.store.questions_by_prefix(conversation, &prefix, 2).await?;
                 if found.len() > 1 {

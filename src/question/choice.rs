@@ -259,14 +259,7 @@ fn parse_approval(text: &str) -> Result<Choice, InvalidChoice> {
 
 /// Keeps echoed input short in hints.
 fn clip(text: &str) -> String {
-    const MAX: usize = 40;
-    if text.chars().count() <= MAX {
-        text.to_owned()
-    } else {
-        let mut s: String = text.chars().take(MAX).collect();
-        s.push('…');
-        s
-    }
+    crate::text::clip(text, 40, "…")
 }
 
 #[cfg(test)]

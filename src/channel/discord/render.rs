@@ -9,6 +9,7 @@ use serenity::all::{
 
 use crate::channel::text;
 use crate::question::{Kind, Question, QuestionId};
+use crate::text::clip;
 
 /// Discord's limits.
 pub const MAX_CUSTOM_ID: usize = 100;
@@ -84,22 +85,7 @@ pub fn escape(text: &str) -> String {
 
 /// Shortens text to `max` characters with a clear marker.
 pub fn shorten(text: &str, max: usize) -> String {
-    const MARK: &str = "… [shortened]";
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(max.saturating_sub(MARK.chars().count())).collect();
-    s.push_str(MARK);
-    s
-}
-
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(max - 1).collect();
-    s.push('…');
-    s
+    clip(text, max, "… [shortened]")
 }
 
 fn content(q: &Question, now_ms: i64, tail: &str) -> String {
@@ -124,11 +110,11 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
 }
 
 fn button(label: &str, custom_id: String, style: Style) -> Component {
-    Component::Button { label: clip(label, MAX_BUTTON_LABEL), custom_id, style }
+    Component::Button { label: clip(label, MAX_BUTTON_LABEL, "…"), custom_id, style }
 }
 
 fn select(q: &Question, min: u8, max: u8) -> Component {
-    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100), format!("#{}", i + 1))).collect();
+    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100, "…"), format!("#{}", i + 1))).collect();
     let placeholder = if q.multi { "Pick one or more" } else { "Pick one" };
     Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder: placeholder.to_owned() }
 }
@@ -259,7 +245,7 @@ pub fn components(layout: &Layout) -> Vec<CreateActionRow> {
 
 /// The modal "Other…" opens: its submit is `/answer <uuid> <text>`.
 pub fn other_modal(id: QuestionId, prompt: &str) -> CreateModal {
-    CreateModal::new(format!("/answer {id}"), clip(&format!("Answer: {prompt}"), 45)).components(vec![
+    CreateModal::new(format!("/answer {id}"), clip(&format!("Answer: {prompt}"), 45, "…")).components(vec![
         CreateActionRow::InputText(
             CreateInputText::new(InputTextStyle::Paragraph, "Your answer", "text").required(true),
         ),

@@ -24,29 +24,12 @@ pub struct Card {
     pub keyboard: Option<InlineKeyboardMarkup>,
 }
 
-/// Escapes text for Telegram's HTML parse mode.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for Telegram's HTML parse mode (teloxide's own escaping).
+pub use teloxide::utils::html::escape;
 
 /// Shortens plain text to `max` characters with a clear marker.
 pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let keep = max.saturating_sub(SHORTENED.chars().count());
-    let mut s: String = text.chars().take(keep).collect();
-    s.push_str(SHORTENED);
-    s
+    crate::text::clip(text, max, SHORTENED)
 }
 
 /// The visible text of a card before escaping: prompt, detail, id and expiry. Prompt and
