@@ -5,23 +5,17 @@
 //! statement, so every write that arrives while one transaction runs joins the next one.
 //! Callers are answered only after their transaction committed.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::{Claim, Delivery, Grant, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats};
-use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface, UserRef};
+use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// How hard SQLite syncs to disk.
@@ -68,9 +62,17 @@ macro_rules! run_columns {
     };
 }
 
+// The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
+mod file;
+#[allow(unsafe_code)]
 mod raw;
+mod rows;
 mod writer;
 
+use file::{create_owner_only, database_file, lock_database, parse_url};
+use rows::{
+    delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
+};
 use writer::{Job, job};
 
 /// SQLite through sqlx.
@@ -141,257 +143,6 @@ impl SqliteStore {
         self.writes.send(job).map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
     }
-}
-
-impl SqliteStore {
-    /// Who serves the database at `url` now, for `askgate check`: `Some("pid 123")` while an
-    /// askgate has it open, `None` when none has (or it does not exist yet).
-    ///
-    /// # Errors
-    /// A malformed URL, or a lock file that cannot be read.
-    pub fn holder(url: &str) -> Result<Option<String>, StoreError> {
-        let options = parse_url(url)?;
-        let Some(database) = database_file(&options) else { return Ok(None) };
-        let path = lock_path(database);
-        let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(failed(e)),
-        };
-        match file.try_lock_shared() {
-            // Free: dropping the file releases the probe's shared lock at once (an askgate
-            // starting in that instant would be refused; the probe is a human's check).
-            Ok(()) => Ok(None),
-            Err(TryLockError::WouldBlock) => Ok(Some(read_holder(&path))),
-            Err(TryLockError::Error(e)) => Err(failed(e)),
-        }
-    }
-}
-
-/// The connection options for `url`: `sqlite://askgate.db`, `sqlite::memory:`, or a path.
-fn parse_url(url: &str) -> Result<SqliteConnectOptions, StoreError> {
-    Ok(if url.starts_with("sqlite:") {
-        SqliteConnectOptions::from_str(url)?
-    } else {
-        SqliteConnectOptions::new().filename(Path::new(url))
-    })
-}
-
-/// The database file, or none for an in-memory database.
-fn database_file(options: &SqliteConnectOptions) -> Option<&Path> {
-    Some(options.get_filename()).filter(|f| *f != Path::new(":memory:"))
-}
-
-fn lock_path(database: &Path) -> PathBuf {
-    let mut path = database.as_os_str().to_owned();
-    path.push(".lock");
-    PathBuf::from(path)
-}
-
-/// Who the lock file says holds it: `pid 123`.
-fn read_holder(path: &Path) -> String {
-    let holder = std::fs::read_to_string(path).unwrap_or_default();
-    let holder = holder.trim();
-    if holder.is_empty() { "pid unknown".to_owned() } else { holder.to_owned() }
-}
-
-/// Takes the advisory lock on `<database>.lock` and writes this process's id into it; when
-/// another process holds it, says which.
-fn lock_database(database: &Path) -> Result<File, StoreError> {
-    let path = lock_path(database);
-    let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(failed)?;
-    match file.try_lock() {
-        Ok(()) => {
-            file.set_len(0).map_err(failed)?;
-            writeln!(file, "pid {}", std::process::id()).map_err(failed)?;
-            Ok(file)
-        }
-        Err(TryLockError::WouldBlock) => {
-            Err(StoreError::InUse { database: database.display().to_string(), holder: read_holder(&path) })
-        }
-        Err(TryLockError::Error(e)) => Err(failed(e)),
-    }
-}
-
-/// Creates the database file owner-only when it does not exist yet: SQLite gives its `-wal`
-/// and `-shm` files the database file's permissions, so they are owner-only too.
-fn create_owner_only(database: &Path) -> Result<(), StoreError> {
-    match OpenOptions::new().write(true).create_new(true).mode(0o600).open(database) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(source) => Err(StoreError::Create { path: database.display().to_string(), source }),
-    }
-}
-
-fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
-    StoreError::Decode(format!("{what}: {detail}"))
-}
-
-/// A stored row's columns by name: sqlx's rows (reads) and the writer's (claims) alike.
-trait Columns {
-    /// A text column; `None` when NULL.
-    fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
-    /// An integer column; `None` when NULL.
-    fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
-
-    fn req_text(&self, col: &str) -> Result<String, StoreError> {
-        self.text(col)?.ok_or_else(|| corrupt(col, "missing"))
-    }
-
-    fn req_int(&self, col: &str) -> Result<i64, StoreError> {
-        self.int(col)?.ok_or_else(|| corrupt(col, "missing"))
-    }
-}
-
-impl Columns for SqliteRow {
-    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.try_get(col)?)
-    }
-
-    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
-        Ok(self.try_get(col)?)
-    }
-}
-
-impl Columns for raw::Row<'_> {
-    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
-        match self.get(col) {
-            Some(raw::Cell::Text(t)) => Ok(Some(t.clone())),
-            Some(raw::Cell::Null) => Ok(None),
-            Some(raw::Cell::Int(_)) => Err(corrupt(col, "an integer where text belongs")),
-            None => Err(corrupt(col, "no such column")),
-        }
-    }
-
-    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
-        match self.get(col) {
-            Some(raw::Cell::Int(i)) => Ok(Some(*i)),
-            Some(raw::Cell::Null) => Ok(None),
-            Some(raw::Cell::Text(_)) => Err(corrupt(col, "text where an integer belongs")),
-            None => Err(corrupt(col, "no such column")),
-        }
-    }
-}
-
-fn parse_col<T: FromStr>(row: &impl Columns, col: &str) -> Result<T, StoreError>
-where
-    T::Err: std::fmt::Display,
-{
-    row.req_text(col)?.parse().map_err(|e| corrupt(col, e))
-}
-
-fn parse_opt<T: FromStr>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError>
-where
-    T::Err: std::fmt::Display,
-{
-    row.text(col)?.map(|t| t.parse().map_err(|e| corrupt(col, e))).transpose()
-}
-
-fn json_col<T: serde::de::DeserializeOwned>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError> {
-    row.text(col)?.map(|t| serde_json::from_str(&t).map_err(|e| corrupt(col, e))).transpose()
-}
-
-fn conversation_col(row: &impl Columns, col: &str) -> Result<Option<Conversation>, StoreError> {
-    row.text(col)?.map(|c| Conversation::parse(&c).map_err(|e| corrupt(col, e))).transpose()
-}
-
-fn question_from_row(row: &impl Columns) -> Result<Question, StoreError> {
-    Ok(Question {
-        id: parse_col(row, "id")?,
-        conversation: conversation_col(row, "conversation")?,
-        run: parse_col(row, "run_id")?,
-        step: u32::try_from(row.req_int("step")?).map_err(|e| corrupt("step", e))?,
-        mode: parse_col(row, "mode")?,
-        kind: parse_col(row, "kind")?,
-        prompt: row.req_text("prompt")?,
-        detail: row.text("detail")?,
-        options: json_col(row, "options")?.unwrap_or_default(),
-        multi: row.req_int("multi")? != 0,
-        allow_custom: row.req_int("allow_custom")? != 0,
-        default: json_col(row, "default_json")?,
-        answerers: json_col(row, "answerers")?.ok_or_else(|| corrupt("answerers", "missing"))?,
-        fingerprint: row.req_text("fingerprint")?,
-        created_at: row.req_int("created_at")?,
-        expires_at: row.int("expires_at")?,
-        status: parse_col(row, "status")?,
-        outcome: json_col(row, "outcome")?,
-        answered_by: row.text("answered_by")?,
-        answered_via: parse_opt(row, "answered_via")?,
-        answered_name: row.text("answered_name")?,
-    })
-}
-
-/// A run and its journal from rows selected with `run_and_journal!()`.
-fn resume_from_rows(rows: &[SqliteRow]) -> Result<Option<Resume>, StoreError> {
-    let Some(first) = rows.first() else { return Ok(None) };
-    let run = run_from_row_prefixed(first, "r_")?;
-    let mut journal = Vec::with_capacity(rows.len());
-    for row in rows {
-        let question: Option<String> = row.try_get("id")?;
-        if question.is_some() {
-            journal.push(question_from_row(row)?);
-        }
-    }
-    Ok(Some(Resume { run, journal }))
-}
-
-fn run_from_row(row: &SqliteRow) -> Result<Run, StoreError> {
-    run_from_row_prefixed(row, "")
-}
-
-/// A run from columns named `{prefix}id`, `{prefix}function`, ….
-fn run_from_row_prefixed(row: &impl Columns, prefix: &str) -> Result<Run, StoreError> {
-    let col = |name: &str| format!("{prefix}{name}");
-    let initiator = row.req_text(&col("initiator"))?;
-    Ok(Run {
-        id: parse_col(row, &col("id"))?,
-        function: row.req_text(&col("function"))?,
-        conversation: conversation_col(row, &col("conversation"))?,
-        initiator: UserRef::parse(&initiator).map_err(|e| corrupt("initiator", e))?,
-        answerers: json_col(row, &col("answerers"))?,
-        input: row.req_text(&col("input"))?,
-        mode: parse_col(row, &col("mode"))?,
-        status: parse_col(row, &col("status"))?,
-        says: u32::try_from(row.req_int(&col("says"))?).map_err(|e| corrupt("says", e))?,
-        result: row.text(&col("result"))?,
-        created_at: row.req_int(&col("created_at"))?,
-        updated_at: row.req_int(&col("updated_at"))?,
-        update: None,
-    })
-}
-
-fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
-    Ok(Grant {
-        id: row.req_text("id")?,
-        conversation: conversation_col(row, "conversation")?.ok_or_else(|| corrupt("conversation", "missing"))?,
-        action: row.req_text("action")?,
-        granted_by: row.req_text("granted_by")?,
-        question: parse_col(row, "question_id")?,
-        created_at: row.req_int("created_at")?,
-    })
-}
-
-fn delivery_from_row(r: &SqliteRow) -> Result<Delivery, StoreError> {
-    Ok(Delivery {
-        question: parse_col(r, "question_id")?,
-        surface: parse_col(r, "surface")?,
-        chat: r.try_get("chat")?,
-        message: r.try_get("message")?,
-        role: parse_col(r, "role")?,
-    })
-}
-
-fn questions(rows: &[SqliteRow]) -> Result<Vec<Question>, StoreError> {
-    rows.iter().map(question_from_row).collect()
 }
 
 #[async_trait]

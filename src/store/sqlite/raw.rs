@@ -139,9 +139,13 @@ impl<'h> Db<'h> {
         };
         // Column names are known once prepared: read them once, not for every row.
         let statement = Statement { stmt, db: self, names: column_names(stmt).into() };
-        // SAFETY: a non-null `tail` points into `sql`, at or before its end.
-        let rest =
-            if tail.is_null() { sql.len() as isize } else { unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) } };
+        let rest = if tail.is_null() {
+            sql.len() as isize
+        } else {
+            // SAFETY: a non-null `tail` points into `sql`, at or before its end: both pointers
+            // are in one allocation.
+            unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) }
+        };
         if usize::try_from(rest).is_ok_and(|r| sql.get(r..).is_some_and(|t| !t.trim().is_empty())) {
             return Err(StoreError::Database(format!("more than one statement in {sql:?}")));
         }
@@ -170,10 +174,15 @@ fn column_names(stmt: NonNull<ffi::sqlite3_stmt>) -> Vec<String> {
     let count = unsafe { ffi::sqlite3_column_count(stmt.as_ptr()) };
     (0..count)
         .map(|i| {
-            // SAFETY: `i` is a column of the statement; the name is NUL-terminated and copied at
-            // once. A null name (out of memory) reads as empty.
+            // SAFETY: `i` is a column of the valid statement.
             let name = unsafe { ffi::sqlite3_column_name(stmt.as_ptr(), i) };
-            if name.is_null() { String::new() } else { unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned() }
+            if name.is_null() {
+                // Out of memory: the name reads as empty.
+                return String::new();
+            }
+            // SAFETY: a non-null name is a NUL-terminated string owned by SQLite, copied at
+            // once, before any other call on the statement.
+            unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
         })
         .collect()
 }

@@ -16,8 +16,8 @@ use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::question_from_row;
 use super::raw::{Db, Statement};
+use super::rows::question_from_row;
 use crate::question::{Conversation, Question, RunId};
 use crate::run::{Run, RunStatus};
 use crate::store::{Claim, Delivery, Pruned, Resolution, StoreError, WriteStats};

@@ -1,0 +1,102 @@
+//! The database file: its URL, the advisory lock that keeps a second askgate out, and
+//! owner-only permissions from the start.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use sqlx::sqlite::SqliteConnectOptions;
+
+use super::SqliteStore;
+use crate::store::StoreError;
+
+impl SqliteStore {
+    /// Who serves the database at `url` now, for `askgate check`: `Some("pid 123")` while an
+    /// askgate has it open, `None` when none has (or it does not exist yet).
+    ///
+    /// # Errors
+    /// A malformed URL, or a lock file that cannot be read.
+    pub fn holder(url: &str) -> Result<Option<String>, StoreError> {
+        let options = parse_url(url)?;
+        let Some(database) = database_file(&options) else { return Ok(None) };
+        let path = lock_path(database);
+        let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(failed(e)),
+        };
+        match file.try_lock_shared() {
+            // Free: dropping the file releases the probe's shared lock at once (an askgate
+            // starting in that instant would be refused; the probe is a human's check).
+            Ok(()) => Ok(None),
+            Err(TryLockError::WouldBlock) => Ok(Some(read_holder(&path))),
+            Err(TryLockError::Error(e)) => Err(failed(e)),
+        }
+    }
+}
+
+/// The connection options for `url`: `sqlite://askgate.db`, `sqlite::memory:`, or a path.
+pub(super) fn parse_url(url: &str) -> Result<SqliteConnectOptions, StoreError> {
+    Ok(if url.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(url)?
+    } else {
+        SqliteConnectOptions::new().filename(Path::new(url))
+    })
+}
+
+/// The database file, or none for an in-memory database.
+pub(super) fn database_file(options: &SqliteConnectOptions) -> Option<&Path> {
+    Some(options.get_filename()).filter(|f| *f != Path::new(":memory:"))
+}
+
+pub(super) fn lock_path(database: &Path) -> PathBuf {
+    let mut path = database.as_os_str().to_owned();
+    path.push(".lock");
+    PathBuf::from(path)
+}
+
+/// Who the lock file says holds it: `pid 123`.
+pub(super) fn read_holder(path: &Path) -> String {
+    let holder = std::fs::read_to_string(path).unwrap_or_default();
+    let holder = holder.trim();
+    if holder.is_empty() { "pid unknown".to_owned() } else { holder.to_owned() }
+}
+
+/// Takes the advisory lock on `<database>.lock` and writes this process's id into it; when
+/// another process holds it, says which.
+pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
+    let path = lock_path(database);
+    let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => {
+            file.set_len(0).map_err(failed)?;
+            writeln!(file, "pid {}", std::process::id()).map_err(failed)?;
+            Ok(file)
+        }
+        Err(TryLockError::WouldBlock) => {
+            Err(StoreError::InUse { database: database.display().to_string(), holder: read_holder(&path) })
+        }
+        Err(TryLockError::Error(e)) => Err(failed(e)),
+    }
+}
+
+/// Creates the database file owner-only when it does not exist yet: SQLite gives its `-wal`
+/// and `-shm` files the database file's permissions, so they are owner-only too.
+pub(super) fn create_owner_only(database: &Path) -> Result<(), StoreError> {
+    match OpenOptions::new().write(true).create_new(true).mode(0o600).open(database) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::Create { path: database.display().to_string(), source }),
+    }
+}
