@@ -85,6 +85,8 @@ struct Inner {
     waiters: Mutex<HashMap<QuestionId, (Question, oneshot::Sender<Outcome>)>>,
     runs: TaskTracker,
     workers: TaskTracker,
+    /// What the delivery lanes hold.
+    backlog: Arc<delivery::Backlog>,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
     stop: CancellationToken,
     /// Fires when shutdown's grace for running turns is over: they are dropped.
@@ -120,6 +122,7 @@ impl Engine {
                 waiters: Mutex::new(HashMap::new()),
                 runs: TaskTracker::new(),
                 workers: TaskTracker::new(),
+                backlog: Arc::default(),
                 stop: CancellationToken::new(),
                 abort: CancellationToken::new(),
                 sweeper_wake: Notify::new(),

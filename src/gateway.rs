@@ -28,6 +28,10 @@ use crate::store::{SqliteStore, Store, StoreError};
 const INBOUND_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The console's input and output, when the console channel is enabled.
+///
+/// With `tokio::io::stdin()` as input, a read may still be parked in a blocking thread after
+/// shutdown: end the runtime with `shutdown_timeout` rather than dropping it (see
+/// `examples/embed.rs`).
 pub struct ConsoleIo {
     /// Lines typed by the person.
     pub input: Box<dyn AsyncBufRead + Send + Unpin>,
@@ -192,8 +196,8 @@ impl Gateway {
             engine.set_channel_state(w.name(), ChannelState::Up);
         }
         let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
-        let listener = TcpListener::bind(&config.http).await.map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
-        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http.clone(), e))?;
+        let listener = TcpListener::bind(config.http).await.map_err(|e| GatewayError::Bind(config.http, e))?;
+        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         engine.start().await?;
         let states = config.channel_states(env);
         for (name, state) in &states {
@@ -345,7 +349,7 @@ fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> 
 pub enum GatewayError {
     /// The HTTP address cannot be bound.
     #[error("cannot listen on {0}")]
-    Bind(String, #[source] std::io::Error),
+    Bind(SocketAddr, #[source] std::io::Error),
     /// The API token may not be used (too short, readable by others) or cannot be read.
     #[error(transparent)]
     Token(#[from] crate::http::token::TokenError),

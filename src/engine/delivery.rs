@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::access::policy_key;
@@ -38,6 +38,26 @@ pub(super) enum Outbound {
     /// A message an adapter sent for a question by itself (a prompt for the next message),
     /// to be retracted with the question's cards.
     Record(Arc<Question>, Delivery),
+}
+
+/// How many messages the lanes hold (queued or being delivered), and a wake-up for when
+/// none are left.
+#[derive(Default)]
+pub(super) struct Backlog {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl Backlog {
+    fn add(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
 }
 
 /// An attached channel, its lanes per group, and how many of its cards wait to be delivered.
@@ -135,6 +155,7 @@ impl Engine {
                     let (tx, rx) = mpsc::unbounded_channel();
                     let lane = Lane {
                         store: self.inner.store.clone(),
+                        backlog: self.inner.backlog.clone(),
                         channel: channel.clone(),
                         undelivered: undelivered.clone(),
                         stop: self.inner.stop.clone(),
@@ -147,8 +168,26 @@ impl Engine {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         std::hash::Hash::hash(conversation, &mut hasher);
         let lane = usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0);
+        self.inner.backlog.add();
         if lanes[lane].send(message).is_err() {
+            self.inner.backlog.done();
             tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
+        }
+    }
+
+    /// Returns once the lanes hold nothing: every card, retraction and message handed to them
+    /// so far was delivered (or given up). A card that is being tried again until its question
+    /// ends holds this until then.
+    pub async fn outbound_idle(&self) {
+        let backlog = &self.inner.backlog;
+        loop {
+            let idle = backlog.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if backlog.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
         }
     }
 
@@ -210,6 +249,7 @@ impl Engine {
 /// One lane: deliveries in the order they were queued.
 struct Lane {
     store: Arc<dyn Store>,
+    backlog: Arc<Backlog>,
     channel: Arc<dyn Channel>,
     undelivered: Arc<AtomicUsize>,
     stop: CancellationToken,
@@ -224,52 +264,57 @@ impl Lane {
         // late is retracted at once.
         let mut closed: Recent<Arc<Question>> = Recent::new(128);
         while let Some(message) = queue.recv().await {
-            match message {
-                Outbound::Card(question) => {
-                    if closed.remove(&question.id).is_some() {
-                        continue;
-                    }
-                    if let Some(cards) = self.show(&question).await {
-                        for card in &cards {
-                            if let Err(e) = self.store.add_delivery(card).await {
-                                tracing::error!(question = %question.id, error = %e, "could not record a card");
-                            }
+            self.deliver(message, &mut shown, &mut closed).await;
+            self.backlog.done();
+        }
+    }
+
+    async fn deliver(&self, message: Outbound, shown: &mut Recent<Vec<Delivery>>, closed: &mut Recent<Arc<Question>>) {
+        match message {
+            Outbound::Card(question) => {
+                if closed.remove(&question.id).is_some() {
+                    return;
+                }
+                if let Some(cards) = self.show(&question).await {
+                    for card in &cards {
+                        if let Err(e) = self.store.add_delivery(card).await {
+                            tracing::error!(question = %question.id, error = %e, "could not record a card");
                         }
-                        shown.insert(question.id, cards);
                     }
+                    shown.insert(question.id, cards);
                 }
-                Outbound::Retract(question) => {
-                    let cards = match shown.remove(&question.id) {
-                        Some(cards) => cards,
-                        None => match self.store.deliveries(question.id).await {
-                            Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
-                            Err(e) => {
-                                tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
-                                continue;
-                            }
-                        },
-                    };
-                    if cards.is_empty() {
-                        closed.insert(question.id, question.clone());
-                    }
-                    self.retract(&question, cards).await;
+            }
+            Outbound::Retract(question) => {
+                let cards = match shown.remove(&question.id) {
+                    Some(cards) => cards,
+                    None => match self.store.deliveries(question.id).await {
+                        Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
+                        Err(e) => {
+                            tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
+                            return;
+                        }
+                    },
+                };
+                if cards.is_empty() {
+                    closed.insert(question.id, question.clone());
                 }
-                Outbound::Text(conversation, text) => {
-                    if let Err(e) = self.channel.send_text(&conversation, &text).await {
-                        tracing::warn!(%conversation, error = %e, "could not send a message");
-                    }
+                self.retract(&question, cards).await;
+            }
+            Outbound::Text(conversation, text) => {
+                if let Err(e) = self.channel.send_text(&conversation, &text).await {
+                    tracing::warn!(%conversation, error = %e, "could not send a message");
                 }
-                Outbound::Record(question, delivery) => {
-                    if let Err(e) = self.store.add_delivery(&delivery).await {
-                        tracing::error!(question = %question.id, error = %e, "could not record a message");
-                    }
-                    if let Some(resolved) = closed.get(&question.id) {
-                        self.retract(resolved, vec![delivery]).await;
-                    } else if let Some(cards) = shown.get_mut(&question.id) {
-                        cards.push(delivery);
-                    }
-                    // Otherwise the cards are not cached here: a retraction reads them all back.
+            }
+            Outbound::Record(question, delivery) => {
+                if let Err(e) = self.store.add_delivery(&delivery).await {
+                    tracing::error!(question = %question.id, error = %e, "could not record a message");
                 }
+                if let Some(resolved) = closed.get(&question.id) {
+                    self.retract(resolved, vec![delivery]).await;
+                } else if let Some(cards) = shown.get_mut(&question.id) {
+                    cards.push(delivery);
+                }
+                // Otherwise the cards are not cached here: a retraction reads them all back.
             }
         }
     }

@@ -41,9 +41,14 @@ impl Served {
     }
 
     pub fn start_with_env(config: &Path, env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--config"])
-            .arg(config)
+        let mut command = Command::new(BIN);
+        command.args(["serve", "--config"]).arg(config);
+        Self::spawn(command, env)
+    }
+
+    /// Runs `command` with its output collected, as askgate runs in a terminal.
+    pub fn spawn(mut command: Command, env: &[(&str, &str)]) -> Self {
+        let mut child = command
             .env("RUST_LOG", "info")
             .env_remove("TELEGRAM_BOT_TOKEN")
             .env_remove("DISCORD_BOT_TOKEN")
@@ -118,6 +123,45 @@ fn collect(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc
 /// The short id from a card's `id 0b6f12ab · expires …` line.
 fn short_id(line: &str) -> String {
     line.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+/// The example program `name`, which `cargo test` builds with the tests.
+fn example(name: &str) -> std::path::PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let path = deps.parent().unwrap().join("examples").join(name);
+    assert!(path.exists(), "{} is missing: run `cargo test`, which builds the examples", path.display());
+    path
+}
+
+#[tokio::test]
+async fn the_embedding_example_runs_its_own_function_through_the_console() {
+    let dir = TempDir::new().unwrap();
+    let mut command = Command::new(example("embed"));
+    command.arg(write_config(dir.path(), ""));
+    let mut served = Served::spawn(command, &[]);
+    served.log_line("ready: type /run release").await;
+    served.type_line("/run release 1.4.2").await;
+    served.line("Release 1.4.2 where?").await;
+    let id = short_id(&served.line(" · expires in ").await);
+    served.type_line(&format!("/answer {id} production")).await;
+    served.line("release 1.4.2 to production").await;
+    let approval = eventually(|| async {
+        let out = served.out.lock().unwrap().clone();
+        out.iter().filter(|l| l.contains(" · expires in ")).nth(1).map(|l| short_id(l))
+    })
+    .await;
+    served.type_line(&format!("/approve {approval}")).await;
+    served.line("Released 1.4.2 to production.").await;
+    // The function's own error, raised with `?`, fails only its run, with its message.
+    served.type_line("/run release soon").await;
+    let failed = served.line("release failed").await;
+    assert!(failed.contains("`soon` is not a version like 1.4.2"), "{failed}");
+    // The built-ins from the file run beside it.
+    served.type_line("/run demo").await;
+    served.line("Which library for date formatting?").await;
+    served.signal("INT");
+    let status = tokio::time::timeout(Duration::from_secs(20), served.child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", served.log());
 }
 
 #[tokio::test]

@@ -172,6 +172,7 @@ async fn a_changed_question_at_a_recorded_step_fails_the_run_naming_the_step() {
     assert!(message.contains("Original?") && message.contains("Changed?"), "{message}");
     let texts = h.recorder.texts();
     assert!(texts.iter().any(|t| t.contains("failed") && t.contains("step 0")), "{texts:?}");
+    h.engine.outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the mismatched step must not be asked as a new question");
 }
 
@@ -254,7 +255,9 @@ async fn each_question_expires_exactly_once() {
     for run in runs {
         h.finished(run).await;
     }
-    let retracted = eventually(|| async { Some(h.recorder.retracted()).filter(|r| r.len() >= 2) }).await;
+    // Counted once everything handed to the channel went out: a third would show.
+    h.engine.outbound_idle().await;
+    let retracted = h.recorder.retracted();
     assert_eq!(retracted.len(), 2, "{retracted:?}");
     assert_eq!(h.recorder.texts().len(), 2, "one reply per run");
 }
@@ -275,6 +278,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking() 
     let second = h.run("approve-demo", "").await;
     let done = h.finished(second).await;
     assert!(done.result.unwrap().starts_with("Allowed by a standing grant"));
+    h.engine.outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
     let journal = h.engine.journal(second).await.unwrap();
     assert_eq!(journal[0].answered_via, Some(Surface::Gateway), "recorded as granted");

@@ -453,14 +453,27 @@ async fn runs_start_blocking_or_not_through_the_api() {
 #[tokio::test]
 async fn metrics_count_questions_by_outcome_and_surface() {
     let app = App::start("", Env::default()).await;
+    let metrics = || async { app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap() };
+    let before = metrics().await;
+    assert!(before.contains("askgate_resume_seconds_count 0"), "{before}");
     let id = app.ask("console:local", "Which colour?").await;
     app.ask("console:local", "Another?").await;
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "red"})).await;
-    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(text.contains("askgate_questions_asked_total 2"), "{text}");
-    assert!(text.contains("askgate_questions_resolved_total{outcome=\"answered\",surface=\"api\"} 1"), "{text}");
-    assert!(text.contains("askgate_questions_pending 1"), "{text}");
-    assert!(text.contains("askgate_resume_seconds_count"), "{text}");
+    // A follow-up run: its answer resumes it, and the resume is timed.
+    let (status, body) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let library = eventually(|| async {
+        let (_, list) = app.get("/api/questions?conversation=console:local").await;
+        list["questions"].as_array().unwrap().iter().find(|q| q["mode"] == "follow_up").cloned()
+    })
+    .await;
+    app.post(&format!("/api/questions/{}/reply", library["id"].as_str().unwrap()), json!({"value": "dayjs"})).await;
+    let text =
+        eventually(|| async { Some(metrics().await).filter(|t| t.contains("askgate_questions_asked_total 4")) }).await;
+    assert!(text.contains("askgate_questions_resolved_total{outcome=\"answered\",surface=\"api\"} 2"), "{text}");
+    assert!(text.contains("askgate_questions_pending 2"), "{text}");
+    assert!(text.contains("askgate_resume_seconds_count 1"), "{text}");
+    assert!(!text.contains("askgate_resume_seconds_sum 0\n"), "{text}");
     let counter = |name: &str| -> f64 {
         text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse().ok()).unwrap_or_else(|| panic!("{name}: {text}"))
     };

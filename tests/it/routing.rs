@@ -201,6 +201,7 @@ async fn run_refusals_and_help_are_clear() {
     assert_eq!(r.text.as_deref(), Some("Unknown command /frobnicate: /help lists the commands."));
     let help = h.say(BOB, "/help").await.text.unwrap();
     assert!(help.contains("/answer <id> <choice>") && help.contains("approve-demo"), "{help}");
+    h.engine.outbound_idle().await;
     assert!(h.recorder.cards().is_empty());
 }
 
