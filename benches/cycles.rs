@@ -39,9 +39,12 @@ fn signal(routes: &Routes, conversation: &str, s: Signal) {
     }
 }
 
-/// A channel that hands cards and replies to the driver of their conversation.
+/// A channel that hands cards and replies to the driver of their conversation. With `record`
+/// it returns a card for each question, as every real channel does (a question without one
+/// is shown again at the next start); the cycle figures leave it off, as they always did.
 struct Wire {
     routes: Routes,
+    record: bool,
 }
 
 #[async_trait]
@@ -55,7 +58,11 @@ impl Channel for Wire {
     async fn show_question(&self, q: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let conversation = q.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
         signal(&self.routes, &conversation, Signal::Card(Box::new(q.clone())));
-        Ok(Vec::new())
+        Ok(if self.record {
+            vec![Delivery::card(q.id, Surface::Other, conversation, q.id.short())]
+        } else {
+            Vec::new()
+        })
     }
     async fn retract(&self, _: &Question, _: &[Delivery]) -> Result<(), ChannelError> {
         Ok(())
@@ -81,7 +88,7 @@ impl Function for OneAsk {
     }
 }
 
-async fn engine(db: &Path, routes: &Routes, sync: Synchronous) -> Engine {
+async fn engine(db: &Path, routes: &Routes, sync: Synchronous, record: bool) -> Engine {
     let store = SqliteStore::open(db.to_str().unwrap(), sync).await.unwrap();
     let mut functions = Functions::new();
     functions.insert("one", "", Arc::new(OneAsk { routes: routes.clone() }));
@@ -89,7 +96,7 @@ async fn engine(db: &Path, routes: &Routes, sync: Synchronous) -> Engine {
     let anyone = ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() };
     settings.channels.insert("bench".into(), anyone);
     let engine = Engine::new(Arc::new(store), functions, settings, Clock::system());
-    engine.attach(Arc::new(Wire { routes: routes.clone() }));
+    engine.attach(Arc::new(Wire { routes: routes.clone(), record }));
     engine.start().await.unwrap();
     engine
 }
@@ -118,7 +125,7 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
 async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync: Synchronous) -> (f64, Vec<Duration>) {
     let db = dir.join(format!("cycles-{conversations}-{sync:?}.db"));
     let routes: Routes = Arc::default();
-    let engine = engine(&db, &routes, sync).await;
+    let engine = engine(&db, &routes, sync, false).await;
     let started = Instant::now();
     let cpu_before = process_cpu_seconds();
     let drivers: Vec<_> = (0..conversations)
@@ -193,7 +200,7 @@ async fn raw_ceiling(dir: &Path, n: usize) -> f64 {
 /// Fills a database with `n` pending follow-up questions through the real engine.
 async fn fill(db: &Path, n: usize) {
     let routes: Routes = Arc::default();
-    let engine = engine(db, &routes, Synchronous::Normal).await;
+    let engine = engine(db, &routes, Synchronous::Normal, true).await;
     let user = UserRef::parse("bench:user").unwrap();
     let workers = 64;
     let tasks: Vec<_> = (0..workers)
@@ -236,7 +243,7 @@ fn rss_kb() -> u64 {
 async fn startup_probe(db: &Path) {
     let routes: Routes = Arc::default();
     let started = Instant::now();
-    let engine = engine(db, &routes, Synchronous::Normal).await;
+    let engine = engine(db, &routes, Synchronous::Normal, true).await;
     let ready = started.elapsed();
     // Let the sweeper and the pool settle, then measure.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -277,6 +284,11 @@ fn main() {
             println!("{conversations} conversation(s): {rate:.0} cycles/s, {cpu} µs CPU per cycle");
             return;
         }
+    }
+    // `--fill DB N` leaves a database with N pending questions, to probe (or profile) a start.
+    if let Some(i) = args.iter().position(|a| a == "--fill") {
+        runtime.block_on(fill(&PathBuf::from(&args[i + 1]), args[i + 2].parse().unwrap()));
+        return;
     }
     if let Some(i) = args.iter().position(|a| a == "--probe") {
         runtime.block_on(startup_probe(&PathBuf::from(&args[i + 1])));

@@ -179,7 +179,7 @@ impl Engine {
         for resume in self.inner.store.stuck_external_runs().await? {
             let summary = resume.journal.last().map_or_else(|| "ended".to_owned(), Question::outcome_line);
             tracing::info!(run = %resume.run.id, "finishing an agent's run whose question was resolved before a crash");
-            self.inner.store.finish_run(resume.run.id, RunStatus::Finished, Some(&summary), self.now_ms()).await?;
+            self.inner.store.finish_run(resume.run.id, RunStatus::Finished, &summary, self.now_ms()).await?;
         }
         Ok(())
     }

@@ -289,10 +289,9 @@ pub enum Claim {
 pub trait Store: Send + Sync + 'static {
     /// Inserts or updates a run.
     async fn save_run(&self, run: &Run) -> Result<(), StoreError>;
-    /// Sets a stored run's status (and its result, when given), without reading it first;
+    /// Sets a stored run's status and result, without reading it first;
     /// false when there is no such run.
-    async fn finish_run(&self, id: RunId, status: RunStatus, result: Option<&str>, at: i64)
-    -> Result<bool, StoreError>;
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError>;
     /// One run.
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
     /// One run with its questions ordered by step, read together: what a replay needs.

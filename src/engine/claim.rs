@@ -193,7 +193,7 @@ impl Engine {
                 let (run_id, summary) = (question.run, question.outcome_line());
                 self.inner.runs.spawn(async move {
                     let finished =
-                        engine.inner.store.finish_run(run_id, RunStatus::Finished, Some(&summary), engine.now_ms());
+                        engine.inner.store.finish_run(run_id, RunStatus::Finished, &summary, engine.now_ms());
                     if let Err(e) = finished.await {
                         tracing::error!(run = %run_id, error = %e, "could not close an external run");
                     }

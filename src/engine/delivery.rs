@@ -26,6 +26,9 @@ use crate::store::{Delivery, Store};
 /// How many lanes each group of a channel's conversations is spread over.
 pub(super) const LANES: usize = 16;
 
+/// How long the redelivery of cards after a restart waits for the lanes before it reads more.
+const REDELIVERY_PAUSE: Duration = Duration::from_secs(5);
+
 /// How long a card that could not be delivered waits before the next try, at most.
 const CARD_BACKOFF: Backoff =
     Backoff { first: Duration::from_secs(1), max: Duration::from_secs(60), retries: u32::MAX };
@@ -222,6 +225,10 @@ impl Engine {
     /// Shows again the pending questions asked before `before` that have no card (their
     /// delivery failed and askgate stopped before it got through): a card is never dropped
     /// while its question waits. Questions asked since are on their way through the lanes.
+    ///
+    /// A page at a time: the next page is read once the lanes delivered the last (or after
+    /// [`REDELIVERY_PAUSE`], when a channel that is down holds them), so that many such
+    /// questions never sit in memory at once.
     pub(super) async fn redeliver_undelivered(&self, before: i64) {
         let mut after = None;
         loop {
@@ -234,13 +241,19 @@ impl Engine {
             };
             let Some(last) = page.last() else { return };
             after = Some(last.id);
-            for question in &page {
+            let mut shown = 0;
+            for question in page {
                 if let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()
                 {
-                    tracing::info!(question = %question.id, "showing a card that was not delivered before the stop");
-                    self.outbound(c, Outbound::Card(Arc::new(question.clone())));
+                    tracing::debug!(question = %question.id, "showing a card that was not delivered before the stop");
+                    self.outbound(&c.clone(), Outbound::Card(Arc::new(question)));
+                    shown += 1;
                 }
+            }
+            if shown > 0 {
+                tracing::info!("showing {shown} cards that were not delivered before the stop");
+                let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
         }
     }

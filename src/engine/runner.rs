@@ -301,18 +301,20 @@ impl Engine {
         })
     }
 
-    /// Records a run whose turn was dropped at shutdown: a follow-up run stays `running` to be
-    /// replayed; a blocking one has lost its caller and fails. (A run started from a chat that
-    /// never asked or ended was never stored; like a crash, that loses nothing promised.)
+    /// Records a run whose turn was dropped at shutdown: a blocking one has lost its caller and
+    /// fails. A follow-up run is left as stored: `running` (its answer came) is replayed at the
+    /// next start, `waiting` (it asked in this turn) waits for its answer. (A run started from
+    /// a chat that never asked or ended was never stored; like a crash, that loses nothing
+    /// promised.)
     async fn interrupted(&self, id: RunId, mode: Mode) {
-        let (status, result) = match mode {
+        let result = match mode {
             Mode::FollowUp => {
-                tracing::warn!(run = %id, "a turn was still running at shutdown; it will be replayed");
-                (RunStatus::Running, None)
+                tracing::warn!(run = %id, "a turn was still running at shutdown; the run goes on at the next start");
+                return;
             }
-            Mode::Blocking | Mode::External => (RunStatus::Failed, Some("interrupted by a shutdown of askgate")),
+            Mode::Blocking | Mode::External => "interrupted by a shutdown of askgate",
         };
-        if let Err(e) = self.inner.store.finish_run(id, status, result, self.now_ms()).await {
+        if let Err(e) = self.inner.store.finish_run(id, RunStatus::Failed, result, self.now_ms()).await {
             tracing::error!(run = %id, error = %e, "could not record a run interrupted by shutdown");
         }
     }

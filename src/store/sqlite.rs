@@ -151,14 +151,8 @@ impl Store for SqliteStore {
         self.write(job!(SaveRun { run: Box::new(run.clone()) })).await
     }
 
-    async fn finish_run(
-        &self,
-        id: RunId,
-        status: RunStatus,
-        result: Option<&str>,
-        at: i64,
-    ) -> Result<bool, StoreError> {
-        self.write(job!(FinishRun { id: id, status: status, result: result.map(str::to_owned), at: at })).await
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
+        self.write(job!(FinishRun { id: id, status: status, result: result.to_owned(), at: at })).await
     }
 
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
@@ -347,9 +341,11 @@ impl Store for SqliteStore {
     }
 
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {
+        // `+q.status` keeps SQLite on the (run_id, step) index: the pending-status index would
+        // read every pending question once per run.
         let ids = sqlx::query(
             "SELECT id FROM runs r WHERE status = 'waiting' AND mode = 'external' AND NOT EXISTS \
-             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND q.status = 'pending')",
+             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND +q.status = 'pending')",
         )
         .fetch_all(&self.readers)
         .await?;

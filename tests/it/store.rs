@@ -62,7 +62,8 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         outcome: outcome.clone(),
         by: Some("test:o'brien".into()),
         name: Some("O'Brien\0 ✅".into()),
-        via: Surface::Console,
+        // A channel a program attached itself: any surface askgate knows is stored.
+        via: Surface::Other,
         at: T0 + 5,
         grant: None,
         update: None,
@@ -71,6 +72,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
     assert_eq!(won.answered_name.as_deref(), Some("O'Brien\0 ✅"));
+    assert_eq!(won.answered_via, Some(Surface::Other));
     assert_eq!(store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
     store.close().await;
 }

@@ -113,7 +113,7 @@ pub(super) enum Write {
     FinishRun {
         id: RunId,
         status: RunStatus,
-        result: Option<String>,
+        result: String,
         at: i64,
         done: Pending<bool>,
     },
@@ -335,7 +335,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                  result = excluded.result, updated_at = excluded.updated_at"
             ))?,
             finish_run: db.prepare(
-                "UPDATE runs SET status = ?1, result = COALESCE(?2, result), updated_at = ?3 WHERE id = ?4",
+                "UPDATE runs SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
             )?,
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
@@ -439,7 +439,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 let id = id.to_string();
                 let changed = self.finish_run.execute(&[
                     status.as_str().into(),
-                    result.as_deref().into(),
+                    result.as_str().into(),
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
