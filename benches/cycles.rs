@@ -230,10 +230,15 @@ async fn fill(db: &Path, n: usize) {
 }
 
 fn rss_kb() -> u64 {
+    status_kb("VmRSS:")
+}
+
+/// A memory figure of this process from `/proc/self/status`, in KiB.
+fn status_kb(key: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
@@ -248,8 +253,9 @@ async fn startup_probe(db: &Path) {
     // Let the sweeper and the pool settle, then measure.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss = rss_kb();
+    let (anon, file) = (status_kb("RssAnon:"), status_kb("RssFile:") + status_kb("RssShmem:"));
     let pending = engine.pending_for(None).await.map(|p| p.len()).unwrap_or(0);
-    println!("ready_ms={} rss_kb={rss} pending={pending}", ready.as_millis());
+    println!("ready_ms={} rss_kb={rss} pending={pending} anon_kb={anon} file_kb={file}", ready.as_millis());
     engine.shutdown().await;
 }
 
@@ -307,6 +313,10 @@ fn main() {
         println!("engine, 1 conversation:      {one:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * one / raw);
         let (many, mut lat64) = cycles(dir.path(), 64, per_concurrent, Synchronous::Normal).await;
         println!("engine, 64 conversations:    {many:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * many / raw);
+        println!(
+            "CPU per cycle, 64 conversations: {} µs (process CPU / cycles)",
+            LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst)
+        );
         // What the durable setting costs: every commit waits for an fsync.
         let (one_full, _) = cycles(dir.path(), 1, single / 10, Synchronous::Full).await;
         let (many_full, _) = cycles(dir.path(), 64, per_concurrent, Synchronous::Full).await;

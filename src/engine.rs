@@ -6,11 +6,13 @@
 //! then replays the function from the start with its journal. Blocking runs await the outcome
 //! in memory, which is why their questions are cancelled when askgate restarts.
 //!
-//! The parts: [`runner`](self) (starting and replaying runs, one turn at a time), `context`
-//! (what a function asks through), `claim` (resolving a question once, and what follows),
-//! `delivery` (attached channels and their lanes), `router` (what an inbound message means),
-//! `access` (who may start and answer), `external` (questions from agents), the `sweeper`
-//! (timeouts) and the `pruner` (retention).
+//! The parts: `runner` (starting and replaying runs, one turn at a time), `context` (what a
+//! function asks through), `function` (the [`Function`] trait and the registry), `claim`
+//! (resolving a question once, and what follows), `delivery` (attached channels and their
+//! lanes), `router` (what an inbound message means), `access` (who may start and answer),
+//! `external` (questions from agents), `records` (what the engine lets others read of the
+//! store), `event` (the broadcast stream), `settings`, `metrics`, the `sweeper` (timeouts)
+//! and the `pruner` (retention).
 
 mod access;
 mod claim;

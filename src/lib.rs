@@ -3,21 +3,27 @@
 //!
 //! The parts, in the order a question travels:
 //!
-//! - [`function`]: code that asks — the [`function::Function`] trait, the built-ins, and the
-//!   registry of what a conversation can `/run`.
 //! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
 //!   follow-up runs from their journal, expires questions, and tells channels what to show.
-//! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts, and
-//!   matching a typed choice against a question.
+//!   The extension point lives here: [`engine::Function`], [`engine::Context`] (what a function
+//!   asks through) and the registry. The engine is the only door to the store.
+//! - [`function`]: the functions askgate ships — the built-ins and programs in any language
+//!   over the process protocol ([`function::process`]).
+//! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts,
+//!   validating an ask, matching a typed choice, and [`question::wire::AskWire`], the one wire
+//!   form of an ask (process protocol and HTTP API).
 //! - [`run`]: the record of one invocation of a function across its replays.
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
 //!   through sqlx, with one group-committing writer that steps prepared statements on its own
-//!   thread.
-//! - [`command`]: the text command grammar every surface shares (button payloads included).
-//! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, webhook.
-//! - [`config`]: `channels.toml`, parsed into typed settings.
+//!   thread (the crate's only `unsafe`, in `store::sqlite::raw`).
+//! - [`command`]: the text command grammar every surface shares, and typed taps.
+//! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, Discord,
+//!   the text-command parser they share, and the retry/backoff helper.
+//! - [`config`]: `channels.toml` — the raw file, channel rules, function entries — parsed into
+//!   typed settings.
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
-//! - [`gateway`]: assembles all of the above into the running service.
+//! - [`gateway`]: assembles all of the above into the running service (a builder for programs
+//!   that embed it).
 //! - [`clock`]: wall-clock time, with a manual clock for tests.
 //! - [`text`]: clipping text to a length.
 
