@@ -7,6 +7,7 @@
 
 mod channels;
 mod functions;
+mod mcp;
 mod raw;
 
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use std::path::Path;
 
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use functions::{FunctionKind, FunctionSpec};
+pub use mcp::McpConfig;
 pub use raw::parse_duration;
 
 use crate::engine::Settings;
@@ -108,6 +110,8 @@ pub struct Config {
     pub webhooks: Vec<WebhookSpec>,
     /// The functions, in file order.
     pub functions: Vec<FunctionSpec>,
+    /// The MCP server at `/mcp`, when the file has an `[mcp]` table.
+    pub mcp: Option<McpConfig>,
 }
 
 impl Config {
@@ -155,6 +159,7 @@ impl Config {
         let functions = functions::functions(raw.functions, base).map_err(bad)?;
         let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
         let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
+        let mcp = mcp::mcp(raw.mcp).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -172,6 +177,7 @@ impl Config {
             discord: channels.discord,
             webhooks: channels.webhooks,
             functions,
+            mcp,
         })
     }
 }

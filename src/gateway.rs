@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::channel::console::Console;
 use crate::channel::discord::{Discord, DiscordConfig};
@@ -26,6 +27,8 @@ use crate::store::{SqliteStore, Store, StoreError};
 /// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
 /// take to stop.
 const INBOUND_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long MCP sessions outlive the start of a shutdown (see [`mcp_sessions`]).
+const MCP_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The console's input and output, when the console channel is enabled.
 ///
@@ -217,7 +220,11 @@ impl Gateway {
             loopback: http.ip().is_loopback(),
             max_event_streams: config.max_event_streams,
         };
-        let app = crate::http::router(engine.clone(), token, webhooks, settings);
+        let mcp = config.mcp.clone().map(|mcp| {
+            tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
+            crate::mcp::service(engine.clone(), mcp, http, mcp_sessions(&engine))
+        });
+        let app = crate::http::router(engine.clone(), token, webhooks, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
@@ -274,6 +281,19 @@ impl Gateway {
         }
         self.engine.finish_shutdown().await;
     }
+}
+
+/// What ends the MCP sessions: a moment after askgate begins to stop, so that tool calls
+/// that were waiting (and end when it stops) can still send their result.
+fn mcp_sessions(engine: &Engine) -> CancellationToken {
+    let sessions = CancellationToken::new();
+    let (stop, end) = (engine.stopping(), sessions.clone());
+    tokio::spawn(async move {
+        stop.cancelled().await;
+        tokio::time::sleep(MCP_GRACE).await;
+        end.cancel();
+    });
+    sessions
 }
 
 /// A channel's inbound half ended with `error`: the channel is marked down with it

@@ -68,12 +68,22 @@ pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The HTTP application.
-pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, settings: HttpSettings) -> Router {
+/// The HTTP application; with `mcp`, the MCP server at `/mcp` (behind the same token).
+pub fn router(
+    engine: Engine,
+    token: ApiToken,
+    webhooks: Option<Arc<Webhooks>>,
+    settings: HttpSettings,
+    mcp: Option<crate::mcp::McpService>,
+) -> Router {
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
     let state = AppState { engine, token: Arc::new(token), webhooks, streams, backlog_reads };
-    let app = Router::new()
+    let mut app = Router::new();
+    if let Some(mcp) = mcp {
+        app = app.nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), bearer_only));
+    }
+    let app = app
         .route("/", get(page))
         .route("/page.js", get(page_script))
         .route("/page.css", get(page_style))
@@ -94,6 +104,18 @@ pub fn router(engine: Engine, token: ApiToken, webhooks: Option<Arc<Webhooks>>, 
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers));
     if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
+}
+
+/// Refuses (401) a request without the API token: for `/mcp`, which has no extractor of ours.
+async fn bearer_only(State(state): State<AppState>, request: Request, next: axum::middleware::Next) -> Response {
+    match authorize(&state, request.headers()) {
+        Ok(_) => next.run(request).await,
+        Err(e) => {
+            let mut response = e.into_response();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
 }
 
 async fn security_headers(mut response: Response) -> Response {

@@ -10,7 +10,7 @@
 //! - [`function`]: the functions askgate ships — the built-ins and programs in any language
 //!   over the process protocol ([`function::process`]).
 //! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts,
-//!   validating an ask, matching a typed choice, and [`question::wire::AskWire`], the one wire
+//!   validating an ask, matching a typed choice, and [`question::AskWire`], the one wire
 //!   form of an ask (process protocol and HTTP API).
 //! - [`run`]: the record of one invocation of a function across its replays.
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
@@ -38,6 +38,7 @@ pub mod engine;
 pub mod function;
 pub mod gateway;
 pub mod http;
+pub mod mcp;
 pub mod question;
 pub mod run;
 pub mod store;

@@ -32,6 +32,16 @@ enum Command {
         #[arg(long, default_value = "channels.toml")]
         config: PathBuf,
     },
+    /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
+    /// start local processes). The token comes from ASKGATE_API_TOKEN or the token file.
+    Mcp {
+        /// The configuration file (for gateway.http and where the token file is).
+        #[arg(long, default_value = "channels.toml")]
+        config: PathBuf,
+        /// askgate's MCP endpoint; default: /mcp at the configured gateway.http.
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 /// Exit code for an unusable configuration.
@@ -41,17 +51,19 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The bridge's stdout is the MCP stream and its stderr the client's log: only problems.
+    let default_filter = if matches!(cli.command, Command::Mcp { .. }) { "warn" } else { "info,sqlx=warn,rmcp=warn" };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal, not in files and journals.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let config_path = match &cli.command {
-        Command::Serve { config } | Command::Check { config } => config.clone(),
+        Command::Serve { config } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
@@ -65,6 +77,13 @@ fn main() -> ExitCode {
             check(&config, &config_path);
             ExitCode::SUCCESS
         }
+        Command::Mcp { url, .. } => match mcp(&config, url) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("askgate mcp: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Serve { .. } => match serve(config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -86,6 +105,19 @@ fn check(config: &Config, path: &std::path::Path) {
     for (name, state) in config.channel_states(&Env::process()) {
         println!("  {name}: {state}");
     }
+    match &config.mcp {
+        Some(mcp) => println!(
+            "mcp: /mcp on http://{}/ and `askgate mcp`; questions go to {}{}",
+            config.http,
+            mcp.conversation,
+            if mcp.allowed_conversations.is_empty() {
+                String::new()
+            } else {
+                format!(" (calls may also name {})", join(&mcp.allowed_conversations))
+            }
+        ),
+        None => println!("mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
+    }
     println!("functions:");
     for f in &config.functions {
         println!("  {} ({}): {}", f.name, f.what(), f.description);
@@ -98,6 +130,10 @@ fn check(config: &Config, path: &std::path::Path) {
     for warning in &access.warnings {
         println!("warning: {warning}");
     }
+}
+
+fn join(items: &[impl std::fmt::Display]) -> String {
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {
@@ -126,6 +162,25 @@ fn serve(config: Config) -> anyhow::Result<()> {
     // A read of stdin may still be parked in a blocking thread; it holds nothing.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
+}
+
+/// `askgate mcp`: stdin/stdout bridged to `/mcp` of the askgate that `config` describes.
+fn mcp(config: &Config, url: Option<String>) -> anyhow::Result<()> {
+    let url = url.unwrap_or_else(|| {
+        // A wildcard listen address is reached through loopback.
+        let mut http = config.http;
+        if http.ip().is_unspecified() {
+            http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("http://{http}/mcp")
+    });
+    let token = askgate::http::token::client_token(Env::process().get("ASKGATE_API_TOKEN"), &config.database)
+        .map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token));
+    // stdin may still be read by a blocking thread.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(result?)
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

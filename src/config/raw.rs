@@ -17,6 +17,18 @@ pub(super) struct RawConfig {
     pub channels: RawChannels,
     #[serde(default)]
     pub functions: Vec<RawFunction>,
+    pub mcp: Option<RawMcp>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMcp {
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
+    #[serde(default)]
+    pub allowed_conversations: Vec<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub progress_every: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]

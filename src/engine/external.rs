@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use super::{Engine, Event, NotServed};
 use crate::engine::access::AnswerersError;
-use crate::question::{Answerers, Ask, Conversation, Mode, Question, QuestionId, RunId, UserRef};
+use serde_json::Value;
+
+use crate::question::{
+    Answerers, Ask, Conversation, Kind, Mode, Outcome, Question, QuestionId, RunId, Status, Surface, UserRef,
+};
 use crate::run::{Run, RunStatus};
 use crate::store::StoreError;
 
@@ -58,7 +62,7 @@ impl Engine {
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
-            function: "api".to_owned(),
+            function: asker.channel().to_owned(),
             conversation: Some(conversation),
             initiator: asker,
             answerers: None,
@@ -72,11 +76,63 @@ impl Engine {
             update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
-        let question = Arc::new(ask.pending(run.origin(0), Answerers::Conversation, now, expires_at));
+        let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at);
+        if let Some(granted) = self.granted(&question).await? {
+            // As for a function's approval: a standing grant answers it, nobody is asked.
+            question = granted;
+            let mut run = run;
+            run.status = RunStatus::Finished;
+            run.result = Some(question.outcome_line());
+            let question = Arc::new(question);
+            self.inner.store.ask(&run, &question).await?;
+            self.emit(Event::RunStarted(Arc::new(run)));
+            return Ok(Arc::unwrap_or_clone(question));
+        }
+        let question = Arc::new(question);
         self.inner.store.ask(&run, &question).await?;
         self.emit(Event::RunStarted(Arc::new(run)));
         self.announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
+    }
+
+    /// The approval as answered by a standing grant of its conversation, if one covers it.
+    async fn granted(&self, question: &Question) -> Result<Option<Question>, StoreError> {
+        let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
+            return Ok(None);
+        };
+        let Some(grant) = self.inner.store.find_grant(conversation, &question.prompt).await? else {
+            return Ok(None);
+        };
+        let mut question = question.clone();
+        question.status = Status::Answered;
+        question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
+        question.answered_by = Some(format!("grant:{}", grant.id));
+        question.answered_via = Some(Surface::Gateway);
+        Ok(Some(question))
+    }
+
+    /// Cancels an agent's pending question (the agent gave up on it, or is gone): its cards
+    /// are retracted and its run ends. `false` when it was not pending (or is not an agent's).
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn cancel_external(&self, id: QuestionId, reason: &str) -> Result<bool, StoreError> {
+        let Some(question) = self.inner.store.question(id).await? else { return Ok(false) };
+        if !question.is_pending() || question.mode != Mode::External {
+            return Ok(false);
+        }
+        let outcome = Outcome::Cancelled { reason: reason.to_owned() };
+        Ok(matches!(self.close(&question, outcome).await?, super::claim::Claimed::Won))
+    }
+
+    /// Sends a message to a conversation for an agent; nothing is awaited or kept.
+    ///
+    /// # Errors
+    /// When no enabled channel serves the conversation.
+    pub fn notify_conversation(&self, conversation: &Conversation, text: String) -> Result<(), NotServed> {
+        self.check_served(conversation)?;
+        self.send_text(conversation, text);
+        Ok(())
     }
 
     /// The question as it stands once it is resolved, or after `wait` if it is still pending,

@@ -140,6 +140,25 @@ impl ApiToken {
     }
 }
 
+/// The token a client of a running askgate uses (`askgate mcp`): `env` if set, else the file
+/// beside `database`. Nothing is created.
+///
+/// # Errors
+/// A message that says where the token was looked for.
+pub fn client_token(env: Option<String>, database: &str) -> Result<String, String> {
+    if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
+        return Ok(secret.trim().to_owned());
+    }
+    let Some(path) = token_path(database) else {
+        return Err("set ASKGATE_API_TOKEN: this database keeps no token file".to_owned());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_owned()),
+        Ok(_) => Err(format!("{} is empty; set ASKGATE_API_TOKEN", path.display())),
+        Err(e) => Err(format!("cannot read the API token from {} ({e}); set ASKGATE_API_TOKEN", path.display())),
+    }
+}
+
 /// `askgate.token` in the database's directory; none for an in-memory database or another
 /// kind of database (PostgreSQL keeps no files here).
 fn token_path(database: &str) -> Option<PathBuf> {

@@ -72,6 +72,22 @@ impl Served {
         stdin.flush().await.unwrap();
     }
 
+    /// The short id of the newest card on stdout whose prompt contains `prompt`.
+    pub async fn card_id(&self, prompt: &str) -> String {
+        eventually(|| async {
+            let out = self.out.lock().unwrap();
+            let at = out.iter().rposition(|l| l.contains(prompt))?;
+            let line = out[at..].iter().find(|l| l.trim_start().starts_with("id "))?;
+            line.split_whitespace().nth(1).map(str::to_owned)
+        })
+        .await
+    }
+
+    /// Waits for a stdout line containing `needle`.
+    pub async fn stdout_line(&self, needle: &str) -> String {
+        self.line(needle).await
+    }
+
     /// Waits for a stdout line containing `needle`.
     async fn line(&self, needle: &str) -> String {
         eventually(|| async { self.out.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await

@@ -8,6 +8,7 @@ mod fake_discord;
 mod fake_telegram;
 mod faults;
 mod http;
+mod mcp;
 mod process;
 mod routing;
 mod security;

@@ -1,0 +1,230 @@
+//! The MCP server: AI agents ask a person through askgate with the tools `ask_user`,
+//! `confirm`, `request_approval`, `notify` and `get_outcome`, over streamable HTTP at `/mcp`
+//! (see [`service`]) or through `askgate mcp`, which bridges stdio to it ([`bridge`]).
+//!
+//! A tool call's question is an agent's question like one posted to `/api/questions`: a run of
+//! mode `external` (its function is `mcp`, its initiator `mcp:<client name>`), persisted,
+//! shown on every surface of the conversation, claimed once, expired with its fallback. The
+//! call stays open until the outcome (with a progress notification every `progress_every`,
+//! 15 s by default, when the client asked for progress), or returns `pending` at once with
+//! `"wait": false`.
+
+pub mod bridge;
+mod tools;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::McpConfig;
+use crate::engine::{Engine, ExternalAskError};
+use crate::question::{Conversation, Question, QuestionId, UserRef};
+use tools::{Call, Tool};
+
+/// The longest `get_outcome` waits.
+pub const MAX_WAIT: u64 = 60;
+
+/// What `/mcp` serves.
+pub type McpService = StreamableHttpService<Server, LocalSessionManager>;
+
+/// The MCP service for `/mcp`: one [`Server`] per session. Sessions end when `stop` fires.
+pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, stop: CancellationToken) -> McpService {
+    let server = Server { engine, config: Arc::new(config) };
+    // Host names are checked by the HTTP surface (loopback names only while it listens on
+    // loopback); a browser page may reach `/mcp` only from askgate's own origin.
+    let port = http.port();
+    let origins = [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://{http}")];
+    let settings = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(crate::http::MAX_BODY)
+        .with_cancellation_token(stop);
+    StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), settings)
+}
+
+/// One MCP session's view of askgate.
+#[derive(Clone)]
+pub struct Server {
+    engine: Engine,
+    config: Arc<McpConfig>,
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("askgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
+                 (yes/no), request_approval (an action to allow or reject), notify (a message, no answer). The person \
+                 answers on Telegram, Discord, the console or the web page.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = Tool::named(&request.name) else {
+            return Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None));
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        let result = match Call::parse(tool, arguments, &self.config) {
+            Ok(call) => self.call(call, &context).await,
+            Err(message) => failure(message),
+        };
+        Ok(result.into())
+    }
+}
+
+impl Server {
+    async fn call(&self, call: Call, context: &RequestContext<RoleServer>) -> CallToolResult {
+        match call {
+            Call::Ask { tool, conversation, ask, wait } => {
+                let asker = asker(context);
+                let question = match self.engine.ask_external(conversation, *ask, asker).await {
+                    Ok(q) => q,
+                    Err(e) => return failure(ask_refused(&e)),
+                };
+                if !wait || !question.is_pending() {
+                    return tools::outcome(tool, &question);
+                }
+                self.wait(tool, question, context).await
+            }
+            Call::Notify { conversation, message } => match self.engine.notify_conversation(&conversation, message) {
+                Ok(()) => tools::notified(&conversation),
+                Err(e) => failure(e.to_string()),
+            },
+            Call::Outcome { id, wait } => match self.engine.wait_outcome(id, wait).await {
+                Ok(Some(question)) => tools::outcome(Tool::for_kind(question.kind), &question),
+                Ok(None) => failure(format!("no question {id}")),
+                Err(e) => failure(format!("askgate could not read the question: {e}")),
+            },
+        }
+    }
+
+    /// Waits for the outcome: progress every `progress_every` when asked for; a client that
+    /// cancels the call, or askgate stopping, cancels the question (its cards are retracted).
+    async fn wait(&self, tool: Tool, question: Question, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let id = question.id;
+        let stop = self.engine.stopping();
+        let progress = context.meta.get_progress_token();
+        let mut ticks = 0u32;
+        loop {
+            let waited = tokio::select! {
+                waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
+                () = context.ct.cancelled() => {
+                    self.cancel(id, "client").await;
+                    return failure(format!("the call was cancelled; so was the question {id}"));
+                }
+            };
+            let question = match waited {
+                Ok(Some(q)) => q,
+                Ok(None) => return failure(format!("the question {id} is gone")),
+                Err(e) => return failure(format!("askgate could not read the question {id}: {e}")),
+            };
+            if !question.is_pending() {
+                return tools::outcome(tool, &question);
+            }
+            if stop.is_cancelled() {
+                // Nobody would be waiting for its answer after the restart.
+                self.cancel(id, "shutdown").await;
+                return failure(format!(
+                    "askgate restarted; the question {id} was cancelled. Ask again once askgate is back."
+                ));
+            }
+            if let Some(token) = &progress {
+                ticks += 1;
+                let at = question.conversation.as_ref().map_or_else(String::new, |c| format!(" on {c}"));
+                let message = format!(
+                    "waiting for an answer{at} ({})",
+                    crate::channel::text::expiry(question.expires_at, self.engine.clock().now_ms())
+                );
+                let note = ProgressNotificationParam::new(token.clone(), f64::from(ticks)).with_message(message);
+                if let Err(e) = context.peer.notify_progress(note).await {
+                    tracing::debug!(question = %id, error = %e, "could not send a progress notification");
+                }
+            }
+        }
+    }
+
+    async fn cancel(&self, id: QuestionId, reason: &str) {
+        match self.engine.cancel_external(id, reason).await {
+            Ok(_) => {
+                tracing::info!(question = %id, reason, "an MCP call ended before its answer; the question is cancelled")
+            }
+            Err(e) => tracing::error!(question = %id, error = %e, "could not cancel an MCP call's question"),
+        }
+    }
+}
+
+/// `mcp:<client name>`, from the client's `initialize`: who asked, as runs record it.
+fn asker(context: &RequestContext<RoleServer>) -> UserRef {
+    let name: String = context
+        .peer
+        .peer_info()
+        .map(|info| info.client_info.name.clone())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .take(64)
+        .collect();
+    let name = if name.is_empty() { "agent".to_owned() } else { name };
+    UserRef::parse(&format!("mcp:{name}")).unwrap_or_else(|_| UserRef::parse("mcp:agent").expect("a valid user"))
+}
+
+/// What an agent is told when its ask was refused.
+fn ask_refused(error: &ExternalAskError) -> String {
+    match error {
+        ExternalAskError::Store(e) => {
+            tracing::error!(error = %e, "an MCP ask could not be stored");
+            "askgate could not store the question; nothing was asked".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A tool error: the agent reads `message`.
+fn failure(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+/// A conversation named by a call, when `[mcp]` allows it.
+fn allowed_conversation(value: Option<Value>, config: &McpConfig) -> Result<Conversation, String> {
+    let Some(value) = value else { return Ok(config.conversation.clone()) };
+    let Value::String(text) = value else {
+        return Err("`conversation` must be a string like \"telegram:42\"".to_owned());
+    };
+    let conversation = Conversation::parse(&text).map_err(|e| format!("`conversation`: {e}"))?;
+    if config.allows(&conversation) {
+        Ok(conversation)
+    } else {
+        Err(format!(
+            "`conversation` {conversation} is not allowed: an operator can add it to [mcp] allowed_conversations"
+        ))
+    }
+}
+
+/// Rejects keys left over once a tool took its own.
+fn no_unknown(arguments: &Map<String, Value>, tool: Tool) -> Result<(), String> {
+    match arguments.keys().next() {
+        Some(key) => Err(format!("`{key}` is not an argument of {}; it takes {}", tool.name(), tool.arguments())),
+        None => Ok(()),
+    }
+}

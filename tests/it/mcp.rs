@@ -1,0 +1,327 @@
+//! The MCP server, through the real binary: an `rmcp` client over streamable HTTP at `/mcp`
+//! and over `askgate mcp` (stdio), with the console as the person's surface.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+use tempfile::TempDir;
+use tokio::process::Command;
+
+use crate::binary::{BIN, Served, write_config};
+use crate::support::eventually;
+
+const MCP: &str = "\n[mcp]\nconversation = \"console:local\"\nallowed_conversations = [\"console:other\"]\n";
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn start() -> (TempDir, Served, String, String) {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), MCP));
+    let (base, token) = served.api(dir.path()).await;
+    (dir, served, format!("{base}/mcp"), token)
+}
+
+async fn http_client(url: &str, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("an MCP session")
+}
+
+fn call(tool: &'static str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else { panic!("arguments are an object") };
+    CallToolRequestParams::new(tool).with_arguments(arguments)
+}
+
+/// Starts a tool call that waits; its result arrives through the handle.
+fn call_in_background(client: &Client, params: CallToolRequestParams) -> tokio::task::JoinHandle<CallToolResult> {
+    let peer = client.peer().clone();
+    tokio::spawn(async move { peer.call_tool(params).await.expect("a tool result") })
+}
+
+fn structured(result: &CallToolResult) -> &Map<String, Value> {
+    result.structured_content.as_ref().and_then(Value::as_object).expect("structured content")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}
+
+/// The short id of the newest card on the console that shows `prompt`.
+async fn card_id(served: &Served, prompt: &str) -> String {
+    served.card_id(prompt).await
+}
+
+#[tokio::test]
+async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_console() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
+
+    let tools = client.list_tools(None).await.unwrap().tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["ask_user", "confirm", "request_approval", "notify", "get_outcome"]);
+    for tool in &tools {
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+        assert!(tool.output_schema.is_some(), "{} has an output schema", tool.name);
+    }
+    let ask = tools.iter().find(|t| t.name == "ask_user").unwrap();
+    assert!(ask.input_schema["properties"].get("options").is_some());
+
+    // Answered on the console by picking the second option.
+    let pending = call_in_background(
+        &client,
+        call("ask_user", json!({"prompt": "Deploy where?", "options": ["staging", "production"]})),
+    );
+    let id = card_id(&served, "Deploy where?").await;
+    served.type_line(&format!("/answer {id} 2")).await;
+    let result = pending.await.unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let outcome = structured(&result);
+    assert_eq!(outcome["status"], "answered");
+    assert_eq!(outcome["value"], "production");
+    assert_eq!(outcome["answered_by"], "console:local");
+    assert_eq!(outcome["timed_out"], false);
+    assert!(text(&result).contains("production"), "{}", text(&result));
+
+    // Declined with feedback.
+    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Drop the table?"})));
+    let id = card_id(&served, "Drop the table?").await;
+    served.type_line(&format!("/decline {id} use a migration")).await;
+    let outcome = pending.await.unwrap();
+    assert_eq!(structured(&outcome)["status"], "declined");
+    assert_eq!(structured(&outcome)["feedback"], "use a migration");
+
+    // Expired: the default applies and says so.
+    let outcome = client
+        .call_tool(call("ask_user", json!({"prompt": "Pick one", "options": ["a", "b"], "default": "b", "timeout": 1})))
+        .await
+        .unwrap();
+    let outcome = structured(&outcome);
+    assert_eq!((outcome["status"].as_str(), &outcome["value"]), (Some("expired"), &json!("b")));
+    assert_eq!(outcome["timed_out"], true);
+
+    // A confirm always ends with a boolean.
+    let pending = call_in_background(&client, call("confirm", json!({"prompt": "Restart the worker?"})));
+    let id = card_id(&served, "Restart the worker?").await;
+    served.type_line(&format!("/answer {id} yes")).await;
+    assert_eq!(structured(&pending.await.unwrap())["value"], true);
+    let unanswered = client.call_tool(call("confirm", json!({"prompt": "Quick?", "timeout": 1}))).await.unwrap();
+    assert_eq!(
+        (structured(&unanswered)["status"].as_str(), &structured(&unanswered)["value"]),
+        (Some("expired"), &json!(false))
+    );
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn approvals_grant_always_and_polling_and_bad_input() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
+
+    let pending = call_in_background(&client, call("request_approval", json!({"action": "rm -rf build/"})));
+    let id = card_id(&served, "rm -rf build/").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let first = pending.await.unwrap();
+    assert_eq!(structured(&first)["decision"], "always", "{}", text(&first));
+    // The same action again: the grant answers, nobody is asked.
+    let second = client.call_tool(call("request_approval", json!({"action": "rm -rf build/"}))).await.unwrap();
+    assert_eq!(structured(&second)["decision"], "granted", "{}", text(&second));
+    assert_eq!(structured(&second)["status"], "answered");
+
+    // Rejected with feedback.
+    let pending = call_in_background(&client, call("request_approval", json!({"action": "DROP TABLE users"})));
+    let id = card_id(&served, "DROP TABLE users").await;
+    served.type_line(&format!("/deny {id} not on a Friday")).await;
+    let rejected = pending.await.unwrap();
+    assert_eq!(structured(&rejected)["decision"], "rejected");
+    assert_eq!(structured(&rejected)["feedback"], "not on a Friday");
+
+    // wait: false, then get_outcome.
+    let asked = client.call_tool(call("ask_user", json!({"prompt": "Lunch?", "wait": false}))).await.unwrap();
+    assert_eq!(structured(&asked)["status"], "pending");
+    let question = structured(&asked)["id"].as_str().unwrap().to_owned();
+    let still = client.call_tool(call("get_outcome", json!({"id": question}))).await.unwrap();
+    assert_eq!(structured(&still)["status"], "pending");
+    let id = card_id(&served, "Lunch?").await;
+    served.type_line(&format!("/answer {id} pizza")).await;
+    let done = client.call_tool(call("get_outcome", json!({"id": question, "wait": 30}))).await.unwrap();
+    assert_eq!(
+        (structured(&done)["status"].as_str(), &structured(&done)["value"]),
+        (Some("answered"), &json!("pizza"))
+    );
+
+    // notify reaches the conversation.
+    let sent = client.call_tool(call("notify", json!({"message": "build 42 is green"}))).await.unwrap();
+    assert_eq!(structured(&sent)["sent"], true);
+    served.stdout_line("build 42 is green").await;
+
+    // Bad input: a tool error that names what is wrong; nothing is asked.
+    for (tool, arguments, expected) in [
+        ("ask_user", json!({"prompt": "x", "option": ["a"]}), "`option` is not an argument of ask_user"),
+        ("ask_user", json!({"prompt": "x", "multi": "yes"}), "invalid arguments"),
+        ("ask_user", json!({"options": ["a"]}), "prompt"),
+        ("confirm", json!({"prompt": "x", "options": ["a"]}), "`options` is for questions"),
+        ("request_approval", json!({"prompt": "x"}), "`prompt` is not an argument of request_approval"),
+        ("ask_user", json!({"prompt": "x", "conversation": "telegram:42"}), "[mcp] allowed_conversations"),
+        ("ask_user", json!({"prompt": "x", "timeout": -5}), "timeout"),
+        ("get_outcome", json!({"id": "nope"}), "not a question id"),
+        ("get_outcome", json!({"id": uuid(), "wait": 61}), "from 0 to 60"),
+        ("notify", json!({"message": " "}), "`message` is empty"),
+    ] {
+        let result = client.call_tool(call(tool, arguments.clone())).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{tool} {arguments}: {}", text(&result));
+        assert!(text(&result).contains(expected), "{tool} {arguments}: {}", text(&result));
+    }
+    // A conversation that is allowed but that no channel serves.
+    let result = client.call_tool(call("ask_user", json!({"prompt": "x", "conversation": "console:other"}))).await;
+    let result = result.unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text(&result));
+    // An unknown tool is a protocol error.
+    assert!(client.call_tool(call("ask_everyone", json!({}))).await.is_err());
+
+    // Without the token: 401, before any MCP.
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::UNAUTHORIZED);
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[tokio::test]
+async fn a_stop_while_a_call_waits_ends_the_call_with_a_readable_error_and_cancels_the_question() {
+    let (_dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
+    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Still there?"})));
+    let id = card_id(&served, "Still there?").await;
+    let status = served.terminate().await;
+    assert!(status.success(), "{status:?}");
+    let result = tokio::time::timeout(Duration::from_secs(10), pending).await.expect("the call ends").unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("askgate restarted"), "{}", text(&result));
+    assert!(text(&result).contains("was cancelled"), "{}", text(&result));
+    // The question was closed, not left pending for nobody.
+    let db = _dir.path().join("askgate.db");
+    let status = question_status(&db, &id).await;
+    assert_eq!(status, "cancelled");
+}
+
+async fn question_status(db: &Path, short_id: &str) -> String {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display())).await.unwrap();
+    let value: String = sqlx::query_scalar("SELECT status FROM questions WHERE id LIKE ?1")
+        .bind(format!("{short_id}%"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    value
+}
+
+/// A client that keeps the progress notifications it receives.
+#[derive(Clone, Default)]
+struct Progress(Arc<Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.message.unwrap_or_default());
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_question() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
+    let (base, token) = served.api(dir.path()).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
+    let progress = Progress::default();
+    let client = progress.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Slow one?"}))));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let id = served.card_id("Slow one?").await;
+    let message = eventually(|| async { progress.0.lock().unwrap().first().cloned() }).await;
+    assert!(message.starts_with("waiting for an answer on console:local (expires in 30m"), "{message}");
+
+    handle.cancel(Some("the agent moved on".to_owned())).await.unwrap();
+    // The question ends as cancelled by the client, and the console says so (its retraction).
+    let line = served.stdout_line("cancelled (client)").await;
+    assert!(line.starts_with(&format!("[{id}]")), "{line}");
+    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn askgate_mcp_bridges_stdio_to_the_running_askgate() {
+    let (dir, mut served, _url, _token) = start().await;
+    let config = dir.path().join("channels.toml");
+    // The configured address is port 0: name the real one.
+    let (base, _) = served.api(dir.path()).await;
+    let mut bridge = Command::new(BIN)
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .args(["--url", &format!("{base}/mcp")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (bridge.stdout.take().unwrap(), bridge.stdin.take().unwrap());
+    let client: Client = ().serve(transport).await.expect("an MCP session over stdio");
+    let tools = client.list_tools(None).await.unwrap().tools;
+    assert_eq!(tools.len(), 5);
+    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Via stdio?", "options": ["a", "b"]})));
+    let id = card_id(&served, "Via stdio?").await;
+    served.type_line(&format!("/answer {id} a")).await;
+    let result = pending.await.unwrap();
+    assert_eq!(structured(&result)["value"], "a", "{}", text(&result));
+    client.cancel().await.unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn askgate_mcp_without_an_askgate_says_so_in_one_line() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), MCP);
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = Command::new(BIN)
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .args(["--url", &url])
+        .env("ASKGATE_API_TOKEN", "x".repeat(40))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("no askgate answers at {url}")), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing on the MCP stream");
+}
