@@ -10,6 +10,7 @@
 //! `"wait": false`.
 
 pub mod bridge;
+mod elicit;
 mod tools;
 
 use rmcp::model::{
@@ -97,8 +98,7 @@ impl Server {
     async fn call(&self, call: Call, context: &RequestContext<RoleServer>) -> CallToolResult {
         match call {
             Call::Ask { tool, conversation, ask, wait } => {
-                let asker = asker(context);
-                let question = match self.engine.ask_external(conversation, *ask, asker).await {
+                let question = match self.engine.ask_external(conversation, *ask, asker(context)).await {
                     Ok(q) => q,
                     Err(e) => return failure(ask_refused(&e)),
                 };
@@ -126,6 +126,10 @@ impl Server {
         let stop = self.engine.stopping();
         let progress = context.meta.get_progress_token();
         let mut ticks = 0u32;
+        // Held until the call ends: dropping it takes the form away from the client.
+        let _form = (self.config.elicitation && elicit::supported(context))
+            .then(|| elicit::show(self.engine.clone(), question.clone(), asker(context), context))
+            .flatten();
         loop {
             let waited = tokio::select! {
                 waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,

@@ -267,6 +267,8 @@ text_enum!(
         Gateway = "gateway",
         /// A channel that a Rust program attached itself.
         Other = "other",
+        /// The agent's own MCP client (a form it showed its user).
+        Mcp = "mcp",
     }
 );
 

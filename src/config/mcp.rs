@@ -16,6 +16,8 @@ pub struct McpConfig {
     pub allowed_conversations: Vec<Conversation>,
     /// How often a waiting tool call sends a progress notification (when the client asked).
     pub progress_every: Duration,
+    /// Also show a waiting question in the agent's client, as a form, when it can show one.
+    pub elicitation: bool,
 }
 
 /// The default of `mcp.progress_every`.
@@ -73,5 +75,6 @@ pub(super) fn mcp(raw: Option<RawMcp>) -> Result<Option<McpConfig>, (String, Str
         answerers,
         allowed_conversations,
         progress_every,
+        elicitation: raw.elicitation,
     }))
 }

@@ -29,6 +29,8 @@ pub(super) struct RawMcp {
     pub allowed_conversations: Vec<String>,
     #[serde(default, deserialize_with = "some_duration")]
     pub progress_every: Option<Duration>,
+    #[serde(default)]
+    pub elicitation: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,7 +19,7 @@ use crate::support::eventually;
 
 const MCP: &str = "\n[mcp]\nconversation = \"console:local\"\nallowed_conversations = [\"console:other\"]\n";
 
-type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, ()>;
 
 async fn start() -> (TempDir, Served, String, String) {
     let dir = TempDir::new().unwrap();
@@ -28,27 +28,30 @@ async fn start() -> (TempDir, Served, String, String) {
     (dir, served, format!("{base}/mcp"), token)
 }
 
-async fn http_client(url: &str, token: &str) -> Client {
+pub async fn http_client(url: &str, token: &str) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("an MCP session")
 }
 
-fn call(tool: &'static str, arguments: Value) -> CallToolRequestParams {
+pub fn call(tool: &'static str, arguments: Value) -> CallToolRequestParams {
     let Value::Object(arguments) = arguments else { panic!("arguments are an object") };
     CallToolRequestParams::new(tool).with_arguments(arguments)
 }
 
 /// Starts a tool call that waits; its result arrives through the handle.
-fn call_in_background(client: &Client, params: CallToolRequestParams) -> tokio::task::JoinHandle<CallToolResult> {
+pub fn call_in_background<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    params: CallToolRequestParams,
+) -> tokio::task::JoinHandle<CallToolResult> {
     let peer = client.peer().clone();
     tokio::spawn(async move { peer.call_tool(params).await.expect("a tool result") })
 }
 
-fn structured(result: &CallToolResult) -> &Map<String, Value> {
+pub fn structured(result: &CallToolResult) -> &Map<String, Value> {
     result.structured_content.as_ref().and_then(Value::as_object).expect("structured content")
 }
 
-fn text(result: &CallToolResult) -> String {
+pub fn text(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
 }
 
@@ -196,6 +199,29 @@ async fn approvals_grant_always_and_polling_and_bad_input() {
         .await
         .unwrap();
     assert_eq!(response.status(), reqwest::StatusCode::UNAUTHORIZED);
+    // With the token, from a web page elsewhere: refused (the MCP specification's Origin check).
+    let response = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth(&token)
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::FORBIDDEN);
+    // A Host name that is not loopback while askgate listens on loopback (DNS rebinding): 421.
+    let response = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth(&token)
+        .header("host", "attacker.example")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::MISDIRECTED_REQUEST);
 
     client.cancel().await.unwrap();
     served.terminate().await;
@@ -270,6 +296,91 @@ async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_questi
     assert!(line.starts_with(&format!("[{id}]")), "{line}");
     assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+/// A client that can show forms: it answers each with `answer`, or holds it until it is
+/// taken away (`None`), counting the forms it was shown and the ones taken away.
+#[derive(Clone)]
+struct Forms {
+    answer: Option<Value>,
+    shown: Arc<Mutex<Vec<String>>>,
+    taken_away: Arc<Mutex<u32>>,
+}
+
+impl rmcp::ClientHandler for Forms {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder().enable_elicitation().build(),
+            rmcp::model::Implementation::new("forms", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request {
+            self.shown.lock().unwrap().push(format!("{message} {}", serde_json::to_string(&requested_schema).unwrap()));
+        }
+        match &self.answer {
+            Some(answer) => {
+                Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(answer.clone()))
+            }
+            None => {
+                context.ct.cancelled().await;
+                *self.taken_away.lock().unwrap() += 1;
+                Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Cancel))
+            }
+        }
+    }
+}
+
+async fn forms_client(
+    served: &Served,
+    dir: &Path,
+    answer: Option<Value>,
+) -> (RunningService<RoleClient, Forms>, Forms) {
+    let (base, token) = served.api(dir).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
+    let forms = Forms { answer, shown: Arc::default(), taken_away: Arc::default() };
+    let client = forms.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    (client, forms)
+}
+
+#[tokio::test]
+async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_wins() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
+
+    // Answered in the client's form: the call returns it and the console's card is closed.
+    let (client, forms) = forms_client(&served, dir.path(), Some(json!({"answer": "blue"}))).await;
+    let result = client
+        .call_tool(call("ask_user", json!({"prompt": "Which colour?", "options": ["red", "blue"]})))
+        .await
+        .unwrap();
+    let outcome = structured(&result);
+    assert_eq!(
+        (outcome["status"].as_str(), &outcome["value"]),
+        (Some("answered"), &json!("blue")),
+        "{}",
+        text(&result)
+    );
+    assert!(forms.shown.lock().unwrap()[0].contains(r#""enum":["red","blue"]"#), "{:?}", forms.shown);
+    let line = served.stdout_line("✅ blue").await;
+    assert!(line.contains("via mcp"), "{line}");
+    client.cancel().await.unwrap();
+
+    // Answered in the chat first: the form is taken away from the client.
+    let (client, forms) = forms_client(&served, dir.path(), None).await;
+    let pending = call_in_background(&client, call("confirm", json!({"prompt": "Ship it?"})));
+    let id = served.card_id("Ship it?").await;
+    eventually(|| async { (!forms.shown.lock().unwrap().is_empty()).then_some(()) }).await;
+    served.type_line(&format!("/answer {id} yes")).await;
+    assert_eq!(structured(&pending.await.unwrap())["value"], true);
+    eventually(|| async { (*forms.taken_away.lock().unwrap() == 1).then_some(()) }).await;
     client.cancel().await.unwrap();
     served.terminate().await;
 }

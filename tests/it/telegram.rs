@@ -542,3 +542,44 @@ async fn polling_that_fails_backs_off_briefly_shows_down_only_when_it_persists_a
     assert_eq!(state(), Some(ChannelState::Up));
     tg.stop().await;
 }
+
+#[tokio::test]
+async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retracted() {
+    use crate::binary::Served;
+    use crate::mcp::{call, call_in_background, http_client, structured, text};
+
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n"
+    );
+    let config = crate::binary::write_config(dir.path(), &extra);
+    let served = Served::start_with_env(&config, &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+
+    let pending = call_in_background(
+        &client,
+        call(
+            "ask_user",
+            json!({"prompt": "Which region?", "options": ["eu-west", "us-east"], "detail": "for the new bucket"}),
+        ),
+    );
+    let card = fake.sent("Which region?", 1).await;
+    assert!(card["text"].as_str().unwrap().contains("for the new bucket"), "{card}");
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "us-east"));
+    let result = pending.await.unwrap();
+    let outcome = structured(&result);
+    assert_eq!(
+        (outcome["status"].as_str(), &outcome["value"]),
+        (Some("answered"), &json!("us-east")),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(outcome["answered_by"], format!("telegram:{ALICE}"));
+    assert_eq!(outcome["answered_name"], "@user42");
+    edited(&fake, ALICE, id_of(&card), "✅ us-east — @user42 via telegram").await;
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
