@@ -219,6 +219,32 @@ mod tests {
     }
 
     #[test]
+    fn the_mcp_table_names_what_is_wrong() {
+        let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
+        let mcp = parse("[mcp]\nconversation = \"telegram:42\"\nallowed_conversations = [\"discord:7\"]\n")
+            .unwrap()
+            .mcp
+            .unwrap();
+        assert!(mcp.allows(&crate::question::Conversation::parse("discord:7").unwrap()));
+        assert!(!mcp.allows(&crate::question::Conversation::parse("discord:8").unwrap()));
+        assert_eq!((mcp.progress_every.as_secs(), mcp.elicitation), (15, false));
+        assert!(parse("").unwrap().mcp.is_none());
+        for (text, key) in [
+            ("[mcp]\n", "mcp.conversation"),
+            ("[mcp]\nconversation = \"nowhere\"\n", "mcp.conversation"),
+            ("[mcp]\nconversation = \"telegram:1\"\nanswerers = []\n", "mcp.answerers"),
+            ("[mcp]\nconversation = \"telegram:1\"\nanswerers = [\"bob\"]\n", "mcp.answerers[0]"),
+            ("[mcp]\nconversation = \"telegram:1\"\nprogress_every = 0\n", "progress_every = 0"),
+            ("[mcp]\nconversation = \"telegram:1\"\nallowed_conversations = [\"x\"]\n", "mcp.allowed_conversations[0]"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        let err = parse("[mcp]\nconversation = \"telegram:1\"\nelicitaton = true\n").unwrap_err().to_string();
+        assert!(err.contains("elicitaton"), "{err}");
+    }
+
+    #[test]
     fn an_unknown_key_is_named() {
         let err = Config::parse("[gateway]\ndatabse = \"x\"\n", "c.toml", Path::new(".")).unwrap_err().to_string();
         assert!(err.contains("databse"), "{err}");

@@ -22,6 +22,8 @@
 //! - [`config`]: `channels.toml` — the raw file, channel rules, function entries — parsed into
 //!   typed settings.
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
+//! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person) and `askgate mcp`, its stdio
+//!   bridge.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
 //! - [`clock`]: wall-clock time, with a manual clock for tests.
