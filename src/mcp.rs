@@ -14,16 +14,18 @@ mod elicit;
 mod tools;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::config::McpConfig;
 use crate::engine::{Engine, ExternalAskError};
@@ -38,7 +40,9 @@ pub type McpService = StreamableHttpService<Server, LocalSessionManager>;
 
 /// The MCP service for `/mcp`: one [`Server`] per session. Sessions end when `stop` fires.
 pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, stop: CancellationToken) -> McpService {
-    let server = Server { engine, config: Arc::new(config) };
+    let config = Arc::new(config);
+    // One task list per session: a session sees only its own tasks.
+    let server = move || Server { engine: engine.clone(), config: config.clone(), tasks: TaskManager::new() };
     // Host names are checked by the HTTP surface (loopback names only while it listens on
     // loopback); a browser page may reach `/mcp` only from askgate's own origin.
     let port = http.port();
@@ -48,7 +52,7 @@ pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, st
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(crate::http::MAX_BODY)
         .with_cancellation_token(stop);
-    StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), settings)
+    StreamableHttpService::new(move || Ok(server()), Arc::new(LocalSessionManager::default()), settings)
 }
 
 /// One MCP session's view of askgate.
@@ -56,11 +60,12 @@ pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, st
 pub struct Server {
     engine: Engine,
     config: Arc<McpConfig>,
+    tasks: TaskManager,
 }
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("askgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
@@ -77,6 +82,18 @@ impl ServerHandler for Server {
         Ok(ListToolsResult::with_all_items(tools::list()))
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -86,54 +103,79 @@ impl ServerHandler for Server {
             return Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None));
         };
         let arguments = request.arguments.unwrap_or_default();
-        let result = match Call::parse(tool, arguments, &self.config) {
+        Ok(match Call::parse(tool, arguments, &self.config) {
             Ok(call) => self.call(call, &context).await,
-            Err(message) => failure(message),
-        };
-        Ok(result.into())
+            Err(message) => failure(message).into(),
+        })
     }
 }
 
 impl Server {
-    async fn call(&self, call: Call, context: &RequestContext<RoleServer>) -> CallToolResult {
+    async fn call(&self, call: Call, context: &RequestContext<RoleServer>) -> CallToolResponse {
         match call {
             Call::Ask { tool, conversation, ask, wait } => {
                 let question = match self.engine.ask_external(conversation, *ask, asker(context)).await {
                     Ok(q) => q,
-                    Err(e) => return failure(ask_refused(&e)),
+                    Err(e) => return failure(ask_refused(&e)).into(),
                 };
                 if !wait || !question.is_pending() {
-                    return tools::outcome(tool, &question);
+                    return tools::outcome(tool, &question).into();
                 }
-                self.wait(tool, question, context).await
+                // Held until the call ends: dropping it takes the form away from the client.
+                let form = (self.config.elicitation && elicit::supported(context))
+                    .then(|| elicit::show(self.engine.clone(), question.clone(), asker(context), context))
+                    .flatten();
+                if context.peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks()) {
+                    return self.as_task(tool, question, form).into();
+                }
+                let waiter = Waiter::Call {
+                    cancelled: context.ct.clone(),
+                    progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
+                };
+                let result = self.wait(tool, question, waiter).await;
+                drop(form);
+                result.into()
             }
             Call::Notify { conversation, message } => match self.engine.notify_conversation(&conversation, message) {
-                Ok(()) => tools::notified(&conversation),
-                Err(e) => failure(e.to_string()),
+                Ok(()) => tools::notified(&conversation).into(),
+                Err(e) => failure(e.to_string()).into(),
             },
             Call::Outcome { id, wait } => match self.engine.wait_outcome(id, wait).await {
-                Ok(Some(question)) => tools::outcome(Tool::for_kind(question.kind), &question),
-                Ok(None) => failure(format!("no question {id}")),
-                Err(e) => failure(format!("askgate could not read the question: {e}")),
+                Ok(Some(question)) => tools::outcome(Tool::for_kind(question.kind), &question).into(),
+                Ok(None) => failure(format!("no question {id}")).into(),
+                Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
             },
         }
     }
 
-    /// Waits for the outcome: progress every `progress_every` when asked for; a client that
-    /// cancels the call, or askgate stopping, cancels the question (its cards are retracted).
-    async fn wait(&self, tool: Tool, question: Question, context: &RequestContext<RoleServer>) -> CallToolResult {
+    /// The call as a task the client polls (`tasks/get`) and may cancel (`tasks/cancel`); it
+    /// is kept until a while after the question's deadline.
+    fn as_task(&self, tool: Tool, question: Question, form: Option<DropGuard>) -> CreateTaskResult {
+        let left = question.expires_at.map(|at| u64::try_from(at - self.engine.clock().now_ms()).unwrap_or(0));
+        let options = TaskOptions::new()
+            .with_ttl_ms(left.map(|ms| ms + TASK_KEPT_MS))
+            .with_status_message(self.waiting(&question));
+        let server = self.clone();
+        let task = self.tasks.spawn(options, move |context| {
+            Box::pin(async move {
+                let result = server.wait(tool, question, Waiter::Task(context.clone())).await;
+                drop(form);
+                if context.is_cancel_requested() { Err(TaskExit::Cancelled) } else { Ok(result) }
+            })
+        });
+        CreateTaskResult::new(task)
+    }
+
+    /// Waits for the outcome, telling the client it still waits every `progress_every`; a
+    /// client that cancels, or askgate stopping, cancels the question (its cards are
+    /// retracted).
+    async fn wait(&self, tool: Tool, question: Question, mut waiter: Waiter) -> CallToolResult {
         let id = question.id;
         let stop = self.engine.stopping();
-        let progress = context.meta.get_progress_token();
-        let mut ticks = 0u32;
-        // Held until the call ends: dropping it takes the form away from the client.
-        let _form = (self.config.elicitation && elicit::supported(context))
-            .then(|| elicit::show(self.engine.clone(), question.clone(), asker(context), context))
-            .flatten();
         loop {
             let waited = tokio::select! {
                 waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
-                () = context.ct.cancelled() => {
+                () = waiter.cancelled() => {
                     self.cancel(id, "client").await;
                     return failure(format!("the call was cancelled; so was the question {id}"));
                 }
@@ -153,19 +195,15 @@ impl Server {
                     "askgate restarted; the question {id} was cancelled. Ask again once askgate is back."
                 ));
             }
-            if let Some(token) = &progress {
-                ticks += 1;
-                let at = question.conversation.as_ref().map_or_else(String::new, |c| format!(" on {c}"));
-                let message = format!(
-                    "waiting for an answer{at} ({})",
-                    crate::channel::text::expiry(question.expires_at, self.engine.clock().now_ms())
-                );
-                let note = ProgressNotificationParam::new(token.clone(), f64::from(ticks)).with_message(message);
-                if let Err(e) = context.peer.notify_progress(note).await {
-                    tracing::debug!(question = %id, error = %e, "could not send a progress notification");
-                }
-            }
+            waiter.report(self.waiting(&question)).await;
         }
+    }
+
+    /// `waiting for an answer on telegram:42 (expires in 28m (20:36 UTC))`.
+    fn waiting(&self, question: &Question) -> String {
+        let at = question.conversation.as_ref().map_or_else(String::new, |c| format!(" on {c}"));
+        let expiry = crate::channel::text::expiry(question.expires_at, self.engine.clock().now_ms());
+        format!("waiting for an answer{at} ({expiry})")
     }
 
     async fn cancel(&self, id: QuestionId, reason: &str) {
@@ -174,6 +212,40 @@ impl Server {
                 tracing::info!(question = %id, reason, "an MCP call ended before its answer; the question is cancelled")
             }
             Err(e) => tracing::error!(question = %id, error = %e, "could not cancel an MCP call's question"),
+        }
+    }
+}
+
+/// How long a finished task stays observable past its question's deadline.
+const TASK_KEPT_MS: u64 = 10 * 60 * 1000;
+
+/// Who waits for an outcome, and how they hear that it still waits.
+enum Waiter {
+    /// A tool call held open: progress notifications when the client sent a progress token.
+    Call { cancelled: CancellationToken, progress: Option<(Peer<RoleServer>, ProgressToken, u32)> },
+    /// A task the client polls: its status message.
+    Task(TaskContext),
+}
+
+impl Waiter {
+    async fn cancelled(&self) {
+        match self {
+            Self::Call { cancelled, .. } => cancelled.cancelled().await,
+            Self::Task(context) => context.cancelled().await,
+        }
+    }
+
+    async fn report(&mut self, message: String) {
+        match self {
+            Self::Call { progress: Some((peer, token, ticks)), .. } => {
+                *ticks += 1;
+                let note = ProgressNotificationParam::new(token.clone(), f64::from(*ticks)).with_message(message);
+                if let Err(e) = peer.notify_progress(note).await {
+                    tracing::debug!(error = %e, "could not send a progress notification");
+                }
+            }
+            Self::Call { progress: None, .. } => {}
+            Self::Task(context) => context.set_status_message(message),
         }
     }
 }

@@ -386,6 +386,80 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
 }
 
 #[tokio::test]
+async fn a_closed_session_cancels_its_waiting_question() {
+    let (dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
+    let _pending = call_in_background(&client, call("ask_user", json!({"prompt": "Anyone?"})));
+    let id = served.card_id("Anyone?").await;
+    // The agent goes away: its client ends the session.
+    client.cancel().await.unwrap();
+    let line = served.stdout_line(&format!("[{id}] ⛔ cancelled")).await;
+    assert!(line.contains("client"), "{line}");
+    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
+    served.terminate().await;
+}
+
+/// A client that says it runs long calls as tasks.
+#[derive(Clone)]
+struct Tasks;
+
+impl rmcp::ClientHandler for Tasks {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder().enable_tasks().build(),
+            rmcp::model::Implementation::new("tasks", "1"),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_client_with_tasks_polls_the_ask_and_may_cancel_it() {
+    use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus};
+
+    let (dir, mut served, url, token) = start().await;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    let client = Tasks.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let task = |response: CallToolResponse| match response {
+        CallToolResponse::Task(created) => created.task,
+        other => panic!("not a task: {other:?}"),
+    };
+
+    // Answered while the client polls.
+    let created = task(client.call_tool_once(call("ask_user", json!({"prompt": "Tea or coffee?"}))).await.unwrap());
+    let polled = client.get_task(GetTaskParams::new(created.task_id.clone())).await.unwrap();
+    assert_eq!(polled.task.task.status, TaskStatus::Working);
+    let status = polled.task.task.status_message.unwrap_or_default();
+    assert!(status.starts_with("waiting for an answer on console:local"), "{status}");
+    let id = served.card_id("Tea or coffee?").await;
+    served.type_line(&format!("/answer {id} tea")).await;
+    let result = eventually(|| async {
+        match client.get_task(GetTaskParams::new(created.task_id.clone())).await.unwrap().task.payload {
+            TaskPayload::Completed { result } => Some(result),
+            _ => None,
+        }
+    })
+    .await;
+    assert_eq!(result["structuredContent"]["value"], "tea", "{result:?}");
+
+    // Cancelled by the client: the question ends and its card is closed.
+    let created = task(client.call_tool_once(call("confirm", json!({"prompt": "Reboot now?"}))).await.unwrap());
+    let id = served.card_id("Reboot now?").await;
+    client.cancel_task(CancelTaskParams::new(created.task_id.clone())).await.unwrap();
+    let line = served.stdout_line("cancelled (client)").await;
+    assert!(line.starts_with(&format!("[{id}]")), "{line}");
+    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
+    let status = eventually(|| async {
+        let task = client.get_task(GetTaskParams::new(created.task_id.clone())).await.unwrap().task.task;
+        (task.status != TaskStatus::Working).then_some(task.status)
+    })
+    .await;
+    assert_eq!(status, TaskStatus::Cancelled);
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
 async fn askgate_mcp_bridges_stdio_to_the_running_askgate() {
     let (dir, mut served, _url, _token) = start().await;
     let config = dir.path().join("channels.toml");
