@@ -303,10 +303,10 @@ async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_questi
 /// A client that can show forms: it answers each with `answer`, or holds it until it is
 /// taken away (`None`), counting the forms it was shown and the ones taken away.
 #[derive(Clone)]
-struct Forms {
-    answer: Option<Value>,
-    shown: Arc<Mutex<Vec<String>>>,
-    taken_away: Arc<Mutex<u32>>,
+pub struct Forms {
+    pub answer: Option<Value>,
+    pub shown: Arc<Mutex<Vec<String>>>,
+    pub taken_away: Arc<Mutex<u32>>,
 }
 
 impl rmcp::ClientHandler for Forms {

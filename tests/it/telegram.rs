@@ -583,3 +583,33 @@ async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retrac
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    use crate::binary::Served;
+    use crate::mcp::{Forms, call, structured};
+
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\nelicitation = true\n"
+    );
+    let served =
+        Served::start_with_env(&crate::binary::write_config(dir.path(), &extra), &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let (base, token) = served.api(dir.path()).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
+    let forms = Forms { answer: Some(json!({"decision": "once"})), shown: Arc::default(), taken_away: Arc::default() };
+    let client = forms.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+
+    let result = client.call_tool(call("request_approval", json!({"action": "terraform apply"}))).await.unwrap();
+    assert_eq!(structured(&result)["decision"], "once");
+    let card = fake.sent("terraform apply", 1).await;
+    edited(&fake, ALICE, id_of(&card), "via mcp").await;
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
