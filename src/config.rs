@@ -16,7 +16,7 @@ use std::path::Path;
 
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use functions::{FunctionKind, FunctionSpec};
-pub use mcp::McpConfig;
+pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use raw::parse_duration;
 
 use crate::engine::Settings;
@@ -159,7 +159,7 @@ impl Config {
         let functions = functions::functions(raw.functions, base).map_err(bad)?;
         let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
         let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
-        let mcp = mcp::mcp(raw.mcp).map_err(bad)?;
+        let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -240,6 +240,29 @@ mod tests {
             let err = parse(text).unwrap_err().to_string();
             assert!(err.contains(key), "{text}: {err}");
         }
+        let upstream = |body: &str| format!("[mcp]\nconversation = \"telegram:1\"\n[[mcp.upstream]]\n{body}\n");
+        for (body, key) in [
+            ("name = \"a__b\"\ncommand = [\"x\"]", "mcp.upstream[0].name"),
+            ("name = \"files_\"\ncommand = [\"x\"]", "mcp.upstream[0].name"),
+            ("name = \"files\"", "mcp.upstream[0].command"),
+            ("name = \"files\"\ncommand = [\"x\"]\nurl = \"http://h\"", "mcp.upstream[0].url"),
+            ("name = \"files\"\nurl = \"ftp://h\"", "mcp.upstream[0].url"),
+            ("name = \"files\"\ncommand = [\"x\"]\ngrant = \"all\"", "mcp.upstream[0].grant"),
+        ] {
+            let err = parse(&upstream(body)).unwrap_err().to_string();
+            assert!(err.contains(key), "{body}: {err}");
+        }
+        let twice = format!(
+            "{}[[mcp.upstream]]\nname = \"f\"\nurl = \"http://h\"\n",
+            upstream("name = \"f\"\nurl = \"http://h\"")
+        );
+        assert!(parse(&twice).unwrap_err().to_string().contains("used twice"));
+        let ok =
+            parse(&upstream("name = \"files\"\ncommand = [\"x\"]\napprove = [\"delete_*\"]\ndeny = [\"format_*\"]"))
+                .unwrap();
+        let files = &ok.mcp.unwrap().upstreams[0];
+        assert!(files.gates("delete_file") && !files.gates("read_file"));
+        assert!(!files.offers("format_disk") && files.offers("read_file"));
         let err = parse("[mcp]\nconversation = \"telegram:1\"\nelicitaton = true\n").unwrap_err().to_string();
         assert!(err.contains("elicitaton"), "{err}");
     }

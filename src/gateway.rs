@@ -222,7 +222,8 @@ impl Gateway {
         };
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
-            crate::mcp::service(engine.clone(), mcp, http, mcp_sessions(&engine))
+            let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());
+            crate::mcp::service(engine.clone(), mcp, upstreams, http, mcp_sessions(&engine))
         });
         let app = crate::http::router(engine.clone(), token, webhooks, settings, mcp);
         let max_connections = config.max_connections;

@@ -118,6 +118,25 @@ fn check(config: &Config, path: &std::path::Path) {
         ),
         None => println!("mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
     }
+    for upstream in config.mcp.iter().flat_map(|m| &m.upstreams) {
+        let reach = match &upstream.transport {
+            askgate::config::UpstreamTransport::Stdio { command, .. } => {
+                let program = &command[0];
+                let found = program.contains('/') && std::path::Path::new(program).exists()
+                    || std::env::var_os("PATH")
+                        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+                format!("command `{}`{}", command.join(" "), if found { "" } else { " (program not found)" })
+            }
+            askgate::config::UpstreamTransport::Http { url } => format!("url {url}"),
+        };
+        let list = |patterns: &[String]| if patterns.is_empty() { "none".to_owned() } else { patterns.join(", ") };
+        println!(
+            "  upstream {}: {reach}; approval for {}; never offered: {}",
+            upstream.name,
+            list(&upstream.approve),
+            list(&upstream.deny)
+        );
+    }
     println!("functions:");
     for f in &config.functions {
         println!("  {} ({}): {}", f.name, f.what(), f.description);

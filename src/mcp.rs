@@ -12,13 +12,14 @@
 pub mod bridge;
 mod elicit;
 mod tools;
+pub mod upstream;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig,
+    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -27,10 +28,11 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::config::McpConfig;
+use crate::config::{GrantScope, McpConfig};
 use crate::engine::{Engine, ExternalAskError};
-use crate::question::{Conversation, Question, QuestionId, UserRef};
+use crate::question::{Answerers, Ask, Conversation, Outcome, Question, QuestionId, UserRef};
 use tools::{Call, Tool};
+use upstream::{Upstream, Upstreams};
 
 /// The longest `get_outcome` waits.
 pub const MAX_WAIT: u64 = 60;
@@ -39,10 +41,21 @@ pub const MAX_WAIT: u64 = 60;
 pub type McpService = StreamableHttpService<Server, LocalSessionManager>;
 
 /// The MCP service for `/mcp`: one [`Server`] per session. Sessions end when `stop` fires.
-pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, stop: CancellationToken) -> McpService {
+pub fn service(
+    engine: Engine,
+    config: McpConfig,
+    upstreams: Arc<Upstreams>,
+    http: std::net::SocketAddr,
+    stop: CancellationToken,
+) -> McpService {
     let config = Arc::new(config);
     // One task list per session: a session sees only its own tasks.
-    let server = move || Server { engine: engine.clone(), config: config.clone(), tasks: TaskManager::new() };
+    let server = move || Server {
+        engine: engine.clone(),
+        config: config.clone(),
+        upstreams: upstreams.clone(),
+        tasks: TaskManager::new(),
+    };
     // Host names are checked by the HTTP surface (loopback names only while it listens on
     // loopback); a browser page may reach `/mcp` only from askgate's own origin.
     let port = http.port();
@@ -60,18 +73,21 @@ pub fn service(engine: Engine, config: McpConfig, http: std::net::SocketAddr, st
 pub struct Server {
     engine: Engine,
     config: Arc<McpConfig>,
+    upstreams: Arc<Upstreams>,
     tasks: TaskManager,
 }
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
-            .with_server_info(Implementation::new("askgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build(),
+        )
+        .with_server_info(Implementation::new("askgate", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
                  (yes/no), request_approval (an action to allow or reject), notify (a message, no answer). The person \
                  answers on Telegram, Discord, the console or the web page.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -79,7 +95,14 @@ impl ServerHandler for Server {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::list()))
+        let mut tools = tools::list();
+        tools.extend(self.upstreams.tools());
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Told when an upstream's tools change.
+        self.upstreams.sessions().add(context.peer);
     }
 
     async fn get_task(
@@ -99,10 +122,15 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(tool) = Tool::named(&request.name) else {
-            return Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None));
-        };
         let arguments = request.arguments.unwrap_or_default();
+        let Some(tool) = Tool::named(&request.name) else {
+            return match self.upstreams.resolve(&request.name) {
+                Some((upstream, tool)) if upstream.config.offers(&tool) => {
+                    Ok(self.proxy(&upstream, tool, arguments, &context).await.into())
+                }
+                _ => Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None)),
+            };
+        };
         Ok(match Call::parse(tool, arguments, &self.config) {
             Ok(call) => self.call(call, &context).await,
             Err(message) => failure(message).into(),
@@ -169,7 +197,15 @@ impl Server {
     /// Waits for the outcome, telling the client it still waits every `progress_every`; a
     /// client that cancels, or askgate stopping, cancels the question (its cards are
     /// retracted).
-    async fn wait(&self, tool: Tool, question: Question, mut waiter: Waiter) -> CallToolResult {
+    async fn wait(&self, tool: Tool, question: Question, waiter: Waiter) -> CallToolResult {
+        match self.settle(question, waiter).await {
+            Ok(question) => tools::outcome(tool, &question),
+            Err(failed) => failed,
+        }
+    }
+
+    /// The question once it is resolved, or the error the agent reads.
+    async fn settle(&self, question: Question, mut waiter: Waiter) -> Result<Question, CallToolResult> {
         let id = question.id;
         let stop = self.engine.stopping();
         loop {
@@ -177,26 +213,103 @@ impl Server {
                 waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
                 () = waiter.cancelled() => {
                     self.cancel(id, "client").await;
-                    return failure(format!("the call was cancelled; so was the question {id}"));
+                    return Err(failure(format!("the call was cancelled; so was the question {id}")));
                 }
             };
             let question = match waited {
                 Ok(Some(q)) => q,
-                Ok(None) => return failure(format!("the question {id} is gone")),
-                Err(e) => return failure(format!("askgate could not read the question {id}: {e}")),
+                Ok(None) => return Err(failure(format!("the question {id} is gone"))),
+                Err(e) => return Err(failure(format!("askgate could not read the question {id}: {e}"))),
             };
             if !question.is_pending() {
-                return tools::outcome(tool, &question);
+                return Ok(question);
             }
             if stop.is_cancelled() {
                 // Nobody would be waiting for its answer after the restart.
                 self.cancel(id, "shutdown").await;
-                return failure(format!(
+                return Err(failure(format!(
                     "askgate restarted; the question {id} was cancelled. Ask again once askgate is back."
-                ));
+                )));
             }
             waiter.report(self.waiting(&question)).await;
         }
+    }
+
+    /// A call of an upstream's tool: straight through, or after a person approved it.
+    async fn proxy(
+        &self,
+        upstream: &Upstream,
+        tool: String,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        if upstream.config.gates(&tool) {
+            let question = match self.ask_approval(upstream, &tool, &arguments, context).await {
+                Ok(question) => question,
+                Err(failed) => return failed,
+            };
+            let who = question.answered_name.clone().or_else(|| question.answered_by.clone()).unwrap_or_default();
+            match question.outcome {
+                Some(Outcome::Answered { .. }) => {}
+                Some(Outcome::Declined { feedback }) => {
+                    return failure(match feedback {
+                        Some(feedback) => format!("{who} rejected the call: {feedback}"),
+                        None => format!("{who} rejected the call"),
+                    });
+                }
+                Some(Outcome::Expired { .. }) => {
+                    return failure("the approval expired: nobody answered in time, and the call was not made");
+                }
+                Some(Outcome::Cancelled { reason }) => {
+                    return failure(format!("the approval was cancelled ({reason}); the call was not made"));
+                }
+                None => return failure("the approval has no outcome; the call was not made"),
+            }
+        }
+        tokio::select! {
+            result = upstream.call(&tool, arguments) => result.unwrap_or_else(|e| failure(e.to_string())),
+            // Dropping the call cancels it upstream.
+            () = context.ct.cancelled() => failure("the call was cancelled"),
+        }
+    }
+
+    /// Asks the approval of a gated call and waits for its outcome. The card names the
+    /// upstream, the tool and the arguments; an "allow always" covers the tool, or the tool with
+    /// these arguments (`grant = "arguments"`).
+    async fn ask_approval(
+        &self,
+        upstream: &Upstream,
+        tool: &str,
+        arguments: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Question, CallToolResult> {
+        let name = &upstream.config.name;
+        let arguments = Value::Object(arguments.clone());
+        let action = match upstream.config.grant {
+            GrantScope::Tool => format!("{name}__{tool}"),
+            GrantScope::Arguments => format!("{name}__{tool} {arguments}"),
+        };
+        let pretty = serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
+        let detail = format!(
+            "{} wants to call `{tool}` on `{name}` with:\n{}",
+            asker(context),
+            crate::text::clip(&pretty, MAX_ARGUMENTS_SHOWN, "… [shortened; the call is made with all of it]")
+        );
+        let mut ask = Ask::approval(action).detail(detail);
+        ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
+        let conversation = upstream.config.conversation.clone().unwrap_or_else(|| self.config.conversation.clone());
+        let question = match self.engine.ask_external(conversation, ask, asker(context)).await {
+            Ok(question) => question,
+            Err(e) => return Err(failure(ask_refused(&e))),
+        };
+        if !question.is_pending() {
+            return Ok(question);
+        }
+        let waiter = Waiter::Call {
+            cancelled: context.ct.clone(),
+            progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
+        };
+        self.settle(question, waiter).await
     }
 
     /// `waiting for an answer on telegram:42 (expires in 28m (20:36 UTC))`.
@@ -215,6 +328,9 @@ impl Server {
         }
     }
 }
+
+/// How much of a gated call's arguments its card shows (surfaces shorten it further).
+const MAX_ARGUMENTS_SHOWN: usize = 3000;
 
 /// How long a finished task stays observable past its question's deadline.
 const TASK_KEPT_MS: u64 = 10 * 60 * 1000;

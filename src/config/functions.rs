@@ -45,7 +45,7 @@ impl FunctionSpec {
 }
 
 /// Variables a program gets from askgate's environment unless `env` says otherwise.
-const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+pub(super) const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
 /// How long one invocation of a program may run unless `timeout` says otherwise.
 const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -1,8 +1,10 @@
 //! `[mcp]`: where questions from AI agents (the MCP server at `/mcp`) go, and who answers them.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::RawMcp;
+use super::raw::{RawMcp, RawUpstream};
 use crate::question::{Conversation, UserRef};
 
 /// The MCP server's settings; `/mcp` is served when the file has an `[mcp]` table.
@@ -18,6 +20,78 @@ pub struct McpConfig {
     pub progress_every: Duration,
     /// Also show a waiting question in the agent's client, as a form, when it can show one.
     pub elicitation: bool,
+    /// MCP servers whose tools askgate offers as its own, behind approvals.
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// `[[mcp.upstream]]`: an MCP server whose tools askgate offers as `<name>__<tool>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamConfig {
+    /// The prefix of its tools (letters, digits, `-`; no `__`).
+    pub name: String,
+    /// How askgate reaches it.
+    pub transport: UpstreamTransport,
+    /// Tool-name patterns (`*` matches any run of characters) whose calls need an approval.
+    pub approve: Vec<String>,
+    /// Patterns of tools that are never offered.
+    pub deny: Vec<String>,
+    /// Where its approvals are asked; none: `[mcp] conversation`.
+    pub conversation: Option<Conversation>,
+    /// What an "allow always" covers: the tool with any arguments, or these arguments only.
+    pub grant: GrantScope,
+}
+
+/// How askgate reaches an upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UpstreamTransport {
+    /// A program askgate starts, speaking MCP on stdin/stdout, with a clean environment.
+    Stdio {
+        /// The program and its arguments.
+        command: Vec<String>,
+        /// Its working directory.
+        cwd: PathBuf,
+        /// Variables passed through from askgate's environment.
+        pass_env: Vec<String>,
+        /// Variables set to fixed values.
+        set_env: BTreeMap<String, String>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// Its URL.
+        url: String,
+    },
+}
+
+/// What an "allow always" on a gated call covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrantScope {
+    /// The tool, whatever the arguments.
+    Tool,
+    /// The tool with exactly these arguments.
+    Arguments,
+}
+
+impl UpstreamConfig {
+    /// Whether `tool` is offered at all.
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.deny.iter().any(|p| glob(p, tool))
+    }
+
+    /// Whether a call of `tool` needs an approval.
+    pub fn gates(&self, tool: &str) -> bool {
+        self.approve.iter().any(|p| glob(p, tool))
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else { return false };
+            (0..=tail.len()).filter(|i| tail.is_char_boundary(*i)).any(|i| glob(rest, &tail[i..]))
+        }
+    }
 }
 
 /// The default of `mcp.progress_every`.
@@ -30,7 +104,7 @@ impl McpConfig {
     }
 }
 
-pub(super) fn mcp(raw: Option<RawMcp>) -> Result<Option<McpConfig>, (String, String)> {
+pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>, (String, String)> {
     let Some(raw) = raw else { return Ok(None) };
     let conversation = |key: String, text: &str| {
         Conversation::parse(text).map_err(|e| (key, format!("`{text}` is not a conversation like telegram:42: {e}")))
@@ -70,11 +144,86 @@ pub(super) fn mcp(raw: Option<RawMcp>) -> Result<Option<McpConfig>, (String, Str
     if progress_every.is_zero() {
         return Err(("mcp.progress_every".into(), "must be at least 1s".into()));
     }
+    let mut upstreams: Vec<UpstreamConfig> = Vec::new();
+    for (i, raw) in raw.upstream.into_iter().enumerate() {
+        let upstream = upstream(i, raw, base)?;
+        if upstreams.iter().any(|u| u.name == upstream.name) {
+            return Err((format!("mcp.upstream[{i}].name"), format!("`{}` is used twice", upstream.name)));
+        }
+        upstreams.push(upstream);
+    }
     Ok(Some(McpConfig {
         conversation: conversation("mcp.conversation".into(), default)?,
         answerers,
         allowed_conversations,
         progress_every,
         elicitation: raw.elicitation,
+        upstreams,
     }))
+}
+
+fn upstream(i: usize, raw: RawUpstream, base: &Path) -> Result<UpstreamConfig, (String, String)> {
+    let key = |k: &str| format!("mcp.upstream[{i}].{k}");
+    let name = raw.name;
+    // `<name>__<tool>` must split back at its first `__`: no `__` in the name, and no `_` at
+    // its end (or start) to run into the separator.
+    let usable = !name.is_empty()
+        && !name.contains("__")
+        && !name.starts_with('_')
+        && !name.ends_with('_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !usable {
+        return Err((
+            key("name"),
+            format!("`{name}` is not a usable prefix (letters, digits, - and _, not at either end; no __)"),
+        ));
+    }
+    let transport = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => return Err((key("url"), "give either `command` or `url`, not both".to_owned())),
+        (None, None) => return Err((key("command"), "is required (or `url`)".to_owned())),
+        (Some(command), None) => {
+            if command.first().is_none_or(|c| c.trim().is_empty()) {
+                return Err((key("command"), "names no program".to_owned()));
+            }
+            let cwd = raw.cwd.map_or_else(|| base.to_path_buf(), |c| base.join(c));
+            let pass_env =
+                raw.env.unwrap_or_else(|| super::functions::DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
+            UpstreamTransport::Stdio { command, cwd, pass_env, set_env: raw.set_env }
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err((key("url"), format!("`{url}` is not an http:// or https:// URL")));
+            }
+            UpstreamTransport::Http { url }
+        }
+    };
+    let conversation = raw
+        .conversation
+        .map(|c| Conversation::parse(&c).map_err(|e| (key("conversation"), format!("`{c}`: {e}"))))
+        .transpose()?;
+    let grant = match raw.grant.as_deref() {
+        None | Some("tool") => GrantScope::Tool,
+        Some("arguments") => GrantScope::Arguments,
+        Some(other) => return Err((key("grant"), format!("`{other}` is not `tool` or `arguments`"))),
+    };
+    Ok(UpstreamConfig { name, transport, approve: raw.approve, deny: raw.deny, conversation, grant })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn a_star_matches_any_run_of_characters() {
+        assert!(glob("delete_*", "delete_file"));
+        assert!(glob("delete_*", "delete_"));
+        assert!(glob("*_file", "write_file"));
+        assert!(glob("*", "anything"));
+        assert!(glob("a*b*c", "a-x-b-y-c"));
+        assert!(glob("write_file", "write_file"));
+        assert!(!glob("write_file", "write_files"));
+        assert!(!glob("delete_*", "undelete_file"));
+        assert!(!glob("a*b*c", "a-x-c"));
+        assert!(glob("é*", "émoji"));
+    }
 }

@@ -31,6 +31,26 @@ pub(super) struct RawMcp {
     pub progress_every: Option<Duration>,
     #[serde(default)]
     pub elicitation: bool,
+    #[serde(default)]
+    pub upstream: Vec<RawUpstream>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawUpstream {
+    pub name: String,
+    pub command: Option<Vec<String>>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub approve: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    pub conversation: Option<String>,
+    pub grant: Option<String>,
+    pub cwd: Option<String>,
+    pub env: Option<Vec<String>>,
+    #[serde(default)]
+    pub set_env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -83,6 +83,22 @@ impl Served {
         .await
     }
 
+    /// The short id of the `n`th card (from 1) on stdout whose prompt contains `prompt`.
+    pub async fn nth_card_id(&self, prompt: &str, n: usize) -> String {
+        eventually(|| async {
+            let out = self.out.lock().unwrap();
+            let at = out
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| ["❓", "❔", "🔐"].iter().any(|m| l.starts_with(m)) && l.contains(prompt))
+                .nth(n - 1)?
+                .0;
+            let line = out[at..].iter().find(|l| l.trim_start().starts_with("id "))?;
+            line.split_whitespace().nth(1).map(str::to_owned)
+        })
+        .await
+    }
+
     /// Waits for a stdout line containing `needle`.
     pub async fn stdout_line(&self, needle: &str) -> String {
         self.line(needle).await
@@ -142,7 +158,7 @@ fn short_id(line: &str) -> String {
 }
 
 /// The example program `name`, which `cargo test` builds with the tests.
-fn example(name: &str) -> std::path::PathBuf {
+pub fn example(name: &str) -> std::path::PathBuf {
     let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
     let path = deps.parent().unwrap().join("examples").join(name);
     assert!(path.exists(), "{} is missing: run `cargo test`, which builds the examples", path.display());

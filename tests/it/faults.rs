@@ -62,14 +62,18 @@ async fn sigterm_answers_a_waiting_api_caller_ends_long_polls_and_streams_and_ex
         list["questions"].as_array()?.first().map(|q| q["id"].as_str().unwrap().to_owned())
     })
     .await;
-    // And a long-poll and an event stream are open.
-    let polling = {
-        let api = api.clone();
-        tokio::spawn(async move { api.get(&format!("/api/questions/{question}/outcome?wait=60")).await })
-    };
+    // And a long-poll and an event stream are open. The long-poll goes over a connection the
+    // server has already served (so it is accepted, not waiting in the kernel's backlog when the
+    // signal comes); under a loaded machine a fresh connection could lose that race.
+    let poller = Api { base: api.base.clone(), token: api.token.clone(), client: reqwest::Client::new() };
+    assert_eq!(poller.get("/healthz").await.0, StatusCode::OK);
+    let polling = tokio::spawn(async move { poller.get(&format!("/api/questions/{question}/outcome?wait=60")).await });
     let events = api.client.get(format!("{}/api/events", api.base)).bearer_auth(&api.token).send().await.unwrap();
     let mut events = events.bytes_stream();
     events.next().await.expect("the stream began").unwrap();
+    // The long-poll's request is written by now (its task ran while the stream opened); give the
+    // server a moment to read it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
 
     served.signal("TERM");
     let (status, body) = waiting.await.unwrap();

@@ -7,6 +7,7 @@ mod engine;
 mod fake_discord;
 mod fake_telegram;
 mod faults;
+mod gate;
 mod http;
 mod mcp;
 mod process;

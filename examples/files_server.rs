@@ -1,0 +1,106 @@
+//! A small MCP server on stdin/stdout with file tools, to put behind askgate's approvals
+//! (`[[mcp.upstream]]`; see the README's "Gating an agent's tools"). It works inside the
+//! directory given as its argument and writes its process id to `files_server.pid` there.
+//!
+//! Tools: `read_file` and `delete_file` (a `path` inside the directory), `format_disk` (does
+//! nothing; it is there to be denied), `wait` (answers after `seconds`).
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Files {
+    root: Arc<PathBuf>,
+}
+
+fn tool(name: &'static str, description: &'static str, properties: Value) -> Tool {
+    let required: Vec<&String> = properties.as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    let Value::Object(schema) = json!({"type": "object", "properties": properties, "required": required}) else {
+        unreachable!("a schema is an object")
+    };
+    Tool::new(name, description, Arc::new(schema))
+}
+
+fn text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(message.into())])
+}
+
+fn error(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+impl Files {
+    /// `path` inside the root, or none when it would leave it.
+    fn inside(&self, arguments: &JsonObject) -> Option<PathBuf> {
+        let path = Path::new(arguments.get("path")?.as_str()?);
+        path.components().all(|c| matches!(c, Component::Normal(_))).then(|| self.root.join(path))
+    }
+
+    async fn run(&self, name: &str, arguments: &JsonObject) -> CallToolResult {
+        match name {
+            "read_file" => match self.inside(arguments) {
+                Some(path) => std::fs::read_to_string(&path).map_or_else(|e| error(e.to_string()), text),
+                None => error("`path` must be a relative path inside the directory"),
+            },
+            "delete_file" => match self.inside(arguments) {
+                Some(path) => std::fs::remove_file(&path)
+                    .map_or_else(|e| error(e.to_string()), |()| text(format!("deleted {}", path.display()))),
+                None => error("`path` must be a relative path inside the directory"),
+            },
+            "format_disk" => text("nothing was formatted"),
+            "wait" => {
+                let seconds = arguments.get("seconds").and_then(Value::as_u64).unwrap_or(1);
+                tokio::time::sleep(Duration::from_secs(seconds)).await;
+                text(format!("waited {seconds}s"))
+            }
+            _ => error(format!("no tool {name}")),
+        }
+    }
+}
+
+impl ServerHandler for Files {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("files", "1"))
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let path = json!({"type": "string", "description": "a path inside the directory"});
+        Ok(ListToolsResult::with_all_items(vec![
+            tool("read_file", "Read a text file", json!({"path": path})),
+            tool("delete_file", "Delete a file", json!({"path": path})),
+            tool("format_disk", "Format the disk", json!({})),
+            tool("wait", "Answer after some seconds", json!({"seconds": {"type": "integer"}})),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.run(&request.name, &request.arguments.unwrap_or_default()).await.into())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".to_owned()));
+    std::fs::write(root.join("files_server.pid"), std::process::id().to_string())?;
+    let server = Files { root: Arc::new(root) }.serve(rmcp::transport::stdio()).await?;
+    server.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! Gating an agent's tools: an upstream MCP server (`examples/files_server.rs`, started by
+//! askgate over stdio) whose tools askgate offers as `files__<tool>`, some behind approvals on
+//! the console.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use tempfile::TempDir;
+
+use crate::binary::{Served, example, write_config};
+use crate::mcp::{Client, call, call_in_background, http_client, text};
+use crate::support::eventually;
+
+fn gated_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let upstream = format!(
+        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = [\"delete_*\"]\ndeny = [\"format_*\"]\n{extra}",
+        example("files_server").display(),
+        files.display()
+    );
+    write_config(dir, &upstream)
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// Waits until the upstream's tools are offered.
+async fn ready(client: &Client) -> Vec<String> {
+    eventually(|| async {
+        let names = tool_names(client).await;
+        names.iter().any(|n| n.starts_with("files__")).then_some(names)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn gated_calls_wait_for_approval_and_others_pass_through() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&gated_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    let names = ready(&client).await;
+    for expected in ["ask_user", "files__read_file", "files__delete_file", "files__wait"] {
+        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("format_disk")), "denied tools are not offered: {names:?}");
+
+    // Ungated: straight through, nobody asked.
+    let files = dir.path().join("files");
+    std::fs::write(files.join("a.txt"), "hello").unwrap();
+    std::fs::write(files.join("b.txt"), "world").unwrap();
+    let read = client.call_tool(call("files__read_file", json!({"path": "a.txt"}))).await.unwrap();
+    assert_eq!(text(&read), "hello");
+
+    // Gated, rejected with feedback: the agent reads the feedback; nothing happened.
+    let pending = call_in_background(&client, call("files__delete_file", json!({"path": "a.txt"})));
+    let id = served.nth_card_id("files__delete_file", 1).await;
+    served.stdout_line(r#""path": "a.txt""#).await;
+    served.type_line(&format!("/deny {id} keep a.txt, it is the only copy")).await;
+    let rejected = pending.await.unwrap();
+    assert_eq!(rejected.is_error, Some(true));
+    assert!(text(&rejected).contains("keep a.txt, it is the only copy"), "{}", text(&rejected));
+    assert!(files.join("a.txt").exists());
+
+    // Allowed always: the call is made, and the next call of the tool is not asked again.
+    let pending = call_in_background(&client, call("files__delete_file", json!({"path": "a.txt"})));
+    let id = served.nth_card_id("files__delete_file", 2).await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let deleted = pending.await.unwrap();
+    assert!(text(&deleted).starts_with("deleted"), "{}", text(&deleted));
+    assert!(!files.join("a.txt").exists());
+    let again = tokio::time::timeout(
+        Duration::from_secs(15),
+        client.call_tool(call("files__delete_file", json!({"path": "b.txt"}))),
+    )
+    .await
+    .expect("a granted call is not asked again")
+    .unwrap();
+    assert!(text(&again).starts_with("deleted"), "{}", text(&again));
+
+    // Denied and unknown tools are protocol errors.
+    assert!(client.call_tool(call("files__format_disk", json!({}))).await.is_err());
+    assert!(client.call_tool(call("nowhere__read_file", json!({}))).await.is_err());
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&gated_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
+    let pid_file = dir.path().join("files").join("files_server.pid");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+
+    let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap().success());
+    let failed = tokio::time::timeout(Duration::from_secs(15), pending).await.expect("the call ends").unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(text(&failed).contains("upstream `files`"), "{}", text(&failed));
+
+    // Restarted: a new process, and its tools work again.
+    std::fs::write(dir.path().join("files").join("c.txt"), "back").unwrap();
+    let read = eventually(|| async {
+        let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if now == pid {
+            return None;
+        }
+        let result = client.call_tool(call("files__read_file", json!({"path": "c.txt"}))).await.ok()?;
+        (result.is_error != Some(true)).then(|| text(&result))
+    })
+    .await;
+    assert_eq!(read, "back");
+    assert!(served.log().contains("restarting it"), "{}", served.log());
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
