@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::question::{Conversation, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
+use crate::question::{Conversation, Kind, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
 use crate::run::{Run, RunStatus};
 
 pub use sqlite::{SqliteStore, Synchronous};
@@ -199,6 +199,8 @@ pub struct QuestionFilter {
     pub conversation: Option<Conversation>,
     /// Only those in this status (pending ones are listed oldest first, others newest first).
     pub status: Option<Status>,
+    /// Only those of this kind (`approval`: the audit of gated calls).
+    pub kind: Option<Kind>,
 }
 
 /// A request to close a question.

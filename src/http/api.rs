@@ -48,6 +48,7 @@ const MAX_PAGE: u32 = 1000;
 pub(super) struct ListQuery {
     conversation: Option<String>,
     status: Option<String>,
+    kind: Option<String>,
     limit: Option<u32>,
     cursor: Option<String>,
 }
@@ -74,7 +75,15 @@ pub(super) async fn list(
         Some(n @ 1..=MAX_PAGE) => n,
         Some(n) => return Err(ApiError::bad_request(format!("limit {n} is not between 1 and {MAX_PAGE}"))),
     };
-    let filter = QuestionFilter { conversation, status };
+    let kind = query
+        .kind
+        .as_deref()
+        .map(|k| {
+            k.parse::<Kind>()
+                .map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm or approval")))
+        })
+        .transpose()?;
+    let filter = QuestionFilter { conversation, status, kind };
     let (questions, next) =
         state.engine.questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
             crate::store::StoreError::BadCursor(_) => ApiError::bad_request(e.to_string()),

@@ -97,8 +97,11 @@ impl Stream {
                         // resolved meanwhile; the id resumes from here.
                         return Some(SseEvent::default().event("replay.done").data("{}").id(self.at.clone()));
                     }
-                    let filter =
-                        QuestionFilter { conversation: self.conversation.clone(), status: Some(Status::Pending) };
+                    let filter = QuestionFilter {
+                        conversation: self.conversation.clone(),
+                        status: Some(Status::Pending),
+                        kind: None,
+                    };
                     // One stream reads its backlog at a time: however many connect at once,
                     // the store keeps readers free for everything else.
                     let Ok(_turn) = self.backlog_reads.acquire().await else { return None };
@@ -166,7 +169,8 @@ pub(super) async fn stream(
         None => {
             // The first page now, so that the backlog is as of the connection (later pages
             // follow as the client reads).
-            let filter = QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending) };
+            let filter =
+                QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending), kind: None };
             let turn = state.backlog_reads.acquire().await.map_err(ApiError::internal)?;
             let (page, cursor) = state.engine.questions_page(&filter, None, BACKLOG_PAGE).await?;
             drop(turn);

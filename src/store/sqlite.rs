@@ -15,7 +15,7 @@ use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::{Claim, Delivery, Grant, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats};
-use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// How hard SQLite syncs to disk.
@@ -260,14 +260,14 @@ impl Store for SqliteStore {
                 "SELECT rowid AS page_key, ",
                 question_columns!(),
                 " FROM questions WHERE status = 'pending' AND (?1 IS NULL OR conversation = ?1) \
-                 AND (?2 IS NULL OR rowid > ?2) ORDER BY rowid LIMIT ?3"
+                 AND (?2 IS NULL OR rowid > ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid LIMIT ?3"
             )
         } else {
             concat!(
                 "SELECT rowid AS page_key, ",
                 question_columns!(),
                 " FROM questions WHERE (?1 IS NULL OR conversation = ?1) AND (?4 IS NULL OR status = ?4) \
-                 AND (?2 IS NULL OR rowid < ?2) ORDER BY rowid DESC LIMIT ?3"
+                 AND (?2 IS NULL OR rowid < ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid DESC LIMIT ?3"
             )
         };
         let rows = sqlx::query(sql)
@@ -275,6 +275,7 @@ impl Store for SqliteStore {
             .bind(after)
             .bind(limit)
             .bind(filter.status.map(Status::as_str))
+            .bind(filter.kind.map(Kind::as_str))
             .fetch_all(&self.readers)
             .await?;
         let next = match rows.last() {

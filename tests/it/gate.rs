@@ -39,10 +39,21 @@ async fn ready(client: &Client) -> Vec<String> {
 #[tokio::test]
 async fn gated_calls_wait_for_approval_and_others_pass_through() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&gated_config(dir.path(), ""));
+    // A second upstream that cannot start takes nothing else down.
+    let broken = "\n[[mcp.upstream]]\nname = \"broken\"\ncommand = [\"/nonexistent/program\"]\n";
+    let mut served = Served::start(&gated_config(dir.path(), broken));
     let (base, token) = served.api(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     let names = ready(&client).await;
+    let health = eventually(|| async {
+        let body: serde_json::Value = reqwest::get(format!("{base}/healthz")).await.ok()?.json().await.ok()?;
+        body["channels"]["mcp:broken"].as_str().filter(|s| s.contains("cannot start")).map(|_| body.clone())
+    })
+    .await;
+    assert_eq!(health["channels"]["mcp:files"], "up", "{health}");
+    assert_eq!(health["status"], "degraded", "{health}");
+    let down = client.call_tool(call("broken__anything", json!({}))).await.unwrap();
+    assert!(text(&down).contains("`broken` is not running"), "{}", text(&down));
     for expected in ["ask_user", "files__read_file", "files__delete_file", "files__wait"] {
         assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
     }
@@ -80,6 +91,29 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
     .expect("a granted call is not asked again")
     .unwrap();
     assert!(text(&again).starts_with("deleted"), "{}", text(&again));
+
+    // The audit: each gated call is an approval with its outcome and its arguments.
+    let audit: serde_json::Value = reqwest::Client::new()
+        .get(format!("{base}/api/questions?kind=approval&status=all"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let audit = audit["questions"].as_array().unwrap();
+    assert_eq!(audit.len(), 3, "rejected, allowed always, granted: {audit:?}");
+    assert!(audit.iter().all(|q| q["prompt"] == "files__delete_file"), "{audit:?}");
+    assert!(audit.iter().any(|q| q["detail"].as_str().unwrap().contains(r#""path": "b.txt""#)), "{audit:?}");
+    assert!(audit.iter().any(|q| q["status"] == "declined"), "{audit:?}");
+    let bad = reqwest::Client::new()
+        .get(format!("{base}/api/questions?kind=approvals"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), reqwest::StatusCode::BAD_REQUEST);
 
     // Denied and unknown tools are protocol errors.
     assert!(client.call_tool(call("files__format_disk", json!({}))).await.is_err());
