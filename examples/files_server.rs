@@ -1,6 +1,7 @@
-//! A small MCP server on stdin/stdout with file tools, to put behind askgate's approvals
-//! (`[[mcp.upstream]]`; see the README's "Gating an agent's tools"). It works inside the
-//! directory given as its argument and writes its process id to `files_server.pid` there.
+//! A small MCP server with file tools, to put behind askgate's approvals (`[[mcp.upstream]]`;
+//! see the README's "Gating an agent's tools"): on stdin/stdout, or over streamable HTTP with
+//! `--http 127.0.0.1:9000` (it prints `listening on http://…/mcp`). It works inside the
+//! directory given as its last argument and writes its process id to `files_server.pid` there.
 //!
 //! Tools: `read_file` and `delete_file` (a `path` inside the directory), `format_disk` (does
 //! nothing; it is there to be denied), `wait` (answers after `seconds`).
@@ -98,9 +99,26 @@ impl ServerHandler for Files {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".to_owned()));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = PathBuf::from(args.last().cloned().unwrap_or_else(|| ".".to_owned()));
     std::fs::write(root.join("files_server.pid"), std::process::id().to_string())?;
-    let server = Files { root: Arc::new(root) }.serve(rmcp::transport::stdio()).await?;
+    let files = Files { root: Arc::new(root) };
+    if let [flag, address, _] = args.as_slice()
+        && flag == "--http"
+    {
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        println!("listening on http://{}/mcp", listener.local_addr()?);
+        let service = StreamableHttpService::new(
+            move || Ok(files.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await?;
+        return Ok(());
+    }
+    let server = files.serve(rmcp::transport::stdio()).await?;
     server.waiting().await?;
     Ok(())
 }

@@ -126,7 +126,20 @@ impl ServerHandler for Server {
         let Some(tool) = Tool::named(&request.name) else {
             return match self.upstreams.resolve(&request.name) {
                 Some((upstream, tool)) if upstream.config.offers(&tool) => {
-                    Ok(self.proxy(&upstream, tool, arguments, &context).await.into())
+                    let asker = asker(&context);
+                    if upstream.config.gates(&tool) && tasks_supported(&context) {
+                        // The approval may take a while: a task the client polls.
+                        let server = self.clone();
+                        let task = self.tasks.spawn(TaskOptions::new().with_ttl_ms(None), move |task| {
+                            Box::pin(async move {
+                                let waiter = Waiter::Task(task.clone());
+                                let result = server.proxy(&upstream, tool, arguments, asker, waiter).await;
+                                if task.is_cancel_requested() { Err(TaskExit::Cancelled) } else { Ok(result) }
+                            })
+                        });
+                        return Ok(CreateTaskResult::new(task).into());
+                    }
+                    Ok(self.proxy(&upstream, tool, arguments, asker, Waiter::call(&context)).await.into())
                 }
                 _ => Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None)),
             };
@@ -153,14 +166,10 @@ impl Server {
                 let form = (self.config.elicitation && elicit::supported(context))
                     .then(|| elicit::show(self.engine.clone(), question.clone(), asker(context), context))
                     .flatten();
-                if context.peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks()) {
+                if tasks_supported(context) {
                     return self.as_task(tool, question, form).into();
                 }
-                let waiter = Waiter::Call {
-                    cancelled: context.ct.clone(),
-                    progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
-                };
-                let result = self.wait(tool, question, waiter).await;
+                let result = self.wait(tool, question, Waiter::call(context)).await;
                 drop(form);
                 result.into()
             }
@@ -197,15 +206,15 @@ impl Server {
     /// Waits for the outcome, telling the client it still waits every `progress_every`; a
     /// client that cancels, or askgate stopping, cancels the question (its cards are
     /// retracted).
-    async fn wait(&self, tool: Tool, question: Question, waiter: Waiter) -> CallToolResult {
-        match self.settle(question, waiter).await {
+    async fn wait(&self, tool: Tool, question: Question, mut waiter: Waiter) -> CallToolResult {
+        match self.settle(question, &mut waiter).await {
             Ok(question) => tools::outcome(tool, &question),
             Err(failed) => failed,
         }
     }
 
     /// The question once it is resolved, or the error the agent reads.
-    async fn settle(&self, question: Question, mut waiter: Waiter) -> Result<Question, CallToolResult> {
+    async fn settle(&self, question: Question, waiter: &mut Waiter) -> Result<Question, CallToolResult> {
         let id = question.id;
         let stop = self.engine.stopping();
         loop {
@@ -241,10 +250,11 @@ impl Server {
         upstream: &Upstream,
         tool: String,
         arguments: JsonObject,
-        context: &RequestContext<RoleServer>,
+        asker: UserRef,
+        mut waiter: Waiter,
     ) -> CallToolResult {
         if upstream.config.gates(&tool) {
-            let question = match self.ask_approval(upstream, &tool, &arguments, context).await {
+            let question = match self.ask_approval(upstream, &tool, &arguments, asker, &mut waiter).await {
                 Ok(question) => question,
                 Err(failed) => return failed,
             };
@@ -269,7 +279,7 @@ impl Server {
         tokio::select! {
             result = upstream.call(&tool, arguments) => result.unwrap_or_else(|e| failure(e.to_string())),
             // Dropping the call cancels it upstream.
-            () = context.ct.cancelled() => failure("the call was cancelled"),
+            () = waiter.cancelled() => failure("the call was cancelled"),
         }
     }
 
@@ -281,7 +291,8 @@ impl Server {
         upstream: &Upstream,
         tool: &str,
         arguments: &JsonObject,
-        context: &RequestContext<RoleServer>,
+        asker: UserRef,
+        waiter: &mut Waiter,
     ) -> Result<Question, CallToolResult> {
         let name = &upstream.config.name;
         let arguments = Value::Object(arguments.clone());
@@ -291,24 +302,19 @@ impl Server {
         };
         let pretty = serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
         let detail = format!(
-            "{} wants to call `{tool}` on `{name}` with:\n{}",
-            asker(context),
+            "{asker} wants to call `{tool}` on `{name}` with:\n{}",
             crate::text::clip(&pretty, MAX_ARGUMENTS_SHOWN, "… [shortened; the call is made with all of it]")
         );
         let mut ask = Ask::approval(action).detail(detail);
         ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
         let conversation = upstream.config.conversation.clone().unwrap_or_else(|| self.config.conversation.clone());
-        let question = match self.engine.ask_external(conversation, ask, asker(context)).await {
+        let question = match self.engine.ask_external(conversation, ask, asker).await {
             Ok(question) => question,
             Err(e) => return Err(failure(ask_refused(&e))),
         };
         if !question.is_pending() {
             return Ok(question);
         }
-        let waiter = Waiter::Call {
-            cancelled: context.ct.clone(),
-            progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
-        };
         self.settle(question, waiter).await
     }
 
@@ -344,6 +350,14 @@ enum Waiter {
 }
 
 impl Waiter {
+    /// For a call held open: cancelled with it; progress when the client sent a token.
+    fn call(context: &RequestContext<RoleServer>) -> Self {
+        Self::Call {
+            cancelled: context.ct.clone(),
+            progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
+        }
+    }
+
     async fn cancelled(&self) {
         match self {
             Self::Call { cancelled, .. } => cancelled.cancelled().await,
@@ -364,6 +378,11 @@ impl Waiter {
             Self::Task(context) => context.set_status_message(message),
         }
     }
+}
+
+/// Whether the client negotiated the Tasks extension.
+fn tasks_supported(context: &RequestContext<RoleServer>) -> bool {
+    context.peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks())
 }
 
 /// `mcp:<client name>`, from the client's `initialize`: who asked, as runs record it.

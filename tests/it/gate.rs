@@ -13,10 +13,14 @@ use crate::mcp::{Client, call, call_in_background, http_client, text};
 use crate::support::eventually;
 
 fn gated_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    gated_config_with(dir, r#"["delete_*"]"#, extra)
+}
+
+fn gated_config_with(dir: &Path, approve: &str, extra: &str) -> std::path::PathBuf {
     let files = dir.join("files");
     std::fs::create_dir_all(&files).unwrap();
     let upstream = format!(
-        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = [\"delete_*\"]\ndeny = [\"format_*\"]\n{extra}",
+        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = {approve}\ndeny = [\"format_*\"]\n{extra}",
         example("files_server").display(),
         files.display()
     );
@@ -153,6 +157,82 @@ async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() 
     .await;
     assert_eq!(read, "back");
     assert!(served.log().contains("restarting it"), "{}", served.log());
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_gated_call_from_a_client_with_tasks_is_a_task_that_ends_with_the_upstreams_result() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&gated_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let plain = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&plain).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
+    let client = crate::mcp::Tasks.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    std::fs::write(dir.path().join("files").join("t.txt"), "x").unwrap();
+
+    let response = client.call_tool_once(call("files__delete_file", json!({"path": "t.txt"}))).await.unwrap();
+    let CallToolResponse::Task(created) = response else { panic!("not a task: {response:?}") };
+    let id = served.card_id("files__delete_file").await;
+    served.type_line(&format!("/approve {id}")).await;
+    let result = eventually(|| async {
+        match client.get_task(GetTaskParams::new(created.task.task_id.clone())).await.unwrap().task.payload {
+            TaskPayload::Completed { result } => Some(result),
+            _ => None,
+        }
+    })
+    .await;
+    let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.starts_with("deleted"), "{result:?}");
+    assert!(!dir.path().join("files").join("t.txt").exists());
+
+    client.cancel().await.unwrap();
+    plain.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_http_upstream_is_reached_at_its_url() {
+    use tokio::io::AsyncBufReadExt;
+
+    let dir = TempDir::new().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("h.txt"), "over http").unwrap();
+    let mut upstream = tokio::process::Command::new(example("files_server"))
+        .args(["--http", "127.0.0.1:0"])
+        .arg(&files)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(upstream.stdout.take().unwrap()).lines();
+    let url = lines.next_line().await.unwrap().unwrap().trim_start_matches("listening on ").to_owned();
+    let extra = format!(
+        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"remote\"\nurl = \"{url}\"\napprove = [\"delete_*\"]\n"
+    );
+    let mut served = Served::start(&write_config(dir.path(), &extra));
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    eventually(|| async {
+        let names = tool_names(&client).await;
+        names.iter().any(|n| n == "remote__read_file").then_some(())
+    })
+    .await;
+    let read = client.call_tool(call("remote__read_file", json!({"path": "h.txt"}))).await.unwrap();
+    assert_eq!(text(&read), "over http");
+    let pending = call_in_background(&client, call("remote__delete_file", json!({"path": "h.txt"})));
+    let id = served.card_id("remote__delete_file").await;
+    served.type_line(&format!("/approve {id}")).await;
+    assert!(text(&pending.await.unwrap()).starts_with("deleted"));
+    assert!(!files.join("h.txt").exists());
 
     client.cancel().await.unwrap();
     served.terminate().await;

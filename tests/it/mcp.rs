@@ -401,7 +401,7 @@ async fn a_closed_session_cancels_its_waiting_question() {
 
 /// A client that says it runs long calls as tasks.
 #[derive(Clone)]
-struct Tasks;
+pub struct Tasks;
 
 impl rmcp::ClientHandler for Tasks {
     fn get_info(&self) -> rmcp::model::ClientConfig {

@@ -613,3 +613,41 @@ async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_gated_tool_call_is_approved_by_a_tap() {
+    use crate::binary::{Served, example};
+    use crate::mcp::{call, call_in_background, http_client, text};
+
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("old.log"), "x").unwrap();
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = [\"delete_*\"]\n",
+        example("files_server").display(),
+        files.display()
+    );
+    let served =
+        Served::start_with_env(&crate::binary::write_config(dir.path(), &extra), &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    eventually(|| async {
+        let tools = client.list_tools(None).await.ok()?.tools;
+        tools.iter().any(|t| t.name == "files__delete_file").then_some(())
+    })
+    .await;
+
+    let pending = call_in_background(&client, call("files__delete_file", json!({"path": "old.log"})));
+    let card = fake.sent("files__delete_file", 1).await;
+    assert!(card["text"].as_str().unwrap().contains("old.log"), "the card shows the arguments: {card}");
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow once"));
+    let result = pending.await.unwrap();
+    assert!(text(&result).starts_with("deleted"), "{}", text(&result));
+    assert!(!files.join("old.log").exists());
+    edited(&fake, ALICE, id_of(&card), "✅").await;
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
