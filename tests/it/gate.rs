@@ -237,3 +237,36 @@ async fn an_http_upstream_is_reached_at_its_url() {
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_grant_for_arguments_covers_those_arguments_only() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&gated_config_with(dir.path(), r#"["read_*"]"#, "grant = \"arguments\"\n"));
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
+    let files = dir.path().join("files");
+    std::fs::write(files.join("a.txt"), "A").unwrap();
+    std::fs::write(files.join("b.txt"), "B").unwrap();
+
+    let pending = call_in_background(&client, call("files__read_file", json!({"path": "a.txt"})));
+    let id = served.nth_card_id("files__read_file", 1).await;
+    served.type_line(&format!("/approve {id} always")).await;
+    assert_eq!(text(&pending.await.unwrap()), "A");
+    // The same arguments: granted. Others: asked again.
+    let again = tokio::time::timeout(
+        Duration::from_secs(15),
+        client.call_tool(call("files__read_file", json!({"path": "a.txt"}))),
+    )
+    .await
+    .expect("the same arguments are not asked again")
+    .unwrap();
+    assert_eq!(text(&again), "A");
+    let other = call_in_background(&client, call("files__read_file", json!({"path": "b.txt"})));
+    let id = served.nth_card_id("files__read_file", 2).await;
+    served.type_line(&format!("/approve {id}")).await;
+    assert_eq!(text(&other.await.unwrap()), "B");
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
