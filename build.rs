@@ -1,6 +1,7 @@
-//! Rebuilds when a migration is added (sqlx embeds them at compile time), and marks the build
-//! when the browser test cannot run here, so that it reports itself as ignored rather than
-//! passed. In CI (`CI` set) it always runs: a missing browser fails it.
+//! Rebuilds when a migration is added (sqlx embeds them at compile time), names the git commit
+//! the build comes from (`askgate --version`, `askgate_build_info`), and marks the build when
+//! the browser test cannot run here, so that it reports itself as ignored rather than passed.
+//! In CI (`CI` set) it always runs: a missing browser fails it.
 
 use std::path::Path;
 
@@ -12,8 +13,23 @@ fn main() {
     println!("cargo::rerun-if-env-changed=CI");
     // Installing or removing a package changes the directory.
     println!("cargo::rerun-if-changed=/usr/bin");
+    println!("cargo::rustc-env=ASKGATE_COMMIT={}", commit());
     let missing = BROWSER.iter().any(|path| !Path::new(path).exists());
     if missing && std::env::var_os("CI").is_none() {
         println!("cargo::rustc-cfg=no_browser");
+    }
+}
+
+/// The short commit of the checkout, or `unknown` outside a git checkout (a crate tarball).
+fn commit() -> String {
+    for path in [".git/HEAD", ".git/refs/heads"] {
+        if Path::new(path).exists() {
+            println!("cargo::rerun-if-changed={path}");
+        }
+    }
+    let output = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    match output {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => "unknown".to_owned(),
     }
 }

@@ -88,6 +88,7 @@ pub fn router(
         .route("/page.js", get(page_script))
         .route("/page.css", get(page_style))
         .route("/healthz", get(healthz))
+        .route("/livez", get(livez))
         .route("/metrics", get(metrics))
         .route("/api/questions", get(api::list).post(api::create))
         .route("/api/questions/{id}", get(api::get_one))
@@ -371,7 +372,20 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
         &state.engine.undelivered_cards(),
         &state.engine.write_stats(),
     );
+    let text = format!(
+        "{text}# HELP askgate_build_info The version and the git commit askgate was built from.\n\
+         # TYPE askgate_build_info gauge\n\
+         askgate_build_info{{version=\"{}\",commit=\"{}\"}} 1\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("ASKGATE_COMMIT")
+    );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+/// 200 while the process runs (liveness), whatever the store and channels say (that is
+/// `/healthz`, readiness).
+async fn livez() -> Response {
+    axum::Json(json!({"status": "live"})).into_response()
 }
 
 async fn webhook(

@@ -12,7 +12,7 @@ use tokio::io::BufReader;
 
 /// askgate: let a running function pause to ask a human, and resume with the answer.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = VERSION, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -43,6 +43,9 @@ enum Command {
         url: Option<String>,
     },
 }
+
+/// `0.1.0 (commit 1a2b3c4d5e6f)`.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ASKGATE_COMMIT"), ")");
 
 /// Exit code for an unusable configuration.
 const BAD_CONFIG: u8 = 2;
@@ -163,8 +166,13 @@ fn serve(config: Config) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let io =
             ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
+        // Suggest a function that exists: `demo` when there is one.
+        let hint = match config.functions.iter().find(|f| f.name == "demo").or(config.functions.first()) {
+            Some(f) => format!("type /run {} (or /help)", f.name),
+            None => "type /help".to_owned(),
+        };
         let gateway = Gateway::builder(config).console(io).start().await.context("starting askgate")?;
-        tracing::info!("askgate is ready; type /run demo (or /help)");
+        tracing::info!("askgate is ready; {hint}");
         wait_for_signal().await?;
         tracing::info!("stopping: finishing in-flight work (a second Ctrl-C or SIGTERM stops at once)");
         tokio::select! {

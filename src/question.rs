@@ -367,9 +367,15 @@ impl Outcome {
             }
             Self::Expired { value: Some(v) } => format!("expired, used {}", display_value(kind, v)),
             Self::Expired { value: None } => "expired, no default".to_owned(),
-            Self::Cancelled { reason } => format!("cancelled ({reason})"),
+            Self::Cancelled { reason } => format!("cancelled ({})", cancel_reason(reason)),
         }
     }
+}
+
+/// A cancellation's reason as it reads after the word "cancelled": `by console:local`, not
+/// `cancelled by console:local` (the stored reason keeps its own words).
+pub fn cancel_reason(reason: &str) -> &str {
+    reason.strip_prefix("cancelled ").unwrap_or(reason)
 }
 
 /// Renders an answer value for people.
@@ -531,6 +537,14 @@ pub(crate) fn test_question(ask: Ask) -> Question {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancellation_reads_without_doubled_words() {
+        let by = Outcome::Cancelled { reason: "cancelled by console:local".to_owned() };
+        assert_eq!(by.summary(Kind::Question), "cancelled (by console:local)");
+        let shutdown = Outcome::Cancelled { reason: "shutdown".to_owned() };
+        assert_eq!(shutdown.summary(Kind::Question), "cancelled (shutdown)");
+    }
 
     #[test]
     fn names_are_cleaned_capped_and_blank_is_none() {

@@ -30,7 +30,7 @@ pub enum AskError {
     #[error("no answer before the timeout")]
     Timeout,
     /// The question was closed without an answer.
-    #[error("cancelled ({reason})")]
+    #[error("cancelled ({})", crate::question::cancel_reason(reason))]
     Cancelled {
         /// Why.
         reason: String,

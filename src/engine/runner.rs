@@ -375,7 +375,10 @@ impl Engine {
                 Ok(run)
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
-                self.notify(&run, format!("⛔ {} cancelled ({reason}).", run.function));
+                self.notify(
+                    &run,
+                    format!("⛔ {} cancelled ({}).", run.function, crate::question::cancel_reason(&reason)),
+                );
                 self.end_run(run, RunStatus::Cancelled, reason).await
             }
             Err(FunctionError::Hidden { public, detail }) => {

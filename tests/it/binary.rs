@@ -431,3 +431,30 @@ async fn piped_input_answers_the_questions_it_follows() {
     assert!(!served.stdout().contains("Nothing is waiting"), "{}", served.stdout());
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("--version").output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.starts_with(&format!("askgate {} (commit ", env!("CARGO_PKG_VERSION"))), "{text}");
+    assert!(!text.contains("(commit )"), "{text}");
+}
+
+#[tokio::test]
+async fn the_ready_line_suggests_a_function_that_exists() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("channels.toml");
+    let db = dir.path().join("askgate.db");
+    std::fs::write(
+        &path,
+        format!(
+            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[[functions]]\nname = \"hello\"\nbuiltin = \"demo\"\n",
+            db.display()
+        ),
+    )
+    .unwrap();
+    let served = Served::start(&path);
+    served.log_line("askgate is ready; type /run hello (or /help)").await;
+    served.terminate().await;
+}

@@ -456,6 +456,11 @@ async fn metrics_count_questions_by_outcome_and_surface() {
     let metrics = || async { app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap() };
     let before = metrics().await;
     assert!(before.contains("askgate_resume_seconds_count 0"), "{before}");
+    let build = format!("askgate_build_info{{version=\"{}\",commit=\"", env!("CARGO_PKG_VERSION"));
+    assert!(before.contains(&build), "{before}");
+    // Liveness needs no token and says nothing about readiness.
+    let live = app.client.get(app.url("/livez")).send().await.unwrap();
+    assert_eq!(live.status(), StatusCode::OK);
     let id = app.ask("console:local", "Which colour?").await;
     app.ask("console:local", "Another?").await;
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "red"})).await;
