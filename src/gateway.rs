@@ -47,6 +47,8 @@ pub struct Gateway {
     engine: Engine,
     inbound: Vec<JoinHandle<()>>,
     http: SocketAddr,
+    /// Cancelled when the console's input has ended (never, without a console).
+    console_ended: CancellationToken,
 }
 
 /// What a gateway is made of, before it starts: the configuration, plus what a Rust program
@@ -234,8 +236,13 @@ impl Gateway {
                 tracing::error!(error = %e, "the HTTP server stopped");
             }
         }));
+        let console_ended = CancellationToken::new();
         if let Some((console, input)) = console {
-            inbound.push(tokio::spawn(console.read_loop(engine.clone(), input, engine.stopping())));
+            let (engine, ended) = (engine.clone(), console_ended.clone());
+            inbound.push(tokio::spawn(async move {
+                console.read_loop(engine.clone(), input, engine.stopping()).await;
+                ended.cancel();
+            }));
         }
         if let Some((telegram, updates)) = telegram {
             let (engine, stop) = (engine.clone(), engine.stopping());
@@ -253,7 +260,13 @@ impl Gateway {
                 }
             }));
         }
-        Ok(Self { engine, inbound, http })
+        Ok(Self { engine, inbound, http, console_ended })
+    }
+
+    /// Resolves once the console's input has ended (end of file on a pipe); never without a
+    /// console.
+    pub async fn console_ended(&self) {
+        self.console_ended.cancelled().await;
     }
 
     /// Where the HTTP surface listens.

@@ -25,6 +25,9 @@ enum Command {
         /// The configuration file.
         #[arg(long, default_value = "channels.toml")]
         config: PathBuf,
+        /// Stop when the console's input ends (for piped input), as after Ctrl-C.
+        #[arg(long)]
+        exit_on_eof: bool,
     },
     /// Validate a configuration file and list channels and functions.
     Check {
@@ -66,7 +69,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let config_path = match &cli.command {
-        Command::Serve { config } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
+        Command::Serve { config, .. } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
@@ -87,7 +90,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Serve { .. } => match serve(config) {
+        Command::Serve { exit_on_eof, .. } => match serve(config, exit_on_eof) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("askgate: {e:#}");
@@ -158,7 +161,7 @@ fn join(items: &[impl std::fmt::Display]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-fn serve(config: Config) -> anyhow::Result<()> {
+fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
     if let Some(limit) = askgate::http::server::raise_open_files_limit() {
         tracing::debug!(limit, "open files");
     }
@@ -173,7 +176,20 @@ fn serve(config: Config) -> anyhow::Result<()> {
         };
         let gateway = Gateway::builder(config).console(io).start().await.context("starting askgate")?;
         tracing::info!("askgate is ready; {hint}");
-        wait_for_signal().await?;
+        let mut console_open = true;
+        loop {
+            tokio::select! {
+                signal = wait_for_signal() => break signal?,
+                () = gateway.console_ended(), if console_open => {
+                    if exit_on_eof {
+                        tracing::info!("console input ended; stopping (--exit-on-eof)");
+                        break;
+                    }
+                    tracing::info!("console input ended; askgate keeps running (Ctrl-C stops it)");
+                    console_open = false;
+                }
+            }
+        }
         tracing::info!("stopping: finishing in-flight work (a second Ctrl-C or SIGTERM stops at once)");
         tokio::select! {
             () = gateway.shutdown() => {}

@@ -89,7 +89,6 @@ impl Console {
                 () = stop.cancelled() => break,
             }
         }
-        tracing::info!("console input ended; the server keeps running");
     }
 
     async fn report(&self, message: &str) {

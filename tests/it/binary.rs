@@ -66,6 +66,11 @@ impl Served {
         Self { stdin: child.stdin.take(), child, out, err }
     }
 
+    /// Ends the console's input, as the end of a pipe does.
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
     pub async fn type_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
@@ -457,4 +462,20 @@ async fn the_ready_line_suggests_a_function_that_exists() {
     let served = Served::start(&path);
     served.log_line("askgate is ready; type /run hello (or /help)").await;
     served.terminate().await;
+}
+
+#[tokio::test]
+async fn piped_input_with_exit_on_eof_runs_the_demo_and_exits() {
+    let dir = TempDir::new().unwrap();
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--exit-on-eof", "--config"]).arg(write_config(dir.path(), ""));
+    let mut served = Served::spawn(command, &[]);
+    for line in ["/run demo", "2", "yes"] {
+        served.type_line(line).await;
+    }
+    served.close_input();
+    let status = tokio::time::timeout(Duration::from_secs(20), served.child.wait()).await.expect("it exits").unwrap();
+    assert!(status.success(), "{status:?}");
+    served.line("Using date-fns for dates; archived 87 emails.").await;
+    assert!(served.log().contains("console input ended; stopping (--exit-on-eof)"), "{}", served.log());
 }
