@@ -44,7 +44,7 @@ pub use delivery::NotServed;
 pub use event::{Event, Logged};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
-pub use records::CardRefusal;
+pub use records::{CardRefusal, Found};
 pub use router::{Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;

@@ -305,11 +305,11 @@ pub trait Store: Send + Sync + 'static {
     async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError>;
     /// One question.
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
-    /// Questions whose id starts with `prefix` (lower-case hex and hyphens), in a conversation,
-    /// at most `limit`.
+    /// Questions whose id starts with `prefix` (lower-case hex and hyphens), in a conversation
+    /// (none: in any), at most `limit`.
     async fn questions_by_prefix(
         &self,
-        conversation: &Conversation,
+        conversation: Option<&Conversation>,
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError>;

@@ -162,4 +162,33 @@ impl Engine {
     pub fn write_stats(&self) -> WriteStats {
         self.inner.store.write_stats()
     }
+
+    /// The question a full id or a unique prefix (at least 8 characters, as cards show them)
+    /// names, in any conversation: for the operator's API.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn find_question(&self, id: &str) -> Result<Found, StoreError> {
+        if let Ok(full) = id.parse::<QuestionId>() {
+            return Ok(self.inner.store.question(full).await?.map_or(Found::Nothing, |q| Found::One(Box::new(q))));
+        }
+        let Some(prefix) = super::router::normalise_prefix(id) else { return Ok(Found::Nothing) };
+        let mut found = self.inner.store.questions_by_prefix(None, &prefix, 2).await?;
+        Ok(match found.len() {
+            0 => Found::Nothing,
+            1 => found.pop().map_or(Found::Nothing, |q| Found::One(Box::new(q))),
+            _ => Found::Ambiguous,
+        })
+    }
+}
+
+/// What an id or prefix names.
+#[derive(Debug)]
+pub enum Found {
+    /// One question.
+    One(Box<Question>),
+    /// Several questions share the prefix.
+    Ambiguous,
+    /// None.
+    Nothing,
 }

@@ -283,7 +283,7 @@ impl Engine {
             return Ok(q.filter(|q| q.conversation.as_ref() == Some(conversation)));
         }
         let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
-        let mut found = self.inner.store.questions_by_prefix(conversation, &prefix, 2).await?;
+        let mut found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     }
 
@@ -293,7 +293,7 @@ impl Engine {
             None if id.len() < MIN_PREFIX => format!("Ids need at least {MIN_PREFIX} characters; `{id}` is too short"),
             None => format!("`{}` is not a question id", crate::text::clip(id, 40, "…")),
             Some(prefix) => {
-                let found = self.inner.store.questions_by_prefix(conversation, &prefix, 2).await?;
+                let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
                 if found.len() > 1 {
                     "Ambiguous id, use more characters".to_owned()
                 } else {
@@ -306,7 +306,7 @@ impl Engine {
 }
 
 /// Lower-cases an id prefix and checks it is hex and hyphens, at least [`MIN_PREFIX`] long.
-fn normalise_prefix(id: &str) -> Option<String> {
+pub(super) fn normalise_prefix(id: &str) -> Option<String> {
     let id = id.to_ascii_lowercase();
     let ok = id.len() >= MIN_PREFIX && id.len() <= 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     ok.then_some(id)

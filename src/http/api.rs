@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ApiError, AppState, JsonBody, Operator, Params, conversation_param};
-use crate::engine::{ExternalAskError, RunRequest, StartError};
+use crate::engine::{ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
     display_name,
@@ -19,8 +19,16 @@ use crate::store::{Delivery, QuestionFilter};
 /// The longest a long-poll waits.
 const MAX_WAIT: u64 = 60;
 
-fn parse_id(id: &str) -> Result<QuestionId, ApiError> {
-    id.parse().map_err(|_| ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))))
+/// The question a full id or a unique prefix names (cards show 8 characters).
+async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
+    let shown = crate::text::clip(id, 40, "…");
+    match state.engine.find_question(id).await? {
+        Found::One(question) => Ok(*question),
+        Found::Ambiguous => {
+            Err(ApiError::not_found(format!("`{shown}` names more than one question; use more characters")))
+        }
+        Found::Nothing => Err(ApiError::not_found(format!("no question `{shown}`"))),
+    }
 }
 
 /// A question with its rendered cards: what every surface shows.
@@ -100,8 +108,7 @@ pub(super) async fn get_one(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id)?;
-    let question = state.engine.question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    let question = find(&state, &id).await?;
     Ok(axum::Json(snapshot(&state, &question).await?).into_response())
 }
 
@@ -164,7 +171,7 @@ pub(super) async fn outcome(
     Path(id): Path<String>,
     Params(query): Params<WaitQuery>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id)?;
+    let id = find(&state, &id).await?.id;
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
     let question =
         state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
@@ -206,7 +213,7 @@ pub(super) async fn reply(
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
     resolver.name = body.name.as_deref().and_then(display_name);
-    let question = load(&state, &id).await?;
+    let question = find(&state, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
         Err(_) if !question.is_pending() => None,
@@ -223,15 +230,10 @@ pub(super) async fn reject(
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
     resolver.name = body.name.as_deref().and_then(display_name);
-    let question = load(&state, &id).await?;
+    let question = find(&state, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
     receipt_response(receipt)
-}
-
-async fn load(state: &AppState, id: &str) -> Result<Question, ApiError> {
-    let id = parse_id(id)?;
-    state.engine.question(id).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))
 }
 
 /// A receipt as a response: 200 when this attempt resolved the question, 409 when it was

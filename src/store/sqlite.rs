@@ -193,7 +193,7 @@ impl Store for SqliteStore {
 
     async fn questions_by_prefix(
         &self,
-        conversation: &Conversation,
+        conversation: Option<&Conversation>,
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError> {
@@ -203,11 +203,12 @@ impl Store for SqliteStore {
         let rows = sqlx::query(concat!(
             "SELECT ",
             question_columns!(),
-            " FROM questions WHERE id >= ? AND id < ? AND conversation = ? ORDER BY created_at DESC LIMIT ?"
+            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3) \
+             ORDER BY created_at DESC LIMIT ?4"
         ))
         .bind(prefix)
         .bind(upper)
-        .bind(conversation.as_str())
+        .bind(conversation.map(Conversation::as_str))
         .bind(limit)
         .fetch_all(&self.readers)
         .await?;

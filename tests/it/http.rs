@@ -229,6 +229,14 @@ async fn questions_are_created_listed_fetched_and_refused_clearly() {
     assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
     let (status, _) = app.get("/api/questions/not-an-id").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // The 8 characters a card shows name it too, for every route that takes an id.
+    let short = &id[..8];
+    let (status, by_short) = app.get(&format!("/api/questions/{short}")).await;
+    assert_eq!((status, by_short["id"].as_str()), (StatusCode::OK, Some(id.as_str())), "{by_short}");
+    let (status, outcome) = app.get(&format!("/api/questions/{short}/outcome")).await;
+    assert_eq!((status, outcome["id"].as_str()), (StatusCode::ACCEPTED, Some(id.as_str())), "{outcome}");
+    let (status, body) = app.get("/api/questions/0b6f").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "too short: {body}");
     let (status, body) = app.get("/api/questions?status=maybe").await;
     assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
 
