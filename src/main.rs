@@ -16,6 +16,10 @@ use tokio::io::BufReader;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as `text` (for people) or `json` (one object per line, with the run and
+    /// question ids as fields).
+    #[arg(long, global = true, env = "ASKGATE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
 }
 
 #[derive(Subcommand)]
@@ -23,7 +27,7 @@ enum Command {
     /// Run the gateway.
     Serve {
         /// The configuration file.
-        #[arg(long, default_value = "channels.toml")]
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
         /// Stop when the console's input ends (for piped input), as after Ctrl-C.
         #[arg(long)]
@@ -32,14 +36,14 @@ enum Command {
     /// Validate a configuration file and list channels and functions.
     Check {
         /// The configuration file.
-        #[arg(long, default_value = "channels.toml")]
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
     },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
     /// start local processes). The token comes from ASKGATE_API_TOKEN or the token file.
     Mcp {
         /// The configuration file (for gateway.http and where the token file is).
-        #[arg(long, default_value = "channels.toml")]
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
         /// askgate's MCP endpoint; default: /mcp at the configured gateway.http.
         #[arg(long)]
@@ -59,15 +63,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The bridge's stdout is the MCP stream and its stderr the client's log: only problems.
     let default_filter = if matches!(cli.command, Command::Mcp { .. }) { "warn" } else { "info,sqlx=warn,rmcp=warn" };
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    if cli.log_format == "json" {
+        logs.json().with_current_span(false).with_span_list(false).init();
+    } else {
         // Colours only for a person at a terminal, not in files and journals.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
+    }
     let config_path = match &cli.command {
         Command::Serve { config, .. } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
     };

@@ -479,3 +479,26 @@ async fn piped_input_with_exit_on_eof_runs_the_demo_and_exits() {
     served.line("Using date-fns for dates; archived 87 emails.").await;
     assert!(served.log().contains("console input ended; stopping (--exit-on-eof)"), "{}", served.log());
 }
+
+#[tokio::test]
+async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    // ASKGATE_CONFIG names the file when --config does not.
+    let out = std::process::Command::new(BIN).arg("check").env("ASKGATE_CONFIG", &config).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{}: ok", config.display())));
+
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--log-format", "json", "--config"]).arg(&config);
+    let mut served = Served::spawn(command, &[]);
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    served.line("Which library for date formatting?").await;
+    let log = served.log();
+    for line in log.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(entry["fields"]["message"].is_string(), "{line}");
+    }
+    served.terminate().await;
+}
