@@ -67,6 +67,7 @@ mod file;
 #[allow(unsafe_code)]
 mod raw;
 mod rows;
+mod statements;
 mod writer;
 
 use file::{create_owner_only, database_file, lock_database, parse_url};

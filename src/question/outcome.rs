@@ -1,0 +1,154 @@
+//! How a question ends ([`Outcome`]), how it reads for people, and what a person who tried to
+//! resolve it is told ([`Receipt`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Kind, QuestionId, Status};
+
+/// How a question ended, as the function receives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Answered with a value: text, a list for multi, a bool for confirm, `once`/`always`
+    /// for an approval.
+    Answered {
+        /// The answer.
+        value: Value,
+    },
+    /// Declined, or for an approval rejected, with optional feedback.
+    Declined {
+        /// What the human said, if anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
+    /// No answer before the deadline; `value` is the fallback that was applied (none: the
+    /// function sees a timeout error).
+    Expired {
+        /// The default that was applied.
+        #[serde(default)]
+        value: Option<Value>,
+    },
+    /// Closed without an answer.
+    Cancelled {
+        /// Why: `cancelled by console:local`, `shutdown`, `restart`, `no_human`.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// The status a question with this outcome has.
+    pub fn status(&self) -> Status {
+        match self {
+            Self::Answered { .. } => Status::Answered,
+            Self::Declined { .. } => Status::Declined,
+            Self::Expired { .. } => Status::Expired,
+            Self::Cancelled { .. } => Status::Cancelled,
+        }
+    }
+
+    /// A short human summary: `dayjs`, `declined: not now`, `expired, used no`.
+    pub fn summary(&self, kind: Kind) -> String {
+        match self {
+            Self::Answered { value } => display_value(kind, value),
+            Self::Declined { feedback } => {
+                let word = if kind == Kind::Approval { "rejected" } else { "declined" };
+                match feedback {
+                    Some(f) => format!("{word}: {f}"),
+                    None => word.to_owned(),
+                }
+            }
+            Self::Expired { value: Some(v) } => format!("expired, used {}", display_value(kind, v)),
+            Self::Expired { value: None } => "expired, no default".to_owned(),
+            Self::Cancelled { reason } => format!("cancelled ({})", cancel_reason(reason)),
+        }
+    }
+}
+
+/// A cancellation's reason as it reads after the word "cancelled": `by console:local`, not
+/// `cancelled by console:local` (the stored reason keeps its own words).
+pub fn cancel_reason(reason: &str) -> &str {
+    reason.strip_prefix("cancelled ").unwrap_or(reason)
+}
+
+/// Renders an answer value for people.
+pub fn display_value(kind: Kind, value: &Value) -> String {
+    match (kind, value) {
+        (_, Value::String(s)) if kind == Kind::Approval => match s.as_str() {
+            "once" => "allowed once".to_owned(),
+            "always" => "allowed always".to_owned(),
+            other => other.to_owned(),
+        },
+        (_, Value::String(s)) => s.clone(),
+        (_, Value::Bool(true)) => "yes".to_owned(),
+        (_, Value::Bool(false)) => "no".to_owned(),
+        (_, Value::Array(items)) => {
+            items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect::<Vec<_>>().join(", ")
+        }
+        (_, other) => other.to_string(),
+    }
+}
+
+/// What a resolve attempt reports back to the person who made it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "receipt", rename_all = "snake_case")]
+pub enum Receipt {
+    /// This attempt won; the outcome is recorded.
+    Resolved {
+        /// The question.
+        id: QuestionId,
+        /// What was recorded.
+        outcome: Outcome,
+    },
+    /// Someone already resolved it the same way.
+    AlreadyResolvedSame {
+        /// The question.
+        id: QuestionId,
+        /// Who answered first.
+        by: Option<String>,
+    },
+    /// Someone already resolved it differently.
+    AlreadyResolvedConflict {
+        /// The question.
+        id: QuestionId,
+        /// What it was resolved to.
+        outcome: Outcome,
+        /// Who answered first.
+        by: Option<String>,
+    },
+    /// The deadline passed before this attempt.
+    Expired {
+        /// The question.
+        id: QuestionId,
+    },
+    /// This user is not among the question's answerers; nothing changed.
+    NotAuthorized {
+        /// The question.
+        id: QuestionId,
+    },
+    /// No question of this conversation has that id (or the prefix is ambiguous).
+    Unknown {
+        /// Why the id did not match.
+        reason: String,
+    },
+    /// The choice does not fit the question; it stays pending.
+    InvalidChoice {
+        /// The question.
+        id: QuestionId,
+        /// What would have been accepted.
+        hint: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancellation_reads_without_doubled_words() {
+        let by = Outcome::Cancelled { reason: "cancelled by console:local".to_owned() };
+        assert_eq!(by.summary(Kind::Question), "cancelled (by console:local)");
+        let shutdown = Outcome::Cancelled { reason: "shutdown".to_owned() };
+        assert_eq!(shutdown.summary(Kind::Question), "cancelled (shutdown)");
+    }
+}

@@ -1,0 +1,313 @@
+//! The writer's statements, prepared once on its connection, and what each write binds to
+//! them.
+
+use serde_json::Value;
+
+use super::raw::{Db, Statement};
+use super::rows::question_from_row;
+use super::writer::Write;
+use crate::question::{Conversation, Question};
+use crate::run::Run;
+use crate::store::{Claim, Pruned, Resolution, StoreError};
+
+/// Every statement the writer runs, prepared once.
+pub(super) struct Statements<'d, 'h> {
+    begin: Statement<'d, 'h>,
+    commit: Statement<'d, 'h>,
+    rollback: Statement<'d, 'h>,
+    upsert_run: Statement<'d, 'h>,
+    finish_run: Statement<'d, 'h>,
+    insert_question: Statement<'d, 'h>,
+    claim: Statement<'d, 'h>,
+    select_question: Statement<'d, 'h>,
+    insert_grant: Statement<'d, 'h>,
+    delivery: Statement<'d, 'h>,
+    revoke_grant: Statement<'d, 'h>,
+    seen: Statement<'d, 'h>,
+    says: Statement<'d, 'h>,
+    prune_deliveries: Statement<'d, 'h>,
+    prune_questions: Statement<'d, 'h>,
+    prune_runs: Statement<'d, 'h>,
+    prune_inbound: Statement<'d, 'h>,
+}
+
+impl<'d, 'h> Statements<'d, 'h> {
+    pub(super) fn prepare(db: &'d Db<'h>) -> Result<Self, StoreError> {
+        Ok(Self {
+            begin: db.prepare("BEGIN IMMEDIATE")?,
+            commit: db.prepare("COMMIT")?,
+            rollback: db.prepare("ROLLBACK")?,
+            upsert_run: db.prepare(concat!(
+                "INSERT INTO runs (",
+                run_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
+                 result = excluded.result, updated_at = excluded.updated_at"
+            ))?,
+            finish_run: db.prepare(
+                "UPDATE runs SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
+            )?,
+            insert_question: db.prepare(concat!(
+                "INSERT INTO questions (",
+                question_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+            ))?,
+            // The schema's trigger moves a follow-up run back to `running` with the claim. The
+            // claimer knows the question; only whether this write won is read back.
+            claim: db.prepare(
+                "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
+                 resolved_at = ?5, answered_name = ?7 WHERE id = ?6 AND status = 'pending'",
+            )?,
+            select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
+            insert_grant: db.prepare(
+                "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            delivery: db.prepare(
+                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+            )?,
+            revoke_grant: db.prepare("UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")?,
+            seen: db.prepare("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?1, ?2)")?,
+            says: db.prepare("UPDATE runs SET says = MAX(says, ?1) WHERE id = ?2")?,
+            // The same oldest ended runs in each statement: nothing in between changes `runs`.
+            prune_deliveries: db.prepare(concat!(
+                "DELETE FROM deliveries WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
+                ended_runs!(),
+                "))"
+            ))?,
+            prune_questions: db.prepare(concat!("DELETE FROM questions WHERE run_id IN (", ended_runs!(), ")"))?,
+            prune_runs: db.prepare(concat!("DELETE FROM runs WHERE id IN (", ended_runs!(), ")"))?,
+            prune_inbound: db.prepare(
+                "DELETE FROM inbound WHERE key IN \
+                 (SELECT key FROM inbound WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+            )?,
+        })
+    }
+
+    /// Applies a batch in one transaction. A write that fails by its own fault (a broken
+    /// constraint) fails only its caller: the transaction is rolled back and the others are
+    /// committed without it. When the database fails (locked past the busy timeout, disk full,
+    /// read-only), every write of the batch gets the error at once rather than each waiting
+    /// for it in turn; that failure is also returned.
+    pub(super) fn commit_batch(&mut self, batch: &mut [Queued]) -> Option<StoreError> {
+        let mut todo: Vec<usize> = (0..batch.len()).collect();
+        while !todo.is_empty() {
+            match self.transaction(batch, &todo) {
+                Ok(()) => return None,
+                Err(Failure::Write(at, e)) => batch[todo.remove(at)].failure = Some(e),
+                Err(Failure::Database(e)) => {
+                    for &i in &todo {
+                        batch[i].failure = Some(e.again());
+                    }
+                    return Some(e);
+                }
+            }
+        }
+        None
+    }
+
+    /// One transaction over the writes of `batch` at `todo`.
+    fn transaction(&mut self, batch: &mut [Queued], todo: &[usize]) -> Result<(), Failure> {
+        self.begin.execute(&[]).map_err(Failure::Database)?;
+        let mut failure = None;
+        for (at, &i) in todo.iter().enumerate() {
+            match self.apply(&mut batch[i].write) {
+                Ok(()) => {}
+                Err(e) if e.blames_the_write() => {
+                    failure = Some(Failure::Write(at, e));
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(Failure::Database(e));
+                    break;
+                }
+            }
+        }
+        let failure = match failure {
+            None => match self.commit.execute(&[]) {
+                Ok(_) => return Ok(()),
+                Err(e) => Failure::Database(e),
+            },
+            Some(f) => f,
+        };
+        // A failed statement or commit leaves the transaction open; end it first.
+        if let Err(rollback) = self.rollback.execute(&[]) {
+            tracing::debug!(error = %rollback, "rollback after a failed batch");
+        }
+        Err(failure)
+    }
+
+    /// Applies one write in the open transaction and keeps its result for the answer.
+    fn apply(&mut self, write: &mut Write) -> Result<(), StoreError> {
+        match write {
+            Write::SaveRun { run, done } => {
+                self.upsert_run(run)?;
+                done.set(());
+            }
+            Write::FinishRun { id, status, result, at, done } => {
+                let id = id.to_string();
+                let changed = self.finish_run.execute(&[
+                    status.as_str().into(),
+                    result.as_str().into(),
+                    (*at).into(),
+                    id.as_str().into(),
+                ])?;
+                done.set(changed == 1);
+            }
+            Write::Ask { run, question, done } => {
+                self.upsert_run(run)?;
+                self.insert_question(question)?;
+                done.set(());
+            }
+            Write::Resolve { resolution, done } => done.set(self.resolve(resolution)?),
+            Write::Delivery { delivery: d, done } => {
+                let question = d.question.to_string();
+                self.delivery.execute(&[
+                    question.as_str().into(),
+                    d.surface.as_str().into(),
+                    d.chat.as_str().into(),
+                    d.message.as_str().into(),
+                    d.role.as_str().into(),
+                ])?;
+                done.set(());
+            }
+            Write::RevokeGrant { id, at, done } => {
+                done.set(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1);
+            }
+            Write::Seen { key, at, done } => {
+                done.set(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1);
+            }
+            Write::Says { run, says, done } => {
+                let run = run.to_string();
+                self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
+                done.set(());
+            }
+            Write::Prune { ended_before, seen_before, limit, done } => {
+                let limit = i64::from(*limit);
+                let mut pruned = Pruned::default();
+                if let Some(before) = *ended_before {
+                    let params = [before.into(), limit.into()];
+                    self.prune_deliveries.execute(&params)?;
+                    self.prune_questions.execute(&params)?;
+                    pruned.runs = self.prune_runs.execute(&params)?;
+                }
+                pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
+                done.set(pruned);
+            }
+        }
+        Ok(())
+    }
+
+    /// The claim: one conditional update. When it wins, the question is the claimer's snapshot
+    /// with the outcome applied (and the grant and the update key are written with it); when it
+    /// loses, the question as this transaction sees it.
+    fn resolve(&mut self, r: &Resolution) -> Result<Claim, StoreError> {
+        let outcome = json(&r.outcome)?;
+        let id = r.question.id.to_string();
+        let changed = self.claim.execute(&[
+            r.outcome.status().as_str().into(),
+            outcome.as_str().into(),
+            r.by.as_deref().into(),
+            r.via.as_str().into(),
+            r.at.into(),
+            id.as_str().into(),
+            r.name.as_deref().into(),
+        ])?;
+        if changed == 0 {
+            let rows = self.select_question.query(&[id.as_str().into()])?;
+            return Ok(match rows.iter().next() {
+                Some(row) => Claim::Lost(question_from_row(&row)?),
+                None => Claim::Missing,
+            });
+        }
+        if let Some(update) = &r.update {
+            self.seen.execute(&[update.as_str().into(), r.at.into()])?;
+        }
+        if let Some(g) = &r.grant {
+            let question = g.question.to_string();
+            self.insert_grant.execute(&[
+                g.id.as_str().into(),
+                g.conversation.as_str().into(),
+                g.action.as_str().into(),
+                g.granted_by.as_str().into(),
+                question.as_str().into(),
+                g.created_at.into(),
+            ])?;
+        }
+        Ok(Claim::Won(r.resolved()))
+    }
+
+    fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
+        if let Some(update) = &run.update {
+            self.seen.execute(&[update.as_str().into(), run.updated_at.into()])?;
+        }
+        let id = run.id.to_string();
+        let answerers = run.answerers.as_ref().map(json).transpose()?;
+        self.upsert_run.execute(&[
+            id.as_str().into(),
+            run.function.as_str().into(),
+            run.conversation.as_ref().map(Conversation::as_str).into(),
+            run.initiator.as_str().into(),
+            run.input.as_str().into(),
+            run.mode.as_str().into(),
+            run.status.as_str().into(),
+            i64::from(run.says).into(),
+            run.result.as_deref().into(),
+            run.created_at.into(),
+            run.updated_at.into(),
+            answerers.as_deref().into(),
+        ])?;
+        Ok(())
+    }
+
+    fn insert_question(&mut self, q: &Question) -> Result<(), StoreError> {
+        let (id, run) = (q.id.to_string(), q.run.to_string());
+        let options = json(&q.options)?;
+        let default = q.default.as_ref().map(Value::to_string);
+        let answerers = json(&q.answerers)?;
+        let outcome = q.outcome.as_ref().map(json).transpose()?;
+        self.insert_question.execute(&[
+            id.as_str().into(),
+            q.conversation.as_ref().map(Conversation::as_str).into(),
+            run.as_str().into(),
+            i64::from(q.step).into(),
+            q.mode.as_str().into(),
+            q.kind.as_str().into(),
+            q.prompt.as_str().into(),
+            q.detail.as_deref().into(),
+            options.as_str().into(),
+            i64::from(q.multi).into(),
+            i64::from(q.allow_custom).into(),
+            default.as_deref().into(),
+            answerers.as_str().into(),
+            q.fingerprint.as_str().into(),
+            q.created_at.into(),
+            q.expires_at.into(),
+            q.status.as_str().into(),
+            outcome.as_deref().into(),
+            q.answered_by.as_deref().into(),
+            q.answered_via.map(|v| v.as_str()).into(),
+            q.answered_name.as_deref().into(),
+        ])?;
+        Ok(())
+    }
+}
+
+/// A write in the batch, and why it failed if it did.
+pub(super) struct Queued {
+    pub(super) write: Write,
+    pub(super) failure: Option<StoreError>,
+}
+
+/// Why a transaction failed.
+enum Failure {
+    /// The write at this position of the transaction broke a rule of the schema.
+    Write(usize, StoreError),
+    /// The database could not take the transaction.
+    Database(StoreError),
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
+}
