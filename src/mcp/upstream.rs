@@ -35,24 +35,22 @@ pub struct Upstreams {
 pub(super) struct Sessions(Arc<Mutex<Vec<Peer<RoleServer>>>>);
 
 impl Sessions {
+    /// Keeps `peer`, forgetting sessions that have ended (so the list holds open ones only).
     pub(super) fn add(&self, peer: Peer<RoleServer>) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(peer);
+        let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(peer);
     }
 
     async fn tools_changed(&self) {
-        let peers = self.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut gone = Vec::new();
-        for (i, peer) in peers.iter().enumerate() {
-            if peer.notify_tool_list_changed().await.is_err() {
-                gone.push(i);
-            }
-        }
-        // Sessions that ended are forgotten (from the end, so that indices stay valid).
-        let mut list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        for i in gone.into_iter().rev() {
-            if i < list.len() {
-                list.swap_remove(i);
-            }
+        let peers = {
+            let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            // A session that ended meanwhile is forgotten at the next change.
+            let _ = peer.notify_tool_list_changed().await;
         }
     }
 }

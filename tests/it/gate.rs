@@ -164,18 +164,14 @@ async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() 
 
 #[tokio::test]
 async fn a_gated_call_from_a_client_with_tasks_is_a_task_that_ends_with_the_upstreams_result() {
-    use rmcp::ServiceExt;
     use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload};
-    use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&gated_config(dir.path(), ""));
     let (base, token) = served.api(dir.path()).await;
     let plain = http_client(&format!("{base}/mcp"), &token).await;
     ready(&plain).await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
-    let client = crate::mcp::Tasks.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, crate::mcp::Tasks).await;
     std::fs::write(dir.path().join("files").join("t.txt"), "x").unwrap();
 
     let response = client.call_tool_once(call("files__delete_file", json!({"path": "t.txt"}))).await.unwrap();

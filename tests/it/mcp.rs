@@ -29,8 +29,13 @@ async fn start() -> (TempDir, Served, String, String) {
 }
 
 pub async fn http_client(url: &str, token: &str) -> Client {
+    client_with(url, token, ()).await
+}
+
+/// An MCP session at `url` (askgate's `/mcp`) whose client side is `handler`.
+pub async fn client_with<H: rmcp::ClientHandler>(url: &str, token: &str, handler: H) -> RunningService<RoleClient, H> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
-    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("an MCP session")
+    handler.serve(StreamableHttpClientTransport::from_config(config)).await.expect("an MCP session")
 }
 
 pub fn call(tool: &'static str, arguments: Value) -> CallToolRequestParams {
@@ -279,9 +284,8 @@ async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_questi
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
     let (base, token) = served.api(dir.path()).await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
     let progress = Progress::default();
-    let client = progress.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = client_with(&format!("{base}/mcp"), &token, progress.clone()).await;
 
     let request =
         ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Slow one?"}))));
@@ -344,9 +348,8 @@ async fn forms_client(
     answer: Option<Value>,
 ) -> (RunningService<RoleClient, Forms>, Forms) {
     let (base, token) = served.api(dir).await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
     let forms = Forms { answer, shown: Arc::default(), taken_away: Arc::default() };
-    let client = forms.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = client_with(&format!("{base}/mcp"), &token, forms.clone()).await;
     (client, forms)
 }
 
@@ -417,8 +420,7 @@ async fn a_client_with_tasks_polls_the_ask_and_may_cancel_it() {
     use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus};
 
     let (dir, mut served, url, token) = start().await;
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    let client = Tasks.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = client_with(&url, &token, Tasks).await;
     let task = |response: CallToolResponse| match response {
         CallToolResponse::Task(created) => created.task,
         other => panic!("not a task: {other:?}"),

@@ -543,18 +543,23 @@ async fn polling_that_fails_backs_off_briefly_shows_down_only_when_it_persists_a
     tg.stop().await;
 }
 
+/// The real binary with Telegram pointed at `url` (Alice may start runs) and agents' MCP
+/// questions sent to Alice's chat; `mcp` adds keys to `[mcp]` and tables after it.
+fn binary_with_mcp(dir: &TempDir, url: &str, mcp: &str) -> crate::binary::Served {
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n{mcp}"
+    );
+    let config = crate::binary::write_config(dir.path(), &extra);
+    crate::binary::Served::start_with_env(&config, &[("TELEGRAM_BOT_TOKEN", "123:test")])
+}
+
 #[tokio::test]
 async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retracted() {
-    use crate::binary::Served;
     use crate::mcp::{call, call_in_background, http_client, structured, text};
 
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
-    let extra = format!(
-        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n"
-    );
-    let config = crate::binary::write_config(dir.path(), &extra);
-    let served = Served::start_with_env(&config, &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let served = binary_with_mcp(&dir, &url, "");
     let (base, token) = served.api(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
 
@@ -586,24 +591,14 @@ async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retrac
 
 #[tokio::test]
 async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
-    use rmcp::ServiceExt;
-    use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-
-    use crate::binary::Served;
     use crate::mcp::{Forms, call, structured};
 
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
-    let extra = format!(
-        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\nelicitation = true\n"
-    );
-    let served =
-        Served::start_with_env(&crate::binary::write_config(dir.path(), &extra), &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let served = binary_with_mcp(&dir, &url, "elicitation = true\n");
     let (base, token) = served.api(dir.path()).await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token);
     let forms = Forms { answer: Some(json!({"decision": "once"})), shown: Arc::default(), taken_away: Arc::default() };
-    let client = forms.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, forms).await;
 
     let result = client.call_tool(call("request_approval", json!({"action": "terraform apply"}))).await.unwrap();
     assert_eq!(structured(&result)["decision"], "once");
@@ -616,7 +611,7 @@ async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
 
 #[tokio::test]
 async fn a_gated_tool_call_is_approved_by_a_tap() {
-    use crate::binary::{Served, example};
+    use crate::binary::example;
     use crate::mcp::{call, call_in_background, http_client, text};
 
     let dir = TempDir::new().unwrap();
@@ -624,13 +619,12 @@ async fn a_gated_tool_call_is_approved_by_a_tap() {
     let files = dir.path().join("files");
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("old.log"), "x").unwrap();
-    let extra = format!(
-        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = [\"delete_*\"]\n",
+    let upstream = format!(
+        "\n[[mcp.upstream]]\nname = \"files\"\ncommand = [\"{}\", \"{}\"]\napprove = [\"delete_*\"]\n",
         example("files_server").display(),
         files.display()
     );
-    let served =
-        Served::start_with_env(&crate::binary::write_config(dir.path(), &extra), &[("TELEGRAM_BOT_TOKEN", "123:test")]);
+    let served = binary_with_mcp(&dir, &url, &upstream);
     let (base, token) = served.api(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     eventually(|| async {
