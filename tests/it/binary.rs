@@ -77,15 +77,10 @@ impl Served {
         stdin.flush().await.unwrap();
     }
 
-    /// The short id of the newest card on stdout whose prompt contains `prompt`.
+    /// The short id of the card on stdout whose prompt contains `prompt` (the first, when
+    /// several do: a newer one may not be printed yet).
     pub async fn card_id(&self, prompt: &str) -> String {
-        eventually(|| async {
-            let out = self.out.lock().unwrap();
-            let at = out.iter().rposition(|l| l.contains(prompt))?;
-            let line = out[at..].iter().find(|l| l.trim_start().starts_with("id "))?;
-            line.split_whitespace().nth(1).map(str::to_owned)
-        })
-        .await
+        self.nth_card_id(prompt, 1).await
     }
 
     /// The short id of the `n`th card (from 1) on stdout whose prompt contains `prompt`.
