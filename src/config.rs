@@ -248,6 +248,8 @@ mod tests {
             ("name = \"files\"\ncommand = [\"x\"]\nurl = \"http://h\"", "mcp.upstream[0].url"),
             ("name = \"files\"\nurl = \"ftp://h\"", "mcp.upstream[0].url"),
             ("name = \"files\"\ncommand = [\"x\"]\ngrant = \"all\"", "mcp.upstream[0].grant"),
+            ("name = \"files\"\ncommand = [\"x\"]\nenv = [\"A=B\"]", "mcp.upstream[0].env"),
+            ("name = \"files\"\ncommand = [\" \"]", "mcp.upstream[0].command"),
         ] {
             let err = parse(&upstream(body)).unwrap_err().to_string();
             assert!(err.contains(key), "{body}: {err}");

@@ -1,7 +1,8 @@
 //! The `[[functions]]` entries: a built-in by name, or a program speaking the process
 //! protocol, with who may start it.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::channels::{Fault, access};
@@ -45,7 +46,7 @@ impl FunctionSpec {
 }
 
 /// Variables a program gets from askgate's environment unless `env` says otherwise.
-pub(super) const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+const DEFAULT_PASS_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
 /// How long one invocation of a program may run unless `timeout` says otherwise.
 const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -105,19 +106,36 @@ fn builtin(f: RawFunction) -> Result<(FunctionKind, String), (&'static str, Stri
 }
 
 /// A program and how it runs.
-fn process(f: RawFunction, base: &Path) -> Result<(FunctionKind, String), (&'static str, String)> {
-    let command = f.command.unwrap_or_default();
+/// A program askgate starts: its command line, working directory and the variables it gets.
+pub(super) struct Program {
+    pub command: Vec<String>,
+    pub cwd: PathBuf,
+    pub pass_env: Vec<String>,
+}
+
+/// Checks a program's keys (shared by `[[functions]]` and `[[mcp.upstream]]`): a command
+/// that names a program, `cwd` resolved against `base`, variable names without `=`.
+pub(super) fn program(
+    command: Option<Vec<String>>,
+    cwd: Option<String>,
+    env: Option<Vec<String>>,
+    set_env: &BTreeMap<String, String>,
+    base: &Path,
+) -> Result<Program, (&'static str, String)> {
+    let command = command.unwrap_or_default();
     if command.first().is_none_or(|program| program.trim().is_empty()) {
         return Err(("command", "needs at least the program to run".to_owned()));
     }
-    let cwd = match f.cwd {
-        Some(dir) => base.join(dir),
-        None => base.to_path_buf(),
-    };
-    let pass_env = f.env.unwrap_or_else(|| DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
-    if let Some(bad) = pass_env.iter().chain(f.set_env.keys()).find(|v| v.is_empty() || v.contains('=')) {
+    let cwd = cwd.map_or_else(|| base.to_path_buf(), |dir| base.join(dir));
+    let pass_env = env.unwrap_or_else(|| DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
+    if let Some(bad) = pass_env.iter().chain(set_env.keys()).find(|v| v.is_empty() || v.contains('=')) {
         return Err(("env", format!("`{bad}` is not a variable name")));
     }
+    Ok(Program { command, cwd, pass_env })
+}
+
+fn process(f: RawFunction, base: &Path) -> Result<(FunctionKind, String), (&'static str, String)> {
+    let Program { command, cwd, pass_env } = program(f.command, f.cwd, f.env, &f.set_env, base)?;
     let hold = match f.mode.as_deref() {
         None | Some("follow_up") => false,
         Some("hold") => true,

@@ -182,12 +182,9 @@ fn upstream(i: usize, raw: RawUpstream, base: &Path) -> Result<UpstreamConfig, (
         (Some(_), Some(_)) => return Err((key("url"), "give either `command` or `url`, not both".to_owned())),
         (None, None) => return Err((key("command"), "is required (or `url`)".to_owned())),
         (Some(command), None) => {
-            if command.first().is_none_or(|c| c.trim().is_empty()) {
-                return Err((key("command"), "names no program".to_owned()));
-            }
-            let cwd = raw.cwd.map_or_else(|| base.to_path_buf(), |c| base.join(c));
-            let pass_env =
-                raw.env.unwrap_or_else(|| super::functions::DEFAULT_PASS_ENV.iter().map(|s| (*s).to_owned()).collect());
+            let program = super::functions::program(Some(command), raw.cwd, raw.env, &raw.set_env, base)
+                .map_err(|(k, message)| (key(k), message))?;
+            let super::functions::Program { command, cwd, pass_env } = program;
             UpstreamTransport::Stdio { command, cwd, pass_env, set_env: raw.set_env }
         }
         (None, Some(url)) => {
