@@ -221,28 +221,37 @@ enum End {
     Failed(FunctionError),
 }
 
+/// A program ready to start with a clean environment (only `pass_env`, from askgate's, and
+/// `set_env`), piped stdin, stdout and stderr, in its own process group (so that stopping it
+/// stops whatever it started too), killed if its handle is dropped. Process functions and
+/// upstream MCP servers start this way.
+pub(crate) fn clean_command(
+    command: &[String],
+    cwd: &std::path::Path,
+    pass_env: &[String],
+    set_env: &BTreeMap<String, String>,
+) -> Command {
+    let mut program = Command::new(&command[0]);
+    program
+        .args(&command[1..])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(pass_env.iter().filter_map(|name| std::env::var_os(name).map(|value| (name, value))))
+        .envs(set_env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    program
+}
+
 #[async_trait]
 impl Function for Process {
     async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
         let run = ctx.run().clone();
-        let mut command = Command::new(&self.config.command[0]);
-        command
-            .args(&self.config.command[1..])
-            .current_dir(&self.config.cwd)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so that stopping it stops whatever it started too.
-            .process_group(0)
-            .kill_on_drop(true);
-        for name in &self.config.pass_env {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
-        command.envs(&self.config.set_env);
-        let mut child = command
+        let config = &self.config;
+        let mut child = clean_command(&config.command, &config.cwd, &config.pass_env, &config.set_env)
             .spawn()
             .map_err(|e| FunctionError::failed(format!("could not start `{}`: {e}", self.config.command.join(" "))))?;
         // Ends the whole group when this turn ends however it ends (done, pending, failure, a

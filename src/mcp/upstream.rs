@@ -2,7 +2,6 @@
 //! tool list, restarts one that stops (with backoff), and reports its state as the health of
 //! `mcp:<name>`. Their tools are offered on `/mcp` as `<name>__<tool>`.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,7 +10,7 @@ use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, RoleServer, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use crate::channel::ChannelState;
@@ -200,17 +199,7 @@ impl Upstream {
             Watcher { upstream: self.config.name.clone(), sessions: sessions.clone(), live: self.live.clone() };
         let (service, child) = match &self.config.transport {
             UpstreamTransport::Stdio { command, cwd, pass_env, set_env } => {
-                let mut child = Command::new(&command[0])
-                    .args(&command[1..])
-                    .current_dir(cwd)
-                    .env_clear()
-                    .envs(pass_env.iter().filter_map(|n| std::env::var_os(n).map(|v| (n, v))))
-                    .envs(set_env)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .process_group(0)
-                    .kill_on_drop(true)
+                let mut child = crate::function::process::clean_command(command, cwd, pass_env, set_env)
                     .spawn()
                     .map_err(|e| format!("`{}`: {e}", command[0]))?;
                 let (stdout, stdin) = (child.stdout.take(), child.stdin.take());
