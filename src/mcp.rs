@@ -300,12 +300,7 @@ impl Server {
             GrantScope::Tool => format!("{name}__{tool}"),
             GrantScope::Arguments => format!("{name}__{tool} {arguments}"),
         };
-        let pretty = serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
-        let detail = format!(
-            "{asker} wants to call `{tool}` on `{name}` with:\n{}",
-            crate::text::clip(&pretty, MAX_ARGUMENTS_SHOWN, "… [shortened; the call is made with all of it]")
-        );
-        let mut ask = Ask::approval(action).detail(detail);
+        let mut ask = Ask::approval(action).detail(approval_detail(&asker, name, tool, &arguments));
         ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
         let conversation = upstream.config.conversation.clone().unwrap_or_else(|| self.config.conversation.clone());
         let question = match self.engine.ask_external(conversation, ask, asker).await {
@@ -337,6 +332,15 @@ impl Server {
 
 /// How much of a gated call's arguments its card shows (surfaces shorten it further).
 const MAX_ARGUMENTS_SHOWN: usize = 3000;
+
+/// A gated call's card detail: who calls what, and the arguments as a code block (pretty JSON),
+/// shortened past [`MAX_ARGUMENTS_SHOWN`] with a note outside the code.
+fn approval_detail(asker: &UserRef, upstream: &str, tool: &str, arguments: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let shown = crate::text::clip(&pretty, MAX_ARGUMENTS_SHOWN, "…");
+    let note = if shown.len() < pretty.len() { "\n(shortened here; the call is made with all of it)" } else { "" };
+    format!("{asker} wants to call {tool} on {upstream} with:\n```json\n{shown}\n```{note}")
+}
 
 /// How long a finished task stays observable past its question's deadline.
 const TASK_KEPT_MS: u64 = 10 * 60 * 1000;
@@ -437,5 +441,32 @@ fn no_unknown(arguments: &Map<String, Value>, tool: Tool) -> Result<(), String> 
     match arguments.keys().next() {
         Some(key) => Err(format!("`{key}` is not an argument of {}; it takes {}", tool.name(), tool.arguments())),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::text::{Piece, pieces};
+
+    #[test]
+    fn a_gated_calls_arguments_are_code_and_long_ones_are_shortened_with_a_note_outside() {
+        let asker = UserRef::parse("mcp:agent").unwrap();
+        let detail = approval_detail(&asker, "files", "delete_file", &json!({"path": "a.txt"}));
+        assert_eq!(
+            pieces(&detail),
+            vec![
+                Piece::Text("mcp:agent wants to call delete_file on files with:"),
+                Piece::Code("{\n  \"path\": \"a.txt\"\n}")
+            ]
+        );
+        let detail = approval_detail(&asker, "files", "write_file", &json!({"text": "z".repeat(10_000)}));
+        let shown = pieces(&detail);
+        assert!(
+            matches!(shown[1], Piece::Code(code) if code.ends_with('…') && code.chars().count() == MAX_ARGUMENTS_SHOWN)
+        );
+        assert_eq!(shown[2], Piece::Text("(shortened here; the call is made with all of it)"));
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::question::{Kind, Question};
+use crate::text::Piece;
 
 /// Renders a question as plain text with its commands.
 pub fn card(q: &Question, now_ms: i64) -> String {
@@ -14,9 +15,13 @@ pub fn card(q: &Question, now_ms: i64) -> String {
         Kind::Approval => "🔐 Approve:",
     };
     let _ = writeln!(out, "{title} {}", q.prompt);
-    if let Some(detail) = &q.detail {
-        for line in detail.lines() {
-            let _ = writeln!(out, "   {line}");
+    for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
+        let (indent, text) = match piece {
+            Piece::Text(text) => ("   ", text),
+            Piece::Code(code) => ("       ", code),
+        };
+        for line in text.lines() {
+            let _ = writeln!(out, "{indent}{line}");
         }
     }
     let _ = writeln!(out, "   id {id} · {}", expiry(q.expires_at, now_ms));

@@ -28,6 +28,21 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// A detail is prose with fenced code blocks (lines starting with ```); an open block runs to the end.
+function detail(text) {
+  const box = el("div", { class: "detail" });
+  let code = false, lines = [];
+  const flush = () => {
+    if (lines.length || code) box.append(el(code ? "pre" : "p", {}, lines.join("\n")));
+    lines = [];
+  };
+  for (const line of text.split("\n")) {
+    if (line.trimEnd().startsWith("```")) { flush(); code = !code; } else lines.push(line);
+  }
+  flush();
+  return box;
+}
+
 function summary(kind, outcome) {
   if (!outcome) return "";
   const v = outcome.value;
@@ -109,7 +124,7 @@ function render(q) {
   const expires = q.expires_at ? "expires " + new Date(q.expires_at).toLocaleTimeString() : "never expires";
   const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id },
     el("h2", { id: title }, (q.kind === "approval" ? "Approve: " : "") + q.prompt),
-    q.detail ? el("p", { class: "detail" }, q.detail) : null,
+    q.detail ? detail(q.detail) : null,
     el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · " + q.conversation + " · " + expires),
     ...body, outcome));
   entry.node = node;

@@ -146,6 +146,20 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         browser.find("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await.is_none().then_some(())
     })
     .await;
+
+    // A detail's fenced block is shown as code, the prose around it as text.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"kind": "approval", "action": "files__delete_file", "conversation": "console:local",
+                   "detail": "agent wants:\n```json\n{\"path\": \"a.txt\"}\n```\nfrom CI"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let card = "//article[.//h2[contains(., 'files__delete_file')]]//div[@class='detail']";
+    browser.wait_for(&format!("{card}/p[1][normalize-space()='agent wants:']")).await;
+    browser.wait_for(&format!("{card}/pre[normalize-space()='{{\"path\": \"a.txt\"}}']")).await;
+    browser.wait_for(&format!("{card}/p[2][normalize-space()='from CI']")).await;
     browser.quit().await;
     app.stop().await;
 }

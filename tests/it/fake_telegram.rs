@@ -298,8 +298,12 @@ async fn handle(
                 "date": 1_795_989_700,
                 "chat": chat_json(chat),
                 "from": {"id": BOT_ID, "is_bot": true, "first_name": "Ask", "username": "askgate_bot"},
-                "text": strip_tags(body["text"].as_str().unwrap_or_default()),
             });
+            let (text, entities) = parse_html(body["text"].as_str().unwrap_or_default());
+            message["text"] = json!(text);
+            if !entities.is_empty() {
+                message["entities"] = json!(entities);
+            }
             if let Some(markup) = body.get("reply_markup").filter(|m| m.get("inline_keyboard").is_some()) {
                 message["reply_markup"] = markup.clone();
             }
@@ -317,7 +321,9 @@ async fn handle(
                 return (StatusCode::BAD_REQUEST, axum::Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"}))).into_response();
             };
             if method == "editmessagetext" {
-                message["text"] = json!(strip_tags(body["text"].as_str().unwrap_or_default()));
+                let (text, entities) = parse_html(body["text"].as_str().unwrap_or_default());
+                message["text"] = json!(text);
+                message["entities"] = json!(entities);
             }
             match body.get("reply_markup") {
                 Some(markup) => message["reply_markup"] = markup.clone(),
@@ -400,17 +406,48 @@ async fn poll(fake: FakeTelegram, body: Value) -> Response {
     }
 }
 
-/// The fake shows text as a user would: without HTML tags and with entities decoded.
-fn strip_tags(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
+/// Telegram's reading of an HTML message: the visible text and its formatting entities
+/// (`bold`, `italic`, `code`, `pre`), with offsets and lengths in UTF-16 code units.
+fn parse_html(html: &str) -> (String, Vec<Value>) {
+    let mut text = String::new();
+    let mut units = 0;
+    let mut open: Vec<(&str, usize)> = Vec::new();
+    let mut entities = Vec::new();
+    let mut rest = html;
+    while let Some(c) = rest.chars().next() {
+        if c == '<' {
+            let end = rest.find('>').map_or(rest.len(), |e| e + 1);
+            let tag = rest[1..end - 1].trim();
+            let kind = |name: &str| match name {
+                "b" => Some("bold"),
+                "i" => Some("italic"),
+                "code" => Some("code"),
+                "pre" => Some("pre"),
+                _ => None,
+            };
+            if let Some(name) = tag.strip_prefix('/') {
+                if let Some(at) = open.iter().rposition(|(n, _)| *n == name) {
+                    let (name, offset) = open.remove(at);
+                    if let Some(kind) = kind(name) {
+                        entities.push(json!({"type": kind, "offset": offset, "length": units - offset}));
+                    }
+                }
+            } else {
+                open.push((tag.split_whitespace().next().unwrap_or(""), units));
+            }
+            rest = &rest[end..];
+            continue;
         }
+        let (decoded, used) = match ["&lt;", "&gt;", "&amp;", "&quot;"].iter().find(|e| rest.starts_with(**e)) {
+            Some(&"&lt;") => ('<', 4),
+            Some(&"&gt;") => ('>', 4),
+            Some(&"&amp;") => ('&', 5),
+            Some(_) => ('"', 6),
+            None => (c, c.len_utf8()),
+        };
+        text.push(decoded);
+        units += decoded.len_utf16();
+        rest = &rest[used..];
     }
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    (text, entities)
 }

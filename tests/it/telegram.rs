@@ -635,7 +635,12 @@ async fn a_gated_tool_call_is_approved_by_a_tap() {
 
     let pending = call_in_background(&client, call("files__delete_file", json!({"path": "old.log"})));
     let card = fake.sent("files__delete_file", 1).await;
-    assert!(card["text"].as_str().unwrap().contains("old.log"), "the card shows the arguments: {card}");
+    // The arguments as a preformatted block (a `pre` entity over exactly the JSON).
+    let shown = card["text"].as_str().unwrap();
+    let json_at = shown.find("{\n  \"path\": \"old.log\"\n}").expect("the arguments, pretty-printed");
+    let pre = card["entities"].as_array().unwrap().iter().find(|e| e["type"] == "pre").expect("a pre entity");
+    assert_eq!(pre["offset"], shown[..json_at].encode_utf16().count(), "{card}");
+    assert_eq!(pre["length"], "{\n  \"path\": \"old.log\"\n}".len(), "{card}");
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow once"));
     let result = pending.await.unwrap();
     assert!(text(&result).starts_with("deleted"), "{}", text(&result));

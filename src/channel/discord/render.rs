@@ -6,10 +6,11 @@ use serenity::all::{
     ButtonStyle, CreateActionRow, CreateButton, CreateInputText, CreateModal, CreateSelectMenu, CreateSelectMenuKind,
     CreateSelectMenuOption, InputTextStyle,
 };
+use std::fmt::Write;
 
 use crate::channel::text;
 use crate::question::{Kind, Question, QuestionId};
-use crate::text::clip;
+use crate::text::{Piece, clip};
 
 /// Discord's limits.
 pub const MAX_CUSTOM_ID: usize = 100;
@@ -98,8 +99,14 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
     let title = escape(&shorten(&title, budget / 2));
     let mut out = format!("**{title}**");
     if let Some(detail) = &q.detail {
-        out.push('\n');
-        out.push_str(&escape(&shorten(detail, budget.saturating_sub(title.chars().count()))));
+        let detail = shorten(detail, budget.saturating_sub(title.chars().count()));
+        for piece in crate::text::pieces(&detail) {
+            match piece {
+                Piece::Text(text) => _ = write!(out, "\n{}", escape(text)),
+                // A fence inside the code would end the block early: break it with a zero-width space.
+                Piece::Code(code) => _ = write!(out, "\n```\n{}\n```", code.replace("```", "`\u{200b}``")),
+            }
+        }
     }
     out.push_str(&format!("\n-# {}", escape(&footer)));
     if !tail.is_empty() {
@@ -268,6 +275,13 @@ mod tests {
 
     fn question(ask: Ask) -> Question {
         crate::question::test_question(ask)
+    }
+
+    #[test]
+    fn fenced_code_in_a_detail_is_a_code_block_that_cannot_be_closed_early() {
+        let q = question(Ask::approval("files__write").detail("alice wants:\n```json\n{\"a\": \"``` *x*\"}\n```"));
+        let text = content(&q, 0, "");
+        assert!(text.contains("\nalice wants:\n```\n{\"a\": \"`\u{200b}`` *x*\"}\n```"), "{text}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyb
 
 use crate::channel::text;
 use crate::question::{Kind, Question, QuestionId};
+use crate::text::Piece;
 
 /// Telegram's limit for `callback_data`, in bytes.
 pub const MAX_CALLBACK_DATA: usize = 64;
@@ -48,8 +49,11 @@ fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> (String, String, S
 
 fn html(title: &str, detail: &str, footer: &str, tail: &str) -> String {
     let mut out = format!("<b>{}</b>", escape(title));
-    if !detail.is_empty() {
-        let _ = write!(out, "\n{}", escape(detail));
+    for piece in crate::text::pieces(detail) {
+        match piece {
+            Piece::Text(text) => _ = write!(out, "\n{}", escape(text)),
+            Piece::Code(code) => _ = write!(out, "\n<pre>{}</pre>", escape(code)),
+        }
     }
     let _ = write!(out, "\n\n<i>{}</i>", escape(footer));
     if !tail.is_empty() {
@@ -250,6 +254,18 @@ mod tests {
         assert!(card.text.contains(SHORTENED));
         let visible = card.text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "");
         assert!(visible.chars().count() <= MAX_TEXT, "{}", visible.chars().count());
+    }
+
+    #[test]
+    fn fenced_code_in_a_detail_is_preformatted_and_a_long_block_stays_one() {
+        let q = question(Ask::approval("files__write").detail("alice wants:\n```json\n{\"a\": \"<x>\"}\n```\nok?"));
+        let card = super::card(&q, 0);
+        assert!(card.text.contains("\nalice wants:\n<pre>{\"a\": \"&lt;x&gt;\"}</pre>\nok?"), "{}", card.text);
+
+        let long = format!("see:\n```\n{}\n```", "y".repeat(10_000));
+        let card = super::card(&question(Ask::approval("x").detail(long)), 0);
+        assert_eq!(card.text.matches("<pre>").count(), 1, "{}", card.text);
+        assert!(card.text.contains(&format!("{SHORTENED}</pre>")), "the cut stays inside the block");
     }
 
     #[test]
