@@ -4,10 +4,13 @@
 //! directory given as its last argument and writes its process id to `files_server.pid` there.
 //!
 //! Tools: `read_file` and `delete_file` (a `path` inside the directory), `format_disk` (does
-//! nothing; it is there to be denied), `wait` (answers after `seconds`).
+//! nothing; it is there to be denied), `wait` (answers after `seconds`; it writes `waiting` in
+//! the directory when it starts and `cancelled` when the client cancels it), `grow` (offers one
+//! more tool, `echo`, and tells the client that the list changed).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -21,6 +24,7 @@ use serde_json::{Value, json};
 #[derive(Clone)]
 struct Files {
     root: Arc<PathBuf>,
+    grown: Arc<AtomicBool>,
 }
 
 fn tool(name: &'static str, description: &'static str, properties: Value) -> Tool {
@@ -46,7 +50,7 @@ impl Files {
         path.components().all(|c| matches!(c, Component::Normal(_))).then(|| self.root.join(path))
     }
 
-    async fn run(&self, name: &str, arguments: &JsonObject) -> CallToolResult {
+    async fn run(&self, name: &str, arguments: &JsonObject, context: &RequestContext<RoleServer>) -> CallToolResult {
         match name {
             "read_file" => match self.inside(arguments) {
                 Some(path) => std::fs::read_to_string(&path).map_or_else(|e| error(e.to_string()), text),
@@ -60,9 +64,23 @@ impl Files {
             "format_disk" => text("nothing was formatted"),
             "wait" => {
                 let seconds = arguments.get("seconds").and_then(Value::as_u64).unwrap_or(1);
-                tokio::time::sleep(Duration::from_secs(seconds)).await;
-                text(format!("waited {seconds}s"))
+                let _ = std::fs::write(self.root.join("waiting"), seconds.to_string());
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(seconds)) => text(format!("waited {seconds}s")),
+                    () = context.ct.cancelled() => {
+                        let _ = std::fs::write(self.root.join("cancelled"), seconds.to_string());
+                        error("cancelled")
+                    }
+                }
             }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                match context.peer.notify_tool_list_changed().await {
+                    Ok(()) => text("echo is offered now"),
+                    Err(e) => error(e.to_string()),
+                }
+            }
+            "echo" if self.grown.load(Ordering::SeqCst) => text(Value::Object(arguments.clone()).to_string()),
             _ => error(format!("no tool {name}")),
         }
     }
@@ -70,7 +88,7 @@ impl Files {
 
 impl ServerHandler for Files {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("files", "1"))
     }
 
@@ -80,20 +98,25 @@ impl ServerHandler for Files {
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let path = json!({"type": "string", "description": "a path inside the directory"});
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             tool("read_file", "Read a text file", json!({"path": path})),
             tool("delete_file", "Delete a file", json!({"path": path})),
             tool("format_disk", "Format the disk", json!({})),
             tool("wait", "Answer after some seconds", json!({"seconds": {"type": "integer"}})),
-        ]))
+            tool("grow", "Offer one more tool, echo", json!({})),
+        ];
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(tool("echo", "Answer with the arguments", json!({})));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(self.run(&request.name, &request.arguments.unwrap_or_default()).await.into())
+        Ok(self.run(&request.name, &request.arguments.unwrap_or_default(), &context).await.into())
     }
 }
 
@@ -102,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = PathBuf::from(args.last().cloned().unwrap_or_else(|| ".".to_owned()));
     std::fs::write(root.join("files_server.pid"), std::process::id().to_string())?;
-    let files = Files { root: Arc::new(root) };
+    let files = Files { root: Arc::new(root), grown: Arc::default() };
     if let [flag, address, _] = args.as_slice()
         && flag == "--http"
     {

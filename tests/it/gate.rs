@@ -3,13 +3,14 @@
 //! the console.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
 use tempfile::TempDir;
 
 use crate::binary::{Served, example, write_config};
-use crate::mcp::{Client, call, call_in_background, http_client, text};
+use crate::mcp::{call, call_in_background, http_client, text};
 use crate::support::eventually;
 
 fn gated_config(dir: &Path, extra: &str) -> std::path::PathBuf {
@@ -27,17 +28,23 @@ fn gated_config_with(dir: &Path, approve: &str, extra: &str) -> std::path::PathB
     write_config(dir, &upstream)
 }
 
-async fn tool_names(client: &Client) -> Vec<String> {
+async fn tool_names(client: &rmcp::Peer<rmcp::RoleClient>) -> Vec<String> {
     client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect()
 }
 
 /// Waits until the upstream's tools are offered.
-async fn ready(client: &Client) -> Vec<String> {
+async fn ready(client: &rmcp::Peer<rmcp::RoleClient>) -> Vec<String> {
     eventually(|| async {
         let names = tool_names(client).await;
         names.iter().any(|n| n.starts_with("files__")).then_some(names)
     })
     .await
+}
+
+/// Waits until the upstream wrote `marker` in its directory (`waiting`, `cancelled`).
+async fn upstream_saw(dir: &Path, marker: &str) {
+    let path = dir.join("files").join(marker);
+    eventually(|| async { path.exists().then_some(()) }).await;
 }
 
 #[tokio::test]
@@ -138,7 +145,7 @@ async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() 
     let pid = std::fs::read_to_string(&pid_file).unwrap();
 
     let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    upstream_saw(dir.path(), "waiting").await;
     assert!(std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap().success());
     let failed = tokio::time::timeout(Duration::from_secs(15), pending).await.expect("the call ends").unwrap();
     assert_eq!(failed.is_error, Some(true));
@@ -262,6 +269,70 @@ async fn a_grant_for_arguments_covers_those_arguments_only() {
     let id = served.nth_card_id("files__read_file", 2).await;
     served.type_line(&format!("/approve {id}")).await;
     assert_eq!(text(&other.await.unwrap()), "B");
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+/// An agent that relists the tools each time it is told the list changed, keeping each list.
+#[derive(Clone, Default)]
+struct Relists(Arc<Mutex<Vec<Vec<String>>>>);
+
+impl rmcp::ClientHandler for Relists {
+    async fn on_tool_list_changed(&self, context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        if let Ok(tools) = context.peer.list_all_tools().await {
+            self.0.lock().unwrap().push(tools.into_iter().map(|t| t.name.to_string()).collect());
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_tool_list_change_reaches_the_agent() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&gated_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let relists = Relists::default();
+    let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, relists.clone()).await;
+    let names = ready(&client).await;
+    assert!(!names.iter().any(|n| n == "files__echo"), "{names:?}");
+
+    let grown = client.call_tool(call("files__grow", json!({}))).await.unwrap();
+    assert_eq!(text(&grown), "echo is offered now");
+    // Told, the agent relists and finds the upstream's new tool under its prefixed name.
+    eventually(|| async {
+        relists.0.lock().unwrap().iter().any(|l| l.iter().any(|n| n == "files__echo")).then_some(())
+    })
+    .await;
+    let echoed = client.call_tool(call("files__echo", json!({"a": 1}))).await.unwrap();
+    assert_eq!(text(&echoed), r#"{"a":1}"#);
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_upstream() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&gated_config_with(dir.path(), r#"["wait"]"#, ""));
+    let (base, token) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
+
+    // Cancelled while the approval waits: the question is cancelled and its card retracted.
+    let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
+    let id = served.nth_card_id("files__wait", 1).await;
+    pending.abort();
+    let line = served.stdout_line("cancelled (client)").await;
+    assert!(line.starts_with(&format!("[{id}]")), "{line}");
+    assert!(!dir.path().join("files").join("waiting").exists(), "the call never went upstream");
+
+    // Cancelled after approval: the upstream is told, and its call ends.
+    let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
+    let id = served.nth_card_id("files__wait", 2).await;
+    served.type_line(&format!("/approve {id}")).await;
+    upstream_saw(dir.path(), "waiting").await;
+    pending.abort();
+    upstream_saw(dir.path(), "cancelled").await;
 
     client.cancel().await.unwrap();
     served.terminate().await;
