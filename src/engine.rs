@@ -21,6 +21,7 @@ mod delivery;
 mod event;
 mod external;
 mod function;
+mod instances;
 pub mod metrics;
 mod pruner;
 mod records;
@@ -147,11 +148,32 @@ impl Engine {
     /// # Errors
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
-        let store = &self.inner.store;
-        for question in store.pending_blocking().await? {
+        self.adopt_orphans().await?;
+        self.reconcile_waiting().await?;
+        if self.inner.store.shared() {
+            // Other instances share the store: take over what one that dies leaves, and hear
+            // what the others ask and resolve.
+            self.inner.runs.spawn(instances::adopt(self.clone()));
+            if let Some(changes) = self.inner.store.changes() {
+                self.inner.runs.spawn(instances::follow(self.clone(), changes));
+            }
+        }
+        self.inner.runs.spawn(sweeper::run(self.clone()));
+        self.inner.runs.spawn(pruner::run(self.clone()));
+        let (engine, started) = (self.clone(), self.now_ms());
+        self.inner.runs.spawn(async move { engine.redeliver_undelivered(started).await });
+        Ok(())
+    }
+
+    /// Takes over what an askgate that is gone left: its blocking questions are cancelled
+    /// (`restart`: nobody waits for them), its follow-up runs that were mid-turn are replayed,
+    /// its blocking runs are failed.
+    async fn adopt_orphans(&self) -> Result<(), StoreError> {
+        let orphans = self.inner.store.orphans().await?;
+        for question in orphans.blocking {
             self.close(&question, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
         }
-        for mut run in store.running_runs().await? {
+        for mut run in orphans.runs {
             match run.mode {
                 Mode::FollowUp => {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
@@ -161,16 +183,11 @@ impl Engine {
                     run.status = RunStatus::Failed;
                     run.result = Some("interrupted by a restart of askgate".to_owned());
                     run.updated_at = self.now_ms();
-                    store.save_run(&run).await?;
+                    self.inner.store.save_run(&run).await?;
                 }
                 Mode::External => {}
             }
         }
-        self.reconcile_waiting().await?;
-        self.inner.runs.spawn(sweeper::run(self.clone()));
-        self.inner.runs.spawn(pruner::run(self.clone()));
-        let (engine, started) = (self.clone(), self.now_ms());
-        self.inner.runs.spawn(async move { engine.redeliver_undelivered(started).await });
         Ok(())
     }
 

@@ -22,7 +22,7 @@ use crate::function::process::Process;
 use crate::http::ApiToken;
 use crate::http::token::TokenSource;
 use crate::question::Mode;
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{PostgresStore, SqliteStore, Store, StoreError, is_postgres_url};
 
 /// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
 /// take to stop.
@@ -142,6 +142,7 @@ impl Builder {
         }
         let store = match store {
             Some(store) => store,
+            None if is_postgres_url(&config.database) => Arc::new(PostgresStore::open(&config.database).await?),
             None => Arc::new(SqliteStore::open(&config.database, config.synchronous).await?),
         };
         for (channel, policy) in &channels {
@@ -212,6 +213,9 @@ impl Gateway {
             TokenSource::Environment => tracing::info!("API token: from ASKGATE_API_TOKEN"),
             TokenSource::File(path) => tracing::info!("API token: in {}", path.display()),
             TokenSource::Created(path) => tracing::info!("API token: created in {} (owner-only)", path.display()),
+            TokenSource::Ephemeral if is_postgres_url(&config.database) => tracing::warn!(
+                "the API token is kept nowhere with PostgreSQL: set ASKGATE_API_TOKEN (the same on every instance) to use the API"
+            ),
             TokenSource::Ephemeral => tracing::warn!(
                 "the API token is kept nowhere with an in-memory database: set ASKGATE_API_TOKEN to use the API"
             ),

@@ -350,7 +350,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
     let healthy = store.is_ok() && writes.is_none() && !down;
-    let body = json!({
+    let mut body = json!({
         "status": if !healthy { "failing" } else if degraded { "degraded" } else { "ok" },
         "store": match (&store, &writes) {
             (Err(e), _) => format!("failing: {}", crate::error_chain(e)),
@@ -360,6 +360,9 @@ async fn healthz(State(state): State<AppState>) -> Response {
         "pending": store.ok(),
         "channels": channels.iter().map(|(name, s)| ((*name).to_owned(), json!(s.to_string()))).collect::<serde_json::Map<_, _>>(),
     });
+    if let Some(instance) = state.engine.instance() {
+        body["instance"] = json!(instance);
+    }
     let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
 }
@@ -379,6 +382,14 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
         env!("CARGO_PKG_VERSION"),
         env!("ASKGATE_COMMIT")
     );
+    let text = match state.engine.instance() {
+        Some(instance) => format!(
+            "{text}# HELP askgate_instance_info This instance's id among those sharing the database.\n\
+             # TYPE askgate_instance_info gauge\n\
+             askgate_instance_info{{instance=\"{instance}\"}} 1\n"
+        ),
+        None => text,
+    };
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 

@@ -15,7 +15,8 @@
 //! - [`run`]: the record of one invocation of a function across its replays.
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
 //!   through sqlx, with one group-committing writer that steps prepared statements on its own
-//!   thread (the crate's only `unsafe`, in `store::sqlite::raw`).
+//!   thread (the crate's only `unsafe`, in `store::sqlite::raw`); [`store::PostgresStore`] is
+//!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY).
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
 //! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, Discord,
 //!   the text-command parser they share, and the retry/backoff helper.

@@ -109,10 +109,18 @@ fn main() -> ExitCode {
 
 fn check(config: &Config, path: &std::path::Path) {
     println!("{}: ok", path.display());
-    match askgate::store::SqliteStore::holder(&config.database) {
-        Ok(Some(holder)) => println!("database: {} (in use by askgate, {holder})", config.database),
-        Ok(None) => println!("database: {} (not in use)", config.database),
-        Err(e) => println!("database: {} (cannot tell whether it is in use: {e})", config.database),
+    if askgate::store::is_postgres_url(&config.database) {
+        println!(
+            "database: PostgreSQL, {} (several askgate instances may share it)",
+            askgate::store::redact(&config.database)
+        );
+        postgres_instances(&config.database);
+    } else {
+        match askgate::store::SqliteStore::holder(&config.database) {
+            Ok(Some(holder)) => println!("database: {} (in use by askgate, {holder})", config.database),
+            Ok(None) => println!("database: {} (not in use)", config.database),
+            Err(e) => println!("database: {} (cannot tell whether it is in use: {e})", config.database),
+        }
     }
     println!("channels:");
     for (name, state) in config.channel_states(&Env::process()) {
@@ -241,4 +249,27 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         _ = term.recv() => {}
     }
     Ok(())
+}
+
+/// The instances signed on to a PostgreSQL database, for `check`.
+fn postgres_instances(url: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let listed = runtime.map_err(|e| e.to_string()).and_then(|r| {
+        r.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(10), askgate::store::instances(url)).await
+        })
+        .map_err(|_| "no answer within 10 s".to_owned())?
+        .map_err(|e| askgate::error_chain(&e))
+    });
+    match listed {
+        Ok(rows) if rows.is_empty() => println!("instances: none running"),
+        Ok(rows) => {
+            println!("instances:");
+            for row in rows {
+                let state = if row.alive { "alive" } else { "silent: taken for dead" };
+                println!("  {} (last heartbeat {:.0}s ago, {state})", row.id, row.silent_for);
+            }
+        }
+        Err(e) => println!("instances: cannot tell ({e})"),
+    }
 }

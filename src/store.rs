@@ -5,6 +5,34 @@
 //! status moves to `waiting` with the insert of its pending question, and back to `running`
 //! with the claim that resolves it. A run is first written when it first asks or ends.
 
+// The columns both backends store, in the order their inserts bind them.
+macro_rules! question_columns {
+    () => {
+        "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
+         default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
+         answered_via, answered_name"
+    };
+}
+
+macro_rules! run_columns {
+    () => {
+        "id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at, answerers"
+    };
+}
+
+/// The columns and joins of a run read with its journal: the run's columns (prefixed `r_`)
+/// on every row, its questions' columns where there are any.
+macro_rules! run_and_journal {
+    () => {
+        "r.id AS r_id, r.function AS r_function, r.conversation AS r_conversation, \
+         r.initiator AS r_initiator, r.input AS r_input, r.mode AS r_mode, r.status AS r_status, \
+         r.says AS r_says, r.result AS r_result, r.created_at AS r_created_at, \
+         r.updated_at AS r_updated_at, r.answerers AS r_answerers, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
+    };
+}
+
+mod postgres;
+mod rows;
 mod sqlite;
 
 use std::sync::Arc;
@@ -15,6 +43,7 @@ use serde::Serialize;
 use crate::question::{Conversation, Kind, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
 use crate::run::{Run, RunStatus};
 
+pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
 pub use sqlite::{SqliteStore, Synchronous};
 
 /// A store failure. The engine reports it to the function or the person as an internal error.
@@ -119,13 +148,32 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// A PostgreSQL error by its SQLSTATE class, by what it says about trying again.
+    pub(crate) fn from_postgres(code: &str, message: &str) -> Self {
+        let text = format!("{message} (PostgreSQL {code})");
+        match code.get(..2) {
+            // integrity constraint violation, data exception: the values of this write.
+            Some("23" | "22") => Self::Constraint(text),
+            // transaction rollback (serialization, deadlock), object in use / lock not available.
+            Some("40" | "55") => Self::Busy(text),
+            // connection exception, insufficient resources, operator intervention, system error.
+            Some("08" | "53" | "57" | "58") => Self::Io(text),
+            _ => Self::Database(text),
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
-            sqlx::Error::Database(db) => {
-                let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(1);
-                Self::from_sqlite(code, db.message())
-            }
+            sqlx::Error::Database(db) => match db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                Some(pg) => Self::from_postgres(pg.code(), pg.message()),
+                None => {
+                    let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(1);
+                    Self::from_sqlite(code, db.message())
+                }
+            },
             sqlx::Error::Io(io) => Self::Io(io.to_string()),
             sqlx::Error::PoolTimedOut => Self::Busy(e.to_string()),
             sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => Self::Closed,
@@ -275,6 +323,24 @@ pub struct Resume {
     pub journal: Vec<Question>,
 }
 
+/// What askgates that are gone left behind (see [`Store::orphans`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Orphans {
+    /// Pending questions of blocking runs: nobody waits for them any more.
+    pub blocking: Vec<Question>,
+    /// Runs in status `running`, now this askgate's to replay (follow-up) or end (blocking).
+    pub runs: Vec<Run>,
+}
+
+/// What another askgate sharing the store did to a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// It asked the question (and renders it).
+    Asked(QuestionId),
+    /// It resolved the question (and retracts its cards, and resumes its run).
+    Resolved(QuestionId),
+}
+
 /// What a resolve attempt found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
@@ -298,8 +364,26 @@ pub trait Store: Send + Sync + 'static {
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
     /// One run with its questions ordered by step, read together: what a replay needs.
     async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError>;
-    /// Runs in status `running`: at start-up, those a stop interrupted mid-turn.
-    async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
+    /// What askgates that are gone left behind, from now on this one's: pending questions of
+    /// blocking runs (their waiters are gone) and runs in status `running` (a stop or a crash
+    /// interrupted their turn). A store one askgate holds at a time (SQLite) returns all of them,
+    /// asked once at start-up; a shared store (PostgreSQL) returns what instances whose
+    /// heartbeat lapsed left, each run to exactly one of the instances that ask.
+    async fn orphans(&self) -> Result<Orphans, StoreError>;
+    /// Whether several askgates may share this store at once (then [`Store::orphans`] is asked
+    /// every few seconds, and [`Store::changes`] carries what the others do).
+    fn shared(&self) -> bool {
+        false
+    }
+    /// This askgate's id among those sharing the store (none for a store one askgate holds).
+    fn instance(&self) -> Option<&str> {
+        None
+    }
+    /// Questions other askgates sharing this store asked or resolved, as they commit; taken once
+    /// (none for a store that one askgate holds).
+    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        None
+    }
     /// Saves the run (inserting it on its first ask) and inserts its new question, in one
     /// transaction.
     async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError>;
@@ -357,8 +441,6 @@ pub trait Store: Send + Sync + 'static {
         after: Option<QuestionId>,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError>;
-    /// Pending questions of blocking runs (their waiters are gone after a restart).
-    async fn pending_blocking(&self) -> Result<Vec<Question>, StoreError>;
     /// Records a rendered card.
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError>;
     /// A question's rendered cards.

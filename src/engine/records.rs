@@ -163,6 +163,11 @@ impl Engine {
         self.inner.store.write_stats()
     }
 
+    /// This instance's id among those sharing the store; none when one askgate holds it.
+    pub fn instance(&self) -> Option<&str> {
+        self.inner.store.instance()
+    }
+
     /// The question a full id or a unique prefix (at least 8 characters, as cards show them)
     /// names, in any conversation: for the operator's API.
     ///

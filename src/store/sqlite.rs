@@ -14,7 +14,9 @@ use sqlx::sqlite::{SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynch
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::{Claim, Delivery, Grant, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats};
+use super::{
+    Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats,
+};
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
@@ -29,36 +31,11 @@ pub enum Synchronous {
     Full,
 }
 
-macro_rules! question_columns {
-    () => {
-        "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
-         default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
-         answered_via, answered_name"
-    };
-}
-
-/// The columns and joins of a run read with its journal: the run's columns (prefixed `r_`)
-/// on every row, its questions' columns where there are any.
-macro_rules! run_and_journal {
-    () => {
-        "r.id AS r_id, r.function AS r_function, r.conversation AS r_conversation, \
-         r.initiator AS r_initiator, r.input AS r_input, r.mode AS r_mode, r.status AS r_status, \
-         r.says AS r_says, r.result AS r_result, r.created_at AS r_created_at, \
-         r.updated_at AS r_updated_at, r.answerers AS r_answerers, q.* FROM runs r LEFT JOIN questions q ON q.run_id = r.id"
-    };
-}
-
 /// The oldest ended runs before `?1`, at most `?2` of them.
 macro_rules! ended_runs {
     () => {
         "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < ?1 \
          ORDER BY updated_at, id LIMIT ?2"
-    };
-}
-
-macro_rules! run_columns {
-    () => {
-        "id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at, answerers"
     };
 }
 
@@ -70,10 +47,10 @@ mod rows;
 mod statements;
 mod writer;
 
-use file::{create_owner_only, database_file, lock_database, parse_url};
-use rows::{
+use super::rows::{
     delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
 };
+use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::{Job, job};
 
 /// SQLite through sqlx.
@@ -118,7 +95,7 @@ impl SqliteStore {
         // copies each much less often (measured: the checkpoint was a sixth of the writer's
         // time). The WAL file grows to about 40 MB before it is reused.
         let mut writer = options.clone().pragma("wal_autocheckpoint", "10000").connect().await?;
-        sqlx::migrate!("./migrations").run(&mut writer).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&mut writer).await?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
         // is a round trip to the connection's thread, as costly as the read itself.
         let readers = SqlitePoolOptions::new()
@@ -172,12 +149,21 @@ impl Store for SqliteStore {
         resume_from_rows(&rows)
     }
 
-    async fn running_runs(&self) -> Result<Vec<Run>, StoreError> {
-        let rows =
+    // One askgate holds the file: everything running or blocking was left by the last one.
+    async fn orphans(&self) -> Result<Orphans, StoreError> {
+        // Named: SQLite otherwise prefers the index of all pending questions and reads each of them.
+        let blocking = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions INDEXED BY questions_pending_blocking WHERE status = 'pending' AND mode = 'blocking'"
+        ))
+        .fetch_all(&self.readers)
+        .await?;
+        let runs =
             sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE status = 'running' ORDER BY created_at"))
                 .fetch_all(&self.readers)
                 .await?;
-        rows.iter().map(run_from_row).collect()
+        Ok(Orphans { blocking: questions(&blocking)?, runs: runs.iter().map(run_from_row).collect::<Result<_, _>>()? })
     }
 
     async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
@@ -380,18 +366,6 @@ impl Store for SqliteStore {
         .bind(before)
         .bind(after.map_or_else(String::new, |id| id.to_string()))
         .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    // Named: SQLite otherwise prefers the index of all pending questions and reads each of them.
-    async fn pending_blocking(&self) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions INDEXED BY questions_pending_blocking WHERE status = 'pending' AND mode = 'blocking'"
-        ))
         .fetch_all(&self.readers)
         .await?;
         questions(&rows)

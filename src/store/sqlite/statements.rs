@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::raw::{Db, Statement};
-use super::rows::question_from_row;
 use super::writer::Write;
 use crate::question::{Conversation, Question};
 use crate::run::Run;
+use crate::store::rows::{question_from_row, to_json as json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
 
 /// Every statement the writer runs, prepared once.
@@ -306,8 +306,4 @@ enum Failure {
     Write(usize, StoreError),
     /// The database could not take the transaction.
     Database(StoreError),
-}
-
-fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
 }

@@ -1,0 +1,500 @@
+//! The PostgreSQL store: a pool of connections, each write one transaction. The schema
+//! (migrations/postgres) keeps the rules SQLite's does: closed statuses, unique inbound keys, and
+//! a trigger that moves a follow-up run back to `running` with the claim of its question.
+//!
+//! The claim is one conditional `UPDATE … WHERE status = 'pending'`: under PostgreSQL's row locks
+//! a second claimer waits for the first to commit, sees the row no longer pending, and loses, so
+//! exactly one claim wins however many connections (or askgate instances) race.
+//!
+//! Several instances share the database (see `instances`). Each is a row of `instances` with a
+//! heartbeat renewed every 5 s; each run records the instance that runs it (`runs.owner`). One
+//! whose heartbeat lapsed for 15 s is dead: the first survivor to ask takes its running runs
+//! over (one conditional `UPDATE`, so one survivor each) and cancels its blocking questions. An
+//! ask and a winning claim also `NOTIFY askgate` in their transaction; every other instance
+//! `LISTEN`s and hears of it as it commits (its waiters wake, its event streams carry it).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
+use sqlx::{ConnectOptions, Postgres, Row, Transaction};
+
+mod instances;
+mod writes;
+
+use instances::{CHANNEL, background, instance_id};
+pub use instances::{InstanceRow, instances};
+
+use super::rows::{
+    Columns, delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
+};
+use super::{Change, Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::run::{Run, RunStatus};
+
+/// PostgreSQL through sqlx.
+pub struct PostgresStore {
+    pool: PgPool,
+    /// This instance's id: `<host>:<pid>:<random>`.
+    instance: String,
+    /// The heartbeat and the listener, stopped at close.
+    tasks: tokio_util::task::AbortOnDropHandle<()>,
+    changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>>,
+}
+
+/// Whether `url` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user@host:5432/name`) and applies the
+    /// migrations. Several askgate instances may share one database.
+    ///
+    /// # Errors
+    /// When the URL does not parse, the server cannot be reached, or a migration fails.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let options: PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+            StoreError::Database(format!("`{}` is not a PostgreSQL URL: {e}", redact(url)))
+        })?;
+        let options = options.application_name("askgate").disable_statement_logging();
+        let (host, instance) = instance_id();
+        let named = instance.clone();
+        let pool = PgPoolOptions::new()
+            .min_connections(1)
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            // Every write of a run records which instance wrote it (see the migrations).
+            .after_connect(move |connection, _| {
+                let named = named.clone();
+                Box::pin(async move {
+                    sqlx::query("SELECT set_config('askgate.instance', $1, false)")
+                        .bind(named)
+                        .execute(connection)
+                        .await
+                        .map(|_| ())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        sqlx::query("INSERT INTO instances (id, host, pid) VALUES ($1, $2, $3)")
+            .bind(&instance)
+            .bind(host)
+            .bind(i64::from(std::process::id()))
+            .execute(&pool)
+            .await?;
+        let mut listener = PgListener::connect_with(&pool).await?;
+        listener.listen(CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx));
+        tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
+        Ok(Self {
+            pool,
+            instance,
+            tasks: tokio_util::task::AbortOnDropHandle::new(tasks),
+            changes: Mutex::new(Some(rx)),
+        })
+    }
+
+    /// `NOTIFY askgate` in a transaction: heard by the other instances when it commits.
+    async fn announce(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        what: &str,
+        question: QuestionId,
+    ) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("{} {what} {question}", self.instance))
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn select_questions(&self, sql: &'static str, text: Option<&str>) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(sql).bind(text).fetch_all(&self.pool).await?;
+        questions(&rows)
+    }
+}
+
+/// The URL without its password, for messages and logs.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Columns for PgRow {
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        Self::upsert_run(&mut tx, run).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
+            .bind(status.as_str())
+            .bind(result)
+            .bind(at)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(run_from_row).transpose()
+    }
+
+    async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = $1 ORDER BY q.step"))
+            .bind(id.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+        resume_from_rows(&rows)
+    }
+
+    async fn orphans(&self) -> Result<Orphans, StoreError> {
+        self.take_orphans().await
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn instance(&self) -> Option<&str> {
+        Some(&self.instance)
+    }
+
+    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        self.changes.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        Self::upsert_run(&mut tx, run).await?;
+        Self::insert_question(&mut tx, question).await?;
+        self.announce(&mut tx, "asked", question.id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(question_from_row).transpose()
+    }
+
+    async fn questions_by_prefix(
+        &self,
+        conversation: Option<&Conversation>,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        // A range in byte order (ids are lower-case hex and hyphens, and '~' sorts after them),
+        // on the index of ids in that order.
+        let upper = format!("{prefix}~");
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
+             AND ($3::text IS NULL OR conversation = $3) ORDER BY created_at DESC LIMIT $4"
+        ))
+        .bind(prefix)
+        .bind(upper)
+        .bind(conversation.map(Conversation::as_str))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn questions_page(
+        &self,
+        filter: &QuestionFilter,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<Question>, Option<String>), StoreError> {
+        // `seq` grows with every insert: a cursor is the last `seq` of a page.
+        let after: Option<i64> = cursor
+            .map(|c| {
+                c.strip_prefix('r').and_then(|n| n.parse().ok()).ok_or_else(|| StoreError::BadCursor(c.to_owned()))
+            })
+            .transpose()?;
+        let limit = limit.max(1);
+        let sql = if filter.status == Some(Status::Pending) {
+            concat!(
+                "SELECT seq AS page_key, ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1) \
+                 AND ($2::bigint IS NULL OR seq > $2) AND ($5::text IS NULL OR kind = $5) ORDER BY seq LIMIT $3"
+            )
+        } else {
+            concat!(
+                "SELECT seq AS page_key, ",
+                question_columns!(),
+                " FROM questions WHERE ($1::text IS NULL OR conversation = $1) AND ($4::text IS NULL OR status = $4) \
+                 AND ($2::bigint IS NULL OR seq < $2) AND ($5::text IS NULL OR kind = $5) ORDER BY seq DESC LIMIT $3"
+            )
+        };
+        let rows = sqlx::query(sql)
+            .bind(filter.conversation.as_ref().map(Conversation::as_str))
+            .bind(after)
+            .bind(i64::from(limit))
+            .bind(filter.status.map(Status::as_str))
+            .bind(filter.kind.map(Kind::as_str))
+            .fetch_all(&self.pool)
+            .await?;
+        let next = match rows.last() {
+            Some(last) if rows.len() == limit as usize => Some(format!("r{}", last.try_get::<i64, _>("page_key")?)),
+            _ => None,
+        };
+        Ok((questions(&rows)?, next))
+    }
+
+    async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let rows = sqlx::query(
+            "SELECT question_id, surface, chat, message, role FROM deliveries \
+             WHERE question_id = ANY($1) ORDER BY created_at",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(delivery_from_row).collect()
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM questions WHERE status = 'pending'").fetch_one(&self.pool).await?;
+        Ok(u64::try_from(n).unwrap_or_default())
+    }
+
+    async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
+        self.select_questions(
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1) ORDER BY seq"
+            ),
+            conversation.map(Conversation::as_str),
+        )
+        .await
+    }
+
+    async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
+        let run = run.to_string();
+        self.select_questions(
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = $1 ORDER BY step"),
+            Some(&run),
+        )
+        .await
+    }
+
+    async fn resolve(&self, r: Resolution) -> Result<Claim, StoreError> {
+        self.claim(r).await
+    }
+
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
+             ORDER BY expires_at LIMIT $2"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT MIN(expires_at) FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {
+        let ids = sqlx::query(
+            "SELECT id FROM runs r WHERE status = 'waiting' AND mode = 'external' AND NOT EXISTS \
+             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND q.status = 'pending')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut stuck = Vec::with_capacity(ids.len());
+        for row in &ids {
+            if let Some(resume) = self.run_with_journal(parse_col(row, "id")?).await? {
+                stuck.push(resume);
+            }
+        }
+        Ok(stuck)
+    }
+
+    async fn undelivered(
+        &self,
+        before: i64,
+        after: Option<QuestionId>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions q WHERE id > $2 AND status = 'pending' \
+             AND conversation IS NOT NULL AND created_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id) ORDER BY id LIMIT $3"
+        ))
+        .bind(before)
+        .bind(after.map_or_else(String::new, |id| id.to_string()))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn add_delivery(&self, d: &Delivery) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO deliveries (question_id, surface, chat, message, role, created_at) \
+             VALUES ($1, $2, $3, $4, $5, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(d.question.to_string())
+        .bind(d.surface.as_str())
+        .bind(&d.chat)
+        .bind(&d.message)
+        .bind(d.role.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
+        self.deliveries_of(&[question]).await
+    }
+
+    async fn question_for_card(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<QuestionId>, StoreError> {
+        let row =
+            sqlx::query("SELECT question_id FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1")
+                .bind(surface.as_str())
+                .bind(chat)
+                .bind(message)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
+    }
+
+    async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, conversation, action, granted_by, question_id, created_at FROM grants \
+             WHERE conversation = $1 AND action = $2 AND revoked_at IS NULL ORDER BY created_at LIMIT 1",
+        )
+        .bind(conversation.as_str())
+        .bind(action)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(grant_from_row).transpose()
+    }
+
+    async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, conversation, action, granted_by, question_id, created_at FROM grants \
+             WHERE revoked_at IS NULL AND ($1::text IS NULL OR conversation = $1) ORDER BY created_at",
+        )
+        .bind(conversation.map(Conversation::as_str))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(grant_from_row).collect()
+    }
+
+    async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(key)
+            .bind(at)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = $1").bind(key).fetch_optional(&self.pool).await?;
+        Ok(row.is_some())
+    }
+
+    async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET says = GREATEST(says, $1) WHERE id = $2")
+            .bind(i64::from(says))
+            .bind(run.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
+        self.prune_old(ended_before, seen_before, limit).await
+    }
+
+    async fn close(&self) {
+        self.tasks.abort();
+        // Gone at once: the others take its running runs over without waiting for the lapse.
+        let left = sqlx::query("DELETE FROM instances WHERE id = $1").bind(&self.instance).execute(&self.pool).await;
+        if let Err(e) = left {
+            tracing::warn!(error = %e, "could not sign this instance off; the others wait for its heartbeat to lapse");
+        }
+        self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_url_in_a_message_hides_its_password() {
+        assert_eq!(redact("postgres://ask:s3cret@db:5432/askgate"), "postgres://ask:***@db:5432/askgate");
+        assert_eq!(redact("postgres://postgres@127.0.0.1/x"), "postgres://postgres@127.0.0.1/x");
+        assert_eq!(redact("postgres://db/x"), "postgres://db/x");
+    }
+}

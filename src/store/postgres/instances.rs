@@ -1,0 +1,191 @@
+//! Instances sharing the database: each signs on in `instances`, renews its heartbeat every
+//! [`HEARTBEAT`] and hears the others' `NOTIFY askgate`; what one whose heartbeat lapsed for
+//! [`LAPSE`] left (its running runs, its blocking questions) is taken over by a survivor.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
+use sqlx::{ConnectOptions, Row};
+
+use super::{PostgresStore, redact};
+use crate::store::rows::{questions, run_from_row};
+use crate::store::{Change, Orphans, StoreError};
+
+/// How often an instance renews its heartbeat.
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
+/// How long a heartbeat may lapse before the instance counts as dead.
+pub(super) const LAPSE: Duration = Duration::from_secs(15);
+/// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`).
+pub(super) const CHANNEL: &str = "askgate";
+
+/// An instance as `askgate check` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceRow {
+    /// `<host>:<pid>:<random>`.
+    pub id: String,
+    /// Seconds since its last heartbeat, by the database's clock.
+    pub silent_for: f64,
+    /// Whether that is within the lapse (15 s) after which an instance counts as dead.
+    pub alive: bool,
+}
+
+/// The instances that have signed on to the database at `url` and not off, newest heartbeat
+/// first; none when askgate never ran there.
+///
+/// # Errors
+/// When the database cannot be reached.
+pub async fn instances(url: &str) -> Result<Vec<InstanceRow>, StoreError> {
+    use sqlx::Connection;
+    let options: PgConnectOptions = url
+        .parse()
+        .map_err(|e: sqlx::Error| StoreError::Database(format!("`{}` is not a PostgreSQL URL: {e}", redact(url))))?;
+    let mut connection = options.disable_statement_logging().connect().await?;
+    let exists: Option<String> =
+        sqlx::query_scalar("SELECT to_regclass('instances')::text").fetch_one(&mut connection).await?;
+    if exists.is_none() {
+        return Ok(Vec::new());
+    }
+    let rows = sqlx::query(
+        "SELECT id, EXTRACT(EPOCH FROM now() - heartbeat_at)::float8 AS silent FROM instances ORDER BY heartbeat_at DESC",
+    )
+    .fetch_all(&mut connection)
+    .await?;
+    let _ = connection.close().await;
+    rows.iter()
+        .map(|row| {
+            let silent_for: f64 = row.try_get("silent")?;
+            Ok(InstanceRow { id: row.try_get("id")?, silent_for, alive: silent_for < LAPSE.as_secs_f64() })
+        })
+        .collect()
+}
+
+/// The host's name, and this instance's id `<host>:<pid>:<8 random hex>`: unique across
+/// restarts and hosts, and readable in `check`.
+pub(super) fn instance_id() -> (String, String) {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    let id = format!("{host}:{}:{}", std::process::id(), &random[..8]);
+    (host, id)
+}
+
+/// The heartbeat, and what the other instances announce, until the store closes.
+pub(super) async fn background(
+    pool: PgPool,
+    instance: String,
+    mut listener: PgListener,
+    changes: tokio::sync::mpsc::UnboundedSender<Change>,
+) {
+    let mut beat = tokio::time::interval(HEARTBEAT);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = beat.tick() => {
+                // Renewed, or inserted again if a survivor took this one for dead and removed it.
+                let renewed = sqlx::query(
+                    "INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
+                     ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+                )
+                .bind(&instance)
+                .execute(&pool)
+                .await;
+                match renewed {
+                    Ok(_) if failing => {
+                        failing = false;
+                        tracing::info!("the heartbeat reaches PostgreSQL again");
+                    }
+                    Ok(_) => {}
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e, "could not renew this instance's heartbeat");
+                    }
+                    Err(_) => {}
+                }
+            }
+            heard = listener.try_recv() => match heard {
+                Ok(Some(notification)) => {
+                    if let Some(change) = parse_change(notification.payload(), &instance) {
+                        let _ = changes.send(change);
+                    }
+                }
+                // The connection dropped; the listener reconnects and listens again on the next call.
+                Ok(None) => tracing::warn!("the PostgreSQL listener lost its connection; reconnecting"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the PostgreSQL listener failed; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Another instance's `<instance> asked|resolved <id>`; none for this instance's own or a
+/// payload that does not parse.
+fn parse_change(payload: &str, me: &str) -> Option<Change> {
+    let mut parts = payload.split(' ');
+    let (from, what, id) = (parts.next()?, parts.next()?, parts.next()?.parse().ok()?);
+    if from == me {
+        return None;
+    }
+    match what {
+        "asked" => Some(Change::Asked(id)),
+        "resolved" => Some(Change::Resolved(id)),
+        _ => None,
+    }
+}
+
+impl PostgresStore {
+    /// See [`crate::store::Store::orphans`]: what instances whose heartbeat lapsed left.
+    pub(super) async fn take_orphans(&self) -> Result<Orphans, StoreError> {
+        let lapse = LAPSE.as_secs_f64();
+        // Blocking questions first: their runs are still owned by the dead instance.
+        let blocking = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND mode = 'blocking' AND run_id IN \
+             (SELECT id FROM runs r WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.owner \
+             AND i.heartbeat_at > now() - make_interval(secs => $1)))"
+        ))
+        .bind(lapse)
+        .fetch_all(&self.pool)
+        .await?;
+        // Taken over in one statement: a second survivor waits for this one's row locks, then
+        // sees a live owner and leaves the run alone.
+        let runs = sqlx::query(concat!(
+            "UPDATE runs SET owner = $1 WHERE status = 'running' AND NOT EXISTS \
+             (SELECT 1 FROM instances i WHERE i.id = runs.owner AND i.heartbeat_at > now() - make_interval(secs => $2)) \
+             RETURNING ",
+            run_columns!()
+        ))
+        .bind(&self.instance)
+        .bind(lapse)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut runs = runs.iter().map(run_from_row).collect::<Result<Vec<_>, _>>()?;
+        runs.sort_by_key(|r| r.created_at);
+        Ok(Orphans { blocking: questions(&blocking)?, runs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_change;
+    use crate::question::QuestionId;
+    use crate::store::Change;
+
+    #[test]
+    fn another_instances_announcements_parse_and_its_own_are_ignored() {
+        let id = QuestionId::new();
+        assert_eq!(parse_change(&format!("b:1:x asked {id}"), "a:1:x"), Some(Change::Asked(id)));
+        assert_eq!(parse_change(&format!("b:1:x resolved {id}"), "a:1:x"), Some(Change::Resolved(id)));
+        assert_eq!(parse_change(&format!("a:1:x resolved {id}"), "a:1:x"), None);
+        for garbage in ["", "b:1:x", "b:1:x asked", "b:1:x asked not-an-id", &format!("b:1:x ate {id}")] {
+            assert_eq!(parse_change(garbage, "a:1:x"), None, "{garbage}");
+        }
+    }
+}

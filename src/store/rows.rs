@@ -1,0 +1,146 @@
+//! Reading rows back into questions, runs, grants and deliveries, whichever backend and
+//! whichever kind of row (sqlx's, or the SQLite writer's own) they come from. Both backends
+//! store the same columns with the same types (text, 64-bit integers, JSON as text).
+
+use std::str::FromStr;
+
+use crate::question::{Conversation, Question, UserRef};
+use crate::run::Run;
+use crate::store::{Delivery, Grant, Resume, StoreError};
+
+pub(super) fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
+    StoreError::Decode(format!("{what}: {detail}"))
+}
+
+/// A stored row's columns by name: sqlx's rows (reads) and the writer's (claims) alike.
+pub(super) trait Columns {
+    /// A text column; `None` when NULL.
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
+    /// An integer column; `None` when NULL.
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
+
+    fn req_text(&self, col: &str) -> Result<String, StoreError> {
+        self.text(col)?.ok_or_else(|| corrupt(col, "missing"))
+    }
+
+    fn req_int(&self, col: &str) -> Result<i64, StoreError> {
+        self.int(col)?.ok_or_else(|| corrupt(col, "missing"))
+    }
+}
+
+pub(super) fn parse_col<T: FromStr>(row: &impl Columns, col: &str) -> Result<T, StoreError>
+where
+    T::Err: std::fmt::Display,
+{
+    row.req_text(col)?.parse().map_err(|e| corrupt(col, e))
+}
+
+pub(super) fn parse_opt<T: FromStr>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError>
+where
+    T::Err: std::fmt::Display,
+{
+    row.text(col)?.map(|t| t.parse().map_err(|e| corrupt(col, e))).transpose()
+}
+
+pub(super) fn json_col<T: serde::de::DeserializeOwned>(row: &impl Columns, col: &str) -> Result<Option<T>, StoreError> {
+    row.text(col)?.map(|t| serde_json::from_str(&t).map_err(|e| corrupt(col, e))).transpose()
+}
+
+pub(super) fn conversation_col(row: &impl Columns, col: &str) -> Result<Option<Conversation>, StoreError> {
+    row.text(col)?.map(|c| Conversation::parse(&c).map_err(|e| corrupt(col, e))).transpose()
+}
+
+pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreError> {
+    Ok(Question {
+        id: parse_col(row, "id")?,
+        conversation: conversation_col(row, "conversation")?,
+        run: parse_col(row, "run_id")?,
+        step: u32::try_from(row.req_int("step")?).map_err(|e| corrupt("step", e))?,
+        mode: parse_col(row, "mode")?,
+        kind: parse_col(row, "kind")?,
+        prompt: row.req_text("prompt")?,
+        detail: row.text("detail")?,
+        options: json_col(row, "options")?.unwrap_or_default(),
+        multi: row.req_int("multi")? != 0,
+        allow_custom: row.req_int("allow_custom")? != 0,
+        default: json_col(row, "default_json")?,
+        answerers: json_col(row, "answerers")?.ok_or_else(|| corrupt("answerers", "missing"))?,
+        fingerprint: row.req_text("fingerprint")?,
+        created_at: row.req_int("created_at")?,
+        expires_at: row.int("expires_at")?,
+        status: parse_col(row, "status")?,
+        outcome: json_col(row, "outcome")?,
+        answered_by: row.text("answered_by")?,
+        answered_via: parse_opt(row, "answered_via")?,
+        answered_name: row.text("answered_name")?,
+    })
+}
+
+/// A run and its journal from rows of the run (its columns prefixed `r_`) left-joined with its
+/// questions.
+pub(super) fn resume_from_rows(rows: &[impl Columns]) -> Result<Option<Resume>, StoreError> {
+    let Some(first) = rows.first() else { return Ok(None) };
+    let run = run_from_row_prefixed(first, "r_")?;
+    let mut journal = Vec::with_capacity(rows.len());
+    for row in rows {
+        if row.text("id")?.is_some() {
+            journal.push(question_from_row(row)?);
+        }
+    }
+    Ok(Some(Resume { run, journal }))
+}
+
+pub(super) fn run_from_row(row: &impl Columns) -> Result<Run, StoreError> {
+    run_from_row_prefixed(row, "")
+}
+
+/// A run from columns named `{prefix}id`, `{prefix}function`, ….
+pub(super) fn run_from_row_prefixed(row: &impl Columns, prefix: &str) -> Result<Run, StoreError> {
+    let col = |name: &str| format!("{prefix}{name}");
+    let initiator = row.req_text(&col("initiator"))?;
+    Ok(Run {
+        id: parse_col(row, &col("id"))?,
+        function: row.req_text(&col("function"))?,
+        conversation: conversation_col(row, &col("conversation"))?,
+        initiator: UserRef::parse(&initiator).map_err(|e| corrupt("initiator", e))?,
+        answerers: json_col(row, &col("answerers"))?,
+        input: row.req_text(&col("input"))?,
+        mode: parse_col(row, &col("mode"))?,
+        status: parse_col(row, &col("status"))?,
+        says: u32::try_from(row.req_int(&col("says"))?).map_err(|e| corrupt("says", e))?,
+        result: row.text(&col("result"))?,
+        created_at: row.req_int(&col("created_at"))?,
+        updated_at: row.req_int(&col("updated_at"))?,
+        update: None,
+    })
+}
+
+pub(super) fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
+    Ok(Grant {
+        id: row.req_text("id")?,
+        conversation: conversation_col(row, "conversation")?.ok_or_else(|| corrupt("conversation", "missing"))?,
+        action: row.req_text("action")?,
+        granted_by: row.req_text("granted_by")?,
+        question: parse_col(row, "question_id")?,
+        created_at: row.req_int("created_at")?,
+    })
+}
+
+pub(super) fn delivery_from_row(r: &impl Columns) -> Result<Delivery, StoreError> {
+    Ok(Delivery {
+        question: parse_col(r, "question_id")?,
+        surface: parse_col(r, "surface")?,
+        chat: r.req_text("chat")?,
+        message: r.req_text("message")?,
+        role: parse_col(r, "role")?,
+    })
+}
+
+pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreError> {
+    rows.iter().map(question_from_row).collect()
+}
+
+/// A value as the JSON text both backends store.
+pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
+}
