@@ -9,18 +9,24 @@ use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
+use crate::backend::Place;
 use crate::support::eventually;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_askgate");
 
 pub fn write_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    write_config_on(dir, &dir.join("askgate.db").display().to_string(), extra)
+}
+
+/// A config in `dir` whose database is `database` (a file, or a PostgreSQL URL).
+pub fn write_config_on(dir: &Path, database: &str, extra: &str) -> std::path::PathBuf {
     let path = dir.join("channels.toml");
-    let db = dir.join("askgate.db");
+    let db = database;
     std::fs::write(
         &path,
         format!(
             "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n\n[[functions]]\nname = \"demo\"\nbuiltin = \"demo\"\n{extra}",
-            db.display()
+            db
         ),
     )
     .unwrap();
@@ -234,10 +240,9 @@ async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_res
     finish_the_demo_in_a_new_askgate(&config, &id, "luxon", "no", "left the 87 emails where they are").await;
 }
 
-#[tokio::test]
-async fn a_killed_askgate_loses_no_question_and_frees_its_database() {
+async fn a_killed_askgate_loses_no_question_and_frees_its_database(place: Place) {
     let dir = TempDir::new().unwrap();
-    let config = write_config(dir.path(), "");
+    let config = write_config_on(dir.path(), &place.database_url(), "");
     let mut served = Served::start(&config);
     served.log_line("askgate is ready").await;
     served.type_line("/run demo").await;
@@ -497,3 +502,5 @@ async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
     }
     served.terminate().await;
 }
+
+crate::backend::on_both_backends!(a_killed_askgate_loses_no_question_and_frees_its_database);

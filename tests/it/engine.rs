@@ -8,10 +8,10 @@ use askgate::engine::{AskError, Context, Resolver, RunRequest, Settings};
 use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Answerers, Ask, Outcome, Receipt, Status, Surface, Timeout};
 use askgate::run::RunStatus;
-use askgate::store::Store;
 use async_trait::async_trait;
 use serde_json::json;
 
+use crate::backend::Place;
 use crate::support::*;
 
 /// Asks one question and counts how often the code after the ask runs.
@@ -98,10 +98,9 @@ fn resolver(user: askgate::question::UserRef) -> Resolver {
     Resolver::person(user, Surface::Console)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn racing_resolvers_have_one_winner_and_one_resume() {
+async fn racing_resolvers_have_one_winner_and_one_resume(place: Place) {
     let (functions, after) = functions();
-    let h = Harness::new(functions).await;
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     for round in 1..=40 {
         let run = h.run("one", "").await;
         let question = h.card(round).await;
@@ -126,12 +125,11 @@ async fn racing_resolvers_have_one_winner_and_one_resume() {
     }
 }
 
-#[tokio::test]
-async fn replay_feeds_recorded_outcomes_and_repeats_no_say() {
+async fn replay_feeds_recorded_outcomes_and_repeats_no_say(place: Place) {
     let invocations = Arc::new(AtomicUsize::new(0));
     let mut f = Functions::new();
     f.insert("three", "", Arc::new(ThreeAsks { invocations: invocations.clone() }));
-    let h = Harness::new(f).await;
+    let h = Harness::on(place.clone(), f, Settings::default(), Clock::manual(T0)).await;
     let run = h.run("three", "").await;
     h.card(1).await;
     h.say(ALICE, "free text").await;
@@ -176,10 +174,9 @@ async fn a_changed_question_at_a_recorded_step_fails_the_run_naming_the_step() {
     assert_eq!(h.recorder.cards().len(), 1, "the mismatched step must not be asked as a new question");
 }
 
-#[tokio::test]
-async fn a_run_survives_a_restart_between_ask_and_answer() {
+async fn a_run_survives_a_restart_between_ask_and_answer(place: Place) {
     let (functions, after) = functions();
-    let h = Harness::new(functions.clone()).await;
+    let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let run = h.run("one", "").await;
     let card = h.card(1).await;
     let h = h.restart(functions, Settings::default(), Clock::manual(T0 + 1_000)).await;
@@ -231,10 +228,9 @@ async fn a_timeout_without_default_reaches_the_function_as_an_error() {
     assert_eq!(done.result.as_deref(), Some("the function saw a timeout"));
 }
 
-#[tokio::test]
-async fn a_question_that_expired_while_askgate_was_down_expires_at_start() {
+async fn a_question_that_expired_while_askgate_was_down_expires_at_start(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions.clone()).await;
+    let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let run = h.run("timed", "default").await;
     let card = h.card(1).await;
     let h = h.restart(functions, Settings::default(), Clock::manual(T0 + 3_600_000)).await;
@@ -243,10 +239,9 @@ async fn a_question_that_expired_while_askgate_was_down_expires_at_start() {
     assert_eq!(h.question(&card).await.status, Status::Expired);
 }
 
-#[tokio::test]
-async fn each_question_expires_exactly_once() {
+async fn each_question_expires_exactly_once(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions).await;
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let runs = [h.run("timed", "default").await, h.run("timed", "confirm").await];
     h.card(2).await;
     for _ in 0..5 {
@@ -262,10 +257,9 @@ async fn each_question_expires_exactly_once() {
     assert_eq!(h.recorder.texts().len(), 2, "one reply per run");
 }
 
-#[tokio::test]
-async fn allow_always_lets_the_next_identical_approval_through_without_asking() {
+async fn allow_always_lets_the_next_identical_approval_through_without_asking(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions).await;
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let first = h.run("approve-demo", "").await;
     let card = h.card(1).await;
     let r = h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
@@ -303,10 +297,9 @@ async fn reject_feedback_becomes_the_functions_error_text() {
     );
 }
 
-#[tokio::test]
-async fn blocking_asks_wait_for_the_answer() {
+async fn blocking_asks_wait_for_the_answer(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions).await;
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
     let run = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
@@ -317,10 +310,9 @@ async fn blocking_asks_wait_for_the_answer() {
     assert_eq!(done.result.as_deref(), Some("picked a"));
 }
 
-#[tokio::test]
-async fn a_restart_cancels_leftover_blocking_questions() {
+async fn a_restart_cancels_leftover_blocking_questions(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions.clone()).await;
+    let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
     let waiting = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
@@ -335,21 +327,20 @@ async fn a_restart_cancels_leftover_blocking_questions() {
     let crashed = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     crashed.abort();
-    let dir = h.dir.clone();
+    let place = h.place.clone();
     let store = h.store.clone();
     drop(h);
     store.close().await;
-    let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
+    let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
     let q = h.question(&card).await;
     assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "restart".into() }));
     let run = h.engine.run(q.run).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Failed);
 }
 
-#[tokio::test]
-async fn cancel_ends_the_waiting_run_with_an_explicit_outcome() {
+async fn cancel_ends_the_waiting_run_with_an_explicit_outcome(place: Place) {
     let (functions, _) = functions();
-    let h = Harness::new(functions).await;
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let run = h.run("one", "").await;
     let card = h.card(1).await;
     let r = h.say(BOB, "/cancel").await;
@@ -461,12 +452,11 @@ async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     gate.open.add_permits(1);
 }
 
-#[tokio::test]
-async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay() {
+async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay(place: Place) {
     const DAY: i64 = 86_400_000;
     let (functions, _) = functions();
     let settings = Settings { retention: Some(std::time::Duration::from_secs(86_400)), ..Settings::default() };
-    let h = Harness::open(functions, settings, Arc::new(tempfile::TempDir::new().unwrap()), Clock::manual(T0)).await;
+    let h = Harness::on(place, functions, settings, Clock::manual(T0)).await;
     let run = h.run("one", "").await;
     let card = h.card(1).await;
     eventually(|| async { (!h.engine.deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
@@ -543,3 +533,17 @@ async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() 
     let h = h.restart(Functions::new(), Settings::default(), Clock::manual(T0)).await;
     assert_eq!(h.engine.run(run).await.unwrap().unwrap().status, RunStatus::Failed);
 }
+
+// The engine's behaviour that rests on the store's, on both backends.
+crate::backend::on_both_backends!(
+    racing_resolvers_have_one_winner_and_one_resume,
+    replay_feeds_recorded_outcomes_and_repeats_no_say,
+    a_run_survives_a_restart_between_ask_and_answer,
+    a_question_that_expired_while_askgate_was_down_expires_at_start,
+    each_question_expires_exactly_once,
+    allow_always_lets_the_next_identical_approval_through_without_asking,
+    blocking_asks_wait_for_the_answer,
+    a_restart_cancels_leftover_blocking_questions,
+    cancel_ends_the_waiting_run_with_an_explicit_outcome,
+    ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay,
+);

@@ -1,7 +1,9 @@
 //! askgate's integration tests, compiled into one binary.
 
+mod backend;
 mod binary;
 mod browser;
+mod conformance;
 mod discord;
 mod engine;
 mod fake_discord;
@@ -9,6 +11,7 @@ mod fake_telegram;
 mod faults;
 mod gate;
 mod http;
+mod instances;
 mod mcp;
 mod process;
 mod routing;

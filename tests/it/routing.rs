@@ -5,7 +5,6 @@ use std::sync::Arc;
 use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Inbound, Settings};
 use askgate::question::{Answerers, Conversation, Kind, Mode, Question, Receipt, RunId, Status, Surface};
-use askgate::store::Store;
 use serde_json::json;
 use tempfile::TempDir;
 

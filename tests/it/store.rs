@@ -1,10 +1,11 @@
-//! The SQLite store on a real file: values survive exactly, claims happen once, batches
-//! isolate a bad write.
+//! What only one backend does. SQLite on a real file: NUL bytes survive, a batch isolates a
+//! bad write, one store per file, a locked file. PostgreSQL: what it cannot store is refused
+//! clearly. (What both do is in `conformance.rs`.)
 
 use std::sync::Arc;
 
 use askgate::question::{Answerers, Ask, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
-use askgate::run::{Run, RunStatus};
+use askgate::run::Run;
 use askgate::store::{Claim, Resolution, SqliteStore, Store, StoreError, Synchronous};
 use serde_json::json;
 use tempfile::TempDir;
@@ -78,59 +79,6 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
 }
 
 #[tokio::test]
-async fn concurrent_claims_on_one_question_have_one_winner_and_resume_the_run_once() {
-    let dir = TempDir::new().unwrap();
-    let store = open(&dir).await;
-    let r = run("");
-    let q = question(&r, "Pick");
-    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
-    let claims: Vec<_> = (0..16)
-        .map(|i| {
-            let store = store.clone();
-            let resolution = Resolution {
-                question: q.clone(),
-                outcome: Outcome::Answered { value: json!(format!("answer {i}")) },
-                by: Some(format!("test:u{i}")),
-                name: None,
-                via: Surface::Api,
-                at: T0 + i,
-                grant: None,
-                update: None,
-            };
-            tokio::spawn(async move { store.resolve(resolution.clone()).await.unwrap() })
-        })
-        .collect();
-    let mut won = 0;
-    for c in claims {
-        match c.await.unwrap() {
-            Claim::Won(_) => won += 1,
-            Claim::Lost(q) => assert_ne!(q.status, Status::Pending),
-            Claim::Missing => panic!("the question exists"),
-        }
-    }
-    assert_eq!(won, 1);
-    assert_eq!(store.run(r.id).await.unwrap().unwrap().status, RunStatus::Running, "the claim resumes the run");
-    assert_eq!(store.running_runs().await.unwrap().len(), 1);
-    let elsewhere = Question { id: QuestionId::new(), ..q.clone() };
-    let missing = Resolution { question: elsewhere, ..claims_template(q) };
-    assert_eq!(store.resolve(missing.clone()).await.unwrap(), Claim::Missing);
-    store.close().await;
-}
-
-fn claims_template(question: Question) -> Resolution {
-    Resolution {
-        question,
-        outcome: Outcome::Cancelled { reason: "x".into() },
-        by: None,
-        name: None,
-        via: Surface::Gateway,
-        at: T0,
-        grant: None,
-        update: None,
-    }
-}
-
-#[tokio::test]
 async fn a_bad_write_in_a_batch_fails_only_its_caller() {
     let dir = TempDir::new().unwrap();
     let store = open(&dir).await;
@@ -150,25 +98,6 @@ async fn a_bad_write_in_a_batch_fails_only_its_caller() {
     let stats = store.write_stats();
     assert_eq!((stats.writes, stats.failed), (3, 2), "{stats:?}");
     store.close().await;
-}
-
-#[tokio::test]
-async fn writes_after_close_are_refused_and_earlier_ones_are_kept() {
-    let dir = TempDir::new().unwrap();
-    let store = open(&dir).await;
-    let r = run("");
-    let q = question(&r, "Kept?");
-    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
-    store.close().await;
-    // Refused at once: a write that waited for an answer would be the bug, so it must not hang.
-    let late =
-        tokio::time::timeout(std::time::Duration::from_secs(20), store.ask(&r, &Arc::new(question(&r, "Too late"))))
-            .await
-            .expect("a write after close was neither refused nor done");
-    assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
-    let reopened = open(&dir).await;
-    assert_eq!(reopened.journal(r.id).await.unwrap().len(), 1, "the write before the close was lost");
-    reopened.close().await;
 }
 
 #[tokio::test]
@@ -253,4 +182,84 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
     assert!(store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
     assert_eq!(store.write_stats().batches, before + 1, "one commit for the tap and its key");
     store.close().await;
+}
+
+#[tokio::test]
+async fn postgres_refuses_a_nul_character_as_the_writes_own_fault() {
+    let database = crate::backend::TestDatabase::create().await;
+    let store = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let r = run("nul\0 inside");
+    let refused = store.ask(&r, &Arc::new(question(&r, "Fine"))).await;
+    let Err(e @ StoreError::Constraint(message)) = &refused else { panic!("{refused:?}") };
+    assert!(!e.is_transient() && message.contains("PostgreSQL 22021"), "{message}");
+    assert_eq!(store.run(r.id).await.unwrap(), None, "nothing of the refused write was kept");
+    store.close().await;
+}
+
+/// Two instances on one PostgreSQL database: each hears the other's asks and resolutions, a
+/// run belongs to the instance that runs it, and what a dead one left goes to one survivor.
+#[tokio::test]
+async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_dead_one_left() {
+    use askgate::question::{Mode, Outcome, Surface};
+    use askgate::run::RunStatus;
+    use askgate::store::{Change, Claim, Resolution};
+
+    let database = crate::backend::TestDatabase::create().await;
+    let a = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let b = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let mut heard_by_b = b.changes().expect("a shared store tells of the others' changes");
+    assert!(b.changes().is_none(), "taken once");
+
+    // A asks; B hears it and answers it; the run is B's to resume, and A hears that.
+    let r = run("");
+    let q = question(&r, "Which?");
+    a.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), heard_by_b.recv()).await.unwrap();
+    assert_eq!(heard, Some(Change::Asked(q.id)));
+    let mut heard_by_a = a.changes().unwrap();
+    let answer = Resolution {
+        question: q.clone(),
+        outcome: Outcome::Answered { value: serde_json::json!("it's") },
+        by: Some("test:alice".into()),
+        name: None,
+        via: Surface::Api,
+        at: T0,
+        grant: None,
+        update: None,
+    };
+    assert!(matches!(b.resolve(answer).await.unwrap(), Claim::Won(_)));
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), heard_by_a.recv()).await.unwrap();
+    assert_eq!(heard, Some(Change::Resolved(q.id)));
+    assert_eq!(a.run(r.id).await.unwrap().unwrap().status, RunStatus::Running);
+    assert_eq!(a.orphans().await.unwrap(), askgate::store::Orphans::default(), "B is alive and runs it");
+
+    // B signs off: its running run goes to A, once.
+    b.close().await;
+    let taken = a.orphans().await.unwrap();
+    assert_eq!(taken.runs.iter().map(|r| r.id).collect::<Vec<_>>(), [r.id]);
+    assert_eq!(a.orphans().await.unwrap().runs, [], "taken over once");
+
+    // A blocking ask held by C; C's heartbeat lapses (it froze or died): A cancels its question
+    // and ends its run; a third instance finds nothing left.
+    let c = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let mut held = run("");
+    (held.mode, held.status) = (Mode::Blocking, RunStatus::Running);
+    let mut blocking = question(&held, "Hold?");
+    blocking.mode = Mode::Blocking;
+    c.ask(&held, &Arc::new(blocking.clone())).await.unwrap();
+    assert_eq!(a.orphans().await.unwrap(), askgate::store::Orphans::default(), "C is alive");
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&database.url).await.unwrap();
+    sqlx::query("UPDATE instances SET heartbeat_at = now() - interval '1 minute' WHERE id = $1")
+        .bind(c.instance().unwrap())
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let orphans = a.orphans().await.unwrap();
+    assert_eq!(orphans.blocking.iter().map(|q| q.id).collect::<Vec<_>>(), [blocking.id]);
+    assert_eq!(orphans.runs.iter().map(|r| r.id).collect::<Vec<_>>(), [held.id]);
+    let d = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    assert_eq!(d.orphans().await.unwrap().runs, [], "the run went to A alone");
+    for store in [a, c, d] {
+        store.close().await;
+    }
 }

@@ -12,7 +12,9 @@ use askgate::engine::Functions;
 use askgate::engine::{Access, ChannelPolicy, Engine, Inbound, Response, RunRequest, Settings};
 use askgate::question::{Conversation, Question, Surface, UserRef};
 use askgate::run::Run;
-use askgate::store::{Delivery, SqliteStore, Synchronous};
+use askgate::store::{Delivery, Store};
+
+use crate::backend::Place;
 use async_trait::async_trait;
 use tempfile::TempDir;
 
@@ -149,14 +151,16 @@ impl Channel for Recorder {
     }
 }
 
-/// An engine over a SQLite file in a temp dir, with a recording channel.
+/// An engine over a store (SQLite in a temp dir unless a test names a place), with a
+/// recording channel.
 pub struct Harness {
     pub engine: Engine,
     /// The engine's store, for what a test sets up or checks underneath it.
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn Store>,
     pub recorder: Arc<Recorder>,
     pub clock: Clock,
-    pub dir: Arc<TempDir>,
+    /// Where the store keeps its data: a restart opens it again.
+    pub place: Place,
 }
 
 /// The start of the manual clock: a fixed instant, so tests are repeatable.
@@ -167,24 +171,28 @@ impl Harness {
         Self::open(functions, Settings::default(), Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await
     }
 
-    pub async fn open(functions: Functions, mut settings: Settings, dir: Arc<TempDir>, clock: Clock) -> Self {
+    pub async fn open(functions: Functions, settings: Settings, dir: Arc<TempDir>, clock: Clock) -> Self {
+        Self::on(Place::File(dir), functions, settings, clock).await
+    }
+
+    /// An engine on `place`'s store.
+    pub async fn on(place: Place, functions: Functions, mut settings: Settings, clock: Clock) -> Self {
         init_log();
         // Anyone in the test room may start runs unless a test sets the rule itself.
         settings.channels.entry("test".into()).or_insert_with(anyone);
-        let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let store = Arc::new(store);
+        let store = place.open().await;
         let engine = Engine::new(store.clone(), functions, settings, clock.clone());
         let recorder = Arc::new(Recorder::default());
         engine.attach(recorder.clone());
         engine.start().await.unwrap();
-        Self { engine, store, recorder, clock, dir }
+        Self { engine, store, recorder, clock, place }
     }
 
-    /// Stops this engine and opens a new one on the same file, with `clock`.
+    /// Stops this engine and opens a new one on the same store, with `clock`.
     pub async fn restart(self, functions: Functions, settings: Settings, clock: Clock) -> Self {
-        let dir = self.dir.clone();
+        let place = self.place.clone();
         self.engine.shutdown().await;
-        Self::open(functions, settings, dir, clock).await
+        Self::on(place, functions, settings, clock).await
     }
 
     pub async fn run(&self, function: &str, input: &str) -> askgate::question::RunId {

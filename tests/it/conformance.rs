@@ -1,0 +1,442 @@
+//! The store's behaviour, written once and run on both backends: SQLite on a real file, and
+//! PostgreSQL in a database of the test's own (see `backend.rs`). Each test below runs as
+//! `conformance::sqlite::<name>` and `conformance::postgres::<name>`.
+
+use std::sync::Arc;
+
+use crate::backend::Place;
+use crate::support::{T0, waiting_run};
+use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
+use askgate::run::{Run, RunStatus};
+use askgate::store::{Claim, Delivery, Grant, QuestionFilter, Resolution, Store, StoreError};
+use serde_json::json;
+
+/// A store open on a place.
+struct Backend {
+    store: Arc<dyn Store>,
+    place: Place,
+}
+
+impl Backend {
+    async fn open(place: Place) -> Self {
+        Self { store: place.open().await, place }
+    }
+
+    /// Closes the store and opens the same database again.
+    async fn reopen(self) -> Self {
+        self.store.close().await;
+        Self::open(self.place).await
+    }
+}
+
+crate::backend::on_both_backends!(
+    values_survive_exactly,
+    concurrent_claims_have_one_winner_and_resume_the_run_once,
+    a_claim_writes_its_grant_and_update_key_with_it,
+    an_inbound_key_is_first_seen_once,
+    pages_list_every_question_once_in_order,
+    a_question_is_found_by_the_start_of_its_id,
+    cards_are_recorded_once_and_found_by_where_they_are,
+    deadlines_and_pending_lists,
+    undelivered_questions_are_found_page_by_page,
+    an_agents_run_left_waiting_without_a_question_is_found,
+    runs_finish_count_says_and_read_back_with_their_journal,
+    pruning_deletes_old_ended_runs_and_keys_only,
+    a_bad_write_fails_by_its_own_fault,
+    writes_after_close_are_refused_and_earlier_ones_are_kept,
+);
+
+fn run(conversation: &str) -> Run {
+    waiting_run(conversation, "")
+}
+
+fn question(run: &Run, step: u32, prompt: &str) -> Question {
+    let ask = Ask::question(prompt).options(["it's", "a\"b"]).allow_custom(true).validate().unwrap();
+    Question {
+        id: QuestionId::new(),
+        conversation: run.conversation.clone(),
+        run: run.id,
+        step,
+        mode: run.mode,
+        kind: ask.kind,
+        fingerprint: ask.fingerprint(),
+        prompt: ask.prompt,
+        detail: Some("line one\nline two; DROP TABLE runs; --".into()),
+        options: ask.options,
+        multi: false,
+        allow_custom: true,
+        default: Some(json!("it's")),
+        answerers: Answerers::Users { users: vec![askgate::question::UserRef::parse("test:alice").unwrap()] },
+        created_at: T0 + i64::from(step),
+        expires_at: Some(T0 + 1_000 + i64::from(step)),
+        status: Status::Pending,
+        outcome: None,
+        answered_by: None,
+        answered_via: None,
+        answered_name: None,
+    }
+}
+
+/// Stores a run with one pending question at step 0.
+async fn asked(store: &Arc<dyn Store>, conversation: &str, prompt: &str) -> (Run, Question) {
+    let r = run(conversation);
+    let q = question(&r, 0, prompt);
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    (r, q)
+}
+
+fn answer(q: &Question, value: serde_json::Value, at: i64) -> Resolution {
+    Resolution {
+        question: q.clone(),
+        outcome: Outcome::Answered { value },
+        by: Some("test:alice".into()),
+        name: Some("@alice".into()),
+        via: Surface::Api,
+        at,
+        grant: None,
+        update: None,
+    }
+}
+
+fn conversation(c: &str) -> Conversation {
+    Conversation::parse(c).unwrap()
+}
+
+async fn values_survive_exactly(place: Place) {
+    let b = Backend::open(place).await;
+    let mut r = run("test:room");
+    r.input = "o'clock '); DELETE FROM runs; -- ünïcödé ✅".into();
+    r.answerers = Some(Answerers::Users { users: vec![askgate::question::UserRef::parse("test:bob").unwrap()] });
+    let q = question(&r, 0, "Don't 'quote' me — ünïcödé ✅");
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap(), q);
+    assert_eq!(b.store.run(r.id).await.unwrap().unwrap(), r);
+
+    let outcome = Outcome::Declined { feedback: Some("not '; now".into()) };
+    let resolution = Resolution {
+        outcome: outcome.clone(),
+        name: Some("O'Brien ✅".into()),
+        via: Surface::Other,
+        ..answer(&q, json!(null), T0 + 5)
+    };
+    let Claim::Won(won) = b.store.resolve(resolution).await.unwrap() else { panic!("the first claim must win") };
+    assert_eq!(won.outcome, Some(outcome));
+    assert_eq!(won.status, Status::Declined);
+    assert_eq!(won.answered_via, Some(Surface::Other));
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
+    b.store.close().await;
+}
+
+async fn concurrent_claims_have_one_winner_and_resume_the_run_once(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, q) = asked(&b.store, "test:room", "Pick").await;
+    let claims: Vec<_> = (0..16)
+        .map(|i| {
+            let store = b.store.clone();
+            let resolution = answer(&q, json!(format!("answer {i}")), T0 + i);
+            tokio::spawn(async move { store.resolve(resolution).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    let mut lost = Vec::new();
+    for c in claims {
+        match c.await.unwrap() {
+            Claim::Won(q) => won.push(q),
+            Claim::Lost(q) => lost.push(q),
+            Claim::Missing => panic!("the question exists"),
+        }
+    }
+    assert_eq!(won.len(), 1);
+    // Every loser sees the winner's outcome: the receipt names what won.
+    assert!(lost.iter().all(|l| l.outcome == won[0].outcome && l.status == Status::Answered), "{lost:?}");
+    let resumed = b.store.run(r.id).await.unwrap().unwrap();
+    assert_eq!(resumed.status, RunStatus::Running, "the claim resumes the run");
+    // Orphaned by nobody on a shared store (this instance runs it); on a store one askgate holds,
+    // every running run is what the last one left.
+    let orphans = b.store.orphans().await.unwrap().runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(orphans, if b.store.shared() { vec![] } else { vec![r.id] });
+    let elsewhere = Question { id: QuestionId::new(), ..q.clone() };
+    assert_eq!(b.store.resolve(answer(&elsewhere, json!(1), T0)).await.unwrap(), Claim::Missing);
+    b.store.close().await;
+}
+
+async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, q) = asked(&b.store, "test:room", "Deploy?").await;
+    let room = conversation("test:room");
+    let grant = Grant {
+        id: "g1".into(),
+        conversation: room.clone(),
+        action: "deploy".into(),
+        granted_by: "test:alice".into(),
+        question: q.id,
+        created_at: T0 + 1,
+    };
+    let resolution = Resolution {
+        outcome: Outcome::Answered { value: json!("always") },
+        grant: Some(grant.clone()),
+        update: Some("telegram:update:7".into()),
+        ..answer(&q, json!(null), T0 + 1)
+    };
+    assert!(matches!(b.store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
+    assert!(b.store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
+    assert_eq!(b.store.find_grant(&room, "deploy").await.unwrap(), Some(grant.clone()));
+    assert_eq!(b.store.grants(Some(&room)).await.unwrap(), std::slice::from_ref(&grant));
+    assert_eq!(b.store.grants(Some(&conversation("test:other"))).await.unwrap(), []);
+    // A lost claim writes neither.
+    let again = Resolution { grant: Some(Grant { id: "g2".into(), ..grant }), update: Some("k2".into()), ..resolution };
+    assert!(matches!(b.store.resolve(again).await.unwrap(), Claim::Lost(_)));
+    assert!(!b.store.seen("k2").await.unwrap());
+    assert_eq!(b.store.grants(None).await.unwrap().len(), 1);
+
+    assert!(b.store.revoke_grant("g1", T0 + 2).await.unwrap());
+    assert!(!b.store.revoke_grant("g1", T0 + 3).await.unwrap(), "a grant is revoked once");
+    assert!(!b.store.revoke_grant("nope", T0 + 3).await.unwrap());
+    assert_eq!(b.store.find_grant(&room, "deploy").await.unwrap(), None);
+    b.store.close().await;
+}
+
+async fn an_inbound_key_is_first_seen_once(place: Place) {
+    let b = Backend::open(place).await;
+    assert!(!b.store.seen("discord:interaction:1").await.unwrap());
+    let firsts = futures_util::future::join_all((0..8).map(|_| b.store.first_seen("discord:interaction:1", T0))).await;
+    assert_eq!(firsts.into_iter().filter(|f| *f.as_ref().unwrap()).count(), 1, "one caller sees it first");
+    assert!(b.store.seen("discord:interaction:1").await.unwrap());
+    // A run started by an update records its key with the run.
+    let mut r = run("test:room");
+    r.update = Some("telegram:update:9".into());
+    b.store.save_run(&r).await.unwrap();
+    assert!(!b.store.first_seen("telegram:update:9", T0).await.unwrap());
+    b.store.close().await;
+}
+
+async fn pages_list_every_question_once_in_order(place: Place) {
+    let b = Backend::open(place).await;
+    let mut asked_ids = Vec::new();
+    for i in 0..5 {
+        let room = if i % 2 == 0 { "test:even" } else { "test:odd" };
+        asked_ids.push(asked(&b.store, room, &format!("Q{i}")).await.1);
+    }
+    let mut approval = asked_ids[4].clone();
+    approval.id = QuestionId::new();
+    approval.step = 1;
+    approval.kind = askgate::question::Kind::Approval;
+    b.store.ask(&b.store.run(approval.run).await.unwrap().unwrap(), &Arc::new(approval.clone())).await.unwrap();
+    b.store.resolve(answer(&asked_ids[1], json!("it's"), T0 + 9)).await.unwrap();
+
+    let walk = |filter: QuestionFilter| {
+        let store = b.store.clone();
+        async move {
+            let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+            loop {
+                let (page, next) = store.questions_page(&filter, cursor.as_deref(), 2).await.unwrap();
+                assert!(page.len() <= 2);
+                seen.extend(page.into_iter().map(|q| q.prompt));
+                match next {
+                    Some(next) => cursor = Some(next),
+                    None => return seen,
+                }
+            }
+        }
+    };
+    let pending = QuestionFilter { status: Some(Status::Pending), ..QuestionFilter::default() };
+    assert_eq!(walk(pending.clone()).await, ["Q0", "Q2", "Q3", "Q4", "Q4"], "pending: oldest first");
+    let all = walk(QuestionFilter::default()).await;
+    assert_eq!(all, ["Q4", "Q4", "Q3", "Q2", "Q1", "Q0"], "all: newest first");
+    let even = QuestionFilter { conversation: Some(conversation("test:even")), ..pending.clone() };
+    assert_eq!(walk(even).await, ["Q0", "Q2", "Q4", "Q4"]);
+    let answered = QuestionFilter { status: Some(Status::Answered), ..QuestionFilter::default() };
+    assert_eq!(walk(answered).await, ["Q1"]);
+    let approvals = QuestionFilter { kind: Some(askgate::question::Kind::Approval), ..QuestionFilter::default() };
+    let (page, _) = b.store.questions_page(&approvals, None, 10).await.unwrap();
+    assert_eq!(page.iter().map(|q| q.id).collect::<Vec<_>>(), [approval.id]);
+    let bad = b.store.questions_page(&pending, Some("not-a-cursor"), 2).await;
+    assert!(matches!(bad, Err(StoreError::BadCursor(_))), "{bad:?}");
+    assert_eq!(b.store.pending_count().await.unwrap(), 5);
+    b.store.close().await;
+}
+
+async fn a_question_is_found_by_the_start_of_its_id(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, q) = asked(&b.store, "test:room", "Which?").await;
+    let (_, elsewhere) = asked(&b.store, "test:other", "Other").await;
+    let prefix = &q.id.to_string()[..8];
+    let found = b.store.questions_by_prefix(None, prefix, 5).await.unwrap();
+    assert_eq!(found.iter().map(|f| f.id).collect::<Vec<_>>(), [q.id]);
+    let here = b.store.questions_by_prefix(Some(&conversation("test:other")), prefix, 5).await.unwrap();
+    assert!(here.iter().all(|f| f.id == elsewhere.id), "{here:?}");
+    assert_eq!(b.store.questions_by_prefix(None, "", 5).await.unwrap().len(), 2, "every id starts with nothing");
+    b.store.close().await;
+}
+
+async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, q) = asked(&b.store, "test:room", "Card?").await;
+    let (_, other) = asked(&b.store, "test:room", "Other card?").await;
+    let card = Delivery::card(q.id, Surface::Telegram, "42", "1001");
+    let prompt = Delivery::prompt(q.id, Surface::Telegram, "42", "1002");
+    b.store.add_delivery(&card).await.unwrap();
+    b.store.add_delivery(&card).await.unwrap();
+    b.store.add_delivery(&prompt).await.unwrap();
+    b.store.add_delivery(&Delivery::card(other.id, Surface::Discord, "7", "9")).await.unwrap();
+    assert_eq!(b.store.deliveries(q.id).await.unwrap(), [card.clone(), prompt.clone()]);
+    assert_eq!(b.store.deliveries_of(&[q.id, other.id]).await.unwrap().len(), 3);
+    assert_eq!(b.store.deliveries_of(&[]).await.unwrap(), []);
+    assert_eq!(b.store.question_for_card(Surface::Telegram, "42", "1002").await.unwrap(), Some(q.id));
+    assert_eq!(b.store.question_for_card(Surface::Discord, "42", "1002").await.unwrap(), None);
+    let orphan = b.store.add_delivery(&Delivery::card(QuestionId::new(), Surface::Web, "x", "y")).await;
+    assert!(matches!(orphan, Err(StoreError::Constraint(_))), "a card of no question: {orphan:?}");
+    b.store.close().await;
+}
+
+async fn deadlines_and_pending_lists(place: Place) {
+    let b = Backend::open(place).await;
+    assert_eq!(b.store.next_deadline().await.unwrap(), None);
+    let (_, first) = asked(&b.store, "test:room", "First").await;
+    let mut blocking_run = run("test:other");
+    blocking_run.mode = Mode::Blocking;
+    let mut blocking = question(&blocking_run, 0, "Blocking");
+    blocking.expires_at = Some(T0 + 500);
+    b.store.ask(&blocking_run, &Arc::new(blocking.clone())).await.unwrap();
+    let mut never_run = run("test:room");
+    never_run.mode = Mode::External;
+    let mut never = question(&never_run, 0, "Never");
+    never.expires_at = None;
+    b.store.ask(&never_run, &Arc::new(never.clone())).await.unwrap();
+
+    assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 500));
+    assert_eq!(b.store.due(T0 + 499, 10).await.unwrap(), []);
+    let due = b.store.due(T0 + 1_000, 10).await.unwrap();
+    assert_eq!(due.iter().map(|q| q.id).collect::<Vec<_>>(), [blocking.id, first.id], "earliest first");
+    assert_eq!(b.store.due(T0 + 1_000, 1).await.unwrap().len(), 1);
+    let orphaned = b.store.orphans().await.unwrap().blocking;
+    assert_eq!(orphaned, if b.store.shared() { vec![] } else { vec![blocking.clone()] });
+    let room = b.store.pending(Some(&conversation("test:room"))).await.unwrap();
+    assert_eq!(room.iter().map(|q| q.id).collect::<Vec<_>>(), [first.id, never.id]);
+    assert_eq!(b.store.pending(None).await.unwrap().len(), 3);
+    b.store.resolve(answer(&blocking, json!("it's"), T0 + 10)).await.unwrap();
+    assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 1_000));
+    assert_eq!(b.store.orphans().await.unwrap().blocking, []);
+    b.store.close().await;
+}
+
+async fn undelivered_questions_are_found_page_by_page(place: Place) {
+    let b = Backend::open(place).await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(asked(&b.store, "test:room", &format!("U{i}")).await.1.id);
+    }
+    b.store.add_delivery(&Delivery::card(ids[1], Surface::Console, "local", "1")).await.unwrap();
+    let mut expected = [ids[0], ids[2]];
+    expected.sort_by_key(ToString::to_string);
+    let first = b.store.undelivered(T0 + 100, None, 1).await.unwrap();
+    assert_eq!(first.iter().map(|q| q.id).collect::<Vec<_>>(), [expected[0]]);
+    let rest = b.store.undelivered(T0 + 100, Some(expected[0]), 10).await.unwrap();
+    assert_eq!(rest.iter().map(|q| q.id).collect::<Vec<_>>(), [expected[1]]);
+    assert_eq!(b.store.undelivered(T0, None, 10).await.unwrap(), [], "only those asked before `before`");
+    b.store.close().await;
+}
+
+async fn an_agents_run_left_waiting_without_a_question_is_found(place: Place) {
+    let b = Backend::open(place).await;
+    let mut r = run("test:room");
+    r.mode = Mode::External;
+    let q = question(&r, 0, "Agent asks");
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    assert_eq!(b.store.stuck_external_runs().await.unwrap(), []);
+    b.store.resolve(answer(&q, json!("it's"), T0 + 1)).await.unwrap();
+    // An external run is not resumed by the claim (only follow-up runs are): it stays waiting.
+    let stuck = b.store.stuck_external_runs().await.unwrap();
+    assert_eq!(stuck.len(), 1);
+    assert_eq!((stuck[0].run.id, stuck[0].run.status), (r.id, RunStatus::Waiting));
+    assert_eq!(stuck[0].journal.len(), 1);
+    b.store.close().await;
+}
+
+async fn runs_finish_count_says_and_read_back_with_their_journal(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, q0) = asked(&b.store, "test:room", "Step 0").await;
+    let Claim::Won(q0) = b.store.resolve(answer(&q0, json!("it's"), T0 + 1)).await.unwrap() else { panic!() };
+    let q1 = question(&r, 1, "Step 1");
+    let mut waiting = r.clone();
+    waiting.status = RunStatus::Waiting;
+    b.store.ask(&waiting, &Arc::new(q1.clone())).await.unwrap();
+    let resume = b.store.run_with_journal(r.id).await.unwrap().unwrap();
+    assert_eq!(resume.journal, [q0.clone(), q1.clone()], "ordered by step");
+    assert_eq!(b.store.journal(r.id).await.unwrap(), [q0, q1]);
+    assert_eq!(b.store.run_with_journal(RunId::new()).await.unwrap(), None);
+
+    b.store.set_says(r.id, 3).await.unwrap();
+    b.store.set_says(r.id, 2).await.unwrap();
+    assert_eq!(b.store.run(r.id).await.unwrap().unwrap().says, 3, "says never goes back");
+    assert!(b.store.finish_run(r.id, RunStatus::Finished, "done ✅", T0 + 9).await.unwrap());
+    assert!(!b.store.finish_run(RunId::new(), RunStatus::Failed, "x", T0).await.unwrap());
+    let finished = b.store.run(r.id).await.unwrap().unwrap();
+    assert_eq!(
+        (finished.status, finished.result.as_deref(), finished.updated_at),
+        (RunStatus::Finished, Some("done ✅"), T0 + 9)
+    );
+    b.store.close().await;
+}
+
+async fn pruning_deletes_old_ended_runs_and_keys_only(place: Place) {
+    let b = Backend::open(place).await;
+    let (old, q) = asked(&b.store, "test:room", "Old").await;
+    b.store.add_delivery(&Delivery::card(q.id, Surface::Console, "local", "1")).await.unwrap();
+    b.store.resolve(answer(&q, json!("it's"), T0 + 1)).await.unwrap();
+    b.store.finish_run(old.id, RunStatus::Finished, "", T0 + 2).await.unwrap();
+    let (young, _) = asked(&b.store, "test:room", "Young").await;
+    b.store.finish_run(young.id, RunStatus::Failed, "", T0 + 50).await.unwrap();
+    let (still, _) = asked(&b.store, "test:room", "Still waiting").await;
+    b.store.first_seen("old-key", T0).await.unwrap();
+    b.store.first_seen("new-key", T0 + 50).await.unwrap();
+
+    let pruned = b.store.prune(Some(T0 + 10), T0 + 10, 100).await.unwrap();
+    assert_eq!((pruned.runs, pruned.inbound), (1, 1));
+    assert_eq!(b.store.run(old.id).await.unwrap(), None);
+    assert_eq!(b.store.question(q.id).await.unwrap(), None);
+    assert_eq!(b.store.deliveries(q.id).await.unwrap(), []);
+    assert!(b.store.run(young.id).await.unwrap().is_some());
+    assert!(b.store.run(still.id).await.unwrap().is_some(), "a waiting run is never pruned");
+    assert!(!b.store.seen("old-key").await.unwrap() && b.store.seen("new-key").await.unwrap());
+    let none = b.store.prune(None, T0, 100).await.unwrap();
+    assert_eq!((none.runs, none.inbound), (0, 0));
+    b.store.close().await;
+}
+
+async fn a_bad_write_fails_by_its_own_fault(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, good) = asked(&b.store, "test:room", "Good").await;
+    let mut orphan = question(&r, 5, "Orphan");
+    orphan.run = RunId::new();
+    let mut other = run("test:room");
+    other.id = orphan.run;
+    other.status = RunStatus::Running;
+    // The question names its own run, which `ask` stores first: no orphan. A second question at
+    // the same step of the first run breaks the (run, step) rule.
+    let same_step = Question { id: QuestionId::new(), ..good.clone() };
+    let refused = b.store.ask(&r, &Arc::new(same_step)).await;
+    let Err(e) = &refused else { panic!("two questions at one step were stored") };
+    assert!(matches!(e, StoreError::Constraint(_)) && !e.is_transient(), "{e:?}");
+    let duplicate = b.store.ask(&r, &Arc::new(good.clone())).await;
+    assert!(matches!(duplicate, Err(StoreError::Constraint(_))), "{duplicate:?}");
+    assert_eq!(b.store.journal(r.id).await.unwrap(), [good]);
+    b.store.ask(&other, &Arc::new(orphan)).await.unwrap();
+    b.store.close().await;
+}
+
+async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, q) = asked(&b.store, "test:room", "Kept?").await;
+    b.store.close().await;
+    let late = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        b.store.ask(&r, &Arc::new(question(&r, 1, "Too late"))),
+    )
+    .await
+    .expect("a write after close was neither refused nor done");
+    assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
+    let b = b.reopen().await;
+    assert_eq!(b.store.journal(r.id).await.unwrap(), [q], "the write before the close was kept");
+    b.store.close().await;
+}
