@@ -67,6 +67,10 @@ pub(super) fn read_holder(path: &Path) -> String {
 
 /// Takes the advisory lock on `<database>.lock` and writes this process's id into it; when
 /// another process holds it, says which.
+/// How often, and how far apart, a held lock is tried again before it counts as held.
+const LOCK_TRIES: u32 = 20;
+const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
 pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
     let path = lock_path(database);
     let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
@@ -78,7 +82,20 @@ pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
         .mode(0o600)
         .open(&path)
         .map_err(failed)?;
-    match file.try_lock() {
+    // A lock just released may still be held for a moment by a child that a process forked
+    // while it held it (the child's copy of the descriptor lives until it execs): try a few
+    // times over half a second before naming the holder.
+    let mut tries = 0;
+    let locked = loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) if tries < LOCK_TRIES => {
+                tries += 1;
+                std::thread::sleep(LOCK_PAUSE);
+            }
+            other => break other,
+        }
+    };
+    match locked {
         Ok(()) => {
             file.set_len(0).map_err(failed)?;
             writeln!(file, "pid {}", std::process::id()).map_err(failed)?;
