@@ -45,6 +45,7 @@ pub use delivery::NotServed;
 pub use event::{Event, Logged};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
+pub use instances::Held;
 pub use records::{CardRefusal, Found};
 pub use router::{Inbound, Response};
 pub use runner::{RunRequest, StartError};
@@ -104,6 +105,8 @@ struct Inner {
     parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
     /// How each attached channel's connection stands.
     channel_states: Mutex<std::collections::BTreeMap<&'static str, ChannelState>>,
+    /// The leases this instance holds (`telegram:polling`), for `/healthz`.
+    leases: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// How many turns are executing per conversation (not counting ones waiting on a person).
     busy: Mutex<HashMap<Conversation, usize>>,
     settled: Notify,
@@ -133,6 +136,7 @@ impl Engine {
                 metrics: metrics::Metrics::default(),
                 parked: Mutex::new(Recent::new(4096)),
                 channel_states: Mutex::default(),
+                leases: Arc::default(),
                 busy: Mutex::new(HashMap::new()),
                 settled: Notify::new(),
             }),

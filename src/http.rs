@@ -362,6 +362,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
     });
     if let Some(instance) = state.engine.instance() {
         body["instance"] = json!(instance);
+        body["leases"] = json!(state.engine.leases());
     }
     let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()

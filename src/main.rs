@@ -39,6 +39,16 @@ enum Command {
         #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
     },
+    /// Copy a SQLite database into an empty PostgreSQL database (stop askgate first; the copy
+    /// lands whole or not at all). Then point gateway.database at the PostgreSQL URL.
+    Migrate {
+        /// The SQLite database: `sqlite://askgate.db` or a path.
+        #[arg(long)]
+        from: String,
+        /// The PostgreSQL database: `postgres://user:password@host:5432/name`.
+        #[arg(long)]
+        to: String,
+    },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
     /// start local processes). The token comes from ASKGATE_API_TOKEN or the token file.
     Mcp {
@@ -77,6 +87,7 @@ fn main() -> ExitCode {
     }
     let config_path = match &cli.command {
         Command::Serve { config, .. } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
+        Command::Migrate { from, to } => return migrate(from, to),
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
@@ -90,6 +101,7 @@ fn main() -> ExitCode {
             check(&config, &config_path);
             ExitCode::SUCCESS
         }
+        Command::Migrate { .. } => unreachable!("handled before the configuration is read"),
         Command::Mcp { url, .. } => match mcp(&config, url) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -271,5 +283,34 @@ fn postgres_instances(url: &str) {
             }
         }
         Err(e) => println!("instances: cannot tell ({e})"),
+    }
+}
+
+/// `askgate migrate`: copies a SQLite database into an empty PostgreSQL one.
+fn migrate(from: &str, to: &str) -> ExitCode {
+    if !askgate::store::is_postgres_url(to) {
+        eprintln!("askgate migrate: --to must be a PostgreSQL URL (postgres://…), not `{to}`");
+        return ExitCode::from(BAD_CONFIG);
+    }
+    if askgate::store::is_postgres_url(from) {
+        eprintln!("askgate migrate: --from must be a SQLite database (sqlite://… or a path)");
+        return ExitCode::from(BAD_CONFIG);
+    }
+    let copied = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.block_on(askgate::store::copy::sqlite_to_postgres(from, to)).map_err(|e| e.to_string()));
+    match copied {
+        Ok(tables) => {
+            let counts: Vec<String> = tables.iter().map(|(table, n)| format!("{n} {table}")).collect();
+            println!("copied {} into {}: {}", from, askgate::store::redact(to), counts.join(", "));
+            println!("now set gateway.database = \"{}\" and start askgate", askgate::store::redact(to));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("askgate migrate: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

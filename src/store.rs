@@ -31,6 +31,7 @@ macro_rules! run_and_journal {
     };
 }
 
+pub mod copy;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -332,6 +333,30 @@ pub struct Orphans {
     pub runs: Vec<Run>,
 }
 
+/// A held lease (see [`Store::lease`]): released when dropped.
+pub struct Lease {
+    lost: tokio_util::sync::CancellationToken,
+    _held: Option<tokio_util::task::AbortOnDropHandle<()>>,
+}
+
+impl Lease {
+    /// The lease of an askgate that holds its store alone: never lost.
+    pub fn sole() -> Self {
+        Self { lost: tokio_util::sync::CancellationToken::new(), _held: None }
+    }
+
+    /// A lease kept by `keeper` (which cancels `lost` when it can no longer vouch for it).
+    pub(crate) fn kept(lost: tokio_util::sync::CancellationToken, keeper: tokio::task::JoinHandle<()>) -> Self {
+        Self { lost, _held: Some(tokio_util::task::AbortOnDropHandle::new(keeper)) }
+    }
+
+    /// Completes when the lease is lost (its database connection failed): the holder stops
+    /// using the platform connection and asks for the lease again.
+    pub async fn lost(&self) {
+        self.lost.cancelled().await;
+    }
+}
+
 /// What another askgate sharing the store did to a question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -374,6 +399,14 @@ pub trait Store: Send + Sync + 'static {
     /// every few seconds, and [`Store::changes`] carries what the others do).
     fn shared(&self) -> bool {
         false
+    }
+    /// Waits until this askgate holds the lease `name` (a platform connection that admits one
+    /// consumer at a time: Telegram long polling, a Discord gateway session), or `stop`. A store
+    /// one askgate holds grants it at once; a shared store to one instance at a time, until the
+    /// lease is dropped or the instance dies.
+    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
+        let _ = name;
+        Ok((!stop.is_cancelled()).then(Lease::sole))
     }
     /// This askgate's id among those sharing the store (none for a store one askgate holds).
     fn instance(&self) -> Option<&str> {

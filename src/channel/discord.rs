@@ -57,19 +57,29 @@ impl Discord {
     ///
     /// # Errors
     /// When the client cannot be built or the gateway refuses the token.
+    ///
+    /// With several instances on one database, one of them holds the gateway session at a time
+    /// (the lease `discord:gateway`); another takes over when it stops or dies.
     pub async fn serve(self: Arc<Self>, engine: Engine, stop: CancellationToken) -> Result<(), serenity::Error> {
         let intents =
             GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
-        let handler = Handler { discord: self.clone(), engine };
-        let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
-        let shards = client.shard_manager.clone();
-        tokio::select! {
-            result = client.start() => result,
-            () = stop.cancelled() => {
-                shards.shutdown_all().await;
-                Ok(())
+        while let Some(held) = engine.lease("discord:gateway").await {
+            let handler = Handler { discord: self.clone(), engine: engine.clone() };
+            let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
+            let shards = client.shard_manager.clone();
+            tokio::select! {
+                result = client.start() => return result,
+                () = stop.cancelled() => {
+                    shards.shutdown_all().await;
+                    return Ok(());
+                }
+                () = held.lost() => {
+                    tracing::warn!("left the discord gateway: the lease on it was lost");
+                    shards.shutdown_all().await;
+                }
             }
         }
+        Ok(())
     }
 
     async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<Message, ChannelError> {

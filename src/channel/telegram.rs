@@ -186,7 +186,19 @@ impl Telegram {
         let _ = self.username.set(me.username().to_owned());
         let bot = self.bot.clone();
         match updates {
-            Updates::Polling => self.poll(&engine, &stop).await,
+            // One consumer of getUpdates per bot: with several instances, the lease's holder.
+            Updates::Polling => {
+                while let Some(held) = engine.lease("telegram:polling").await {
+                    let polling = stop.child_token();
+                    tokio::select! {
+                        () = self.poll(&engine, &polling) => break,
+                        () = held.lost() => {
+                            tracing::warn!("stopped polling telegram: the lease on it was lost");
+                            polling.cancel();
+                        }
+                    }
+                }
+            }
             Updates::Webhook { url, listen, secret } => {
                 let url = url.parse().map_err(|_| StartError::WebhookUrl(url.clone()))?;
                 let options = webhooks::Options::new(listen, url).secret_token(secret);

@@ -17,7 +17,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Engine, Event, lock};
 use crate::question::{Mode, Outcome, QuestionId};
-use crate::store::Change;
+use crate::store::{Change, Lease};
 
 /// How often the store is asked for what dead instances left.
 const ADOPT_EVERY: Duration = Duration::from_secs(5);
@@ -54,7 +54,63 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
     }
 }
 
+/// A lease this instance holds (see [`Engine::lease`]); released when dropped.
+pub struct Held {
+    lease: Lease,
+    name: String,
+    held: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+}
+
+impl Held {
+    /// Completes when the lease is lost: stop using the connection it guards.
+    pub async fn lost(&self) {
+        self.lease.lost().await;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        lock(&self.held).remove(&self.name);
+    }
+}
+
 impl Engine {
+    /// Waits until this instance holds the lease `name` (a platform connection that admits one
+    /// consumer at a time), or the engine stops (none). Alone on its store, askgate holds every
+    /// lease at once; instances sharing one take turns, the next taking over when the holder
+    /// stops or dies. A store that fails is tried again every few seconds.
+    pub async fn lease(&self, name: &str) -> Option<Held> {
+        let stop = self.stopping();
+        let mut said = false;
+        loop {
+            match self.inner.store.lease(name, &stop).await {
+                Ok(Some(lease)) => {
+                    if self.inner.store.shared() {
+                        tracing::info!(lease = name, "this instance holds the lease");
+                    }
+                    lock(&self.inner.leases).insert(name.to_owned());
+                    return Some(Held { lease, name: name.to_owned(), held: self.inner.leases.clone() });
+                }
+                Ok(None) => return None,
+                Err(e) => {
+                    if !said {
+                        tracing::warn!(lease = name, error = %e, "could not ask for a lease; trying again");
+                        said = true;
+                    }
+                    tokio::select! {
+                        () = stop.cancelled() => return None,
+                        () = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// The leases this instance holds now.
+    pub fn leases(&self) -> Vec<String> {
+        lock(&self.inner.leases).iter().cloned().collect()
+    }
+
     async fn heard(&self, change: Change, id: QuestionId) -> Result<(), crate::store::StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
         let question = Arc::new(question);

@@ -29,13 +29,17 @@ pub use instances::{InstanceRow, instances};
 use super::rows::{
     Columns, delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
 };
-use super::{Change, Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError};
+use super::{
+    Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError,
+};
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// PostgreSQL through sqlx.
 pub struct PostgresStore {
     pool: PgPool,
+    /// How to connect (leases take connections of their own).
+    options: PgConnectOptions,
     /// This instance's id: `<host>:<pid>:<random>`.
     instance: String,
     /// The heartbeat and the listener, stopped at close.
@@ -76,7 +80,7 @@ impl PostgresStore {
                         .map(|_| ())
                 })
             })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         sqlx::query("INSERT INTO instances (id, host, pid) VALUES ($1, $2, $3)")
@@ -92,6 +96,7 @@ impl PostgresStore {
         tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
         Ok(Self {
             pool,
+            options,
             instance,
             tasks: tokio_util::task::AbortOnDropHandle::new(tasks),
             changes: Mutex::new(Some(rx)),
@@ -189,6 +194,10 @@ impl Store for PostgresStore {
 
     fn instance(&self) -> Option<&str> {
         Some(&self.instance)
+    }
+
+    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
+        self.take_lease(name, stop).await
     }
 
     fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {

@@ -116,6 +116,12 @@ impl SqliteStore {
         })
     }
 
+    /// Every row a read of askgate's own (a table name and columns it chose, not a person's text)
+    /// returns, through the readers: for copying a database.
+    pub(super) async fn read_all(&self, sql: &str) -> Result<Vec<sqlx::sqlite::SqliteRow>, StoreError> {
+        Ok(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).fetch_all(&self.readers).await?)
+    }
+
     /// Queues a write and waits for its answer, which comes once its transaction committed.
     async fn write<T>(&self, (job, answer): (Job, oneshot::Receiver<Result<T, StoreError>>)) -> Result<T, StoreError> {
         self.writes.send(job).map_err(|_| StoreError::Closed)?;

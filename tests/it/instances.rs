@@ -25,9 +25,14 @@ struct Instance {
 
 impl Instance {
     async fn start(database: &TestDatabase) -> Self {
+        Self::start_with(database, "", &[]).await
+    }
+
+    async fn start_with(database: &TestDatabase, extra: &str, env: &[(&str, &str)]) -> Self {
         let dir = TempDir::new().unwrap();
-        let config: PathBuf = write_config_on(dir.path(), &database.url, "");
-        let served = Served::start_with_env(&config, &[("ASKGATE_API_TOKEN", TOKEN)]);
+        let config: PathBuf = write_config_on(dir.path(), &database.url, extra);
+        let env: Vec<(&str, &str)> = env.iter().copied().chain([("ASKGATE_API_TOKEN", TOKEN)]).collect();
+        let served = Served::start_with_env(&config, &env);
         let line = served.log_line("web page on http://").await;
         let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
         Self { served, base, config, _dir: dir }
@@ -193,4 +198,165 @@ async fn an_instance_killed_between_ask_and_answer_loses_nothing() {
     .await;
     assert_eq!(done["run"]["result"], "Using date-fns for dates; archived 87 emails.");
     assert_eq!(b.served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn with_three_instances_sweeping_each_question_expires_and_is_announced_once() {
+    let database = TestDatabase::create().await;
+    let (a, b, c) =
+        (Instance::start(&database).await, Instance::start(&database).await, Instance::start(&database).await);
+    let events = stream(&c);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut ids = Vec::new();
+    for (i, instance) in [&a, &b, &c].iter().cycle().take(30).enumerate() {
+        let (status, asked) = instance
+            .post(
+                "/api/questions",
+                json!({"conversation": "console:local", "prompt": format!("Short {i}?"), "options": ["x", "y"],
+                       "default": "y", "timeout": 1}),
+            )
+            .await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+        ids.push(asked["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        saw(&events, "question.expired", id).await;
+        let question = a.get(&format!("/api/questions/{id}")).await;
+        assert_eq!(question["status"], "expired", "{question}");
+    }
+    // Every instance swept; each expiry was applied once, so each was announced once.
+    let seen = events.lock().unwrap().clone();
+    for id in &ids {
+        let expired = seen.iter().filter(|(name, i)| name == "question.expired" && i == id).count();
+        assert_eq!(expired, 1, "{id}: {seen:?}");
+    }
+    for instance in [a, b, c] {
+        assert_eq!(instance.served.terminate().await.code(), Some(0));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_questions_answered_at_once_through_two_instances_have_one_winner_each() {
+    use futures_util::StreamExt;
+    const QUESTIONS: usize = 2_000;
+    let database = TestDatabase::create().await;
+    let (a, b) = (Instance::start(&database).await, Instance::start(&database).await);
+    let ids: Vec<String> = futures_util::stream::iter(0..QUESTIONS)
+        .map(|i| {
+            let a = &a;
+            async move {
+                let body =
+                    json!({"conversation": "console:local", "prompt": format!("Race {i}?"), "options": ["a", "b"]});
+                let (status, asked) = a.post("/api/questions", body).await;
+                assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+                asked["id"].as_str().unwrap().to_owned()
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    // Each question answered through A ("a") and through B ("b") at the same moment.
+    let outcomes: Vec<(String, Value, Value)> = futures_util::stream::iter(ids)
+        .map(|id| {
+            let (a, b) = (&a, &b);
+            async move {
+                let path = format!("/api/questions/{id}/reply");
+                let (through_a, through_b) =
+                    tokio::join!(a.post(&path, json!({"value": "a"})), b.post(&path, json!({"value": "b"})));
+                (id, json!([through_a.0.as_u16(), through_a.1]), json!([through_b.0.as_u16(), through_b.1]))
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for (id, through_a, through_b) in &outcomes {
+        let codes = [through_a[0].as_u64().unwrap(), through_b[0].as_u64().unwrap()];
+        assert!(codes == [200, 409] || codes == [409, 200], "{id}: {through_a} / {through_b}");
+        let (won, lost) = if codes[0] == 200 { (through_a, through_b) } else { (through_b, through_a) };
+        // The loser's receipt names the answer that won.
+        let winner = if codes[0] == 200 { "a" } else { "b" };
+        assert!(lost[1].to_string().contains(&format!("\"{winner}\"")), "{id}: won {won}, lost {lost}");
+        let question = a.get(&format!("/api/questions/{id}")).await;
+        assert_eq!(question["outcome"]["value"], winner, "{question}");
+    }
+    for instance in [a, b] {
+        assert_eq!(instance.served.terminate().await.code(), Some(0));
+    }
+}
+
+#[tokio::test]
+async fn the_telegram_polling_lease_moves_to_another_instance_when_its_holder_is_killed() {
+    use crate::fake_telegram::FakeTelegram;
+    const ALICE: i64 = 42;
+    let database = TestDatabase::create().await;
+    let (fake, url) = FakeTelegram::start().await;
+    let extra = format!(
+        "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"telegram:{ALICE}\"]\n"
+    );
+    let env = [("TELEGRAM_BOT_TOKEN", "123:test")];
+    let mut a = Instance::start_with(&database, &extra, &env).await;
+    let leases = |instance: &Instance| {
+        let url = format!("{}/healthz", instance.base);
+        async move {
+            let health: Value = reqwest::get(url).await.ok()?.json().await.ok()?;
+            Some(health["leases"].as_array()?.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect::<Vec<_>>())
+        }
+    };
+    eventually(|| async { (leases(&a).await? == ["telegram:polling"]).then_some(()) }).await;
+    let b = Instance::start_with(&database, &extra, &env).await;
+    b.served.log_line("askgate is ready").await;
+    assert_eq!(leases(&b).await, Some(vec![]), "one instance polls at a time");
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library for date formatting?", 1).await;
+
+    // A dies without a word: its connection ends, so does its lock, and B (trying every 2 s)
+    // holds the lease and polls.
+    a.served.child.kill().await.unwrap();
+    eventually(|| async { (leases(&b).await? == ["telegram:polling"]).then_some(()) }).await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    fake.sent("Which library for date formatting?", 2).await;
+    assert_eq!(b.served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_sqlite_database_moves_to_postgres_with_its_waiting_runs() {
+    use crate::binary::{BIN, write_config};
+    let dir = TempDir::new().unwrap();
+    let sqlite = dir.path().join("askgate.db").display().to_string();
+    // A run left waiting on SQLite, one answer in its journal.
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    let id = served.nth_card_id("Which library for date formatting?", 1).await;
+    served.type_line(&format!("/answer {id} dayjs")).await;
+    let archive = served.nth_card_id("Archive all 87 emails?", 1).await;
+    let migrate = |from: String, to: String| async move {
+        let out =
+            tokio::process::Command::new(BIN).args(["migrate", "--from", &from, "--to", &to]).output().await.unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let database = TestDatabase::create().await;
+    let (code, _, err) = migrate(sqlite.clone(), database.url.clone()).await;
+    assert_eq!(code, Some(1), "a database askgate serves is not copied: {err}");
+    assert!(err.contains("another askgate"), "{err}");
+    assert_eq!(served.terminate().await.code(), Some(0));
+
+    let (code, out, err) = migrate(sqlite.clone(), database.url.clone()).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("1 runs, 2 questions, 2 deliveries"), "{out}");
+    let (code, _, err) = migrate(sqlite.clone(), database.url.clone()).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("already holds 1 runs; migrate into an empty database"), "{err}");
+
+    // askgate on PostgreSQL finishes the run where SQLite left it.
+    let pg = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config_on(pg.path(), &database.url, ""));
+    served.log_line("askgate is ready").await;
+    served.type_line(&format!("/answer {archive} yes")).await;
+    served.stdout_line("Using dayjs for dates; archived 87 emails.").await;
+    assert_eq!(served.terminate().await.code(), Some(0));
 }

@@ -9,12 +9,14 @@ use sqlx::{ConnectOptions, Row};
 
 use super::{PostgresStore, redact};
 use crate::store::rows::{questions, run_from_row};
-use crate::store::{Change, Orphans, StoreError};
+use crate::store::{Change, Lease, Orphans, StoreError};
 
 /// How often an instance renews its heartbeat.
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How long a heartbeat may lapse before the instance counts as dead.
 pub(super) const LAPSE: Duration = Duration::from_secs(15);
+/// How often an instance that waits for a lease tries it again.
+pub(super) const LEASE_RETRY: Duration = Duration::from_secs(2);
 /// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`).
 pub(super) const CHANNEL: &str = "askgate";
 
@@ -124,6 +126,19 @@ pub(super) async fn background(
     }
 }
 
+/// Holds a lease's connection, checking it every [`HEARTBEAT`]; cancels `lost` when it fails.
+async fn keep(mut connection: sqlx::PgConnection, lost: tokio_util::sync::CancellationToken) {
+    use sqlx::Connection;
+    loop {
+        tokio::time::sleep(HEARTBEAT).await;
+        if let Err(e) = connection.ping().await {
+            tracing::warn!(error = %e, "a lease's connection to PostgreSQL failed; the lease is lost");
+            lost.cancel();
+            return;
+        }
+    }
+}
+
 /// Another instance's `<instance> asked|resolved <id>`; none for this instance's own or a
 /// payload that does not parse.
 fn parse_change(payload: &str, me: &str) -> Option<Change> {
@@ -140,6 +155,43 @@ fn parse_change(payload: &str, me: &str) -> Option<Change> {
 }
 
 impl PostgresStore {
+    /// See [`crate::store::Store::lease`]: a session-level advisory lock on a connection of the
+    /// lease's own, tried every [`LEASE_RETRY`]. PostgreSQL releases it when that connection
+    /// ends, so when its instance dies. The connection is checked every [`HEARTBEAT`]; when
+    /// the check fails the lease counts as lost.
+    pub(super) async fn take_lease(
+        &self,
+        name: &str,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<Lease>, StoreError> {
+        use sqlx::Connection;
+        let key = format!("askgate:{name}");
+        loop {
+            let mut connection = self.options.clone().connect().await?;
+            loop {
+                let held: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
+                    .bind(&key)
+                    .fetch_one(&mut connection)
+                    .await?;
+                if held {
+                    let lost = tokio_util::sync::CancellationToken::new();
+                    let keeper = tokio::spawn(keep(connection, lost.clone()));
+                    return Ok(Some(Lease::kept(lost, keeper)));
+                }
+                tokio::select! {
+                    () = stop.cancelled() => {
+                        let _ = connection.close().await;
+                        return Ok(None);
+                    }
+                    () = tokio::time::sleep(LEASE_RETRY) => {}
+                }
+                if connection.ping().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
     /// See [`crate::store::Store::orphans`]: what instances whose heartbeat lapsed left.
     pub(super) async fn take_orphans(&self) -> Result<Orphans, StoreError> {
         let lapse = LAPSE.as_secs_f64();
