@@ -4,7 +4,9 @@
 //!
 //! `cargo bench --bench cycles` (add `-- --quick` for a short run; to profile, `-- --single-only`
 //! runs 5,000 one-conversation cycles alone and `-- --many-only` 64 × 200 concurrent ones).
-//! Figures go to stdout.
+//! With `ASKGATE_BENCH_POSTGRES=postgres://…` (a server where it may create databases) it
+//! measures the same cycles on PostgreSQL instead, beside the raw sqlx-postgres ceiling, and a
+//! blocking ask held by one instance answered through another. Figures go to stdout.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Context, Engine, Resolver, RunRequest, Settings};
 use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Ask, Conversation, Mode, Question, Surface, UserRef};
-use askgate::store::{Delivery, SqliteStore, Synchronous};
+use askgate::store::{Delivery, PostgresStore, SqliteStore, Store, Synchronous};
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection};
@@ -90,12 +92,16 @@ impl Function for OneAsk {
 
 async fn engine(db: &Path, routes: &Routes, sync: Synchronous, record: bool) -> Engine {
     let store = SqliteStore::open(db.to_str().unwrap(), sync).await.unwrap();
+    engine_on(Arc::new(store), routes, record).await
+}
+
+async fn engine_on(store: Arc<dyn Store>, routes: &Routes, record: bool) -> Engine {
     let mut functions = Functions::new();
     functions.insert("one", "", Arc::new(OneAsk { routes: routes.clone() }));
     let mut settings = Settings::default();
     let anyone = ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() };
     settings.channels.insert("bench".into(), anyone);
-    let engine = Engine::new(Arc::new(store), functions, settings, Clock::system());
+    let engine = Engine::new(store, functions, settings, Clock::system());
     engine.attach(Arc::new(Wire { routes: routes.clone(), record }));
     engine.start().await.unwrap();
     engine
@@ -124,8 +130,14 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
 /// Full cycles with `conversations` drivers at once; cycles per second and latencies.
 async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync: Synchronous) -> (f64, Vec<Duration>) {
     let db = dir.join(format!("cycles-{conversations}-{sync:?}.db"));
+    let store = SqliteStore::open(db.to_str().unwrap(), sync).await.unwrap();
+    cycles_on(Arc::new(store), conversations, per_conversation).await
+}
+
+/// The same on any store.
+async fn cycles_on(store: Arc<dyn Store>, conversations: usize, per_conversation: usize) -> (f64, Vec<Duration>) {
     let routes: Routes = Arc::default();
-    let engine = engine(&db, &routes, sync, false).await;
+    let engine = engine_on(store, &routes, false).await;
     let started = Instant::now();
     let cpu_before = process_cpu_seconds();
     let drivers: Vec<_> = (0..conversations)
@@ -301,6 +313,10 @@ fn main() {
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
+    if let Ok(admin) = std::env::var("ASKGATE_BENCH_POSTGRES") {
+        runtime.block_on(postgres::run(&admin, quick));
+        return;
+    }
     let (single, per_concurrent, raw_n, pending_n) =
         if quick { (500, 40, 2_000, 10_000) } else { (3_000, 200, 20_000, 100_000) };
     let dir = tempfile::TempDir::new().unwrap();
@@ -352,4 +368,127 @@ fn main() {
 
 fn num_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// The PostgreSQL mode: each case on a database of its own, created and dropped here.
+mod postgres {
+    use super::*;
+
+    /// A new database on the server at `admin`; its URL and name.
+    async fn create(admin: &str) -> (String, String) {
+        let name = format!("askgate_bench_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(admin).await.expect("PostgreSQL answers at ASKGATE_BENCH_POSTGRES");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
+        let (base, query) = admin.split_once('?').map_or((admin, None), |(b, q)| (b, Some(q)));
+        let server = base.rsplit_once('/').expect("the URL names a database").0;
+        (format!("{server}/{name}{}", query.map_or_else(String::new, |q| format!("?{q}"))), name)
+    }
+
+    async fn drop(admin: &str, name: &str) {
+        let mut conn = sqlx::PgConnection::connect(admin).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+
+    /// The raw ceiling: per cycle one INSERT and one conditional UPDATE, each its own
+    /// transaction, on one connection.
+    async fn raw_ceiling(url: &str, n: usize) -> f64 {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query(
+            "CREATE TABLE q (id TEXT PRIMARY KEY, status TEXT NOT NULL, outcome TEXT, created_at BIGINT NOT NULL)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let started = Instant::now();
+        for i in 0..n {
+            let id = uuid::Uuid::new_v4().to_string();
+            sqlx::query("INSERT INTO q (id, status, created_at) VALUES ($1, 'pending', $2)")
+                .bind(&id)
+                .bind(i as i64)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            let done =
+                sqlx::query("UPDATE q SET status = 'answered', outcome = $1 WHERE id = $2 AND status = 'pending'")
+                    .bind("{\"status\":\"answered\",\"value\":\"a\"}")
+                    .bind(&id)
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            assert_eq!(done.rows_affected(), 1);
+        }
+        n as f64 / started.elapsed().as_secs_f64()
+    }
+
+    /// Blocking asks held by instance A, each answered through instance B: from B's resolve to
+    /// A's function going on (B's commit, NOTIFY, A's read of the question, A's waiter).
+    async fn across_instances(url: &str, n: usize) -> Vec<Duration> {
+        let routes: Routes = Arc::default();
+        let a = engine_on(Arc::new(PostgresStore::open(url).await.unwrap()), &routes, false).await;
+        let b = engine_on(Arc::new(PostgresStore::open(url).await.unwrap()), &Arc::default(), false).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        routes.lock().unwrap().insert("bench:across".to_owned(), tx);
+        let user = UserRef::parse("bench:user").unwrap();
+        let resolver = Resolver::person(user.clone(), Surface::Api);
+        let conv = Conversation::parse("bench:across").unwrap();
+        let mut latencies = Vec::with_capacity(n);
+        for _ in 0..n {
+            let held = a.clone();
+            let request = RunRequest::new("one", Some(conv.clone()), user.clone());
+            let run = tokio::spawn(async move { held.run_to_end(request).await });
+            let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
+            let answered = Instant::now();
+            b.resolve(&q, "1", &resolver).await.unwrap();
+            let Some(Signal::Resumed(at)) = rx.recv().await else { panic!("expected a resume") };
+            latencies.push(at - answered);
+            let Some(Signal::Reply) = rx.recv().await else { panic!("expected a reply") };
+            run.await.unwrap().unwrap();
+        }
+        a.shutdown().await;
+        b.shutdown().await;
+        latencies
+    }
+
+    pub(super) async fn run(admin: &str, quick: bool) {
+        let (single, per_concurrent, raw_n, across_n) =
+            if quick { (300, 20, 1_000, 100) } else { (2_000, 100, 10_000, 1_000) };
+        let version: String = {
+            let mut conn =
+                sqlx::PgConnection::connect(admin).await.expect("PostgreSQL answers at ASKGATE_BENCH_POSTGRES");
+            sqlx::query_scalar("SHOW server_version").fetch_one(&mut conn).await.unwrap()
+        };
+        println!("askgate benchmark on PostgreSQL {version} ({} cores)", num_cpus());
+        let (url, name) = create(admin).await;
+        let raw = raw_ceiling(&url, raw_n).await;
+        drop(admin, &name).await;
+        println!("raw sqlx-postgres ceiling:   {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
+        for conversations in [1, 64] {
+            let per = if conversations == 1 { single } else { per_concurrent };
+            let (url, name) = create(admin).await;
+            let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+            let (rate, mut latencies) = cycles_on(store, conversations, per).await;
+            drop(admin, &name).await;
+            latencies.sort();
+            let cpu = LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst);
+            println!(
+                "engine, {conversations:>2} conversation(s):  {rate:>9.0} cycles/s  = {:>5.1}% of raw; {cpu} µs askgate CPU per cycle; \
+                 resolve -> resumed p50 {:.2} ms p99 {:.2} ms",
+                100.0 * rate / raw,
+                percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+                percentile(&latencies, 0.99).as_secs_f64() * 1e3
+            );
+        }
+        let (url, name) = create(admin).await;
+        let mut latencies = across_instances(&url, across_n).await;
+        drop(admin, &name).await;
+        latencies.sort();
+        println!(
+            "blocking ask on A answered through B -> A goes on: p50 {:.2} ms  p99 {:.2} ms  ({across_n} asks)",
+            percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+            percentile(&latencies, 0.99).as_secs_f64() * 1e3
+        );
+    }
 }

@@ -20,7 +20,7 @@ use crate::question::{Mode, Outcome, QuestionId};
 use crate::store::{Change, Lease};
 
 /// How often the store is asked for what dead instances left.
-const ADOPT_EVERY: Duration = Duration::from_secs(5);
+const ADOPT_EVERY: Duration = Duration::from_secs(3);
 
 /// Takes over what instances that died left, every [`ADOPT_EVERY`], until the engine stops.
 pub(super) async fn adopt(engine: Engine) {

@@ -7,8 +7,8 @@
 //! exactly one claim wins however many connections (or askgate instances) race.
 //!
 //! Several instances share the database (see `instances`). Each is a row of `instances` with a
-//! heartbeat renewed every 5 s; each run records the instance that runs it (`runs.owner`). One
-//! whose heartbeat lapsed for 15 s is dead: the first survivor to ask takes its running runs
+//! heartbeat renewed every 3 s; each run records the instance that runs it (`runs.owner`). One
+//! whose heartbeat lapsed for 10 s is dead: the first survivor to ask takes its running runs
 //! over (one conditional `UPDATE`, so one survivor each) and cancels its blocking questions. An
 //! ask and a winning claim also `NOTIFY askgate` in their transaction; every other instance
 //! `LISTEN`s and hears of it as it commits (its waiters wake, its event streams carry it).

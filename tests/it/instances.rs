@@ -360,3 +360,48 @@ async fn a_sqlite_database_moves_to_postgres_with_its_waiting_runs() {
     served.stdout_line("Using dayjs for dates; archived 87 emails.").await;
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn a_run_a_killed_instance_was_in_the_middle_of_is_replayed_once_by_a_survivor() {
+    let database = TestDatabase::create().await;
+    let scripts = TempDir::new().unwrap();
+    // A follow-up program whose second turn is slow the first time it runs (a marker file says
+    // it ran), and counts its second turns.
+    let script = scripts.path().join("slow.sh");
+    std::fs::write(
+        &script,
+        "read -r start\n\
+         echo '{\"type\":\"confirm\",\"prompt\":\"Go on?\",\"default\":false}'\n\
+         read -r outcome\n\
+         case \"$outcome\" in *'\"status\":\"pending\"'*) exit 0 ;; esac\n\
+         echo turn >> \"$1/turns\"\n\
+         if [ ! -e \"$1/mark\" ]; then : > \"$1/mark\"; sleep 30; fi\n\
+         echo '{\"type\":\"done\",\"reply\":\"Went on.\"}'\n",
+    )
+    .unwrap();
+    let function = format!(
+        "\n[[functions]]\nname = \"slow\"\ncommand = [\"sh\", \"{}\", \"{}\"]\n",
+        script.display(),
+        scripts.path().display()
+    );
+    let (mut a, b) =
+        (Instance::start_with(&database, &function, &[]).await, Instance::start_with(&database, &function, &[]).await);
+    let (_, started) = a.post("/api/runs", json!({"function": "slow", "conversation": "console:local"})).await;
+    let run = started["id"].as_str().unwrap().to_owned();
+    let question = a.pending("Go on?").await;
+    a.post(&format!("/api/questions/{question}/reply"), json!({"value": true})).await;
+    // A won the claim and runs the slow turn; it dies in the middle of it.
+    let mark = scripts.path().join("mark");
+    eventually(|| async { mark.exists().then_some(()) }).await;
+    a.served.child.kill().await.unwrap();
+    let done = eventually(|| async {
+        let run = b.get(&format!("/api/runs/{run}")).await;
+        (run["run"]["status"] == "finished").then_some(run)
+    })
+    .await;
+    assert_eq!(done["run"]["result"], "Went on.");
+    let turns = std::fs::read_to_string(scripts.path().join("turns")).unwrap();
+    assert_eq!(turns.lines().count(), 2, "the turn A was in, then B's replay of it, once: {turns}");
+    assert!(b.served.log().contains("resuming a run interrupted mid-turn"), "{}", b.served.log());
+    assert_eq!(b.served.terminate().await.code(), Some(0));
+}

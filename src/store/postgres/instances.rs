@@ -12,9 +12,9 @@ use crate::store::rows::{questions, run_from_row};
 use crate::store::{Change, Lease, Orphans, StoreError};
 
 /// How often an instance renews its heartbeat.
-pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(3);
 /// How long a heartbeat may lapse before the instance counts as dead.
-pub(super) const LAPSE: Duration = Duration::from_secs(15);
+pub(super) const LAPSE: Duration = Duration::from_secs(10);
 /// How often an instance that waits for a lease tries it again.
 pub(super) const LEASE_RETRY: Duration = Duration::from_secs(2);
 /// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`).
@@ -27,7 +27,7 @@ pub struct InstanceRow {
     pub id: String,
     /// Seconds since its last heartbeat, by the database's clock.
     pub silent_for: f64,
-    /// Whether that is within the lapse (15 s) after which an instance counts as dead.
+    /// Whether that is within the lapse (10 s) after which an instance counts as dead.
     pub alive: bool,
 }
 
