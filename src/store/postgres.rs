@@ -331,12 +331,14 @@ impl Store for PostgresStore {
         self.claim(r).await
     }
 
+    // Questions another instance is claiming now are left out: the sweepers share the work
+    // instead of queueing on each other's row locks.
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             question_columns!(),
             " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
-             ORDER BY expires_at LIMIT $2"
+             ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
         ))
         .bind(now)
         .bind(i64::from(limit))

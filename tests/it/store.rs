@@ -263,3 +263,43 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
         store.close().await;
     }
 }
+
+/// An expiry on PostgreSQL skips a question whose row another instance holds (it is claiming
+/// it), rather than waiting on that lock; a person's answer waits, and loses with the winner's
+/// outcome.
+#[tokio::test]
+async fn postgres_sweepers_skip_a_question_another_instance_is_claiming() {
+    use askgate::question::{Outcome, Surface};
+    use askgate::store::{Claim, Resolution};
+
+    let database = crate::backend::TestDatabase::create().await;
+    let store = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let r = run("");
+    let q = question(&r, "Due?");
+    store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    // Another instance's claim, in the middle of its transaction.
+    let mut other = <sqlx::PgConnection as sqlx::Connection>::connect(&database.url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("UPDATE questions SET status = 'answered', resolved_at = 1, outcome = '{\"status\":\"answered\",\"value\":\"it''s\"}' WHERE id = $1")
+        .bind(q.id.to_string())
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let due = tokio::time::timeout(std::time::Duration::from_secs(10), store.due(T0 + 10_000, 10)).await;
+    assert_eq!(due.expect("the sweep does not wait on the other's lock").unwrap(), [], "a question being claimed");
+    let expiry = Resolution {
+        question: q.clone(),
+        outcome: Outcome::Expired { value: None },
+        by: None,
+        name: None,
+        via: Surface::Gateway,
+        at: T0 + 10_000,
+        grant: None,
+        update: None,
+    };
+    let expired = tokio::time::timeout(std::time::Duration::from_secs(10), store.resolve(expiry)).await;
+    assert!(matches!(expired.expect("the expiry does not wait either").unwrap(), Claim::Lost(_)));
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    assert_eq!(store.question(q.id).await.unwrap().unwrap().status, askgate::question::Status::Answered);
+    store.close().await;
+}

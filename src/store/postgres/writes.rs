@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 
 use super::PostgresStore;
-use crate::question::{Conversation, Question};
+use crate::question::{Conversation, Outcome, Question};
 use crate::run::Run;
 use crate::store::rows::{question_from_row, to_json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
@@ -88,20 +88,28 @@ impl PostgresStore {
     pub(super) async fn claim(&self, r: Resolution) -> Result<Claim, StoreError> {
         let id = r.question.id.to_string();
         let mut tx = self.pool.begin().await?;
-        // The schema's trigger moves a follow-up run back to `running` with the claim.
-        let claimed = sqlx::query(
+        // The schema's trigger moves a follow-up run back to `running` with the claim. A person's
+        // claim waits for a racing one to commit, so that it loses with the winner's outcome; an
+        // expiry skips a question another instance is claiming now (that one ends it either way,
+        // and no sweeper waits on another's locks).
+        let sql = if matches!(r.outcome, Outcome::Expired { .. }) {
             "UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-             resolved_at = $5, answered_name = $7 WHERE id = $6 AND status = 'pending'",
-        )
-        .bind(r.outcome.status().as_str())
-        .bind(to_json(&r.outcome)?)
-        .bind(r.by.as_deref())
-        .bind(r.via.as_str())
-        .bind(r.at)
-        .bind(&id)
-        .bind(r.name.as_deref())
-        .execute(&mut *tx)
-        .await?;
+             resolved_at = $5, answered_name = $7 WHERE id = \
+             (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED)"
+        } else {
+            "UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
+             resolved_at = $5, answered_name = $7 WHERE id = $6 AND status = 'pending'"
+        };
+        let claimed = sqlx::query(sql)
+            .bind(r.outcome.status().as_str())
+            .bind(to_json(&r.outcome)?)
+            .bind(r.by.as_deref())
+            .bind(r.via.as_str())
+            .bind(r.at)
+            .bind(&id)
+            .bind(r.name.as_deref())
+            .execute(&mut *tx)
+            .await?;
         if claimed.rows_affected() == 0 {
             let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
                 .bind(&id)
