@@ -285,7 +285,7 @@ async fn two_thousand_questions_answered_at_once_through_two_instances_have_one_
 }
 
 #[tokio::test]
-async fn the_telegram_polling_lease_moves_to_another_instance_when_its_holder_is_killed() {
+async fn on_telegram_one_instance_polls_any_retracts_and_the_lease_moves_when_its_holder_is_killed() {
     use crate::fake_telegram::FakeTelegram;
     const ALICE: i64 = 42;
     let database = TestDatabase::create().await;
@@ -308,6 +308,20 @@ async fn the_telegram_polling_lease_moves_to_another_instance_when_its_holder_is
     assert_eq!(leases(&b).await, Some(vec![]), "one instance polls at a time");
     fake.text(ALICE, ALICE, "/run demo", None);
     fake.sent("Which library for date formatting?", 1).await;
+    // A card A rendered is retracted by B when the answer comes through B.
+    let asked = json!({"conversation": format!("telegram:{ALICE}"), "prompt": "Ship it?", "options": ["yes", "no"],
+                       "answerers": [format!("telegram:{ALICE}")]});
+    let (status, question) = a.post("/api/questions", asked).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{question}");
+    let card = fake.sent("Ship it?", 1).await;
+    let id = question["id"].as_str().unwrap();
+    b.post(&format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    let message = card["message_id"].as_i64().unwrap();
+    eventually(|| async {
+        let shown = fake.message(ALICE, message);
+        (shown["text"].as_str()?.contains("✅ yes") && shown.get("reply_markup").is_none()).then_some(())
+    })
+    .await;
 
     // A dies without a word: its connection ends, so does its lock, and B (trying every 2 s)
     // holds the lease and polls.
