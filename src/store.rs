@@ -364,6 +364,9 @@ pub enum Change {
     Asked(QuestionId),
     /// It resolved the question (and retracts its cards, and resumes its run).
     Resolved(QuestionId),
+    /// The store stopped hearing the others for a while (its listening connection dropped):
+    /// changes may have been missed, and what waits here should be looked at again.
+    Missed,
 }
 
 /// What a resolve attempt found.

@@ -47,9 +47,16 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
                 None => return,
             },
         };
-        let (Change::Asked(id) | Change::Resolved(id)) = change;
-        if let Err(e) = engine.heard(change, id).await {
-            tracing::warn!(question = %id, error = %e, "could not read a question another instance changed");
+        let ids = match change {
+            Change::Asked(id) | Change::Resolved(id) => vec![id],
+            // What waits here may have been resolved meanwhile: look at each again.
+            Change::Missed => lock(&engine.inner.waiters).keys().copied().collect(),
+        };
+        for id in ids {
+            let change = if change == Change::Missed { Change::Resolved(id) } else { change };
+            if let Err(e) = engine.heard(change, id).await {
+                tracing::warn!(question = %id, error = %e, "could not read a question another instance changed");
+            }
         }
     }
 }
@@ -123,8 +130,8 @@ impl Engine {
                 }
                 self.emit(Event::Asked(question));
             }
-            Change::Resolved(_) if question.is_pending() => {}
-            Change::Resolved(_) => {
+            Change::Resolved(_) | Change::Missed if question.is_pending() => {}
+            Change::Resolved(_) | Change::Missed => {
                 lock(&self.inner.parked).remove(&id);
                 if question.mode == Mode::Blocking
                     && let Some(waiter) = self.take_waiter(id)

@@ -233,6 +233,30 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
     assert_eq!(a.run(r.id).await.unwrap().unwrap().status, RunStatus::Running);
     assert_eq!(a.orphans().await.unwrap(), askgate::store::Orphans::default(), "B is alive and runs it");
 
+    // A's listening connection drops (the server ended it): A is told it may have missed
+    // changes, and hears the others again once it reconnects.
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&database.url).await.unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() \
+         AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(ended.len(), 2, "A's and B's listeners");
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), heard_by_a.recv()).await.unwrap();
+    assert_eq!(heard, Some(Change::Missed));
+    let other = run("");
+    let again = question(&other, "Again?");
+    b.ask(&other, &Arc::new(again.clone())).await.unwrap();
+    let heard = loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), heard_by_a.recv()).await.unwrap() {
+            Some(Change::Missed) => continue,
+            other => break other,
+        }
+    };
+    assert_eq!(heard, Some(Change::Asked(again.id)), "A listens again");
+
     // B signs off: its running run goes to A, once.
     b.close().await;
     let taken = a.orphans().await.unwrap();
@@ -248,7 +272,6 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
     blocking.mode = Mode::Blocking;
     c.ask(&held, &Arc::new(blocking.clone())).await.unwrap();
     assert_eq!(a.orphans().await.unwrap(), askgate::store::Orphans::default(), "C is alive");
-    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&database.url).await.unwrap();
     sqlx::query("UPDATE instances SET heartbeat_at = now() - interval '1 minute' WHERE id = $1")
         .bind(c.instance().unwrap())
         .execute(&mut admin)

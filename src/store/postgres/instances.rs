@@ -116,9 +116,13 @@ pub(super) async fn background(
                     }
                 }
                 // The connection dropped; the listener reconnects and listens again on the next call.
-                Ok(None) => tracing::warn!("the PostgreSQL listener lost its connection; reconnecting"),
+                Ok(None) => {
+                    tracing::warn!("the PostgreSQL listener lost its connection; reconnecting");
+                    let _ = changes.send(Change::Missed);
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "the PostgreSQL listener failed; trying again");
+                    let _ = changes.send(Change::Missed);
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             },
