@@ -16,6 +16,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::backend::Place;
 use crate::support::{eventually, init_log};
 
 pub struct App {
@@ -26,6 +27,8 @@ pub struct App {
     pub dir: Arc<TempDir>,
     /// The console's half of its input pipe: kept open, so the console reads until the end.
     _console: tokio::io::DuplexStream,
+    /// The database it runs on, kept until the app goes.
+    _place: Option<Place>,
 }
 
 impl App {
@@ -38,6 +41,19 @@ impl App {
     /// As [`App::start`] on the database in `dir` (a restart when one ran there before).
     pub async fn start_in(dir: Arc<TempDir>, extra: &str, env: Env) -> Self {
         Self::start_config(dir, "", extra, env).await
+    }
+
+    /// As [`App::start`], on the database `place` keeps (SQLite in its directory, or PostgreSQL).
+    pub async fn on(place: Place, extra: &str, env: Env) -> Self {
+        let mut app = match &place {
+            Place::File(dir) => Self::start_full(dir.clone(), "", extra, env, None).await,
+            Place::Postgres(_) => {
+                let store = place.open().await;
+                Self::start_full(Arc::new(TempDir::new().unwrap()), "", extra, env, Some(store)).await
+            }
+        };
+        app._place = Some(place);
+        app
     }
 
     /// As [`App::start_in`], with `gateway` lines added to the `[gateway]` section.
@@ -77,7 +93,15 @@ impl App {
         let gateway = builder.start().await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("askgate.token")).unwrap().trim().to_owned();
         let base = format!("http://{}", gateway.http_addr());
-        Self { gateway: Some(gateway), base, token, client: reqwest::Client::new(), dir, _console: console }
+        Self {
+            gateway: Some(gateway),
+            base,
+            token,
+            client: reqwest::Client::new(),
+            dir,
+            _console: console,
+            _place: None,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -172,9 +196,8 @@ async fn healthz_and_metrics_say_which_channel_is_down_and_why() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn an_agents_run_ends_when_its_question_is_resolved() {
-    let app = App::start("", Env::default()).await;
+async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
     let (_, q) = app.get(&format!("/api/questions/{id}")).await;
     let run = q["run"].as_str().unwrap().to_owned();
@@ -204,9 +227,8 @@ async fn an_agents_run_ends_when_its_question_is_resolved() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn questions_are_created_listed_fetched_and_refused_clearly() {
-    let app = App::start("", Env::default()).await;
+async fn questions_are_created_listed_fetched_and_refused_clearly(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
     let (status, q) = app.get(&format!("/api/questions/{id}")).await;
     assert_eq!(status, StatusCode::OK);
@@ -262,9 +284,8 @@ async fn questions_are_created_listed_fetched_and_refused_clearly() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn replies_use_the_claim_once_path_with_409_and_422() {
-    let app = App::start("", Env::default()).await;
+async fn replies_use_the_claim_once_path_with_409_and_422(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
     let (status, body) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "purple"})).await;
     assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice"));
@@ -291,9 +312,8 @@ async fn replies_use_the_claim_once_path_with_409_and_422() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn an_api_answer_racing_a_console_answer_resumes_the_run_once() {
-    let app = App::start("", Env::default()).await;
+async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let engine = app.gateway.as_ref().unwrap().engine().clone();
     let console = Conversation::parse("console:local").unwrap();
     let user = UserRef::parse("console:local").unwrap();
@@ -369,11 +389,10 @@ async fn read_events(response: reqwest::Response, n: usize) -> Vec<(String, Valu
     events
 }
 
-#[tokio::test]
-async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() {
+async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first(place: Place) {
     let (out, _, _) = receiver("hush").await;
     let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\n");
-    let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
+    let app = App::on(place, &extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let events = |conversation: &'static str| {
         app.client.get(app.url(&format!("/api/events?conversation={conversation}"))).bearer_auth(&app.token).send()
     };
@@ -405,9 +424,8 @@ async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first() 
     app.stop().await;
 }
 
-#[tokio::test]
-async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not() {
-    let app = Arc::new(App::start("", Env::default()).await);
+async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not(place: Place) {
+    let app = Arc::new(App::on(place, "", Env::default()).await);
     let id = app.ask("console:local", "Which colour?").await;
     let (status, body) = app.get(&format!("/api/questions/{id}/outcome?wait=1")).await;
     assert_eq!((status, body["status"].as_str()), (StatusCode::ACCEPTED, Some("pending")));
@@ -428,9 +446,8 @@ async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
-async fn runs_start_blocking_or_not_through_the_api() {
-    let app = Arc::new(App::start("", Env::default()).await);
+async fn runs_start_blocking_or_not_through_the_api(place: Place) {
+    let app = Arc::new(App::on(place, "", Env::default()).await);
     let (status, body) = app.post("/api/runs", json!({"function": "nothing"})).await;
     assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
     let (status, body) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
@@ -594,9 +611,8 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn allow_always_grants_are_listed_and_revocable() {
-    let app = App::start("", Env::default()).await;
+async fn allow_always_grants_are_listed_and_revocable(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let (status, body) = app
         .post("/api/questions", json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod"}))
         .await;
@@ -616,3 +632,15 @@ async fn allow_always_grants_are_listed_and_revocable() {
     assert!(list["grants"].as_array().unwrap().is_empty());
     app.stop().await;
 }
+
+// The API's behaviour that rests on the store's, on both backends.
+crate::backend::on_both_backends!(
+    an_agents_run_ends_when_its_question_is_resolved,
+    questions_are_created_listed_fetched_and_refused_clearly,
+    replies_use_the_claim_once_path_with_409_and_422,
+    an_api_answer_racing_a_console_answer_resumes_the_run_once,
+    a_reconnecting_event_client_gets_exactly_the_pending_questions_first,
+    long_poll_returns_when_the_answer_lands_and_202_when_it_does_not,
+    runs_start_blocking_or_not_through_the_api,
+    allow_always_grants_are_listed_and_revocable,
+);
