@@ -465,17 +465,27 @@ mod postgres {
         let raw = raw_ceiling(&url, raw_n).await;
         drop(admin, &name).await;
         println!("raw sqlx-postgres ceiling:   {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
-        for conversations in [1, 64] {
+        // Alone, an instance announces nothing; with another instance listening, every ask and
+        // claim is also a NOTIFY (which PostgreSQL serializes at commit).
+        for (conversations, listening) in [(1, false), (64, false), (1, true), (64, true)] {
             let per = if conversations == 1 { single } else { per_concurrent };
             let (url, name) = create(admin).await;
+            let other = if listening { Some(PostgresStore::open(&url).await.unwrap()) } else { None };
             let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+            while listening && !store.hears_others() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             let (rate, mut latencies) = cycles_on(store, conversations, per).await;
+            if let Some(other) = other {
+                other.close().await;
+            }
             drop(admin, &name).await;
             latencies.sort();
             let cpu = LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst);
+            let with = if listening { "another instance listening" } else { "alone" };
             println!(
-                "engine, {conversations:>2} conversation(s):  {rate:>9.0} cycles/s  = {:>5.1}% of raw; {cpu} µs askgate CPU per cycle; \
-                 resolve -> resumed p50 {:.2} ms p99 {:.2} ms",
+                "engine, {conversations:>2} conversation(s), {with:<26} {rate:>6.0} cycles/s = {:>5.1}% of raw; \
+                 {cpu} µs askgate CPU per cycle; resolve -> resumed p50 {:.2} ms p99 {:.2} ms",
                 100.0 * rate / raw,
                 percentile(&latencies, 0.50).as_secs_f64() * 1e3,
                 percentile(&latencies, 0.99).as_secs_f64() * 1e3

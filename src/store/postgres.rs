@@ -13,12 +13,13 @@
 //! ask and a winning claim also `NOTIFY askgate` in their transaction; every other instance
 //! `LISTEN`s and hears of it as it commits (its waiters wake, its event streams carry it).
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
-use sqlx::{ConnectOptions, Postgres, Row, Transaction};
+use sqlx::{ConnectOptions, Row};
 
 mod instances;
 mod writes;
@@ -42,6 +43,9 @@ pub struct PostgresStore {
     options: PgConnectOptions,
     /// This instance's id: `<host>:<pid>:<random>`.
     instance: String,
+    /// Whether other instances live: only then are asks and claims announced (a `NOTIFY`
+    /// serializes commits across the database, so a lone instance does without).
+    peers: Arc<AtomicBool>,
     /// The heartbeat and the listener, stopped at close.
     tasks: tokio_util::task::AbortOnDropHandle<()>,
     changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>>,
@@ -91,31 +95,36 @@ impl PostgresStore {
             .await?;
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
+        // The others announce their asks and claims from now on (they stay quiet while alone).
+        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(format!("{instance} hello")).execute(&pool).await?;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx));
+        // Until the first heartbeat says otherwise, assume others listen (and say hello below).
+        let peers = Arc::new(AtomicBool::new(true));
+        let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx, peers.clone()));
         tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
         Ok(Self {
             pool,
             options,
             instance,
+            peers,
             tasks: tokio_util::task::AbortOnDropHandle::new(tasks),
             changes: Mutex::new(Some(rx)),
         })
     }
 
-    /// `NOTIFY askgate` in a transaction: heard by the other instances when it commits.
-    async fn announce(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        what: &str,
-        question: QuestionId,
-    ) -> Result<(), StoreError> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(format!("{} {what} {question}", self.instance))
-            .execute(&mut **tx)
-            .await?;
-        Ok(())
+    /// Whether this instance knows of others (and so announces its asks and claims to them):
+    /// set when another says anything, cleared when every other's heartbeat lapsed.
+    pub fn hears_others(&self) -> bool {
+        self.peers.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn announcing(&self) -> bool {
+        self.hears_others()
+    }
+
+    /// What `NOTIFY askgate` says of a question: `<instance> asked|resolved <id>`.
+    fn announcement(&self, what: &str, question: QuestionId) -> String {
+        format!("{} {what} {question}", self.instance)
     }
 
     async fn select_questions(&self, sql: &'static str, text: Option<&str>) -> Result<Vec<Question>, StoreError> {
@@ -151,10 +160,7 @@ impl Columns for PgRow {
 #[async_trait]
 impl Store for PostgresStore {
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        Self::upsert_run(&mut tx, run).await?;
-        tx.commit().await?;
-        Ok(())
+        self.upsert_run(run).await
     }
 
     async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
@@ -205,12 +211,7 @@ impl Store for PostgresStore {
     }
 
     async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        Self::upsert_run(&mut tx, run).await?;
-        Self::insert_question(&mut tx, question).await?;
-        self.announce(&mut tx, "asked", question.id).await?;
-        tx.commit().await?;
-        Ok(())
+        self.ask_once(run, question).await
     }
 
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {

@@ -2,6 +2,8 @@
 //! [`HEARTBEAT`] and hears the others' `NOTIFY askgate`; what one whose heartbeat lapsed for
 //! [`LAPSE`] left (its running runs, its blocking questions) is taken over by a survivor.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
@@ -81,21 +83,45 @@ pub(super) async fn background(
     instance: String,
     mut listener: PgListener,
     changes: tokio::sync::mpsc::UnboundedSender<Change>,
+    peers: Arc<AtomicBool>,
 ) {
     let mut beat = tokio::time::interval(HEARTBEAT);
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    let mut beats = 0u32;
     loop {
         tokio::select! {
             _ = beat.tick() => {
-                // Renewed, or inserted again if a survivor took this one for dead and removed it.
-                let renewed = sqlx::query(
-                    "INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
-                     ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
-                )
-                .bind(&instance)
-                .execute(&pool)
+                // Renewed, or inserted again if a survivor took this one for dead and removed it;
+                // and whether any other instance lives (else nobody needs to hear this one).
+                let renewed = async {
+                    sqlx::query(
+                        "INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
+                         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+                    )
+                    .bind(&instance)
+                    .execute(&pool)
+                    .await?;
+                    sqlx::query_scalar::<_, bool>(
+                        "SELECT EXISTS (SELECT 1 FROM instances WHERE id <> $1 \
+                         AND heartbeat_at > now() - make_interval(secs => $2))",
+                    )
+                    .bind(&instance)
+                    .bind(LAPSE.as_secs_f64())
+                    .fetch_one(&pool)
+                    .await
+                }
                 .await;
+                // The others hear this instance's `hello` as it starts; what they committed just
+                // before they heard it was not announced to it: its first beats look again at
+                // what waits here.
+                beats += 1;
+                if beats <= 2 {
+                    let _ = changes.send(Change::Missed);
+                }
+                if let Ok(others) = &renewed {
+                    peers.store(*others, Ordering::Relaxed);
+                }
                 match renewed {
                     Ok(_) if failing => {
                         failing = false;
@@ -111,7 +137,12 @@ pub(super) async fn background(
             }
             heard = listener.try_recv() => match heard {
                 Ok(Some(notification)) => {
-                    if let Some(change) = parse_change(notification.payload(), &instance) {
+                    let payload = notification.payload();
+                    // Anything another instance says (`hello` when it starts) means it listens.
+                    if payload.split(' ').next() != Some(instance.as_str()) {
+                        peers.store(true, Ordering::Relaxed);
+                    }
+                    if let Some(change) = parse_change(payload, &instance) {
                         let _ = changes.send(change);
                     }
                 }

@@ -1,14 +1,41 @@
-//! The PostgreSQL store's writes that take more than one statement: a run and its question, the
-//! claim with what it carries, and pruning.
+//! The PostgreSQL store's writes that do more than one thing: a run and its question, the claim
+//! with what it carries, and pruning. Each but pruning is one statement (data-modifying `WITH`
+//! clauses), so one round trip and one commit: the statement is its own transaction.
 
 use serde_json::Value;
-use sqlx::{Postgres, Transaction};
 
 use super::PostgresStore;
 use crate::question::{Conversation, Outcome, Question};
 use crate::run::Run;
 use crate::store::rows::{question_from_row, to_json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
+
+/// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
+/// instance as its owner.
+macro_rules! upsert_run {
+    () => {
+        concat!(
+            "INSERT INTO runs (",
+            run_columns!(),
+            ", owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, current_setting('askgate.instance', true)) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = GREATEST(runs.says, excluded.says), \
+             result = excluded.result, updated_at = excluded.updated_at, owner = excluded.owner"
+        )
+    };
+}
+
+/// What a won claim `c` carries: the inbound update `$9`, the grant `$10`…`$15`, and the
+/// announcement `$8` (when `$16`: other instances listen); a row comes back only when the claim
+/// won.
+macro_rules! claim_tail {
+    () => {
+        "i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
+         ON CONFLICT DO NOTHING), \
+         g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
+         SELECT $10, $11, $12, $13, $14, $15::bigint FROM c WHERE $10::text IS NOT NULL) \
+         SELECT CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END FROM c"
+    };
+}
 
 /// The oldest ended runs before `$1`, at most `$2` of them.
 macro_rules! ended_runs_pg {
@@ -19,21 +46,12 @@ macro_rules! ended_runs_pg {
 }
 
 impl PostgresStore {
-    pub(super) async fn upsert_run(tx: &mut Transaction<'_, Postgres>, run: &Run) -> Result<(), StoreError> {
-        if let Some(update) = &run.update {
-            sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-                .bind(update)
-                .bind(run.updated_at)
-                .execute(&mut **tx)
-                .await?;
-        }
-        let answerers = run.answerers.as_ref().map(to_json).transpose()?;
+    /// Saves a run in one statement (with the inbound update that started it, if any).
+    pub(super) async fn upsert_run(&self, run: &Run) -> Result<(), StoreError> {
         sqlx::query(concat!(
-            "INSERT INTO runs (",
-            run_columns!(),
-            ", owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, current_setting('askgate.instance', true)) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = GREATEST(runs.says, excluded.says), \
-             result = excluded.result, updated_at = excluded.updated_at, owner = excluded.owner"
+            "WITH i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL \
+             ON CONFLICT DO NOTHING) ",
+            upsert_run!(),
         ))
         .bind(run.id.to_string())
         .bind(&run.function)
@@ -46,21 +64,40 @@ impl PostgresStore {
         .bind(run.result.as_deref())
         .bind(run.created_at)
         .bind(run.updated_at)
-        .bind(answerers)
-        .execute(&mut **tx)
+        .bind(run.answerers.as_ref().map(to_json).transpose()?)
+        .bind(run.update.as_deref())
+        .execute(&self.pool)
         .await?;
         Ok(())
     }
 
-    pub(super) async fn insert_question(tx: &mut Transaction<'_, Postgres>, q: &Question) -> Result<(), StoreError> {
+    /// A run and its new question, and the announcement of it, in one statement: one round trip
+    /// and one commit (every statement is its own transaction).
+    pub(super) async fn ask_once(&self, run: &Run, q: &Question) -> Result<(), StoreError> {
         sqlx::query(concat!(
-            "INSERT INTO questions (",
+            "WITH i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL \
+             ON CONFLICT DO NOTHING), r AS (",
+            upsert_run!(),
+            " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+            ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
+             $32, $33 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
         ))
+        .bind(run.id.to_string())
+        .bind(&run.function)
+        .bind(run.conversation.as_ref().map(Conversation::as_str))
+        .bind(run.initiator.as_str())
+        .bind(&run.input)
+        .bind(run.mode.as_str())
+        .bind(run.status.as_str())
+        .bind(i64::from(run.says))
+        .bind(run.result.as_deref())
+        .bind(run.created_at)
+        .bind(run.updated_at)
+        .bind(run.answerers.as_ref().map(to_json).transpose()?)
+        .bind(run.update.as_deref())
         .bind(q.id.to_string())
         .bind(q.conversation.as_ref().map(Conversation::as_str))
-        .bind(q.run.to_string())
         .bind(i64::from(q.step))
         .bind(q.mode.as_str())
         .bind(q.kind.as_str())
@@ -79,28 +116,39 @@ impl PostgresStore {
         .bind(q.answered_by.as_deref())
         .bind(q.answered_via.map(|v| v.as_str()))
         .bind(q.answered_name.as_deref())
-        .execute(&mut **tx)
+        .bind(self.announcement("asked", q.id))
+        .bind(q.run.to_string())
+        .bind(self.announcing())
+        .execute(&self.pool)
         .await?;
         Ok(())
     }
 
-    /// The claim-once write (see [`crate::store::Store::resolve`]).
+    /// The claim-once write (see [`crate::store::Store::resolve`]), in one statement with what
+    /// it carries (the inbound update, the grant) and its announcement: each of those only when
+    /// the claim won.
     pub(super) async fn claim(&self, r: Resolution) -> Result<Claim, StoreError> {
         let id = r.question.id.to_string();
-        let mut tx = self.pool.begin().await?;
         // The schema's trigger moves a follow-up run back to `running` with the claim. A person's
         // claim waits for a racing one to commit, so that it loses with the winner's outcome; an
         // expiry skips a question another instance is claiming now (that one ends it either way,
         // and no sweeper waits on another's locks).
         let sql = if matches!(r.outcome, Outcome::Expired { .. }) {
-            "UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-             resolved_at = $5, answered_name = $7 WHERE id = \
-             (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED)"
+            concat!(
+                "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
+                 resolved_at = $5, answered_name = $7 WHERE id = \
+                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING id), ",
+                claim_tail!()
+            )
         } else {
-            "UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-             resolved_at = $5, answered_name = $7 WHERE id = $6 AND status = 'pending'"
+            concat!(
+                "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
+                 resolved_at = $5, answered_name = $7 WHERE id = $6 AND status = 'pending' RETURNING id), ",
+                claim_tail!()
+            )
         };
-        let claimed = sqlx::query(sql)
+        let grant = r.grant.as_ref();
+        let won = sqlx::query(sql)
             .bind(r.outcome.status().as_str())
             .bind(to_json(&r.outcome)?)
             .bind(r.by.as_deref())
@@ -108,43 +156,28 @@ impl PostgresStore {
             .bind(r.at)
             .bind(&id)
             .bind(r.name.as_deref())
-            .execute(&mut *tx)
+            .bind(self.announcement("resolved", r.question.id))
+            .bind(r.update.as_deref())
+            .bind(grant.map(|g| g.id.as_str()))
+            .bind(grant.map(|g| g.conversation.as_str()))
+            .bind(grant.map(|g| g.action.as_str()))
+            .bind(grant.map(|g| g.granted_by.as_str()))
+            .bind(grant.map(|g| g.question.to_string()))
+            .bind(grant.map(|g| g.created_at))
+            .bind(self.announcing())
+            .fetch_optional(&self.pool)
             .await?;
-        if claimed.rows_affected() == 0 {
-            let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
-                .bind(&id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            return Ok(match row {
-                Some(row) => Claim::Lost(question_from_row(&row)?),
-                None => Claim::Missing,
-            });
+        if won.is_some() {
+            return Ok(Claim::Won(r.resolved()));
         }
-        if let Some(update) = &r.update {
-            sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-                .bind(update)
-                .bind(r.at)
-                .execute(&mut *tx)
-                .await?;
-        }
-        if let Some(g) = &r.grant {
-            sqlx::query(
-                "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&g.id)
-            .bind(g.conversation.as_str())
-            .bind(&g.action)
-            .bind(&g.granted_by)
-            .bind(g.question.to_string())
-            .bind(g.created_at)
-            .execute(&mut *tx)
+        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
+            .bind(&id)
+            .fetch_optional(&self.pool)
             .await?;
-        }
-        self.announce(&mut tx, "resolved", r.question.id).await?;
-        tx.commit().await?;
-        Ok(Claim::Won(r.resolved()))
+        Ok(match row {
+            Some(row) => Claim::Lost(question_from_row(&row)?),
+            None => Claim::Missing,
+        })
     }
 
     /// See [`crate::store::Store::prune`].
