@@ -61,6 +61,14 @@ enum Command {
     },
 }
 
+/// Appends a line to a report.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 /// `0.1.0 (commit 1a2b3c4d5e6f)`.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ASKGATE_COMMIT"), ")");
 
@@ -120,26 +128,29 @@ fn main() -> ExitCode {
 }
 
 fn check(config: &Config, path: &std::path::Path) {
-    println!("{}: ok", path.display());
+    let mut out = String::new();
+    say!(out, "{}: ok", path.display());
     if askgate::store::is_postgres_url(&config.database) {
-        println!(
+        say!(
+            out,
             "database: PostgreSQL, {} (several askgate instances may share it)",
             askgate::store::redact(&config.database)
         );
-        postgres_instances(&config.database);
+        postgres_instances(&mut out, &config.database);
     } else {
         match askgate::store::SqliteStore::holder(&config.database) {
-            Ok(Some(holder)) => println!("database: {} (in use by askgate, {holder})", config.database),
-            Ok(None) => println!("database: {} (not in use)", config.database),
-            Err(e) => println!("database: {} (cannot tell whether it is in use: {e})", config.database),
+            Ok(Some(holder)) => say!(out, "database: {} (in use by askgate, {holder})", config.database),
+            Ok(None) => say!(out, "database: {} (not in use)", config.database),
+            Err(e) => say!(out, "database: {} (cannot tell whether it is in use: {e})", config.database),
         }
     }
-    println!("channels:");
+    say!(out, "channels:");
     for (name, state) in config.channel_states(&Env::process()) {
-        println!("  {name}: {state}");
+        say!(out, "  {name}: {state}");
     }
     match &config.mcp {
-        Some(mcp) => println!(
+        Some(mcp) => say!(
+            out,
             "mcp: /mcp on http://{}/ and `askgate mcp`; questions go to {}{}",
             config.http,
             mcp.conversation,
@@ -149,7 +160,7 @@ fn check(config: &Config, path: &std::path::Path) {
                 format!(" (calls may also name {})", join(&mcp.allowed_conversations))
             }
         ),
-        None => println!("mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
+        None => say!(out, "mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
     }
     for upstream in config.mcp.iter().flat_map(|m| &m.upstreams) {
         let reach = match &upstream.transport {
@@ -163,25 +174,28 @@ fn check(config: &Config, path: &std::path::Path) {
             askgate::config::UpstreamTransport::Http { url } => format!("url {url}"),
         };
         let list = |patterns: &[String]| if patterns.is_empty() { "none".to_owned() } else { patterns.join(", ") };
-        println!(
+        say!(
+            out,
             "  upstream {}: {reach}; approval for {}; never offered: {}",
             upstream.name,
             list(&upstream.approve),
             list(&upstream.deny)
         );
     }
-    println!("functions:");
+    say!(out, "functions:");
     for f in &config.functions {
-        println!("  {} ({}): {}", f.name, f.what(), f.description);
+        say!(out, "  {} ({}): {}", f.name, f.what(), f.description);
     }
     let access = config.access_report();
-    println!("who may start runs:");
+    say!(out, "who may start runs:");
     for line in &access.lines {
-        println!("  {line}");
+        say!(out, "  {line}");
     }
     for warning in &access.warnings {
-        println!("warning: {warning}");
+        say!(out, "warning: {warning}");
     }
+    // Written at once, and quietly cut short when the reader goes (`askgate check | head`).
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
 }
 
 fn join(items: &[impl std::fmt::Display]) -> String {
@@ -264,7 +278,7 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 }
 
 /// The instances signed on to a PostgreSQL database, for `check`.
-fn postgres_instances(url: &str) {
+fn postgres_instances(out: &mut String, url: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     let listed = runtime.map_err(|e| e.to_string()).and_then(|r| {
         r.block_on(async {
@@ -274,15 +288,15 @@ fn postgres_instances(url: &str) {
         .map_err(|e| askgate::error_chain(&e))
     });
     match listed {
-        Ok(rows) if rows.is_empty() => println!("instances: none running"),
+        Ok(rows) if rows.is_empty() => say!(out, "instances: none running"),
         Ok(rows) => {
-            println!("instances:");
+            say!(out, "instances:");
             for row in rows {
                 let state = if row.alive { "alive" } else { "silent: taken for dead" };
-                println!("  {} (last heartbeat {:.0}s ago, {state})", row.id, row.silent_for);
+                say!(out, "  {} (last heartbeat {:.0}s ago, {state})", row.id, row.silent_for);
             }
         }
-        Err(e) => println!("instances: cannot tell ({e})"),
+        Err(e) => say!(out, "instances: cannot tell ({e})"),
     }
 }
 

@@ -504,3 +504,22 @@ async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
 }
 
 crate::backend::on_both_backends!(a_killed_askgate_loses_no_question_and_frees_its_database);
+
+#[tokio::test]
+async fn check_into_a_closed_pipe_exits_quietly() {
+    // `askgate check | head -1`: the reader is gone before askgate writes.
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut child = std::process::Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
