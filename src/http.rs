@@ -6,6 +6,7 @@
 
 mod api;
 mod events;
+mod process;
 pub mod server;
 pub mod token;
 
@@ -383,6 +384,7 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
         env!("CARGO_PKG_VERSION"),
         env!("ASKGATE_COMMIT")
     );
+    let text = format!("{text}{}", process::metrics());
     let text = match state.engine.instance() {
         Some(instance) => format!(
             "{text}# HELP askgate_instance_info This instance's id among those sharing the database.\n\

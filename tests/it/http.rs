@@ -483,6 +483,14 @@ async fn metrics_count_questions_by_outcome_and_surface() {
     assert!(before.contains("askgate_resume_seconds_count 0"), "{before}");
     let build = format!("askgate_build_info{{version=\"{}\",commit=\"", env!("CARGO_PKG_VERSION"));
     assert!(before.contains(&build), "{before}");
+    for standard in [
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+    ] {
+        assert!(before.lines().any(|l| l.starts_with(standard)), "{standard}in {before}");
+    }
     // Liveness needs no token and says nothing about readiness.
     let live = app.client.get(app.url("/livez")).send().await.unwrap();
     assert_eq!(live.status(), StatusCode::OK);
