@@ -165,6 +165,16 @@ fn to_line<T: Serialize>(line: &T) -> String {
 }
 
 /// The `outcome` line for a step.
+/// How a program ended, in words: `exit code 1`, `signal 9`.
+fn exit_words(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => status.to_string(),
+    }
+}
+
 fn outcome_line(step: u32, outcome: &Outcome) -> String {
     to_line(&OutcomeLine { r#type: "outcome", step, outcome })
 }
@@ -348,7 +358,7 @@ impl Process {
                     let status = tokio::time::timeout(GRACE, child.wait()).await;
                     return failed(match status {
                         Ok(Ok(s)) if s.success() => "the program exited without sending done".to_owned(),
-                        Ok(Ok(s)) => format!("the program exited with {s} before sending done"),
+                        Ok(Ok(s)) => format!("the program exited with {} before sending done", exit_words(s)),
                         _ => "the program closed its output without sending done".to_owned(),
                     });
                 }
@@ -384,7 +394,7 @@ impl Process {
                                 if let Err(e) = ctx.abandon_wait(reason).await {
                                     return End::Failed(e.into());
                                 }
-                                let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                                let status = status.map(exit_words).unwrap_or_else(|e| e.to_string());
                                 return failed(format!("{reason} ({status})"));
                             }
                         };

@@ -46,7 +46,7 @@ function detail(text) {
 function summary(kind, outcome) {
   if (!outcome) return "";
   const v = outcome.value;
-  const show = (x) => Array.isArray(x) ? x.join(", ") : x === true ? "yes" : x === false ? "no" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
+  const show = (x) => Array.isArray(x) ? x.join(", ") : x === true ? "Yes" : x === false ? "No" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
   switch (outcome.status) {
     case "answered": return "✅ " + show(v);
     case "declined": return "❌ " + (kind === "approval" ? "rejected" : "declined") + (outcome.feedback ? ": " + outcome.feedback : "");

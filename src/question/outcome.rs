@@ -47,7 +47,7 @@ impl Outcome {
         }
     }
 
-    /// A short human summary: `dayjs`, `declined: not now`, `expired, used no`.
+    /// A short human summary: `dayjs`, `declined: not now`, `expired, used No`.
     pub fn summary(&self, kind: Kind) -> String {
         match self {
             Self::Answered { value } => display_value(kind, value),
@@ -80,8 +80,9 @@ pub fn display_value(kind: Kind, value: &Value) -> String {
             other => other.to_owned(),
         },
         (_, Value::String(s)) => s.clone(),
-        (_, Value::Bool(true)) => "yes".to_owned(),
-        (_, Value::Bool(false)) => "no".to_owned(),
+        // As a confirm's options are labelled on every surface.
+        (_, Value::Bool(true)) => "Yes".to_owned(),
+        (_, Value::Bool(false)) => "No".to_owned(),
         (_, Value::Array(items)) => {
             items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect::<Vec<_>>().join(", ")
         }

@@ -159,7 +159,7 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
     let cases: [(&str, &str, &str, Duration, &str); 9] = [
         ("malformed", "sh", "read s; echo '{\"type\": ask'", quick, "malformed line from the program"),
         ("unknown", "sh", "read s; echo '{\"type\":\"dance\"}'", quick, "unknown message type `dance`"),
-        ("crash", "sh", "read s; echo 'something broke' >&2; exit 3", quick, "exit status: 3"),
+        ("crash", "sh", "read s; echo 'something broke' >&2; exit 3", quick, "the program exited with exit code 3 before sending done"),
         ("silent", "sh", "read s; exit 0", quick, "exited without sending done"),
         ("slow", "sh", "read s; sleep 30", Duration::from_secs(1), "ran longer than its timeout of 1s"),
         ("huge", "python3", "import sys; sys.stdin.readline(); print('x' * 70000)", quick, "longer than 65536 bytes"),
@@ -305,13 +305,13 @@ async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation()
         text.contains("password=hunter2").then_some(text)
     })
     .await;
-    assert!(logged.contains("exit status: 3"), "the log says what happened: {logged}");
+    assert!(logged.contains("exit code 3"), "the log says what happened: {logged}");
 
     // `show_stderr = true` (for development) shows the details in the conversation.
     let run = start(&h, "verbose").await;
     h.finished(run).await;
     let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("verbose failed")) }).await;
-    assert!(told.contains("password=hunter2") && told.contains("exit status: 3"), "{told}");
+    assert!(told.contains("password=hunter2") && told.contains("exit code 3"), "{told}");
 }
 
 #[tokio::test]

@@ -127,7 +127,7 @@ async fn the_demo_runs_by_tapping_buttons() {
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     fake.press(ALICE, ALICE, id_of(&confirm), &data(&confirm, "Yes"));
     fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
-    edited(&fake, ALICE, id_of(&confirm), "✅ yes").await;
+    edited(&fake, ALICE, id_of(&confirm), "✅ Yes").await;
     tg.stop().await;
 }
 
