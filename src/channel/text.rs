@@ -24,7 +24,7 @@ pub fn card(q: &Question, now_ms: i64) -> String {
             let _ = writeln!(out, "{indent}{line}");
         }
     }
-    let _ = writeln!(out, "   id {id} · {}", expiry(q.expires_at, now_ms));
+    let _ = writeln!(out, "   id {id} · {}", deadline(q, now_ms));
     match q.kind {
         Kind::Question => {
             let width = q.options.iter().map(|o| o.chars().count()).max().unwrap_or(0);
@@ -58,6 +58,16 @@ pub fn card(q: &Question, now_ms: i64) -> String {
 /// The one line a text surface prints when a question is resolved.
 pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())
+}
+
+/// A card's deadline: `expires in 30m (23:15 UTC), then: No` — with what applies on timeout
+/// when the question has a default.
+pub fn deadline(q: &Question, now_ms: i64) -> String {
+    let when = expiry(q.expires_at, now_ms);
+    match (&q.default, q.expires_at) {
+        (Some(default), Some(_)) => format!("{when}, then: {}", crate::question::display_value(q.kind, default)),
+        _ => when,
+    }
 }
 
 /// `expires in 30m (23:15 UTC)`, or `never expires`. The time left is rounded up in the unit
@@ -100,6 +110,18 @@ pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_card_says_what_applies_on_timeout() {
+        use crate::question::Ask;
+        let q = crate::question::test_question(Ask::confirm("Archive?"));
+        assert!(deadline(&q, 0).ends_with(", then: No"), "{}", deadline(&q, 0));
+        assert!(card(&q, 0).contains(", then: No\n"), "{}", card(&q, 0));
+        let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]).default_value("b"));
+        assert!(deadline(&q, 0).ends_with(", then: b"), "{}", deadline(&q, 0));
+        let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]));
+        assert!(!deadline(&q, 0).contains("then"), "no default, nothing applies: {}", deadline(&q, 0));
+    }
 
     #[test]
     fn expiry_shows_minutes_and_utc_clock() {

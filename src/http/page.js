@@ -121,7 +121,8 @@ function render(q) {
     body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); answer(q, entry, "reject", { feedback: note.value.trim() || null }); } },
       note, el("button", { type: "submit", class: "secondary" }, q.kind === "approval" ? "Reject" : "Decline")));
   }
-  const expires = q.expires_at ? "expires " + new Date(q.expires_at).toLocaleTimeString() : "never expires";
+  const fallback = q.expires_at && q.default != null ? ", then: " + summary(q.kind, { status: "answered", value: q.default }).slice(2) : "";
+  const expires = (q.expires_at ? "expires " + new Date(q.expires_at).toLocaleTimeString() : "never expires") + fallback;
   const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id },
     el("h2", { id: title }, (q.kind === "approval" ? "Approve: " : "") + q.prompt),
     q.detail ? detail(q.detail) : null,

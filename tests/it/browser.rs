@@ -123,6 +123,12 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
 
     // The run resumed: its next question is asked and shows up on the page.
     browser.wait_for("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await;
+    // The card says what applies if nobody answers in time.
+    browser
+        .wait_for(
+            "//article[.//h2[contains(., 'Archive all 87 emails?')]]//p[@class='meta'][contains(., ', then: No')]",
+        )
+        .await;
     let (_, list) = app.get("/api/questions?conversation=console:local&status=all").await;
     let answered = list["questions"]
         .as_array()

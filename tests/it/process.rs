@@ -159,7 +159,13 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
     let cases: [(&str, &str, &str, Duration, &str); 9] = [
         ("malformed", "sh", "read s; echo '{\"type\": ask'", quick, "malformed line from the program"),
         ("unknown", "sh", "read s; echo '{\"type\":\"dance\"}'", quick, "unknown message type `dance`"),
-        ("crash", "sh", "read s; echo 'something broke' >&2; exit 3", quick, "the program exited with exit code 3 before sending done"),
+        (
+            "crash",
+            "sh",
+            "read s; echo 'something broke' >&2; exit 3",
+            quick,
+            "the program exited with exit code 3 before sending done",
+        ),
         ("silent", "sh", "read s; exit 0", quick, "exited without sending done"),
         ("slow", "sh", "read s; sleep 30", Duration::from_secs(1), "ran longer than its timeout of 1s"),
         ("huge", "python3", "import sys; sys.stdin.readline(); print('x' * 70000)", quick, "longer than 65536 bytes"),

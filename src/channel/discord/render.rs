@@ -94,7 +94,7 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
         Kind::Approval => format!("Approve: {}", q.prompt),
         _ => q.prompt.clone(),
     };
-    let footer = format!("id {} · {}", q.id.short(), text::expiry(q.expires_at, now_ms));
+    let footer = format!("id {} · {}", q.id.short(), text::deadline(q, now_ms));
     let budget = MAX_CONTENT - footer.chars().count() - tail.chars().count() - 40;
     let title = escape(&shorten(&title, budget / 2));
     let mut out = format!("**{title}**");
