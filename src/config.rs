@@ -283,7 +283,7 @@ mod tests {
         let err = Config::parse("[[functions]]\nname = \"x\"\nbuiltin = \"nope\"\n", "c.toml", Path::new("."))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("functions[0].builtin"), "{err}");
+        assert!(err.contains("functions.x.builtin"), "{err}");
     }
 
     #[test]
@@ -301,12 +301,12 @@ mod tests {
     fn a_function_needs_exactly_one_of_builtin_and_command() {
         let both = "[[functions]]\nname = \"x\"\nbuiltin = \"demo\"\ncommand = [\"true\"]\n";
         let err = Config::parse(both, "c.toml", Path::new(".")).unwrap_err().to_string();
-        assert!(err.contains("functions[0].command"), "{err}");
+        assert!(err.contains("functions.x.command"), "{err}");
         let neither = "[[functions]]\nname = \"x\"\n";
         assert!(Config::parse(neither, "c.toml", Path::new(".")).is_err());
         let bad_mode = "[[functions]]\nname = \"x\"\ncommand = [\"true\"]\nmode = \"wait\"\n";
         let err = Config::parse(bad_mode, "c.toml", Path::new(".")).unwrap_err().to_string();
-        assert!(err.contains("functions[0].mode"), "{err}");
+        assert!(err.contains("functions.x.mode"), "{err}");
     }
 
     #[test]

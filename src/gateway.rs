@@ -386,7 +386,7 @@ fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     /// The HTTP address cannot be bound.
-    #[error("cannot listen on {0}")]
+    #[error("cannot listen on {0} (gateway.http; another program may be using the port)")]
     Bind(SocketAddr, #[source] std::io::Error),
     /// The API token may not be used (too short, readable by others) or cannot be read.
     #[error(transparent)]

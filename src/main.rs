@@ -164,11 +164,8 @@ fn check(config: &Config, path: &std::path::Path) {
     }
     for upstream in config.mcp.iter().flat_map(|m| &m.upstreams) {
         let reach = match &upstream.transport {
-            askgate::config::UpstreamTransport::Stdio { command, .. } => {
-                let program = &command[0];
-                let found = program.contains('/') && std::path::Path::new(program).exists()
-                    || std::env::var_os("PATH")
-                        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+            askgate::config::UpstreamTransport::Stdio { command, cwd, .. } => {
+                let found = program_found(&command[0], Some(cwd));
                 format!("command `{}`{}", command.join(" "), if found { "" } else { " (program not found)" })
             }
             askgate::config::UpstreamTransport::Http { url } => format!("url {url}"),
@@ -185,6 +182,17 @@ fn check(config: &Config, path: &std::path::Path) {
     say!(out, "functions:");
     for f in &config.functions {
         say!(out, "  {} ({}): {}", f.name, f.what(), f.description);
+        if let askgate::config::FunctionKind::Process(p) = &f.kind
+            && !program_found(&p.command[0], Some(&p.cwd))
+        {
+            say!(
+                out,
+                "warning: function `{}`: program `{}` not found (from {})",
+                f.name,
+                p.command[0],
+                p.cwd.display()
+            );
+        }
     }
     let access = config.access_report();
     say!(out, "who may start runs:");
@@ -196,6 +204,19 @@ fn check(config: &Config, path: &std::path::Path) {
     }
     // Written at once, and quietly cut short when the reader goes (`askgate check | head`).
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
+}
+
+/// Whether a program can be started: a path (relative to `cwd`) that exists, or a name found
+/// on `PATH`.
+fn program_found(program: &str, cwd: Option<&std::path::Path>) -> bool {
+    if program.contains('/') {
+        let path = std::path::Path::new(program);
+        return match cwd {
+            Some(cwd) if path.is_relative() => cwd.join(path).exists(),
+            _ => path.exists(),
+        };
+    }
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 fn join(items: &[impl std::fmt::Display]) -> String {

@@ -57,7 +57,7 @@ pub(super) fn functions(raw: Vec<RawFunction>, base: &Path) -> Result<Vec<Functi
     for (i, f) in raw.into_iter().enumerate() {
         let spec = function_spec(i, f, base)?;
         if functions.iter().any(|g| g.name == spec.name) {
-            return Err((format!("functions[{i}].name"), format!("`{}` is defined twice", spec.name)));
+            return Err((format!("functions.{}.name", spec.name), format!("`{}` is defined twice", spec.name)));
         }
         functions.push(spec);
     }
@@ -65,10 +65,14 @@ pub(super) fn functions(raw: Vec<RawFunction>, base: &Path) -> Result<Vec<Functi
 }
 
 fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, Fault> {
-    let key = |k: &str| format!("functions[{i}].{k}");
     if f.name.is_empty() || f.name.chars().any(|c| c.is_whitespace() || c == '/' || c == '@') {
-        return Err((key("name"), format!("`{}` is not a usable name (no spaces, slashes or @)", f.name)));
+        // Named by its place: its name is what is wrong.
+        let key = format!("functions[{i}].name");
+        return Err((key, format!("`{}` is not a usable name (no spaces, slashes or @)", f.name)));
     }
+    // Named by its name, as a person finds it in the file: `functions.deploy.command`.
+    let name = f.name.clone();
+    let key = |k: &str| format!("functions.{name}.{k}");
     let allowed_users = f
         .allowed_users
         .as_deref()

@@ -523,3 +523,43 @@ async fn check_into_a_closed_pipe_exits_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+#[tokio::test]
+async fn check_warns_of_programs_it_cannot_find_and_names_functions_by_name() {
+    let dir = TempDir::new().unwrap();
+    let extra = "\n[[functions]]\nname = \"deploy\"\ncommand = [\"./nothere.sh\"]\n\
+                 \n[[functions]]\nname = \"ship\"\ncommand = [\"no-such-program-anywhere\"]\n\
+                 \n[[functions]]\nname = \"fine\"\ncommand = [\"sh\", \"-c\", \"true\"]\n";
+    let out =
+        Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), extra)).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "a warning is not an error");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning: function")).collect();
+    assert_eq!(warnings.len(), 2, "{text}");
+    assert!(warnings[0].starts_with("warning: function `deploy`: program `./nothere.sh` not found"), "{text}");
+    assert!(
+        warnings[1].starts_with("warning: function `ship`: program `no-such-program-anywhere` not found"),
+        "{text}"
+    );
+
+    let bad = "\n[[functions]]\nname = \"deploy\"\ncommand = []\n";
+    let out = Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), bad)).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`functions.deploy.command`: needs at least the program to run"), "{err}");
+}
+
+#[tokio::test]
+async fn a_port_in_use_is_named_as_gateway_http() {
+    let dir = TempDir::new().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let config = write_config(dir.path(), "");
+    let text =
+        std::fs::read_to_string(&config).unwrap().replace("127.0.0.1:0", &taken.local_addr().unwrap().to_string());
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(BIN).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).output();
+    let out = tokio::time::timeout(Duration::from_secs(20), out).await.expect("it stops").unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("(gateway.http; another program may be using the port)"), "{err}");
+}
