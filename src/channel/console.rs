@@ -59,6 +59,7 @@ impl Console {
         let user = UserRef::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
         // Up for as long as askgate runs: after the input ends, it still prints.
         engine.set_channel_state(self.name(), ChannelState::Up);
+        self.show_waiting(&engine, &conversation).await;
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -91,11 +92,37 @@ impl Console {
         }
     }
 
+    /// At start: the questions that still wait for an answer here (after a restart, the cards
+    /// printed before it have scrolled away or are in another terminal).
+    async fn show_waiting(&self, engine: &Engine, conversation: &Conversation) {
+        match engine.pending_for(Some(conversation)).await {
+            Ok(waiting) if !waiting.is_empty() => {
+                let n = waiting.len();
+                self.report(&format!(
+                    "{n} question{} still wait{} for your answer:",
+                    plural(n),
+                    if n == 1 { "s" } else { "" }
+                ))
+                .await;
+                let now = self.clock.now_ms();
+                for q in &waiting {
+                    self.report(&text::card(q, now)).await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not list the questions waiting on the console"),
+        }
+    }
+
     async fn report(&self, message: &str) {
         if let Err(e) = self.print(message).await {
             tracing::warn!(error = %e, "console output failed");
         }
     }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes. `Ok(None)` at end of input; an error message

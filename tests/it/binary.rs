@@ -258,6 +258,9 @@ async fn a_killed_askgate_loses_no_question_and_frees_its_database(place: Place)
 async fn finish_the_demo_in_a_new_askgate(config: &Path, id: &str, library: &str, archive: &str, done: &str) {
     let mut served = Served::start(config);
     served.log_line("askgate is ready").await;
+    // The console shows what still waits, as /pending would.
+    served.line("1 question still waits for your answer:").await;
+    served.line(&format!("id {id} · expires in")).await;
     served.type_line(&format!("/answer {id} {library}")).await;
     served.line("Archive all 87 emails?").await;
     served.type_line(archive).await;
