@@ -186,16 +186,20 @@ impl Tap {
     }
 }
 
-/// The command list `/help` shows.
+/// The command list `/help` shows: the same text as the README's "Commands" section (a test
+/// holds them together).
 pub const HELP: &str = "\
-/answer <id> <choice>    answer a question: option number, name, or your own text
-/decline <id> [feedback] decline a question (for an approval: reject)
-/approve <id> [always]   allow an approval once, or always
-/deny <id> [feedback]    reject an approval
-/pending                 list the questions waiting here
-/run <function> [input]  start a function
-/cancel                  cancel the run waiting here
-/help                    this list";
+/answer <id> <choice>       option name (any case), option number (1-based), #n for position n
+                            whatever the labels, or free text when allowed (\"quoted\" when it
+                            looks like a number); multi-select: \"1,3\", \"1 3\" or \"dayjs, luxon\";
+                            confirm: yes|no; approval: once|always|reject [feedback]
+/decline <id> [feedback]    decline any question (for an approval: reject)
+/approve <id> [once|always] allow an approval (default once)
+/deny <id> [feedback]       reject an approval
+/pending                    this conversation's waiting questions with their commands
+/run <function> [input]     start a run
+/cancel                     cancel your waiting runs here (their questions end as cancelled)
+/help                       the commands and the functions";
 
 #[cfg(test)]
 mod tests {
@@ -203,6 +207,12 @@ mod tests {
 
     fn parse(s: &str) -> Result<Command, CommandError> {
         Command::parse(s).expect("a command")
+    }
+
+    #[test]
+    fn help_and_the_readme_list_the_same_commands() {
+        let readme = include_str!("../README.md");
+        assert!(readme.contains(&format!("```\n{HELP}\n```")), "/help and the README's Commands section differ");
     }
 
     #[test]
