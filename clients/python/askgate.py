@@ -23,13 +23,16 @@ depend on, or make them idempotent.
 
 Outcomes other than an answer raise: ``Declined`` (with the person's feedback), ``Timeout``
 (no answer and no default), ``Cancelled`` (with the reason). Only the standard library is
-used. Never print to stdout yourself: it carries the protocol; use ``say`` or stderr.
+used. stdout carries the protocol, so importing this module points ``sys.stdout`` at stderr: a
+stray ``print()`` lands in askgate's log instead of breaking the protocol. Use ``say`` to talk to
+the conversation, and ``can_ask()`` to know whether anyone can answer (a run without a
+conversation cannot ask: every ask ends as cancelled).
 """
 
 import json
 import sys
 
-__all__ = ["ask", "confirm", "approve", "say", "run", "Declined", "Timeout", "Cancelled", "Protocol"]
+__all__ = ["ask", "confirm", "approve", "say", "run", "can_ask", "Declined", "Timeout", "Cancelled", "Protocol"]
 
 
 class Declined(Exception):
@@ -59,6 +62,8 @@ class Protocol(Exception):
 _out = sys.stdout
 _in = sys.stdin
 _start = None
+# The protocol keeps stdout to itself; anything else printed goes to stderr (askgate's log).
+sys.stdout = sys.stderr
 
 
 def _send(message):
@@ -85,6 +90,11 @@ def start():
         if _start.get("type") != "start":
             raise Protocol(f"expected a start message, got {_start!r}")
     return _start
+
+
+def can_ask():
+    """Whether this run has someone to ask (a conversation); without one every ask is cancelled."""
+    return bool(start().get("can_ask", True))
 
 
 def _outcome(message):

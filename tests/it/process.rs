@@ -371,3 +371,25 @@ async fn a_program_flooding_stderr_is_logged_within_limits() {
         "one line says what was dropped"
     );
 }
+
+#[tokio::test]
+async fn the_python_helper_keeps_stray_prints_out_of_the_protocol_and_says_whether_it_can_ask() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "import askgate\n\
+                  def main(input, run):\n    \
+                      print('a stray line a library printed')\n    \
+                      if not askgate.can_ask():\n        return 'nobody to ask'\n    \
+                      return 'picked ' + askgate.ask('Which?', options=['a', 'b'])\n\
+                  askgate.run(main)\n";
+    add(&mut f, dir.path(), "chatty", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "chatty").await;
+    h.card(1).await;
+    h.say(ALICE, "b").await;
+    let done = h.finished(run).await;
+    assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("picked b")), "{done:?}");
+    // Without a conversation, the helper says so before asking.
+    let alone = h.engine.run_to_end(RunRequest::new("chatty", None, alice())).await.unwrap();
+    assert_eq!(alone.result.as_deref(), Some("nobody to ask"), "{alone:?}");
+}
