@@ -11,7 +11,11 @@ import askgate  # noqa: E402
 
 def main(version, run):
     version = version.strip() or "main"
-    env = askgate.ask("Deploy where?", options=["staging", "production"], detail=f"Version {version}")
+    try:
+        env = askgate.ask("Deploy where?", options=["staging", "production"], detail=f"Version {version}")
+    except askgate.Declined as declined:
+        # A person's "no" is an answer, not a failure of the deploy.
+        return f"Not deployed {version}: {declined.feedback or 'declined'}."
     if env == "production" and not askgate.confirm(f"Deploy {version} to production now?"):
         return f"Did not deploy {version}."
     # The deploy itself comes after every ask it depends on: a replay never repeats it.

@@ -368,6 +368,11 @@ async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
     served.type_line("yes").await;
     served.line("Deploying v9 to production...").await;
     served.line("Deployed v9 to production.").await;
+    // A decline is an answer: the run says so, it does not fail.
+    served.type_line("/run deploy v10").await;
+    let id = served.nth_card_id("Deploy where?", 2).await;
+    served.type_line(&format!("/decline {id} not on a Friday")).await;
+    served.line("Not deployed v10: not on a Friday.").await;
 
     served.type_line("/run archive").await;
     let id = short_id(
