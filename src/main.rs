@@ -49,6 +49,12 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Print a shell completion script: `askgate completions bash > /etc/bash_completion.d/askgate`
+    /// (or zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
     /// start local processes). The token comes from ASKGATE_API_TOKEN or the token file.
     Mcp {
@@ -96,6 +102,11 @@ fn main() -> ExitCode {
     let config_path = match &cli.command {
         Command::Serve { config, .. } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
         Command::Migrate { from, to } => return migrate(from, to),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut command, "askgate", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
@@ -109,7 +120,9 @@ fn main() -> ExitCode {
             check(&config, &config_path);
             ExitCode::SUCCESS
         }
-        Command::Migrate { .. } => unreachable!("handled before the configuration is read"),
+        Command::Migrate { .. } | Command::Completions { .. } => {
+            unreachable!("handled before the configuration is read")
+        }
         Command::Mcp { url, .. } => match mcp(&config, url) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

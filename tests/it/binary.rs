@@ -571,3 +571,19 @@ async fn a_port_in_use_is_named_as_gateway_http() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("(gateway.http; another program may be using the port)"), "{err}");
 }
+
+#[tokio::test]
+async fn completions_cover_every_command() {
+    for (shell, marker) in [("bash", "_askgate()"), ("zsh", "#compdef askgate"), ("fish", "complete -c askgate")] {
+        let out = Command::new(BIN).args(["completions", shell]).output().await.unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for command in ["serve", "check", "migrate", "mcp", "completions"] {
+            assert!(script.contains(command), "{shell} completes {command}");
+        }
+    }
+    let out = Command::new(BIN).args(["completions", "tcsh"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("possible values"), "the error lists the shells");
+}
