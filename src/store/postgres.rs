@@ -28,7 +28,8 @@ use instances::{CHANNEL, background, instance_id};
 pub use instances::{InstanceRow, instances};
 
 use super::rows::{
-    Columns, delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
+    Columns, delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions,
+    resume_from_rows, run_from_row,
 };
 use super::{
     Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError,
@@ -253,11 +254,7 @@ impl Store for PostgresStore {
         limit: u32,
     ) -> Result<(Vec<Question>, Option<String>), StoreError> {
         // `seq` grows with every insert: a cursor is the last `seq` of a page.
-        let after: Option<i64> = cursor
-            .map(|c| {
-                c.strip_prefix('r').and_then(|n| n.parse().ok()).ok_or_else(|| StoreError::BadCursor(c.to_owned()))
-            })
-            .transpose()?;
+        let after = page_after(cursor)?;
         let limit = limit.max(1);
         let sql = if filter.status == Some(Status::Pending) {
             concat!(
@@ -282,11 +279,7 @@ impl Store for PostgresStore {
             .bind(filter.kind.map(Kind::as_str))
             .fetch_all(&self.pool)
             .await?;
-        let next = match rows.last() {
-            Some(last) if rows.len() == limit as usize => Some(format!("r{}", last.try_get::<i64, _>("page_key")?)),
-            _ => None,
-        };
-        Ok((questions(&rows)?, next))
+        page(&rows, limit)
     }
 
     async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {

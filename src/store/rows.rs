@@ -144,3 +144,21 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
 }
+
+/// The position a page cursor names (`r<key>`, the last `page_key` of the page before), or none
+/// for the first page.
+pub(super) fn page_after(cursor: Option<&str>) -> Result<Option<i64>, StoreError> {
+    cursor
+        .map(|c| c.strip_prefix('r').and_then(|n| n.parse().ok()).ok_or_else(|| StoreError::BadCursor(c.to_owned())))
+        .transpose()
+}
+
+/// A page of questions read with a `page_key` column, and the cursor of the next page (none
+/// when this one was not full).
+pub(super) fn page(rows: &[impl Columns], limit: u32) -> Result<(Vec<Question>, Option<String>), StoreError> {
+    let next = match rows.last() {
+        Some(last) if rows.len() == limit as usize => Some(format!("r{}", last.req_int("page_key")?)),
+        _ => None,
+    };
+    Ok((questions(rows)?, next))
+}

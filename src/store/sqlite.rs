@@ -48,7 +48,8 @@ mod statements;
 mod writer;
 
 use super::rows::{
-    delivery_from_row, grant_from_row, parse_col, question_from_row, questions, resume_from_rows, run_from_row,
+    delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions, resume_from_rows,
+    run_from_row,
 };
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::{Job, job};
@@ -242,11 +243,7 @@ impl Store for SqliteStore {
         // SQLite's rowid grows with every insert: a cursor is the last rowid of a page, and
         // keyset paging on it needs no index beyond the table itself (and, for pending
         // questions, the partial index that lists them).
-        let after: Option<i64> = cursor
-            .map(|c| {
-                c.strip_prefix('r').and_then(|n| n.parse().ok()).ok_or_else(|| StoreError::BadCursor(c.to_owned()))
-            })
-            .transpose()?;
+        let after = page_after(cursor)?;
         let limit = limit.max(1);
         let pending = filter.status == Some(Status::Pending);
         let sql = if pending {
@@ -272,11 +269,7 @@ impl Store for SqliteStore {
             .bind(filter.kind.map(Kind::as_str))
             .fetch_all(&self.readers)
             .await?;
-        let next = match rows.last() {
-            Some(last) if rows.len() == limit as usize => Some(format!("r{}", last.try_get::<i64, _>("page_key")?)),
-            _ => None,
-        };
-        Ok((questions(&rows)?, next))
+        page(&rows, limit)
     }
 
     async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
