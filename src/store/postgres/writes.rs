@@ -37,6 +37,33 @@ macro_rules! claim_tail {
     };
 }
 
+/// Records the inbound update `$13` that brought the run bound as `$1`…`$12`, if any.
+macro_rules! inbound_key {
+    () => {
+        "i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL ON CONFLICT DO NOTHING)"
+    };
+}
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds a run as `$1`…`$12` (in `run_columns!()` order) and its inbound update as `$13`.
+fn bind_run<'q>(query: PgQuery<'q>, run: &'q Run) -> Result<PgQuery<'q>, StoreError> {
+    Ok(query
+        .bind(run.id.to_string())
+        .bind(&run.function)
+        .bind(run.conversation.as_ref().map(Conversation::as_str))
+        .bind(run.initiator.as_str())
+        .bind(&run.input)
+        .bind(run.mode.as_str())
+        .bind(run.status.as_str())
+        .bind(i64::from(run.says))
+        .bind(run.result.as_deref())
+        .bind(run.created_at)
+        .bind(run.updated_at)
+        .bind(run.answerers.as_ref().map(to_json).transpose()?)
+        .bind(run.update.as_deref()))
+}
+
 /// The oldest ended runs before `$1`, at most `$2` of them.
 macro_rules! ended_runs_pg {
     () => {
@@ -48,79 +75,49 @@ macro_rules! ended_runs_pg {
 impl PostgresStore {
     /// Saves a run in one statement (with the inbound update that started it, if any).
     pub(super) async fn upsert_run(&self, run: &Run) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "WITH i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL \
-             ON CONFLICT DO NOTHING) ",
-            upsert_run!(),
-        ))
-        .bind(run.id.to_string())
-        .bind(&run.function)
-        .bind(run.conversation.as_ref().map(Conversation::as_str))
-        .bind(run.initiator.as_str())
-        .bind(&run.input)
-        .bind(run.mode.as_str())
-        .bind(run.status.as_str())
-        .bind(i64::from(run.says))
-        .bind(run.result.as_deref())
-        .bind(run.created_at)
-        .bind(run.updated_at)
-        .bind(run.answerers.as_ref().map(to_json).transpose()?)
-        .bind(run.update.as_deref())
-        .execute(&self.pool)
-        .await?;
+        bind_run(sqlx::query(concat!("WITH ", inbound_key!(), " ", upsert_run!())), run)?.execute(&self.pool).await?;
         Ok(())
     }
 
     /// A run and its new question, and the announcement of it, in one statement: one round trip
     /// and one commit (every statement is its own transaction).
     pub(super) async fn ask_once(&self, run: &Run, q: &Question) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "WITH i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL \
-             ON CONFLICT DO NOTHING), r AS (",
+        let ask = sqlx::query(concat!(
+            "WITH ",
+            inbound_key!(),
+            ", r AS (",
             upsert_run!(),
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
              $32, $33 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
-        ))
-        .bind(run.id.to_string())
-        .bind(&run.function)
-        .bind(run.conversation.as_ref().map(Conversation::as_str))
-        .bind(run.initiator.as_str())
-        .bind(&run.input)
-        .bind(run.mode.as_str())
-        .bind(run.status.as_str())
-        .bind(i64::from(run.says))
-        .bind(run.result.as_deref())
-        .bind(run.created_at)
-        .bind(run.updated_at)
-        .bind(run.answerers.as_ref().map(to_json).transpose()?)
-        .bind(run.update.as_deref())
-        .bind(q.id.to_string())
-        .bind(q.conversation.as_ref().map(Conversation::as_str))
-        .bind(i64::from(q.step))
-        .bind(q.mode.as_str())
-        .bind(q.kind.as_str())
-        .bind(&q.prompt)
-        .bind(q.detail.as_deref())
-        .bind(to_json(&q.options)?)
-        .bind(i64::from(q.multi))
-        .bind(i64::from(q.allow_custom))
-        .bind(q.default.as_ref().map(Value::to_string))
-        .bind(to_json(&q.answerers)?)
-        .bind(&q.fingerprint)
-        .bind(q.created_at)
-        .bind(q.expires_at)
-        .bind(q.status.as_str())
-        .bind(q.outcome.as_ref().map(to_json).transpose()?)
-        .bind(q.answered_by.as_deref())
-        .bind(q.answered_via.map(|v| v.as_str()))
-        .bind(q.answered_name.as_deref())
-        .bind(self.announcement("asked", q.id))
-        .bind(q.run.to_string())
-        .bind(self.announcing())
-        .execute(&self.pool)
-        .await?;
+        ));
+        bind_run(ask, run)?
+            .bind(q.id.to_string())
+            .bind(q.conversation.as_ref().map(Conversation::as_str))
+            .bind(i64::from(q.step))
+            .bind(q.mode.as_str())
+            .bind(q.kind.as_str())
+            .bind(&q.prompt)
+            .bind(q.detail.as_deref())
+            .bind(to_json(&q.options)?)
+            .bind(i64::from(q.multi))
+            .bind(i64::from(q.allow_custom))
+            .bind(q.default.as_ref().map(Value::to_string))
+            .bind(to_json(&q.answerers)?)
+            .bind(&q.fingerprint)
+            .bind(q.created_at)
+            .bind(q.expires_at)
+            .bind(q.status.as_str())
+            .bind(q.outcome.as_ref().map(to_json).transpose()?)
+            .bind(q.answered_by.as_deref())
+            .bind(q.answered_via.map(|v| v.as_str()))
+            .bind(q.answered_name.as_deref())
+            .bind(self.announcement("asked", q.id))
+            .bind(q.run.to_string())
+            .bind(self.announcing())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
