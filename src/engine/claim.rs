@@ -165,13 +165,8 @@ impl Engine {
         }
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
-        let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
         match question.mode {
-            Mode::Blocking => {
-                if let Some(waiter) = self.take_waiter(question.id) {
-                    let _ = waiter.send(outcome);
-                }
-            }
+            Mode::Blocking => self.wake_waiter(&question),
             Mode::FollowUp => {
                 let resolved = Instant::now();
                 match lock(&self.inner.parked).remove(&question.id) {
@@ -199,6 +194,17 @@ impl Engine {
                     }
                 });
             }
+        }
+    }
+
+    /// Hands a resolved blocking question's outcome to whoever waits for it here, if anyone.
+    pub(super) fn wake_waiter(&self, question: &Question) {
+        if question.mode != Mode::Blocking {
+            return;
+        }
+        if let Some(waiter) = self.take_waiter(question.id) {
+            let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
+            let _ = waiter.send(outcome);
         }
     }
 

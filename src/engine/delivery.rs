@@ -213,11 +213,7 @@ impl Engine {
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Card(question.clone()));
         }
-        if let Some(at) = question.expires_at
-            && at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            self.inner.sweeper_wake.notify_one();
-        }
+        self.wake_sweeper_for(question.expires_at);
         self.inner.metrics.asked();
         self.emit(Event::Asked(question));
     }

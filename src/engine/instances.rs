@@ -16,8 +16,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Engine, Event, lock};
-use crate::question::{Mode, Outcome, QuestionId};
-use crate::store::{Change, Lease};
+use crate::question::QuestionId;
+use crate::store::{Change, Lease, StoreError};
 
 /// How often the store is asked for what dead instances left.
 const ADOPT_EVERY: Duration = Duration::from_secs(3);
@@ -47,16 +47,21 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
                 None => return,
             },
         };
-        let ids = match change {
-            Change::Asked(id) | Change::Resolved(id) => vec![id],
+        let read = match change {
+            Change::Asked(id) => engine.heard_asked(id).await,
+            Change::Resolved(id) => engine.heard_resolved(id).await,
             // What waits here may have been resolved meanwhile: look at each again.
-            Change::Missed => lock(&engine.inner.waiters).keys().copied().collect(),
-        };
-        for id in ids {
-            let change = if change == Change::Missed { Change::Resolved(id) } else { change };
-            if let Err(e) = engine.heard(change, id).await {
-                tracing::warn!(question = %id, error = %e, "could not read a question another instance changed");
+            Change::Missed => {
+                let waiting: Vec<QuestionId> = lock(&engine.inner.waiters).keys().copied().collect();
+                let mut read = Ok(());
+                for id in waiting {
+                    read = read.and(engine.heard_resolved(id).await);
+                }
+                read
             }
+        };
+        if let Err(e) = read {
+            tracing::warn!(?change, error = %e, "could not read a question another instance changed");
         }
     }
 }
@@ -118,30 +123,25 @@ impl Engine {
         lock(&self.inner.leases).iter().cloned().collect()
     }
 
-    async fn heard(&self, change: Change, id: QuestionId) -> Result<(), crate::store::StoreError> {
+    /// Another instance asked `id`: the event streams here carry it, and the sweeper learns
+    /// its deadline.
+    async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        let question = Arc::new(question);
-        match change {
-            Change::Asked(_) => {
-                if let Some(at) = question.expires_at
-                    && at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)
-                {
-                    self.inner.sweeper_wake.notify_one();
-                }
-                self.emit(Event::Asked(question));
-            }
-            Change::Resolved(_) | Change::Missed if question.is_pending() => {}
-            Change::Resolved(_) | Change::Missed => {
-                lock(&self.inner.parked).remove(&id);
-                if question.mode == Mode::Blocking
-                    && let Some(waiter) = self.take_waiter(id)
-                {
-                    let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".into() });
-                    let _ = waiter.send(outcome);
-                }
-                self.emit(Event::Resolved(question));
-            }
+        self.wake_sweeper_for(question.expires_at);
+        self.emit(Event::Asked(Arc::new(question)));
+        Ok(())
+    }
+
+    /// Another instance resolved `id` (or may have): a blocking ask held here wakes, a run
+    /// parked here is forgotten (the winner resumes it), the event streams here carry it.
+    async fn heard_resolved(&self, id: QuestionId) -> Result<(), StoreError> {
+        let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
+        if question.is_pending() {
+            return Ok(());
         }
+        lock(&self.inner.parked).remove(&id);
+        self.wake_waiter(&question);
+        self.emit(Event::Resolved(Arc::new(question)));
         Ok(())
     }
 }

@@ -48,3 +48,12 @@ async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
         None => MAX_SLEEP,
     })
 }
+
+impl Engine {
+    /// Wakes the sweeper when a new question's deadline comes before the one it sleeps until.
+    pub(super) fn wake_sweeper_for(&self, expires_at: Option<i64>) {
+        if expires_at.is_some_and(|at| at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)) {
+            self.inner.sweeper_wake.notify_one();
+        }
+    }
+}
