@@ -50,7 +50,8 @@ fn run(conversation: &str) -> Run {
     waiting_run(conversation, "")
 }
 
-fn question(run: &Run, step: u32, prompt: &str) -> Question {
+/// A pending question at `step` of `run`, with values that quoting would break.
+pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
     let ask = Ask::question(prompt).options(["it's", "a\"b"]).allow_custom(true).validate().unwrap();
     Question {
         id: QuestionId::new(),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use askgate::question::{Answerers, Ask, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
+use askgate::question::{Outcome, Question, RunId, Surface};
 use askgate::run::Run;
 use askgate::store::{Claim, Resolution, SqliteStore, Store, StoreError, Synchronous};
 use serde_json::json;
@@ -16,31 +16,9 @@ fn run(input: &str) -> Run {
     waiting_run("test:room", input)
 }
 
+/// The conformance suite's question, at step 0.
 fn question(run: &Run, prompt: &str) -> Question {
-    let ask = Ask::question(prompt).options(["it's", "a\"b"]).allow_custom(true).validate().unwrap();
-    Question {
-        id: QuestionId::new(),
-        conversation: run.conversation.clone(),
-        run: run.id,
-        step: 0,
-        mode: Mode::FollowUp,
-        kind: ask.kind,
-        fingerprint: ask.fingerprint(),
-        prompt: ask.prompt,
-        detail: Some("line one\nline two; DROP TABLE runs; --".into()),
-        options: ask.options,
-        multi: false,
-        allow_custom: true,
-        default: None,
-        answerers: Answerers::Conversation,
-        created_at: T0,
-        expires_at: Some(T0 + 1_000),
-        status: Status::Pending,
-        outcome: None,
-        answered_by: None,
-        answered_via: None,
-        answered_name: None,
-    }
+    crate::conformance::question(run, 0, prompt)
 }
 
 async fn open(dir: &TempDir) -> Arc<SqliteStore> {
