@@ -94,23 +94,15 @@ pub(super) async fn background(
             _ = beat.tick() => {
                 // Renewed, or inserted again if a survivor took this one for dead and removed it;
                 // and whether any other instance lives (else nobody needs to hear this one).
-                let renewed = async {
-                    sqlx::query(
-                        "INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
-                         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
-                    )
-                    .bind(&instance)
-                    .execute(&pool)
-                    .await?;
-                    sqlx::query_scalar::<_, bool>(
-                        "SELECT EXISTS (SELECT 1 FROM instances WHERE id <> $1 \
-                         AND heartbeat_at > now() - make_interval(secs => $2))",
-                    )
-                    .bind(&instance)
-                    .bind(LAPSE.as_secs_f64())
-                    .fetch_one(&pool)
-                    .await
-                }
+                let renewed = sqlx::query_scalar::<_, bool>(
+                    "WITH beat AS (INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
+                     ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()) \
+                     SELECT EXISTS (SELECT 1 FROM instances WHERE id <> $1 \
+                     AND heartbeat_at > now() - make_interval(secs => $2))",
+                )
+                .bind(&instance)
+                .bind(LAPSE.as_secs_f64())
+                .fetch_one(&pool)
                 .await;
                 // The others hear this instance's `hello` as it starts; what they committed just
                 // before they heard it was not announced to it: its first beats look again at
