@@ -1,4 +1,5 @@
-//! The PostgreSQL store: a pool of connections, each write one transaction. The schema
+//! The PostgreSQL store: a pool of connections; each write is one statement, committed with the
+//! writes that arrive beside it (group commit, see `batch`). The schema
 //! (migrations/postgres) keeps the rules SQLite's does: closed statuses, unique inbound keys, and
 //! a trigger that moves a follow-up run back to `running` with the claim of its question.
 //!
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Row};
 
+mod batch;
 mod instances;
 mod writes;
 
@@ -49,6 +51,10 @@ pub struct PostgresStore {
     peers: Arc<AtomicBool>,
     /// The heartbeat and the listener, stopped at close.
     tasks: tokio_util::task::AbortOnDropHandle<()>,
+    /// The writes, committed in groups (see `batch`).
+    writes: batch::Writes,
+    /// The writers, stopped at close.
+    writers: Vec<tokio_util::task::AbortOnDropHandle<()>>,
     changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>>,
 }
 
@@ -102,6 +108,7 @@ impl PostgresStore {
         // Until the first heartbeat says otherwise, assume others listen (and say hello below).
         let peers = Arc::new(AtomicBool::new(true));
         let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx, peers.clone()));
+        let (writes, writers) = batch::Writes::start(&pool);
         tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
         Ok(Self {
             pool,
@@ -109,6 +116,8 @@ impl PostgresStore {
             instance,
             peers,
             tasks: tokio_util::task::AbortOnDropHandle::new(tasks),
+            writes,
+            writers: writers.into_iter().map(tokio_util::task::AbortOnDropHandle::new).collect(),
             changes: Mutex::new(Some(rx)),
         })
     }
@@ -165,14 +174,12 @@ impl Store for PostgresStore {
     }
 
     async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
+        let finish = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
             .bind(status.as_str())
             .bind(result)
             .bind(at)
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
+            .bind(id.to_string());
+        Ok(self.writes.execute(finish).await? == 1)
     }
 
     async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
@@ -387,7 +394,7 @@ impl Store for PostgresStore {
     }
 
     async fn add_delivery(&self, d: &Delivery) -> Result<(), StoreError> {
-        sqlx::query(
+        let add = sqlx::query(
             "INSERT INTO deliveries (question_id, surface, chat, message, role, created_at) \
              VALUES ($1, $2, $3, $4, $5, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
              ON CONFLICT DO NOTHING",
@@ -396,9 +403,8 @@ impl Store for PostgresStore {
         .bind(d.surface.as_str())
         .bind(&d.chat)
         .bind(&d.message)
-        .bind(d.role.as_str())
-        .execute(&self.pool)
-        .await?;
+        .bind(d.role.as_str());
+        self.writes.execute(add).await?;
         Ok(())
     }
 
@@ -446,21 +452,16 @@ impl Store for PostgresStore {
     }
 
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-            .bind(at)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        let revoke =
+            sqlx::query("UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL").bind(at).bind(id);
+        Ok(self.writes.execute(revoke).await? == 1)
     }
 
     async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        let first = sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(key)
-            .bind(at)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
+            .bind(at);
+        Ok(self.writes.execute(first).await? == 1)
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
@@ -469,11 +470,10 @@ impl Store for PostgresStore {
     }
 
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET says = GREATEST(says, $1) WHERE id = $2")
+        let says = sqlx::query("UPDATE runs SET says = GREATEST(says, $1) WHERE id = $2")
             .bind(i64::from(says))
-            .bind(run.to_string())
-            .execute(&self.pool)
-            .await?;
+            .bind(run.to_string());
+        self.writes.execute(says).await?;
         Ok(())
     }
 
@@ -487,6 +487,9 @@ impl Store for PostgresStore {
         let left = sqlx::query("DELETE FROM instances WHERE id = $1").bind(&self.instance).execute(&self.pool).await;
         if let Err(e) = left {
             tracing::warn!(error = %e, "could not sign this instance off; the others wait for its heartbeat to lapse");
+        }
+        for writer in &self.writers {
+            writer.abort();
         }
         self.pool.close().await;
     }

@@ -1,5 +1,6 @@
 //! What only one backend does. SQLite on a real file: NUL bytes survive, a batch isolates a
 //! bad write, one store per file, a locked file. PostgreSQL: what it cannot store is refused
+//! clearly, and a batch isolates a bad write there too.
 //! clearly. (What both do is in `conformance.rs`.)
 
 use std::sync::Arc;
@@ -171,6 +172,35 @@ async fn postgres_refuses_a_nul_character_as_the_writes_own_fault() {
     let Err(e @ StoreError::Constraint(message)) = &refused else { panic!("{refused:?}") };
     assert!(!e.is_transient() && message.contains("PostgreSQL 22021"), "{message}");
     assert_eq!(store.run(r.id).await.unwrap(), None, "nothing of the refused write was kept");
+    store.close().await;
+}
+
+/// Writes that arrive together are committed together (group commit); the bad ones among them
+/// fail alone, each with its own reason, and every good one is stored.
+#[tokio::test]
+async fn postgres_commits_writes_together_and_a_bad_one_fails_only_its_caller() {
+    let database = crate::backend::TestDatabase::create().await;
+    let store = askgate::store::PostgresStore::open(&database.url).await.unwrap();
+    let runs: Vec<Run> = (0..24).map(|i| run(if i % 8 == 3 { "nul\0 inside" } else { "fine" })).collect();
+    let mut asks: Vec<(Run, Arc<Question>)> =
+        runs.iter().map(|r| (r.clone(), Arc::new(question(r, "Go on?")))).collect();
+    let mut orphan = question(&runs[0], "Orphan");
+    orphan.run = RunId::new(); // no such run: the foreign key refuses it
+    asks.push((run("fine"), Arc::new(orphan)));
+    // Queued in one poll, before the writers run: one batch with the bad writes inside it.
+    let results = futures_util::future::join_all(asks.iter().map(|(r, q)| store.ask(r, q))).await;
+    for ((r, q), result) in asks.iter().zip(&results) {
+        let stored = store.question(q.id).await.unwrap();
+        if r.input.contains('\0') || q.run != r.id {
+            assert!(matches!(result, Err(StoreError::Constraint(_))), "{result:?}");
+            assert_eq!(stored, None);
+            assert_eq!(store.run(r.id).await.unwrap(), None, "nothing of a refused write is kept");
+        } else {
+            assert!(result.is_ok(), "{result:?}");
+            assert!(stored.is_some());
+        }
+    }
+    assert_eq!(results.iter().filter(|r| r.is_err()).count(), 4, "only the NUL runs and the orphan failed");
     store.close().await;
 }
 

@@ -1,10 +1,11 @@
 //! The PostgreSQL store's writes that do more than one thing: a run and its question, the claim
 //! with what it carries, and pruning. Each but pruning is one statement (data-modifying `WITH`
-//! clauses), so one round trip and one commit: the statement is its own transaction.
+//! clauses), so one round trip, committed with the writes beside it (see `batch`).
 
 use serde_json::Value;
 
 use super::PostgresStore;
+use super::batch::PgQuery;
 use crate::question::{Conversation, Outcome, Question};
 use crate::run::Run;
 use crate::store::rows::{question_from_row, to_json};
@@ -44,10 +45,8 @@ macro_rules! inbound_key {
     };
 }
 
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
-
 /// Binds a run as `$1`…`$12` (in `run_columns!()` order) and its inbound update as `$13`.
-fn bind_run<'q>(query: PgQuery<'q>, run: &'q Run) -> Result<PgQuery<'q>, StoreError> {
+fn bind_run(query: PgQuery, run: &Run) -> Result<PgQuery, StoreError> {
     Ok(query
         .bind(run.id.to_string())
         .bind(&run.function)
@@ -75,12 +74,13 @@ macro_rules! ended_runs_pg {
 impl PostgresStore {
     /// Saves a run in one statement (with the inbound update that started it, if any).
     pub(super) async fn upsert_run(&self, run: &Run) -> Result<(), StoreError> {
-        bind_run(sqlx::query(concat!("WITH ", inbound_key!(), " ", upsert_run!())), run)?.execute(&self.pool).await?;
+        let upsert = bind_run(sqlx::query(concat!("WITH ", inbound_key!(), " ", upsert_run!())), run)?;
+        self.writes.execute(upsert).await?;
         Ok(())
     }
 
     /// A run and its new question, and the announcement of it, in one statement: one round trip
-    /// and one commit (every statement is its own transaction).
+    /// and one commit, shared with the writes beside it (see `batch`).
     pub(super) async fn ask_once(&self, run: &Run, q: &Question) -> Result<(), StoreError> {
         let ask = sqlx::query(concat!(
             "WITH ",
@@ -92,7 +92,7 @@ impl PostgresStore {
             ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
              $32, $33 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
         ));
-        bind_run(ask, run)?
+        let ask = bind_run(ask, run)?
             .bind(q.id.to_string())
             .bind(q.conversation.as_ref().map(Conversation::as_str))
             .bind(i64::from(q.step))
@@ -115,9 +115,8 @@ impl PostgresStore {
             .bind(q.answered_name.as_deref())
             .bind(self.announcement("asked", q.id))
             .bind(q.run.to_string())
-            .bind(self.announcing())
-            .execute(&self.pool)
-            .await?;
+            .bind(self.announcing());
+        self.writes.execute(ask).await?;
         Ok(())
     }
 
@@ -145,7 +144,7 @@ impl PostgresStore {
             )
         };
         let grant = r.grant.as_ref();
-        let won = sqlx::query(sql)
+        let claim = sqlx::query(sql)
             .bind(r.outcome.status().as_str())
             .bind(to_json(&r.outcome)?)
             .bind(r.by.as_deref())
@@ -161,10 +160,9 @@ impl PostgresStore {
             .bind(grant.map(|g| g.granted_by.as_str()))
             .bind(grant.map(|g| g.question.to_string()))
             .bind(grant.map(|g| g.created_at))
-            .bind(self.announcing())
-            .fetch_optional(&self.pool)
-            .await?;
-        if won.is_some() {
+            .bind(self.announcing());
+        // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
+        if self.writes.execute(claim).await? == 1 {
             return Ok(Claim::Won(r.resolved()));
         }
         let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))

@@ -1,0 +1,124 @@
+//! Group commit for the PostgreSQL store's writes: the writes that arrive while a transaction
+//! runs are committed together in the next one. Many conversations then share one commit: one
+//! WAL flush, and one turn at the lock PostgreSQL takes to order notifying commits, where each
+//! write was its own transaction. A write that arrives alone runs alone (no `BEGIN`/`COMMIT`
+//! round trips), so one conversation pays nothing for it.
+//!
+//! Each write is one statement (see `writes`) that answers with the rows it touched or returned.
+//! When a write of a batch fails, the batch is rolled back and each of its writes runs again
+//! alone, so a write's failure (a refused value, a deadlock with another instance's batch) is
+//! its own and never another's. When the commit itself fails, whether it took effect is not
+//! known, so every write of the batch hears that failure, as a statement alone would.
+
+use std::sync::Arc;
+
+use sqlx::postgres::{PgArguments, PgPool, Postgres};
+use sqlx::{Execute, SqlStr};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::store::StoreError;
+
+/// How many writers commit at once, each on a connection of the pool while it commits.
+const WRITERS: usize = 2;
+/// The most writes in one transaction.
+const MAX_BATCH: usize = 64;
+
+/// A statement with its arguments bound.
+pub(super) type PgQuery = sqlx::query::Query<'static, Postgres, PgArguments>;
+
+/// A write waiting for its transaction, and where its result goes.
+struct Write {
+    sql: SqlStr,
+    args: PgArguments,
+    /// The rows the statement touched (or returned, for a `SELECT` at its end).
+    done: oneshot::Sender<Result<u64, StoreError>>,
+}
+
+/// The queue of writes; the writers end when the store (its only holder) is dropped.
+pub(super) struct Writes {
+    queue: mpsc::UnboundedSender<Write>,
+}
+
+impl Writes {
+    /// Starts the writers on `pool`; they stop when the returned `Writes` is dropped.
+    pub(super) fn start(pool: &PgPool) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let rx = Arc::new(Mutex::new(rx));
+        let writers = (0..WRITERS).map(|_| tokio::spawn(writer(pool.clone(), rx.clone()))).collect();
+        (Self { queue }, writers)
+    }
+
+    /// Runs `query` in the next transaction and returns the rows it touched (or returned).
+    pub(super) async fn execute(&self, mut query: PgQuery) -> Result<u64, StoreError> {
+        let args = query
+            .take_arguments()
+            .map_err(|e| StoreError::Decode(format!("a value could not be encoded: {e}")))?
+            .unwrap_or_default();
+        let (done, result) = oneshot::channel();
+        self.queue.send(Write { sql: query.sql(), args, done }).map_err(|_| StoreError::Closed)?;
+        result.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// Takes the waiting writes (at most [`MAX_BATCH`]) and commits them, until the queue ends.
+async fn writer(pool: PgPool, queue: Arc<Mutex<mpsc::UnboundedReceiver<Write>>>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    loop {
+        {
+            let mut queue = queue.lock().await;
+            if queue.recv_many(&mut batch, MAX_BATCH).await == 0 {
+                return;
+            }
+        }
+        commit(&pool, &mut batch).await;
+    }
+}
+
+/// Commits `batch` in one transaction, or each write alone when it holds one or the
+/// transaction failed; every write hears its own result.
+async fn commit(pool: &PgPool, batch: &mut Vec<Write>) {
+    if batch.len() > 1 {
+        match together(pool, batch).await {
+            Ok(rows) => {
+                for (write, rows) in batch.drain(..).zip(rows) {
+                    let _ = write.done.send(Ok(rows));
+                }
+                return;
+            }
+            Err(Failed::Commit(e)) => {
+                let e = StoreError::from(e);
+                for write in batch.drain(..) {
+                    let _ = write.done.send(Err(e.again()));
+                }
+                return;
+            }
+            Err(Failed::Write(e)) => {
+                tracing::debug!(error = %e, writes = batch.len(), "a batch failed; its writes run alone");
+            }
+        }
+    }
+    for write in batch.drain(..) {
+        let result = sqlx::query_with(write.sql, write.args).execute(pool).await;
+        let _ = write.done.send(result.map(|r| r.rows_affected()).map_err(StoreError::from));
+    }
+}
+
+/// Why a batch did not commit.
+enum Failed {
+    /// Before the commit: nothing took effect.
+    Write(sqlx::Error),
+    /// The commit: whether it took effect is not known.
+    Commit(sqlx::Error),
+}
+
+/// The writes of `batch` in one transaction: the rows each touched, once all committed.
+async fn together(pool: &PgPool, batch: &[Write]) -> Result<Vec<u64>, Failed> {
+    let mut tx = pool.begin().await.map_err(Failed::Write)?;
+    let mut rows = Vec::with_capacity(batch.len());
+    for write in batch {
+        let done = sqlx::query_with(write.sql.clone(), write.args.clone()).execute(&mut *tx).await;
+        rows.push(done.map_err(Failed::Write)?.rows_affected());
+    }
+    tx.commit().await.map_err(Failed::Commit)?;
+    Ok(rows)
+}
