@@ -1,7 +1,7 @@
 //! What only one backend does. SQLite on a real file: NUL bytes survive, a batch isolates a
 //! bad write, one store per file, a locked file. PostgreSQL: what it cannot store is refused
 //! clearly, and a batch isolates a bad write there too.
-//! clearly. (What both do is in `conformance.rs`.)
+//! (What both do is in `conformance.rs`.)
 
 use std::sync::Arc;
 
