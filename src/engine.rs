@@ -299,6 +299,14 @@ impl Engine {
     }
 
     fn emit(&self, event: Event) {
+        if let Some((what, run)) = event.of_run() {
+            self.inner.store.announce_run(what, run);
+        }
+        self.publish(event);
+    }
+
+    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]).
+    fn publish(&self, event: Event) {
         // Numbered and sent under one lock, so the kept events and the live ones agree.
         let mut log = lock(&self.inner.log);
         let logged = log.push(event);

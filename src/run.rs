@@ -1,6 +1,6 @@
 //! Runs: one invocation of a function in a conversation, across all of its replays.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::question::{Answerers, Conversation, Mode, Origin, RunId, UserRef, text_enum};
 
@@ -28,7 +28,7 @@ impl RunStatus {
 }
 
 /// The persisted record of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// The id.
     pub id: RunId,

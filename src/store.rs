@@ -197,6 +197,24 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// What a run did, as the event streams name it (see [`Change::Run`]).
+    RunEvent {
+        /// It started.
+        Started = "run.started",
+        /// It replays after an answer.
+        Resumed = "run.resumed",
+        /// It ended its turn on a question.
+        Waiting = "run.waiting",
+        /// It finished.
+        Finished = "run.finished",
+        /// It failed.
+        Failed = "run.failed",
+        /// It was cancelled.
+        Cancelled = "run.cancelled",
+    }
+);
+
 /// One message sent for a question, recorded so that it can be retracted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Delivery {
@@ -357,13 +375,22 @@ impl Lease {
     }
 }
 
-/// What another askgate sharing the store did to a question.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What another askgate sharing the store did to a question or a run.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Change {
     /// It asked the question (and renders it).
     Asked(QuestionId),
     /// It resolved the question (and retracts its cards, and resumes its run).
     Resolved(QuestionId),
+    /// Its run did this.
+    Run {
+        /// What the run did.
+        event: RunEvent,
+        /// Which run.
+        id: RunId,
+        /// The run as the other askgate saw it then; none when too big to announce (read it).
+        snapshot: Option<Box<Run>>,
+    },
     /// The store stopped hearing the others for a while (its listening connection dropped):
     /// changes may have been missed, and what waits here should be looked at again.
     Missed,
@@ -415,8 +442,14 @@ pub trait Store: Send + Sync + 'static {
     fn instance(&self) -> Option<&str> {
         None
     }
-    /// Questions other askgates sharing this store asked or resolved, as they commit; taken once
-    /// (none for a store that one askgate holds).
+    /// Tells the other askgates sharing this store (if any listen) that `run` did what `event`
+    /// names: their event streams carry it too. Returns at once; a store that one askgate holds
+    /// has nobody to tell.
+    fn announce_run(&self, event: RunEvent, run: &Run) {
+        let _ = (event, run);
+    }
+    /// Questions other askgates sharing this store asked or resolved, and what their runs did,
+    /// as they commit; taken once (none for a store that one askgate holds).
     fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
         None
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::question::{Question, Status};
 use crate::run::{Run, RunStatus};
+use crate::store::RunEvent;
 
 /// Something that happened to a question or a run. The snapshots are shared (with the lanes
 /// that render them and every stream that sends them), not copied.
@@ -45,6 +46,45 @@ impl Event {
                 RunStatus::Failed => "run.failed",
                 RunStatus::Cancelled => "run.cancelled",
             },
+        }
+    }
+}
+
+impl Event {
+    /// What a run did, for the other instances sharing the store (none: a question event,
+    /// which the store announces with the question's own write).
+    pub(super) fn of_run(&self) -> Option<(RunEvent, &Run)> {
+        match self {
+            Self::Asked(_) | Self::Resolved(_) => None,
+            Self::RunStarted(r) => Some((RunEvent::Started, r)),
+            Self::RunResumed(r) => Some((RunEvent::Resumed, r)),
+            Self::Run(r) => Some((
+                match r.status {
+                    RunStatus::Running | RunStatus::Waiting => RunEvent::Waiting,
+                    RunStatus::Finished => RunEvent::Finished,
+                    RunStatus::Failed => RunEvent::Failed,
+                    RunStatus::Cancelled => RunEvent::Cancelled,
+                },
+                r,
+            )),
+        }
+    }
+
+    /// What another instance's run did, as an event here.
+    pub(super) fn heard_of_run(event: RunEvent, mut run: Run) -> Self {
+        match event {
+            RunEvent::Started => Self::RunStarted(Arc::new(run)),
+            RunEvent::Resumed => Self::RunResumed(Arc::new(run)),
+            ended => {
+                // A run read from the store may have moved on since; the event says what it did.
+                run.status = match ended {
+                    RunEvent::Finished => RunStatus::Finished,
+                    RunEvent::Failed => RunStatus::Failed,
+                    RunEvent::Cancelled => RunStatus::Cancelled,
+                    _ => RunStatus::Waiting,
+                };
+                Self::Run(Arc::new(run))
+            }
         }
     }
 }

@@ -5,10 +5,10 @@
 //! - [`adopt`] asks the store every few seconds for what an instance that died left (its
 //!   heartbeat lapsed): its follow-up runs are replayed here, its blocking asks cancelled. The
 //!   store hands each run to one survivor.
-//! - [`follow`] hears what the other instances ask and resolve as they commit: the event
-//!   streams here carry it, a blocking ask held here wakes with the outcome, a run parked here
-//!   is forgotten (the instance whose claim won resumes it), and the sweeper learns of a new
-//!   deadline.
+//! - [`follow`] hears what the other instances ask and resolve as they commit, and what their
+//!   runs do: the event streams here carry it, a blocking ask held here wakes with the outcome,
+//!   a run parked here is forgotten (the instance whose claim won resumes it), and the sweeper
+//!   learns of a new deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +16,9 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Engine, Event, lock};
-use crate::question::QuestionId;
-use crate::store::{Change, Lease, StoreError};
+use crate::question::{QuestionId, RunId};
+use crate::run::Run;
+use crate::store::{Change, Lease, RunEvent, StoreError};
 
 /// How often the store is asked for what dead instances left.
 const ADOPT_EVERY: Duration = Duration::from_secs(3);
@@ -36,7 +37,7 @@ pub(super) async fn adopt(engine: Engine) {
     }
 }
 
-/// Applies the other instances' asks and resolutions here, until the engine stops.
+/// Applies the other instances' asks, resolutions and run events here, until the engine stops.
 pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change>) {
     let stop = engine.stopping();
     loop {
@@ -47,9 +48,10 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
                 None => return,
             },
         };
-        let read = match change {
-            Change::Asked(id) => engine.heard_asked(id).await,
-            Change::Resolved(id) => engine.heard_resolved(id).await,
+        let read = match &change {
+            Change::Asked(id) => engine.heard_asked(*id).await,
+            Change::Resolved(id) => engine.heard_resolved(*id).await,
+            Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             // What waits here may have been resolved meanwhile: look at each again.
             Change::Missed => {
                 let waiting: Vec<QuestionId> = lock(&engine.inner.waiters).keys().copied().collect();
@@ -61,7 +63,7 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
             }
         };
         if let Err(e) = read {
-            tracing::warn!(?change, error = %e, "could not read a question another instance changed");
+            tracing::warn!(?change, error = %e, "could not read what another instance changed");
         }
     }
 }
@@ -128,7 +130,20 @@ impl Engine {
     async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
         self.wake_sweeper_for(question.expires_at);
-        self.emit(Event::Asked(Arc::new(question)));
+        self.publish(Event::Asked(Arc::new(question)));
+        Ok(())
+    }
+
+    /// Another instance's run did `event`: the event streams here carry it.
+    async fn heard_run(&self, event: RunEvent, id: RunId, snapshot: Option<&Run>) -> Result<(), StoreError> {
+        let run = match snapshot {
+            Some(run) => run.clone(),
+            None => match self.inner.store.run(id).await? {
+                Some(run) => run,
+                None => return Ok(()),
+            },
+        };
+        self.publish(Event::heard_of_run(event, run));
         Ok(())
     }
 
@@ -141,7 +156,7 @@ impl Engine {
         }
         lock(&self.inner.parked).remove(&id);
         self.wake_waiter(&question);
-        self.emit(Event::Resolved(Arc::new(question)));
+        self.publish(Event::Resolved(Arc::new(question)));
         Ok(())
     }
 }

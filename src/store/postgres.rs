@@ -34,7 +34,8 @@ use super::rows::{
     resume_from_rows, run_from_row,
 };
 use super::{
-    Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError,
+    Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, RunEvent, Store,
+    StoreError,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -137,6 +138,16 @@ impl PostgresStore {
         format!("{} {what} {question}", self.instance)
     }
 
+    /// `<instance> run.<event> <the run as JSON>`, or its id in place of the JSON when that
+    /// would not fit in a notification (under 8,000 bytes).
+    fn run_announcement(&self, event: RunEvent, run: &Run) -> String {
+        let said = serde_json::to_string(run).map(|json| format!("{} {event} {json}", self.instance));
+        match said {
+            Ok(said) if said.len() < 7_900 => said,
+            _ => format!("{} {event} {}", self.instance, run.id),
+        }
+    }
+
     async fn select_questions(&self, sql: &'static str, text: Option<&str>) -> Result<Vec<Question>, StoreError> {
         let rows = sqlx::query(sql).bind(text).fetch_all(&self.pool).await?;
         questions(&rows)
@@ -212,6 +223,13 @@ impl Store for PostgresStore {
 
     async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
         self.take_lease(name, stop).await
+    }
+
+    fn announce_run(&self, event: RunEvent, run: &Run) {
+        if self.announcing() {
+            let notify = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(self.run_announcement(event, run));
+            self.writes.send(notify);
+        }
     }
 
     fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {

@@ -111,8 +111,10 @@ async fn a_run_started_through_one_instance_is_answered_through_another_and_ever
     let (status, started) = a.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{started}");
     let run = started["id"].as_str().unwrap().to_owned();
+    saw(&events, "run.started", &run).await;
     let first = b.pending("Which library for date formatting?").await;
     saw(&events, "question.asked", &first).await;
+    saw(&events, "run.waiting", &run).await;
     let (status, receipt) = b.post(&format!("/api/questions/{first}/reply"), json!({"value": "dayjs"})).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{receipt}");
     saw(&events, "question.replied", &first).await;
@@ -127,6 +129,9 @@ async fn a_run_started_through_one_instance_is_answered_through_another_and_ever
     })
     .await;
     assert_eq!(done["run"]["result"], "Using dayjs for dates; archived 87 emails.");
+    // Run events cross instances as question events do: C ran none of it.
+    saw(&events, "run.resumed", &run).await;
+    saw(&events, "run.finished", &run).await;
     // The loser of a race on another instance gets the winner's receipt.
     let (status, late) = c.post(&format!("/api/questions/{first}/reply"), json!({"value": "luxon"})).await;
     assert_eq!(status, reqwest::StatusCode::CONFLICT, "{late}");

@@ -34,6 +34,13 @@ struct Write {
     done: oneshot::Sender<Result<u64, StoreError>>,
 }
 
+/// Hands a write's result to whoever waits for it; logs a failure nobody waits for.
+fn reply(done: oneshot::Sender<Result<u64, StoreError>>, result: Result<u64, StoreError>) {
+    if let Err(Err(e)) = done.send(result) {
+        tracing::debug!(error = %e, "a write nobody waited for failed");
+    }
+}
+
 /// The queue of writes; the writers end when the store (its only holder) is dropped.
 pub(super) struct Writes {
     queue: mpsc::UnboundedSender<Write>,
@@ -49,14 +56,25 @@ impl Writes {
     }
 
     /// Runs `query` in the next transaction and returns the rows it touched (or returned).
-    pub(super) async fn execute(&self, mut query: PgQuery) -> Result<u64, StoreError> {
+    pub(super) async fn execute(&self, query: PgQuery) -> Result<u64, StoreError> {
+        self.queue(query)?.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `query` in the next transaction without waiting for it (a failure is logged).
+    pub(super) fn send(&self, query: PgQuery) {
+        if let Err(e) = self.queue(query) {
+            tracing::debug!(error = %e, "a write was not queued");
+        }
+    }
+
+    fn queue(&self, mut query: PgQuery) -> Result<oneshot::Receiver<Result<u64, StoreError>>, StoreError> {
         let args = query
             .take_arguments()
             .map_err(|e| StoreError::Decode(format!("a value could not be encoded: {e}")))?
             .unwrap_or_default();
         let (done, result) = oneshot::channel();
         self.queue.send(Write { sql: query.sql(), args, done }).map_err(|_| StoreError::Closed)?;
-        result.await.map_err(|_| StoreError::Closed)?
+        Ok(result)
     }
 }
 
@@ -81,14 +99,14 @@ async fn commit(pool: &PgPool, batch: &mut Vec<Write>) {
         match together(pool, batch).await {
             Ok(rows) => {
                 for (write, rows) in batch.drain(..).zip(rows) {
-                    let _ = write.done.send(Ok(rows));
+                    reply(write.done, Ok(rows));
                 }
                 return;
             }
             Err(Failed::Commit(e)) => {
                 let e = StoreError::from(e);
                 for write in batch.drain(..) {
-                    let _ = write.done.send(Err(e.again()));
+                    reply(write.done, Err(e.again()));
                 }
                 return;
             }
@@ -99,7 +117,7 @@ async fn commit(pool: &PgPool, batch: &mut Vec<Write>) {
     }
     for write in batch.drain(..) {
         let result = sqlx::query_with(write.sql, write.args).execute(pool).await;
-        let _ = write.done.send(result.map(|r| r.rows_affected()).map_err(StoreError::from));
+        reply(write.done, result.map(|r| r.rows_affected()).map_err(StoreError::from));
     }
 }
 

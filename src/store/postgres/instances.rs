@@ -166,18 +166,26 @@ async fn keep(mut connection: sqlx::PgConnection, lost: tokio_util::sync::Cancel
     }
 }
 
-/// Another instance's `<instance> asked|resolved <id>`; none for this instance's own or a
-/// payload that does not parse.
+/// Another instance's `<instance> asked|resolved <question id>` or `<instance> run.<event> <run
+/// as JSON, or its id>`; none for this instance's own or a payload that does not parse.
 fn parse_change(payload: &str, me: &str) -> Option<Change> {
-    let mut parts = payload.split(' ');
-    let (from, what, id) = (parts.next()?, parts.next()?, parts.next()?.parse().ok()?);
+    let mut parts = payload.splitn(3, ' ');
+    let (from, what, rest) = (parts.next()?, parts.next()?, parts.next()?);
     if from == me {
         return None;
     }
     match what {
-        "asked" => Some(Change::Asked(id)),
-        "resolved" => Some(Change::Resolved(id)),
-        _ => None,
+        "asked" => Some(Change::Asked(rest.parse().ok()?)),
+        "resolved" => Some(Change::Resolved(rest.parse().ok()?)),
+        event => {
+            let event = event.parse().ok()?;
+            if rest.starts_with('{') {
+                let run: crate::run::Run = serde_json::from_str(rest).ok()?;
+                Some(Change::Run { event, id: run.id, snapshot: Some(Box::new(run)) })
+            } else {
+                Some(Change::Run { event, id: rest.parse().ok()?, snapshot: None })
+            }
+        }
     }
 }
 
@@ -262,8 +270,37 @@ mod tests {
         let id = QuestionId::new();
         assert_eq!(parse_change(&format!("b:1:x asked {id}"), "a:1:x"), Some(Change::Asked(id)));
         assert_eq!(parse_change(&format!("b:1:x resolved {id}"), "a:1:x"), Some(Change::Resolved(id)));
+        let run = crate::question::RunId::new();
+        let finished = crate::store::RunEvent::Finished;
+        assert_eq!(
+            parse_change(&format!("b:1:x run.finished {run}"), "a:1:x"),
+            Some(Change::Run { event: finished, id: run, snapshot: None })
+        );
+        let snapshot = crate::run::Run {
+            id: run,
+            function: "demo".into(),
+            conversation: Some(crate::question::Conversation::parse("console:local").unwrap()),
+            initiator: crate::question::UserRef::parse("console:local").unwrap(),
+            answerers: None,
+            input: "with spaces".into(),
+            mode: crate::question::Mode::FollowUp,
+            status: crate::run::RunStatus::Finished,
+            says: 1,
+            result: Some("done, said the function".into()),
+            created_at: 1,
+            updated_at: 2,
+            update: None,
+        };
+        let said = format!("b:1:x run.finished {}", serde_json::to_string(&snapshot).unwrap());
+        assert_eq!(
+            parse_change(&said, "a:1:x"),
+            Some(Change::Run { event: finished, id: run, snapshot: Some(Box::new(snapshot)) })
+        );
+        assert_eq!(parse_change(&format!("b:1:x run.exploded {run}"), "a:1:x"), None);
         assert_eq!(parse_change(&format!("a:1:x resolved {id}"), "a:1:x"), None);
-        for garbage in ["", "b:1:x", "b:1:x asked", "b:1:x asked not-an-id", &format!("b:1:x ate {id}")] {
+        for garbage in
+            ["", "b:1:x", "b:1:x asked", "b:1:x asked not-an-id", &format!("b:1:x ate {id}"), "b:1:x run.started {"]
+        {
             assert_eq!(parse_change(garbage, "a:1:x"), None, "{garbage}");
         }
     }
