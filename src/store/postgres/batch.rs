@@ -18,10 +18,15 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::store::StoreError;
 
-/// How many writers commit at once, each on a connection of the pool while it commits.
-const WRITERS: usize = 2;
+/// How many writers commit at once, each on a connection of the pool while it commits
+/// (measured with 64 conversations: 1 writer ~940 cycles/s, 2 ~1,175, 4 ~1,320, 6 ~1,290,
+/// 8 ~1,200).
+const WRITERS: usize = 4;
 /// The most writes in one transaction.
 const MAX_BATCH: usize = 64;
+/// How long writes nobody waits for (announcements) wait for another write to share their
+/// commit, when they alone are queued: a notifying commit is the costly kind.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A statement with its arguments bound.
 pub(super) type PgQuery = sqlx::query::Query<'static, Postgres, PgArguments>;
@@ -32,6 +37,8 @@ struct Write {
     args: PgArguments,
     /// The rows the statement touched (or returned, for a `SELECT` at its end).
     done: oneshot::Sender<Result<u64, StoreError>>,
+    /// Whether someone waits for it.
+    awaited: bool,
 }
 
 /// Hands a write's result to whoever waits for it; logs a failure nobody waits for.
@@ -57,23 +64,27 @@ impl Writes {
 
     /// Runs `query` in the next transaction and returns the rows it touched (or returned).
     pub(super) async fn execute(&self, query: PgQuery) -> Result<u64, StoreError> {
-        self.queue(query)?.await.map_err(|_| StoreError::Closed)?
+        self.queue(query, true)?.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Runs `query` in the next transaction without waiting for it (a failure is logged).
+    /// Runs `query` in a coming transaction without waiting for it (a failure is logged).
     pub(super) fn send(&self, query: PgQuery) {
-        if let Err(e) = self.queue(query) {
+        if let Err(e) = self.queue(query, false) {
             tracing::debug!(error = %e, "a write was not queued");
         }
     }
 
-    fn queue(&self, mut query: PgQuery) -> Result<oneshot::Receiver<Result<u64, StoreError>>, StoreError> {
+    fn queue(
+        &self,
+        mut query: PgQuery,
+        awaited: bool,
+    ) -> Result<oneshot::Receiver<Result<u64, StoreError>>, StoreError> {
         let args = query
             .take_arguments()
             .map_err(|e| StoreError::Decode(format!("a value could not be encoded: {e}")))?
             .unwrap_or_default();
         let (done, result) = oneshot::channel();
-        self.queue.send(Write { sql: query.sql(), args, done }).map_err(|_| StoreError::Closed)?;
+        self.queue.send(Write { sql: query.sql(), args, done, awaited }).map_err(|_| StoreError::Closed)?;
         Ok(result)
     }
 }
@@ -86,6 +97,10 @@ async fn writer(pool: PgPool, queue: Arc<Mutex<mpsc::UnboundedReceiver<Write>>>)
             let mut queue = queue.lock().await;
             if queue.recv_many(&mut batch, MAX_BATCH).await == 0 {
                 return;
+            }
+            let room = MAX_BATCH - batch.len();
+            if room > 0 && batch.iter().all(|w| !w.awaited) {
+                let _ = tokio::time::timeout(LINGER, queue.recv_many(&mut batch, room)).await;
             }
         }
         commit(&pool, &mut batch).await;
