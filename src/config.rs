@@ -8,6 +8,7 @@
 mod channels;
 mod functions;
 mod mcp;
+mod overrides;
 mod raw;
 
 use std::collections::HashMap;
@@ -17,6 +18,7 @@ use std::path::Path;
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use functions::{FunctionKind, FunctionSpec};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
+pub use overrides::{GatewayValue, Source};
 pub use raw::parse_duration;
 
 use crate::engine::Settings;
@@ -112,31 +114,63 @@ pub struct Config {
     pub functions: Vec<FunctionSpec>,
     /// The MCP server at `/mcp`, when the file has an `[mcp]` table.
     pub mcp: Option<McpConfig>,
+    /// Each `[gateway]` key's value and where it came from (default, file, environment).
+    pub gateway_values: Vec<GatewayValue>,
 }
 
 impl Config {
-    /// Reads and validates a file.
+    /// Reads and validates a file, with the process environment's `ASKGATE_GATEWAY_<KEY>`
+    /// values in place of the file's `[gateway]` keys.
     ///
     /// # Errors
     /// [`ConfigError`] naming the file, and the key where one is at fault.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with(path, &Env::process())
+    }
+
+    /// [`Config::load`] with the `ASKGATE_GATEWAY_*` values of `env`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, and the key where one is at fault.
+    pub fn load_with(path: &Path, env: &Env) -> Result<Self, ConfigError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Self::parse(&text, &shown, base)
+        Self::parse_with(&text, &shown, base, env)
     }
 
-    /// Validates configuration text; `path` is used in messages, and relative working
-    /// directories of programs are resolved against `base` (the file's directory).
+    /// Validates configuration text (the environment is not read); `path` is used in messages,
+    /// and relative working directories of programs are resolved against `base` (the file's
+    /// directory).
     ///
     /// # Errors
     /// [`ConfigError`] naming the key at fault.
     pub fn parse(text: &str, path: &str, base: &Path) -> Result<Self, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        Self::parse_with(text, path, base, &Env::from_pairs(std::iter::empty::<(String, String)>()))
+    }
+
+    /// [`Config::parse`] with the `ASKGATE_GATEWAY_*` values of `env` in place of the file's.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the key at fault (and the variable, when its value came from one).
+    pub fn parse_with(text: &str, path: &str, base: &Path, env: &Env) -> Result<Self, ConfigError> {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
-        let bad = |(key, message): (String, String)| ConfigError::Value { path: path.to_owned(), key, message };
+        let value = |(key, message): (String, String)| ConfigError::Value { path: path.to_owned(), key, message };
+        let gateway_values = overrides::apply(&mut raw.gateway, text, env).map_err(value)?;
+        // A value from the environment is wrong there, not in the file: say which variable.
+        let bad = |(key, message): (String, String)| {
+            let from = gateway_values.iter().find_map(|v| match &v.source {
+                Source::Env(name) if key == format!("gateway.{}", v.key) && !message.contains(name) => Some(name),
+                _ => None,
+            });
+            match from {
+                Some(name) => value((key, format!("{message} (from {name})"))),
+                None => value((key, message)),
+            }
+        };
         let gateway = &raw.gateway;
         let synchronous = match gateway.synchronous.as_deref() {
             None | Some("normal") => Synchronous::Normal,
@@ -178,6 +212,7 @@ impl Config {
             webhooks: channels.webhooks,
             functions,
             mcp,
+            gateway_values,
         })
     }
 }

@@ -143,6 +143,17 @@ fn main() -> ExitCode {
 fn check(config: &Config, path: &std::path::Path) {
     let mut out = String::new();
     say!(out, "{}: ok", path.display());
+    say!(out, "gateway:");
+    for setting in &config.gateway_values {
+        let value =
+            if setting.key == "database" { askgate::store::redact(&setting.value) } else { setting.value.clone() };
+        let from = match &setting.source {
+            askgate::config::Source::Default => "default".to_owned(),
+            askgate::config::Source::File => format!("from {}", path.display()),
+            askgate::config::Source::Env(name) => format!("from {name}"),
+        };
+        say!(out, "  {} = {value} ({from})", setting.key);
+    }
     if askgate::store::is_postgres_url(&config.database) {
         say!(
             out,

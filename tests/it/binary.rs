@@ -511,6 +511,47 @@ async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
     served.terminate().await;
 }
 
+#[tokio::test]
+async fn gateway_keys_come_from_the_environment_and_check_says_where_each_came_from() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let http = format!("127.0.0.1:{port}");
+    let env = [("ASKGATE_GATEWAY_HTTP", http.as_str()), ("ASKGATE_GATEWAY_DEFAULT_TIMEOUT", "5m")];
+    let out = std::process::Command::new(BIN).arg("check").arg("--config").arg(&config).envs(env).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    for line in [
+        format!("  http = {http} (from ASKGATE_GATEWAY_HTTP)"),
+        "  default_timeout = 5m (from ASKGATE_GATEWAY_DEFAULT_TIMEOUT)".to_owned(),
+        format!("  database = {} (from {})", dir.path().join("askgate.db").display(), config.display()),
+        "  retention = 30d (default)".to_owned(),
+    ] {
+        assert!(report.lines().any(|l| l == line), "{line:?} in\n{report}");
+    }
+
+    // serve listens where the environment says, not where the file does.
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--config"]).arg(&config);
+    let served = Served::spawn(command, &env);
+    served.log_line(&format!("web page on http://{http}/")).await;
+    let live = reqwest::get(format!("http://{http}/livez")).await.unwrap();
+    assert_eq!(live.status(), reqwest::StatusCode::OK);
+    served.terminate().await;
+
+    // A bad value is refused, naming the key and the variable it came from.
+    let out = std::process::Command::new(BIN)
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .env("ASKGATE_GATEWAY_MAX_CONNECTIONS", "lots")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("`gateway.max_connections`") && said.contains("ASKGATE_GATEWAY_MAX_CONNECTIONS"), "{said}");
+}
+
 crate::backend::on_both_backends!(a_killed_askgate_loses_no_question_and_frees_its_database);
 
 #[tokio::test]
