@@ -20,8 +20,15 @@ fn main() {
     }
 }
 
-/// The short commit of the checkout, or `unknown` outside a git checkout (a crate tarball).
+/// The short commit of the checkout (or `ASKGATE_COMMIT`, for builds without `.git` such as
+/// the container's), or `unknown` outside a git checkout (a crate tarball).
 fn commit() -> String {
+    println!("cargo::rerun-if-env-changed=ASKGATE_COMMIT");
+    if let Ok(given) = std::env::var("ASKGATE_COMMIT")
+        && !given.trim().is_empty()
+    {
+        return given.trim().to_owned();
+    }
     for path in [".git/HEAD", ".git/refs/heads"] {
         if Path::new(path).exists() {
             println!("cargo::rerun-if-changed={path}");

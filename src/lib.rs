@@ -16,12 +16,12 @@
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
 //!   through sqlx, with one group-committing writer that steps prepared statements on its own
 //!   thread (the crate's only `unsafe`, in `store::sqlite::raw`); [`store::PostgresStore`] is
-//!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY).
+//!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY, group commit).
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
 //! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, Discord,
 //!   the text-command parser they share, and the retry/backoff helper.
-//! - [`config`]: `channels.toml` — the raw file, channel rules, function entries — parsed into
-//!   typed settings.
+//! - [`config`]: `channels.toml` — the raw file, channel rules, function entries, and
+//!   `ASKGATE_GATEWAY_*` from the environment — parsed into typed settings.
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person) and `askgate mcp`, its stdio
 //!   bridge.

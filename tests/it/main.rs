@@ -13,6 +13,7 @@ mod gate;
 mod http;
 mod instances;
 mod mcp;
+mod packaging;
 mod process;
 mod routing;
 mod security;

@@ -1,0 +1,38 @@
+# askgate in a container: `docker build -t askgate .` then
+#   docker run -d --name askgate -p 8080:8080 -v askgate-data:/var/lib/askgate \
+#     -e TELEGRAM_BOT_TOKEN=… askgate
+# The database (and the generated API token, askgate.token) live on the volume; mount your own
+# channels.toml over /etc/askgate/channels.toml. See "Deploying" in the README.
+
+FROM rust:1-bookworm AS build
+# The commit `askgate --version` names (.git is not copied in):
+#   docker build --build-arg ASKGATE_COMMIT=$(git rev-parse --short=12 HEAD) -t askgate .
+ARG ASKGATE_COMMIT=unknown
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked --bin askgate && strip target/release/askgate
+
+FROM debian:bookworm-slim
+# curl for the health check, python3 for the bundled process functions and the Python helper.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl python3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --home-dir /var/lib/askgate --create-home askgate
+COPY --from=build /src/target/release/askgate /usr/local/bin/askgate
+COPY channels.toml /etc/askgate/channels.toml
+COPY examples /etc/askgate/examples
+COPY clients/python /etc/askgate/clients/python
+ENV ASKGATE_CONFIG=/etc/askgate/channels.toml \
+    ASKGATE_GATEWAY_DATABASE=/var/lib/askgate/askgate.db \
+    ASKGATE_GATEWAY_HTTP=0.0.0.0:8080 \
+    ASKGATE_LOG_FORMAT=json
+VOLUME /var/lib/askgate
+WORKDIR /var/lib/askgate
+USER askgate
+EXPOSE 8080
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+# SIGTERM stops askgate within seconds (blocking asks are cancelled first).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/askgate"]
+CMD ["serve"]

@@ -1,0 +1,106 @@
+//! The container image and the systemd unit: what each promises (a non-root user, the database
+//! on a volume or in the state directory, a health check, the unit's process handling), and that
+//! askgate accepts the environment each runs it with. (Building the image needs a Docker engine,
+//! which the test machines do not have.)
+
+use std::path::Path;
+
+use tempfile::TempDir;
+
+use crate::binary::BIN;
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// `askgate check` with `env`, its paths moved from the image's or the unit's into a
+/// directory of the test's own: its report.
+fn check_with(env: &[(String, String)]) -> (TempDir, String) {
+    let dir = TempDir::new().unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("channels.toml"), dir.path().join("channels.toml"))
+        .unwrap();
+    let moved = |value: &str| {
+        value
+            .replace("/etc/askgate", &dir.path().display().to_string())
+            .replace("/var/lib/askgate", &dir.path().display().to_string())
+    };
+    let out = std::process::Command::new(BIN)
+        .arg("check")
+        .env_remove("ASKGATE_CONFIG")
+        .envs(env.iter().map(|(k, v)| (k.clone(), moved(v))))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = String::from_utf8_lossy(&out.stdout).replace(&dir.path().display().to_string(), "<dir>");
+    (dir, report)
+}
+
+#[test]
+fn the_container_image_runs_askgate_unprivileged_with_its_database_on_the_volume() {
+    let file = read("Dockerfile");
+    let lines: Vec<&str> = file.lines().filter(|l| !l.trim_start().starts_with('#')).collect();
+    assert!(lines.iter().filter(|l| l.starts_with("FROM ")).count() >= 2, "a multi-stage build");
+    let user = lines.iter().find_map(|l| l.strip_prefix("USER ")).expect("a USER");
+    assert!(!["root", "0"].contains(&user.trim()), "runs as {user}");
+    let health = lines.iter().position(|l| l.starts_with("HEALTHCHECK")).expect("a HEALTHCHECK");
+    assert!(lines[health..].join(" ").contains("/healthz"));
+    assert_eq!(lines.iter().find_map(|l| l.strip_prefix("CMD ")), Some(r#"["serve"]"#));
+
+    // ENV spans lines: KEY=VALUE pairs up to the line without a trailing backslash.
+    let start = lines.iter().position(|l| l.starts_with("ENV ")).expect("an ENV");
+    let mut env = Vec::new();
+    for line in &lines[start..] {
+        for pair in line.trim_start_matches("ENV ").trim_end_matches('\\').split_whitespace() {
+            let (k, v) = pair.split_once('=').unwrap();
+            env.push((k.to_owned(), v.to_owned()));
+        }
+        if !line.ends_with('\\') {
+            break;
+        }
+    }
+    let get = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap();
+    let volume = lines.iter().find_map(|l| l.strip_prefix("VOLUME ")).expect("a VOLUME").trim();
+    assert_eq!(Path::new(&get("ASKGATE_GATEWAY_DATABASE")).parent().unwrap(), Path::new(volume));
+
+    let (_dir, report) = check_with(&env);
+    assert!(report.starts_with("<dir>/channels.toml: ok"), "{report}");
+    for line in [
+        "  database = <dir>/askgate.db (from ASKGATE_GATEWAY_DATABASE)",
+        "  http = 0.0.0.0:8080 (from ASKGATE_GATEWAY_HTTP)",
+    ] {
+        assert!(report.lines().any(|l| l == line), "{line:?} in\n{report}");
+    }
+}
+
+#[test]
+fn the_systemd_unit_keeps_state_in_its_state_directory_and_stops_askgate_with_its_children() {
+    let unit = read("contrib/askgate.service");
+    let values = |key: &str| -> Vec<String> {
+        unit.lines().filter_map(|l| l.strip_prefix(&format!("{key}="))).map(str::to_owned).collect()
+    };
+    for (key, value) in [("DynamicUser", "yes"), ("StateDirectory", "askgate"), ("KillMode", "control-group")] {
+        assert_eq!(values(key), [value], "{key}");
+    }
+    let files: u64 = values("LimitNOFILE")[0].parse().unwrap();
+    assert!(files >= 4096, "LimitNOFILE={files}");
+
+    // ExecStart names a command askgate has.
+    let exec = values("ExecStart").remove(0);
+    let mut words = exec.split_whitespace();
+    assert_eq!(words.next(), Some("/usr/local/bin/askgate"));
+    let args: Vec<&str> = words.collect();
+    let help = std::process::Command::new(BIN).args(&args).arg("--help").output().unwrap();
+    assert!(help.status.success(), "askgate {args:?}: {}", String::from_utf8_lossy(&help.stderr));
+
+    let env: Vec<(String, String)> = values("Environment")
+        .iter()
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap();
+            (k.to_owned(), v.to_owned())
+        })
+        .collect();
+    let (_dir, report) = check_with(&env);
+    assert!(report.starts_with("<dir>/channels.toml: ok"), "{report}");
+    assert!(report.lines().any(|l| l == "  database = <dir>/askgate.db (from ASKGATE_GATEWAY_DATABASE)"), "{report}");
+}
