@@ -262,6 +262,8 @@ impl Function for Process {
         let run = ctx.run().clone();
         let config = &self.config;
         let mut child = clean_command(&config.command, &config.cwd, &config.pass_env, &config.set_env)
+            // Tells a helper library that stdout is the protocol's (the Python one moves print()).
+            .env("ASKGATE_PROTOCOL", "1")
             .spawn()
             .map_err(|e| FunctionError::failed(format!("could not start `{}`: {e}", self.config.command.join(" "))))?;
         // Ends the whole group when this turn ends however it ends (done, pending, failure, a

@@ -15,6 +15,7 @@ mod instances;
 mod mcp;
 mod packaging;
 mod process;
+mod python_client;
 mod routing;
 mod security;
 mod store;

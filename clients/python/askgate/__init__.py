@@ -23,16 +23,24 @@ depend on, or make them idempotent.
 
 Outcomes other than an answer raise: ``Declined`` (with the person's feedback), ``Timeout``
 (no answer and no default), ``Cancelled`` (with the reason). Only the standard library is
-used. stdout carries the protocol, so importing this module points ``sys.stdout`` at stderr: a
-stray ``print()`` lands in askgate's log instead of breaking the protocol. Use ``say`` to talk to
-the conversation, and ``can_ask()`` to know whether anyone can answer (a run without a
-conversation cannot ask: every ask ends as cancelled).
+used. stdout carries the protocol, so when askgate runs the script (it sets
+``ASKGATE_PROTOCOL=1``) importing this module points ``sys.stdout`` at stderr: a stray
+``print()`` lands in askgate's log instead of breaking the protocol. Use ``say`` to talk to the
+conversation, and ``can_ask()`` to know whether anyone can answer (a run without a conversation
+cannot ask: every ask ends as cancelled).
+
+Programs that askgate does not run (agents, scripts, services) ask over HTTP instead, with
+``askgate.Client`` (see ``askgate.client``); importing it leaves ``sys.stdout`` alone.
 """
 
 import json
+import os
 import sys
 
-__all__ = ["ask", "confirm", "approve", "say", "run", "can_ask", "Declined", "Timeout", "Cancelled", "Protocol"]
+__all__ = [
+    "ask", "confirm", "approve", "say", "run", "can_ask", "Declined", "Timeout", "Cancelled", "Protocol",
+    "Client", "Outcome", "Expired", "ApiError",
+]
 
 
 class Declined(Exception):
@@ -62,8 +70,9 @@ class Protocol(Exception):
 _out = sys.stdout
 _in = sys.stdin
 _start = None
-# The protocol keeps stdout to itself; anything else printed goes to stderr (askgate's log).
-sys.stdout = sys.stderr
+if os.environ.get("ASKGATE_PROTOCOL") == "1":
+    # The protocol keeps stdout to itself; anything else printed goes to stderr (askgate's log).
+    sys.stdout = sys.stderr
 
 
 def _send(message):
@@ -175,3 +184,6 @@ def run(main):
         _send({"type": "error", "message": f"{type(e).__name__}: {e}"})
         raise
     _send({"type": "done", "reply": "" if reply is None else str(reply)})
+
+
+from askgate.client import ApiError, Client, Expired, Outcome  # noqa: E402  (needs the exceptions above)
