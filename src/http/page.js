@@ -6,7 +6,44 @@ $("name").value = localStorage.getItem("askgate-name") || "";
 $("name").addEventListener("change", () => localStorage.setItem("askgate-name", $("name").value.trim()));
 
 function say(text) { $("status").textContent = text; }
-function refreshEmpty() { $("empty").hidden = cards.size > 0; }
+// Whether the page has the whole picture: "nothing waits" is only said once askgate said so.
+let live = false;
+function refreshEmpty() {
+  $("empty").hidden = !live || cards.size > 0;
+  $("keys").hidden = cards.size === 0;
+}
+// The connection, shown apart from the messages: live, reconnecting or offline.
+function setConn(state) {
+  $("conn").dataset.state = state;
+  $("conn-text").textContent = state;
+}
+
+// "in 28 min", "3 min ago": how far `ms` is from now, in words.
+function relative(ms) {
+  const diff = ms - Date.now(), past = diff < 0, abs = Math.abs(diff);
+  if (past && abs < 10e3) return "just now";
+  const unit = abs < 60e3 ? [Math.round(abs / 1e3), "s"] : abs < 3600e3 ? [Math.round(abs / 60e3), "min"] : abs < 86400e3 ? [Math.round(abs / 3600e3), "h"] : [Math.round(abs / 86400e3), "d"];
+  const text = unit[0] + (unit[1] === "s" ? " s" : " " + unit[1]);
+  return past ? text + " ago" : "in " + text;
+}
+function timeEl(ms, words) {
+  return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toLocaleString(), "data-ms": String(ms), "data-words": words }, words.replace("%", relative(ms)));
+}
+// Relative times move on by themselves.
+setInterval(() => { for (const t of document.querySelectorAll("time[data-ms]")) t.textContent = t.dataset.words.replace("%", relative(Number(t.dataset.ms))); }, 15000);
+
+// The questions resolved while the page is open, newest first, for an hour each.
+function remember(q, line) {
+  const item = el("li", { "data-id": q.id }, q.prompt + " — " + line + " ", timeEl(Date.now(), "%"));
+  $("recent-list").prepend(item);
+  setTimeout(() => { item.remove(); refreshRecent(); }, 3600e3);
+  refreshRecent();
+}
+function refreshRecent() {
+  const n = $("recent-list").children.length;
+  $("recent-count").textContent = String(n);
+  $("recent").hidden = n === 0;
+}
 
 async function call(path, body) {
   const response = await fetch(path, {
@@ -51,7 +88,7 @@ function summary(kind, outcome) {
     case "answered": return "✅ " + show(v);
     case "declined": return "❌ " + (kind === "approval" ? "rejected" : "declined") + (outcome.feedback ? ": " + outcome.feedback : "");
     case "expired": return "⌛ expired" + (v != null ? ", used " + show(v) : ", no default");
-    case "cancelled": return "⛔ cancelled (" + outcome.reason + ")";
+    case "cancelled": return "⛔ " + (/^cancell?ed\b/.test(outcome.reason) ? outcome.reason : "cancelled (" + outcome.reason + ")");
   }
   return outcome.status;
 }
@@ -67,6 +104,7 @@ function showOutcome(q) {
   entry.outcome.textContent = line;
   entry.outcome.className = "outcome " + (q.status === "answered" ? "good" : "bad");
   entry.node.dataset.status = q.status;
+  remember(q, line);
   setTimeout(() => { entry.node.remove(); cards.delete(q.id); refreshEmpty(); }, 3000);
 }
 
@@ -74,7 +112,7 @@ async function answer(q, entry, path, body) {
   disable(entry.node);
   const name = $("name").value.trim();
   const { status, json } = await call("/api/questions/" + q.id + "/" + path, name ? { ...body, name } : body);
-  if (status === 200) { say("Recorded."); return; }
+  if (status === 200) { say("Recorded: " + q.prompt); return; }
   const receipt = json.error && json.error.receipt;
   if (status === 409 && receipt) {
     const by = receipt.by ? " — " + receipt.by : "";
@@ -103,13 +141,13 @@ function render(q) {
       send(picked);
     } }, "Submit")));
   } else if (q.kind === "question") {
-    body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", onclick: () => send(i + 1) }, o))));
+    body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", "data-key": String(i + 1), title: "key " + (i + 1), onclick: () => send(i + 1) }, o))));
   } else if (q.kind === "confirm") {
-    body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", onclick: () => send(false) }, "No")));
+    body.push(el("div", { class: "row" }, el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send(false) }, "No")));
   } else {
     body.push(el("div", { class: "row" },
-      el("button", { type: "button", onclick: () => send("once") }, "Allow once"),
-      el("button", { type: "button", onclick: () => send("always") }, "Allow always")));
+      el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Allow once"),
+      el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send("always") }, "Allow always")));
   }
   if (q.kind === "question" && q.allow_custom) {
     const input = el("input", { type: "text", "aria-label": "Your own answer", placeholder: "Your own answer" });
@@ -119,14 +157,16 @@ function render(q) {
   if (q.kind !== "confirm") {
     const note = el("input", { type: "text", "aria-label": q.kind === "approval" ? "Why reject (optional)" : "Why decline (optional)", placeholder: "Feedback (optional)" });
     body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); answer(q, entry, "reject", { feedback: note.value.trim() || null }); } },
-      note, el("button", { type: "submit", class: "secondary" }, q.kind === "approval" ? "Reject" : "Decline")));
+      note, el("button", { type: "submit", class: q.kind === "approval" ? "danger" : "secondary" }, q.kind === "approval" ? "Reject" : "Decline")));
   }
   const fallback = q.expires_at && q.default != null ? ", then: " + summary(q.kind, { status: "answered", value: q.default }).slice(2) : "";
-  const expires = (q.expires_at ? "expires " + new Date(q.expires_at).toLocaleTimeString() : "never expires") + fallback;
-  const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id },
-    el("h2", { id: title }, (q.kind === "approval" ? "Approve: " : "") + q.prompt),
+  const expires = q.expires_at ? timeEl(q.expires_at, "expires %" + fallback) : "never expires";
+  const badge = el("span", { class: "badge " + q.kind }, q.kind);
+  const heading = q.kind === "approval" ? el("h2", { id: title }, badge, "Approve ", el("code", {}, q.prompt)) : el("h2", { id: title }, badge, q.prompt);
+  const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id, "data-kind": q.kind, tabindex: "0" },
+    heading,
     q.detail ? detail(q.detail) : null,
-    el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · " + q.conversation + " · " + expires),
+    el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · in " + (q.conversation || "no conversation") + " · run " + String(q.run).slice(0, 8) + " · asked ", timeEl(q.created_at, "%"), " · ", expires),
     ...body, outcome));
   entry.node = node;
   cards.set(q.id, entry);
@@ -134,13 +174,30 @@ function render(q) {
   refreshEmpty();
 }
 
+// Keys on a focused card: 1–9 pick an option (or toggle a checkbox); Enter sends a multi-select.
+document.addEventListener("keydown", (e) => {
+  if (e.altKey || e.ctrlKey || e.metaKey || e.target.matches("input[type=text], input[type=password]")) return;
+  const card = e.target.closest && e.target.closest("article");
+  if (!card || card.parentElement.dataset.status) return;
+  if (/^[1-9]$/.test(e.key)) {
+    const box = card.querySelectorAll("input[type=checkbox]")[Number(e.key) - 1];
+    const button = card.querySelector("button[data-key='" + e.key + "']");
+    if (box && !box.disabled) { box.checked = !box.checked; e.preventDefault(); }
+    else if (button && !button.disabled) { button.click(); e.preventDefault(); }
+  } else if (e.key === "Enter" && e.target === card) {
+    const submit = card.querySelector("fieldset + .row button");
+    if (submit && !submit.disabled) { submit.click(); e.preventDefault(); }
+  }
+});
+
 function handle(name, data) {
   if (name === "question.asked") render(data);
   else if (name.startsWith("question.")) showOutcome(data);
   else if (name === "replay.done") {
     for (const [id, entry] of cards) if (!entry.seen && !entry.node.dataset.status) { entry.node.remove(); cards.delete(id); }
+    live = true;
     refreshEmpty();
-    say("Live.");
+    setConn("live");
   }
 }
 
@@ -159,7 +216,8 @@ async function connect() {
       if (response.status === 401) { sessionStorage.removeItem("askgate-token"); token = null; askToken("That token was not accepted."); return; }
       if (!response.ok) throw new Error("HTTP " + response.status);
       wait = 1000;
-      if (lastEventId) say("Live.");
+      $("locked").hidden = true;
+      if (lastEventId) setConn("live");
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -180,13 +238,18 @@ async function connect() {
           if (id) lastEventId = id;
         }
       }
-    } catch (e) { say("Disconnected; reconnecting…"); }
+    } catch (e) { /* shown by the indicator */ }
+    setConn("reconnecting");
     await new Promise((r) => setTimeout(r, wait));
     wait = Math.min(wait * 2, 15000);
   }
 }
 
 function askToken(message) {
+  live = false;
+  setConn("offline");
+  $("locked").hidden = false;
+  refreshEmpty();
   $("token-form").hidden = false;
   if (message) say(message);
   $("token").focus();
@@ -197,7 +260,8 @@ $("token-form").addEventListener("submit", (e) => {
   token = $("token").value.trim();
   sessionStorage.setItem("askgate-token", token);
   $("token-form").hidden = true;
-  say("Connecting…");
+  say("");
+  setConn("reconnecting");
   connect();
 });
 

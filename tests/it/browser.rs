@@ -88,6 +88,23 @@ impl Driver {
         self.command(reqwest::Method::POST, &format!("/element/{element}/value"), Some(json!({"text": text}))).await;
     }
 
+    /// Presses `key` on whatever has the focus.
+    async fn press(&self, key: &str) {
+        let keys = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]});
+        self.command(reqwest::Method::POST, "/actions", Some(keys)).await;
+    }
+
+    async fn displayed(&self, element: &str) -> bool {
+        self.command(reqwest::Method::GET, &format!("/element/{element}/displayed"), None).await == json!(true)
+    }
+
+    /// The page as a PNG.
+    async fn screenshot(&self) -> Vec<u8> {
+        let encoded = self.command(reqwest::Method::GET, "/screenshot", None).await;
+        base64_decode(encoded.as_str().expect("a screenshot"))
+    }
+
     async fn quit(mut self) {
         self.command(reqwest::Method::DELETE, "", None).await;
         let _ = self.child.kill().await;
@@ -104,15 +121,22 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let app = App::start("", Env::default()).await;
     browser.go(&app.url("/")).await;
     let token = browser.wait_for("//input[@id='token']").await;
+    // Before the token the page says what it needs, never that nothing waits.
+    assert!(browser.displayed(&browser.wait_for("//p[@id='locked']").await).await);
+    assert!(!browser.displayed(&browser.wait_for("//p[@id='empty']").await).await);
+    browser.wait_for("//p[@id='conn'][@data-state='offline']").await;
     browser.type_into(&token, &app.token).await;
     browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
-    browser.wait_for("//p[@id='status'][contains(., 'Live')]").await;
+    browser.wait_for("//p[@id='conn'][@data-state='live'][normalize-space()='● live']").await;
+    assert!(browser.displayed(&browser.wait_for("//p[@id='empty']").await).await, "askgate said nothing waits");
     let displayed = browser.command(reqwest::Method::GET, &format!("/element/{token}/displayed"), None).await;
     assert_eq!(displayed, json!(false), "the token form stays hidden once connected");
 
     let (status, run) = app.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{run}");
-    browser.wait_for("//article[.//h2[contains(., 'Which library for date formatting?')]]").await;
+    let first = "//article[.//h2[contains(., 'Which library for date formatting?')]]";
+    browser.wait_for(&format!("{first}//span[@class='badge question'][normalize-space()='question']")).await;
+    browser.wait_for(&format!("{first}//p[@class='meta']/time[starts-with(normalize-space(), 'expires in ')]")).await;
     let name = browser.wait_for("//input[@id='name']").await;
     browser.type_into(&name, "Alice").await;
     let option =
@@ -152,6 +176,25 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         browser.find("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await.is_none().then_some(())
     })
     .await;
+    // What was answered stays in "Recently answered", with who answered.
+    browser
+        .wait_for("//details[@id='recent']//li[contains(., 'Which library')][contains(., 'date-fns — Alice via web')]")
+        .await;
+
+    // Keys: on a focused card, 2 picks the second option.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"conversation": "console:local", "prompt": "Pick a colour", "options": ["red", "green", "blue"]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let colour = "//article[.//h2[contains(., 'Pick a colour')]]";
+    browser.click(&browser.wait_for(&format!("{colour}//h2")).await).await;
+    browser.press("2").await;
+    browser
+        .wait_for(&format!("{colour}//p[@class='outcome good'][normalize-space()='✅ green — Alice via web']"))
+        .await;
 
     // A detail's fenced block is shown as code, the prose around it as text.
     let (status, asked) = app
@@ -166,6 +209,39 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.wait_for(&format!("{card}/p[1][normalize-space()='agent wants:']")).await;
     browser.wait_for(&format!("{card}/pre[normalize-space()='{{\"path\": \"a.txt\"}}']")).await;
     browser.wait_for(&format!("{card}/p[2][normalize-space()='from CI']")).await;
+    // An approval shows its action as code, Reject as the dangerous choice, Allow always second.
+    let approval = "//article[.//h2[contains(., 'files__delete_file')]]";
+    browser.wait_for(&format!("{approval}//h2/code[normalize-space()='files__delete_file']")).await;
+    browser.wait_for(&format!("{approval}//button[@class='danger'][normalize-space()='Reject']")).await;
+    browser.wait_for(&format!("{approval}//button[@class='secondary'][normalize-space()='Allow always']")).await;
+
+    // The README's screenshot is this page: ASKGATE_SCREENSHOTS=1 writes it to docs/.
+    let png = browser.screenshot().await;
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::write(docs.join("web-page.png"), &png).unwrap();
+    }
     browser.quit().await;
     app.stop().await;
+}
+
+/// Standard base64 (WebDriver's screenshots), without a crate for it.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let digits: Vec<u8> = text.bytes().filter(|c| *c != b'=' && !c.is_ascii_whitespace()).map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, d)| n | u32::from(*d) << (18 - 6 * i));
+        out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    out
 }
