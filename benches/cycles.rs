@@ -5,7 +5,8 @@
 //! `cargo bench --bench cycles` (add `-- --quick` for a short run; to profile, `-- --single-only`
 //! runs 5,000 one-conversation cycles alone and `-- --many-only` 64 × 200 concurrent ones).
 //! With `ASKGATE_BENCH_POSTGRES=postgres://…` (a server where it may create databases) it
-//! measures the same cycles on PostgreSQL instead, beside the raw sqlx-postgres ceiling, and a
+//! measures the same cycles on PostgreSQL instead, each beside the raw sqlx-postgres ceiling
+//! measured just before it (the ceiling moves with the machine's load), and a
 //! blocking ask held by one instance answered through another. Figures go to stdout.
 
 use std::collections::HashMap;
@@ -461,13 +462,19 @@ mod postgres {
             sqlx::query_scalar("SHOW server_version").fetch_one(&mut conn).await.unwrap()
         };
         println!("askgate benchmark on PostgreSQL {version} ({} cores)", num_cpus());
-        let (url, name) = create(admin).await;
-        let raw = raw_ceiling(&url, raw_n).await;
-        drop(admin, &name).await;
-        println!("raw sqlx-postgres ceiling:   {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
+        // The ceiling moves with the machine's load: it is measured before each case and the
+        // case is compared with that measurement.
+        let raw_now = async || {
+            let (url, name) = create(admin).await;
+            let raw = raw_ceiling(&url, raw_n).await;
+            drop(admin, &name).await;
+            println!("raw sqlx-postgres ceiling:   {raw:>9.0} cycles/s  (INSERT + conditional UPDATE, one tx each)");
+            raw
+        };
         // Alone, an instance announces nothing; with another instance listening, every ask and
         // claim is also a NOTIFY (which PostgreSQL serializes at commit).
         for (conversations, listening) in [(1, false), (64, false), (1, true), (64, true)] {
+            let raw = raw_now().await;
             let per = if conversations == 1 { single } else { per_concurrent };
             let (url, name) = create(admin).await;
             let other = if listening { Some(PostgresStore::open(&url).await.unwrap()) } else { None };
