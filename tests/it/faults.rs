@@ -94,10 +94,13 @@ async fn sigterm_answers_a_waiting_api_caller_ends_long_polls_and_streams_and_ex
 async fn a_second_signal_during_a_slow_shutdown_exits_at_once() {
     let dir = TempDir::new().unwrap();
     // A program that ignores its input and sleeps: its turn holds the shutdown for its grace.
-    let extra = "\n[[functions]]\nname = \"slow\"\ncommand = [\"sh\", \"-c\", \"read s; sleep 60\"]\n";
+    // It leaves a mark when it runs (in the config's directory, its working directory).
+    let extra = "\n[[functions]]\nname = \"slow\"\ncommand = [\"sh\", \"-c\", \"touch started; read s; sleep 60\"]\n";
     let mut served = Served::start(&write_config(dir.path(), extra));
     served.log_line("askgate is ready").await;
     served.type_line("/run slow").await;
+    // Signalled before the turn started, askgate would have nothing to finish and stop at once.
+    eventually(|| async { dir.path().join("started").exists().then_some(()) }).await;
     served.signal("TERM");
     served.log_line("stopping: finishing in-flight work").await;
     served.signal("TERM");
