@@ -3,6 +3,7 @@
 //! the engine that runs it.
 
 mod builtin;
+pub(crate) mod child;
 pub mod process;
 
 use std::sync::Arc;

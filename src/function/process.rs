@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,10 +18,11 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
+use super::child::{ProcessGroup, clean_command};
 use crate::engine::{AskError, Context, Function, FunctionError};
 use crate::question::{Ask, AskWire, Conversation, Kind, Outcome, QuestionId, RunId, UserRef};
 use crate::text::clip;
@@ -231,31 +231,6 @@ enum End {
     Failed(FunctionError),
 }
 
-/// A program ready to start with a clean environment (only `pass_env`, from askgate's, and
-/// `set_env`), piped stdin, stdout and stderr, in its own process group (so that stopping it
-/// stops whatever it started too), killed if its handle is dropped. Process functions and
-/// upstream MCP servers start this way.
-pub(crate) fn clean_command(
-    command: &[String],
-    cwd: &std::path::Path,
-    pass_env: &[String],
-    set_env: &BTreeMap<String, String>,
-) -> Command {
-    let mut program = Command::new(&command[0]);
-    program
-        .args(&command[1..])
-        .current_dir(cwd)
-        .env_clear()
-        .envs(pass_env.iter().filter_map(|name| std::env::var_os(name).map(|value| (name, value))))
-        .envs(set_env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    program
-}
-
 #[async_trait]
 impl Function for Process {
     async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
@@ -439,17 +414,6 @@ async fn send(stdin: &mut ChildStdin, line: &str) -> std::io::Result<()> {
     bytes.push(b'\n');
     stdin.write_all(&bytes).await?;
     stdin.flush().await
-}
-
-/// A program's process group, ended (SIGKILL) when this is dropped.
-struct ProcessGroup(u32);
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        let Some(pid) = i32::try_from(self.0).ok().and_then(rustix::process::Pid::from_raw) else { return };
-        // Gone already is fine: the group ended by itself.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
 }
 
 /// Logs the program's stderr, within limits: lines of at most [`STDERR_LINE`] bytes, the

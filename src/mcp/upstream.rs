@@ -199,7 +199,7 @@ impl Upstream {
             Watcher { upstream: self.config.name.clone(), sessions: sessions.clone(), live: self.live.clone() };
         let (service, child) = match &self.config.transport {
             UpstreamTransport::Stdio { command, cwd, pass_env, set_env } => {
-                let mut child = crate::function::process::clean_command(command, cwd, pass_env, set_env)
+                let mut child = crate::function::child::clean_command(command, cwd, pass_env, set_env)
                     .spawn()
                     .map_err(|e| format!("`{}`: {e}", command[0]))?;
                 let (stdout, stdin) = (child.stdout.take(), child.stdin.take());
