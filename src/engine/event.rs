@@ -30,27 +30,20 @@ pub enum Event {
 impl Event {
     /// The event's name: `question.asked`, `question.replied`, `run.waiting`, …
     pub fn name(&self) -> &'static str {
+        if let Some((what, _)) = self.of_run() {
+            return what.as_str();
+        }
         match self {
-            Self::Asked(_) => "question.asked",
             Self::Resolved(q) => match q.status {
                 Status::Answered | Status::Pending => "question.replied",
                 Status::Declined => "question.rejected",
                 Status::Expired => "question.expired",
                 Status::Cancelled => "question.cancelled",
             },
-            Self::RunStarted(_) => "run.started",
-            Self::RunResumed(_) => "run.resumed",
-            Self::Run(r) => match r.status {
-                RunStatus::Running | RunStatus::Waiting => "run.waiting",
-                RunStatus::Finished => "run.finished",
-                RunStatus::Failed => "run.failed",
-                RunStatus::Cancelled => "run.cancelled",
-            },
+            _ => "question.asked",
         }
     }
-}
 
-impl Event {
     /// What a run did, for the other instances sharing the store (none: a question event,
     /// which the store announces with the question's own write).
     pub(super) fn of_run(&self) -> Option<(RunEvent, &Run)> {
