@@ -54,8 +54,6 @@ pub struct PostgresStore {
     tasks: tokio_util::task::AbortOnDropHandle<()>,
     /// The writes, committed in groups (see `batch`).
     writes: batch::Writes,
-    /// The writers, stopped at close.
-    writers: Vec<tokio_util::task::AbortOnDropHandle<()>>,
     changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>>,
 }
 
@@ -109,7 +107,7 @@ impl PostgresStore {
         // Until the first heartbeat says otherwise, assume others listen (and say hello below).
         let peers = Arc::new(AtomicBool::new(true));
         let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx, peers.clone()));
-        let (writes, writers) = batch::Writes::start(&pool);
+        let writes = batch::Writes::start(&pool);
         tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
         Ok(Self {
             pool,
@@ -118,7 +116,6 @@ impl PostgresStore {
             peers,
             tasks: tokio_util::task::AbortOnDropHandle::new(tasks),
             writes,
-            writers: writers.into_iter().map(tokio_util::task::AbortOnDropHandle::new).collect(),
             changes: Mutex::new(Some(rx)),
         })
     }
@@ -505,9 +502,6 @@ impl Store for PostgresStore {
         let left = sqlx::query("DELETE FROM instances WHERE id = $1").bind(&self.instance).execute(&self.pool).await;
         if let Err(e) = left {
             tracing::warn!(error = %e, "could not sign this instance off; the others wait for its heartbeat to lapse");
-        }
-        for writer in &self.writers {
-            writer.abort();
         }
         self.pool.close().await;
     }

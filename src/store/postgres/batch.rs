@@ -54,12 +54,15 @@ pub(super) struct Writes {
 }
 
 impl Writes {
-    /// Starts the writers on `pool`; they stop when the returned `Writes` is dropped.
-    pub(super) fn start(pool: &PgPool) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+    /// Starts the writers on `pool`; they stop once the returned `Writes` is dropped and the
+    /// writes queued before have been committed.
+    pub(super) fn start(pool: &PgPool) -> Self {
         let (queue, rx) = mpsc::unbounded_channel();
         let rx = Arc::new(Mutex::new(rx));
-        let writers = (0..WRITERS).map(|_| tokio::spawn(writer(pool.clone(), rx.clone()))).collect();
-        (Self { queue }, writers)
+        for _ in 0..WRITERS {
+            tokio::spawn(writer(pool.clone(), rx.clone()));
+        }
+        Self { queue }
     }
 
     /// Runs `query` in the next transaction and returns the rows it touched (or returned).
