@@ -5,7 +5,9 @@
 //! credential and answers as `api:operator`. Errors are `{"error":{"code","message"}}`.
 
 mod api;
+mod bodies;
 mod events;
+pub mod openapi;
 mod process;
 pub mod server;
 pub mod token;
@@ -17,9 +19,8 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +30,9 @@ use crate::engine::{Engine, Resolver};
 use crate::question::{Surface, UserRef};
 
 pub use token::ApiToken;
+
+/// Says where the operator answers: `web` from askgate's page, `api` (the default) otherwise.
+pub const SURFACE_HEADER: &str = "x-askgate-surface";
 
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -84,28 +88,37 @@ pub fn router(
     if let Some(mcp) = mcp {
         app = app.nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), bearer_only));
     }
-    let app = app
-        .route("/", get(page))
-        .route("/page.js", get(page_script))
-        .route("/page.css", get(page_style))
-        .route("/healthz", get(healthz))
-        .route("/livez", get(livez))
-        .route("/metrics", get(metrics))
-        .route("/api/questions", get(api::list).post(api::create))
-        .route("/api/questions/{id}", get(api::get_one))
-        .route("/api/questions/{id}/outcome", get(api::outcome))
-        .route("/api/questions/{id}/reply", post(api::reply))
-        .route("/api/questions/{id}/reject", post(api::reject))
-        .route("/api/events", get(events::stream))
-        .route("/api/grants", get(api::grants))
-        .route("/api/grants/{id}", axum::routing::delete(api::revoke_grant))
-        .route("/api/runs", post(api::start_run))
-        .route("/api/runs/{id}", get(api::get_run))
-        .route("/channels/webhook/{name}", post(webhook))
+    let app = routes()
+        .into_iter()
+        .fold(app, |app, (path, route)| app.route(path, route))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers));
     if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
+}
+
+/// Every route but `/mcp`: what `/api/openapi.json` describes.
+fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/", get(page)),
+        ("/page.js", get(page_script)),
+        ("/page.css", get(page_style)),
+        ("/healthz", get(healthz)),
+        ("/livez", get(livez)),
+        ("/metrics", get(metrics)),
+        ("/api/openapi.json", get(openapi::serve)),
+        ("/api/questions", get(api::list).post(api::create)),
+        ("/api/questions/{id}", get(api::get_one)),
+        ("/api/questions/{id}/outcome", get(api::outcome)),
+        ("/api/questions/{id}/reply", post(api::reply)),
+        ("/api/questions/{id}/reject", post(api::reject)),
+        ("/api/events", get(events::stream)),
+        ("/api/grants", get(api::grants)),
+        ("/api/grants/{id}", delete(api::revoke_grant)),
+        ("/api/runs", post(api::start_run)),
+        ("/api/runs/{id}", get(api::get_run)),
+        ("/channels/webhook/{name}", post(webhook)),
+    ]
 }
 
 /// Refuses (401) a request without the API token: for `/mcp`, which has no extractor of ours.
@@ -174,14 +187,14 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
-    extra: Option<Value>,
+    receipt: Option<Box<crate::question::Receipt>>,
     /// Close the connection after this response (the rest of the request was not read).
     close: bool,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), extra: None, close: false }
+        Self { status, code, message: message.into(), receipt: None, close: false }
     }
 
     fn closing(mut self) -> Self {
@@ -189,8 +202,8 @@ impl ApiError {
         self
     }
 
-    fn with(mut self, extra: Value) -> Self {
-        self.extra = Some(extra);
+    fn with_receipt(mut self, receipt: crate::question::Receipt) -> Self {
+        self.receipt = Some(Box::new(receipt));
         self
     }
 
@@ -214,11 +227,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let (Some(Value::Object(extra)), Value::Object(map)) = (self.extra, &mut error) {
-            map.extend(extra);
-        }
-        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        let error = bodies::ErrorDetail { code: self.code, message: self.message, receipt: self.receipt.map(|r| *r) };
+        let mut response = (self.status, axum::Json(bodies::ErrorBody { error })).into_response();
         if self.close {
             response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
         }
@@ -316,9 +326,10 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError
     if !state.token.matches(given) {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"));
     }
-    let via = match headers.get("x-askgate-surface").and_then(|v| v.to_str().ok()) {
-        Some("web") => Surface::Web,
-        _ => Surface::Api,
+    let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
+        None | Some(Ok("api")) => Surface::Api,
+        Some(Ok("web")) => Surface::Web,
+        Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web` or `api`"))),
     };
     let user = UserRef::parse(&format!("api:{}", state.token.name())).map_err(ApiError::internal)?;
     Ok(Resolver::operator(user, via))
@@ -351,20 +362,25 @@ async fn healthz(State(state): State<AppState>) -> Response {
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
     let healthy = store.is_ok() && writes.is_none() && !down;
-    let mut body = json!({
-        "status": if !healthy { "failing" } else if degraded { "degraded" } else { "ok" },
-        "store": match (&store, &writes) {
+    let instance = state.engine.instance().map(str::to_owned);
+    let body = bodies::Health {
+        status: if !healthy {
+            "failing"
+        } else if degraded {
+            "degraded"
+        } else {
+            "ok"
+        },
+        store: match (&store, &writes) {
             (Err(e), _) => format!("failing: {}", crate::error_chain(e)),
             (Ok(_), Some(why)) => format!("writes failing: {why}"),
             (Ok(_), None) => "ok".to_owned(),
         },
-        "pending": store.ok(),
-        "channels": channels.iter().map(|(name, s)| ((*name).to_owned(), json!(s.to_string()))).collect::<serde_json::Map<_, _>>(),
-    });
-    if let Some(instance) = state.engine.instance() {
-        body["instance"] = json!(instance);
-        body["leases"] = json!(state.engine.leases());
-    }
+        pending: store.ok(),
+        channels: channels.iter().map(|(name, s)| ((*name).to_owned(), s.to_string())).collect(),
+        leases: instance.is_some().then(|| state.engine.leases()),
+        instance,
+    };
     let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
 }
@@ -399,7 +415,7 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
 /// 200 while the process runs (liveness), whatever the store and channels say (that is
 /// `/healthz`, readiness).
 async fn livez() -> Response {
-    axum::Json(json!({"status": "live"})).into_response()
+    axum::Json(bodies::Live { status: "live" }).into_response()
 }
 
 async fn webhook(
@@ -415,7 +431,8 @@ async fn webhook(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     match webhooks.receive(&state.engine, &name, &body, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)).await {
         Ok(response) => {
-            Ok(axum::Json(json!({"ok": true, "receipt": response.receipt, "reply": response.text})).into_response())
+            Ok(axum::Json(bodies::WebhookReply { ok: true, receipt: response.receipt, reply: response.text })
+                .into_response())
         }
         Err(e @ InboundError::UnknownEndpoint(_)) => Err(ApiError::not_found(e.to_string())),
         Err(InboundError::BadSignature(e)) => {
@@ -429,6 +446,19 @@ async fn webhook(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_route_is_described_and_every_description_is_routed() {
+        let described: Vec<&str> =
+            openapi::document()["paths"].as_object().unwrap().keys().map(String::as_str).collect();
+        let routed: Vec<&str> = routes().into_iter().map(|(path, _)| path).chain(["/mcp"]).collect();
+        for path in &routed {
+            assert!(described.contains(path), "{path} is routed but not in /api/openapi.json");
+        }
+        for path in &described {
+            assert!(routed.contains(path), "{path} is in /api/openapi.json but not routed");
+        }
+    }
 
     #[test]
     fn loopback_hosts_are_names_or_addresses_with_or_without_a_port() {

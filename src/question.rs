@@ -83,6 +83,20 @@ macro_rules! uuid_id {
                 Uuid::parse_str(s).map(Self)
             }
         }
+
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "format": "uuid"})
+            }
+        }
     };
 }
 
@@ -143,7 +157,26 @@ fn parse_ref(s: &str) -> Result<(), BadRef> {
 }
 
 macro_rules! channel_ref {
-    ($name:ident) => {
+    ($name:ident, $example:literal) => {
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "pattern": "^[A-Za-z0-9_-]+:[^\\s]+$",
+                    "maxLength": 256,
+                    "examples": [$example],
+                })
+            }
+        }
+
         impl $name {
             /// Parses `channel:rest`.
             ///
@@ -185,14 +218,14 @@ macro_rules! channel_ref {
     };
 }
 
-channel_ref!(Conversation);
-channel_ref!(UserRef);
+channel_ref!(Conversation, "telegram:-100123");
+channel_ref!(UserRef, "telegram:42");
 
 /// Declares a closed set of states stored as text in a CHECK-constrained column.
 macro_rules! text_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($(#[$vdoc])* $variant),+ }
 
@@ -287,7 +320,7 @@ text_enum!(
 );
 
 /// Who may answer a question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "policy", rename_all = "snake_case")]
 pub enum Answerers {
     /// Only the user who started the run.
@@ -316,7 +349,7 @@ impl Answerers {
 }
 
 /// The persisted snapshot of one ask: what every surface renders.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Question {
     /// The id.
     pub id: QuestionId,

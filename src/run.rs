@@ -28,7 +28,7 @@ impl RunStatus {
 }
 
 /// The persisted record of a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
     /// The id.
     pub id: RunId,

@@ -216,7 +216,7 @@ text_enum!(
 );
 
 /// One message sent for a question, recorded so that it can be retracted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Delivery {
     /// The question it shows.
     pub question: QuestionId,
@@ -243,7 +243,7 @@ impl Delivery {
 }
 
 /// A standing allow-always decision.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Grant {
     /// The grant's id.
     pub id: String,

@@ -116,7 +116,7 @@ pub fn verify(
 }
 
 /// What a bridge POSTs.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct InboundMessage {
     /// The bridge's conversation id (a phone number, a group id).
     pub conversation: String,

@@ -5,9 +5,11 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
 use super::{ApiError, AppState, JsonBody, Operator, Params, conversation_param};
 use crate::engine::{ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
@@ -32,32 +34,39 @@ async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
 }
 
 /// A question with its rendered cards: what every surface shows.
-pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<Value, ApiError> {
+pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<QuestionView, ApiError> {
     let deliveries = state.engine.deliveries(&[question.id]).await?;
-    snapshot_with(question, &deliveries)
+    Ok(snapshot_with(question, &deliveries))
 }
 
-fn snapshot_with(question: &Question, deliveries: &[Delivery]) -> Result<Value, ApiError> {
-    let mut value = serde_json::to_value(question).map_err(ApiError::internal)?;
-    if let Value::Object(map) = &mut value {
-        map.insert("short_id".into(), json!(question.id.short()));
-        let cards: Vec<&Delivery> = deliveries.iter().filter(|d| d.question == question.id).collect();
-        map.insert("deliveries".into(), serde_json::to_value(cards).map_err(ApiError::internal)?);
+fn snapshot_with(question: &Question, deliveries: &[Delivery]) -> QuestionView {
+    QuestionView {
+        question: question.clone(),
+        short_id: question.id.short(),
+        deliveries: deliveries.iter().filter(|d| d.question == question.id).cloned().collect(),
     }
-    Ok(value)
 }
 
 /// The default page size of a listing, and the largest one asked for.
 const PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
+    /// Only this conversation's questions (`telegram:-100123`).
+    #[schemars(with = "Option<Conversation>")]
     conversation: Option<String>,
+    /// Only those in this status; `all` for every status (default: `pending`).
+    #[schemars(extend("enum" = ["pending", "answered", "declined", "expired", "cancelled", "all"]))]
     status: Option<String>,
+    /// Only those of this kind.
+    #[schemars(extend("enum" = ["question", "confirm", "approval"]))]
     kind: Option<String>,
+    /// How many to a page (default 100).
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<u32>,
+    /// Where the page starts: the `next` of the page before.
     cursor: Option<String>,
 }
 
@@ -99,8 +108,8 @@ pub(super) async fn list(
         })?;
     let ids: Vec<QuestionId> = questions.iter().map(|q| q.id).collect();
     let deliveries = state.engine.deliveries(&ids).await?;
-    let out = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect::<Result<Vec<_>, _>>()?;
-    Ok(axum::Json(json!({ "questions": out, "next": next })).into_response())
+    let questions = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect();
+    Ok(axum::Json(QuestionPage { questions, next }).into_response())
 }
 
 pub(super) async fn get_one(
@@ -113,13 +122,19 @@ pub(super) async fn get_one(
 }
 
 /// The API's own keys of `POST /api/questions`; the rest is an [`AskWire`].
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Placement {
+pub(super) struct Placement {
+    /// Where to ask (`telegram:-100123`); its channel must be configured.
+    #[schemars(with = "Conversation")]
     conversation: String,
+    /// `question` (the default), `confirm` or `approval`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["question", "confirm", "approval"]))]
     kind: Option<String>,
+    /// Who may answer (`telegram:42`); default: the channel's `allowed_users` when it names people.
     #[serde(default)]
+    #[schemars(with = "Option<Vec<UserRef>>")]
     answerers: Option<Vec<String>>,
 }
 
@@ -143,8 +158,8 @@ pub(super) async fn create(
     ask.answerers = users_param(placement.answerers.as_deref())?.map(|users| Answerers::Users { users });
     match state.engine.ask_external(conversation, ask, operator.user).await {
         Ok(question) => {
-            let snapshot = snapshot(&state, &question).await?;
-            Ok((StatusCode::CREATED, axum::Json(json!({"id": question.id, "status": "pending", "question": snapshot})))
+            let view = snapshot(&state, &question).await?;
+            Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
                 .into_response())
         }
         Err(ExternalAskError::Invalid(e)) => {
@@ -159,9 +174,12 @@ pub(super) async fn create(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct WaitQuery {
+    /// Seconds to wait for the outcome while the question is pending (at most 60, longer
+    /// is 60; default 0).
     #[serde(default)]
+    #[schemars(extend("maximum" = u64::MAX))]
     wait: Option<u64>,
 }
 
@@ -175,30 +193,25 @@ pub(super) async fn outcome(
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
     let question =
         state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
-    let body = json!({
-        "id": question.id,
-        "status": question.status,
-        "outcome": question.outcome,
-        "answered_by": question.answered_by,
-        "answered_name": question.answered_name,
-        "answered_via": question.answered_via,
-    });
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };
-    Ok((status, axum::Json(body)).into_response())
+    Ok((status, axum::Json(OutcomeView::from(&question))).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Reply {
+    /// An option (its label or 1-based number), a list for a multi-select, true/false for a
+    /// confirm, `once`/`always` for an approval, or text where free text is allowed.
     value: Value,
     /// How people know whoever answered (the operator's UI knows; askgate does not).
     #[serde(default)]
     name: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Reject {
+    /// Why, for the function (and the agent behind it).
     #[serde(default)]
     feedback: Option<String>,
     /// As in [`Reply`].
@@ -239,14 +252,14 @@ pub(super) async fn reject(
 /// A receipt as a response: 200 when this attempt resolved the question, 409 when it was
 /// resolved before (with what it was resolved to), 422 for a choice that does not fit.
 fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
-    let body = json!({ "receipt": receipt });
     match receipt {
-        Receipt::Resolved { .. } => Ok(axum::Json(body).into_response()),
+        Receipt::Resolved { .. } => Ok(axum::Json(ReceiptView { receipt }).into_response()),
         Receipt::AlreadyResolvedSame { .. } | Receipt::AlreadyResolvedConflict { .. } | Receipt::Expired { .. } => {
-            Err(ApiError::new(StatusCode::CONFLICT, "already_resolved", "the question was already resolved").with(body))
+            Err(ApiError::new(StatusCode::CONFLICT, "already_resolved", "the question was already resolved")
+                .with_receipt(receipt))
         }
         Receipt::InvalidChoice { ref hint, .. } => {
-            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice", hint.clone()).with(body))
+            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice", hint.clone()).with_receipt(receipt))
         }
         Receipt::Unknown { ref reason } => Err(ApiError::not_found(reason.clone())),
         Receipt::NotAuthorized { .. } => {
@@ -279,18 +292,25 @@ fn answerers_error(e: &crate::engine::AnswerersError) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("dependentRequired" = {"answerers": ["conversation"]}))]
 pub(super) struct NewRun {
+    /// The configured function's name.
     function: String,
+    /// Where its questions are asked; none: a headless run, answered through the API.
     #[serde(default)]
+    #[schemars(with = "Option<Conversation>")]
     conversation: Option<String>,
+    /// What the function is given.
     #[serde(default)]
     input: String,
+    /// Answer when the run ends (200 with the run) instead of at once (202 with its id).
     #[serde(default)]
     wait: bool,
     /// Who may answer the run's questions (users as `channel:id`).
     #[serde(default)]
+    #[schemars(with = "Option<Vec<UserRef>>")]
     answerers: Option<Vec<String>>,
 }
 
@@ -327,11 +347,11 @@ pub(super) async fn start_run(
     };
     if body.wait {
         let run = state.engine.run_to_end(request).await.map_err(refused)?;
-        return Ok(axum::Json(json!({ "run": run })).into_response());
+        return Ok(axum::Json(RunView { run }).into_response());
     }
     // 202 only once the run is stored: its id is then found, also after a crash.
     let id = state.engine.start_stored_run(request, Mode::FollowUp).await.map_err(refused)?;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": id, "status": "running"}))).into_response())
+    Ok((StatusCode::ACCEPTED, axum::Json(RunStarted { id, status: "running" })).into_response())
 }
 
 pub(super) async fn get_run(
@@ -342,11 +362,13 @@ pub(super) async fn get_run(
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
     // A run is first written when it first asks or ends; until then it is not found.
     let run = state.engine.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
-    Ok(axum::Json(json!({ "run": run })).into_response())
+    Ok(axum::Json(RunView { run }).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub(super) struct GrantsQuery {
+    /// Only this conversation's grants.
+    #[schemars(with = "Option<Conversation>")]
     conversation: Option<String>,
 }
 
@@ -357,7 +379,7 @@ pub(super) async fn grants(
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
     let grants = state.engine.grants(conversation.as_ref()).await?;
-    Ok(axum::Json(json!({ "grants": grants })).into_response())
+    Ok(axum::Json(GrantList { grants }).into_response())
 }
 
 pub(super) async fn revoke_grant(

@@ -31,9 +31,11 @@ use crate::store::QuestionFilter;
 /// How many pending questions the backlog reads from the store at a time.
 const BACKLOG_PAGE: u32 = 25;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EventsQuery {
+    /// Only this conversation's events (`telegram:-100123`).
+    #[schemars(with = "Option<Conversation>")]
     conversation: Option<String>,
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Kind, QuestionId, Status};
 
 /// How a question ended, as the function receives it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// Answered with a value: text, a list for multi, a bool for confirm, `once`/`always`
@@ -91,7 +91,7 @@ pub fn display_value(kind: Kind, value: &Value) -> String {
 }
 
 /// What a resolve attempt reports back to the person who made it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "receipt", rename_all = "snake_case")]
 pub enum Receipt {
     /// This attempt won; the outcome is recorded.

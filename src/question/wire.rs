@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::{Ask, Kind, Timeout};
 
 /// An ask as written on the wire.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskWire {
     /// What the human reads first (`action` for an approval says the same).
@@ -33,7 +33,16 @@ pub struct AskWire {
     pub default: Option<Value>,
     /// Seconds, or `"never"`; none: the gateway's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "timeout_schema")]
     pub timeout: Option<Value>,
+}
+
+/// A timeout as [`Timeout::from_json`] takes it.
+fn timeout_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Seconds, or \"never\"; null or absent: the gateway's default.",
+        "anyOf": [{"type": "integer", "minimum": 1}, {"const": "never"}, {"type": "null"}],
+    })
 }
 
 /// The keys of an ask.

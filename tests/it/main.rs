@@ -13,6 +13,7 @@ mod gate;
 mod http;
 mod instances;
 mod mcp;
+mod openapi;
 mod packaging;
 mod process;
 mod python_client;

@@ -1,0 +1,89 @@
+//! `/api/openapi.json` against the real binary: served without a token, the same document as
+//! `docs/openapi.json`, and checked by schemathesis, which generates requests from it
+//! (valid and invalid, following its links from created questions and runs to the operations
+//! that take their ids) and fails on any 5xx or any response the document does not describe.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::binary::{Served, write_config};
+
+const TOKEN: &str = "openapi-test-token-0123456789abcdef0123";
+const SECRET: &str = "openapi-test-webhook-secret-0123456789";
+
+/// The check's settings. Left out, with reasons:
+/// - `positive_data_acceptance` expects every request the schemas allow to succeed, but some
+///   refusals depend on state no schema can describe (a conversation no channel serves, a
+///   cursor askgate never gave); those answers (400, 422) are in the document.
+/// - `wait` on the outcome long-poll is 0: a pending question holds the request for `wait`
+///   seconds by design, which would only slow the check.
+fn settings(base: &str) -> String {
+    let mut toml = String::new();
+    let _ = writeln!(toml, "base-url = \"{base}\"");
+    let _ = writeln!(toml, "headers = {{ Authorization = \"Bearer {TOKEN}\" }}");
+    // An event stream does not end: read its first event and check it.
+    let _ = writeln!(toml, "max-stream-events = 1\nrequest-timeout = 15\nseed = 1");
+    let _ = writeln!(toml, "[generation]\nmax-examples = 25");
+    let _ = writeln!(toml, "[checks]\npositive_data_acceptance.enabled = false");
+    let _ =
+        writeln!(toml, "[[operations]]\ninclude-operation-id = \"getOutcome\"\nparameters = {{ \"query.wait\" = 0 }}");
+    toml
+}
+
+#[tokio::test]
+async fn the_api_answers_as_its_openapi_document_says() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[channels.webhook.sms]\nurl = \"http://127.0.0.1:9/bridge\"\nsecret_env = \"SMS_SECRET\"\n\
+         allowed_users = [\"*\"]\n\n[mcp]\nconversation = \"console:local\"\n",
+    );
+    let served = Served::start_with_env(&config, &[("ASKGATE_API_TOKEN", TOKEN), ("SMS_SECRET", SECRET)]);
+    let line = served.log_line("web page on http://").await;
+    let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
+
+    // Without a token, and the document the repository holds.
+    let response = reqwest::get(format!("{base}/api/openapi.json")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let served_document: Value = response.json().await.unwrap();
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(served_document == stored, "the served document is not docs/openapi.json (the unit tests rewrite it)");
+    assert_eq!(served_document["openapi"], "3.1.0");
+    let operations: usize =
+        served_document["paths"].as_object().unwrap().values().map(|p| p.as_object().unwrap().len()).sum();
+
+    std::fs::write(dir.path().join("schemathesis.toml"), settings(&base)).unwrap();
+    let run = tokio::process::Command::new("python3")
+        .args(["-m", "schemathesis.cli", "run", &format!("{base}/api/openapi.json")])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("python3 runs");
+    let out = String::from_utf8_lossy(&run.stdout);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !err.contains("No module named schemathesis"),
+        "schemathesis is not installed: `pip install schemathesis` (.ci/run installs it)"
+    );
+    assert!(run.status.success(), "schemathesis found responses the document does not describe:\n{out}\n{err}");
+    // Every operation was selected and tested (schemathesis does not count the document's own
+    // route among those it tests).
+    let count = |label: &str| {
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix(label))
+            .map(|n| n.trim().to_owned())
+            .unwrap_or_else(|| panic!("no `{label}` in:\n{out}"))
+    };
+    let (selected, total) = count("Selected:").split_once('/').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
+    assert_eq!(selected, total, "every operation was selected:\n{out}");
+    assert_eq!(count("Tested:"), selected, "every selected operation was tested:\n{out}");
+    assert!(total.parse::<usize>().unwrap() + 1 >= operations, "{operations} operations in the document:\n{out}");
+    assert!(served.log().matches(" ERROR ").count() == 0, "askgate logged errors:\n{}", served.log());
+}
