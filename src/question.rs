@@ -393,6 +393,8 @@ pub struct Question {
     pub answered_name: Option<String>,
     /// Where it was resolved.
     pub answered_via: Option<Surface>,
+    /// When it was resolved, unix milliseconds.
+    pub resolved_at: Option<i64>,
 }
 
 impl Question {

@@ -10,7 +10,7 @@ macro_rules! question_columns {
     () => {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
-         answered_via, answered_name"
+         answered_via, answered_name, resolved_at"
     };
 }
 
@@ -302,6 +302,7 @@ impl Resolution {
             answered_by: self.by.clone(),
             answered_name: self.name.clone(),
             answered_via: Some(self.via),
+            resolved_at: Some(self.at),
             ..self.question.clone()
         }
     }

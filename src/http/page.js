@@ -32,12 +32,25 @@ function timeEl(ms, words) {
 // Relative times move on by themselves.
 setInterval(() => { for (const t of document.querySelectorAll("time[data-ms]")) t.textContent = t.dataset.words.replace("%", relative(Number(t.dataset.ms))); }, 15000);
 
-// The questions resolved while the page is open, newest first, for an hour each.
-function remember(q, line) {
-  const item = el("li", { "data-id": q.id }, q.prompt + " — " + line + " ", timeEl(Date.now(), "%"));
-  $("recent-list").prepend(item);
-  setTimeout(() => { item.remove(); refreshRecent(); }, 3600e3);
+// The questions resolved in the last hour, newest first: those askgate lists when the page
+// connects, then each as it is resolved; each leaves the list an hour after it was resolved.
+function remember(q) {
+  const at = q.resolved_at || Date.now();
+  const list = $("recent-list");
+  if (at < Date.now() - 3600e3 || list.querySelector('li[data-id="' + q.id + '"]')) return;
+  const item = el("li", { "data-id": q.id, "data-at": String(at) }, q.prompt + " — " + outcomeLine(q) + " ", timeEl(at, "%"));
+  list.insertBefore(item, [...list.children].find((li) => Number(li.dataset.at) < at) || null);
+  setTimeout(() => { item.remove(); refreshRecent(); }, at + 3600e3 - Date.now());
   refreshRecent();
+}
+let recentLoaded = false;
+async function loadRecent() {
+  recentLoaded = true;
+  try {
+    const response = await fetch("/api/questions?status=all&limit=100", { headers: { "Authorization": "Bearer " + token } });
+    if (!response.ok) { recentLoaded = false; return; }
+    for (const q of (await response.json()).questions) if (q.status !== "pending") remember(q);
+  } catch (e) { recentLoaded = false; /* tried again on the next connection */ }
 }
 function refreshRecent() {
   const n = $("recent-list").children.length;
@@ -95,16 +108,22 @@ function summary(kind, outcome) {
 
 function disable(card) { for (const c of card.querySelectorAll("button, input")) c.disabled = true; }
 
+// `✅ sqlite — @alice via telegram`.
+function outcomeLine(q) {
+  let line = summary(q.kind, q.outcome);
+  if (q.answered_by && (q.status === "answered" || q.status === "declined")) line += " — " + (q.answered_name || q.answered_by) + (q.answered_via ? " via " + q.answered_via : "");
+  return line;
+}
+
 function showOutcome(q) {
   const entry = cards.get(q.id);
   if (!entry) return;
   disable(entry.node);
-  let line = summary(q.kind, q.outcome);
-  if (q.answered_by && (q.status === "answered" || q.status === "declined")) line += " — " + (q.answered_name || q.answered_by) + (q.answered_via ? " via " + q.answered_via : "");
+  const line = outcomeLine(q);
   entry.outcome.textContent = line;
   entry.outcome.className = "outcome " + (q.status === "answered" ? "good" : "bad");
   entry.node.dataset.status = q.status;
-  remember(q, line);
+  remember(q);
   setTimeout(() => { entry.node.remove(); cards.delete(q.id); refreshEmpty(); }, 3000);
 }
 
@@ -218,6 +237,7 @@ async function connect() {
       wait = 1000;
       $("locked").hidden = true;
       if (lastEventId) setConn("live");
+      if (!recentLoaded) loadRecent();
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";

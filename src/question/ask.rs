@@ -322,6 +322,7 @@ impl ValidAsk {
             answered_by: None,
             answered_name: None,
             answered_via: None,
+            resolved_at: None,
         }
     }
 

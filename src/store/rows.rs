@@ -73,6 +73,7 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         answered_by: row.text("answered_by")?,
         answered_via: parse_opt(row, "answered_via")?,
         answered_name: row.text("answered_name")?,
+        resolved_at: row.int("resolved_at")?,
     })
 }
 

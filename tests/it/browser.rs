@@ -119,6 +119,17 @@ impl Driver {
 async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let browser = Driver::start().await;
     let app = App::start("", Env::default()).await;
+    // Answered before the page was opened: "Recently answered" lists it all the same.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"conversation": "console:local", "prompt": "Pick a region", "options": ["eu", "us"]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let reply = format!("/api/questions/{}/reply", asked["id"].as_str().unwrap());
+    let (status, _) = app.post(&reply, json!({"value": "eu", "name": "Bob"})).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
     browser.go(&app.url("/")).await;
     let token = browser.wait_for("//input[@id='token']").await;
     // Before the token the page says what it needs, never that nothing waits.
@@ -129,6 +140,9 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
     browser.wait_for("//p[@id='conn'][@data-state='live'][normalize-space()='● live']").await;
     assert!(browser.displayed(&browser.wait_for("//p[@id='empty']").await).await, "askgate said nothing waits");
+    browser
+        .wait_for("//details[@id='recent']//li[contains(., 'Pick a region')][contains(., 'eu — Bob via api')]")
+        .await;
     let displayed = browser.command(reqwest::Method::GET, &format!("/element/{token}/displayed"), None).await;
     assert_eq!(displayed, json!(false), "the token form stays hidden once connected");
 

@@ -74,6 +74,7 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         outcome: None,
         answered_by: None,
         answered_via: None,
+        resolved_at: None,
         answered_name: None,
     }
 }
@@ -124,6 +125,7 @@ async fn values_survive_exactly(place: Place) {
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.status, Status::Declined);
     assert_eq!(won.answered_via, Some(Surface::Other));
+    assert_eq!(won.resolved_at, Some(T0 + 5));
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
     b.store.close().await;
 }

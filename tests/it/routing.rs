@@ -89,6 +89,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         outcome: None,
         answered_by: None,
         answered_via: None,
+        resolved_at: None,
         answered_name: None,
     }
 }

@@ -90,7 +90,7 @@ impl PostgresStore {
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
-             $32, $33 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
+             $32, $33, $37 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
         ));
         let ask = bind_run(ask, run)?
             .bind(q.id.to_string())
@@ -115,7 +115,8 @@ impl PostgresStore {
             .bind(q.answered_name.as_deref())
             .bind(self.announcement("asked", q.id))
             .bind(q.run.to_string())
-            .bind(self.announcing());
+            .bind(self.announcing())
+            .bind(q.resolved_at);
         self.writes.execute(ask).await?;
         Ok(())
     }

@@ -50,7 +50,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
             ))?,
             // The schema's trigger moves a follow-up run back to `running` with the claim. The
             // claimer knows the question; only whether this write won is read back.
@@ -289,6 +289,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             q.answered_by.as_deref().into(),
             q.answered_via.map(|v| v.as_str()).into(),
             q.answered_name.as_deref().into(),
+            q.resolved_at.into(),
         ])?;
         Ok(())
     }
