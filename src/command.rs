@@ -38,6 +38,13 @@ pub enum Command {
     },
     /// `/cancel`
     Cancel,
+    /// `/grants`: this conversation's standing allow-always grants.
+    Grants,
+    /// `/revoke <id>`: takes a grant back.
+    Revoke {
+        /// The grant's id or a unique prefix of at least four characters.
+        id: String,
+    },
     /// `/help` (and `/start`, which chat apps send first).
     Help,
 }
@@ -90,6 +97,9 @@ impl Command {
             "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
             "run" => Err(CommandError::Usage("/run <function> [input]")),
             "cancel" => Ok(Self::Cancel),
+            "grants" => Ok(Self::Grants),
+            "revoke" if !first.is_empty() && tail.is_empty() => Ok(Self::Revoke { id: first.to_owned() }),
+            "revoke" => Err(CommandError::Usage("/revoke <grant id>")),
             "help" | "start" => Ok(Self::Help),
             other => Err(CommandError::Unknown(crate::text::clip(other, 32, "…"))),
         })
@@ -101,7 +111,7 @@ impl Command {
     pub fn question(&self) -> Option<&str> {
         match self {
             Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } => Some(id),
-            Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help => None,
+            Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help | Self::Grants | Self::Revoke { .. } => None,
         }
     }
 }
@@ -120,6 +130,8 @@ impl std::fmt::Display for Command {
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
             Self::Cancel => f.write_str("/cancel"),
             Self::Help => f.write_str("/help"),
+            Self::Grants => f.write_str("/grants"),
+            Self::Revoke { id } => write!(f, "/revoke {id}"),
         }
     }
 }
@@ -199,6 +211,8 @@ pub const HELP: &str = "\
 /pending                    this conversation's waiting questions with their commands
 /run <function> [input]     start a run
 /cancel                     cancel your waiting runs here (their questions end as cancelled)
+/grants                     this conversation's allow-always grants, with their ids
+/revoke <grant id>          take a grant back (people who may answer its approvals)
 /help                       the commands and the functions";
 
 #[cfg(test)]
@@ -213,6 +227,15 @@ mod tests {
     fn help_and_the_readme_list_the_same_commands() {
         let readme = include_str!("../README.md");
         assert!(readme.contains(&format!("```\n{HELP}\n```")), "/help and the README's Commands section differ");
+    }
+
+    #[test]
+    fn grants_are_listed_and_revoked_by_id() {
+        assert_eq!(parse("/grants"), Ok(Command::Grants));
+        assert_eq!(parse("/revoke 1a2b3c4d"), Ok(Command::Revoke { id: "1a2b3c4d".into() }));
+        assert_eq!(parse("/revoke"), Err(CommandError::Usage("/revoke <grant id>")));
+        assert_eq!(parse("/revoke a b"), Err(CommandError::Usage("/revoke <grant id>")));
+        assert_eq!(Command::Revoke { id: "1a2b".into() }.to_string(), "/revoke 1a2b");
     }
 
     #[test]

@@ -205,6 +205,7 @@ impl Config {
                 default_timeout: gateway.default_timeout,
                 channels: channels.policies,
                 retention: gateway.retention,
+                grant_ttl: gateway.grant_ttl,
             },
             console: channels.console,
             telegram: channels.telegram,
@@ -232,6 +233,18 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn grant_ttl_is_a_duration_or_never_by_default() {
+        let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
+        assert_eq!(parse("").unwrap().settings.grant_ttl, None);
+        assert_eq!(parse("[gateway]\ngrant_ttl = \"never\"\n").unwrap().settings.grant_ttl, None);
+        assert_eq!(
+            parse("[gateway]\ngrant_ttl = \"7d\"\n").unwrap().settings.grant_ttl,
+            Some(Duration::from_secs(7 * 86_400))
+        );
+        assert!(parse("[gateway]\ngrant_ttl = \"soon\"\n").unwrap_err().to_string().contains("grant_ttl"));
+    }
 
     #[test]
     fn retention_is_a_duration_or_never() {

@@ -289,11 +289,15 @@ impl Engine {
         self.inner.clock.now_ms()
     }
 
+    /// `now` plus `duration`, in unix milliseconds.
+    fn after(now: i64, duration: Duration) -> i64 {
+        now.saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+    }
+
     fn deadline(&self, timeout: Timeout, now: i64) -> Option<i64> {
-        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         match timeout {
-            Timeout::Default => Some(now.saturating_add(ms(self.inner.settings.default_timeout))),
-            Timeout::Seconds(s) => Some(now.saturating_add(ms(Duration::from_secs(s)))),
+            Timeout::Default => Some(Self::after(now, self.inner.settings.default_timeout)),
+            Timeout::Seconds(s) => Some(Self::after(now, Duration::from_secs(s))),
             Timeout::Never => None,
         }
     }

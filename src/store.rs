@@ -14,6 +14,12 @@ macro_rules! question_columns {
     };
 }
 
+macro_rules! grant_columns {
+    () => {
+        "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name"
+    };
+}
+
 macro_rules! run_columns {
     () => {
         "id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at, answerers"
@@ -251,12 +257,23 @@ pub struct Grant {
     pub conversation: Conversation,
     /// The action it allows, exactly as the approval named it.
     pub action: String,
-    /// Who allowed it.
+    /// Who allowed it: a stable id (`telegram:42`).
     pub granted_by: String,
+    /// How people know who allowed it (`@alice`), when the surface said.
+    pub granted_name: Option<String>,
     /// The question on which it was given.
     pub question: QuestionId,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// Unix milliseconds; none: never (`gateway.grant_ttl`).
+    pub expires_at: Option<i64>,
+}
+
+impl Grant {
+    /// Who set it, as people know them: the name when the surface gave one, else the id.
+    pub fn setter(&self) -> &str {
+        self.granted_name.as_deref().unwrap_or(&self.granted_by)
+    }
 }
 
 /// Which questions a page holds.
@@ -522,10 +539,16 @@ pub trait Store: Send + Sync + 'static {
         chat: &str,
         message: &str,
     ) -> Result<Option<QuestionId>, StoreError>;
-    /// The live grant for this action in this conversation.
-    async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError>;
-    /// Live grants, optionally of one conversation.
-    async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError>;
+    /// The live grant for this action in this conversation at `now`.
+    async fn find_grant(
+        &self,
+        conversation: &Conversation,
+        action: &str,
+        now: i64,
+    ) -> Result<Option<Grant>, StoreError>;
+    /// Live grants at `now` (neither revoked nor expired), optionally of one conversation,
+    /// oldest first.
+    async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError>;
     /// Revokes a grant; false when there was no live grant with that id.
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError>;
     /// Records an inbound update key; false when it was seen before.

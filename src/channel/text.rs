@@ -93,6 +93,45 @@ pub fn expiry(expires_at: Option<i64>, now_ms: i64) -> String {
     format!("expires in {span} ({:02}:{:02} UTC)", secs / 3_600, secs % 3_600 / 60)
 }
 
+/// `just now`, `5m ago`, `3h ago`, `2d ago`.
+pub fn ago(at: i64, now_ms: i64) -> String {
+    let secs = (now_ms - at).max(0) / 1000;
+    match secs {
+        0..60 => "just now".to_owned(),
+        60..3_600 => format!("{}m ago", secs / 60),
+        3_600..86_400 => format!("{}h ago", secs / 3_600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// Lists a conversation's standing grants with their ids and commands, for `/grants`.
+pub fn grants_list(grants: &[crate::store::Grant], now_ms: i64) -> String {
+    if grants.is_empty() {
+        return "No standing grants here; \"allow always\" on an approval sets one.".to_owned();
+    }
+    let mut out = format!("{} standing grant{} here (allowed always):\n", grants.len(), plural(grants.len()));
+    for g in grants {
+        let short = crate::text::clip(&g.id, crate::question::SHORT_ID_LEN, "");
+        let until = match g.expires_at {
+            Some(_) => expiry(g.expires_at, now_ms),
+            None => "until revoked".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "[{short}] \"{}\" — set by {}, {}, {until} — /revoke {short}",
+            crate::text::clip(&g.action, 200, "…"),
+            g.setter(),
+            ago(g.created_at, now_ms)
+        );
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// Lists pending questions with their commands, for `/pending`.
 pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
     if questions.is_empty() {

@@ -28,12 +28,13 @@ pub struct GatewayValue {
 }
 
 /// The keys, with how askgate spells each default.
-const KEYS: [(&str, &str); 7] = [
+const KEYS: [(&str, &str); 8] = [
     ("database", "sqlite://askgate.db"),
     ("http", "127.0.0.1:8080"),
     ("default_timeout", "30m"),
     ("synchronous", "normal"),
     ("retention", "30d"),
+    ("grant_ttl", "never"),
     // Numbers: the value askgate uses is shown.
     ("max_event_streams", ""),
     ("max_connections", ""),
@@ -80,6 +81,14 @@ pub(super) fn apply(gateway: &mut RawGateway, text: &str, env: &Env) -> Result<V
     Ok(values)
 }
 
+/// A duration, or `never`.
+fn duration_or_never(value: &str) -> Result<Option<std::time::Duration>, String> {
+    match value.trim() {
+        "never" => Ok(None),
+        text => parse_duration(text).map(Some).map_err(|m| format!("{m}, or `never`")),
+    }
+}
+
 /// Sets `gateway.<key>` from an environment variable's text.
 fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
     let count = |value: &str| value.trim().parse::<usize>().map_err(|_| format!("`{value}` is not a whole number"));
@@ -88,12 +97,8 @@ fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
         "http" => gateway.http = value.to_owned(),
         "default_timeout" => gateway.default_timeout = parse_duration(value)?,
         "synchronous" => gateway.synchronous = Some(value.trim().to_owned()),
-        "retention" => {
-            gateway.retention = match value.trim() {
-                "never" => None,
-                text => Some(parse_duration(text).map_err(|m| format!("{m}, or `never`"))?),
-            }
-        }
+        "retention" => gateway.retention = duration_or_never(value)?,
+        "grant_ttl" => gateway.grant_ttl = duration_or_never(value)?,
         "max_event_streams" => gateway.max_event_streams = count(value)?,
         "max_connections" => gateway.max_connections = count(value)?,
         other => unreachable!("`{other}` is not a [gateway] key"),

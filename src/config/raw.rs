@@ -63,6 +63,8 @@ pub(super) struct RawGateway {
     pub synchronous: Option<String>,
     #[serde(deserialize_with = "duration_or_never")]
     pub retention: Option<Duration>,
+    #[serde(deserialize_with = "duration_or_never")]
+    pub grant_ttl: Option<Duration>,
     pub max_event_streams: usize,
     pub max_connections: usize,
 }
@@ -75,6 +77,7 @@ impl Default for RawGateway {
             default_timeout: Duration::from_secs(30 * 60),
             synchronous: None,
             retention: Some(Duration::from_secs(30 * 86_400)),
+            grant_ttl: None,
             max_event_streams: crate::http::DEFAULT_MAX_EVENT_STREAMS,
             max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
         }

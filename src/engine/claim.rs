@@ -108,6 +108,8 @@ impl Engine {
                     conversation: c.clone(),
                     action: question.prompt.clone(),
                     granted_by: resolver.user.to_string(),
+                    granted_name: resolver.name.clone(),
+                    expires_at: self.inner.settings.grant_ttl.map(|ttl| Self::after(self.now_ms(), ttl)),
                     question: question.id,
                     created_at: self.now_ms(),
                 })

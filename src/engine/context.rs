@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Engine;
-use crate::question::{Ask, InvalidAsk, Kind, Mode, Outcome, Question, QuestionId, Status, Surface, ValidAsk};
+use crate::question::{Ask, InvalidAsk, Kind, Mode, Outcome, Question, QuestionId, Surface, ValidAsk};
 use crate::run::{Run, RunStatus};
 use crate::store::StoreError;
 
@@ -230,22 +230,16 @@ impl Context {
             // (e.g. resumed at start-up while it waits): its card is already out.
             return recorded.outcome.clone().ok_or(AskError::Pending { question: recorded.id });
         }
-        let Some(conversation) = self.run.conversation.clone() else {
+        if self.run.conversation.is_none() {
             return Ok(Outcome::Cancelled { reason: "no_human".to_owned() });
-        };
+        }
         let engine = self.engine.clone();
         let now = engine.now_ms();
         let expires_at = engine.deadline(ask.timeout, now);
         let mut question = ask.pending(self.run.origin(step), engine.default_answerers(&self.run), now, expires_at);
-        if question.kind == Kind::Approval
-            && let Some(grant) = engine.inner.store.find_grant(&conversation, &question.prompt).await?
-        {
-            let outcome = Outcome::Answered { value: Value::String("always".to_owned()) };
-            question.status = Status::Answered;
-            question.outcome = Some(outcome.clone());
-            question.answered_by = Some(format!("grant:{}", grant.id));
-            question.answered_via = Some(Surface::Gateway);
-            let question = Arc::new(question);
+        if let Some(granted) = engine.granted(&question).await? {
+            let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
+            let question = Arc::new(granted);
             engine.inner.store.ask(&self.run, &question).await?;
             self.run.update = None;
             self.journal.push(question);

@@ -95,19 +95,23 @@ impl Engine {
         Ok(Arc::unwrap_or_clone(question))
     }
 
-    /// The approval as answered by a standing grant of its conversation, if one covers it.
-    async fn granted(&self, question: &Question) -> Result<Option<Question>, StoreError> {
+    /// The approval as answered by a live standing grant of its conversation, if one covers
+    /// it: nobody is asked. Its answerer is the grant, by the name of who set it.
+    pub(super) async fn granted(&self, question: &Question) -> Result<Option<Question>, StoreError> {
         let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
             return Ok(None);
         };
-        let Some(grant) = self.inner.store.find_grant(conversation, &question.prompt).await? else {
+        let now = self.now_ms();
+        let Some(grant) = self.inner.store.find_grant(conversation, &question.prompt, now).await? else {
             return Ok(None);
         };
         let mut question = question.clone();
         question.status = Status::Answered;
         question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
         question.answered_by = Some(format!("grant:{}", grant.id));
+        question.answered_name = Some(format!("a grant set by {}", grant.setter()));
         question.answered_via = Some(Surface::Gateway);
+        question.resolved_at = Some(now);
         Ok(Some(question))
     }
 

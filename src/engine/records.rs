@@ -139,7 +139,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError> {
-        self.inner.store.grants(conversation).await
+        self.inner.store.grants(conversation, self.now_ms()).await
     }
 
     /// Revokes a standing grant; false when there was no live grant with that id.

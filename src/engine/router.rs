@@ -248,7 +248,52 @@ impl Engine {
                 }))
             }
             Command::Help => Ok(Response::say(self.help())),
+            Command::Grants => {
+                let grants = self.grants(Some(&inbound.conversation)).await?;
+                Ok(Response::say(text::grants_list(&grants, self.now_ms())))
+            }
+            Command::Revoke { id } => self.revoke_command(inbound, &id).await,
         }
+    }
+
+    /// `/revoke <id>`: the grant of this conversation that `id` (or a unique prefix of it)
+    /// names, taken back when the sender may answer the approvals it answers.
+    async fn revoke_command(&self, inbound: &Inbound, id: &str) -> Result<Response, StoreError> {
+        let wanted = id.to_ascii_lowercase();
+        if wanted.chars().count() < MIN_PREFIX {
+            return Ok(Response::say(format!("Grant ids need at least {MIN_PREFIX} characters; /grants lists them.")));
+        }
+        let grants = self.grants(Some(&inbound.conversation)).await?;
+        let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
+            [grant] => (*grant).clone(),
+            [] => {
+                let shown = crate::text::clip(id, 40, "…");
+                return Ok(Response::say(format!("No grant {shown} here; /grants lists them.")));
+            }
+            _ => return Ok(Response::say("Ambiguous grant id, use more characters.")),
+        };
+        if !self.may_revoke(&grant, &inbound.user).await? {
+            return Ok(Response::say(
+                "Only people who may answer its approvals can revoke this grant; nothing was changed.",
+            ));
+        }
+        let short = crate::text::clip(&grant.id, crate::question::SHORT_ID_LEN, "");
+        Ok(Response::say(if self.revoke_grant(&grant.id).await? {
+            tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
+            format!("Revoked {short}: \"{}\" will be asked again.", crate::text::clip(&grant.action, 200, "…"))
+        } else {
+            format!("Grant {short} was already revoked or has expired.")
+        }))
+    }
+
+    /// Who may take a grant back: who set it, the console's operator, and whoever may answer
+    /// the approval it was given on (the people it answers for).
+    async fn may_revoke(&self, grant: &crate::store::Grant, user: &UserRef) -> Result<bool, StoreError> {
+        if grant.granted_by == user.as_str() || user.as_str() == crate::channel::console::LOCAL {
+            return Ok(true);
+        }
+        let question = self.inner.store.question(grant.question).await?;
+        Ok(question.is_some_and(|q| q.answerers.admits(user)))
     }
 
     async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {

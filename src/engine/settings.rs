@@ -14,6 +14,8 @@ pub struct Settings {
     pub channels: HashMap<String, ChannelPolicy>,
     /// How long ended runs, their questions and cards are kept; none: forever.
     pub retention: Option<Duration>,
+    /// How long an allow-always grant stands; none: until revoked.
+    pub grant_ttl: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -22,6 +24,7 @@ impl Default for Settings {
             default_timeout: Duration::from_secs(30 * 60),
             channels: HashMap::new(),
             retention: Some(Duration::from_secs(30 * 86_400)),
+            grant_ttl: None,
         }
     }
 }

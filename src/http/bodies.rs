@@ -98,7 +98,7 @@ pub struct RunStarted {
 /// The live allow-always grants.
 #[derive(Serialize, JsonSchema)]
 pub struct GrantList {
-    /// The grants, newest first.
+    /// The grants, oldest first.
     pub grants: Vec<Grant>,
 }
 

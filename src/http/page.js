@@ -43,6 +43,29 @@ function remember(q) {
   setTimeout(() => { item.remove(); refreshRecent(); }, at + 3600e3 - Date.now());
   refreshRecent();
 }
+// The standing allow-always grants, each with a Revoke button: read when the page connects
+// and again after an approval is allowed always.
+async function loadGrants() {
+  try {
+    const response = await fetch("/api/grants", { headers: { "Authorization": "Bearer " + token } });
+    if (!response.ok) return;
+    const list = $("grants-list");
+    list.replaceChildren();
+    for (const g of (await response.json()).grants) {
+      const until = g.expires_at ? timeEl(g.expires_at, "expires %") : "until revoked";
+      const revoke = el("button", { type: "button", class: "danger" }, "Revoke");
+      revoke.addEventListener("click", async () => {
+        revoke.disabled = true;
+        const r = await fetch("/api/grants/" + encodeURIComponent(g.id), { method: "DELETE", headers: { "Authorization": "Bearer " + token } });
+        say(r.status === 204 || r.status === 404 ? "Revoked: \u201c" + g.action + "\u201d will be asked again." : "Could not revoke (HTTP " + r.status + ").");
+        loadGrants();
+      });
+      list.append(el("li", { "data-id": g.id }, el("code", {}, g.action), " in " + g.conversation + " — set by " + (g.granted_name || g.granted_by) + ", ", timeEl(g.created_at, "%"), ", ", until, revoke));
+    }
+    $("grants-count").textContent = String(list.children.length);
+    $("grants").hidden = list.children.length === 0;
+  } catch (e) { /* read again on the next connection */ }
+}
 let recentLoaded = false;
 async function loadRecent() {
   recentLoaded = true;
@@ -124,6 +147,7 @@ function showOutcome(q) {
   entry.outcome.className = "outcome " + (q.status === "answered" ? "good" : "bad");
   entry.node.dataset.status = q.status;
   remember(q);
+  if (q.kind === "approval" && q.outcome && q.outcome.value === "always") loadGrants();
   setTimeout(() => { entry.node.remove(); cards.delete(q.id); refreshEmpty(); }, 3000);
 }
 
@@ -238,6 +262,7 @@ async function connect() {
       $("locked").hidden = true;
       if (lastEventId) setConn("live");
       if (!recentLoaded) loadRecent();
+      loadGrants();
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";

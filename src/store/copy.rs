@@ -75,7 +75,17 @@ const TABLES: [Table; 5] = [
     },
     Table {
         name: "grants",
-        columns: &["id", "conversation", "action", "granted_by", "question_id", "created_at", "revoked_at"],
+        columns: &[
+            "id",
+            "conversation",
+            "action",
+            "granted_by",
+            "question_id",
+            "created_at",
+            "revoked_at",
+            "expires_at",
+            "granted_name",
+        ],
         integers: &["created_at", "revoked_at"],
         order: "created_at",
     },

@@ -124,6 +124,8 @@ pub(super) fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
         granted_by: row.req_text("granted_by")?,
         question: parse_col(row, "question_id")?,
         created_at: row.req_int("created_at")?,
+        expires_at: row.int("expires_at")?,
+        granted_name: row.text("granted_name")?,
     })
 }
 

@@ -400,24 +400,35 @@ impl Store for SqliteStore {
         row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
     }
 
-    async fn find_grant(&self, conversation: &Conversation, action: &str) -> Result<Option<Grant>, StoreError> {
-        let row = sqlx::query(
-            "SELECT id, conversation, action, granted_by, question_id, created_at FROM grants \
-             WHERE conversation = ? AND action = ? AND revoked_at IS NULL ORDER BY created_at LIMIT 1",
-        )
+    async fn find_grant(
+        &self,
+        conversation: &Conversation,
+        action: &str,
+        now: i64,
+    ) -> Result<Option<Grant>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            grant_columns!(),
+            " FROM grants WHERE conversation = ? AND action = ? AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at LIMIT 1"
+        ))
         .bind(conversation.as_str())
         .bind(action)
+        .bind(now)
         .fetch_optional(&self.readers)
         .await?;
         row.as_ref().map(grant_from_row).transpose()
     }
 
-    async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, conversation, action, granted_by, question_id, created_at FROM grants \
-             WHERE revoked_at IS NULL AND (?1 IS NULL OR conversation = ?1) ORDER BY created_at",
-        )
+    async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            grant_columns!(),
+            " FROM grants WHERE revoked_at IS NULL AND (?1 IS NULL OR conversation = ?1) \
+             AND (expires_at IS NULL OR expires_at > ?2) ORDER BY created_at"
+        ))
         .bind(conversation.map(Conversation::as_str))
+        .bind(now)
         .fetch_all(&self.readers)
         .await?;
         rows.iter().map(grant_from_row).collect()

@@ -628,3 +628,23 @@ async fn completions_cover_every_command() {
     assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("possible values"), "the error lists the shells");
 }
+
+#[tokio::test]
+async fn the_console_lists_grants_and_revokes_one() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n");
+    let mut served = Served::start(&config);
+    served.log_line("askgate is ready").await;
+    served.type_line("/grants").await;
+    served.line("No standing grants here").await;
+    served.type_line("/run approve-demo").await;
+    let id = served.card_id("rm -rf build/").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    served.line("Allowed always").await;
+    served.type_line("/grants").await;
+    let listed = served.line("] \"rm -rf build/\" — set by console:local").await;
+    let short = listed.trim_start_matches('[').split(']').next().unwrap().to_owned();
+    served.type_line(&format!("/revoke {short}")).await;
+    served.line(&format!("Revoked {short}: \"rm -rf build/\" will be asked again.")).await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+}

@@ -237,6 +237,16 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         std::fs::create_dir_all(&docs).unwrap();
         std::fs::write(docs.join("web-page.png"), &png).unwrap();
     }
+
+    // Allowed always, the grant is listed under "Standing grants"; Revoke takes it back.
+    browser.click(&browser.wait_for(&format!("{approval}//button[normalize-space()='Allow always']")).await).await;
+    let grant = "//details[@id='grants']//li[code[normalize-space()='files__delete_file']][contains(., 'Alice')]";
+    browser.wait_for(grant).await;
+    browser.click(&browser.wait_for("//details[@id='grants']/summary").await).await;
+    browser.click(&browser.wait_for(&format!("{grant}//button[normalize-space()='Revoke']")).await).await;
+    eventually(|| async { browser.find(grant).await.is_none().then_some(()) }).await;
+    let (_, grants) = app.get("/api/grants").await;
+    assert_eq!(grants["grants"], json!([]), "revoked from the page");
     browser.quit().await;
     app.stop().await;
 }

@@ -172,8 +172,10 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
         conversation: room.clone(),
         action: "deploy".into(),
         granted_by: "test:alice".into(),
+        granted_name: Some("@alice ✅".into()),
         question: q.id,
         created_at: T0 + 1,
+        expires_at: Some(T0 + 100),
     };
     let resolution = Resolution {
         outcome: Outcome::Answered { value: json!("always") },
@@ -183,19 +185,23 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     };
     assert!(matches!(b.store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
     assert!(b.store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
-    assert_eq!(b.store.find_grant(&room, "deploy").await.unwrap(), Some(grant.clone()));
-    assert_eq!(b.store.grants(Some(&room)).await.unwrap(), std::slice::from_ref(&grant));
-    assert_eq!(b.store.grants(Some(&conversation("test:other"))).await.unwrap(), []);
+    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 2).await.unwrap(), Some(grant.clone()));
+    assert_eq!(b.store.grants(Some(&room), T0 + 2).await.unwrap(), std::slice::from_ref(&grant));
+    assert_eq!(b.store.grants(Some(&conversation("test:other")), T0 + 2).await.unwrap(), []);
+    // Past its expiry it is neither found nor listed, and cannot be revoked.
+    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 100).await.unwrap(), None);
+    assert_eq!(b.store.grants(None, T0 + 100).await.unwrap(), []);
+    assert!(!b.store.revoke_grant("g1", T0 + 100).await.unwrap());
     // A lost claim writes neither.
     let again = Resolution { grant: Some(Grant { id: "g2".into(), ..grant }), update: Some("k2".into()), ..resolution };
     assert!(matches!(b.store.resolve(again).await.unwrap(), Claim::Lost(_)));
     assert!(!b.store.seen("k2").await.unwrap());
-    assert_eq!(b.store.grants(None).await.unwrap().len(), 1);
+    assert_eq!(b.store.grants(None, T0 + 2).await.unwrap().len(), 1);
 
     assert!(b.store.revoke_grant("g1", T0 + 2).await.unwrap());
     assert!(!b.store.revoke_grant("g1", T0 + 3).await.unwrap(), "a grant is revoked once");
     assert!(!b.store.revoke_grant("nope", T0 + 3).await.unwrap());
-    assert_eq!(b.store.find_grant(&room, "deploy").await.unwrap(), None);
+    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 3).await.unwrap(), None);
     b.store.close().await;
 }
 

@@ -329,3 +329,20 @@ async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
     assert!(dc.engine.pending_for(None).await.unwrap().is_empty(), "a run started");
     dc.stop().await;
 }
+
+#[tokio::test]
+async fn allow_always_is_listed_by_grants_and_taken_back_by_revoke() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm \\-rf build/", 1).await;
+    fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Allow always"));
+    let grants = eventually(|| async { dc.engine.grants(None).await.unwrap().pop() }).await;
+    let short = grants.id[..8].to_owned();
+    fake.message(ALICE, CHANNEL, "/grants", None);
+    let listed = fake.sent("1 standing grant here", 1).await;
+    assert!(listed["content"].as_str().unwrap().contains(&format!("/revoke {short}")), "{listed}");
+    fake.message(ALICE, CHANNEL, &format!("/revoke {short}"), None);
+    fake.sent(&format!("Revoked {short}"), 1).await;
+    assert!(dc.engine.grants(None).await.unwrap().is_empty());
+    dc.stop().await;
+}

@@ -284,6 +284,51 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final());
 }
 
+async fn grants_are_listed_revoked_by_who_may_answer_and_expire(place: Place) {
+    let (functions, _) = functions();
+    let settings = Settings { grant_ttl: Some(std::time::Duration::from_secs(3600)), ..Settings::default() };
+    let h = Harness::on(place.clone(), functions, settings, Clock::manual(T0)).await;
+    let say = async |user: &str, text: &str| h.say(user, text).await.text.unwrap_or_default();
+    assert!(say(ALICE, "/grants").await.starts_with("No standing grants here"));
+    let first = h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
+    h.finished(first).await;
+    let grant = h.engine.grants(Some(&room())).await.unwrap().pop().unwrap();
+    assert_eq!(grant.expires_at, Some(T0 + 3_600_000), "gateway.grant_ttl");
+    let short = &grant.id[..8];
+    let listed = say(ALICE, "/grants").await;
+    assert!(listed.starts_with("1 standing grant here"), "{listed}");
+    assert!(
+        listed.contains(&format!("[{short}] \"rm -rf build/\" — set by {ALICE}, just now, expires in 60m"))
+            && listed.ends_with(&format!("/revoke {short}")),
+        "{listed}"
+    );
+
+    // Bob may not answer alice's approvals, so he may not take her grant back.
+    assert!(say(BOB, &format!("/revoke {short}")).await.starts_with("Only people who may answer"));
+    assert_eq!(h.engine.grants(Some(&room())).await.unwrap().len(), 1);
+    assert!(say(ALICE, "/revoke ab").await.starts_with("Grant ids need at least 4 characters"));
+    assert!(say(ALICE, "/revoke ffffffff").await.starts_with("No grant ffffffff here"));
+    let revoked = say(ALICE, &format!("/revoke {}", short.to_uppercase())).await;
+    assert_eq!(revoked, format!("Revoked {short}: \"rm -rf build/\" will be asked again."));
+    assert!(h.engine.grants(Some(&room())).await.unwrap().is_empty());
+    assert!(say(ALICE, &format!("/revoke {short}")).await.starts_with("No grant"), "revoked once");
+
+    // Asked again; allowed always again, and that grant lapses after grant_ttl.
+    let second = h.run("approve-demo", "").await;
+    let card = h.card(2).await;
+    h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
+    h.finished(second).await;
+    let third = h.run("approve-demo", "").await;
+    assert!(h.finished(third).await.result.unwrap().starts_with("Allowed by a standing grant"));
+    h.clock.advance(3_600_000);
+    assert!(h.engine.grants(Some(&room())).await.unwrap().is_empty(), "expired");
+    let fourth = h.run("approve-demo", "").await;
+    h.card(3).await;
+    assert!(!h.engine.run(fourth).await.unwrap().unwrap().status.is_final(), "an expired grant answers nothing");
+}
+
 #[tokio::test]
 async fn reject_feedback_becomes_the_functions_error_text() {
     let (functions, _) = functions();
@@ -542,6 +587,7 @@ crate::backend::on_both_backends!(
     a_question_that_expired_while_askgate_was_down_expires_at_start,
     each_question_expires_exactly_once,
     allow_always_lets_the_next_identical_approval_through_without_asking,
+    grants_are_listed_revoked_by_who_may_answer_and_expire,
     blocking_asks_wait_for_the_answer,
     a_restart_cancels_leftover_blocking_questions,
     cancel_ends_the_waiting_run_with_an_explicit_outcome,

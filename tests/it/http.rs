@@ -605,6 +605,25 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
         got.lock().unwrap().iter().any(|m| m.text == "Using date-fns for dates; archived 87 emails.").then_some(())
     })
     .await;
+    // Allowed always, a grant is listed by /grants and taken back by /revoke, as text.
+    let said = |needle: String| {
+        let got = got.clone();
+        eventually(move || {
+            let got = got.clone();
+            let needle = needle.clone();
+            async move { got.lock().unwrap().iter().find(|m| m.text.contains(&needle)).map(|m| m.text.clone()) }
+        })
+    };
+    inbound("/run approve-demo", Some("hush")).await.unwrap();
+    said("Approve: rm -rf build/".into()).await;
+    inbound("always", Some("hush")).await.unwrap();
+    let (_, grants) = app.get("/api/grants").await;
+    let short = grants["grants"][0]["id"].as_str().unwrap()[..8].to_owned();
+    inbound("/grants", Some("hush")).await.unwrap();
+    let listed = said("1 standing grant here".into()).await;
+    assert!(listed.contains("\"rm -rf build/\" — set by Alice"), "{listed}");
+    inbound(&format!("/revoke {short}"), Some("hush")).await.unwrap();
+    said(format!("Revoked {short}: \"rm -rf build/\" will be asked again.")).await;
     let r = app
         .client
         .post(app.url("/channels/webhook/sms"))

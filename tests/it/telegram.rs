@@ -433,7 +433,7 @@ async fn raw_http_ok(addr: SocketAddr) -> bool {
 }
 
 #[tokio::test]
-async fn allow_always_from_a_button_stores_a_grant() {
+async fn allow_always_from_a_button_stores_a_grant_that_grants_lists_and_revoke_takes_back() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     let card = fake.sent("Approve: rm -rf build/", 1).await;
@@ -447,6 +447,14 @@ async fn allow_always_from_a_button_stores_a_grant() {
     assert_eq!(grants.len(), 1);
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     fake.sent("Allowed by a standing grant", 1).await;
+    let short = grants[0].id[..8].to_owned();
+    fake.text(ALICE, ALICE, "/grants", None);
+    let listed = fake.sent("1 standing grant here", 1).await;
+    assert!(listed["text"].as_str().unwrap().contains(&format!("[{short}] \"rm -rf build/\" — set by ")), "{listed}");
+    fake.text(ALICE, ALICE, &format!("/revoke {short}"), None);
+    fake.sent(&format!("Revoked {short}"), 1).await;
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    fake.sent("Approve: rm -rf build/", 2).await;
     tg.stop().await;
 }
 

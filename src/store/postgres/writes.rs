@@ -32,8 +32,8 @@ macro_rules! claim_tail {
     () => {
         "i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
          ON CONFLICT DO NOTHING), \
-         g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
-         SELECT $10, $11, $12, $13, $14, $15::bigint FROM c WHERE $10::text IS NOT NULL) \
+         g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at, expires_at, \
+         granted_name) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18 FROM c WHERE $10::text IS NOT NULL) \
          SELECT CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END FROM c"
     };
 }
@@ -161,7 +161,9 @@ impl PostgresStore {
             .bind(grant.map(|g| g.granted_by.as_str()))
             .bind(grant.map(|g| g.question.to_string()))
             .bind(grant.map(|g| g.created_at))
-            .bind(self.announcing());
+            .bind(self.announcing())
+            .bind(grant.and_then(|g| g.expires_at))
+            .bind(grant.and_then(|g| g.granted_name.as_deref()));
         // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
         if self.writes.execute(claim).await? == 1 {
             return Ok(Claim::Won(r.resolved()));

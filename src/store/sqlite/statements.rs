@@ -60,14 +60,16 @@ impl<'d, 'h> Statements<'d, 'h> {
             )?,
             select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
             insert_grant: db.prepare(
-                "INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
             )?,
             delivery: db.prepare(
                 "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
             )?,
-            revoke_grant: db.prepare("UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")?,
+            revoke_grant: db.prepare(
+                "UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL \
+                 AND (expires_at IS NULL OR expires_at > ?1)",
+            )?,
             seen: db.prepare("INSERT OR IGNORE INTO inbound (key, created_at) VALUES (?1, ?2)")?,
             says: db.prepare("UPDATE runs SET says = MAX(says, ?1) WHERE id = ?2")?,
             // The same oldest ended runs in each statement: nothing in between changes `runs`.
@@ -233,6 +235,8 @@ impl<'d, 'h> Statements<'d, 'h> {
                 g.granted_by.as_str().into(),
                 question.as_str().into(),
                 g.created_at.into(),
+                g.expires_at.into(),
+                g.granted_name.as_deref().into(),
             ])?;
         }
         Ok(Claim::Won(r.resolved()))

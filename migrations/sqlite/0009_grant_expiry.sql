@@ -1,0 +1,3 @@
+-- Grants may expire (gateway.grant_ttl) and say how people know who set them.
+ALTER TABLE grants ADD COLUMN expires_at INTEGER;
+ALTER TABLE grants ADD COLUMN granted_name TEXT;
