@@ -27,6 +27,14 @@ pub enum Command {
         /// Allow always (a standing grant) rather than once.
         always: bool,
     },
+    /// `/approve <id> always-like <pattern>`: allow always, and every action the pattern fits
+    /// (`*` matches any run of characters).
+    ApproveLike {
+        /// The question id or prefix.
+        id: String,
+        /// The rule, without the quotes it may be typed in.
+        pattern: String,
+    },
     /// `/pending`
     Pending,
     /// `/run <function> [input]`
@@ -87,12 +95,18 @@ impl Command {
             }
             "decline" => Err(CommandError::Usage("/decline <id> [feedback]")),
             "deny" => Err(CommandError::Usage("/deny <id> [feedback]")),
-            "approve" if !first.is_empty() => match tail.to_ascii_lowercase().as_str() {
-                "" | "once" => Ok(Self::Approve { id: first.to_owned(), always: false }),
-                "always" => Ok(Self::Approve { id: first.to_owned(), always: true }),
-                _ => Err(CommandError::Usage("/approve <id> [once|always]")),
+            "approve" if !first.is_empty() => match tail.split_once(char::is_whitespace) {
+                Some((word, pattern)) if word.eq_ignore_ascii_case("always-like") => match unquote(pattern.trim()) {
+                    "" => Err(CommandError::Usage(APPROVE_USAGE)),
+                    pattern => Ok(Self::ApproveLike { id: first.to_owned(), pattern: pattern.to_owned() }),
+                },
+                _ => match tail.to_ascii_lowercase().as_str() {
+                    "" | "once" => Ok(Self::Approve { id: first.to_owned(), always: false }),
+                    "always" => Ok(Self::Approve { id: first.to_owned(), always: true }),
+                    _ => Err(CommandError::Usage(APPROVE_USAGE)),
+                },
             },
-            "approve" => Err(CommandError::Usage("/approve <id> [once|always]")),
+            "approve" => Err(CommandError::Usage(APPROVE_USAGE)),
             "pending" => Ok(Self::Pending),
             "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
             "run" => Err(CommandError::Usage("/run <function> [input]")),
@@ -106,11 +120,26 @@ impl Command {
     }
 }
 
+const APPROVE_USAGE: &str = "/approve <id> [once|always|always-like \"<pattern>\"]";
+
+/// `"git push *"` → `git push *`: a pattern may be typed in straight or curly quotes.
+fn unquote(text: &str) -> &str {
+    for (open, close) in [('"', '"'), ('\'', '\''), ('“', '”')] {
+        if let Some(inner) = text.strip_prefix(open).and_then(|t| t.strip_suffix(close)) {
+            return inner.trim();
+        }
+    }
+    text
+}
+
 impl Command {
     /// The question id (or prefix) an answer, a decline or an approval names.
     pub fn question(&self) -> Option<&str> {
         match self {
-            Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } => Some(id),
+            Self::Answer { id, .. }
+            | Self::Decline { id, .. }
+            | Self::Approve { id, .. }
+            | Self::ApproveLike { id, .. } => Some(id),
             Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help | Self::Grants | Self::Revoke { .. } => None,
         }
     }
@@ -125,6 +154,7 @@ impl std::fmt::Display for Command {
             Self::Decline { id, feedback } => write!(f, "/decline {id}{}", tail(feedback)),
             Self::Approve { id, always: false } => write!(f, "/approve {id}"),
             Self::Approve { id, always: true } => write!(f, "/approve {id} always"),
+            Self::ApproveLike { id, pattern } => write!(f, "/approve {id} always-like \"{pattern}\""),
             Self::Pending => f.write_str("/pending"),
             Self::Run { function, input } if input.is_empty() => write!(f, "/run {function}"),
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
@@ -207,6 +237,9 @@ pub const HELP: &str = "\
                             confirm: yes|no; approval: once|always|reject [feedback]
 /decline <id> [feedback]    decline any question (for an approval: reject)
 /approve <id> [once|always] allow an approval (default once)
+/approve <id> always-like \"<pattern>\"
+                            allow it and, from now on, every action the pattern fits
+                            (* matches anything): a standing rule, listed by /grants
 /deny <id> [feedback]       reject an approval
 /pending                    this conversation's waiting questions with their commands
 /run <function> [input]     start a run
@@ -227,6 +260,18 @@ mod tests {
     fn help_and_the_readme_list_the_same_commands() {
         let readme = include_str!("../README.md");
         assert!(readme.contains(&format!("```\n{HELP}\n```")), "/help and the README's Commands section differ");
+    }
+
+    #[test]
+    fn a_rule_is_typed_after_always_like_with_or_without_quotes() {
+        let like = |id: &str, pattern: &str| Ok(Command::ApproveLike { id: id.into(), pattern: pattern.into() });
+        assert_eq!(parse("/approve 1a2b always-like \"git push *\""), like("1a2b", "git push *"));
+        assert_eq!(parse("/approve 1a2b ALWAYS-LIKE git push *"), like("1a2b", "git push *"));
+        assert_eq!(parse("/approve 1a2b always-like “deploy *”"), like("1a2b", "deploy *"));
+        assert_eq!(parse("/approve 1a2b always-like \"\""), Err(CommandError::Usage(APPROVE_USAGE)));
+        assert_eq!(parse("/approve 1a2b sometimes"), Err(CommandError::Usage(APPROVE_USAGE)));
+        let typed = Command::ApproveLike { id: "1a2b".into(), pattern: "git push *".into() };
+        assert_eq!(parse(&typed.to_string()), Ok(typed));
     }
 
     #[test]

@@ -365,8 +365,13 @@ pub fn functions(config: &Config) -> Functions {
                 if p.hold { Mode::Blocking } else { Mode::FollowUp },
             ),
         };
-        let entry =
-            Entry { function, description: spec.description.clone(), mode, allowed_users: spec.allowed_users.clone() };
+        let entry = Entry {
+            function,
+            description: spec.description.clone(),
+            mode,
+            allowed_users: spec.allowed_users.clone(),
+            pre_approved: spec.pre_approved.clone(),
+        };
         registry.insert_entry(spec.name.clone(), entry);
     }
     registry

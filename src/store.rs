@@ -16,7 +16,7 @@ macro_rules! question_columns {
 
 macro_rules! grant_columns {
     () => {
-        "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name"
+        "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name, pattern"
     };
 }
 
@@ -255,8 +255,11 @@ pub struct Grant {
     pub id: String,
     /// The conversation it applies to.
     pub conversation: Conversation,
-    /// The action it allows, exactly as the approval named it.
+    /// The action it allows, exactly as the approval named it; for a rule, the pattern of
+    /// the actions it allows.
     pub action: String,
+    /// A rule: `action` is a pattern where `*` matches any run of characters.
+    pub pattern: bool,
     /// Who allowed it: a stable id (`telegram:42`).
     pub granted_by: String,
     /// How people know who allowed it (`@alice`), when the surface said.
@@ -274,6 +277,18 @@ impl Grant {
     pub fn setter(&self) -> &str {
         self.granted_name.as_deref().unwrap_or(&self.granted_by)
     }
+
+    /// Whether it allows `action`: the same action, or for a rule one its pattern fits.
+    pub fn covers(&self, action: &str) -> bool {
+        if self.pattern { crate::text::glob(&self.action, action) } else { self.action == action }
+    }
+}
+
+/// The grant that allows `action` among a conversation's candidates: an exact one first,
+/// then the oldest rule that fits.
+fn covering(mut candidates: Vec<Grant>, action: &str) -> Option<Grant> {
+    candidates.sort_by_key(|g| (g.pattern, g.created_at));
+    candidates.into_iter().find(|g| g.covers(action))
 }
 
 /// Which questions a page holds.
@@ -539,7 +554,8 @@ pub trait Store: Send + Sync + 'static {
         chat: &str,
         message: &str,
     ) -> Result<Option<QuestionId>, StoreError>;
-    /// The live grant for this action in this conversation at `now`.
+    /// The live grant that allows this action in this conversation at `now`: an exact one,
+    /// else the oldest rule whose pattern fits.
     async fn find_grant(
         &self,
         conversation: &Conversation,

@@ -49,9 +49,58 @@ pub fn pieces(detail: &str) -> Vec<Piece<'_>> {
     out
 }
 
+/// Whether `text` fits `pattern`, where `*` matches any run of characters (none included)
+/// and everything else matches itself. Linear in the product of the lengths at worst, so a
+/// pattern a person typed cannot make it slow.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    // The last `*` seen: where the pattern goes on after it, and where in the text it began.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if p.get(pi) == Some(&'*') {
+            star = Some((pi + 1, ti));
+            pi += 1;
+        } else if p.get(pi) == Some(&t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if let Some((after, began)) = star {
+            // The star takes one more character; try the rest of the pattern from there.
+            star = Some((after, began + 1));
+            pi = after;
+            ti = began + 1;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Piece, clip, pieces};
+    use std::ops::Add;
+
+    use super::{Piece, clip, glob, pieces};
+
+    #[test]
+    fn a_star_matches_any_run_of_characters() {
+        assert!(glob("delete_*", "delete_file"));
+        assert!(glob("delete_*", "delete_"));
+        assert!(glob("*_file", "write_file"));
+        assert!(glob("*", "anything"));
+        assert!(glob("*", ""));
+        assert!(glob("a*b*c", "a-x-b-y-c"));
+        assert!(glob("git push *", "git push origin main"));
+        assert!(glob("a*a*b", "aaab"));
+        assert!(glob("write_file", "write_file"));
+        assert!(!glob("write_file", "write_files"));
+        assert!(!glob("delete_*", "undelete_file"));
+        assert!(!glob("a*b*c", "a-x-c"));
+        assert!(!glob("git push *", "git pushx"));
+        assert!(glob("é*", "émoji"));
+        // Many stars against a long near-miss: answered, not backtracked through every split.
+        assert!(!glob(&"a*".repeat(30).add("b"), &"a".repeat(4000)));
+    }
 
     #[test]
     fn a_detail_splits_into_prose_and_fenced_code() {

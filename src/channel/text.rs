@@ -116,9 +116,10 @@ pub fn grants_list(grants: &[crate::store::Grant], now_ms: i64) -> String {
             Some(_) => expiry(g.expires_at, now_ms),
             None => "until revoked".to_owned(),
         };
+        let rule = if g.pattern { "rule " } else { "" };
         let _ = writeln!(
             out,
-            "[{short}] \"{}\" — set by {}, {}, {until} — /revoke {short}",
+            "[{short}] {rule}\"{}\" — set by {}, {}, {until} — /revoke {short}",
             crate::text::clip(&g.action, 200, "…"),
             g.setter(),
             ago(g.created_at, now_ms)

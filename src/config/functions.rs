@@ -30,6 +30,8 @@ pub struct FunctionSpec {
     pub kind: FunctionKind,
     /// Who may start it, narrowing each channel's `allowed_users`; none: the channel's rule.
     pub allowed_users: Option<Access>,
+    /// Rules of actions its approvals allow without asking (`*` matches any run of characters).
+    pub pre_approved: Vec<String>,
 }
 
 impl FunctionSpec {
@@ -79,6 +81,10 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
         .map(|users| access(users, None))
         .transpose()
         .map_err(|m| (key("allowed_users"), m))?;
+    if let Some(rule) = f.pre_approved.iter().find(|r| !r.chars().any(|c| c != '*' && !c.is_whitespace())) {
+        return Err((key("pre_approved"), format!("`{rule}` would allow every action; a rule must name something")));
+    }
+    let pre_approved = f.pre_approved.clone();
     let (name, description) = (f.name.clone(), f.description.clone());
     let (kind, default_description) = match (&f.builtin, &f.command) {
         (Some(_), Some(_)) => return Err((key("command"), "give either `builtin` or `command`, not both".to_owned())),
@@ -87,7 +93,8 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
         (None, Some(_)) => process(f, base),
     }
     .map_err(|(k, m)| (key(k), m))?;
-    Ok(FunctionSpec { name, description: description.unwrap_or(default_description), kind, allowed_users })
+    let description = description.unwrap_or(default_description);
+    Ok(FunctionSpec { name, description, kind, allowed_users, pre_approved })
 }
 
 /// A built-in by name, with its own description; it takes none of a program's keys.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::raw::{RawMcp, RawUpstream};
 use crate::question::{Conversation, UserRef};
+use crate::text::glob;
 
 /// The MCP server's settings; `/mcp` is served when the file has an `[mcp]` table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,17 +81,6 @@ impl UpstreamConfig {
     /// Whether a call of `tool` needs an approval.
     pub fn gates(&self, tool: &str) -> bool {
         self.approve.iter().any(|p| glob(p, tool))
-    }
-}
-
-/// `*` matches any run of characters; everything else matches itself.
-pub fn glob(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((head, rest)) => {
-            let Some(tail) = text.strip_prefix(head) else { return false };
-            (0..=tail.len()).filter(|i| tail.is_char_boundary(*i)).any(|i| glob(rest, &tail[i..]))
-        }
     }
 }
 
@@ -204,23 +194,4 @@ fn upstream(i: usize, raw: RawUpstream, base: &Path) -> Result<UpstreamConfig, (
         Some(other) => return Err((key("grant"), format!("`{other}` is not `tool` or `arguments`"))),
     };
     Ok(UpstreamConfig { name, transport, approve: raw.approve, deny: raw.deny, conversation, grant })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob;
-
-    #[test]
-    fn a_star_matches_any_run_of_characters() {
-        assert!(glob("delete_*", "delete_file"));
-        assert!(glob("delete_*", "delete_"));
-        assert!(glob("*_file", "write_file"));
-        assert!(glob("*", "anything"));
-        assert!(glob("a*b*c", "a-x-b-y-c"));
-        assert!(glob("write_file", "write_file"));
-        assert!(!glob("write_file", "write_files"));
-        assert!(!glob("delete_*", "undelete_file"));
-        assert!(!glob("a*b*c", "a-x-c"));
-        assert!(glob("é*", "émoji"));
-    }
 }

@@ -167,6 +167,8 @@ pub(super) struct RawFunction {
     #[serde(default)]
     pub allowed_users: Option<Vec<String>>,
     #[serde(default)]
+    pub pre_approved: Vec<String>,
+    #[serde(default)]
     pub show_stderr: Option<bool>,
 }
 

@@ -100,13 +100,18 @@ impl Engine {
         let Some(choice) = choice else {
             return Ok(lost_receipt(question, None));
         };
+        let rule = match &choice {
+            Choice::AllowLike(pattern) => Some(pattern.clone()),
+            Choice::Answer(_) | Choice::Decline(_) => None,
+        };
         let outcome = choice.into_outcome();
         let grant = match (&outcome, &question.conversation) {
             (Outcome::Answered { value }, Some(c)) if question.kind == Kind::Approval && value == "always" => {
                 Some(Grant {
                     id: uuid::Uuid::new_v4().to_string(),
                     conversation: c.clone(),
-                    action: question.prompt.clone(),
+                    pattern: rule.is_some(),
+                    action: rule.unwrap_or_else(|| question.prompt.clone()),
                     granted_by: resolver.user.to_string(),
                     granted_name: resolver.name.clone(),
                     expires_at: self.inner.settings.grant_ttl.map(|ttl| Self::after(self.now_ms(), ttl)),

@@ -77,7 +77,7 @@ impl Engine {
         };
         let expires_at = self.deadline(ask.timeout, now);
         let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at);
-        if let Some(granted) = self.granted(&question).await? {
+        if let Some(granted) = self.granted(&question, None).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;
             let mut run = run;
@@ -95,21 +95,47 @@ impl Engine {
         Ok(Arc::unwrap_or_clone(question))
     }
 
-    /// The approval as answered by a live standing grant of its conversation, if one covers
-    /// it: nobody is asked. Its answerer is the grant, by the name of who set it.
-    pub(super) async fn granted(&self, question: &Question) -> Result<Option<Question>, StoreError> {
+    /// The approval as answered by a standing rule, if one allows its action: nobody is
+    /// asked. The rules are `function`'s `pre_approved` ones, then the conversation's live
+    /// grants. Its answerer names the rule and who set it.
+    pub(super) async fn granted(
+        &self,
+        question: &Question,
+        function: Option<&str>,
+    ) -> Result<Option<Question>, StoreError> {
         let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
             return Ok(None);
         };
         let now = self.now_ms();
-        let Some(grant) = self.inner.store.find_grant(conversation, &question.prompt, now).await? else {
-            return Ok(None);
+        let configured = function.and_then(|name| {
+            let rules = &self.inner.functions.get(name)?.pre_approved;
+            let rule = rules.iter().find(|rule| crate::text::glob(rule, &question.prompt))?;
+            Some((
+                format!("rule:functions.{name}.pre_approved"),
+                format!("rule \"{rule}\" (pre-approved in the configuration)"),
+            ))
+        });
+        let (by, name) = match configured {
+            Some(found) => found,
+            None => match self.inner.store.find_grant(conversation, &question.prompt, now).await? {
+                None => return Ok(None),
+                Some(grant) if grant.pattern => (
+                    format!("grant:{}", grant.id),
+                    format!(
+                        "rule \"{}\" (set by {}, {})",
+                        grant.action,
+                        grant.setter(),
+                        crate::channel::text::ago(grant.created_at, now)
+                    ),
+                ),
+                Some(grant) => (format!("grant:{}", grant.id), format!("a grant set by {}", grant.setter())),
+            },
         };
         let mut question = question.clone();
         question.status = Status::Answered;
         question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
-        question.answered_by = Some(format!("grant:{}", grant.id));
-        question.answered_name = Some(format!("a grant set by {}", grant.setter()));
+        question.answered_by = Some(by);
+        question.answered_name = Some(name);
         question.answered_via = Some(Surface::Gateway);
         question.resolved_at = Some(now);
         Ok(Some(question))

@@ -109,12 +109,20 @@ pub struct Entry {
     pub mode: Mode,
     /// Who may start it, narrowing the channel's `allowed_users`; none: the channel's rule.
     pub allowed_users: Option<Access>,
+    /// Rules of actions its approvals allow without asking (`pre_approved`).
+    pub pre_approved: Vec<String>,
 }
 
 impl Entry {
     /// A follow-up function anyone the channel allows may start.
     pub fn new(function: Arc<dyn Function>, description: impl Into<String>) -> Self {
-        Self { function, description: description.into(), mode: Mode::FollowUp, allowed_users: None }
+        Self {
+            function,
+            description: description.into(),
+            mode: Mode::FollowUp,
+            allowed_users: None,
+            pre_approved: Vec::new(),
+        }
     }
 }
 

@@ -224,14 +224,23 @@ impl Engine {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 if question.kind != Kind::Approval {
-                    return Ok(Response::say(format!(
-                        "{} is not an approval; answer it with /answer {} <choice>.",
-                        question.id.short(),
-                        question.id.short()
-                    )));
+                    return Ok(not_an_approval(&question));
                 }
                 let choice = if always { "always" } else { "once" };
                 let receipt = self.resolve(&question, choice, resolver).await?;
+                Ok(Response::receipt(receipt, Some(&question)))
+            }
+            Command::ApproveLike { id, pattern } => {
+                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                    return self.unknown(&inbound.conversation, &id).await;
+                };
+                if question.kind != Kind::Approval {
+                    return Ok(not_an_approval(&question));
+                }
+                if let Err(why) = rule_fits(&pattern, &question.prompt) {
+                    return Ok(Response::say(why));
+                }
+                let receipt = self.resolve_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Pending => {
@@ -280,7 +289,12 @@ impl Engine {
         let short = crate::text::clip(&grant.id, crate::question::SHORT_ID_LEN, "");
         Ok(Response::say(if self.revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
-            format!("Revoked {short}: \"{}\" will be asked again.", crate::text::clip(&grant.action, 200, "…"))
+            let action = crate::text::clip(&grant.action, 200, "…");
+            if grant.pattern {
+                format!("Revoked {short}: actions like \"{action}\" will be asked again.")
+            } else {
+                format!("Revoked {short}: \"{action}\" will be asked again.")
+            }
         } else {
             format!("Grant {short} was already revoked or has expired.")
         }))
@@ -348,6 +362,32 @@ impl Engine {
         };
         Ok(Response::receipt(Receipt::Unknown { reason }, None))
     }
+}
+
+fn not_an_approval(question: &Question) -> Response {
+    let short = question.id.short();
+    Response::say(format!("{short} is not an approval; answer it with /answer {short} <choice>."))
+}
+
+/// The longest rule a person may set.
+const MAX_RULE: usize = 200;
+
+/// Checks that a rule typed with `always-like` may stand: it names something besides `*`,
+/// is not too long, and fits the action it is given on (so nobody sets a rule by mistake
+/// that does not even allow what they see).
+fn rule_fits(pattern: &str, action: &str) -> Result<(), String> {
+    let shown = crate::text::clip(pattern, 60, "…");
+    if pattern.chars().count() > MAX_RULE {
+        return Err(format!("A rule is at most {MAX_RULE} characters; nothing was changed."));
+    }
+    if !pattern.chars().any(|c| c != '*' && !c.is_whitespace()) {
+        return Err("A rule must name something besides *; nothing was changed.".to_owned());
+    }
+    if !crate::text::glob(pattern, action) {
+        let action = crate::text::clip(action, 60, "…");
+        return Err(format!("The rule \"{shown}\" does not fit this action (`{action}`); nothing was changed."));
+    }
+    Ok(())
 }
 
 /// Lower-cases an id prefix and checks it is hex and hyphens, at least [`MIN_PREFIX`] long.

@@ -60,7 +60,7 @@ async function loadGrants() {
         say(r.status === 204 || r.status === 404 ? "Revoked: \u201c" + g.action + "\u201d will be asked again." : "Could not revoke (HTTP " + r.status + ").");
         loadGrants();
       });
-      list.append(el("li", { "data-id": g.id }, el("code", {}, g.action), " in " + g.conversation + " — set by " + (g.granted_name || g.granted_by) + ", ", timeEl(g.created_at, "%"), ", ", until, revoke));
+      list.append(el("li", { "data-id": g.id }, g.pattern ? "rule " : "", el("code", {}, g.action), " in " + g.conversation + " — set by " + (g.granted_name || g.granted_by) + ", ", timeEl(g.created_at, "%"), ", ", until, revoke));
     }
     $("grants-count").textContent = String(list.children.length);
     $("grants").hidden = list.children.length === 0;

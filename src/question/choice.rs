@@ -11,6 +11,9 @@ pub enum Choice {
     Answer(Value),
     /// A decline (for an approval: reject) with optional feedback.
     Decline(Option<String>),
+    /// For an approval: allow always, and every action this rule (a pattern where `*`
+    /// matches any run of characters) fits.
+    AllowLike(String),
 }
 
 impl Choice {
@@ -19,6 +22,7 @@ impl Choice {
         match self {
             Self::Answer(value) => Outcome::Answered { value },
             Self::Decline(feedback) => Outcome::Declined { feedback },
+            Self::AllowLike(_) => Outcome::Answered { value: Value::String("always".to_owned()) },
         }
     }
 }

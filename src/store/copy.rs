@@ -85,6 +85,7 @@ const TABLES: [Table; 5] = [
             "revoked_at",
             "expires_at",
             "granted_name",
+            "pattern",
         ],
         integers: &["created_at", "revoked_at"],
         order: "created_at",

@@ -126,6 +126,7 @@ pub(super) fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
         created_at: row.req_int("created_at")?,
         expires_at: row.int("expires_at")?,
         granted_name: row.text("granted_name")?,
+        pattern: row.req_int("pattern")? != 0,
     })
 }
 

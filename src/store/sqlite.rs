@@ -406,18 +406,19 @@ impl Store for SqliteStore {
         action: &str,
         now: i64,
     ) -> Result<Option<Grant>, StoreError> {
-        let row = sqlx::query(concat!(
+        let rows = sqlx::query(concat!(
             "SELECT ",
             grant_columns!(),
-            " FROM grants WHERE conversation = ? AND action = ? AND revoked_at IS NULL \
-             AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at LIMIT 1"
+            " FROM grants WHERE conversation = ? AND (action = ? OR pattern = 1) AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > ?)"
         ))
         .bind(conversation.as_str())
         .bind(action)
         .bind(now)
-        .fetch_optional(&self.readers)
+        .fetch_all(&self.readers)
         .await?;
-        row.as_ref().map(grant_from_row).transpose()
+        let candidates = rows.iter().map(grant_from_row).collect::<Result<Vec<_>, _>>()?;
+        Ok(super::covering(candidates, action))
     }
 
     async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {

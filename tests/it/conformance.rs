@@ -173,6 +173,7 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
         action: "deploy".into(),
         granted_by: "test:alice".into(),
         granted_name: Some("@alice ✅".into()),
+        pattern: false,
         question: q.id,
         created_at: T0 + 1,
         expires_at: Some(T0 + 100),
@@ -193,7 +194,8 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     assert_eq!(b.store.grants(None, T0 + 100).await.unwrap(), []);
     assert!(!b.store.revoke_grant("g1", T0 + 100).await.unwrap());
     // A lost claim writes neither.
-    let again = Resolution { grant: Some(Grant { id: "g2".into(), ..grant }), update: Some("k2".into()), ..resolution };
+    let again =
+        Resolution { grant: Some(Grant { id: "g2".into(), ..grant.clone() }), update: Some("k2".into()), ..resolution };
     assert!(matches!(b.store.resolve(again).await.unwrap(), Claim::Lost(_)));
     assert!(!b.store.seen("k2").await.unwrap());
     assert_eq!(b.store.grants(None, T0 + 2).await.unwrap().len(), 1);
@@ -202,6 +204,21 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     assert!(!b.store.revoke_grant("g1", T0 + 3).await.unwrap(), "a grant is revoked once");
     assert!(!b.store.revoke_grant("nope", T0 + 3).await.unwrap());
     assert_eq!(b.store.find_grant(&room, "deploy", T0 + 3).await.unwrap(), None);
+
+    // A rule allows every action its pattern fits, and nothing else.
+    let (_, q) = asked(&b.store, "test:room", "Push?").await;
+    let rule = Grant {
+        id: "g3".into(),
+        action: "git push *".into(),
+        pattern: true,
+        question: q.id,
+        expires_at: None,
+        ..grant
+    };
+    let resolution = Resolution { grant: Some(rule.clone()), update: None, ..answer(&q, json!("always"), T0 + 4) };
+    assert!(matches!(b.store.resolve(resolution).await.unwrap(), Claim::Won(_)));
+    assert_eq!(b.store.find_grant(&room, "git push origin main", T0 + 5).await.unwrap(), Some(rule));
+    assert_eq!(b.store.find_grant(&room, "git pull", T0 + 5).await.unwrap(), None);
     b.store.close().await;
 }
 

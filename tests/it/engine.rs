@@ -329,6 +329,49 @@ async fn grants_are_listed_revoked_by_who_may_answer_and_expire(place: Place) {
     assert!(!h.engine.run(fourth).await.unwrap().unwrap().status.is_final(), "an expired grant answers nothing");
 }
 
+async fn rules_allow_every_action_they_fit(place: Place) {
+    let (mut functions, _) = functions();
+    let mut gated = builtins().get("approve-demo").unwrap().clone();
+    gated.pre_approved = vec!["deploy *".into()];
+    functions.insert_entry("gated", gated);
+    let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
+    let say = async |text: String| h.say(ALICE, &text).await.text.unwrap_or_default();
+    let first = h.run("approve-demo", "rm -rf build/").await;
+    let card = h.card(1).await;
+    let id = card.id.short();
+    let refused = say(format!("/approve {id} always-like \"git push *\"")).await;
+    assert_eq!(refused, "The rule \"git push *\" does not fit this action (`rm -rf build/`); nothing was changed.");
+    assert!(say(format!("/approve {id} always-like \" * \"")).await.starts_with("A rule must name something"));
+    assert!(h.question(&card).await.is_pending(), "a refused rule changes nothing");
+    let set = h.say(ALICE, &format!("/approve {id} always-like \"rm -rf *\"")).await;
+    assert!(matches!(set.receipt, Some(Receipt::Resolved { .. })), "{set:?}");
+    assert!(h.finished(first).await.result.unwrap().starts_with("Allowed always"));
+    let grant = h.engine.grants(Some(&room())).await.unwrap().pop().unwrap();
+    assert!(grant.pattern && grant.action == "rm -rf *", "{grant:?}");
+    let listed = say("/grants".into()).await;
+    assert!(listed.contains(&format!("[{}] rule \"rm -rf *\" — set by {ALICE}", &grant.id[..8])), "{listed}");
+
+    // The rule answers every action it fits, and says so with the outcome.
+    let second = h.run("approve-demo", "rm -rf dist/").await;
+    assert!(h.finished(second).await.result.unwrap().starts_with("Allowed by a standing grant"));
+    let journal = h.engine.journal(second).await.unwrap();
+    assert_eq!(journal[0].answered_name.as_deref(), Some(&*format!("rule \"rm -rf *\" (set by {ALICE}, just now)")));
+    assert_eq!(journal[0].answered_by.as_deref(), Some(&*format!("grant:{}", grant.id)));
+    let third = h.run("approve-demo", "git push").await;
+    h.card(2).await;
+    assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final(), "a rule allows only what it fits");
+
+    // A function's pre-approved rules allow without a grant, and only what they fit.
+    let fourth = h.run("gated", "deploy web").await;
+    assert!(h.finished(fourth).await.result.unwrap().starts_with("Allowed by a standing grant"));
+    let journal = h.engine.journal(fourth).await.unwrap();
+    assert_eq!(journal[0].answered_by.as_deref(), Some("rule:functions.gated.pre_approved"));
+    let fifth = h.run("gated", "drop database").await;
+    h.card(3).await;
+    assert!(!h.engine.run(fifth).await.unwrap().unwrap().status.is_final());
+    assert_eq!(h.engine.grants(None).await.unwrap().len(), 1, "a pre-approved rule stores no grant");
+}
+
 #[tokio::test]
 async fn reject_feedback_becomes_the_functions_error_text() {
     let (functions, _) = functions();
@@ -588,6 +631,7 @@ crate::backend::on_both_backends!(
     each_question_expires_exactly_once,
     allow_always_lets_the_next_identical_approval_through_without_asking,
     grants_are_listed_revoked_by_who_may_answer_and_expire,
+    rules_allow_every_action_they_fit,
     blocking_asks_wait_for_the_answer,
     a_restart_cancels_leftover_blocking_questions,
     cancel_ends_the_waiting_run_with_an_explicit_outcome,

@@ -63,10 +63,7 @@ fn add(
     std::fs::write(&file, script).unwrap();
     let config = config(dir, &[interpreter, file.to_str().unwrap()], hold, timeout);
     let mode = if hold { Mode::Blocking } else { Mode::FollowUp };
-    functions.insert_entry(
-        name,
-        Entry { function: Arc::new(Process::new(name, config)), description: String::new(), mode, allowed_users: None },
-    );
+    functions.insert_entry(name, Entry { mode, ..Entry::new(Arc::new(Process::new(name, config)), "") });
 }
 
 fn log(dir: &Path) -> Vec<String> {
@@ -296,10 +293,7 @@ async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation()
     let mut verbose = config(dir.path(), &["sh", leaky.to_str().unwrap()], false, Duration::from_secs(30));
     verbose.show_stderr = true;
     let function = Arc::new(Process::new("verbose", verbose));
-    f.insert_entry(
-        "verbose",
-        Entry { function, description: String::new(), mode: Mode::FollowUp, allowed_users: None },
-    );
+    f.insert_entry("verbose", Entry::new(function, ""));
     let h = harness(f, &dir).await;
 
     let run = start(&h, "leaky").await;

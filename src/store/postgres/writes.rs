@@ -33,7 +33,8 @@ macro_rules! claim_tail {
         "i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
          ON CONFLICT DO NOTHING), \
          g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at, expires_at, \
-         granted_name) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18 FROM c WHERE $10::text IS NOT NULL) \
+         granted_name, pattern) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18, $19::bigint FROM c \
+         WHERE $10::text IS NOT NULL) \
          SELECT CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END FROM c"
     };
 }
@@ -163,7 +164,8 @@ impl PostgresStore {
             .bind(grant.map(|g| g.created_at))
             .bind(self.announcing())
             .bind(grant.and_then(|g| g.expires_at))
-            .bind(grant.and_then(|g| g.granted_name.as_deref()));
+            .bind(grant.and_then(|g| g.granted_name.as_deref()))
+            .bind(grant.map(|g| i64::from(g.pattern)));
         // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
         if self.writes.execute(claim).await? == 1 {
             return Ok(Claim::Won(r.resolved()));

@@ -60,7 +60,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             )?,
             select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
             insert_grant: db.prepare(
-                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
             )?,
             delivery: db.prepare(
                 "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, created_at) \
@@ -237,6 +237,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 g.created_at.into(),
                 g.expires_at.into(),
                 g.granted_name.as_deref().into(),
+                i64::from(g.pattern).into(),
             ])?;
         }
         Ok(Claim::Won(r.resolved()))
