@@ -35,6 +35,13 @@ pub enum Command {
         /// The rule, without the quotes it may be typed in.
         pattern: String,
     },
+    /// `/approve <id> edit <new action>`: allow an editable approval as edited.
+    ApproveEdit {
+        /// The question id or prefix.
+        id: String,
+        /// The action to allow instead.
+        action: String,
+    },
     /// `/pending`
     Pending,
     /// `/run <function> [input]`
@@ -96,6 +103,9 @@ impl Command {
             "decline" => Err(CommandError::Usage("/decline <id> [feedback]")),
             "deny" => Err(CommandError::Usage("/deny <id> [feedback]")),
             "approve" if !first.is_empty() => match tail.split_once(char::is_whitespace) {
+                Some((word, action)) if word.eq_ignore_ascii_case("edit") => {
+                    Ok(Self::ApproveEdit { id: first.to_owned(), action: action.trim().to_owned() })
+                }
                 Some((word, pattern)) if word.eq_ignore_ascii_case("always-like") => match unquote(pattern.trim()) {
                     "" => Err(CommandError::Usage(APPROVE_USAGE)),
                     pattern => Ok(Self::ApproveLike { id: first.to_owned(), pattern: pattern.to_owned() }),
@@ -120,7 +130,7 @@ impl Command {
     }
 }
 
-const APPROVE_USAGE: &str = "/approve <id> [once|always|always-like \"<pattern>\"]";
+const APPROVE_USAGE: &str = "/approve <id> [once|always|always-like \"<pattern>\"|edit <new action>]";
 
 /// `"git push *"` → `git push *`: a pattern may be typed in straight or curly quotes.
 fn unquote(text: &str) -> &str {
@@ -139,7 +149,8 @@ impl Command {
             Self::Answer { id, .. }
             | Self::Decline { id, .. }
             | Self::Approve { id, .. }
-            | Self::ApproveLike { id, .. } => Some(id),
+            | Self::ApproveLike { id, .. }
+            | Self::ApproveEdit { id, .. } => Some(id),
             Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help | Self::Grants | Self::Revoke { .. } => None,
         }
     }
@@ -155,6 +166,7 @@ impl std::fmt::Display for Command {
             Self::Approve { id, always: false } => write!(f, "/approve {id}"),
             Self::Approve { id, always: true } => write!(f, "/approve {id} always"),
             Self::ApproveLike { id, pattern } => write!(f, "/approve {id} always-like \"{pattern}\""),
+            Self::ApproveEdit { id, action } => write!(f, "/approve {id} edit {action}"),
             Self::Pending => f.write_str("/pending"),
             Self::Run { function, input } if input.is_empty() => write!(f, "/run {function}"),
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
@@ -240,6 +252,9 @@ pub const HELP: &str = "\
 /approve <id> always-like \"<pattern>\"
                             allow it and, from now on, every action the pattern fits
                             (* matches anything): a standing rule, listed by /grants
+/approve <id> edit <new action>
+                            allow an editable approval as edited: the function gets
+                            the new action
 /deny <id> [feedback]       reject an approval
 /pending                    this conversation's waiting questions with their commands
 /run <function> [input]     start a run
@@ -272,6 +287,14 @@ mod tests {
         assert_eq!(parse("/approve 1a2b sometimes"), Err(CommandError::Usage(APPROVE_USAGE)));
         let typed = Command::ApproveLike { id: "1a2b".into(), pattern: "git push *".into() };
         assert_eq!(parse(&typed.to_string()), Ok(typed));
+    }
+
+    #[test]
+    fn an_edit_carries_the_new_action() {
+        let edit = Command::ApproveEdit { id: "1a2b".into(), action: "git push --dry-run".into() };
+        assert_eq!(parse("/approve 1a2b edit git push --dry-run"), Ok(edit.clone()));
+        assert_eq!(parse("/approve 1a2b EDIT   git push --dry-run "), Ok(edit.clone()));
+        assert_eq!(parse(&edit.to_string()), Ok(edit));
     }
 
     #[test]

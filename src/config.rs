@@ -358,6 +358,17 @@ mod tests {
     }
 
     #[test]
+    fn a_pre_approved_rule_must_name_something() {
+        let parse = |rules: &str| {
+            let text = format!("[[functions]]\nname = \"x\"\nbuiltin = \"approve-demo\"\npre_approved = {rules}\n");
+            Config::parse(&text, "c.toml", Path::new("."))
+        };
+        assert_eq!(parse("[\"git push *\"]").unwrap().functions[0].pre_approved, ["git push *"]);
+        let err = parse("[\"deploy\", \" * \"]").unwrap_err().to_string();
+        assert!(err.contains("functions.x.pre_approved") && err.contains("every action"), "{err}");
+    }
+
+    #[test]
     fn durations_take_units_combinations_and_plain_seconds() {
         assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));

@@ -206,6 +206,9 @@ fn check(config: &Config, path: &std::path::Path) {
     say!(out, "functions:");
     for f in &config.functions {
         say!(out, "  {} ({}): {}", f.name, f.what(), f.description);
+        if !f.pre_approved.is_empty() {
+            say!(out, "    approvals allowed without asking: {}", f.pre_approved.join(", "));
+        }
         if let askgate::config::FunctionKind::Process(p) = &f.kind
             && !program_found(&p.command[0], Some(&p.cwd))
         {

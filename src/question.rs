@@ -16,7 +16,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 pub use ask::{Ask, InvalidAsk, Origin, Timeout, ValidAsk};
-pub use choice::{Choice, InvalidChoice};
+pub use choice::{Choice, InvalidChoice, edited_action};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
 pub use wire::AskWire;
 

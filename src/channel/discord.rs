@@ -265,6 +265,9 @@ impl Handler {
         let opened = self.engine.open_card(id, &conversation_of(c.channel_id), &user_ref(c.user.id.get())).await;
         let reply = match (opened, action) {
             (Ok(q), CardAction::Note) => CreateInteractionResponse::Modal(render::note_modal(q.id)),
+            (Ok(q), CardAction::Other) if q.kind == crate::question::Kind::Approval => {
+                CreateInteractionResponse::Modal(render::edit_modal(q.id, &q.prompt))
+            }
             (Ok(q), CardAction::Other) => CreateInteractionResponse::Modal(render::other_modal(q.id, &q.prompt)),
             (Ok(_), CardAction::Toggle(_) | CardAction::Submit) => ephemeral("That button is not understood."),
             (Err(refusal), _) => ephemeral(&refusal.to_string()),
@@ -330,6 +333,7 @@ fn modal_command(custom_id: &str, text: &str) -> Option<(command::Command, Quest
     let command = match action {
         "/answer" if !text.is_empty() => command::Command::Answer { id, choice: format!("\"{text}\"") },
         "/deny" => command::Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
+        "/edit" if !text.is_empty() => command::Command::ApproveEdit { id, action: text.to_owned() },
         _ => return None,
     };
     Some((command, question))

@@ -368,10 +368,10 @@ impl Telegram {
                 Some(Command::Answer { id: question.id.to_string(), choice: picked })
             }
             CardAction::Other | CardAction::Note => {
-                let prompt = if action == CardAction::Note {
-                    render::note_prompt(question.id)
-                } else {
-                    render::other_prompt(question.id)
+                let prompt = match (action, question.kind) {
+                    (CardAction::Note, _) => render::note_prompt(question.id),
+                    (_, crate::question::Kind::Approval) => render::edit_prompt(question.id),
+                    _ => render::other_prompt(question.id),
                 };
                 let sent = self
                     .throttled

@@ -50,6 +50,9 @@ pub fn card(q: &Question, now_ms: i64) -> String {
             let _ = writeln!(out, "   1. Allow once      /approve {id}");
             let _ = writeln!(out, "   2. Allow always    /approve {id} always");
             let _ = write!(out, "   3. Reject          /deny {id} [feedback]");
+            if q.allow_custom {
+                let _ = write!(out, "\n   4. Edit, then allow    /approve {id} edit <new action>");
+            }
         }
     }
     out

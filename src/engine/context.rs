@@ -83,7 +83,7 @@ impl Answer {
 }
 
 /// An approval that was given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
     /// Allowed this time.
     Once,
@@ -91,6 +91,9 @@ pub enum Approval {
     Always,
     /// A standing grant covered it; nobody was asked.
     Granted,
+    /// Allowed this time as the approver edited it (an editable approval): this action
+    /// instead of the one asked.
+    Edited(String),
 }
 
 /// The handle a function asks through. One per invocation.
@@ -184,6 +187,9 @@ impl Context {
         let step = self.step;
         let answer = self.ask(ask).await?;
         let granted = self.journal.get(step as usize).is_some_and(|q| q.answered_via == Some(Surface::Gateway));
+        if let Some(action) = crate::question::edited_action(&answer.value) {
+            return Ok(Approval::Edited(action.to_owned()));
+        }
         Ok(match answer.value.as_str() {
             Some("always") if granted => Approval::Granted,
             Some("always") => Approval::Always,

@@ -230,6 +230,16 @@ impl Engine {
                 let receipt = self.resolve(&question, choice, resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
+            Command::ApproveEdit { id, action } => {
+                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                    return self.unknown(&inbound.conversation, &id).await;
+                };
+                if question.kind != Kind::Approval {
+                    return Ok(not_an_approval(&question));
+                }
+                let receipt = self.resolve(&question, &format!("edit {action}"), resolver).await?;
+                Ok(Response::receipt(receipt, Some(&question)))
+            }
             Command::ApproveLike { id, pattern } => {
                 let Some(question) = self.find(&inbound.conversation, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;

@@ -47,11 +47,12 @@ struct ApproveDemo;
 impl Function for ApproveDemo {
     async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
         let action = if input.trim().is_empty() { "rm -rf build/" } else { input.trim() };
-        let ask = Ask::approval(action).detail("Deletes the build directory and everything in it.");
+        let ask = Ask::approval(action).detail("Deletes the build directory and everything in it.").editable(true);
         match ctx.approve(ask).await {
             Ok(Approval::Once) => Ok(format!("Allowed once: ran `{action}`.")),
             Ok(Approval::Always) => Ok(format!("Allowed always: ran `{action}`; it will not ask again here.")),
             Ok(Approval::Granted) => Ok(format!("Allowed by a standing grant: ran `{action}`.")),
+            Ok(Approval::Edited(edited)) => Ok(format!("Allowed as edited: ran `{edited}` instead of `{action}`.")),
             Err(AskError::Declined { feedback }) => Ok(match feedback {
                 Some(f) => format!("Rejected: did not run `{action}` ({f})."),
                 None => format!("Rejected: did not run `{action}`."),

@@ -119,7 +119,7 @@ function detail(text) {
 function summary(kind, outcome) {
   if (!outcome) return "";
   const v = outcome.value;
-  const show = (x) => Array.isArray(x) ? x.join(", ") : x === true ? "Yes" : x === false ? "No" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
+  const show = (x) => x && x.decision === "edited" ? "allowed as edited: " + x.action : Array.isArray(x) ? x.join(", ") : x === true ? "Yes" : x === false ? "No" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
   switch (outcome.status) {
     case "answered": return "✅ " + show(v);
     case "declined": return "❌ " + (kind === "approval" ? "rejected" : "declined") + (outcome.feedback ? ": " + outcome.feedback : "");
@@ -191,6 +191,11 @@ function render(q) {
     body.push(el("div", { class: "row" },
       el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Allow once"),
       el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send("always") }, "Allow always")));
+  }
+  if (q.kind === "approval" && q.allow_custom) {
+    // An editable approval: allow it as edited, the original stays in the heading.
+    const action = el("input", { type: "text", "aria-label": "Edited action", value: q.prompt });
+    body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (action.value.trim()) send({ decision: "edited", action: action.value.trim() }); } }, action, el("button", { type: "submit", class: "secondary" }, "Allow as edited")));
   }
   if (q.kind === "question" && q.allow_custom) {
     const input = el("input", { type: "text", "aria-label": "Your own answer", placeholder: "Your own answer" });

@@ -69,8 +69,9 @@ impl Tool {
             Self::RequestApproval => {
                 "Ask a person to approve an action before you take it. `decision` is `once`, `always` (a standing \
                  grant: the same action in the same conversation is approved without asking again), `granted` (an \
-                 earlier `always` covered it) or `rejected` (with the person's `feedback`). Act only on once, always \
-                 or granted."
+                 earlier `always` covered it), `edited` (with `editable`: run `action`, as the person edited it, \
+                 instead) or `rejected` (with the person's `feedback`). Act only on once, always, granted or \
+                 edited."
             }
             Self::Notify => "Send a message to the person; no answer is awaited.",
             Self::GetOutcome => {
@@ -108,6 +109,7 @@ impl Tool {
             Self::RequestApproval => (
                 json!({
                     "action": {"type": "string", "description": "what you are about to do, e.g. the command"},
+                    "editable": {"type": "boolean", "default": false, "description": "the person may edit the action before allowing it (decision `edited`)"},
                     "detail": detail, "timeout": timeout, "conversation": conversation, "wait": wait,
                 }),
                 json!(["action"]),
@@ -153,7 +155,8 @@ impl Tool {
                 "timed_out": {"type": "boolean"},
             }))),
             Self::RequestApproval => common(object(json!({
-                "decision": {"type": ["string", "null"], "enum": ["once", "always", "granted", "rejected", null]},
+                "decision": {"type": ["string", "null"], "enum": ["once", "always", "granted", "edited", "rejected", null]},
+                "action": {"type": ["string", "null"], "description": "with `edited`: the action to take instead"},
                 "feedback": {"type": ["string", "null"]},
             }))),
             Self::Notify => json!({
@@ -291,8 +294,10 @@ pub(super) fn outcome(tool: Tool, question: &Question) -> CallToolResult {
             fields.insert("timed_out".into(), json!(timed_out));
         }
         Tool::RequestApproval => {
+            let edited = crate::question::edited_action(&value).map(str::to_owned);
             let decision = match (&question.outcome, value.as_str()) {
                 (None, _) => None,
+                (Some(Outcome::Answered { .. }), _) if edited.is_some() => Some("edited"),
                 (Some(Outcome::Answered { .. }), Some("always")) if question.answered_via == Some(Surface::Gateway) => {
                     Some("granted")
                 }
@@ -301,6 +306,7 @@ pub(super) fn outcome(tool: Tool, question: &Question) -> CallToolResult {
                 _ => Some("rejected"),
             };
             fields.insert("decision".into(), json!(decision));
+            fields.insert("action".into(), json!(edited));
             fields.insert("feedback".into(), json!(feedback));
         }
     }

@@ -72,6 +72,8 @@ pub struct Ask {
     pub timeout: Timeout,
     /// Who may answer; `None` uses the run's policy.
     pub answerers: Option<Answerers>,
+    /// For an approval: the approver may edit the action (`edit <new action>`).
+    pub editable: bool,
 }
 
 impl Ask {
@@ -127,6 +129,13 @@ impl Ask {
     /// Sets the timeout.
     pub fn timeout(mut self, timeout: Timeout) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// For an approval: lets the approver allow it as edited (`/approve <id> edit <new
+    /// action>`); the function gets the edited action.
+    pub fn editable(mut self, editable: bool) -> Self {
+        self.editable = editable;
         self
     }
 
@@ -200,6 +209,8 @@ impl Ask {
             }
             Kind::Approval => {
                 ask.options = vec!["Allow once".to_owned(), "Allow always".to_owned(), "Reject".to_owned()];
+                // An approval's free text is an edit of its action.
+                ask.allow_custom = self.editable;
                 // An approval never allows by itself: a timeout without an answer is a timeout.
                 if let Some(d) = &ask.default {
                     return Err(InvalidAsk::BadDefault(format!("{d} (approvals take no default)")));

@@ -61,7 +61,7 @@ impl Question {
         let text = text.trim();
         match self.kind {
             Kind::Confirm => parse_confirm(text),
-            Kind::Approval => parse_approval(text),
+            Kind::Approval => parse_approval(text, self.allow_custom),
             Kind::Question if self.multi => self.parse_many(text),
             Kind::Question => self.parse_one(text),
         }
@@ -78,6 +78,10 @@ impl Question {
         match (self.kind, value) {
             (_, Value::String(s)) => self.parse_choice(s),
             (Kind::Confirm, Value::Bool(b)) => Ok(Choice::Answer(Value::Bool(*b))),
+            (Kind::Approval, Value::Object(_)) if self.allow_custom => match edited_action(value) {
+                Some(action) => edited(action),
+                None => Err(InvalidChoice { hint: "send {\"decision\": \"edited\", \"action\": \"…\"}".to_owned() }),
+            },
             (Kind::Question, Value::Number(n)) if !self.multi => self.parse_one(&position(n)),
             (Kind::Question, Value::Array(items)) if self.multi => {
                 let mut picked = vec![false; self.options.len()];
@@ -247,7 +251,8 @@ fn parse_confirm(text: &str) -> Result<Choice, InvalidChoice> {
     }
 }
 
-fn parse_approval(text: &str) -> Result<Choice, InvalidChoice> {
+/// `once`, `always`, `reject [feedback]`, and for an editable approval `edit <new action>`.
+fn parse_approval(text: &str, editable: bool) -> Result<Choice, InvalidChoice> {
     let (word, rest) = match text.split_once(char::is_whitespace) {
         Some((w, r)) => (w, r.trim()),
         None => (text, ""),
@@ -257,8 +262,32 @@ fn parse_approval(text: &str) -> Result<Choice, InvalidChoice> {
         "once" | "allow" | "1" | "yes" if feedback.is_none() => Ok(Choice::Answer(Value::String("once".into()))),
         "always" | "2" if feedback.is_none() => Ok(Choice::Answer(Value::String("always".into()))),
         "reject" | "deny" | "no" | "3" => Ok(Choice::Decline(feedback)),
+        "edit" if editable => edited(rest),
+        "edit" => {
+            Err(InvalidChoice { hint: "this approval cannot be edited; reply once, always, or reject".to_owned() })
+        }
+        _ if editable => {
+            Err(InvalidChoice { hint: "reply once, always, reject [feedback], or edit <new action>".to_owned() })
+        }
         _ => Err(InvalidChoice { hint: "reply once, always, or reject [feedback]".to_owned() }),
     }
+}
+
+/// The outcome value of an approval allowed as edited: `{"decision":"edited","action":…}`.
+fn edited(action: &str) -> Result<Choice, InvalidChoice> {
+    let action = action.trim();
+    if action.is_empty() {
+        return Err(InvalidChoice { hint: "edit <new action>: say what to run instead".to_owned() });
+    }
+    if action.len() > super::MAX_TEXT_LEN {
+        return Err(InvalidChoice { hint: format!("the edited action is longer than {} bytes", super::MAX_TEXT_LEN) });
+    }
+    Ok(Choice::Answer(serde_json::json!({"decision": "edited", "action": action})))
+}
+
+/// The action an approval was allowed as, when the approver edited it.
+pub fn edited_action(value: &Value) -> Option<&str> {
+    (value.get("decision")?.as_str()? == "edited").then(|| value.get("action")?.as_str()).flatten()
 }
 
 /// Keeps echoed input short in hints.
@@ -442,5 +471,21 @@ mod tests {
         assert_eq!(q.parse_choice("reject not on friday").unwrap(), Choice::Decline(Some("not on friday".into())));
         assert_eq!(q.parse_choice("reject").unwrap(), Choice::Decline(None));
         assert!(q.parse_choice("once please").is_err());
+    }
+
+    #[test]
+    fn an_editable_approval_takes_an_edit_and_others_say_they_cannot() {
+        let q = question(Ask::approval("rm -rf build/").editable(true));
+        let edited = json!({"decision": "edited", "action": "rm -rf build/cache"});
+        assert_eq!(q.parse_choice("edit  rm -rf build/cache ").unwrap(), Choice::Answer(edited.clone()));
+        assert_eq!(q.choice_from_value(&edited).unwrap(), Choice::Answer(edited.clone()));
+        assert_eq!(edited_action(&edited), Some("rm -rf build/cache"));
+        assert_eq!(crate::question::display_value(Kind::Approval, &edited), "allowed as edited: rm -rf build/cache");
+        assert!(q.parse_choice("edit").unwrap_err().hint.contains("say what to run instead"));
+        assert!(q.choice_from_value(&json!({"decision": "edited"})).is_err());
+        assert!(q.parse_choice("maybe").unwrap_err().hint.contains("edit <new action>"));
+        let fixed = question(Ask::approval("rm -rf build/"));
+        assert!(fixed.parse_choice("edit rm -rf x").unwrap_err().hint.contains("cannot be edited"));
+        assert!(fixed.choice_from_value(&edited).is_err());
     }
 }

@@ -73,6 +73,9 @@ pub fn cancel_reason(reason: &str) -> &str {
 
 /// Renders an answer value for people.
 pub fn display_value(kind: Kind, value: &Value) -> String {
+    if let (Kind::Approval, Some(action)) = (kind, super::edited_action(value)) {
+        return format!("allowed as edited: {action}");
+    }
     match (kind, value) {
         (_, Value::String(s)) if kind == Kind::Approval => match s.as_str() {
             "once" => "allowed once".to_owned(),

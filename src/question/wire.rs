@@ -35,6 +35,9 @@ pub struct AskWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "timeout_schema")]
     pub timeout: Option<Value>,
+    /// Approvals only: the approver may allow it as edited (`edit <new action>`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub editable: bool,
 }
 
 /// A timeout as [`Timeout::from_json`] takes it.
@@ -46,7 +49,8 @@ fn timeout_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// The keys of an ask.
-const KEYS: &[&str] = &["prompt", "action", "detail", "options", "multi", "allow_custom", "default", "timeout"];
+const KEYS: &[&str] =
+    &["prompt", "action", "detail", "options", "multi", "allow_custom", "default", "timeout", "editable"];
 
 impl AskWire {
     /// Takes the keys of an ask out of `object`, leaving the surface's own.
@@ -76,6 +80,9 @@ impl AskWire {
                 return Err(format!("`{key}` is for questions; a {kind} has its own buttons"));
             }
         }
+        if self.editable && kind != Kind::Approval {
+            return Err(format!("`editable` is for approvals; a {kind} has nothing to edit"));
+        }
         let timeout = Timeout::from_json(self.timeout.as_ref())?;
         Ok(Ask {
             kind: Some(kind),
@@ -87,6 +94,7 @@ impl AskWire {
             default: self.default,
             timeout,
             answerers: None,
+            editable: self.editable,
         })
     }
 }

@@ -332,7 +332,7 @@ async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_
     let dir = TempDir::new().unwrap();
     let extra = "\n[channels.telegram]\ntoken_env = \"TG\"\nallowed_users = [\"*\"]\n\
                  \n[channels.discord]\ntoken_env = \"DC\"\n\
-                 \n[[functions]]\nname = \"deploy\"\ncommand = [\"true\"]\n\
+                 \n[[functions]]\nname = \"deploy\"\ncommand = [\"true\"]\npre_approved = [\"git push *\"]\n\
                  \n[[functions]]\nname = \"wipe\"\ncommand = [\"true\"]\nallowed_users = [\"telegram:42\"]\n";
     let out =
         Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), extra)).output().await.unwrap();
@@ -342,6 +342,7 @@ async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_
     assert!(text.contains("  discord: nobody"), "{text}");
     assert!(text.contains("  telegram: anyone (\"*\")"), "{text}");
     assert!(text.contains("  function wipe: only telegram:42"), "{text}");
+    assert!(text.contains("    approvals allowed without asking: git push *"), "{text}");
     let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning: ")).collect();
     assert_eq!(warnings.len(), 1, "{text}");
     assert!(warnings[0].contains("channels.telegram.allowed_users") && warnings[0].contains("start deploy,"), "{text}");

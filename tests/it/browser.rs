@@ -247,6 +247,23 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     eventually(|| async { browser.find(grant).await.is_none().then_some(()) }).await;
     let (_, grants) = app.get("/api/grants").await;
     assert_eq!(grants["grants"], json!([]), "revoked from the page");
+
+    // An editable approval is allowed as edited from the page; the original stays in its title.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"kind": "approval", "action": "deploy prod", "editable": true, "conversation": "console:local"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let editable = "//article[.//h2/code[normalize-space()='deploy prod']]";
+    let field = browser.wait_for(&format!("{editable}//input[@aria-label='Edited action']")).await;
+    browser.command(reqwest::Method::POST, &format!("/element/{field}/clear"), Some(json!({}))).await;
+    browser.type_into(&field, "deploy staging").await;
+    browser.click(&browser.wait_for(&format!("{editable}//button[normalize-space()='Allow as edited']")).await).await;
+    browser
+        .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice via web']"))
+        .await;
     browser.quit().await;
     app.stop().await;
 }

@@ -346,3 +346,30 @@ async fn allow_always_is_listed_by_grants_and_taken_back_by_revoke() {
     assert!(dc.engine.grants(None).await.unwrap().is_empty());
     dc.stop().await;
 }
+
+#[tokio::test]
+async fn edit_opens_a_form_holding_the_action_and_allows_it_as_edited() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm \\-rf build/", 1).await;
+    let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["Allow once", "Allow always", "Reject", "Reject with note…", "Edit…"]);
+    let open = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Edit…"));
+    let modal = fake.callback(open).await;
+    assert_eq!(modal["type"], 9, "a modal opens: {modal}");
+    let submit = modal["data"]["custom_id"].as_str().unwrap().to_owned();
+    assert_eq!(submit, format!("/edit {}", question_id(&card)));
+    let input = &modal["data"]["components"][0]["components"][0];
+    assert_eq!(input["value"], "rm -rf build/", "the form holds the action to edit: {modal}");
+    let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &submit, "rm -rf build/cache");
+    assert_eq!(fake.callback(submitted).await["type"], 7);
+    retracted(&fake, id_of(&card), "allowed as edited: rm \\-rf build/cache").await;
+    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
+    assert_eq!(
+        q.outcome.unwrap(),
+        askgate::question::Outcome::Answered {
+            value: serde_json::json!({"decision": "edited", "action": "rm -rf build/cache"})
+        }
+    );
+    dc.stop().await;
+}

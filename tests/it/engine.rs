@@ -373,6 +373,27 @@ async fn rules_allow_every_action_they_fit(place: Place) {
 }
 
 #[tokio::test]
+async fn an_editable_approval_is_allowed_as_edited_and_the_function_gets_the_edit() {
+    let (functions, _) = functions();
+    let h = Harness::new(functions).await;
+    let run = h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    assert!(card.allow_custom, "the demo's approval is editable");
+    let refused = h.say(ALICE, &format!("/approve {} edit", card.id.short())).await;
+    assert!(refused.text.unwrap().contains("/approve <id> ["), "an edit without an action is a usage error");
+    let r = h.say(ALICE, &format!("/approve {} edit rm -rf build/cache", card.id.short())).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert_eq!(
+        h.finished(run).await.result.as_deref(),
+        Some("Allowed as edited: ran `rm -rf build/cache` instead of `rm -rf build/`.")
+    );
+    let answered = h.question(&card).await;
+    assert_eq!(answered.prompt, "rm -rf build/", "the original stays");
+    assert!(answered.outcome_line().starts_with("✅ allowed as edited: rm -rf build/cache — test:alice"));
+    assert!(h.engine.grants(None).await.unwrap().is_empty(), "an edit grants nothing");
+}
+
+#[tokio::test]
 async fn reject_feedback_becomes_the_functions_error_text() {
     let (functions, _) = functions();
     let h = Harness::new(functions).await;

@@ -645,6 +645,10 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["id"].as_str().unwrap();
+    // Not editable: an edit does not fit, and nothing changes.
+    let edit = json!({"value": {"decision": "edited", "action": "deploy staging"}});
+    let (status, refused) = app.post(&format!("/api/questions/{id}/reply"), edit).await;
+    assert_eq!((status, &refused["error"]["code"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("invalid_choice")));
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "always"})).await;
     let (_, list) = app.get("/api/grants?conversation=console:local").await;
     let grants = list["grants"].as_array().unwrap().clone();

@@ -387,3 +387,23 @@ async fn the_python_helper_keeps_stray_prints_out_of_the_protocol_and_says_wheth
     let alone = h.engine.run_to_end(RunRequest::new("chatty", None, alice())).await.unwrap();
     assert_eq!(alone.result.as_deref(), Some("nobody to ask"), "{alone:?}");
 }
+
+#[tokio::test]
+async fn the_python_helper_asks_an_editable_approval_and_gets_the_edit() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "import askgate\n\
+                  def main(input, run):\n    \
+                      decision = askgate.approve('deploy prod', editable=True)\n    \
+                      if isinstance(decision, askgate.Edited):\n        return 'ran ' + decision.action\n    \
+                      return 'ran deploy prod (' + decision + ')'\n\
+                  askgate.run(main)\n";
+    add(&mut f, dir.path(), "deploy", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "deploy").await;
+    let card = h.card(1).await;
+    assert!(card.allow_custom, "the protocol's `editable` reaches the question");
+    h.say(ALICE, &format!("/approve {} edit deploy staging", card.id.short())).await;
+    let done = h.finished(run).await;
+    assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("ran deploy staging")), "{done:?}");
+}

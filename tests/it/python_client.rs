@@ -30,6 +30,8 @@ try:
     say("approved", True)
 except askgate.Declined as e:
     say("declined", e.feedback)
+edited = gate.approve("deploy prod", editable=True)
+say("edited", [edited == "edited", isinstance(edited, askgate.Edited), edited.action])
 try:
     gate.ask("Anyone there?", timeout=1)
 except askgate.Expired as e:
@@ -129,6 +131,9 @@ async fn the_python_client_asks_through_the_real_binary_and_raises_typed_errors(
     assert_eq!(next().await, json!(["confirmed", true]));
     answer("drop table users", "reject", json!({"feedback": "not on a Friday"})).await;
     assert_eq!(next().await, json!(["declined", "not on a Friday"]));
+    // An editable approval, allowed as edited: the API takes the edit as a value.
+    answer("deploy prod", "reply", json!({"value": {"decision": "edited", "action": "deploy staging"}})).await;
+    assert_eq!(next().await, json!(["edited", [true, true, "deploy staging"]]));
     assert_eq!(next().await, json!(["expired", true]), "an expiry without a default raises Expired (a Timeout)");
     assert_eq!(next().await, json!(["defaulted", true]), "a confirm's default applies on expiry");
     assert_eq!(next().await, json!(["pending", "pending"]));

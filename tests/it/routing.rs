@@ -36,7 +36,7 @@ async fn an_invalid_choice_keeps_the_question_pending_with_a_hint() {
     let card = h.card(1).await;
     let r = h.say(ALICE, &format!("/answer {} sometimes", card.id.short())).await;
     assert!(matches!(r.receipt, Some(Receipt::InvalidChoice { .. })), "{r:?}");
-    assert!(r.text.unwrap().contains("once, always, or reject"));
+    assert!(r.text.unwrap().contains("once, always, reject [feedback], or edit <new action>"));
     assert_eq!(h.question(&card).await.status, Status::Pending);
 }
 

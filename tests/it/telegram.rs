@@ -195,7 +195,7 @@ async fn reject_with_a_note_takes_the_next_message_as_feedback() {
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
-    assert_eq!(labels, ["Allow once", "Allow always", "Reject", "Reject with note…"]);
+    assert_eq!(labels, ["Allow once", "Allow always", "Reject", "Reject with note…", "Edit…"]);
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Reject with note"));
     let prompt = fake.sent("✍️ Why reject", 1).await;
     assert_eq!(fake.calls("sendmessage").last().unwrap().body["reply_markup"]["force_reply"], true);
@@ -210,6 +210,21 @@ async fn reject_with_a_note_takes_the_next_message_as_feedback() {
         .filter(|c| c.body["text"].as_str().unwrap_or_default().contains("rejected: not on a Friday"))
         .count();
     assert_eq!(outcomes, 1, "the outcome was shown on more than the card");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn edit_takes_the_next_message_as_the_action_to_allow() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Edit…"));
+    let prompt = fake.sent("✍️ Edited action for", 1).await;
+    assert_eq!(fake.calls("sendmessage").last().unwrap().body["reply_markup"]["force_reply"], true);
+    fake.text(ALICE, ALICE, "rm -rf build/cache", Some(id_of(&prompt)));
+    fake.sent("Allowed as edited: ran `rm -rf build/cache` instead of `rm -rf build/`.", 1).await;
+    edited(&fake, ALICE, id_of(&card), "allowed as edited: rm -rf build/cache").await;
+    eventually(|| async { fake.deleted(ALICE, id_of(&prompt)).then_some(()) }).await;
     tg.stop().await;
 }
 

@@ -39,7 +39,7 @@ import sys
 
 __all__ = [
     "ask", "confirm", "approve", "say", "run", "can_ask", "Declined", "Timeout", "Cancelled", "Protocol",
-    "Client", "Outcome", "Expired", "ApiError",
+    "Client", "Outcome", "Expired", "ApiError", "Edited",
 ]
 
 
@@ -61,6 +61,23 @@ class Cancelled(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class Edited(str):
+    """An editable approval allowed as the approver edited it: the string is the decision,
+    ``"edited"`` (so ``decision == "once"`` stays false), and ``action`` what to run instead."""
+
+    def __new__(cls, action):
+        decision = super().__new__(cls, "edited")
+        decision.action = action
+        return decision
+
+
+def decision(value):
+    """An approval's outcome value as a decision: ``"once"``, ``"always"``, or ``Edited``."""
+    if isinstance(value, dict) and value.get("decision") == "edited":
+        return Edited(value.get("action", ""))
+    return value
 
 
 class Protocol(Exception):
@@ -152,13 +169,16 @@ def confirm(prompt, detail=None, default=False, timeout=None):
     return bool(value)
 
 
-def approve(action, detail=None, timeout=None):
-    """Asks approval for ``action``. Returns "once" or "always"; raises ``Declined`` on reject."""
+def approve(action, detail=None, timeout=None, editable=False):
+    """Asks approval for ``action``. Returns "once" or "always", or with ``editable`` an
+    ``Edited`` whose ``action`` the approver wrote instead; raises ``Declined`` on reject."""
     message = {"type": "approve", "action": action, "timeout": timeout}
     if detail is not None:
         message["detail"] = detail
+    if editable:
+        message["editable"] = True
     value, _timed_out = _outcome(message)
-    return value
+    return decision(value)
 
 
 def say(text):

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from askgate import Cancelled, Declined, Timeout
+from askgate import Cancelled, Declined, Timeout, decision
 
 __all__ = ["Client", "Outcome", "Expired", "ApiError"]
 
@@ -98,10 +98,12 @@ class Client:
         outcome = self._ask("confirm", ask, detail, bool(default), timeout, conversation, answerers)
         return bool(self._settle(outcome))
 
-    def approve(self, action, detail=None, timeout=None, conversation=None, answerers=None):
-        """Asks approval for ``action``: returns ``"once"`` or ``"always"``; raises ``Declined``
-        on reject (with the person's feedback) and ``Expired`` when nobody answered."""
-        return self._settle(self._ask("approval", {"prompt": action}, detail, None, timeout, conversation, answerers))
+    def approve(self, action, detail=None, timeout=None, conversation=None, answerers=None, editable=False):
+        """Asks approval for ``action``: returns ``"once"`` or ``"always"``, or with ``editable``
+        an ``Edited`` whose ``action`` the approver wrote instead; raises ``Declined`` on reject
+        (with the person's feedback) and ``Expired`` when nobody answered."""
+        ask = {"prompt": action, "editable": True if editable else None}
+        return decision(self._settle(self._ask("approval", ask, detail, None, timeout, conversation, answerers)))
 
     def submit(self, prompt, kind="question", conversation=None, answerers=None, **ask):
         """Posts a question without waiting; returns its id (see ``outcome``). ``ask`` takes the

@@ -152,12 +152,19 @@ fn rows(q: &Question) -> Vec<Vec<Component>> {
             button("Yes", format!("/answer {id} yes"), Style::Primary),
             button("No", format!("/answer {id} no"), Style::Secondary),
         ]],
-        Kind::Approval => vec![vec![
-            button("Allow once", format!("/approve {id}"), Style::Primary),
-            button("Allow always", format!("/approve {id} always"), Style::Secondary),
-            button("Reject", format!("/deny {id}"), Style::Danger),
-            button("Reject with note…", format!("/note {id}"), Style::Danger),
-        ]],
+        Kind::Approval => {
+            let mut row = vec![
+                button("Allow once", format!("/approve {id}"), Style::Primary),
+                button("Allow always", format!("/approve {id} always"), Style::Secondary),
+                button("Reject", format!("/deny {id}"), Style::Danger),
+                button("Reject with note…", format!("/note {id}"), Style::Danger),
+            ];
+            if q.allow_custom {
+                // An editable approval: a form with the action, to allow as edited.
+                row.push(button("Edit…", format!("/other {id}"), Style::Secondary));
+            }
+            vec![row]
+        }
         Kind::Question => {
             let mut actions = Vec::new();
             if q.allow_custom {
@@ -257,6 +264,16 @@ pub fn other_modal(id: QuestionId, prompt: &str) -> CreateModal {
             CreateInputText::new(InputTextStyle::Paragraph, "Your answer", "text").required(true),
         ),
     ])
+}
+
+/// The modal an editable approval's "Edit…" opens, holding the action: its submit is
+/// `/edit <uuid> <new action>`.
+pub fn edit_modal(id: QuestionId, action: &str) -> CreateModal {
+    CreateModal::new(format!("/edit {id}"), "Edit, then allow").components(vec![CreateActionRow::InputText(
+        CreateInputText::new(InputTextStyle::Paragraph, "The action to allow", "text")
+            .value(clip(action, 4000, ""))
+            .required(true),
+    )])
 }
 
 /// The modal "Reject with note…" opens: its submit is `/deny <uuid> <text>`.

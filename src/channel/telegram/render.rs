@@ -128,13 +128,20 @@ pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
         Kind::Confirm => {
             vec![vec![button("Yes", format!("/answer {id} yes")), button("No", format!("/answer {id} no"))]]
         }
-        Kind::Approval => vec![
-            vec![
-                button("Allow once", format!("/approve {id}")),
-                button("Allow always", format!("/approve {id} always")),
-            ],
-            vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
-        ],
+        Kind::Approval => {
+            let mut rows = vec![
+                vec![
+                    button("Allow once", format!("/approve {id}")),
+                    button("Allow always", format!("/approve {id} always")),
+                ],
+                vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
+            ];
+            if q.allow_custom {
+                // An editable approval: the next message is the action to allow instead.
+                rows.push(vec![button("Edit…", format!("/other {id}"))]);
+            }
+            rows
+        }
     }
 }
 
@@ -175,6 +182,11 @@ pub fn other_prompt(id: QuestionId) -> String {
     format!("✍️ Your answer to {}:", id.short())
 }
 
+/// The prompt sent after an editable approval's "Edit…": a reply to it is the edited action.
+pub fn edit_prompt(id: QuestionId) -> String {
+    format!("✍️ Edited action for {}:", id.short())
+}
+
 /// The prompt sent after "Reject with note…": a reply to it is the rejection's feedback.
 pub fn note_prompt(id: QuestionId) -> String {
     format!("✍️ Why reject {}?", id.short())
@@ -188,6 +200,9 @@ pub fn reply_to_prompt(prompt: &str, reply: &str) -> Option<String> {
     }
     if let Some(id) = prompt.strip_prefix("✍️ Why reject ").and_then(|r| r.strip_suffix('?')) {
         return Some(format!("/deny {id} {reply}"));
+    }
+    if let Some(id) = prompt.strip_prefix("✍️ Edited action for ").and_then(|r| r.strip_suffix(':')) {
+        return Some(format!("/approve {id} edit {reply}"));
     }
     None
 }
@@ -282,6 +297,10 @@ mod tests {
         let id = QuestionId::new();
         assert_eq!(reply_to_prompt(&other_prompt(id), "7"), Some(format!("/answer {} \"7\"", id.short())));
         assert_eq!(reply_to_prompt(&note_prompt(id), "too risky"), Some(format!("/deny {} too risky", id.short())));
+        assert_eq!(
+            reply_to_prompt(&edit_prompt(id), "git push --dry-run"),
+            Some(format!("/approve {} edit git push --dry-run", id.short()))
+        );
         assert_eq!(reply_to_prompt("hello", "x"), None);
     }
 }
