@@ -20,27 +20,12 @@ pub enum Command {
         /// Optional feedback.
         feedback: Option<String>,
     },
-    /// `/approve <id> [once|always]`
+    /// `/approve <id> [once|always|always-like <pattern>|edit <new action>]`
     Approve {
         /// The question id or prefix.
         id: String,
-        /// Allow always (a standing grant) rather than once.
-        always: bool,
-    },
-    /// `/approve <id> always-like <pattern>`: allow always, and every action the pattern fits
-    /// (`*` matches any run of characters).
-    ApproveLike {
-        /// The question id or prefix.
-        id: String,
-        /// The rule, without the quotes it may be typed in.
-        pattern: String,
-    },
-    /// `/approve <id> edit <new action>`: allow an editable approval as edited.
-    ApproveEdit {
-        /// The question id or prefix.
-        id: String,
-        /// The action to allow instead.
-        action: String,
+        /// How it is allowed.
+        how: Allow,
     },
     /// `/pending`
     Pending,
@@ -102,20 +87,7 @@ impl Command {
             }
             "decline" => Err(CommandError::Usage("/decline <id> [feedback]")),
             "deny" => Err(CommandError::Usage("/deny <id> [feedback]")),
-            "approve" if !first.is_empty() => match tail.split_once(char::is_whitespace) {
-                Some((word, action)) if word.eq_ignore_ascii_case("edit") => {
-                    Ok(Self::ApproveEdit { id: first.to_owned(), action: action.trim().to_owned() })
-                }
-                Some((word, pattern)) if word.eq_ignore_ascii_case("always-like") => match unquote(pattern.trim()) {
-                    "" => Err(CommandError::Usage(APPROVE_USAGE)),
-                    pattern => Ok(Self::ApproveLike { id: first.to_owned(), pattern: pattern.to_owned() }),
-                },
-                _ => match tail.to_ascii_lowercase().as_str() {
-                    "" | "once" => Ok(Self::Approve { id: first.to_owned(), always: false }),
-                    "always" => Ok(Self::Approve { id: first.to_owned(), always: true }),
-                    _ => Err(CommandError::Usage(APPROVE_USAGE)),
-                },
-            },
+            "approve" if !first.is_empty() => Allow::parse(tail).map(|how| Self::Approve { id: first.to_owned(), how }),
             "approve" => Err(CommandError::Usage(APPROVE_USAGE)),
             "pending" => Ok(Self::Pending),
             "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
@@ -132,6 +104,39 @@ impl Command {
 
 const APPROVE_USAGE: &str = "/approve <id> [once|always|always-like \"<pattern>\"|edit <new action>]";
 
+/// How an approval is allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Allow {
+    /// This time.
+    Once,
+    /// Always: a standing grant for this action here.
+    Always,
+    /// Always, and every action the rule fits (`*` matches any run of characters); the rule
+    /// without the quotes it may be typed in.
+    Like(String),
+    /// This time, as edited: this action instead (editable approvals).
+    Edited(String),
+}
+
+impl Allow {
+    /// What follows the id: nothing or `once`, `always`, `always-like <pattern>`, `edit <action>`.
+    fn parse(tail: &str) -> Result<Self, CommandError> {
+        let usage = || CommandError::Usage(APPROVE_USAGE);
+        match tail.split_once(char::is_whitespace) {
+            Some((word, action)) if word.eq_ignore_ascii_case("edit") => Ok(Self::Edited(action.trim().to_owned())),
+            Some((word, pattern)) if word.eq_ignore_ascii_case("always-like") => match unquote(pattern.trim()) {
+                "" => Err(usage()),
+                pattern => Ok(Self::Like(pattern.to_owned())),
+            },
+            _ => match tail.to_ascii_lowercase().as_str() {
+                "" | "once" => Ok(Self::Once),
+                "always" => Ok(Self::Always),
+                _ => Err(usage()),
+            },
+        }
+    }
+}
+
 /// `"git push *"` → `git push *`: a pattern may be typed in straight or curly quotes.
 fn unquote(text: &str) -> &str {
     for (open, close) in [('"', '"'), ('\'', '\''), ('“', '”')] {
@@ -146,11 +151,7 @@ impl Command {
     /// The question id (or prefix) an answer, a decline or an approval names.
     pub fn question(&self) -> Option<&str> {
         match self {
-            Self::Answer { id, .. }
-            | Self::Decline { id, .. }
-            | Self::Approve { id, .. }
-            | Self::ApproveLike { id, .. }
-            | Self::ApproveEdit { id, .. } => Some(id),
+            Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } => Some(id),
             Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help | Self::Grants | Self::Revoke { .. } => None,
         }
     }
@@ -163,10 +164,10 @@ impl std::fmt::Display for Command {
         match self {
             Self::Answer { id, choice } => write!(f, "/answer {id} {choice}"),
             Self::Decline { id, feedback } => write!(f, "/decline {id}{}", tail(feedback)),
-            Self::Approve { id, always: false } => write!(f, "/approve {id}"),
-            Self::Approve { id, always: true } => write!(f, "/approve {id} always"),
-            Self::ApproveLike { id, pattern } => write!(f, "/approve {id} always-like \"{pattern}\""),
-            Self::ApproveEdit { id, action } => write!(f, "/approve {id} edit {action}"),
+            Self::Approve { id, how: Allow::Once } => write!(f, "/approve {id}"),
+            Self::Approve { id, how: Allow::Always } => write!(f, "/approve {id} always"),
+            Self::Approve { id, how: Allow::Like(pattern) } => write!(f, "/approve {id} always-like \"{pattern}\""),
+            Self::Approve { id, how: Allow::Edited(action) } => write!(f, "/approve {id} edit {action}"),
             Self::Pending => f.write_str("/pending"),
             Self::Run { function, input } if input.is_empty() => write!(f, "/run {function}"),
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
@@ -279,19 +280,19 @@ mod tests {
 
     #[test]
     fn a_rule_is_typed_after_always_like_with_or_without_quotes() {
-        let like = |id: &str, pattern: &str| Ok(Command::ApproveLike { id: id.into(), pattern: pattern.into() });
+        let like = |id: &str, pattern: &str| Ok(Command::Approve { id: id.into(), how: Allow::Like(pattern.into()) });
         assert_eq!(parse("/approve 1a2b always-like \"git push *\""), like("1a2b", "git push *"));
         assert_eq!(parse("/approve 1a2b ALWAYS-LIKE git push *"), like("1a2b", "git push *"));
         assert_eq!(parse("/approve 1a2b always-like “deploy *”"), like("1a2b", "deploy *"));
         assert_eq!(parse("/approve 1a2b always-like \"\""), Err(CommandError::Usage(APPROVE_USAGE)));
         assert_eq!(parse("/approve 1a2b sometimes"), Err(CommandError::Usage(APPROVE_USAGE)));
-        let typed = Command::ApproveLike { id: "1a2b".into(), pattern: "git push *".into() };
+        let typed = Command::Approve { id: "1a2b".into(), how: Allow::Like("git push *".into()) };
         assert_eq!(parse(&typed.to_string()), Ok(typed));
     }
 
     #[test]
     fn an_edit_carries_the_new_action() {
-        let edit = Command::ApproveEdit { id: "1a2b".into(), action: "git push --dry-run".into() };
+        let edit = Command::Approve { id: "1a2b".into(), how: Allow::Edited("git push --dry-run".into()) };
         assert_eq!(parse("/approve 1a2b edit git push --dry-run"), Ok(edit.clone()));
         assert_eq!(parse("/approve 1a2b EDIT   git push --dry-run "), Ok(edit.clone()));
         assert_eq!(parse(&edit.to_string()), Ok(edit));
@@ -337,8 +338,8 @@ mod tests {
             parse("/deny abcd too risky"),
             Ok(Command::Decline { id: "abcd".into(), feedback: Some("too risky".into()) })
         );
-        assert_eq!(parse("/approve abcd"), Ok(Command::Approve { id: "abcd".into(), always: false }));
-        assert_eq!(parse("/approve abcd always"), Ok(Command::Approve { id: "abcd".into(), always: true }));
+        assert_eq!(parse("/approve abcd"), Ok(Command::Approve { id: "abcd".into(), how: Allow::Once }));
+        assert_eq!(parse("/approve abcd always"), Ok(Command::Approve { id: "abcd".into(), how: Allow::Always }));
         assert!(parse("/approve abcd sometimes").is_err());
     }
 
@@ -393,7 +394,10 @@ mod tests {
             prop_oneof![
                 (token(), words()).prop_map(|(id, choice)| Command::Answer { id, choice }),
                 (token(), proptest::option::of(words())).prop_map(|(id, feedback)| Command::Decline { id, feedback }),
-                (token(), any::<bool>()).prop_map(|(id, always)| Command::Approve { id, always }),
+                (token(), any::<bool>()).prop_map(|(id, always)| Command::Approve {
+                    id,
+                    how: if always { Allow::Always } else { Allow::Once }
+                }),
                 Just(Command::Pending),
                 (token(), proptest::option::of(words()))
                     .prop_map(|(function, input)| Command::Run { function, input: input.unwrap_or_default() }),

@@ -51,6 +51,25 @@ pub fn display_name(raw: &str) -> Option<String> {
 /// How many characters of a question id text surfaces show.
 pub const SHORT_ID_LEN: usize = 8;
 
+/// The JSON Schema of a type that is text on the wire (an id, a reference), inlined where used.
+macro_rules! string_schema {
+    ($name:ident, $schema:tt) => {
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    };
+}
+
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -84,19 +103,7 @@ macro_rules! uuid_id {
             }
         }
 
-        impl schemars::JsonSchema for $name {
-            fn inline_schema() -> bool {
-                true
-            }
-
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($name).into()
-            }
-
-            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({"type": "string", "format": "uuid"})
-            }
-        }
+        string_schema!($name, {"type": "string", "format": "uuid"});
     };
 }
 
@@ -158,24 +165,12 @@ fn parse_ref(s: &str) -> Result<(), BadRef> {
 
 macro_rules! channel_ref {
     ($name:ident, $example:literal) => {
-        impl schemars::JsonSchema for $name {
-            fn inline_schema() -> bool {
-                true
-            }
-
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($name).into()
-            }
-
-            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({
-                    "type": "string",
-                    "pattern": "^[A-Za-z0-9_-]+:[^\\s]+$",
-                    "maxLength": 256,
-                    "examples": [$example],
-                })
-            }
-        }
+        string_schema!($name, {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]+:[^\\s]+$",
+            "maxLength": 256,
+            "examples": [$example],
+        });
 
         impl $name {
             /// Parses `channel:rest`.

@@ -49,6 +49,11 @@ pub fn pieces(detail: &str) -> Vec<Piece<'_>> {
     out
 }
 
+/// Whether a pattern fits every action: nothing in it but `*` and white space.
+pub fn catches_all(pattern: &str) -> bool {
+    pattern.chars().all(|c| c == '*' || c.is_whitespace())
+}
+
 /// Whether `text` fits `pattern`, where `*` matches any run of characters (none included)
 /// and everything else matches itself. Linear in the product of the lengths at worst, so a
 /// pattern a person typed cannot make it slow.

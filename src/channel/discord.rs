@@ -333,7 +333,7 @@ fn modal_command(custom_id: &str, text: &str) -> Option<(command::Command, Quest
     let command = match action {
         "/answer" if !text.is_empty() => command::Command::Answer { id, choice: format!("\"{text}\"") },
         "/deny" => command::Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
-        "/edit" if !text.is_empty() => command::Command::ApproveEdit { id, action: text.to_owned() },
+        "/edit" if !text.is_empty() => command::Command::Approve { id, how: command::Allow::Edited(text.to_owned()) },
         _ => return None,
     };
     Some((command, question))

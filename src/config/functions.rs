@@ -81,7 +81,7 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
         .map(|users| access(users, None))
         .transpose()
         .map_err(|m| (key("allowed_users"), m))?;
-    if let Some(rule) = f.pre_approved.iter().find(|r| !r.chars().any(|c| c != '*' && !c.is_whitespace())) {
+    if let Some(rule) = f.pre_approved.iter().find(|r| crate::text::catches_all(r)) {
         return Err((key("pre_approved"), format!("`{rule}` would allow every action; a rule must name something")));
     }
     let pre_approved = f.pre_approved.clone();

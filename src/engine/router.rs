@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{Engine, Resolver, RunRequest, StartError};
 use crate::channel::text;
-use crate::command::{Command, HELP};
+use crate::command::{Allow, Command, HELP};
 use crate::question::{
     Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Surface, UserRef, display_name,
     display_value,
@@ -219,38 +219,30 @@ impl Engine {
                 let receipt = self.resolve_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
-            Command::Approve { id, always } => {
+            Command::Approve { id, how } => {
                 let Some(question) = self.find(&inbound.conversation, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 if question.kind != Kind::Approval {
-                    return Ok(not_an_approval(&question));
+                    let short = question.id.short();
+                    return Ok(Response::say(format!(
+                        "{short} is not an approval; answer it with /answer {short} <choice>."
+                    )));
                 }
-                let choice = if always { "always" } else { "once" };
-                let receipt = self.resolve(&question, choice, resolver).await?;
-                Ok(Response::receipt(receipt, Some(&question)))
-            }
-            Command::ApproveEdit { id, action } => {
-                let Some(question) = self.find(&inbound.conversation, &id).await? else {
-                    return self.unknown(&inbound.conversation, &id).await;
+                let receipt = match how {
+                    Allow::Once => self.resolve(&question, "once", resolver).await?,
+                    Allow::Always => self.resolve(&question, "always", resolver).await?,
+                    Allow::Edited(action) => self.resolve(&question, &format!("edit {action}"), resolver).await?,
+                    Allow::Like(pattern) => {
+                        // Checked for those who may answer: others learn nothing about it.
+                        if resolver.may_answer(&question)
+                            && let Err(why) = rule_fits(&pattern, &question.prompt)
+                        {
+                            return Ok(Response::say(why));
+                        }
+                        self.resolve_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
+                    }
                 };
-                if question.kind != Kind::Approval {
-                    return Ok(not_an_approval(&question));
-                }
-                let receipt = self.resolve(&question, &format!("edit {action}"), resolver).await?;
-                Ok(Response::receipt(receipt, Some(&question)))
-            }
-            Command::ApproveLike { id, pattern } => {
-                let Some(question) = self.find(&inbound.conversation, &id).await? else {
-                    return self.unknown(&inbound.conversation, &id).await;
-                };
-                if question.kind != Kind::Approval {
-                    return Ok(not_an_approval(&question));
-                }
-                if let Err(why) = rule_fits(&pattern, &question.prompt) {
-                    return Ok(Response::say(why));
-                }
-                let receipt = self.resolve_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Pending => {
@@ -374,11 +366,6 @@ impl Engine {
     }
 }
 
-fn not_an_approval(question: &Question) -> Response {
-    let short = question.id.short();
-    Response::say(format!("{short} is not an approval; answer it with /answer {short} <choice>."))
-}
-
 /// The longest rule a person may set.
 const MAX_RULE: usize = 200;
 
@@ -390,7 +377,7 @@ fn rule_fits(pattern: &str, action: &str) -> Result<(), String> {
     if pattern.chars().count() > MAX_RULE {
         return Err(format!("A rule is at most {MAX_RULE} characters; nothing was changed."));
     }
-    if !pattern.chars().any(|c| c != '*' && !c.is_whitespace()) {
+    if crate::text::catches_all(pattern) {
         return Err("A rule must name something besides *; nothing was changed.".to_owned());
     }
     if !crate::text::glob(pattern, action) {
