@@ -36,7 +36,7 @@ pub struct QuestionPage {
 pub struct Asked {
     /// Its id.
     pub id: QuestionId,
-    /// Always `pending`.
+    /// `pending`; `answered` when a standing grant or rule allowed an approval at once.
     pub status: Status,
     /// The question as the surfaces show it.
     pub question: QuestionView,

@@ -650,6 +650,12 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
     let (status, refused) = app.post(&format!("/api/questions/{id}/reply"), edit).await;
     assert_eq!((status, &refused["error"]["code"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("invalid_choice")));
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "always"})).await;
+    // Asked again, the grant allows it at once, and the answer says so.
+    let (status, again) = app
+        .post("/api/questions", json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod"}))
+        .await;
+    assert_eq!((status, &again["status"]), (StatusCode::CREATED, &json!("answered")), "{again}");
+    assert_eq!(again["question"]["answered_name"], "a grant set by api:operator");
     let (_, list) = app.get("/api/grants?conversation=console:local").await;
     let grants = list["grants"].as_array().unwrap().clone();
     assert_eq!(grants.len(), 1);
