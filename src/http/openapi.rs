@@ -13,7 +13,7 @@ use super::bodies::{
     RunView, WebhookReply,
 };
 use super::events::EventsQuery;
-use crate::channel::webhook::{InboundMessage, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
 use crate::run::Run;
 
@@ -114,6 +114,20 @@ fn error(description: &str) -> Value {
     json_body(description, json!({"$ref": "#/components/schemas/ErrorBody"}))
 }
 
+/// What every route may answer when askgate listens on loopback and the request named
+/// another host.
+fn misdirected() -> Value {
+    json!({"421": error("askgate listens on a loopback address and the request named another host.")})
+}
+
+/// What reading a JSON body may answer, with the limits [`super::read_body`] applies.
+fn body_errors() -> Value {
+    json!({
+        "408": error(&format!("The body did not arrive within {} s.", super::server::BODY_TIMEOUT.as_secs())),
+        "413": error(&format!("The body is larger than {} KiB.", super::MAX_BODY / 1024)),
+    })
+}
+
 fn path_id(description: &str) -> Value {
     path_param("id", description)
 }
@@ -128,9 +142,9 @@ const QUESTION_ID: &str = "The question's id, or a unique prefix of at least 8 c
 fn operation(id: &str, summary: &str, tag: &str, mut op: Value, responses: Value) -> Value {
     let mut all = json!({
         "401": error("No token, or not the API token (`Authorization: Bearer <token>`)."),
-        "421": error("askgate listens on a loopback address and the request named another host."),
         "500": error("The store failed; nothing was changed."),
     });
+    merge(&mut all, misdirected());
     merge(&mut all, responses);
     op["operationId"] = json!(id);
     op["summary"] = json!(summary);
@@ -142,11 +156,8 @@ fn operation(id: &str, summary: &str, tag: &str, mut op: Value, responses: Value
 
 /// An operation that reads a JSON body, with the errors reading it may give.
 fn with_body(id: &str, summary: &str, tag: &str, schema: Value, responses: Value) -> Value {
-    let mut all = json!({
-        "400": error("The body is not JSON, or not of this shape."),
-        "408": error("The body did not arrive within 10 s."),
-        "413": error("The body is larger than 64 KiB."),
-    });
+    let mut all = json!({"400": error("The body is not JSON, or not of this shape.")});
+    merge(&mut all, body_errors());
     merge(&mut all, responses);
     let op = json!({"requestBody": {"required": true, "content": {"application/json": {"schema": schema}}}});
     operation(id, summary, tag, op, all)
@@ -185,11 +196,7 @@ fn new_question(schemas: &mut Schemas) -> Value {
     let mut properties = placement["properties"].as_object().cloned().unwrap_or_default();
     properties.extend(ask["properties"].as_object().cloned().unwrap_or_default());
     // `action` is `prompt` by another name, as an approval says it.
-    let prompt = properties.get("prompt").cloned().unwrap_or(json!({"type": "string"}));
     properties.insert("action".into(), json!({"description": "`prompt`, as an approval names it.", "type": "string"}));
-    if let Some(p) = properties.get_mut("prompt") {
-        *p = prompt;
-    }
     json!({
         "type": "object",
         "description": "A question to ask in a conversation: where (`conversation`, `kind`, \
@@ -328,8 +335,7 @@ fn build() -> Value {
         "Stream events",
         "events",
         json!({"description": "Server-sent events: every pending question as `question.asked`, then \
-                               `replay.done`, then `question.asked`, `question.resolved` and `run.*` as they \
-                               happen. Each event's data is JSON; each live event has an id for `Last-Event-ID`."}),
+                               `replay.done`, then `question.*` and `run.*` as they happen. Each event's data is JSON; each live event has an id for `Last-Event-ID`."}),
         json!({
             "200": {"description": "The stream.", "content": {"text/event-stream": {"schema": event}}},
             "400": error("A parameter is malformed."),
@@ -398,37 +404,34 @@ fn build() -> Value {
     );
     get_run["parameters"] = json!([path_id("The run's id.")]);
 
-    let webhook = json!({
+    let mut webhook = json!({
         "operationId": "webhookMessage",
         "summary": "A message from a text channel's bridge (signed)",
         "tags": ["channels"],
         "parameters": [
             path_param("name", "The webhook channel's name (`[channels.webhook.<name>]`)."),
             {"name": TIMESTAMP_HEADER, "in": "header", "required": true, "schema": {"type": "string"},
-             "description": "Unix seconds; within 5 minutes of askgate's clock."},
+             "description": format!("Unix seconds; within {MAX_SKEW_SECS} s of askgate's clock.")},
             {"name": SIGNATURE_HEADER, "in": "header", "required": true, "schema": {"type": "string"},
              "description": "`v1=` and the hex HMAC-SHA256 of `<timestamp>.<body>` under the channel's secret."},
         ],
         "requestBody": {"required": true, "content": {"application/json": {"schema": s.read::<InboundMessage>()}}},
-        "responses": {
-            "200": json_body("Taken; `reply` is also sent to the bridge.", s.written::<WebhookReply>()),
-            "400": error("The body is not a message."),
-            "401": error("The signature is missing, wrong, stale or replayed."),
-            "404": error("No webhook channel has this name."),
-            "408": error("The body did not arrive within 10 s."),
-            "413": error("The body is larger than 64 KiB."),
-            "421": error("askgate listens on a loopback address and the request named another host."),
-            "500": error("The store failed; nothing was done."),
-        },
     });
+    let mut responses = json!({
+        "200": json_body("Taken; `reply` is also sent to the bridge.", s.written::<WebhookReply>()),
+        "400": error("The body is not a message."),
+        "401": error("The signature is missing, wrong, stale or replayed."),
+        "404": error("No webhook channel has this name."),
+        "500": error("The store failed; nothing was done."),
+    });
+    merge(&mut responses, body_errors());
+    merge(&mut responses, misdirected());
+    webhook["responses"] = responses;
 
     let text = |description: &str, media: &str| json!({"description": description, "content": {media: {"schema": {"type": "string"}}}});
     let public = |id: &str, summary: &str, tag: &str, responses: Value| {
         let mut responses = responses;
-        merge(
-            &mut responses,
-            json!({"421": error("askgate listens on a loopback address and the request named another host.")}),
-        );
+        merge(&mut responses, misdirected());
         json!({"operationId": id, "summary": summary, "tags": [tag], "responses": responses})
     };
     let health = s.written::<Health>();
@@ -474,7 +477,7 @@ fn build() -> Value {
         "components": {
             "schemas": s.components(),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                "description": "The API token (`gateway.api_token_file`, or `ASKGATE_API_TOKEN`)."}},
+                "description": "The API token: `ASKGATE_API_TOKEN`, or the one askgate keeps in `askgate.token` beside the database."}},
         },
     })
 }
