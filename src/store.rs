@@ -273,6 +273,11 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// The first eight characters of its id, as `/grants` shows them and `/revoke` takes them.
+    pub fn short_id(&self) -> &str {
+        self.id.get(..crate::question::SHORT_ID_LEN).unwrap_or(&self.id)
+    }
+
     /// Who set it, as people know them: the name when the surface gave one, else the id.
     pub fn setter(&self) -> &str {
         self.granted_name.as_deref().unwrap_or(&self.granted_by)

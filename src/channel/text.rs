@@ -114,7 +114,7 @@ pub fn grants_list(grants: &[crate::store::Grant], now_ms: i64) -> String {
     }
     let mut out = format!("{} standing grant{} here (allowed always):\n", grants.len(), plural(grants.len()));
     for g in grants {
-        let short = crate::text::clip(&g.id, crate::question::SHORT_ID_LEN, "");
+        let short = g.short_id();
         let until = match g.expires_at {
             Some(_) => expiry(g.expires_at, now_ms),
             None => "until revoked".to_owned(),

@@ -1,6 +1,9 @@
 //! Who may start runs and who may answer: the rules per channel and per function, and the
 //! refusals that tell a person their id and an operator the key that would let them in.
 //!
+//! A standing rule (a grant, or a function's `pre_approved` pattern) answers an approval
+//! before anyone is asked.
+//!
 //! Every default is the closed one: a chat channel without `allowed_users` lets nobody start
 //! runs, and a question that arrives through the API must name who may answer it (or target a
 //! channel whose `allowed_users` names people).
@@ -9,7 +12,10 @@ use std::fmt;
 
 use super::Engine;
 use crate::channel::console::LOCAL;
-use crate::question::{Answerers, Conversation, UserRef};
+use serde_json::Value;
+
+use crate::question::{Answerers, Conversation, Kind, Outcome, Question, Status, Surface, UserRef};
+use crate::store::StoreError;
 
 /// Who may answer questions of runs started in a channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -213,6 +219,54 @@ impl Engine {
                 }
             },
         }
+    }
+}
+
+impl Engine {
+    /// The approval as answered by a standing rule, if one allows its action: nobody is
+    /// asked. The rules are `function`'s `pre_approved` ones, then the conversation's live
+    /// grants. Its answerer names the rule and who set it.
+    pub(super) async fn granted(
+        &self,
+        question: &Question,
+        function: Option<&str>,
+    ) -> Result<Option<Question>, StoreError> {
+        let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
+            return Ok(None);
+        };
+        let now = self.now_ms();
+        let configured = function.and_then(|name| {
+            let rules = &self.inner.functions.get(name)?.pre_approved;
+            let rule = rules.iter().find(|rule| crate::text::glob(rule, &question.prompt))?;
+            Some((
+                format!("rule:functions.{name}.pre_approved"),
+                format!("rule \"{rule}\" (pre-approved in the configuration)"),
+            ))
+        });
+        let (by, name) = match configured {
+            Some(found) => found,
+            None => match self.inner.store.find_grant(conversation, &question.prompt, now).await? {
+                None => return Ok(None),
+                Some(grant) if grant.pattern => (
+                    format!("grant:{}", grant.id),
+                    format!(
+                        "rule \"{}\" (set by {}, {})",
+                        grant.action,
+                        grant.setter(),
+                        crate::channel::text::ago(grant.created_at, now)
+                    ),
+                ),
+                Some(grant) => (format!("grant:{}", grant.id), format!("a grant set by {}", grant.setter())),
+            },
+        };
+        let mut question = question.clone();
+        question.status = Status::Answered;
+        question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
+        question.answered_by = Some(by);
+        question.answered_name = Some(name);
+        question.answered_via = Some(Surface::Gateway);
+        question.resolved_at = Some(now);
+        Ok(Some(question))
     }
 }
 

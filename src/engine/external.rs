@@ -7,11 +7,8 @@ use std::time::Duration;
 
 use super::{Engine, Event, NotServed};
 use crate::engine::access::AnswerersError;
-use serde_json::Value;
 
-use crate::question::{
-    Answerers, Ask, Conversation, Kind, Mode, Outcome, Question, QuestionId, RunId, Status, Surface, UserRef,
-};
+use crate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, UserRef};
 use crate::run::{Run, RunStatus};
 use crate::store::StoreError;
 
@@ -93,52 +90,6 @@ impl Engine {
         self.emit(Event::RunStarted(Arc::new(run)));
         self.announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
-    }
-
-    /// The approval as answered by a standing rule, if one allows its action: nobody is
-    /// asked. The rules are `function`'s `pre_approved` ones, then the conversation's live
-    /// grants. Its answerer names the rule and who set it.
-    pub(super) async fn granted(
-        &self,
-        question: &Question,
-        function: Option<&str>,
-    ) -> Result<Option<Question>, StoreError> {
-        let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
-            return Ok(None);
-        };
-        let now = self.now_ms();
-        let configured = function.and_then(|name| {
-            let rules = &self.inner.functions.get(name)?.pre_approved;
-            let rule = rules.iter().find(|rule| crate::text::glob(rule, &question.prompt))?;
-            Some((
-                format!("rule:functions.{name}.pre_approved"),
-                format!("rule \"{rule}\" (pre-approved in the configuration)"),
-            ))
-        });
-        let (by, name) = match configured {
-            Some(found) => found,
-            None => match self.inner.store.find_grant(conversation, &question.prompt, now).await? {
-                None => return Ok(None),
-                Some(grant) if grant.pattern => (
-                    format!("grant:{}", grant.id),
-                    format!(
-                        "rule \"{}\" (set by {}, {})",
-                        grant.action,
-                        grant.setter(),
-                        crate::channel::text::ago(grant.created_at, now)
-                    ),
-                ),
-                Some(grant) => (format!("grant:{}", grant.id), format!("a grant set by {}", grant.setter())),
-            },
-        };
-        let mut question = question.clone();
-        question.status = Status::Answered;
-        question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
-        question.answered_by = Some(by);
-        question.answered_name = Some(name);
-        question.answered_via = Some(Surface::Gateway);
-        question.resolved_at = Some(now);
-        Ok(Some(question))
     }
 
     /// Cancels an agent's pending question (the agent gave up on it, or is gone): its cards

@@ -288,7 +288,7 @@ impl Engine {
                 "Only people who may answer its approvals can revoke this grant; nothing was changed.",
             ));
         }
-        let short = crate::text::clip(&grant.id, crate::question::SHORT_ID_LEN, "");
+        let short = grant.short_id();
         Ok(Response::say(if self.revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
             let action = crate::text::clip(&grant.action, 200, "…");
