@@ -47,7 +47,7 @@ function remember(q) {
 // and again after an approval is allowed always.
 async function loadGrants() {
   try {
-    const response = await fetch("/api/grants", { headers: { "Authorization": "Bearer " + token } });
+    const response = await api("/api/grants");
     if (!response.ok) return;
     const list = $("grants-list");
     list.replaceChildren();
@@ -56,7 +56,7 @@ async function loadGrants() {
       const revoke = el("button", { type: "button", class: "danger" }, "Revoke");
       revoke.addEventListener("click", async () => {
         revoke.disabled = true;
-        const r = await fetch("/api/grants/" + encodeURIComponent(g.id), { method: "DELETE", headers: { "Authorization": "Bearer " + token } });
+        const r = await api("/api/grants/" + encodeURIComponent(g.id), { method: "DELETE" });
         say(r.status === 204 || r.status === 404 ? "Revoked: \u201c" + g.action + "\u201d will be asked again." : "Could not revoke (HTTP " + r.status + ").");
         loadGrants();
       });
@@ -70,7 +70,7 @@ let recentLoaded = false;
 async function loadRecent() {
   recentLoaded = true;
   try {
-    const response = await fetch("/api/questions?status=all&limit=100", { headers: { "Authorization": "Bearer " + token } });
+    const response = await api("/api/questions?status=all&limit=100");
     if (!response.ok) { recentLoaded = false; return; }
     for (const q of (await response.json()).questions) if (q.status !== "pending") remember(q);
   } catch (e) { recentLoaded = false; /* tried again on the next connection */ }
@@ -81,12 +81,14 @@ function refreshRecent() {
   $("recent").hidden = n === 0;
 }
 
+// A request to askgate's API with the token (and `extra` headers).
+function api(path, init = {}, extra = {}) {
+  return fetch(path, { ...init, headers: { "Authorization": "Bearer " + token, ...extra } });
+}
+
 async function call(path, body) {
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json", "X-Askgate-Surface": "web" },
-    body: JSON.stringify(body),
-  });
+  const response = await api(path, { method: "POST", body: JSON.stringify(body) },
+    { "Content-Type": "application/json", "X-Askgate-Surface": "web" });
   let json = {};
   try { json = await response.json(); } catch (e) { /* not JSON */ }
   return { status: response.status, json };
@@ -258,9 +260,7 @@ async function connect() {
   for (;;) {
     try {
       for (const entry of cards.values()) entry.seen = false;
-      const headers = { "Authorization": "Bearer " + token };
-      if (lastEventId) headers["Last-Event-ID"] = lastEventId;
-      const response = await fetch("/api/events", { headers });
+      const response = await api("/api/events", {}, lastEventId ? { "Last-Event-ID": lastEventId } : {});
       if (response.status === 401) { sessionStorage.removeItem("askgate-token"); token = null; askToken("That token was not accepted."); return; }
       if (!response.ok) throw new Error("HTTP " + response.status);
       wait = 1000;
