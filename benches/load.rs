@@ -60,7 +60,7 @@ async fn fill(db: &Path, n: usize) {
             .detail(detail.clone())
             .timeout(askgate::question::Timeout::Never);
         let users = vec![UserRef::parse("console:local").unwrap()];
-        let question = ask.validate().unwrap().pending(run.origin(0), Answerers::Users { users }, 1, None);
+        let question = ask.validate().unwrap().pending(run.origin(0), Answerers::Users { users }, 1, None).unwrap();
         let store = &store;
         writes.push(async move { store.ask(&run, &Arc::new(question.clone())).await.unwrap() });
         if writes.len() == 256 {

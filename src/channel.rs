@@ -94,6 +94,22 @@ pub trait Channel: Send + Sync + 'static {
     /// When the platform refused; the engine logs it and goes on.
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError>;
 
+    /// Shows a pending question's progress on its cards (a quorum approval's count so far),
+    /// keeping what answers it. A surface whose messages cannot change (`cards` is empty or
+    /// its messages are plain text) says it in a line instead.
+    ///
+    /// # Errors
+    /// When the platform refused; the engine logs it and goes on.
+    async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let _ = cards;
+        match (&question.conversation, question.tally()) {
+            (Some(conversation), Some(tally)) => {
+                self.send_text(conversation, &format!("[{}] {tally}", question.id.short())).await
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether this channel can reach `conversation` (one of its own, by its channel part).
     /// The webhook channel serves only the endpoints it has.
     fn serves(&self, conversation: &Conversation) -> bool {

@@ -249,7 +249,8 @@ pub const HELP: &str = "\
                             looks like a number); multi-select: \"1,3\", \"1 3\" or \"dayjs, luxon\";
                             confirm: yes|no; approval: once|always|reject [feedback]
 /decline <id> [feedback]    decline any question (for an approval: reject)
-/approve <id> [once|always] allow an approval (default once)
+/approve <id> [once|always] allow an approval (default once); for a quorum approval,
+                            count your approval
 /approve <id> always-like \"<pattern>\"
                             allow it and, from now on, every action the pattern fits
                             (* matches anything): a standing rule, listed by /grants

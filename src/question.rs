@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-pub use ask::{Ask, InvalidAsk, Origin, Timeout, ValidAsk};
+pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
 pub use wire::AskWire;
@@ -390,12 +390,56 @@ pub struct Question {
     pub answered_via: Option<Surface>,
     /// When it was resolved, unix milliseconds.
     pub resolved_at: Option<i64>,
+    /// How many distinct people must approve (an approval; 1 for everything else).
+    pub quorum: u32,
+    /// Who approved so far, in order (a quorum approval).
+    pub approvals: Vec<Approver>,
+}
+
+/// One approval recorded toward a quorum approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Approver {
+    /// Who: a stable id (`telegram:42`).
+    pub user: String,
+    /// How people know them (`@alice`), when the surface said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where they approved.
+    pub via: Surface,
+    /// When, unix milliseconds.
+    pub at: i64,
+}
+
+impl Approver {
+    /// How people know them: the name when the surface gave one, else the id.
+    pub fn shown(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.user)
+    }
 }
 
 impl Question {
     /// Whether the question is still waiting.
     pub fn is_pending(&self) -> bool {
         self.status == Status::Pending
+    }
+
+    /// Whether several distinct people must approve it.
+    pub fn needs_quorum(&self) -> bool {
+        self.quorum > 1
+    }
+
+    /// A quorum approval's count so far: `1 of 2 approvals: @alice`; none for others.
+    pub fn tally(&self) -> Option<String> {
+        if !self.needs_quorum() {
+            return None;
+        }
+        let names: Vec<&str> = self.approvals.iter().map(Approver::shown).collect();
+        let mut line = format!("{} of {} approvals", names.len(), self.quorum);
+        if !names.is_empty() {
+            line.push_str(": ");
+            line.push_str(&names.join(", "));
+        }
+        Some(line)
     }
 
     /// Who resolved it, as people know them: the name when the surface gave one, else the id.
@@ -415,7 +459,10 @@ impl Question {
             Outcome::Cancelled { .. } => "⛔",
         };
         let mut line = format!("{mark} {}", outcome.summary(self.kind));
-        if let (Outcome::Answered { .. } | Outcome::Declined { .. }, Some(by)) = (outcome, self.answerer()) {
+        if let (Outcome::Answered { .. }, Some(tally)) = (outcome, self.tally()) {
+            // Allowed by several people: all of them.
+            line.push_str(&format!(" — {tally}"));
+        } else if let (Outcome::Answered { .. } | Outcome::Declined { .. }, Some(by)) = (outcome, self.answerer()) {
             line.push_str(&format!(" — {by}"));
             if let Some(via) = self.answered_via {
                 line.push_str(&format!(" via {via}"));
@@ -429,7 +476,7 @@ impl Question {
 #[cfg(test)]
 pub(crate) fn test_question(ask: Ask) -> Question {
     let origin = Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0 };
-    ask.validate().unwrap().pending(origin, Answerers::Conversation, 0, Some(60_000))
+    ask.validate().unwrap().pending(origin, Answerers::Conversation, 0, Some(60_000)).unwrap()
 }
 
 #[cfg(test)]
@@ -493,6 +540,26 @@ mod tests {
         let ask = Ask::confirm("Archive?").validate().unwrap();
         assert_eq!(ask.default, Some(Value::Bool(false)));
         assert!(Ask::confirm("Archive?").default_value("yes").validate().is_err());
+    }
+
+    #[test]
+    fn a_quorum_approval_shows_its_count_and_every_approver_once_allowed() {
+        let mut q = test_question(Ask::approval("deploy").quorum(2));
+        assert_eq!(q.tally().as_deref(), Some("0 of 2 approvals"));
+        let approver = |user: &str, name: Option<&str>| Approver {
+            user: user.into(),
+            name: name.map(Into::into),
+            via: Surface::Telegram,
+            at: 0,
+        };
+        q.approvals = vec![approver("telegram:1", Some("@alice"))];
+        assert_eq!(q.tally().as_deref(), Some("1 of 2 approvals: @alice"));
+        q.approvals.push(approver("discord:2", None));
+        q.status = Status::Answered;
+        q.outcome = Some(Outcome::Answered { value: Value::String("once".into()) });
+        q.answered_by = Some("discord:2".into());
+        assert_eq!(q.outcome_line(), "✅ allowed once — 2 of 2 approvals: @alice, discord:2");
+        assert_eq!(test_question(Ask::approval("deploy")).tally(), None, "one approver: no count");
     }
 
     #[test]

@@ -10,7 +10,7 @@ macro_rules! question_columns {
     () => {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
-         answered_via, answered_name, resolved_at"
+         answered_via, answered_name, resolved_at, quorum, approvals"
     };
 }
 
@@ -47,7 +47,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::question::{Conversation, Kind, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
+use crate::question::{Approver, Conversation, Kind, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
 use crate::run::{Run, RunStatus};
 
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
@@ -328,6 +328,9 @@ pub struct Resolution {
     /// The inbound update that carries this resolution, recorded as applied in the same
     /// transaction (see [`Store::first_seen`]).
     pub update: Option<String>,
+    /// The approvals that complete a quorum approval, recorded with the claim; none leaves
+    /// the recorded ones as they are.
+    pub approvals: Option<Vec<Approver>>,
 }
 
 impl Resolution {
@@ -340,6 +343,7 @@ impl Resolution {
             answered_name: self.name.clone(),
             answered_via: Some(self.via),
             resolved_at: Some(self.at),
+            approvals: self.approvals.clone().unwrap_or_else(|| self.question.approvals.clone()),
             ..self.question.clone()
         }
     }
@@ -420,6 +424,8 @@ pub enum Change {
     Asked(QuestionId),
     /// It resolved the question (and retracts its cards, and resumes its run).
     Resolved(QuestionId),
+    /// It counted an approval of a quorum approval (and shows the count on its cards).
+    Voted(QuestionId),
     /// Its run did this.
     Run {
         /// What the run did.
@@ -532,6 +538,17 @@ pub trait Store: Send + Sync + 'static {
     /// Closes a question if it is still pending: the claim-once write. A follow-up run whose
     /// question this resolves becomes `running` in the same write.
     async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError>;
+    /// Records one more approval of a pending quorum approval: `approvals` replaces `seen`
+    /// only if the question is still pending with exactly `seen` recorded (so that racing
+    /// approvals are each counted once), with the inbound update in the same write. False
+    /// when the question changed first: read it again.
+    async fn vote(
+        &self,
+        question: QuestionId,
+        seen: &[Approver],
+        approvals: &[Approver],
+        update: Option<&str>,
+    ) -> Result<bool, StoreError>;
     /// Pending questions whose deadline is at or before `now`, at most `limit`.
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// The earliest deadline of a pending question.

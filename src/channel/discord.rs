@@ -47,6 +47,26 @@ pub struct Discord {
 }
 
 impl Discord {
+    /// Edits every card in `cards` as `edit` says; the ones that failed are named.
+    async fn edit_cards(&self, cards: &[Delivery], edit: &EditMessage) -> Result<(), ChannelError> {
+        let mut failures = Vec::new();
+        for card in cards {
+            let (Ok(channel), Ok(message)) = (card.chat.parse::<u64>(), card.message.parse::<u64>()) else { continue };
+            if channel == 0 || message == 0 {
+                continue;
+            }
+            let (channel, message) = (ChannelId::new(channel), MessageId::new(message));
+            if let Err(e) = retry(|| channel.edit_message(&self.http, message, edit.clone())).await {
+                failures.push(format!("{}/{}: {e}", card.chat, card.message));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
+        }
+    }
+
     /// The channel, ready to send.
     pub fn new(config: &DiscordConfig, clock: Clock) -> Arc<Self> {
         Arc::new(Self { http: Arc::new(http(config)), config: config.clone(), clock })
@@ -435,18 +455,8 @@ impl Channel for Discord {
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
         let content = render::resolved(question, self.clock.now_ms());
-        let mut failures = Vec::new();
-        for card in cards {
-            let (Ok(channel), Ok(message)) = (card.chat.parse::<u64>(), card.message.parse::<u64>()) else { continue };
-            if channel == 0 || message == 0 {
-                continue;
-            }
-            let edit = EditMessage::new().content(content.clone()).components(Vec::new()).allowed_mentions(no_pings());
-            let (channel, message) = (ChannelId::new(channel), MessageId::new(message));
-            if let Err(e) = retry(|| channel.edit_message(&self.http, message, edit.clone())).await {
-                failures.push(format!("{}/{}: {e}", card.chat, card.message));
-            }
-        }
+        let edit = EditMessage::new().content(content).components(Vec::new()).allowed_mentions(no_pings());
+        let edited = self.edit_cards(cards, &edit).await;
         if question.status == Status::Expired
             && let Some(conversation) = &question.conversation
         {
@@ -455,11 +465,16 @@ impl Channel for Discord {
             self.send(channel_of(conversation)?, CreateMessage::new().content(line).allowed_mentions(no_pings()))
                 .await?;
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
+        edited
+    }
+
+    async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let layout = render::card(question, self.clock.now_ms());
+        let edit = EditMessage::new()
+            .content(layout.content.clone())
+            .components(render::components(&layout))
+            .allowed_mentions(no_pings());
+        self.edit_cards(cards, &edit).await
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

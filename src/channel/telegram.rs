@@ -7,6 +7,7 @@
 //! (per-chat pacing, 429 `retry_after` honoured); edits and callback answers retry on 429
 //! themselves.
 
+mod outbound;
 mod polling;
 pub mod render;
 
@@ -15,13 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures_util::StreamExt;
 use teloxide::adaptors::Throttle;
 use teloxide::adaptors::throttle::Limits;
-use teloxide::payloads::{
-    AnswerCallbackQuerySetters, EditMessageReplyMarkupSetters, EditMessageTextSetters, SendMessageSetters,
-};
+use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageReplyMarkupSetters, SendMessageSetters};
 use teloxide::prelude::{Request, Requester, RequesterExt};
 use teloxide::types::{
     CallbackQuery, ChatId, ForceReply, InlineKeyboardMarkup, Message, MessageId, ParseMode, ReplyParameters, ThreadId,
@@ -33,12 +31,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::retry::{Backoff, retrying};
-use super::{Channel, ChannelError, ChannelState, Retry};
+use super::{ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
 use crate::command::{CardAction, Command, Tap};
 use crate::engine::{CardRefusal, Engine, Inbound, Response};
-use crate::question::{Conversation, Question, Receipt, Status, Surface, UserRef};
-use crate::store::{Delivery, DeliveryRole};
+use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
+use crate::store::Delivery;
 
 pub use polling::Timeouts;
 
@@ -426,19 +424,6 @@ impl Telegram {
     }
 }
 
-impl Telegram {
-    /// Deletes a prompt for the next message; one too old for Telegram to delete (48 hours) is
-    /// edited to say it is closed instead, so that nobody replies to it in vain.
-    async fn remove_prompt(&self, chat: ChatId, message: MessageId) -> Result<(), RequestError> {
-        let delete = self.bot.delete_message(chat, message);
-        if retry(|| delete.clone().send()).await.is_ok() {
-            return Ok(());
-        }
-        let edit = self.bot.edit_message_text(chat, message, "✍️ (closed)");
-        retry(|| edit.clone().send()).await.map(|_| ())
-    }
-}
-
 /// Whether a Bot API call may succeed if tried again: after the `retry_after` Telegram asked
 /// for, or when it could not be reached; never when it refused the request itself.
 fn classify(e: &RequestError) -> Retry {
@@ -513,62 +498,6 @@ fn parse_conversation(conversation: &Conversation) -> Result<(ChatId, Option<Thr
     let chat = ChatId(chat.parse().map_err(|_| bad())?);
     let thread = thread.map(|t| t.parse().map(|t| ThreadId(MessageId(t)))).transpose().map_err(|_| bad())?;
     Ok((chat, thread))
-}
-
-#[async_trait]
-impl Channel for Telegram {
-    fn name(&self) -> &'static str {
-        "telegram"
-    }
-
-    fn surface(&self) -> Surface {
-        Surface::Telegram
-    }
-
-    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
-        let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
-        let card = render::card(question, self.clock.now_ms());
-        let sent = self.send(conversation, card.text, card.keyboard).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Telegram, sent.chat.id.0.to_string(), sent.id.0.to_string())])
-    }
-
-    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        let text = render::resolved(question, self.clock.now_ms());
-        let mut failures = Vec::new();
-        for card in cards {
-            let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
-            let (chat, message) = (ChatId(chat), MessageId(message));
-            let done = match card.role {
-                // Without a reply_markup the edit removes the keyboard.
-                DeliveryRole::Card => {
-                    let edit = self.bot.edit_message_text(chat, message, text.clone()).parse_mode(ParseMode::Html);
-                    retry(|| edit.clone().send()).await.map(|_| ())
-                }
-                // The card shows the outcome; the prompt that asked for a reply goes.
-                DeliveryRole::Prompt => self.remove_prompt(chat, message).await,
-            };
-            if let Err(e) = done {
-                failures.push(format!("{}/{}: {e}", card.chat, card.message));
-            }
-        }
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            let line = format!("⌛ {}: {outcome}", question.prompt);
-            let line = render::escape(&render::shorten(&line, 500));
-            self.send(conversation, line, None).await?;
-        }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
-    }
-
-    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
-        self.send(conversation, render::escape(&render::shorten(text, render::MAX_TEXT)), None).await.map(|_| ())
-    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub fn card(q: &Question, now_ms: i64) -> String {
             let _ = writeln!(out, "{indent}{line}");
         }
     }
-    let _ = writeln!(out, "   id {id} · {}", deadline(q, now_ms));
+    let _ = writeln!(out, "   {}", footer(q, now_ms));
     match q.kind {
         Kind::Question => {
             let width = q.options.iter().map(|o| o.chars().count()).max().unwrap_or(0);
@@ -46,6 +46,10 @@ pub fn card(q: &Question, now_ms: i64) -> String {
             let _ = writeln!(out, "   2. No     /answer {id} no");
             let _ = write!(out, "   decline: /decline {id} [feedback]");
         }
+        Kind::Approval if q.needs_quorum() => {
+            let _ = writeln!(out, "   1. Approve    /approve {id}");
+            let _ = write!(out, "   2. Reject     /deny {id} [feedback]");
+        }
         Kind::Approval => {
             let _ = writeln!(out, "   1. Allow once      /approve {id}");
             let _ = writeln!(out, "   2. Allow always    /approve {id} always");
@@ -61,6 +65,17 @@ pub fn card(q: &Question, now_ms: i64) -> String {
 /// The one line a text surface prints when a question is resolved.
 pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())
+}
+
+/// A card's last line: `id 1a2b3c4d · expires in 30m (23:15 UTC)`, and for a quorum approval
+/// its count so far (`· 1 of 2 approvals: @alice`).
+pub fn footer(q: &Question, now_ms: i64) -> String {
+    let mut line = format!("id {} · {}", q.id.short(), deadline(q, now_ms));
+    if let Some(tally) = q.tally() {
+        line.push_str(" · ");
+        line.push_str(&tally);
+    }
+    line
 }
 
 /// A card's deadline: `expires in 30m (23:15 UTC), then: No` — with what applies on timeout
@@ -164,6 +179,20 @@ mod tests {
         assert!(deadline(&q, 0).ends_with(", then: b"), "{}", deadline(&q, 0));
         let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]));
         assert!(!deadline(&q, 0).contains("then"), "no default, nothing applies: {}", deadline(&q, 0));
+    }
+
+    #[test]
+    fn a_quorum_card_has_approve_and_reject_and_its_count() {
+        use crate::question::Ask;
+        let q = crate::question::test_question(Ask::approval("deploy prod").quorum(2));
+        let id = q.id.short();
+        let text = card(&q, 0);
+        assert!(text.contains(" · 0 of 2 approvals\n"), "{text}");
+        assert!(
+            text.contains(&format!("1. Approve    /approve {id}\n   2. Reject     /deny {id} [feedback]")),
+            "{text}"
+        );
+        assert!(!text.contains("always"), "{text}");
     }
 
     #[test]

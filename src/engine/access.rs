@@ -225,13 +225,15 @@ impl Engine {
 impl Engine {
     /// The approval as answered by a standing rule, if one allows its action: nobody is
     /// asked. The rules are `function`'s `pre_approved` ones, then the conversation's live
-    /// grants. Its answerer names the rule and who set it.
+    /// grants. Its answerer names the rule and who set it. An approval that needs several
+    /// approvers is never answered by a rule: it asked for people.
     pub(super) async fn granted(
         &self,
         question: &Question,
         function: Option<&str>,
     ) -> Result<Option<Question>, StoreError> {
-        let Some(conversation) = question.conversation.as_ref().filter(|_| question.kind == Kind::Approval) else {
+        let standing = question.kind == Kind::Approval && !question.needs_quorum();
+        let Some(conversation) = question.conversation.as_ref().filter(|_| standing) else {
             return Ok(None);
         };
         let now = self.now_ms();

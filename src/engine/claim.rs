@@ -100,6 +100,19 @@ impl Engine {
         let Some(choice) = choice else {
             return Ok(lost_receipt(question, None));
         };
+        if question.needs_quorum() {
+            match choice {
+                Choice::Answer(_) => return self.approve_toward_quorum(question, resolver).await,
+                Choice::AllowLike(_) => {
+                    let hint = format!(
+                        "this approval needs {} approvers, so no one sets a standing rule on it; reply once or reject",
+                        question.quorum
+                    );
+                    return Ok(Receipt::InvalidChoice { id: question.id, hint });
+                }
+                Choice::Decline(_) => {}
+            }
+        }
         let rule = match &choice {
             Choice::AllowLike(pattern) => Some(pattern.clone()),
             Choice::Answer(_) | Choice::Decline(_) => None,
@@ -130,6 +143,7 @@ impl Engine {
             at: self.now_ms(),
             grant,
             update: resolver.update.clone(),
+            approvals: None,
         };
         Ok(match self.claim(resolution).await? {
             Claimed::Won => Receipt::Resolved { id: question.id, outcome },
@@ -149,12 +163,13 @@ impl Engine {
             at: self.now_ms(),
             grant: None,
             update: None,
+            approvals: None,
         })
         .await
     }
 
     /// The claim-once write, and everything that follows a win.
-    async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
+    pub(super) async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.inner.store.resolve(resolution).await? {
             Claim::Won(question) => {
                 self.after_resolution(question);
@@ -257,6 +272,7 @@ impl Engine {
                 at: self.now_ms(),
                 grant: None,
                 update: None,
+                approvals: None,
             };
             if matches!(self.claim(resolution).await?, Claimed::Won) {
                 cancelled += 1;
@@ -281,7 +297,7 @@ impl Engine {
 }
 
 /// What a losing attempt is told: how the question ended before it.
-fn lost_receipt(current: &Question, attempt: Option<&Outcome>) -> Receipt {
+pub(super) fn lost_receipt(current: &Question, attempt: Option<&Outcome>) -> Receipt {
     match (&current.outcome, current.status) {
         (_, Status::Expired) => Receipt::Expired { id: current.id },
         (Some(o), _) if Some(o) == attempt => {

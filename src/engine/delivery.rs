@@ -21,7 +21,7 @@ use super::{Engine, Event, lock};
 use crate::channel::retry::Backoff;
 use crate::channel::{Channel, ChannelState, Retry};
 use crate::question::{Conversation, Question, QuestionId};
-use crate::store::{Delivery, Store};
+use crate::store::{Delivery, DeliveryRole, Store};
 
 /// How many lanes each group of a channel's conversations is spread over.
 pub(super) const LANES: usize = 16;
@@ -37,6 +37,8 @@ const CARD_BACKOFF: Backoff =
 pub(super) enum Outbound {
     Card(Arc<Question>),
     Retract(Arc<Question>),
+    /// A pending question changed (a quorum approval's count): its cards show it.
+    Refresh(Arc<Question>),
     Text(Conversation, String),
     /// A message an adapter sent for a question by itself (a prompt for the next message),
     /// to be retracted with the question's cards.
@@ -308,6 +310,22 @@ impl Lane {
                     closed.insert(question.id, question.clone());
                 }
                 self.retract(&question, cards).await;
+            }
+            Outbound::Refresh(question) => {
+                let cards = match shown.get(&question.id) {
+                    Some(cards) => cards.clone(),
+                    None => match self.store.deliveries(question.id).await {
+                        Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
+                        Err(e) => {
+                            tracing::error!(question = %question.id, error = %e, "could not load cards to update");
+                            return;
+                        }
+                    },
+                };
+                let cards: Vec<Delivery> = cards.into_iter().filter(|d| d.role == DeliveryRole::Card).collect();
+                if let Err(e) = self.channel.refresh(&question, &cards).await {
+                    tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not update a card");
+                }
             }
             Outbound::Text(conversation, text) => {
                 if let Err(e) = self.channel.send_text(&conversation, &text).await {

@@ -19,6 +19,8 @@ pub enum Event {
     Asked(Arc<Question>),
     /// A question was resolved; its status says how.
     Resolved(Arc<Question>),
+    /// A quorum approval counted one more approval; it still waits.
+    Counted(Arc<Question>),
     /// A run started.
     RunStarted(Arc<Run>),
     /// A follow-up run replays after an answer (or after a restart interrupted its turn).
@@ -40,6 +42,7 @@ impl Event {
                 Status::Expired => "question.expired",
                 Status::Cancelled => "question.cancelled",
             },
+            Self::Counted(_) => "question.counted",
             _ => "question.asked",
         }
     }
@@ -48,7 +51,7 @@ impl Event {
     /// which the store announces with the question's own write).
     pub(super) fn of_run(&self) -> Option<(RunEvent, &Run)> {
         match self {
-            Self::Asked(_) | Self::Resolved(_) => None,
+            Self::Asked(_) | Self::Resolved(_) | Self::Counted(_) => None,
             Self::RunStarted(r) => Some((RunEvent::Started, r)),
             Self::RunResumed(r) => Some((RunEvent::Resumed, r)),
             Self::Run(r) => Some((

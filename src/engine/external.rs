@@ -73,7 +73,7 @@ impl Engine {
             update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
-        let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at);
+        let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at)?;
         if let Some(granted) = self.granted(&question, None).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;

@@ -51,6 +51,7 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
         let read = match &change {
             Change::Asked(id) => engine.heard_asked(*id).await,
             Change::Resolved(id) => engine.heard_resolved(*id).await,
+            Change::Voted(id) => engine.heard_counted(*id).await,
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             // What waits here may have been resolved meanwhile: look at each again.
             Change::Missed => {
@@ -131,6 +132,16 @@ impl Engine {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
         self.wake_sweeper_for(question.expires_at);
         self.publish(Event::Asked(Arc::new(question)));
+        Ok(())
+    }
+
+    /// Another instance counted an approval of `id` (and shows it on the cards): the event
+    /// streams here carry it.
+    async fn heard_counted(&self, id: QuestionId) -> Result<(), StoreError> {
+        let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
+        if question.is_pending() {
+            self.publish(Event::Counted(Arc::new(question)));
+        }
         Ok(())
     }
 

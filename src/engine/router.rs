@@ -101,6 +101,14 @@ pub fn receipt_text(receipt: &Receipt, question: Option<&Question>) -> Option<St
             (other, _) => format!("Already closed: {}.", other.summary(kind)),
         },
         Receipt::Expired { .. } => "This question has expired.".to_owned(),
+        Receipt::Counted { id, approvals, quorum } => {
+            format!("Approval {approvals} of {quorum} recorded ({}); it needs {} more.", id.short(), quorum - approvals)
+        }
+        Receipt::AlreadyCounted { id, approvals, quorum } => format!(
+            "You approved {} already; each person counts once ({approvals} of {quorum}, {} more needed).",
+            id.short(),
+            quorum - approvals
+        ),
         Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
         Receipt::Unknown { reason } => format!("{reason}."),
         Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
@@ -146,7 +154,8 @@ impl Engine {
         // A claim records the update in its own transaction, and a run with its first write;
         // whatever else an update did changed nothing that a second delivery would repeat
         // wrongly, so recording it afterwards is enough.
-        let recorded = matches!(response.receipt, Some(Receipt::Resolved { .. })) || response.started;
+        let recorded =
+            matches!(response.receipt, Some(Receipt::Resolved { .. } | Receipt::Counted { .. })) || response.started;
         if !recorded {
             self.inner.store.first_seen(key, self.now_ms()).await?;
         }

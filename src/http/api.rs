@@ -249,11 +249,20 @@ pub(super) async fn reject(
     receipt_response(receipt)
 }
 
-/// A receipt as a response: 200 when this attempt resolved the question, 409 when it was
-/// resolved before (with what it was resolved to), 422 for a choice that does not fit.
+/// A receipt as a response: 200 when this attempt resolved the question, 202 when a quorum
+/// approval counted it and waits for more, 409 when it was resolved before (with what it was
+/// resolved to) or this approver was counted before, 422 for a choice that does not fit.
 fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
     match receipt {
         Receipt::Resolved { .. } => Ok(axum::Json(ReceiptView { receipt }).into_response()),
+        // A quorum approval counted it and waits for more.
+        Receipt::Counted { .. } => Ok((StatusCode::ACCEPTED, axum::Json(ReceiptView { receipt })).into_response()),
+        Receipt::AlreadyCounted { .. } => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_approved",
+            "this approver was counted already; the approval waits for others",
+        )
+        .with_receipt(receipt)),
         Receipt::AlreadyResolvedSame { .. } | Receipt::AlreadyResolvedConflict { .. } | Receipt::Expired { .. } => {
             Err(ApiError::new(StatusCode::CONFLICT, "already_resolved", "the question was already resolved")
                 .with_receipt(receipt))

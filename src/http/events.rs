@@ -42,7 +42,7 @@ pub(super) struct EventsQuery {
 fn concerns(event: &Event, conversation: Option<&Conversation>) -> bool {
     let Some(wanted) = conversation else { return true };
     let of = match event {
-        Event::Asked(q) | Event::Resolved(q) => q.conversation.as_ref(),
+        Event::Asked(q) | Event::Resolved(q) | Event::Counted(q) => q.conversation.as_ref(),
         Event::RunStarted(r) | Event::RunResumed(r) | Event::Run(r) => r.conversation.as_ref(),
     };
     of == Some(wanted)

@@ -221,9 +221,13 @@ fn build() -> Value {
             body,
             json!({
                 "200": json_body("This attempt resolved the question.", s.written::<ReceiptView>()),
+                "202": json_body(
+                    "A quorum approval counted this approval and waits for more (`receipt.approvals` of `receipt.quorum`).",
+                    s.written::<ReceiptView>(),
+                ),
                 "403": error("The caller may not answer it."),
                 "404": error("No question has this id, or the prefix names several."),
-                "409": error("It was resolved before (`error.receipt` says how)."),
+                "409": error("It was resolved before (`error.receipt` says how), or this approver was counted before."),
                 "422": error("The value does not fit the question (`error.receipt.hint` says what does)."),
             }),
         )
@@ -320,7 +324,7 @@ fn build() -> Value {
         "description": "One event. `data` is JSON: the question (`question.*`), the run (`run.*`), or `{}`.",
         "type": "object",
         "properties": {
-            "event": {"enum": ["question.asked", "question.replied", "question.rejected", "question.expired",
+            "event": {"enum": ["question.asked", "question.counted", "question.replied", "question.rejected", "question.expired",
                                "question.cancelled", "run.started", "run.resumed", "run.waiting", "run.finished",
                                "run.failed", "run.cancelled", "replay.done"]},
             "data": {"type": "string", "contentMediaType": "application/json",

@@ -133,10 +133,18 @@ function summary(kind, outcome) {
 
 function disable(card) { for (const c of card.querySelectorAll("button, input")) c.disabled = true; }
 
+// A quorum approval's count: `1 of 2 approvals: @alice`; "" for any other question.
+function tally(q) {
+  if (!(q.quorum > 1)) return "";
+  const names = (q.approvals || []).map((a) => a.name || a.user);
+  return names.length + " of " + q.quorum + " approvals" + (names.length ? ": " + names.join(", ") : "");
+}
+
 // `✅ sqlite — @alice via telegram`.
 function outcomeLine(q) {
   let line = summary(q.kind, q.outcome);
-  if (q.answered_by && (q.status === "answered" || q.status === "declined")) line += " — " + (q.answered_name || q.answered_by) + (q.answered_via ? " via " + q.answered_via : "");
+  if (q.status === "answered" && tally(q)) line += " — " + tally(q);
+  else if (q.answered_by && (q.status === "answered" || q.status === "declined")) line += " — " + (q.answered_name || q.answered_by) + (q.answered_via ? " via " + q.answered_via : "");
   return line;
 }
 
@@ -159,6 +167,13 @@ async function answer(q, entry, path, body) {
   const { status, json } = await call("/api/questions/" + q.id + "/" + path, name ? { ...body, name } : body);
   if (status === 200) { say("Recorded: " + q.prompt); return; }
   const receipt = json.error && json.error.receipt;
+  if (status === 202 || (status === 409 && receipt && receipt.receipt === "already_counted")) {
+    // A quorum approval: counted once; it waits for the others.
+    const r = status === 202 ? json.receipt : receipt;
+    say((status === 202 ? "Approval counted: " : "You approved already: ") + r.approvals + " of " + r.quorum + " — " + q.prompt);
+    for (const c of entry.node.querySelectorAll("button, input")) c.disabled = false;
+    return;
+  }
   if (status === 409 && receipt) {
     const by = receipt.by ? " — " + receipt.by : "";
     entry.outcome.textContent = receipt.receipt === "expired" ? "This question has expired." : "Already answered" + (receipt.outcome ? ": " + summary(q.kind, receipt.outcome) : "") + by;
@@ -189,6 +204,9 @@ function render(q) {
     body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", "data-key": String(i + 1), title: "key " + (i + 1), onclick: () => send(i + 1) }, o))));
   } else if (q.kind === "confirm") {
     body.push(el("div", { class: "row" }, el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send(false) }, "No")));
+  } else if (q.quorum > 1) {
+    // Several people must approve: each approves once; no one sets a standing rule.
+    body.push(el("div", { class: "row" }, el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Approve")));
   } else {
     body.push(el("div", { class: "row" },
       el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Allow once"),
@@ -213,9 +231,11 @@ function render(q) {
   const expires = q.expires_at ? timeEl(q.expires_at, "expires %" + fallback) : "never expires";
   const badge = el("span", { class: "badge " + q.kind }, q.kind);
   const heading = q.kind === "approval" ? el("h2", { id: title }, badge, "Approve ", el("code", {}, q.prompt)) : el("h2", { id: title }, badge, q.prompt);
+  entry.tally = el("p", { class: "meta tally", "aria-live": "polite" }, tally(q));
   const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id, "data-kind": q.kind, tabindex: "0" },
     heading,
     q.detail ? detail(q.detail) : null,
+    q.quorum > 1 ? entry.tally : null,
     el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · in " + (q.conversation || "no conversation") + " · run " + String(q.run).slice(0, 8) + " · asked ", timeEl(q.created_at, "%"), " · ", expires),
     ...body, outcome));
   entry.node = node;
@@ -242,6 +262,7 @@ document.addEventListener("keydown", (e) => {
 
 function handle(name, data) {
   if (name === "question.asked") render(data);
+  else if (name === "question.counted") { const entry = cards.get(data.id); if (entry) entry.tally.textContent = tally(data); }
   else if (name.startsWith("question.")) showOutcome(data);
   else if (name === "replay.done") {
     for (const [id, entry] of cards) if (!entry.seen && !entry.node.dataset.status) { entry.node.remove(); cards.delete(id); }

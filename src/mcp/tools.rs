@@ -110,6 +110,7 @@ impl Tool {
                 json!({
                     "action": {"type": "string", "description": "what you are about to do, e.g. the command"},
                     "editable": {"type": "boolean", "default": false, "description": "the person may edit the action before allowing it (decision `edited`)"},
+                    "quorum": {"type": "integer", "minimum": 1, "maximum": crate::question::MAX_QUORUM, "default": 1, "description": "how many distinct people must approve; one rejection ends it"},
                     "detail": detail, "timeout": timeout, "conversation": conversation, "wait": wait,
                 }),
                 json!(["action"]),

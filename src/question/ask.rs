@@ -74,6 +74,8 @@ pub struct Ask {
     pub answerers: Option<Answerers>,
     /// For an approval: the approver may edit the action (`edit <new action>`).
     pub editable: bool,
+    /// For an approval: how many distinct people must approve it (none: one).
+    pub quorum: Option<u32>,
 }
 
 impl Ask {
@@ -139,6 +141,13 @@ impl Ask {
         self
     }
 
+    /// For an approval: needs `n` distinct approvers among its answerers; one rejection ends
+    /// it. Allow-always is not offered for it, and no standing grant answers it.
+    pub fn quorum(mut self, n: u32) -> Self {
+        self.quorum = Some(n);
+        self
+    }
+
     /// Sets who may answer.
     pub fn answerers(mut self, answerers: Answerers) -> Self {
         self.answerers = Some(answerers);
@@ -169,7 +178,22 @@ impl Ask {
             default: self.default,
             timeout: self.timeout,
             answerers: self.answerers,
+            quorum: 1,
         };
+        if let Some(n) = self.quorum {
+            if kind != Kind::Approval {
+                return Err(InvalidAsk::Quorum(format!("a quorum is for approvals; a {kind} takes one answer")));
+            }
+            if !(1..=MAX_QUORUM).contains(&n) {
+                return Err(InvalidAsk::Quorum(format!("a quorum of {n}: give 1 to {MAX_QUORUM} approvers")));
+            }
+            if n > 1 && self.editable {
+                return Err(InvalidAsk::Quorum(
+                    "an editable approval takes one approver: several could not approve different edits".to_owned(),
+                ));
+            }
+            ask.quorum = n;
+        }
         match kind {
             Kind::Question => {
                 let mut options: Vec<String> = Vec::with_capacity(self.options.len());
@@ -205,6 +229,13 @@ impl Ask {
                     None => ask.default = Some(Value::Bool(false)),
                     Some(Value::Bool(_)) => {}
                     Some(ref other) => return Err(InvalidAsk::BadDefault(other.to_string())),
+                }
+            }
+            Kind::Approval if ask.quorum > 1 => {
+                // Each approver approves once; a standing "always" is one person's to give.
+                ask.options = vec!["Approve".to_owned(), "Reject".to_owned()];
+                if let Some(d) = &ask.default {
+                    return Err(InvalidAsk::BadDefault(format!("{d} (approvals take no default)")));
                 }
             }
             Kind::Approval => {
@@ -264,6 +295,9 @@ pub enum InvalidAsk {
     /// The default has the wrong type for this kind.
     #[error("the default {0} does not fit this kind of question")]
     BadDefault(String),
+    /// A quorum that does not fit: not an approval, out of range, or with an edit.
+    #[error("{0}")]
+    Quorum(String),
 }
 
 /// A checked ask, ready to persist.
@@ -287,7 +321,12 @@ pub struct ValidAsk {
     pub timeout: Timeout,
     /// Who may answer; `None` uses the run's policy.
     pub answerers: Option<Answerers>,
+    /// How many distinct people must approve (1 but for a quorum approval).
+    pub quorum: u32,
 }
+
+/// The most approvers a quorum approval may need.
+pub const MAX_QUORUM: u32 = 25;
 
 impl ValidAsk {
     fn check_default(&self, default: &Value) -> Result<Value, InvalidAsk> {
@@ -310,8 +349,32 @@ impl ValidAsk {
 
     /// The pending question this ask becomes where `origin` says, answerable by `answerers`
     /// (when the ask names none), asked at `now` and expiring at `expires_at`.
-    pub fn pending(self, origin: Origin, answerers: Answerers, now: i64, expires_at: Option<i64>) -> Question {
-        Question {
+    ///
+    /// # Errors
+    /// [`InvalidAsk::Quorum`] when fewer people may answer than the quorum needs: it could never
+    /// be allowed.
+    pub fn pending(
+        self,
+        origin: Origin,
+        answerers: Answerers,
+        now: i64,
+        expires_at: Option<i64>,
+    ) -> Result<Question, InvalidAsk> {
+        let answerers = self.answerers.clone().unwrap_or(answerers);
+        let people = match &answerers {
+            Answerers::Initiator { user } => vec![user.as_str()],
+            Answerers::Users { users } => users.iter().map(|u| u.as_str()).collect(),
+            Answerers::Conversation => Vec::new(),
+        };
+        let distinct = people.iter().collect::<std::collections::BTreeSet<_>>().len();
+        if !people.is_empty() && distinct < self.quorum as usize {
+            return Err(InvalidAsk::Quorum(format!(
+                "a quorum of {} needs that many people who may answer, and only {} may (set its answerers)",
+                self.quorum,
+                people.join(", ")
+            )));
+        }
+        Ok(Question {
             id: QuestionId::new(),
             conversation: origin.conversation,
             run: origin.run,
@@ -319,7 +382,7 @@ impl ValidAsk {
             mode: origin.mode,
             kind: self.kind,
             fingerprint: self.fingerprint(),
-            answerers: self.answerers.unwrap_or(answerers),
+            answerers,
             prompt: self.prompt,
             detail: self.detail,
             options: self.options,
@@ -334,7 +397,9 @@ impl ValidAsk {
             answered_name: None,
             answered_via: None,
             resolved_at: None,
-        }
+            quorum: self.quorum,
+            approvals: Vec::new(),
+        })
     }
 
     /// The replay fingerprint: a hash of kind, prompt and options.
@@ -349,5 +414,45 @@ impl ValidAsk {
         }
         let digest = h.finalize();
         hex::encode(&digest[..12])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::question::UserRef;
+
+    fn origin() -> Origin {
+        Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0 }
+    }
+
+    #[test]
+    fn a_quorum_is_for_approvals_in_range_and_never_editable() {
+        let refused = |ask: Ask| match ask.validate() {
+            Err(InvalidAsk::Quorum(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(refused(Ask::question("Pick").quorum(2)).contains("for approvals"));
+        assert!(refused(Ask::approval("deploy").quorum(0)).contains("give 1 to 25"));
+        assert!(refused(Ask::approval("deploy").quorum(MAX_QUORUM + 1)).contains("give 1 to 25"));
+        assert!(refused(Ask::approval("deploy").quorum(2).editable(true)).contains("editable"));
+        let two = Ask::approval("deploy").quorum(2).validate().unwrap();
+        assert_eq!((two.quorum, two.options.as_slice()), (2, ["Approve".to_owned(), "Reject".to_owned()].as_slice()));
+        let one = Ask::approval("deploy").quorum(1).validate().unwrap();
+        assert_eq!((one.quorum, one.options.len()), (1, 3), "a quorum of one is a plain approval");
+    }
+
+    #[test]
+    fn a_quorum_needs_as_many_people_as_may_answer() {
+        let alice = UserRef::parse("telegram:1").unwrap();
+        let bob = UserRef::parse("telegram:2").unwrap();
+        let ask = || Ask::approval("deploy").quorum(2).validate().unwrap();
+        let alone = ask().pending(origin(), Answerers::Initiator { user: alice.clone() }, 0, None).unwrap_err();
+        assert!(alone.to_string().contains("only telegram:1 may"), "{alone}");
+        let twice = Answerers::Users { users: vec![alice.clone(), alice.clone()] };
+        assert!(ask().pending(origin(), twice, 0, None).is_err(), "the same person counts once");
+        let two = Answerers::Users { users: vec![alice, bob] };
+        assert_eq!(ask().pending(origin(), two, 0, None).unwrap().quorum, 2);
+        assert!(ask().pending(origin(), Answerers::Conversation, 0, None).is_ok(), "anyone in the chat");
     }
 }

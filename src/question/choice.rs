@@ -61,6 +61,7 @@ impl Question {
         let text = text.trim();
         match self.kind {
             Kind::Confirm => parse_confirm(text),
+            Kind::Approval if self.needs_quorum() => parse_vote(text, self.quorum),
             Kind::Approval => parse_approval(text, self.allow_custom),
             Kind::Question if self.multi => self.parse_many(text),
             Kind::Question => self.parse_one(text),
@@ -117,6 +118,7 @@ impl Question {
     fn value_hint(&self) -> String {
         match self.kind {
             Kind::Confirm => "send true or false".to_owned(),
+            Kind::Approval if self.needs_quorum() => "send \"once\" or \"reject\"".to_owned(),
             Kind::Approval => "send \"once\", \"always\" or \"reject\"".to_owned(),
             Kind::Question if self.multi => "send a list of option names or numbers".to_owned(),
             Kind::Question => "send an option's name or number, or text".to_owned(),
@@ -270,6 +272,28 @@ fn parse_approval(text: &str, editable: bool) -> Result<Choice, InvalidChoice> {
             Err(InvalidChoice { hint: "reply once, always, reject [feedback], or edit <new action>".to_owned() })
         }
         _ => Err(InvalidChoice { hint: "reply once, always, or reject [feedback]".to_owned() }),
+    }
+}
+
+/// A quorum approval: each approver approves (`once`) or rejects; a standing rule is not
+/// one person's to set for it.
+fn parse_vote(text: &str, quorum: u32) -> Result<Choice, InvalidChoice> {
+    let (word, rest) = match text.split_once(char::is_whitespace) {
+        Some((w, r)) => (w, r.trim()),
+        None => (text, ""),
+    };
+    let feedback = (!rest.is_empty()).then(|| rest.to_owned());
+    match word.to_ascii_lowercase().as_str() {
+        "once" | "allow" | "approve" | "1" | "yes" if feedback.is_none() => {
+            Ok(Choice::Answer(Value::String("once".into())))
+        }
+        "reject" | "deny" | "no" | "2" => Ok(Choice::Decline(feedback)),
+        "always" | "always-like" => Err(InvalidChoice {
+            hint: format!(
+                "this approval needs {quorum} approvers, so no one sets a standing rule on it; reply once or reject"
+            ),
+        }),
+        _ => Err(InvalidChoice { hint: "reply once, or reject [feedback]".to_owned() }),
     }
 }
 
@@ -471,6 +495,18 @@ mod tests {
         assert_eq!(q.parse_choice("reject not on friday").unwrap(), Choice::Decline(Some("not on friday".into())));
         assert_eq!(q.parse_choice("reject").unwrap(), Choice::Decline(None));
         assert!(q.parse_choice("once please").is_err());
+    }
+
+    #[test]
+    fn a_quorum_approval_takes_approve_or_reject_and_no_standing_rule() {
+        let q = question(Ask::approval("deploy").quorum(2));
+        for text in ["once", "approve", "1", "yes"] {
+            assert_eq!(q.parse_choice(text).unwrap(), Choice::Answer(json!("once")), "{text}");
+        }
+        assert_eq!(q.parse_choice("2").unwrap(), Choice::Decline(None), "the second button is Reject");
+        assert_eq!(q.parse_choice("reject not now").unwrap(), Choice::Decline(Some("not now".into())));
+        assert!(q.parse_choice("always").unwrap_err().hint.contains("needs 2 approvers"));
+        assert!(q.parse_choice("edit x").is_err());
     }
 
     #[test]

@@ -135,6 +135,24 @@ pub enum Receipt {
         /// Why the id did not match.
         reason: String,
     },
+    /// A quorum approval counted this approval; it waits for more.
+    Counted {
+        /// The question.
+        id: QuestionId,
+        /// Approvals so far, this one included.
+        approvals: u32,
+        /// Approvals it needs.
+        quorum: u32,
+    },
+    /// This person had approved already: counted once; it still waits for others.
+    AlreadyCounted {
+        /// The question.
+        id: QuestionId,
+        /// Approvals so far.
+        approvals: u32,
+        /// Approvals it needs.
+        quorum: u32,
+    },
     /// The choice does not fit the question; it stays pending.
     InvalidChoice {
         /// The question.

@@ -38,6 +38,10 @@ pub struct AskWire {
     /// Approvals only: the approver may allow it as edited (`edit <new action>`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub editable: bool,
+    /// Approvals only: how many distinct people must approve (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 25))]
+    pub quorum: Option<u32>,
 }
 
 /// A timeout as [`Timeout::from_json`] takes it.
@@ -50,7 +54,7 @@ fn timeout_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// The keys of an ask.
 const KEYS: &[&str] =
-    &["prompt", "action", "detail", "options", "multi", "allow_custom", "default", "timeout", "editable"];
+    &["prompt", "action", "detail", "options", "multi", "allow_custom", "default", "timeout", "editable", "quorum"];
 
 impl AskWire {
     /// Takes the keys of an ask out of `object`, leaving the surface's own.
@@ -83,6 +87,9 @@ impl AskWire {
         if self.editable && kind != Kind::Approval {
             return Err(format!("`editable` is for approvals; a {kind} has nothing to edit"));
         }
+        if self.quorum.is_some() && kind != Kind::Approval {
+            return Err(format!("`quorum` is for approvals; a {kind} takes one answer"));
+        }
         let timeout = Timeout::from_json(self.timeout.as_ref())?;
         Ok(Ask {
             kind: Some(kind),
@@ -95,6 +102,7 @@ impl AskWire {
             timeout,
             answerers: None,
             editable: self.editable,
+            quorum: self.quorum,
         })
     }
 }

@@ -37,7 +37,7 @@ use super::{
     Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, RunEvent, Store,
     StoreError,
 };
-use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// PostgreSQL through sqlx.
@@ -345,6 +345,16 @@ impl Store for PostgresStore {
 
     async fn resolve(&self, r: Resolution) -> Result<Claim, StoreError> {
         self.claim(r).await
+    }
+
+    async fn vote(
+        &self,
+        question: QuestionId,
+        seen: &[Approver],
+        approvals: &[Approver],
+        update: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.count_vote(question, seen, approvals, update).await
     }
 
     // Questions another instance is claiming now are left out: the sweepers share the work

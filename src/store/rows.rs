@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use crate::question::{Conversation, Question, UserRef};
+use crate::question::{Approver, Conversation, Question, UserRef};
 use crate::run::Run;
 use crate::store::{Delivery, Grant, Resume, StoreError};
 
@@ -74,6 +74,8 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         answered_via: parse_opt(row, "answered_via")?,
         answered_name: row.text("answered_name")?,
         resolved_at: row.int("resolved_at")?,
+        quorum: u32::try_from(row.req_int("quorum")?).map_err(|e| corrupt("quorum", e))?,
+        approvals: json_col(row, "approvals")?.unwrap_or_default(),
     })
 }
 
@@ -145,6 +147,12 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
 }
 
 /// A value as the JSON text both backends store.
+/// A quorum approval's recorded approvals as stored: a JSON list, NULL while there are none
+/// (so that a conditional update compares like with like).
+pub(super) fn approvals_json(approvals: &[Approver]) -> Result<Option<String>, StoreError> {
+    if approvals.is_empty() { Ok(None) } else { to_json(&approvals).map(Some) }
+}
+
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
 }

@@ -17,7 +17,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use super::{
     Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats,
 };
-use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// How hard SQLite syncs to disk.
@@ -303,6 +303,17 @@ impl Store for SqliteStore {
 
     async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError> {
         self.write(job!(Resolve { resolution: Box::new(resolution) })).await
+    }
+
+    async fn vote(
+        &self,
+        question: QuestionId,
+        seen: &[Approver],
+        approvals: &[Approver],
+        update: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let (seen, approvals, update) = (seen.to_vec(), approvals.to_vec(), update.map(str::to_owned));
+        self.write(job!(Vote { question: question, seen: seen, approvals: approvals, update: update })).await
     }
 
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {

@@ -264,6 +264,32 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser
         .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice via web']"))
         .await;
+
+    // A quorum approval: the page's approval is counted and shown; the console's completes it.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"kind": "approval", "action": "drop table users", "quorum": 2, "conversation": "console:local",
+                   "answerers": ["console:local", "api:operator"]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let quorum = "//article[.//h2/code[normalize-space()='drop table users']]";
+    assert!(browser.find(&format!("{quorum}//button[normalize-space()='Allow always']")).await.is_none());
+    browser.wait_for(&format!("{quorum}//p[contains(@class, 'tally')][normalize-space()='0 of 2 approvals']")).await;
+    browser.click(&browser.wait_for(&format!("{quorum}//button[normalize-space()='Approve']")).await).await;
+    browser
+        .wait_for(&format!("{quorum}//p[contains(@class, 'tally')][normalize-space()='1 of 2 approvals: Alice']"))
+        .await;
+    let engine = app.gateway.as_ref().unwrap().engine().clone();
+    let console = askgate::question::Conversation::parse("console:local").unwrap();
+    let user = askgate::question::UserRef::parse("console:local").unwrap();
+    let id = asked["id"].as_str().unwrap();
+    let surface = askgate::question::Surface::Console;
+    engine.handle(askgate::engine::Inbound::text(console, user, surface, format!("/approve {}", &id[..8]))).await;
+    browser
+        .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: Alice, console:local']"))
+        .await;
     browser.quit().await;
     app.stop().await;
 }

@@ -76,6 +76,8 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         answered_via: None,
         resolved_at: None,
         answered_name: None,
+        quorum: 1,
+        approvals: Vec::new(),
     }
 }
 
@@ -97,6 +99,7 @@ fn answer(q: &Question, value: serde_json::Value, at: i64) -> Resolution {
         at,
         grant: None,
         update: None,
+        approvals: None,
     }
 }
 

@@ -190,6 +190,34 @@ async fn free_text_and_reject_with_a_note_go_through_modals() {
 }
 
 #[tokio::test]
+async fn a_quorum_approval_counts_clicks_on_its_card_and_the_second_person_allows_it() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run two-approvers", None);
+    let card = fake.sent("Approve: deploy prod", 1).await;
+    let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["Approve", "Reject", "Reject with note…"], "no allow-always for a quorum");
+    let approve = custom_id(&card, "Approve");
+    let first = fake.callback(fake.click(ALICE, CHANNEL, id_of(&card), &approve)).await;
+    assert_eq!(first["data"]["flags"], 64, "told privately: {first}");
+    assert!(first["data"]["content"].as_str().unwrap().starts_with("Approval 1 of 2 recorded"), "{first}");
+    // The card shows the count through REST and keeps its components.
+    let counted = eventually(|| async {
+        let m = fake.bot_message(id_of(&card));
+        m["content"].as_str().unwrap().contains(&format!("1 of 2 approvals: @user{ALICE}")).then_some(m)
+    })
+    .await;
+    assert_eq!(components(&counted), components(&card));
+    let again = fake.callback(fake.click(ALICE, CHANNEL, id_of(&card), &approve)).await;
+    assert!(again["data"]["content"].as_str().unwrap().contains("each person counts once"), "{again}");
+    let last = fake.callback(fake.click(BOB, CHANNEL, id_of(&card), &approve)).await;
+    assert_eq!(last["type"], 7, "the card is updated in place: {last}");
+    let content = last["data"]["content"].as_str().unwrap();
+    assert!(content.contains(&format!("2 of 2 approvals: @user{ALICE}, @user{BOB}")), "{last}");
+    fake.sent("Deployed.", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
 async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);

@@ -513,8 +513,11 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
         let store = SqliteStore::open(db.to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let mut run = crate::support::waiting_run("console:local", "");
         run.mode = Mode::External;
-        let q =
-            Ask::question("Still there?").validate().unwrap().pending(run.origin(0), Answerers::Conversation, 1, None);
+        let q = Ask::question("Still there?")
+            .validate()
+            .unwrap()
+            .pending(run.origin(0), Answerers::Conversation, 1, None)
+            .unwrap();
         store.ask(&run, &Arc::new(q.clone())).await.unwrap();
         let outcome = Outcome::Answered { value: json!("yes") };
         let resolution = Resolution {
@@ -526,6 +529,7 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
             at: 2,
             grant: None,
             update: None,
+            approvals: None,
         };
         store.resolve(resolution.clone()).await.unwrap();
         assert_eq!(store.run(run.id).await.unwrap().unwrap().status, RunStatus::Waiting);

@@ -670,6 +670,52 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn a_quorum_approval_counts_the_token_once_and_a_person_on_another_surface_completes_it() {
+    let app = App::on(Place::sqlite(), "", Env::default()).await;
+    let ask = |extra: Value| {
+        let mut body = json!({"conversation": "console:local", "kind": "approval", "prompt": "drop table users",
+                              "answerers": ["console:local", "api:operator"]});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        app.post("/api/questions", body)
+    };
+    for (bad, says) in [(json!({"quorum": 0}), "a quorum of 0"), (json!({"quorum": 2, "editable": true}), "editable")] {
+        let (status, body) = ask(bad).await;
+        assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(says), "{body}");
+    }
+    let (status, body) =
+        app.post("/api/questions", json!({"conversation": "console:local", "prompt": "x?", "quorum": 2})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a quorum is for approvals: {body}");
+    let (status, body) = ask(json!({"quorum": 2})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let reply = format!("/api/questions/{id}/reply");
+    let (status, refused) = app.post(&reply, json!({"value": "always"})).await;
+    assert_eq!((status, error_code(&refused)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice"), "{refused}");
+    let (status, counted) = app.post(&reply, json!({"value": "once", "name": "Ops bot"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{counted}");
+    assert_eq!(counted["receipt"], json!({"receipt": "counted", "id": id, "approvals": 1, "quorum": 2}));
+    let (status, again) = app.post(&reply, json!({"value": "once"})).await;
+    assert_eq!((status, error_code(&again)), (StatusCode::CONFLICT, "already_approved"), "{again}");
+    let (_, q) = app.get(&format!("/api/questions/{id}")).await;
+    assert_eq!((q["status"].as_str(), q["quorum"].as_u64()), (Some("pending"), Some(2)), "{q}");
+    assert_eq!((&q["approvals"][0]["user"], &q["approvals"][0]["name"]), (&json!("api:operator"), &json!("Ops bot")));
+
+    // The console's operator is the second approver.
+    let engine = app.gateway.as_ref().unwrap().engine().clone();
+    let console = Conversation::parse("console:local").unwrap();
+    let user = UserRef::parse("console:local").unwrap();
+    let typed = engine.handle(Inbound::text(console, user, Surface::Console, format!("/approve {}", &id[..8]))).await;
+    assert!(matches!(typed.receipt, Some(askgate::question::Receipt::Resolved { .. })), "{typed:?}");
+    let (_, outcome) = app.get(&format!("/api/questions/{id}/outcome")).await;
+    assert_eq!(outcome["status"], "answered", "{outcome}");
+    let (_, q) = app.get(&format!("/api/questions/{id}")).await;
+    assert_eq!(q["approvals"].as_array().unwrap().len(), 2, "{q}");
+    assert_eq!(q["answered_by"], "console:local");
+    app.stop().await;
+}
+
 // The API's behaviour that rests on the store's, on both backends.
 crate::backend::on_both_backends!(
     an_agents_run_ends_when_its_question_is_resolved,

@@ -17,6 +17,7 @@ mod openapi;
 mod packaging;
 mod process;
 mod python_client;
+mod quorum;
 mod routing;
 mod security;
 mod store;

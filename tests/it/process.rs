@@ -9,7 +9,7 @@ use askgate::clock::Clock;
 use askgate::engine::{Entry, Functions};
 use askgate::engine::{RunRequest, Settings};
 use askgate::function::process::{MAX_LINE, Process, ProcessConfig};
-use askgate::question::{Mode, Outcome, Status};
+use askgate::question::{Mode, Outcome, Status, UserRef};
 use askgate::run::RunStatus;
 use tempfile::TempDir;
 
@@ -406,4 +406,33 @@ async fn the_python_helper_asks_an_editable_approval_and_gets_the_edit() {
     h.say(ALICE, &format!("/approve {} edit deploy staging", card.id.short())).await;
     let done = h.finished(run).await;
     assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("ran deploy staging")), "{done:?}");
+}
+
+#[tokio::test]
+async fn the_python_helper_asks_for_two_approvers() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "import askgate\n\
+                  def main(input, run):\n    \
+                      return 'ran drop table (' + askgate.approve('drop table', quorum=2) + ')'\n\
+                  askgate.run(main)\n";
+    add(&mut f, dir.path(), "drop", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    // Only the initiator answers this run: two approvers can never be found, and it says so.
+    let alone = h.finished(start(&h, "drop").await).await;
+    assert_eq!(alone.status, RunStatus::Failed, "{alone:?}");
+    assert!(
+        alone.result.unwrap().contains("a quorum of 2 needs that many people who may answer, and only test:alice may")
+    );
+    let team = askgate::question::Answerers::Users { users: vec![alice(), UserRef::parse(BOB).unwrap()] };
+    let request = RunRequest::new("drop", Some(room()), alice()).answerers(team);
+    let run = h.engine.start_run(request, Mode::FollowUp).await.unwrap();
+    let card = h.card(1).await;
+    assert_eq!(card.quorum, 2, "the protocol's `quorum` reaches the question");
+    let id = card.id.short();
+    let first = h.say(ALICE, &format!("/approve {id}")).await;
+    assert!(matches!(first.receipt, Some(askgate::question::Receipt::Counted { .. })), "{first:?}");
+    h.say(BOB, &format!("/approve {id}")).await;
+    let done = h.finished(run).await;
+    assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("ran drop table (once)")), "{done:?}");
 }

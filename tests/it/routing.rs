@@ -91,6 +91,8 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         answered_via: None,
         resolved_at: None,
         answered_name: None,
+        quorum: 1,
+        approvals: Vec::new(),
     }
 }
 

@@ -47,6 +47,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         at: T0 + 5,
         grant: None,
         update: None,
+        approvals: None,
     };
     let Claim::Won(won) = store.resolve(resolution.clone()).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
@@ -156,6 +157,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
         at: T0,
         grant: None,
         update: Some("telegram:update:7".into()),
+        approvals: None,
     };
     assert!(matches!(store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
     assert!(store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
@@ -235,6 +237,7 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
         at: T0,
         grant: None,
         update: None,
+        approvals: None,
     };
     assert!(matches!(b.resolve(answer).await.unwrap(), Claim::Won(_)));
     assert_eq!(next_change(&mut heard_by_a).await, Some(Change::Resolved(q.id)));
@@ -324,6 +327,7 @@ async fn postgres_sweepers_skip_a_question_another_instance_is_claiming() {
         at: T0 + 10_000,
         grant: None,
         update: None,
+        approvals: None,
     };
     let expired = tokio::time::timeout(std::time::Duration::from_secs(10), store.resolve(expiry)).await;
     assert!(matches!(expired.expect("the expiry does not wait either").unwrap(), Claim::Lost(_)));

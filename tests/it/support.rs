@@ -76,10 +76,27 @@ impl askgate::engine::Function for Multi {
     }
 }
 
-/// The built-ins and `multi`.
+/// Asks approval of `deploy prod` by two people in the conversation (for channel tests).
+pub struct TwoApprovers;
+
+#[async_trait]
+impl askgate::engine::Function for TwoApprovers {
+    async fn call(
+        &self,
+        ctx: &mut askgate::engine::Context,
+        _: &str,
+    ) -> Result<String, askgate::engine::FunctionError> {
+        use askgate::question::{Answerers, Ask};
+        ctx.approve(Ask::approval("deploy prod").quorum(2).answerers(Answerers::Conversation)).await?;
+        Ok("Deployed.".to_owned())
+    }
+}
+
+/// The built-ins, `multi` and `two-approvers`.
 pub fn channel_functions() -> Functions {
     let mut f = builtins();
     f.insert("multi", "multi-select", Arc::new(Multi));
+    f.insert("two-approvers", "an approval by two people", Arc::new(TwoApprovers));
     f
 }
 

@@ -229,6 +229,33 @@ async fn edit_takes_the_next_message_as_the_action_to_allow() {
 }
 
 #[tokio::test]
+async fn a_quorum_approval_counts_taps_on_its_card_and_the_second_person_allows_it() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, GROUP, "/run two-approvers", None);
+    let card = fake.sent("Approve: deploy prod", 1).await;
+    let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["Approve", "Reject", "Reject with note…"], "no allow-always for a quorum");
+    assert!(card["text"].as_str().unwrap().contains("0 of 2 approvals"), "{card}");
+    let tap = fake.press(ALICE, GROUP, id_of(&card), &data(&card, "Approve"));
+    let told = fake.callback_answer(tap).await;
+    assert!(told["text"].as_str().unwrap().starts_with("Approval 1 of 2 recorded"), "{told}");
+    // The card shows the count and keeps its buttons.
+    let counted = eventually(|| async {
+        let m = fake.message(GROUP, id_of(&card));
+        m["text"].as_str().unwrap().contains("1 of 2 approvals: @user42").then_some(m)
+    })
+    .await;
+    assert_eq!(buttons(&counted), buttons(&card));
+    let again = fake.press(ALICE, GROUP, id_of(&card), &data(&card, "Approve"));
+    assert!(fake.callback_answer(again).await["text"].as_str().unwrap().contains("each person counts once"));
+    let second = fake.press(BOB, GROUP, id_of(&card), &data(&card, "Approve"));
+    assert_eq!(fake.callback_answer(second).await["text"], "Recorded.");
+    fake.sent("Deployed.", 1).await;
+    edited(&fake, GROUP, id_of(&card), "allowed once — 2 of 2 approvals: @user42, @user43").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
 async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);

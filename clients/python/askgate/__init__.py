@@ -169,14 +169,17 @@ def confirm(prompt, detail=None, default=False, timeout=None):
     return bool(value)
 
 
-def approve(action, detail=None, timeout=None, editable=False):
+def approve(action, detail=None, timeout=None, editable=False, quorum=None):
     """Asks approval for ``action``. Returns "once" or "always", or with ``editable`` an
-    ``Edited`` whose ``action`` the approver wrote instead; raises ``Declined`` on reject."""
+    ``Edited`` whose ``action`` the approver wrote instead; with ``quorum=N`` "once" when N
+    distinct answerers approved. Raises ``Declined`` on reject."""
     message = {"type": "approve", "action": action, "timeout": timeout}
     if detail is not None:
         message["detail"] = detail
     if editable:
         message["editable"] = True
+    if quorum is not None:
+        message["quorum"] = int(quorum)
     value, _timed_out = _outcome(message)
     return decision(value)
 

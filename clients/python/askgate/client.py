@@ -98,11 +98,14 @@ class Client:
         outcome = self._ask("confirm", ask, detail, bool(default), timeout, conversation, answerers)
         return bool(self._settle(outcome))
 
-    def approve(self, action, detail=None, timeout=None, conversation=None, answerers=None, editable=False):
+    def approve(
+        self, action, detail=None, timeout=None, conversation=None, answerers=None, editable=False, quorum=None
+    ):
         """Asks approval for ``action``: returns ``"once"`` or ``"always"``, or with ``editable``
-        an ``Edited`` whose ``action`` the approver wrote instead; raises ``Declined`` on reject
-        (with the person's feedback) and ``Expired`` when nobody answered."""
-        ask = {"prompt": action, "editable": True if editable else None}
+        an ``Edited`` whose ``action`` the approver wrote instead; with ``quorum=N`` it returns
+        ``"once"`` when N distinct answerers approved. Raises ``Declined`` on reject (with the
+        person's feedback) and ``Expired`` when nobody answered."""
+        ask = {"prompt": action, "editable": True if editable else None, "quorum": quorum}
         return decision(self._settle(self._ask("approval", ask, detail, None, timeout, conversation, answerers)))
 
     def submit(self, prompt, kind="question", conversation=None, answerers=None, **ask):

@@ -94,7 +94,7 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
         Kind::Approval => format!("Approve: {}", q.prompt),
         _ => q.prompt.clone(),
     };
-    let footer = format!("id {} · {}", q.id.short(), text::deadline(q, now_ms));
+    let footer = text::footer(q, now_ms);
     let budget = MAX_CONTENT - footer.chars().count() - tail.chars().count() - 40;
     let title = escape(&shorten(&title, budget / 2));
     let mut out = format!("**{title}**");
@@ -151,6 +151,11 @@ fn rows(q: &Question) -> Vec<Vec<Component>> {
         Kind::Confirm => vec![vec![
             button("Yes", format!("/answer {id} yes"), Style::Primary),
             button("No", format!("/answer {id} no"), Style::Secondary),
+        ]],
+        Kind::Approval if q.needs_quorum() => vec![vec![
+            button("Approve", format!("/approve {id}"), Style::Primary),
+            button("Reject", format!("/deny {id}"), Style::Danger),
+            button("Reject with note…", format!("/note {id}"), Style::Danger),
         ]],
         Kind::Approval => {
             let mut row = vec![

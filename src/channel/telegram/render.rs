@@ -36,7 +36,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// The visible text of a card before escaping: prompt, detail, id and expiry. Prompt and
 /// detail are shortened so that the whole message stays under Telegram's limit.
 fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> (String, String, String) {
-    let footer = format!("id {} · {}", q.id.short(), text::deadline(q, now_ms));
+    let footer = text::footer(q, now_ms);
     let reserved = footer.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
     let title = match q.kind {
@@ -128,6 +128,10 @@ pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
         Kind::Confirm => {
             vec![vec![button("Yes", format!("/answer {id} yes")), button("No", format!("/answer {id} no"))]]
         }
+        Kind::Approval if q.needs_quorum() => vec![
+            vec![button("Approve", format!("/approve {id}"))],
+            vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
+        ],
         Kind::Approval => {
             let mut rows = vec![
                 vec![

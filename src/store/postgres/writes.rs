@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use super::PostgresStore;
 use super::batch::PgQuery;
-use crate::question::{Conversation, Outcome, Question};
+use crate::question::{Approver, Conversation, Outcome, Question, QuestionId};
 use crate::run::Run;
-use crate::store::rows::{question_from_row, to_json};
+use crate::store::rows::{approvals_json, question_from_row, to_json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
@@ -91,7 +91,7 @@ impl PostgresStore {
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
-             $32, $33, $37 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
+             $32, $33, $37, $38, $39 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
         ));
         let ask = bind_run(ask, run)?
             .bind(q.id.to_string())
@@ -117,7 +117,9 @@ impl PostgresStore {
             .bind(self.announcement("asked", q.id))
             .bind(q.run.to_string())
             .bind(self.announcing())
-            .bind(q.resolved_at);
+            .bind(q.resolved_at)
+            .bind(i64::from(q.quorum))
+            .bind(approvals_json(&q.approvals)?);
         self.writes.execute(ask).await?;
         Ok(())
     }
@@ -134,14 +136,15 @@ impl PostgresStore {
         let sql = if matches!(r.outcome, Outcome::Expired { .. }) {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-                 resolved_at = $5, answered_name = $7 WHERE id = \
+                 resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = \
                  (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING id), ",
                 claim_tail!()
             )
         } else {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-                 resolved_at = $5, answered_name = $7 WHERE id = $6 AND status = 'pending' RETURNING id), ",
+                 resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = $6 \
+                 AND status = 'pending' RETURNING id), ",
                 claim_tail!()
             )
         };
@@ -165,7 +168,8 @@ impl PostgresStore {
             .bind(self.announcing())
             .bind(grant.and_then(|g| g.expires_at))
             .bind(grant.and_then(|g| g.granted_name.as_deref()))
-            .bind(grant.map(|g| i64::from(g.pattern)));
+            .bind(grant.map(|g| i64::from(g.pattern)))
+            .bind(r.approvals.as_deref().map(approvals_json).transpose()?.flatten());
         // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
         if self.writes.execute(claim).await? == 1 {
             return Ok(Claim::Won(r.resolved()));
@@ -178,6 +182,31 @@ impl PostgresStore {
             Some(row) => Claim::Lost(question_from_row(&row)?),
             None => Claim::Missing,
         })
+    }
+
+    /// See [`crate::store::Store::vote`]: one conditional update, announced when it counts.
+    pub(super) async fn count_vote(
+        &self,
+        question: QuestionId,
+        seen: &[Approver],
+        approvals: &[Approver],
+        update: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let vote = sqlx::query(
+            "WITH v AS (UPDATE questions SET approvals = $2 WHERE id = $1 AND status = 'pending' \
+             AND approvals IS NOT DISTINCT FROM $3 RETURNING id), \
+             i AS (INSERT INTO inbound (key, created_at) SELECT $4, $5 FROM v WHERE $4::text IS NOT NULL \
+             ON CONFLICT DO NOTHING) \
+             SELECT CASE WHEN $7::boolean THEN pg_notify('askgate', $6) END FROM v",
+        )
+        .bind(question.to_string())
+        .bind(approvals_json(approvals)?)
+        .bind(approvals_json(seen)?)
+        .bind(update)
+        .bind(approvals.last().map_or(0, |a| a.at))
+        .bind(self.announcement("voted", question))
+        .bind(self.announcing());
+        Ok(self.writes.execute(vote).await? == 1)
     }
 
     /// See [`crate::store::Store::prune`].

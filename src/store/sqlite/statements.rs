@@ -7,7 +7,7 @@ use super::raw::{Db, Statement};
 use super::writer::Write;
 use crate::question::{Conversation, Question};
 use crate::run::Run;
-use crate::store::rows::{question_from_row, to_json as json};
+use crate::store::rows::{approvals_json, question_from_row, to_json as json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
 
 /// Every statement the writer runs, prepared once.
@@ -19,6 +19,7 @@ pub(super) struct Statements<'d, 'h> {
     finish_run: Statement<'d, 'h>,
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
+    vote: Statement<'d, 'h>,
     select_question: Statement<'d, 'h>,
     insert_grant: Statement<'d, 'h>,
     delivery: Statement<'d, 'h>,
@@ -50,13 +51,17 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
             ))?,
             // The schema's trigger moves a follow-up run back to `running` with the claim. The
             // claimer knows the question; only whether this write won is read back.
             claim: db.prepare(
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
-                 resolved_at = ?5, answered_name = ?7 WHERE id = ?6 AND status = 'pending'",
+                 resolved_at = ?5, answered_name = ?7, approvals = COALESCE(?8, approvals) \
+                 WHERE id = ?6 AND status = 'pending'",
+            )?,
+            vote: db.prepare(
+                "UPDATE questions SET approvals = ?1 WHERE id = ?2 AND status = 'pending' AND approvals IS ?3",
             )?,
             select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
             insert_grant: db.prepare(
@@ -163,6 +168,17 @@ impl<'d, 'h> Statements<'d, 'h> {
                 done.set(());
             }
             Write::Resolve { resolution, done } => done.set(self.resolve(resolution)?),
+            Write::Vote { question, seen, approvals, update, done } => {
+                let id = question.to_string();
+                let (seen, now) = (approvals_json(seen)?, approvals_json(approvals)?);
+                let counted =
+                    self.vote.execute(&[now.as_deref().into(), id.as_str().into(), seen.as_deref().into()])? == 1;
+                if counted && let Some(update) = update {
+                    let at = approvals.last().map_or(0, |a| a.at);
+                    self.seen.execute(&[update.as_str().into(), at.into()])?;
+                }
+                done.set(counted);
+            }
             Write::Delivery { delivery: d, done } => {
                 let question = d.question.to_string();
                 self.delivery.execute(&[
@@ -207,6 +223,7 @@ impl<'d, 'h> Statements<'d, 'h> {
     fn resolve(&mut self, r: &Resolution) -> Result<Claim, StoreError> {
         let outcome = json(&r.outcome)?;
         let id = r.question.id.to_string();
+        let approvals = r.approvals.as_deref().map(approvals_json).transpose()?.flatten();
         let changed = self.claim.execute(&[
             r.outcome.status().as_str().into(),
             outcome.as_str().into(),
@@ -215,6 +232,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             r.at.into(),
             id.as_str().into(),
             r.name.as_deref().into(),
+            approvals.as_deref().into(),
         ])?;
         if changed == 0 {
             let rows = self.select_question.query(&[id.as_str().into()])?;
@@ -295,6 +313,8 @@ impl<'d, 'h> Statements<'d, 'h> {
             q.answered_via.map(|v| v.as_str()).into(),
             q.answered_name.as_deref().into(),
             q.resolved_at.into(),
+            i64::from(q.quorum).into(),
+            approvals_json(&q.approvals)?.as_deref().into(),
         ])?;
         Ok(())
     }

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::raw::Db;
 use super::statements::{Queued, Statements};
-use crate::question::{Question, RunId};
+use crate::question::{Approver, Question, QuestionId, RunId};
 use crate::run::{Run, RunStatus};
 use crate::store::{Claim, Delivery, Pruned, Resolution, StoreError, WriteStats};
 
@@ -132,6 +132,14 @@ pub(super) enum Write {
         resolution: Box<Resolution>,
         done: Pending<Claim>,
     },
+    /// Whether one more approval of a quorum approval was counted.
+    Vote {
+        question: QuestionId,
+        seen: Vec<Approver>,
+        approvals: Vec<Approver>,
+        update: Option<String>,
+        done: Pending<bool>,
+    },
     Delivery {
         delivery: Delivery,
         done: Pending<()>,
@@ -170,7 +178,10 @@ impl Write {
             | Self::Ask { done, .. }
             | Self::Delivery { done, .. }
             | Self::Says { done, .. } => done.answer(failure),
-            Self::FinishRun { done, .. } | Self::RevokeGrant { done, .. } | Self::Seen { done, .. } => {
+            Self::FinishRun { done, .. }
+            | Self::RevokeGrant { done, .. }
+            | Self::Seen { done, .. }
+            | Self::Vote { done, .. } => {
                 done.answer(failure);
             }
             Self::Resolve { done, .. } => done.answer(failure),

@@ -1,0 +1,106 @@
+//! What askgate sends to Telegram: cards, their updates and retraction, plain text.
+
+use async_trait::async_trait;
+use teloxide::RequestError;
+use teloxide::payloads::EditMessageTextSetters;
+use teloxide::prelude::{Request, Requester};
+use teloxide::types::{ChatId, MessageId, ParseMode};
+
+use super::{Telegram, render, retry};
+use crate::channel::{Channel, ChannelError};
+use crate::question::{Conversation, Question, Status, Surface};
+use crate::store::{Delivery, DeliveryRole};
+
+impl Telegram {
+    /// Deletes a prompt for the next message; one too old for Telegram to delete (48 hours) is
+    /// edited to say it is closed instead, so that nobody replies to it in vain.
+    async fn remove_prompt(&self, chat: ChatId, message: MessageId) -> Result<(), RequestError> {
+        let delete = self.bot.delete_message(chat, message);
+        if retry(|| delete.clone().send()).await.is_ok() {
+            return Ok(());
+        }
+        let edit = self.bot.edit_message_text(chat, message, "✍️ (closed)");
+        retry(|| edit.clone().send()).await.map(|_| ())
+    }
+}
+
+#[async_trait]
+impl Channel for Telegram {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn surface(&self) -> Surface {
+        Surface::Telegram
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
+        let card = render::card(question, self.clock.now_ms());
+        let sent = self.send(conversation, card.text, card.keyboard).await?;
+        Ok(vec![Delivery::card(question.id, Surface::Telegram, sent.chat.id.0.to_string(), sent.id.0.to_string())])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let text = render::resolved(question, self.clock.now_ms());
+        let mut failures = Vec::new();
+        for card in cards {
+            let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
+            let (chat, message) = (ChatId(chat), MessageId(message));
+            let done = match card.role {
+                // Without a reply_markup the edit removes the keyboard.
+                DeliveryRole::Card => {
+                    let edit = self.bot.edit_message_text(chat, message, text.clone()).parse_mode(ParseMode::Html);
+                    retry(|| edit.clone().send()).await.map(|_| ())
+                }
+                // The card shows the outcome; the prompt that asked for a reply goes.
+                DeliveryRole::Prompt => self.remove_prompt(chat, message).await,
+            };
+            if let Err(e) = done {
+                failures.push(format!("{}/{}: {e}", card.chat, card.message));
+            }
+        }
+        if question.status == Status::Expired
+            && let Some(conversation) = &question.conversation
+        {
+            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
+            let line = format!("⌛ {}: {outcome}", question.prompt);
+            let line = render::escape(&render::shorten(&line, 500));
+            self.send(conversation, line, None).await?;
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
+        }
+    }
+
+    async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let card = render::card(question, self.clock.now_ms());
+        let mut failures = Vec::new();
+        for delivery in cards {
+            let (Ok(chat), Ok(message)) = (delivery.chat.parse::<i64>(), delivery.message.parse::<i32>()) else {
+                continue;
+            };
+            let mut edit = self
+                .bot
+                .edit_message_text(ChatId(chat), MessageId(message), card.text.clone())
+                .parse_mode(ParseMode::Html);
+            if let Some(keyboard) = &card.keyboard {
+                edit = edit.reply_markup(keyboard.clone());
+            }
+            if let Err(e) = retry(|| edit.clone().send()).await {
+                failures.push(format!("{}/{}: {e}", delivery.chat, delivery.message));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
+        }
+    }
+
+    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        self.send(conversation, render::escape(&render::shorten(text, render::MAX_TEXT)), None).await.map(|_| ())
+    }
+}
