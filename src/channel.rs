@@ -16,7 +16,7 @@ pub mod webhook;
 use async_trait::async_trait;
 pub use retry::Retry;
 
-use crate::question::{Conversation, Question, Surface};
+use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::store::Delivery;
 
 /// How a channel's connection to its platform stands, as `/healthz` and `/metrics` report it.
@@ -108,6 +108,17 @@ pub trait Channel: Send + Sync + 'static {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Reminds people of a pending question in its conversation: the card's text and commands,
+    /// mentioning `people` where the platform can (plain text names them otherwise).
+    ///
+    /// # Errors
+    /// When the platform refused or could not be reached.
+    async fn remind(&self, question: &Question, people: &[UserRef], now_ms: i64) -> Result<(), ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(()) };
+        let names: Vec<&str> = people.iter().map(UserRef::as_str).collect();
+        self.send_text(conversation, &text::reminder(question, &names.join(", "), now_ms)).await
     }
 
     /// Whether this channel can reach `conversation` (one of its own, by its channel part).

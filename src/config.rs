@@ -206,6 +206,7 @@ impl Config {
                 channels: channels.policies,
                 retention: gateway.retention,
                 grant_ttl: gateway.grant_ttl,
+                remind_before: gateway.remind_before,
             },
             console: channels.console,
             telegram: channels.telegram,
@@ -233,6 +234,32 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn reminders_and_escalation_are_read_and_checked() {
+        let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
+        let chat = "[channels.telegram]\ntoken_env = \"T\"\n[channels.discord]\ntoken_env = \"D\"\n";
+        let ok = parse(&format!(
+            "[gateway]\nremind_before = \"5m\"\n{chat}escalate_after = \"10m\"\nescalate_to = \"telegram:-100\"\n\
+             escalate_answerers = [\"telegram:7\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.settings.remind_before, Some(Duration::from_secs(300)));
+        let nudges = &ok.settings.channels["discord"].nudges;
+        assert_eq!(
+            (nudges.escalate_after, nudges.escalate_to.as_ref().map(|c| c.as_str())),
+            (Some(600_000), Some("telegram:-100"))
+        );
+        for (extra, says) in [
+            ("escalate_to = \"telegram:-100\"\n", "channels.discord.escalate_to"),
+            ("escalate_after = \"10m\"\n", "channels.discord.escalate_after"),
+            ("escalate_after = \"10m\"\nescalate_to = \"webhook:sms:1\"\n", "no enabled channel here serves"),
+            ("escalate_after = \"10m\"\nescalate_to = \"telegram:-1\"\nescalate_answerers = []\n", "is empty"),
+        ] {
+            let err = parse(&format!("{chat}{extra}")).unwrap_err().to_string();
+            assert!(err.contains(says), "{extra}: {err}");
+        }
+    }
 
     #[test]
     fn grant_ttl_is_a_duration_or_never_by_default() {

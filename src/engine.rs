@@ -8,7 +8,7 @@
 //!
 //! The parts: `runner` (starting and replaying runs, one turn at a time), `context` (what a
 //! function asks through), `function` (the [`Function`] trait and the registry), `claim`
-//! (resolving a question once, and what follows), `quorum` (approvals that need several people), `delivery` (attached channels and their
+//! (resolving a question once, and what follows), `quorum` (approvals that need several people), `nudge` (reminders and escalation), `delivery` (attached channels and their
 //! lanes), `router` (what an inbound message means), `access` (who may start and answer),
 //! `external` (questions from agents), `records` (what the engine lets others read of the
 //! store), `event` (the broadcast stream), `settings`, `metrics`, the `sweeper` (timeouts)
@@ -23,6 +23,7 @@ mod external;
 mod function;
 mod instances;
 pub mod metrics;
+mod nudge;
 mod pruner;
 mod quorum;
 mod records;

@@ -5,6 +5,7 @@
 
 mod ask;
 mod choice;
+mod nudge;
 mod outcome;
 mod wire;
 
@@ -17,6 +18,7 @@ use uuid::Uuid;
 
 pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
+pub use nudge::{MIN_REMIND_EVERY_MS, Nudges};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
 pub use wire::AskWire;
 
@@ -394,6 +396,15 @@ pub struct Question {
     pub quorum: u32,
     /// Who approved so far, in order (a quorum approval).
     pub approvals: Vec<Approver>,
+    /// Reminders and escalation while it waits.
+    #[serde(skip_serializing_if = "Nudges::is_empty")]
+    pub nudges: Nudges,
+    /// When the sweeper next reminds or escalates, unix milliseconds; none: nothing is left.
+    #[serde(skip)]
+    pub nudge_at: Option<i64>,
+    /// The conversation it was escalated to, once it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_to: Option<Conversation>,
 }
 
 /// One approval recorded toward a quorum approval.
@@ -421,6 +432,20 @@ impl Question {
     /// Whether the question is still waiting.
     pub fn is_pending(&self) -> bool {
         self.status == Status::Pending
+    }
+
+    /// Whether it is shown in `conversation`: its own, or the one it was escalated to.
+    pub fn is_in(&self, conversation: &Conversation) -> bool {
+        self.conversation.as_ref() == Some(conversation) || self.escalated_to.as_ref() == Some(conversation)
+    }
+
+    /// Whether `user`, writing from `conversation` (if from one), may answer it: one of its
+    /// answerers, or in the conversation it was escalated to one of the escalation's answerers
+    /// (anyone there unless `escalate_answerers` names them).
+    pub fn admits(&self, user: &UserRef, conversation: Option<&Conversation>) -> bool {
+        let escalated_here = self.escalated_to.is_some() && self.escalated_to.as_ref() == conversation;
+        self.answerers.admits(user)
+            || escalated_here && self.nudges.escalate_answerers.as_ref().is_none_or(|users| users.contains(user))
     }
 
     /// Whether several distinct people must approve it.

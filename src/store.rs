@@ -10,7 +10,7 @@ macro_rules! question_columns {
     () => {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
-         answered_via, answered_name, resolved_at, quorum, approvals"
+         answered_via, answered_name, resolved_at, quorum, approvals, nudges, nudge_at, escalated_to"
     };
 }
 
@@ -503,7 +503,7 @@ pub trait Store: Send + Sync + 'static {
     /// One question.
     async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
     /// Questions whose id starts with `prefix` (lower-case hex and hyphens), in a conversation
-    /// (none: in any), at most `limit`.
+    /// or escalated to it (none: in any), at most `limit`.
     async fn questions_by_prefix(
         &self,
         conversation: Option<&Conversation>,
@@ -551,8 +551,23 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
     /// Pending questions whose deadline is at or before `now`, at most `limit`.
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
-    /// The earliest deadline of a pending question.
+    /// The earliest time the sweeper has work: a pending question's deadline or its next
+    /// reminder or escalation.
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
+    /// Pending questions whose next reminder or escalation is at or before `now`, at most
+    /// `limit`.
+    async fn due_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
+    /// Moves a pending question's next reminder or escalation from `seen` to `next` (and
+    /// records where it was escalated to), only if it is still pending at `seen`: whoever
+    /// moves it sends what was due, so each reminder and escalation happens once whichever
+    /// instances sweep. False when it ended or another sweeper moved it first.
+    async fn advance_nudge(
+        &self,
+        question: QuestionId,
+        seen: i64,
+        next: Option<i64>,
+        escalated_to: Option<&Conversation>,
+    ) -> Result<bool, StoreError>;
     /// Agents' runs (mode `external`) still `waiting` with no pending question, with their
     /// journals: left so by a crash between a claim and the run's finishing write.
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError>;

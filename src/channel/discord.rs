@@ -23,7 +23,7 @@ use serenity::all::{
 use tokio_util::sync::CancellationToken;
 
 use super::retry::{Backoff, retrying};
-use super::{Channel, ChannelError, ChannelState, Retry};
+use super::{Channel, ChannelError, ChannelState, Retry, text};
 use crate::clock::Clock;
 use crate::command::{self, CardAction, Tap};
 use crate::engine::{Engine, Inbound, Response};
@@ -475,6 +475,22 @@ impl Channel for Discord {
             .components(render::components(&layout))
             .allowed_mentions(no_pings());
         self.edit_cards(cards, &edit).await
+    }
+
+    async fn remind(&self, question: &Question, people: &[UserRef], now_ms: i64) -> Result<(), ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(()) };
+        let ids: Vec<u64> = people
+            .iter()
+            .filter_map(|u| u.as_str().strip_prefix("discord:")?.parse::<u64>().ok())
+            .filter(|&id| id != 0)
+            .collect();
+        let mentions: Vec<String> = ids.iter().map(|id| format!("<@{id}>")).collect();
+        // Only the people it names are notified: nothing else in it may ping anyone.
+        let allowed = CreateAllowedMentions::new().users(ids.into_iter().map(serenity::all::UserId::new));
+        let card = render::escape(&render::shorten(&text::card(question, now_ms), 1500));
+        let content = format!("{}\n{card}", text::reminder_line(&mentions.join(" ")));
+        self.send(channel_of(conversation)?, CreateMessage::new().content(content).allowed_mentions(allowed)).await?;
+        Ok(())
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

@@ -62,6 +62,19 @@ pub fn card(q: &Question, now_ms: i64) -> String {
     out
 }
 
+/// A reminder of a pending question: who it waits for (`mentions`, when there is anyone in
+/// particular), then its card with the commands.
+pub fn reminder(q: &Question, mentions: &str, now_ms: i64) -> String {
+    format!("{}\n{}", reminder_line(mentions), card(q, now_ms))
+}
+
+/// A reminder's first line: `⏰ Reminder @alice: this still waits for an answer.`; the
+/// mentions as the surface writes them.
+pub fn reminder_line(mentions: &str) -> String {
+    let whom = if mentions.is_empty() { String::new() } else { format!(" {mentions}:") };
+    format!("⏰ Reminder{whom} this still waits for an answer.")
+}
+
 /// The one line a text surface prints when a question is resolved.
 pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())

@@ -7,7 +7,7 @@ use std::fmt;
 use super::raw::{RawChannels, RawChat, RawWebhook};
 use super::{Config, Env, FunctionKind};
 use crate::engine::{Access, AnswerersPolicy, ChannelPolicy};
-use crate::question::UserRef;
+use crate::question::{Conversation, Nudges, UserRef};
 
 /// A chat channel's configuration (Telegram, Discord).
 #[derive(Clone, Debug)]
@@ -112,6 +112,18 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
         policies.insert(format!("webhook:{name}"), policy);
         webhooks.push(spec);
     }
+    for (key, policy) in &policies {
+        let Some(to) = &policy.nudges.escalate_to else { continue };
+        let mut parts = to.as_str().splitn(3, ':');
+        let target = match (parts.next(), parts.next()) {
+            (Some("webhook"), Some(endpoint)) => format!("webhook:{endpoint}"),
+            (channel, _) => channel.unwrap_or_default().to_owned(),
+        };
+        if !policies.contains_key(&target) {
+            let section = format!("channels.{}", key.replace(':', "."));
+            return Err((format!("{section}.escalate_to"), format!("no enabled channel here serves `{to}`")));
+        }
+    }
     Ok(Channels { console, telegram, discord, webhooks, policies })
 }
 
@@ -129,6 +141,9 @@ fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, Chan
         answerers: c.answerers.as_deref(),
         allowed_users: &c.allowed_users,
         default_function: c.default_function.as_ref(),
+        escalate_after: c.escalate_after,
+        escalate_to: c.escalate_to.as_deref(),
+        escalate_answerers: c.escalate_answerers.as_deref(),
     };
     let policy = rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
     let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
@@ -168,6 +183,9 @@ fn webhook(name: &str, w: &RawWebhook, functions: &[&str]) -> Result<(WebhookSpe
         answerers: w.answerers.as_deref(),
         allowed_users: &w.allowed_users,
         default_function: w.default_function.as_ref(),
+        escalate_after: w.escalate_after,
+        escalate_to: w.escalate_to.as_deref(),
+        escalate_answerers: w.escalate_answerers.as_deref(),
     };
     let policy = rules.policy(&format!("webhook:{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
     Ok((WebhookSpec { name: name.to_owned(), url: w.url.clone(), secret_env: w.secret_env.clone() }, policy))
@@ -182,6 +200,9 @@ struct Rules<'a> {
     answerers: Option<&'a str>,
     allowed_users: &'a [String],
     default_function: Option<&'a String>,
+    escalate_after: Option<std::time::Duration>,
+    escalate_to: Option<&'a str>,
+    escalate_answerers: Option<&'a [String]>,
 }
 
 impl Rules<'_> {
@@ -194,7 +215,42 @@ impl Rules<'_> {
         };
         let allowed_users = access(self.allowed_users, Some(user_prefix)).map_err(|m| ("allowed_users", m))?;
         let default_function = check_function(names, self.default_function).map_err(|m| ("default_function", m))?;
-        Ok(ChannelPolicy { answerers, allowed_users, default_function })
+        Ok(ChannelPolicy { answerers, allowed_users, default_function, nudges: self.escalation()? })
+    }
+
+    /// Where and when its questions that nobody answers are escalated, and who answers there.
+    fn escalation(&self) -> Result<Nudges, (&'static str, String)> {
+        let Some(to) = self.escalate_to else {
+            return match (self.escalate_after, self.escalate_answerers) {
+                (None, None) => Ok(Nudges::default()),
+                (Some(_), _) => {
+                    Err(("escalate_after", "needs escalate_to: the conversation to escalate to".to_owned()))
+                }
+                (None, Some(_)) => Err(("escalate_answerers", "needs escalate_to".to_owned())),
+            };
+        };
+        let to = Conversation::parse(to).map_err(|e| ("escalate_to", e.to_string()))?;
+        let Some(after) = self.escalate_after else {
+            return Err(("escalate_to", "needs escalate_after: how long nobody answered, e.g. \"10m\"".to_owned()));
+        };
+        let answerers = match self.escalate_answerers {
+            None => None,
+            Some([]) => {
+                return Err(("escalate_answerers", "is empty; leave it out to let anyone there answer".to_owned()));
+            }
+            Some(users) => Some(
+                users
+                    .iter()
+                    .map(|u| UserRef::parse(u).map_err(|e| ("escalate_answerers", e.to_string())))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok(Nudges {
+            escalate_after: Some(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
+            escalate_to: Some(to),
+            escalate_answerers: answerers,
+            ..Nudges::default()
+        })
     }
 }
 

@@ -28,13 +28,14 @@ pub struct GatewayValue {
 }
 
 /// The keys, with how askgate spells each default.
-const KEYS: [(&str, &str); 8] = [
+const KEYS: [(&str, &str); 9] = [
     ("database", "sqlite://askgate.db"),
     ("http", "127.0.0.1:8080"),
     ("default_timeout", "30m"),
     ("synchronous", "normal"),
     ("retention", "30d"),
     ("grant_ttl", "never"),
+    ("remind_before", "never"),
     // Numbers: the value askgate uses is shown.
     ("max_event_streams", ""),
     ("max_connections", ""),
@@ -99,6 +100,7 @@ fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
         "synchronous" => gateway.synchronous = Some(value.trim().to_owned()),
         "retention" => gateway.retention = duration_or_never(value)?,
         "grant_ttl" => gateway.grant_ttl = duration_or_never(value)?,
+        "remind_before" => gateway.remind_before = duration_or_never(value)?,
         "max_event_streams" => gateway.max_event_streams = count(value)?,
         "max_connections" => gateway.max_connections = count(value)?,
         other => unreachable!("`{other}` is not a [gateway] key"),

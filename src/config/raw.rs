@@ -65,6 +65,8 @@ pub(super) struct RawGateway {
     pub retention: Option<Duration>,
     #[serde(deserialize_with = "duration_or_never")]
     pub grant_ttl: Option<Duration>,
+    #[serde(deserialize_with = "duration_or_never")]
+    pub remind_before: Option<Duration>,
     pub max_event_streams: usize,
     pub max_connections: usize,
 }
@@ -78,6 +80,7 @@ impl Default for RawGateway {
             synchronous: None,
             retention: Some(Duration::from_secs(30 * 86_400)),
             grant_ttl: None,
+            remind_before: None,
             max_event_streams: crate::http::DEFAULT_MAX_EVENT_STREAMS,
             max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
         }
@@ -121,6 +124,12 @@ pub(super) struct RawChat {
     pub answerers: Option<String>,
     #[serde(default)]
     pub default_function: Option<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub escalate_after: Option<Duration>,
+    #[serde(default)]
+    pub escalate_to: Option<String>,
+    #[serde(default)]
+    pub escalate_answerers: Option<Vec<String>>,
     #[serde(default)]
     pub webhook_url: Option<String>,
     #[serde(default)]
@@ -142,6 +151,12 @@ pub(super) struct RawWebhook {
     pub answerers: Option<String>,
     #[serde(default)]
     pub default_function: Option<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub escalate_after: Option<Duration>,
+    #[serde(default)]
+    pub escalate_to: Option<String>,
+    #[serde(default)]
+    pub escalate_answerers: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

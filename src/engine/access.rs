@@ -89,6 +89,9 @@ pub struct ChannelPolicy {
     pub allowed_users: Access,
     /// The function a plain message starts when no question claims it.
     pub default_function: Option<String>,
+    /// Escalation of its questions that nobody answers (`escalate_after`, `escalate_to`,
+    /// `escalate_answerers`).
+    pub nudges: crate::question::Nudges,
 }
 
 /// Why a person may not start a run; its text tells them their id and the key that lets them in.

@@ -35,12 +35,15 @@ pub struct Resolver {
     /// The platform's id for the update that carries this attempt (`telegram:update:7`): it
     /// is recorded in the claim's own transaction, so a tap is never lost between the two.
     pub update: Option<String>,
+    /// The conversation the attempt came from, when it came from one: in the conversation a
+    /// question was escalated to, its escalation answerers may answer too.
+    pub conversation: Option<Conversation>,
 }
 
 impl Resolver {
     /// A person on a surface, who may answer the questions whose answerers admit them.
     pub fn person(user: UserRef, via: Surface) -> Self {
-        Self { user, name: None, via, operator: false, update: None }
+        Self { user, name: None, via, operator: false, update: None, conversation: None }
     }
 
     /// The operator credential (the API token), which may answer any question.
@@ -48,9 +51,10 @@ impl Resolver {
         Self { operator: true, ..Self::person(user, via) }
     }
 
-    /// Whether this resolver may answer `question`: one of its answerers, or the operator.
+    /// Whether this resolver may answer `question`: the operator, or a person it admits (see
+    /// [`Question::admits`]).
     pub fn may_answer(&self, question: &Question) -> bool {
-        self.operator || question.answerers.admits(&self.user)
+        self.operator || question.admits(&self.user, self.conversation.as_ref())
     }
 }
 
@@ -182,9 +186,7 @@ impl Engine {
 
     fn after_resolution(&self, question: Question) {
         let question = Arc::new(question);
-        if let Some(c) = &question.conversation {
-            self.outbound(c, Outbound::Retract(question.clone()));
-        }
+        self.to_its_conversations(&question, Outbound::Retract);
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
         match question.mode {

@@ -243,6 +243,7 @@ impl Context {
         let now = engine.now_ms();
         let expires_at = engine.deadline(ask.timeout, now);
         let mut question = ask.pending(self.run.origin(step), engine.default_answerers(&self.run), now, expires_at)?;
+        engine.schedule_nudges(&mut question)?;
         if let Some(granted) = engine.granted(&question, Some(&self.run.function)).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);

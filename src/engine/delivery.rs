@@ -20,7 +20,7 @@ use super::access::policy_key;
 use super::{Engine, Event, lock};
 use crate::channel::retry::Backoff;
 use crate::channel::{Channel, ChannelState, Retry};
-use crate::question::{Conversation, Question, QuestionId};
+use crate::question::{Conversation, Question, QuestionId, UserRef};
 use crate::store::{Delivery, DeliveryRole, Store};
 
 /// How many lanes each group of a channel's conversations is spread over.
@@ -39,6 +39,8 @@ pub(super) enum Outbound {
     Retract(Arc<Question>),
     /// A pending question changed (a quorum approval's count): its cards show it.
     Refresh(Arc<Question>),
+    /// A reminder of a pending question, naming these people, sent at this time.
+    Remind(Arc<Question>, Vec<UserRef>, i64),
     Text(Conversation, String),
     /// A message an adapter sent for a question by itself (a prompt for the next message),
     /// to be retracted with the question's cards.
@@ -205,6 +207,20 @@ impl Engine {
         }
     }
 
+    /// Queues `message` about `question` on the lane of its conversation and, when it may
+    /// have been escalated to a conversation of another channel, on that one's too, as a
+    /// copy placed there: each lane handles the cards of its own surface.
+    pub(super) fn to_its_conversations(&self, question: &Arc<Question>, message: fn(Arc<Question>) -> Outbound) {
+        let Some(conversation) = &question.conversation else { return };
+        self.outbound(conversation, message(question.clone()));
+        if let Some(to) = &question.nudges.escalate_to
+            && to.channel() != conversation.channel()
+        {
+            let copy = Question { conversation: Some(to.clone()), ..(**question).clone() };
+            self.outbound(to, message(Arc::new(copy)));
+        }
+    }
+
     /// Sends plain text to a conversation through its channel.
     pub fn send_text(&self, conversation: &Conversation, text: String) {
         self.outbound(conversation, Outbound::Text(conversation.clone(), text));
@@ -216,6 +232,7 @@ impl Engine {
             self.outbound(c, Outbound::Card(question.clone()));
         }
         self.wake_sweeper_for(question.expires_at);
+        self.wake_sweeper_for(question.nudge_at);
         self.inner.metrics.asked();
         self.emit(Event::Asked(question));
     }
@@ -257,6 +274,13 @@ impl Engine {
     }
 }
 
+/// Whether `question` is the copy sent to the lane of the conversation it may have been
+/// escalated to (see [`Engine::to_its_conversations`]): with no card of its own there, that
+/// lane has nothing to do.
+fn is_escalation_copy(question: &Question) -> bool {
+    question.conversation.is_some() && question.conversation == question.nudges.escalate_to
+}
+
 /// One lane: deliveries in the order they were queued.
 struct Lane {
     store: Arc<dyn Store>,
@@ -296,7 +320,10 @@ impl Lane {
                 }
             }
             Outbound::Retract(question) => {
-                let cards = match shown.remove(&question.id) {
+                // A question that may have been escalated has cards another lane may have
+                // shown too: read them all back.
+                let cached = shown.remove(&question.id).filter(|_| question.nudges.escalate_to.is_none());
+                let cards = match cached {
                     Some(cards) => cards,
                     None => match self.store.deliveries(question.id).await {
                         Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
@@ -307,12 +334,16 @@ impl Lane {
                     },
                 };
                 if cards.is_empty() {
+                    if is_escalation_copy(&question) {
+                        return;
+                    }
                     closed.insert(question.id, question.clone());
                 }
                 self.retract(&question, cards).await;
             }
             Outbound::Refresh(question) => {
-                let cards = match shown.get(&question.id) {
+                let cached = shown.get(&question.id).filter(|_| question.nudges.escalate_to.is_none());
+                let cards = match cached {
                     Some(cards) => cards.clone(),
                     None => match self.store.deliveries(question.id).await {
                         Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
@@ -323,8 +354,16 @@ impl Lane {
                     },
                 };
                 let cards: Vec<Delivery> = cards.into_iter().filter(|d| d.role == DeliveryRole::Card).collect();
+                if cards.is_empty() && is_escalation_copy(&question) {
+                    return;
+                }
                 if let Err(e) = self.channel.refresh(&question, &cards).await {
                     tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not update a card");
+                }
+            }
+            Outbound::Remind(question, people, now) => {
+                if let Err(e) = self.channel.remind(&question, &people, now).await {
+                    tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not send a reminder");
                 }
             }
             Outbound::Text(conversation, text) => {

@@ -74,6 +74,7 @@ impl Engine {
         };
         let expires_at = self.deadline(ask.timeout, now);
         let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at)?;
+        self.schedule_nudges(&mut question)?;
         if let Some(granted) = self.granted(&question, None).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;

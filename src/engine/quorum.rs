@@ -77,9 +77,7 @@ impl Engine {
 
     /// An approval was counted: the cards show the count, observers hear of it.
     fn counted(&self, question: Arc<Question>) {
-        if let Some(c) = &question.conversation {
-            self.outbound(c, Outbound::Refresh(question.clone()));
-        }
+        self.to_its_conversations(&question, Outbound::Refresh);
         self.emit(Event::Counted(question));
     }
 }

@@ -56,14 +56,14 @@ impl Engine {
         user: &UserRef,
     ) -> Result<Question, CardRefusal> {
         let question = match self.inner.store.question(id).await {
-            Ok(Some(q)) if q.conversation.as_ref() == Some(conversation) => q,
+            Ok(Some(q)) if q.is_in(conversation) => q,
             Ok(_) => return Err(CardRefusal::Unknown),
             Err(e) => {
                 tracing::error!(error = %e, question = %id, "could not read a question for a card");
                 return Err(CardRefusal::Unavailable(e));
             }
         };
-        if !question.answerers.admits(user) {
+        if !question.admits(user, Some(conversation)) {
             Err(CardRefusal::NotYours)
         } else if question.status != Status::Pending {
             Err(CardRefusal::Closed(Box::new(question)))

@@ -166,6 +166,7 @@ impl Engine {
         let mut resolver = Resolver::person(inbound.user.clone(), inbound.surface);
         resolver.name.clone_from(&inbound.name);
         resolver.update.clone_from(&inbound.key);
+        resolver.conversation = Some(inbound.conversation.clone());
         if let Some(command) = &inbound.tap {
             return self.command(inbound, &resolver, command.clone()).await;
         }
@@ -350,7 +351,7 @@ impl Engine {
     async fn find(&self, conversation: &Conversation, id: &str) -> Result<Option<Question>, StoreError> {
         if let Ok(full) = id.parse::<QuestionId>() {
             let q = self.inner.store.question(full).await?;
-            return Ok(q.filter(|q| q.conversation.as_ref() == Some(conversation)));
+            return Ok(q.filter(|q| q.is_in(conversation)));
         }
         let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
         let mut found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;

@@ -16,6 +16,8 @@ pub struct Settings {
     pub retention: Option<Duration>,
     /// How long an allow-always grant stands; none: until revoked.
     pub grant_ttl: Option<Duration>,
+    /// A reminder this long before a question expires; none: no reminder.
+    pub remind_before: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -25,6 +27,7 @@ impl Default for Settings {
             channels: HashMap::new(),
             retention: Some(Duration::from_secs(30 * 86_400)),
             grant_ttl: None,
+            remind_before: None,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The one timeout sweeper. It keeps no timer per question: it reads the earliest deadline
-//! from the store, sleeps until then (or until a new question or a clock change wakes it),
-//! and expires whatever is due. The claim-once write makes each expiry happen exactly once.
+//! The one sweeper. It keeps no timer per question: it reads the earliest deadline, reminder
+//! or escalation from the store, sleeps until then (or until a new question or a clock change
+//! wakes it), and expires, reminds and escalates whatever is due. The claim-once write makes
+//! each expiry happen exactly once; a conditional write does the same for each nudge.
 
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ pub(super) async fn run(engine: Engine) {
 /// Expires what is due; returns how long to sleep until the next deadline.
 async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
     engine.expire_due().await?;
+    engine.nudge_due().await?;
     let next = engine.inner.store.next_deadline().await?;
     let now = engine.now_ms();
     Ok(match next {

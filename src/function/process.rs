@@ -79,7 +79,7 @@ impl Process {
 /// A message from the program.
 #[derive(Debug, PartialEq)]
 enum FromProgram {
-    Ask(Ask),
+    Ask(Box<Ask>),
     Say(String),
     Done(String),
     Error(String),
@@ -116,7 +116,7 @@ fn parse_line(line: &str) -> Result<FromProgram, String> {
     let ask = |kind: Kind, value: Value| -> Result<FromProgram, String> {
         let wire: AskWire = serde_json::from_value(value).map_err(bad)?;
         let ask = wire.into_ask(kind).map_err(|e| format!("{e}: {}", quote(line)))?;
-        Ok(FromProgram::Ask(ask))
+        Ok(FromProgram::Ask(Box::new(ask)))
     };
     Ok(match kind.as_str() {
         "ask" => ask(Kind::Question, value)?,
@@ -361,6 +361,7 @@ impl Process {
             };
             match message {
                 FromProgram::Ask(ask) => {
+                    let ask = *ask;
                     let step = ctx.next_step();
                     let outcome = if self.config.hold {
                         let waiting_since = Instant::now();

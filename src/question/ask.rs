@@ -6,8 +6,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{
-    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Question, QuestionId, RunId,
-    Status, is_invisible,
+    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, MIN_REMIND_EVERY_MS, Mode, Nudges,
+    Question, QuestionId, RunId, Status, UserRef, is_invisible,
 };
 
 /// Where a question is asked: by which run, at which of its steps, in which conversation.
@@ -76,6 +76,8 @@ pub struct Ask {
     pub editable: bool,
     /// For an approval: how many distinct people must approve it (none: one).
     pub quorum: Option<u32>,
+    /// Reminders and escalation while it waits (unset ones come from the configuration).
+    pub nudges: Nudges,
 }
 
 impl Ask {
@@ -148,6 +150,32 @@ impl Ask {
         self
     }
 
+    /// A reminder `before` the question expires, in its conversation, naming who may answer.
+    pub fn remind_before(mut self, before: std::time::Duration) -> Self {
+        self.nudges.remind_before = Some(millis(before));
+        self
+    }
+
+    /// A reminder every `every` while the question waits (at least a minute).
+    pub fn remind_every(mut self, every: std::time::Duration) -> Self {
+        self.nudges.remind_every = Some(millis(every));
+        self
+    }
+
+    /// After `after`, the card is also shown in `to`, where anyone may answer it (or only
+    /// `answerers`, when set with [`Ask::escalate_answerers`]).
+    pub fn escalate(mut self, after: std::time::Duration, to: Conversation) -> Self {
+        self.nudges.escalate_after = Some(millis(after));
+        self.nudges.escalate_to = Some(to);
+        self
+    }
+
+    /// Who may answer where the question is escalated to (default: anyone there).
+    pub fn escalate_answerers(mut self, users: Vec<UserRef>) -> Self {
+        self.nudges.escalate_answerers = Some(users);
+        self
+    }
+
     /// Sets who may answer.
     pub fn answerers(mut self, answerers: Answerers) -> Self {
         self.answerers = Some(answerers);
@@ -179,7 +207,25 @@ impl Ask {
             timeout: self.timeout,
             answerers: self.answerers,
             quorum: 1,
+            nudges: self.nudges,
         };
+        if ask.nudges.remind_every.is_some_and(|every| every < MIN_REMIND_EVERY_MS) {
+            return Err(InvalidAsk::Nudge("remind_every is at least a minute".to_owned()));
+        }
+        match (&ask.nudges.escalate_to, ask.nudges.escalate_after, &ask.nudges.escalate_answerers) {
+            (Some(_), None, _) => {
+                return Err(InvalidAsk::Nudge("escalate_to needs escalate_after: when to escalate".to_owned()));
+            }
+            (None, Some(_), _) | (None, _, Some(_)) => {
+                return Err(InvalidAsk::Nudge("escalate_after and escalate_answerers need escalate_to".to_owned()));
+            }
+            (Some(_), _, Some(users)) if users.is_empty() => {
+                return Err(InvalidAsk::Nudge(
+                    "escalate_answerers is empty; leave it out to let anyone there answer".to_owned(),
+                ));
+            }
+            _ => {}
+        }
         if let Some(n) = self.quorum {
             if kind != Kind::Approval {
                 return Err(InvalidAsk::Quorum(format!("a quorum is for approvals; a {kind} takes one answer")));
@@ -298,6 +344,9 @@ pub enum InvalidAsk {
     /// A quorum that does not fit: not an approval, out of range, or with an edit.
     #[error("{0}")]
     Quorum(String),
+    /// Reminders or escalation that do not fit.
+    #[error("{0}")]
+    Nudge(String),
 }
 
 /// A checked ask, ready to persist.
@@ -323,6 +372,12 @@ pub struct ValidAsk {
     pub answerers: Option<Answerers>,
     /// How many distinct people must approve (1 but for a quorum approval).
     pub quorum: u32,
+    /// Reminders and escalation while it waits.
+    pub nudges: Nudges,
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The most approvers a quorum approval may need.
@@ -399,6 +454,9 @@ impl ValidAsk {
             resolved_at: None,
             quorum: self.quorum,
             approvals: Vec::new(),
+            nudges: self.nudges,
+            nudge_at: None,
+            escalated_to: None,
         })
     }
 
@@ -420,7 +478,6 @@ impl ValidAsk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::question::UserRef;
 
     fn origin() -> Origin {
         Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Ask, Kind, Timeout};
+use super::{Ask, Conversation, Kind, Nudges, Timeout, UserRef};
 
 /// An ask as written on the wire.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
@@ -42,6 +42,46 @@ pub struct AskWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 25))]
     pub quorum: Option<u32>,
+    /// A reminder this long before it expires: seconds, or `"5m"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub remind_before: Option<Value>,
+    /// A reminder every this long while it waits (at least a minute): seconds, or `"10m"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub remind_every: Option<Value>,
+    /// After this long, also shown in `escalate_to`: seconds, or `"10m"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub escalate_after: Option<Value>,
+    /// The conversation to escalate to (`telegram:-100123`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_to: Option<Conversation>,
+    /// Who may answer there (default: anyone in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_answerers: Option<Vec<UserRef>>,
+}
+
+/// A duration as the wire gives it.
+fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Seconds, or a duration like \"90s\", \"5m\", \"1h30m\"; null or absent: none.",
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}, {"type": "null"}],
+    })
+}
+
+/// A duration as the wire gives it, in milliseconds.
+fn wire_duration(key: &str, value: Option<&Value>) -> Result<Option<u64>, String> {
+    let duration = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => match n.as_u64().filter(|&s| s > 0) {
+            Some(secs) => std::time::Duration::from_secs(secs),
+            None => return Err(format!("{key} {n} is not a positive number of seconds")),
+        },
+        Some(Value::String(text)) => crate::config::parse_duration(text).map_err(|e| format!("{key}: {e}"))?,
+        Some(other) => return Err(format!("{key} {other} is not a number of seconds or a duration like \"5m\"")),
+    };
+    Ok(Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
 }
 
 /// A timeout as [`Timeout::from_json`] takes it.
@@ -53,8 +93,23 @@ fn timeout_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// The keys of an ask.
-const KEYS: &[&str] =
-    &["prompt", "action", "detail", "options", "multi", "allow_custom", "default", "timeout", "editable", "quorum"];
+const KEYS: &[&str] = &[
+    "prompt",
+    "action",
+    "detail",
+    "options",
+    "multi",
+    "allow_custom",
+    "default",
+    "timeout",
+    "editable",
+    "quorum",
+    "remind_before",
+    "remind_every",
+    "escalate_after",
+    "escalate_to",
+    "escalate_answerers",
+];
 
 impl AskWire {
     /// Takes the keys of an ask out of `object`, leaving the surface's own.
@@ -91,6 +146,13 @@ impl AskWire {
             return Err(format!("`quorum` is for approvals; a {kind} takes one answer"));
         }
         let timeout = Timeout::from_json(self.timeout.as_ref())?;
+        let nudges = Nudges {
+            remind_before: wire_duration("remind_before", self.remind_before.as_ref())?,
+            remind_every: wire_duration("remind_every", self.remind_every.as_ref())?,
+            escalate_after: wire_duration("escalate_after", self.escalate_after.as_ref())?,
+            escalate_to: self.escalate_to,
+            escalate_answerers: self.escalate_answerers,
+        };
         Ok(Ask {
             kind: Some(kind),
             prompt: self.prompt,
@@ -103,6 +165,7 @@ impl AskWire {
             answerers: None,
             editable: self.editable,
             quorum: self.quorum,
+            nudges,
         })
     }
 }
@@ -126,6 +189,27 @@ mod tests {
         assert_eq!(body, object(json!({"conversation": "console:local"})));
         let ask = wire.into_ask(Kind::Question).unwrap();
         assert_eq!((ask.prompt.as_str(), ask.timeout), ("Ship?", Timeout::Default));
+    }
+
+    #[test]
+    fn reminders_and_escalation_take_seconds_or_durations() {
+        let mut body = object(json!({"prompt": "Ship?", "remind_before": 300, "remind_every": "10m",
+                                     "escalate_after": "1h", "escalate_to": "telegram:-1"}));
+        let ask = AskWire::take(&mut body).unwrap().into_ask(Kind::Question).unwrap();
+        assert_eq!((ask.nudges.remind_before, ask.nudges.remind_every), (Some(300_000), Some(600_000)));
+        assert_eq!(ask.nudges.escalate_after, Some(3_600_000));
+        for bad in [json!({"remind_every": 0}), json!({"remind_before": "soon"}), json!({"escalate_after": true})] {
+            let mut body = object(json!({"prompt": "Ship?"}));
+            body.extend(object(bad.clone()));
+            assert!(AskWire::take(&mut body).unwrap().into_ask(Kind::Question).is_err(), "{bad}");
+        }
+        let early = AskWire::take(&mut object(json!({"prompt": "x", "remind_every": 30}))).unwrap();
+        let refused = early.into_ask(Kind::Question).unwrap().validate().unwrap_err();
+        assert!(refused.to_string().contains("at least a minute"), "{refused}");
+        let nowhere = AskWire::take(&mut object(json!({"prompt": "x", "escalate_after": 60}))).unwrap();
+        assert!(
+            nowhere.into_ask(Kind::Question).unwrap().validate().unwrap_err().to_string().contains("need escalate_to")
+        );
     }
 
     #[test]

@@ -258,7 +258,7 @@ impl Store for PostgresStore {
             "SELECT ",
             question_columns!(),
             " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
-             AND ($3::text IS NULL OR conversation = $3) ORDER BY created_at DESC LIMIT $4"
+             AND ($3::text IS NULL OR conversation = $3 OR escalated_to = $3) ORDER BY created_at DESC LIMIT $4"
         ))
         .bind(prefix)
         .bind(upper)
@@ -375,10 +375,44 @@ impl Store for PostgresStore {
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT MIN(expires_at) FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL",
+            "SELECT MIN(t) FROM (\
+             SELECT MIN(expires_at) AS t FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL \
+             UNION ALL SELECT MIN(nudge_at) FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL) n",
         )
         .fetch_one(&self.pool)
         .await?)
+    }
+
+    async fn due_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
+             ORDER BY nudge_at LIMIT $2"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn advance_nudge(
+        &self,
+        question: QuestionId,
+        seen: i64,
+        next: Option<i64>,
+        escalated_to: Option<&Conversation>,
+    ) -> Result<bool, StoreError> {
+        let moved = sqlx::query(
+            "UPDATE questions SET nudge_at = $1, escalated_to = COALESCE($2, escalated_to) \
+             WHERE id = $3 AND status = 'pending' AND nudge_at = $4",
+        )
+        .bind(next)
+        .bind(escalated_to.map(Conversation::as_str))
+        .bind(question.to_string())
+        .bind(seen);
+        Ok(self.writes.execute(moved).await? == 1)
     }
 
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {

@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use crate::question::{Approver, Conversation, Question, UserRef};
+use crate::question::{Approver, Conversation, Nudges, Question, UserRef};
 use crate::run::Run;
 use crate::store::{Delivery, Grant, Resume, StoreError};
 
@@ -76,6 +76,9 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         resolved_at: row.int("resolved_at")?,
         quorum: u32::try_from(row.req_int("quorum")?).map_err(|e| corrupt("quorum", e))?,
         approvals: json_col(row, "approvals")?.unwrap_or_default(),
+        nudges: json_col(row, "nudges")?.unwrap_or_default(),
+        nudge_at: row.int("nudge_at")?,
+        escalated_to: conversation_col(row, "escalated_to")?,
     })
 }
 
@@ -147,6 +150,11 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
 }
 
 /// A value as the JSON text both backends store.
+/// A question's nudges as stored: JSON, NULL when there are none.
+pub(super) fn nudges_json(nudges: &Nudges) -> Result<Option<String>, StoreError> {
+    if nudges.is_empty() { Ok(None) } else { to_json(nudges).map(Some) }
+}
+
 /// A quorum approval's recorded approvals as stored: a JSON list, NULL while there are none
 /// (so that a conditional update compares like with like).
 pub(super) fn approvals_json(approvals: &[Approver]) -> Result<Option<String>, StoreError> {

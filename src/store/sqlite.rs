@@ -197,7 +197,7 @@ impl Store for SqliteStore {
         let rows = sqlx::query(concat!(
             "SELECT ",
             question_columns!(),
-            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3) \
+            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3 OR escalated_to = ?3) \
              ORDER BY created_at DESC LIMIT ?4"
         ))
         .bind(prefix)
@@ -332,11 +332,38 @@ impl Store for SqliteStore {
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
         let row = sqlx::query(
-            "SELECT MIN(expires_at) AS next FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL",
+            "SELECT MIN(t) AS next FROM (\
+             SELECT MIN(expires_at) AS t FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL \
+             UNION ALL SELECT MIN(nudge_at) FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL)",
         )
         .fetch_one(&self.readers)
         .await?;
         Ok(row.try_get("next")?)
+    }
+
+    async fn due_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= ? \
+             ORDER BY nudge_at LIMIT ?"
+        ))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn advance_nudge(
+        &self,
+        question: QuestionId,
+        seen: i64,
+        next: Option<i64>,
+        escalated_to: Option<&Conversation>,
+    ) -> Result<bool, StoreError> {
+        let escalated_to = escalated_to.cloned();
+        self.write(job!(Nudge { question: question, seen: seen, next: next, escalated_to: escalated_to })).await
     }
 
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {

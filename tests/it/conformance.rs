@@ -78,6 +78,9 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         answered_name: None,
         quorum: 1,
         approvals: Vec::new(),
+        nudges: Default::default(),
+        nudge_at: None,
+        escalated_to: None,
     }
 }
 

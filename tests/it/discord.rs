@@ -32,11 +32,14 @@ impl Dc {
     }
 
     async fn start_with(dir: &TempDir, api: &str, fake: &FakeDiscord, settings: Settings) -> Self {
+        Self::start_with_clock(dir, api, fake, settings, Clock::system()).await
+    }
+
+    async fn start_with_clock(dir: &TempDir, api: &str, fake: &FakeDiscord, settings: Settings, clock: Clock) -> Self {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), channel_functions(), settings, Clock::system());
-        let discord =
-            Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, Clock::system());
+        let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
+        let discord = Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, clock);
         engine.attach(discord.clone());
         engine.start().await.unwrap();
         let (e, stop) = (engine.clone(), engine.stopping());
@@ -214,6 +217,33 @@ async fn a_quorum_approval_counts_clicks_on_its_card_and_the_second_person_allow
     let content = last["data"]["content"].as_str().unwrap();
     assert!(content.contains(&format!("2 of 2 approvals: @user{ALICE}, @user{BOB}")), "{last}");
     fake.sent("Deployed.", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn a_reminder_pings_only_the_answerer_with_the_cards_commands() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeDiscord::start().await;
+    let mut settings = Settings { remind_before: Some(std::time::Duration::from_secs(25 * 60)), ..Settings::default() };
+    settings.channels.insert("discord".into(), anyone());
+    let clock = Clock::manual(1_800_000_000_000);
+    let dc = Dc::start_with_clock(&dir, &url, &fake, settings, clock.clone()).await;
+    fake.message(ALICE, CHANNEL, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm \\-rf build/", 1).await;
+    let id = question_id(&card).short();
+    clock.advance(5 * 60_000);
+    let reminder = fake.sent("⏰ Reminder", 1).await;
+    let content = reminder["content"].as_str().unwrap();
+    assert!(content.starts_with(&format!("⏰ Reminder <@{ALICE}>: this still waits")), "{content}");
+    assert!(content.contains(&format!("/approve {id} always")), "{content}");
+    let (_, _, body) = fake
+        .calls("/messages")
+        .into_iter()
+        .rev()
+        .find(|(_, _, b)| b["content"].as_str().unwrap_or("").starts_with("⏰"))
+        .unwrap();
+    assert_eq!(body["allowed_mentions"]["users"], serde_json::json!([ALICE.to_string()]), "{body}");
+    assert_eq!(body["allowed_mentions"]["parse"], serde_json::json!([]), "nobody else: {body}");
     dc.stop().await;
 }
 

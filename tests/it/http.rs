@@ -687,6 +687,10 @@ async fn a_quorum_approval_counts_the_token_once_and_a_person_on_another_surface
     let (status, body) =
         app.post("/api/questions", json!({"conversation": "console:local", "prompt": "x?", "quorum": 2})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "a quorum is for approvals: {body}");
+    // Escalation to a conversation no channel here serves is refused before anything is stored.
+    let (status, body) = ask(json!({"escalate_after": "10m", "escalate_to": "telegram:-100"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("escalate_to: no enabled channel serves"), "{body}");
     let (status, body) = ask(json!({"quorum": 2})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();

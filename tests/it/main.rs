@@ -13,6 +13,7 @@ mod gate;
 mod http;
 mod instances;
 mod mcp;
+mod nudges;
 mod openapi;
 mod packaging;
 mod process;

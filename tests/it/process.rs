@@ -436,3 +436,21 @@ async fn the_python_helper_asks_for_two_approvers() {
     let done = h.finished(run).await;
     assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("ran drop table (once)")), "{done:?}");
 }
+
+#[tokio::test]
+async fn the_python_helper_asks_with_reminders_and_escalation() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "import askgate\n\
+                  def main(input, run):\n    \
+                      return askgate.ask('Ship?', options=['yes', 'no'], remind_before='5m', remind_every=600, \
+                      escalate_after='1h', escalate_to='test:ops')\n\
+                  askgate.run(main)\n";
+    add(&mut f, dir.path(), "ship", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    start(&h, "ship").await;
+    let card = h.card(1).await;
+    let n = &card.nudges;
+    assert_eq!((n.remind_before, n.remind_every, n.escalate_after), (Some(300_000), Some(600_000), Some(3_600_000)));
+    assert_eq!(n.escalate_to.as_ref().map(|c| c.as_str()), Some("test:ops"));
+}

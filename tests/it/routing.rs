@@ -93,6 +93,9 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         answered_name: None,
         quorum: 1,
         approvals: Vec::new(),
+        nudges: Default::default(),
+        nudge_at: None,
+        escalated_to: None,
     }
 }
 

@@ -256,6 +256,29 @@ async fn a_quorum_approval_counts_taps_on_its_card_and_the_second_person_allows_
 }
 
 #[tokio::test]
+async fn a_reminder_mentions_the_answerer_with_the_cards_commands() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let settings = Settings { remind_before: Some(std::time::Duration::from_secs(25 * 60)), ..Settings::default() };
+    let clock = Clock::manual(1_800_000_000_000);
+    let tg = Tg::start_with_clock(&dir, &url, Updates::Polling, settings, clock.clone()).await;
+    fake.text(ALICE, GROUP, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    let id = question_id(&card).short();
+    clock.advance(5 * 60_000);
+    fake.sent("⏰ Reminder", 1).await;
+    let sent = fake.calls("sendmessage");
+    let reminder = sent.iter().map(|c| c.body["text"].as_str().unwrap_or("")).find(|t| t.starts_with("⏰")).unwrap();
+    assert!(
+        reminder
+            .starts_with(&format!("⏰ Reminder <a href=\"tg://user?id={ALICE}\">user {ALICE}</a>: this still waits")),
+        "{reminder}"
+    );
+    assert!(reminder.contains(&format!("/approve {id} always")) && reminder.contains("expires in 25m"), "{reminder}");
+    tg.stop().await;
+}
+
+#[tokio::test]
 async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);

@@ -146,34 +146,48 @@ def _outcome(message):
     raise Protocol(f"unknown outcome status {status!r}")
 
 
-def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None):
+NUDGES = ("remind_before", "remind_every", "escalate_after", "escalate_to", "escalate_answerers")
+
+
+def nudges(keys):
+    """The reminder and escalation keys of an ask (seconds or "5m" for the times); a key that
+    is not one of ``NUDGES`` is a mistake, said at once."""
+    unknown = sorted(set(keys) - set(NUDGES))
+    if unknown:
+        raise TypeError(f"unknown keyword {unknown[0]!r}; reminders and escalation take {', '.join(NUDGES)}")
+    return {k: v for k, v in keys.items() if v is not None}
+
+
+def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None, **nudge):
     """Asks a question. Returns the chosen option or text (a list when ``multi``).
 
     ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Timeout``
-    is raised when there is none.
+    is raised when there is none. ``remind_before``, ``remind_every``, ``escalate_after``,
+    ``escalate_to`` and ``escalate_answerers`` nudge people while it waits (also for
+    ``confirm`` and ``approve``).
     """
     message = {"type": "ask", "prompt": prompt, "options": list(options or []), "multi": multi,
-               "allow_custom": allow_custom, "timeout": timeout, "default": default}
+               "allow_custom": allow_custom, "timeout": timeout, "default": default, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
     value, _timed_out = _outcome(message)
     return value
 
 
-def confirm(prompt, detail=None, default=False, timeout=None):
+def confirm(prompt, detail=None, default=False, timeout=None, **nudge):
     """Asks yes or no. A timeout returns ``default``; it never raises ``Timeout``."""
-    message = {"type": "confirm", "prompt": prompt, "default": default, "timeout": timeout}
+    message = {"type": "confirm", "prompt": prompt, "default": default, "timeout": timeout, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
     value, _timed_out = _outcome(message)
     return bool(value)
 
 
-def approve(action, detail=None, timeout=None, editable=False, quorum=None):
+def approve(action, detail=None, timeout=None, editable=False, quorum=None, **nudge):
     """Asks approval for ``action``. Returns "once" or "always", or with ``editable`` an
     ``Edited`` whose ``action`` the approver wrote instead; with ``quorum=N`` "once" when N
     distinct answerers approved. Raises ``Declined`` on reject."""
-    message = {"type": "approve", "action": action, "timeout": timeout}
+    message = {"type": "approve", "action": action, "timeout": timeout, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
     if editable:

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from askgate import Cancelled, Declined, Timeout, decision
+from askgate import Cancelled, Declined, Timeout, decision, nudges
 
 __all__ = ["Client", "Outcome", "Expired", "ApiError"]
 
@@ -86,26 +86,30 @@ class Client:
         self.answerers = answerers
 
     def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
-            timeout=None, conversation=None, answerers=None):
+            timeout=None, conversation=None, answerers=None, **nudge):
         """Asks a question and returns the answer: an option, free text, or a list when
-        ``multi``. On expiry returns ``default`` when there is one, else raises ``Expired``."""
-        ask = {"prompt": prompt, "options": list(options or []), "multi": multi, "allow_custom": allow_custom}
+        ``multi``. On expiry returns ``default`` when there is one, else raises ``Expired``.
+        ``remind_before``, ``remind_every``, ``escalate_after``, ``escalate_to`` and
+        ``escalate_answerers`` nudge people while it waits (also for ``confirm`` and ``approve``)."""
+        ask = {"prompt": prompt, "options": list(options or []), "multi": multi, "allow_custom": allow_custom,
+               **nudges(nudge)}
         return self._settle(self._ask("question", ask, detail, default, timeout, conversation, answerers))
 
-    def confirm(self, prompt, detail=None, default=False, timeout=None, conversation=None, answerers=None):
+    def confirm(self, prompt, detail=None, default=False, timeout=None, conversation=None, answerers=None, **nudge):
         """Asks yes or no and returns a bool; on expiry ``default`` (it never raises ``Expired``)."""
-        ask = {"prompt": prompt}
+        ask = {"prompt": prompt, **nudges(nudge)}
         outcome = self._ask("confirm", ask, detail, bool(default), timeout, conversation, answerers)
         return bool(self._settle(outcome))
 
     def approve(
-        self, action, detail=None, timeout=None, conversation=None, answerers=None, editable=False, quorum=None
+        self, action, detail=None, timeout=None, conversation=None, answerers=None, editable=False, quorum=None,
+        **nudge
     ):
         """Asks approval for ``action``: returns ``"once"`` or ``"always"``, or with ``editable``
         an ``Edited`` whose ``action`` the approver wrote instead; with ``quorum=N`` it returns
         ``"once"`` when N distinct answerers approved. Raises ``Declined`` on reject (with the
         person's feedback) and ``Expired`` when nobody answered."""
-        ask = {"prompt": action, "editable": True if editable else None, "quorum": quorum}
+        ask = {"prompt": action, "editable": True if editable else None, "quorum": quorum, **nudges(nudge)}
         return decision(self._settle(self._ask("approval", ask, detail, None, timeout, conversation, answerers)))
 
     def submit(self, prompt, kind="question", conversation=None, answerers=None, **ask):

@@ -7,8 +7,8 @@ use teloxide::prelude::{Request, Requester};
 use teloxide::types::{ChatId, MessageId, ParseMode};
 
 use super::{Telegram, render, retry};
-use crate::channel::{Channel, ChannelError};
-use crate::question::{Conversation, Question, Status, Surface};
+use crate::channel::{Channel, ChannelError, text};
+use crate::question::{Conversation, Question, Status, Surface, UserRef};
 use crate::store::{Delivery, DeliveryRole};
 
 impl Telegram {
@@ -98,6 +98,20 @@ impl Channel for Telegram {
         } else {
             Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
         }
+    }
+
+    async fn remind(&self, question: &Question, people: &[UserRef], now_ms: i64) -> Result<(), ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(()) };
+        // A mention by id: Telegram links it to the person and notifies them.
+        let mentions: Vec<String> = people
+            .iter()
+            .filter_map(|u| u.as_str().strip_prefix("telegram:")?.parse::<u64>().ok())
+            .map(|id| format!("<a href=\"tg://user?id={id}\">user {id}</a>"))
+            .collect();
+        let card = render::shorten(&text::card(question, now_ms), render::MAX_TEXT - 300);
+        // The line's own words need no escaping; the mentions are HTML already.
+        let line = text::reminder_line(&mentions.join(", "));
+        self.send(conversation, format!("{line}\n{}", render::escape(&card)), None).await.map(|_| ())
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

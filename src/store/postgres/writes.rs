@@ -8,7 +8,7 @@ use super::PostgresStore;
 use super::batch::PgQuery;
 use crate::question::{Approver, Conversation, Outcome, Question, QuestionId};
 use crate::run::Run;
-use crate::store::rows::{approvals_json, question_from_row, to_json};
+use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
@@ -91,7 +91,7 @@ impl PostgresStore {
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
-             $32, $33, $37, $38, $39 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
+             $32, $33, $37, $38, $39, $40, $41, $42 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
         ));
         let ask = bind_run(ask, run)?
             .bind(q.id.to_string())
@@ -119,7 +119,10 @@ impl PostgresStore {
             .bind(self.announcing())
             .bind(q.resolved_at)
             .bind(i64::from(q.quorum))
-            .bind(approvals_json(&q.approvals)?);
+            .bind(approvals_json(&q.approvals)?)
+            .bind(nudges_json(&q.nudges)?)
+            .bind(q.nudge_at)
+            .bind(q.escalated_to.as_ref().map(Conversation::as_str));
         self.writes.execute(ask).await?;
         Ok(())
     }

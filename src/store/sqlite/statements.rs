@@ -7,7 +7,7 @@ use super::raw::{Db, Statement};
 use super::writer::Write;
 use crate::question::{Conversation, Question};
 use crate::run::Run;
-use crate::store::rows::{approvals_json, question_from_row, to_json as json};
+use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json as json};
 use crate::store::{Claim, Pruned, Resolution, StoreError};
 
 /// Every statement the writer runs, prepared once.
@@ -20,6 +20,7 @@ pub(super) struct Statements<'d, 'h> {
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
     vote: Statement<'d, 'h>,
+    nudge: Statement<'d, 'h>,
     select_question: Statement<'d, 'h>,
     insert_grant: Statement<'d, 'h>,
     delivery: Statement<'d, 'h>,
@@ -51,7 +52,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
             ))?,
             // The schema's trigger moves a follow-up run back to `running` with the claim. The
             // claimer knows the question; only whether this write won is read back.
@@ -59,6 +60,10 @@ impl<'d, 'h> Statements<'d, 'h> {
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
                  resolved_at = ?5, answered_name = ?7, approvals = COALESCE(?8, approvals) \
                  WHERE id = ?6 AND status = 'pending'",
+            )?,
+            nudge: db.prepare(
+                "UPDATE questions SET nudge_at = ?1, escalated_to = COALESCE(?2, escalated_to) \
+                 WHERE id = ?3 AND status = 'pending' AND nudge_at = ?4",
             )?,
             vote: db.prepare(
                 "UPDATE questions SET approvals = ?1 WHERE id = ?2 AND status = 'pending' AND approvals IS ?3",
@@ -178,6 +183,16 @@ impl<'d, 'h> Statements<'d, 'h> {
                     self.seen.execute(&[update.as_str().into(), at.into()])?;
                 }
                 done.set(counted);
+            }
+            Write::Nudge { question, seen, next, escalated_to, done } => {
+                let id = question.to_string();
+                let moved = self.nudge.execute(&[
+                    (*next).into(),
+                    escalated_to.as_ref().map(Conversation::as_str).into(),
+                    id.as_str().into(),
+                    (*seen).into(),
+                ])?;
+                done.set(moved == 1);
             }
             Write::Delivery { delivery: d, done } => {
                 let question = d.question.to_string();
@@ -315,6 +330,9 @@ impl<'d, 'h> Statements<'d, 'h> {
             q.resolved_at.into(),
             i64::from(q.quorum).into(),
             approvals_json(&q.approvals)?.as_deref().into(),
+            nudges_json(&q.nudges)?.as_deref().into(),
+            q.nudge_at.into(),
+            q.escalated_to.as_ref().map(Conversation::as_str).into(),
         ])?;
         Ok(())
     }

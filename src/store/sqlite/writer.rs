@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::raw::Db;
 use super::statements::{Queued, Statements};
-use crate::question::{Approver, Question, QuestionId, RunId};
+use crate::question::{Approver, Conversation, Question, QuestionId, RunId};
 use crate::run::{Run, RunStatus};
 use crate::store::{Claim, Delivery, Pruned, Resolution, StoreError, WriteStats};
 
@@ -140,6 +140,14 @@ pub(super) enum Write {
         update: Option<String>,
         done: Pending<bool>,
     },
+    /// Whether a question's next reminder or escalation was moved.
+    Nudge {
+        question: QuestionId,
+        seen: i64,
+        next: Option<i64>,
+        escalated_to: Option<Conversation>,
+        done: Pending<bool>,
+    },
     Delivery {
         delivery: Delivery,
         done: Pending<()>,
@@ -181,7 +189,8 @@ impl Write {
             Self::FinishRun { done, .. }
             | Self::RevokeGrant { done, .. }
             | Self::Seen { done, .. }
-            | Self::Vote { done, .. } => {
+            | Self::Vote { done, .. }
+            | Self::Nudge { done, .. } => {
                 done.answer(failure);
             }
             Self::Resolve { done, .. } => done.answer(failure),

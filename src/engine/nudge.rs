@@ -1,0 +1,93 @@
+//! Reminders and escalation: the sweeper's second job. A question's next nudge time is
+//! stored with it; whichever sweeper moves it on (one conditional write) sends what was due,
+//! so each reminder and escalation happens once — also for questions that waited across a
+//! restart, and never after a question ended.
+
+use std::sync::Arc;
+
+use super::{Engine, Outbound};
+use crate::question::{Answerers, Conversation, InvalidAsk, Nudges, Question, UserRef};
+use crate::store::StoreError;
+
+impl Engine {
+    /// Completes a new question's nudges with the configured ones (the gateway's
+    /// `remind_before`, its channel's escalation) and schedules the first.
+    ///
+    /// # Errors
+    /// [`InvalidAsk::Nudge`] when no enabled channel serves the conversation it would
+    /// escalate to.
+    pub(super) fn schedule_nudges(&self, question: &mut Question) -> Result<(), InvalidAsk> {
+        let Some(conversation) = &question.conversation else { return Ok(()) };
+        let settings = &self.inner.settings;
+        let defaults = Nudges {
+            remind_before: settings.remind_before.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            ..self.policy(conversation).nudges
+        };
+        question.nudges = std::mem::take(&mut question.nudges).or(&defaults);
+        if let Some(to) = &question.nudges.escalate_to {
+            if to == conversation {
+                return Err(InvalidAsk::Nudge(format!("escalate_to names the question's own conversation ({to})")));
+            }
+            self.check_served(to).map_err(|e| InvalidAsk::Nudge(format!("escalate_to: {e}")))?;
+        }
+        question.nudge_at = question.nudges.next(question.created_at, question.expires_at, false, question.created_at);
+        Ok(())
+    }
+
+    /// Sends the reminders and escalations that are due.
+    pub(super) async fn nudge_due(&self) -> Result<(), StoreError> {
+        loop {
+            let now = self.now_ms();
+            let due = self.inner.store.due_nudges(now, 256).await?;
+            if due.is_empty() {
+                return Ok(());
+            }
+            for question in due {
+                self.nudge(question, now).await?;
+            }
+        }
+    }
+
+    async fn nudge(&self, mut question: Question, now: i64) -> Result<(), StoreError> {
+        let (Some(seen), Some(conversation)) = (question.nudge_at, question.conversation.clone()) else {
+            return Ok(());
+        };
+        let (asked, expires, nudges) = (question.created_at, question.expires_at, &question.nudges);
+        let escalated = question.escalated_to.is_some();
+        let escalate_to = nudges.escalation_due(asked, escalated, now).then(|| nudges.escalate_to.clone()).flatten();
+        let remind = nudges.reminder_due(asked, expires, seen, now);
+        let next = nudges.next(asked, expires, escalated || escalate_to.is_some(), now);
+        if !self.inner.store.advance_nudge(question.id, seen, next, escalate_to.as_ref()).await? {
+            // It ended, or another sweeper sent this one.
+            return Ok(());
+        }
+        question.nudge_at = next;
+        if let Some(to) = escalate_to {
+            question.escalated_to = Some(to.clone());
+            tracing::info!(question = %question.id, %to, "escalated a question nobody answered");
+            let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
+            let line = format!("⬆️ Nobody answered this in {conversation} for {}:", humantime::format_duration(waited));
+            self.outbound(&to, Outbound::Text(to.clone(), line));
+            // Placed in the conversation it is escalated to (the card goes there, its answers
+            // come from there); its own conversation's lane keeps the rest.
+            let card = Question { conversation: Some(to.clone()), ..question.clone() };
+            self.outbound(&to, Outbound::Card(Arc::new(card)));
+        }
+        if remind {
+            let people = reminded(&question.answerers, &conversation);
+            self.outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
+        }
+        Ok(())
+    }
+}
+
+/// Who a reminder in `conversation` names: the answerers of its channel; nobody in particular
+/// when anyone there may answer.
+fn reminded(answerers: &Answerers, conversation: &Conversation) -> Vec<UserRef> {
+    let people = match answerers {
+        Answerers::Initiator { user } => vec![user.clone()],
+        Answerers::Users { users } => users.clone(),
+        Answerers::Conversation => Vec::new(),
+    };
+    people.into_iter().filter(|u| u.channel() == conversation.channel()).collect()
+}

@@ -1,0 +1,184 @@
+//! Reminders and escalation, through the real engine on a manual clock: each reminder once at
+//! its time, one after a restart for what was missed, none after the question ended; an
+//! unanswered question shown in the escalation conversation, answered there by its people,
+//! and retracted everywhere.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate::clock::Clock;
+use askgate::engine::{Context, Function, FunctionError, Functions, Inbound, Settings};
+use askgate::question::{Ask, Conversation, Nudges, Receipt, Status, Surface, Timeout, UserRef};
+use async_trait::async_trait;
+
+use crate::backend::Place;
+use crate::support::*;
+
+const MIN: i64 = 60_000;
+const OPS: &str = "test:ops";
+const CAROL: &str = "test:carol";
+
+/// Asks one question with a 30-minute timeout; with input `nudged`, reminders every 10
+/// minutes and 5 minutes before it expires.
+struct Asks;
+
+#[async_trait]
+impl Function for Asks {
+    async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
+        let mut ask = Ask::question("Ship it?").options(["yes", "no"]).timeout(Timeout::Seconds(1800));
+        if input == "nudged" {
+            ask = ask.remind_every(Duration::from_secs(600)).remind_before(Duration::from_secs(300));
+        }
+        let answer = ctx.ask(ask).await?;
+        Ok(format!("answered {}", answer.text()))
+    }
+}
+
+fn functions() -> Functions {
+    let mut f = Functions::new();
+    f.insert("asks", "one question", Arc::new(Asks));
+    f.insert_entry("approve-demo", builtins().get("approve-demo").unwrap().clone());
+    f
+}
+
+fn reminders(h: &Harness) -> Vec<String> {
+    h.recorder.texts().into_iter().filter(|t| t.starts_with("⏰ Reminder")).collect()
+}
+
+/// Moves the manual clock forward to `at`.
+fn set_clock(h: &Harness, at: i64) {
+    h.clock.advance(at - h.clock.now_ms());
+}
+
+/// Moves the clock to `T0 + minutes` and waits until `n` reminders were sent.
+async fn at(h: &Harness, minutes: i64, n: usize) -> Vec<String> {
+    set_clock(h, T0 + minutes * MIN);
+    eventually(|| async { Some(reminders(h)).filter(|r| r.len() >= n) }).await
+}
+
+/// Lets the sweeper look (it wakes when the clock moves) and the lanes deliver.
+async fn settle(h: &Harness) {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.engine.outbound_idle().await;
+}
+
+async fn reminders_come_every_so_often_and_before_expiry_once_each(place: Place) {
+    let h = Harness::on(place, functions(), Settings::default(), Clock::manual(T0)).await;
+    let run = h.run("asks", "nudged").await;
+    let card = h.card(1).await;
+    let id = card.id.short();
+    set_clock(&h, T0 + 9 * MIN);
+    settle(&h).await;
+    assert!(reminders(&h).is_empty(), "none before its time");
+    let first = at(&h, 10, 1).await;
+    assert!(first[0].starts_with(&format!("⏰ Reminder {ALICE}: this still waits for an answer.")), "{}", first[0]);
+    assert!(first[0].contains(&format!("/answer {id} 1")), "the card's commands: {}", first[0]);
+    assert!(first[0].contains("expires in 20m"), "{}", first[0]);
+    at(&h, 20, 2).await;
+    at(&h, 25, 3).await;
+    set_clock(&h, T0 + 28 * MIN);
+    settle(&h).await;
+    assert_eq!(reminders(&h).len(), 3, "each reminder once");
+    h.say(ALICE, "yes").await;
+    h.finished(run).await;
+    set_clock(&h, T0 + 60 * MIN);
+    settle(&h).await;
+    assert_eq!(reminders(&h).len(), 3, "none after it ended");
+}
+
+async fn a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart(place: Place) {
+    let settings = || Settings { remind_before: Some(Duration::from_secs(300)), ..Settings::default() };
+    let h = Harness::on(place, functions(), settings(), Clock::manual(T0)).await;
+    h.run("asks", "").await;
+    let card = h.card(1).await;
+    assert!(reminders(&h).is_empty());
+    // Down from minute 1 to minute 27: the reminder due at 25 comes once, at the start.
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 27 * MIN)).await;
+    let sent = eventually(|| async { Some(reminders(&h)).filter(|r| !r.is_empty()) }).await;
+    assert!(sent[0].contains(&card.id.short()), "{}", sent[0]);
+    settle(&h).await;
+    assert_eq!(reminders(&h).len(), 1);
+    // Another restart sends nothing again.
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 28 * MIN)).await;
+    settle(&h).await;
+    assert!(reminders(&h).is_empty(), "{:?}", reminders(&h));
+}
+
+async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere(place: Place) {
+    let mut settings = Settings::default();
+    let escalation = Nudges {
+        escalate_after: Some(10 * 60_000),
+        escalate_to: Some(Conversation::parse(OPS).unwrap()),
+        escalate_answerers: Some(vec![UserRef::parse(CAROL).unwrap()]),
+        ..Nudges::default()
+    };
+    settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
+    let h = Harness::on(place, functions(), settings, Clock::manual(T0)).await;
+    let run = h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    let id = card.id.short();
+    let in_ops = |user: &str, text: String| {
+        let inbound =
+            Inbound::text(Conversation::parse(OPS).unwrap(), UserRef::parse(user).unwrap(), Surface::Console, text);
+        h.engine.handle(inbound)
+    };
+    let early = in_ops(CAROL, format!("/approve {id}")).await;
+    assert!(matches!(early.receipt, Some(Receipt::Unknown { .. })), "not escalated yet: {early:?}");
+
+    set_clock(&h, T0 + 10 * MIN);
+    let escalated = h.card(2).await;
+    assert_eq!((escalated.id, escalated.conversation.as_ref().map(Conversation::as_str)), (card.id, Some(OPS)));
+    assert_eq!(h.question(&card).await.escalated_to.as_ref().map(Conversation::as_str), Some(OPS));
+    assert!(
+        h.recorder.texts().contains(&format!("⬆️ Nobody answered this in {ROOM} for 10m:")),
+        "{:?}",
+        h.recorder.texts()
+    );
+    let bob = in_ops(BOB, format!("/approve {id}")).await;
+    assert!(matches!(bob.receipt, Some(Receipt::NotAuthorized { .. })), "escalate_answerers names carol: {bob:?}");
+    let carol = in_ops(CAROL, format!("/approve {id}")).await;
+    assert!(matches!(carol.receipt, Some(Receipt::Resolved { .. })), "{carol:?}");
+    assert!(h.finished(run).await.result.unwrap().starts_with("Allowed once"));
+    h.engine.outbound_idle().await;
+    let cards = h.store.deliveries(card.id).await.unwrap();
+    let mut chats: Vec<&str> = cards.iter().map(|d| d.chat.as_str()).collect();
+    chats.sort_unstable();
+    assert_eq!(chats, [OPS, ROOM]);
+    let retracted = h.recorder.retracted();
+    assert_eq!(retracted.len(), 1, "one retraction of both cards on the one channel");
+    assert_eq!(retracted[0].status, Status::Answered);
+    // Escalated once.
+    set_clock(&h, T0 + 40 * MIN);
+    settle(&h).await;
+    assert_eq!(h.recorder.cards().len(), 2);
+}
+
+/// Two instances on one PostgreSQL database sweep the same questions: each reminder is sent
+/// by one of them, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_instances_sweeping_each_reminder_is_sent_once() {
+    const QUESTIONS: usize = 20;
+    let place = Place::postgres().await;
+    let a = Harness::on(place.clone(), functions(), Settings::default(), Clock::manual(T0)).await;
+    let b = Harness::on(place.clone(), functions(), Settings::default(), Clock::manual(T0)).await;
+    for _ in 0..QUESTIONS {
+        a.run("asks", "nudged").await;
+    }
+    a.card(QUESTIONS).await;
+    let total = || reminders(&a).len() + reminders(&b).len();
+    for (minute, expected) in [(10, QUESTIONS), (20, 2 * QUESTIONS)] {
+        set_clock(&a, T0 + minute * MIN);
+        set_clock(&b, T0 + minute * MIN);
+        eventually(|| async { (total() >= expected).then_some(()) }).await;
+        settle(&a).await;
+        settle(&b).await;
+        assert_eq!(total(), expected, "minute {minute}: {} by a, {} by b", reminders(&a).len(), reminders(&b).len());
+    }
+    b.engine.shutdown().await;
+}
+
+crate::backend::on_both_backends!(
+    reminders_come_every_so_often_and_before_expiry_once_each,
+    a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart,
+    an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere,
+);
