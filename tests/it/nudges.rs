@@ -153,6 +153,28 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     assert_eq!(h.recorder.cards().len(), 2);
 }
 
+async fn a_question_left_waiting_across_a_restart_is_escalated_after_it(place: Place) {
+    let settings = || {
+        let mut settings = Settings::default();
+        let escalation = Nudges {
+            escalate_after: Some(10 * 60_000),
+            escalate_to: Some(Conversation::parse(OPS).unwrap()),
+            ..Nudges::default()
+        };
+        settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
+        settings
+    };
+    let h = Harness::on(place, functions(), settings(), Clock::manual(T0)).await;
+    h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 12 * MIN)).await;
+    let escalated = h.card(1).await;
+    assert_eq!((escalated.id, escalated.conversation.as_ref().map(Conversation::as_str)), (card.id, Some(OPS)));
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 13 * MIN)).await;
+    settle(&h).await;
+    assert!(h.recorder.cards().is_empty(), "escalated once: {:?}", h.recorder.cards());
+}
+
 /// Two instances on one PostgreSQL database sweep the same questions: each reminder is sent
 /// by one of them, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,4 +203,5 @@ crate::backend::on_both_backends!(
     reminders_come_every_so_often_and_before_expiry_once_each,
     a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart,
     an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere,
+    a_question_left_waiting_across_a_restart_is_escalated_after_it,
 );

@@ -279,6 +279,35 @@ async fn a_reminder_mentions_the_answerer_with_the_cards_commands() {
 }
 
 #[tokio::test]
+async fn an_unanswered_approval_is_escalated_to_another_chat_answered_there_and_retracted_in_both() {
+    const OPS: i64 = -100_456;
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let mut settings = Settings::default();
+    let nudges = askgate::question::Nudges {
+        escalate_after: Some(10 * 60_000),
+        escalate_to: Some(Conversation::parse(&format!("telegram:{OPS}")).unwrap()),
+        ..Default::default()
+    };
+    settings.channels.insert("telegram".into(), ChannelPolicy { nudges, ..anyone() });
+    let clock = Clock::manual(1_800_000_000_000);
+    let tg = Tg::start_with_clock(&dir, &url, Updates::Polling, settings, clock.clone()).await;
+    fake.text(ALICE, GROUP, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    clock.advance(10 * 60_000);
+    let escalated = fake.sent("Approve: rm -rf build/", 2).await;
+    assert_eq!(escalated["chat"]["id"], OPS, "{escalated}");
+    fake.sent(&format!("Nobody answered this in telegram:{GROUP} for 10m"), 1).await;
+    // Bob is not an answerer in the group, but anyone in the escalation chat may answer there.
+    let tap = fake.press(BOB, OPS, id_of(&escalated), &data(&escalated, "Allow once"));
+    assert_eq!(fake.callback_answer(tap).await["text"], "Recorded.");
+    fake.sent("Allowed once: ran `rm -rf build/`", 1).await;
+    edited(&fake, GROUP, id_of(&card), "allowed once — @user43 via telegram").await;
+    edited(&fake, OPS, id_of(&escalated), "allowed once — @user43 via telegram").await;
+    tg.stop().await;
+}
+
+#[tokio::test]
 async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);
