@@ -3,6 +3,7 @@
 //! Everything here is plain data with validation at construction. The store persists it, the
 //! engine moves it through its states, and every surface renders the same [`Question`] snapshot.
 
+mod approvals;
 mod ask;
 mod choice;
 mod nudge;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+pub use approvals::Approver;
 pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
 pub use nudge::{MIN_REMIND_EVERY_MS, Nudges};
@@ -407,27 +409,6 @@ pub struct Question {
     pub escalated_to: Option<Conversation>,
 }
 
-/// One approval recorded toward a quorum approval.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Approver {
-    /// Who: a stable id (`telegram:42`).
-    pub user: String,
-    /// How people know them (`@alice`), when the surface said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Where they approved.
-    pub via: Surface,
-    /// When, unix milliseconds.
-    pub at: i64,
-}
-
-impl Approver {
-    /// How people know them: the name when the surface gave one, else the id.
-    pub fn shown(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.user)
-    }
-}
-
 impl Question {
     /// Whether the question is still waiting.
     pub fn is_pending(&self) -> bool {
@@ -446,25 +427,6 @@ impl Question {
         let escalated_here = self.escalated_to.is_some() && self.escalated_to.as_ref() == conversation;
         self.answerers.admits(user)
             || escalated_here && self.nudges.escalate_answerers.as_ref().is_none_or(|users| users.contains(user))
-    }
-
-    /// Whether several distinct people must approve it.
-    pub fn needs_quorum(&self) -> bool {
-        self.quorum > 1
-    }
-
-    /// A quorum approval's count so far: `1 of 2 approvals: @alice`; none for others.
-    pub fn tally(&self) -> Option<String> {
-        if !self.needs_quorum() {
-            return None;
-        }
-        let names: Vec<&str> = self.approvals.iter().map(Approver::shown).collect();
-        let mut line = format!("{} of {} approvals", names.len(), self.quorum);
-        if !names.is_empty() {
-            line.push_str(": ");
-            line.push_str(&names.join(", "));
-        }
-        Some(line)
     }
 
     /// Who resolved it, as people know them: the name when the surface gave one, else the id.
