@@ -172,6 +172,19 @@ fn check(config: &Config, path: &std::path::Path) {
     for (name, state) in config.channel_states(&Env::process()) {
         say!(out, "  {name}: {state}");
     }
+    let mut escalations: Vec<_> = config.settings.channels.iter().collect();
+    escalations.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, policy) in escalations {
+        let nudges = &policy.nudges;
+        let Some(to) = &nudges.escalate_to else { continue };
+        let after = std::time::Duration::from_millis(nudges.escalate_after.unwrap_or(0));
+        let who = nudges.escalate_answerers.as_ref().map_or("anyone there".to_owned(), |users| join(users));
+        say!(
+            out,
+            "  {name}: unanswered after {} escalates to {to} ({who} may answer)",
+            humantime::format_duration(after)
+        );
+    }
     match &config.mcp {
         Some(mcp) => say!(
             out,

@@ -394,7 +394,8 @@ pub trait Store: Send + Sync + 'static {
     fn write_stats(&self) -> WriteStats {
         WriteStats::default()
     }
-    /// Pending questions, oldest first, optionally of one conversation.
+    /// Pending questions, oldest first, optionally of one conversation (its own and those
+    /// escalated to it).
     async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;

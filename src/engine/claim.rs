@@ -261,7 +261,8 @@ impl Engine {
     pub async fn cancel_conversation(&self, conversation: &Conversation, user: &UserRef) -> Result<usize, StoreError> {
         let mut cancelled = 0;
         for question in self.inner.store.pending(Some(conversation)).await? {
-            if !question.answerers.admits(user) {
+            // Runs of this conversation only: one escalated here is another conversation's.
+            if question.conversation.as_ref() != Some(conversation) || !question.answerers.admits(user) {
                 continue;
             }
             let outcome = Outcome::Cancelled { reason: format!("cancelled by {user}") };

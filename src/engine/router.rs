@@ -177,14 +177,15 @@ impl Engine {
         }
         if let Some(id) = inbound.reply_to
             && let Some(question) = self.inner.store.question(id).await?
-            && question.conversation.as_ref() == Some(&inbound.conversation)
+            && question.is_in(&inbound.conversation)
         {
             let receipt = self.resolve(&question, &inbound.text, &resolver).await?;
             return Ok(Response::receipt(receipt, Some(&question)));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation)).await?;
         let others = waiting.len();
-        let pending: Vec<Question> = waiting.into_iter().filter(|q| q.answerers.admits(&inbound.user)).collect();
+        let here = Some(&inbound.conversation);
+        let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
             [question] => {
                 let receipt = self.resolve(question, &inbound.text, &resolver).await?;

@@ -327,7 +327,8 @@ impl Store for PostgresStore {
             concat!(
                 "SELECT ",
                 question_columns!(),
-                " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1) ORDER BY seq"
+                " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
+                 ORDER BY seq"
             ),
             conversation.map(Conversation::as_str),
         )

@@ -212,10 +212,14 @@ impl Store for SqliteStore {
     async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
         let rows = match conversation {
             Some(c) => {
+                // Its own, and those escalated to it, each on its index.
                 sqlx::query(concat!(
                     "SELECT ",
                     question_columns!(),
-                    " FROM questions WHERE status = 'pending' AND conversation = ? ORDER BY created_at"
+                    " FROM questions WHERE status = 'pending' AND conversation = ?1 UNION ALL SELECT ",
+                    question_columns!(),
+                    " FROM questions WHERE escalated_to = ?1 AND status = 'pending' AND conversation IS NOT ?1 \
+                     ORDER BY created_at"
                 ))
                 .bind(c.as_str())
                 .fetch_all(&self.readers)

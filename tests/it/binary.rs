@@ -328,6 +328,26 @@ async fn check_lists_channels_with_why_they_are_disabled() {
 }
 
 #[tokio::test]
+async fn check_says_where_each_channel_escalates_and_when_reminders_come() {
+    let dir = TempDir::new().unwrap();
+    let config = dir.path().join("channels.toml");
+    std::fs::write(
+        &config,
+        "[gateway]\ndatabase = \"sqlite://a.db\"\nremind_before = \"5m\"\n[channels.console]\nenabled = true\n\
+         [channels.telegram]\ntoken_env = \"NOPE\"\nescalate_after = \"10m\"\nescalate_to = \"console:local\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("remind_before = 5m (from "), "{text}");
+    assert!(
+        text.contains("telegram: unanswered after 10m escalates to console:local (anyone there may answer)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_programs() {
     let dir = TempDir::new().unwrap();
     let extra = "\n[channels.telegram]\ntoken_env = \"TG\"\nallowed_users = [\"*\"]\n\

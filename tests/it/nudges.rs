@@ -136,7 +136,10 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     );
     let bob = in_ops(BOB, format!("/approve {id}")).await;
     assert!(matches!(bob.receipt, Some(Receipt::NotAuthorized { .. })), "escalate_answerers names carol: {bob:?}");
-    let carol = in_ops(CAROL, format!("/approve {id}")).await;
+    let listed = in_ops(CAROL, "/pending".to_owned()).await.text.unwrap();
+    assert!(listed.contains(&format!("/approve {id}")), "escalated questions are listed there: {listed}");
+    // A plain reply there answers it, as in its own conversation.
+    let carol = in_ops(CAROL, "once".to_owned()).await;
     assert!(matches!(carol.receipt, Some(Receipt::Resolved { .. })), "{carol:?}");
     assert!(h.finished(run).await.result.unwrap().starts_with("Allowed once"));
     h.engine.outbound_idle().await;
