@@ -320,19 +320,7 @@ impl Lane {
                 }
             }
             Outbound::Retract(question) => {
-                // A question that may have been escalated has cards another lane may have
-                // shown too: read them all back.
-                let cached = shown.remove(&question.id).filter(|_| question.nudges.escalate_to.is_none());
-                let cards = match cached {
-                    Some(cards) => cards,
-                    None => match self.store.deliveries(question.id).await {
-                        Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
-                        Err(e) => {
-                            tracing::error!(question = %question.id, error = %e, "could not load cards to retract");
-                            return;
-                        }
-                    },
-                };
+                let Some(cards) = self.cards(&question, shown.remove(&question.id)).await else { return };
                 if cards.is_empty() {
                     if is_escalation_copy(&question) {
                         return;
@@ -342,17 +330,7 @@ impl Lane {
                 self.retract(&question, cards).await;
             }
             Outbound::Refresh(question) => {
-                let cached = shown.get(&question.id).filter(|_| question.nudges.escalate_to.is_none());
-                let cards = match cached {
-                    Some(cards) => cards.clone(),
-                    None => match self.store.deliveries(question.id).await {
-                        Ok(cards) => cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect(),
-                        Err(e) => {
-                            tracing::error!(question = %question.id, error = %e, "could not load cards to update");
-                            return;
-                        }
-                    },
-                };
+                let Some(cards) = self.cards(&question, shown.get(&question.id).cloned()).await else { return };
                 let cards: Vec<Delivery> = cards.into_iter().filter(|d| d.role == DeliveryRole::Card).collect();
                 if cards.is_empty() && is_escalation_copy(&question) {
                     return;
@@ -421,6 +399,22 @@ impl Lane {
                 Err(e) => {
                     tracing::warn!(question = %question.id, error = %e, "could not check a question before trying its card again")
                 }
+            }
+        }
+    }
+
+    /// The messages of `question` on this lane's surface: those it showed (`cached`), or read
+    /// back from the store. A question that may have been escalated has cards another lane
+    /// may have shown too, so those are always read back. None when the store failed.
+    async fn cards(&self, question: &Question, cached: Option<Vec<Delivery>>) -> Option<Vec<Delivery>> {
+        if let Some(cards) = cached.filter(|_| question.nudges.escalate_to.is_none()) {
+            return Some(cards);
+        }
+        match self.store.deliveries(question.id).await {
+            Ok(cards) => Some(cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect()),
+            Err(e) => {
+                tracing::error!(question = %question.id, error = %e, "could not load a question's cards");
+                None
             }
         }
     }

@@ -633,7 +633,11 @@ async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() 
     let done = h.finished(run).await;
     assert_eq!(done.status, RunStatus::Failed);
     assert_eq!(done.result.as_deref(), Some("the function panicked: boom after asking"));
-    let journal = h.engine.journal(run).await.unwrap();
+    // The run ends first (so that the cancellation resumes nothing), then its question.
+    let journal = eventually(|| async {
+        Some(h.engine.journal(run).await.unwrap()).filter(|j| j.iter().all(|q| !q.is_pending()))
+    })
+    .await;
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0].status, Status::Cancelled, "nobody answers into a dead run");
     let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.contains("panics failed")) }).await;
