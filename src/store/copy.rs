@@ -8,89 +8,21 @@ use sqlx::{ConnectOptions, Postgres, QueryBuilder, Row};
 
 use super::{SqliteStore, Store, StoreError, Synchronous, redact};
 
-/// A table, its columns, and which of them hold integers (the rest hold text).
+/// A table, and the order its rows are copied in. Its columns are read from the SQLite schema
+/// itself, so a column added by a migration is never left behind.
 struct Table {
     name: &'static str,
-    columns: &'static [&'static str],
-    integers: &'static [&'static str],
     /// The order rows are copied in: questions keep the order they were asked.
     order: &'static str,
 }
 
 /// In the order the foreign keys allow.
 const TABLES: [Table; 5] = [
-    Table {
-        name: "runs",
-        columns: &[
-            "id",
-            "function",
-            "conversation",
-            "initiator",
-            "input",
-            "mode",
-            "status",
-            "says",
-            "result",
-            "created_at",
-            "updated_at",
-            "answerers",
-        ],
-        integers: &["says", "created_at", "updated_at"],
-        order: "created_at, id",
-    },
-    Table {
-        name: "questions",
-        columns: &[
-            "id",
-            "conversation",
-            "run_id",
-            "step",
-            "mode",
-            "kind",
-            "prompt",
-            "detail",
-            "options",
-            "multi",
-            "allow_custom",
-            "default_json",
-            "answerers",
-            "fingerprint",
-            "created_at",
-            "expires_at",
-            "status",
-            "outcome",
-            "answered_by",
-            "answered_via",
-            "resolved_at",
-            "answered_name",
-        ],
-        integers: &["step", "multi", "allow_custom", "created_at", "expires_at", "resolved_at"],
-        order: "rowid",
-    },
-    Table {
-        name: "deliveries",
-        columns: &["question_id", "surface", "chat", "message", "created_at", "role"],
-        integers: &["created_at"],
-        order: "created_at",
-    },
-    Table {
-        name: "grants",
-        columns: &[
-            "id",
-            "conversation",
-            "action",
-            "granted_by",
-            "question_id",
-            "created_at",
-            "revoked_at",
-            "expires_at",
-            "granted_name",
-            "pattern",
-        ],
-        integers: &["created_at", "revoked_at"],
-        order: "created_at",
-    },
-    Table { name: "inbound", columns: &["key", "created_at"], integers: &["created_at"], order: "created_at" },
+    Table { name: "runs", order: "created_at, id" },
+    Table { name: "questions", order: "rowid" },
+    Table { name: "deliveries", order: "created_at" },
+    Table { name: "grants", order: "created_at" },
+    Table { name: "inbound", order: "created_at" },
 ];
 
 /// Rows per `INSERT`: PostgreSQL takes at most 65,535 parameters in one statement.
@@ -150,7 +82,16 @@ async fn copy(source: &SqliteStore, from: &str, to: &str) -> Result<Copied, Copy
     let mut tx = target.begin().await.map_err(|e| failed(&shown, e.into()))?;
     let mut copied = Vec::new();
     for table in &TABLES {
-        let columns = table.columns.join(", ");
+        // Each column with whether it holds integers (else text), as the schema declares it.
+        let info = format!("SELECT name, type FROM pragma_table_info('{}') ORDER BY cid", table.name);
+        let info = source.read_all(&info).await.map_err(|e| failed(from, e))?;
+        let mut schema = Vec::with_capacity(info.len());
+        for column in &info {
+            let name: String = column.try_get("name").map_err(|e| failed(from, e.into()))?;
+            let declared: String = column.try_get("type").map_err(|e| failed(from, e.into()))?;
+            schema.push((name, declared.to_ascii_uppercase().contains("INT")));
+        }
+        let columns = schema.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ");
         let read = format!("SELECT {columns} FROM {} ORDER BY {}", table.name, table.order);
         let rows = source.read_all(&read).await.map_err(|e| failed(from, e))?;
         for chunk in rows.chunks(ROWS_PER_INSERT) {
@@ -158,14 +99,14 @@ async fn copy(source: &SqliteStore, from: &str, to: &str) -> Result<Copied, Copy
                 QueryBuilder::new(format!("INSERT INTO {} ({columns}) ", table.name));
             let mut bad = None;
             insert.push_values(chunk, |mut values, row| {
-                for column in table.columns {
-                    if table.integers.contains(column) {
-                        match row.try_get::<Option<i64>, _>(*column) {
+                for (column, integer) in &schema {
+                    if *integer {
+                        match row.try_get::<Option<i64>, _>(column.as_str()) {
                             Ok(v) => _ = values.push_bind(v),
                             Err(e) => bad = Some(e),
                         }
                     } else {
-                        match row.try_get::<Option<String>, _>(*column) {
+                        match row.try_get::<Option<String>, _>(column.as_str()) {
                             Ok(v) => _ = values.push_bind(v),
                             Err(e) => bad = Some(e),
                         }

@@ -347,3 +347,68 @@ async fn next_change(
         }
     }
 }
+
+/// `askgate migrate` copies every column, also those later migrations added: a quorum
+/// approval's approvals, a question's nudges and escalation, a rule with an expiry.
+#[tokio::test]
+async fn a_copy_to_postgres_keeps_every_column() {
+    use askgate::question::{Approver, Conversation, Kind, Nudges};
+    use askgate::store::{Delivery, Grant, PostgresStore};
+    let dir = TempDir::new().unwrap();
+    let path = db_path(dir.path()).display().to_string();
+    let store = open(&dir).await;
+    let r = run("copy me");
+    let ops = Conversation::parse("test:ops").unwrap();
+    let mut waiting = question(&r, "deploy prod");
+    waiting.kind = Kind::Approval;
+    waiting.quorum = 2;
+    waiting.approvals =
+        vec![Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::Telegram, at: T0 }];
+    waiting.nudges = Nudges {
+        remind_every: Some(600_000),
+        escalate_after: Some(60_000),
+        escalate_to: Some(ops.clone()),
+        ..Nudges::default()
+    };
+    waiting.nudge_at = Some(T0 + 600_000);
+    waiting.escalated_to = Some(ops);
+    store.ask(&r, &Arc::new(waiting.clone())).await.unwrap();
+    store.add_delivery(&Delivery::card(waiting.id, Surface::Other, "test:room", "m-1")).await.unwrap();
+    let other = run("granted");
+    let asked = question(&other, "git push");
+    store.ask(&other, &Arc::new(asked.clone())).await.unwrap();
+    let rule = Grant {
+        id: "g-1".into(),
+        conversation: Conversation::parse("test:room").unwrap(),
+        action: "git push *".into(),
+        pattern: true,
+        granted_by: "test:alice".into(),
+        granted_name: Some("@alice".into()),
+        question: asked.id,
+        created_at: T0,
+        expires_at: Some(T0 + 86_400_000),
+    };
+    let allowed = Resolution {
+        question: asked.clone(),
+        outcome: Outcome::Answered { value: json!("always") },
+        by: Some("test:alice".into()),
+        name: None,
+        via: Surface::Telegram,
+        at: T0 + 1,
+        grant: Some(rule.clone()),
+        update: None,
+        approvals: None,
+    };
+    let Claim::Won(answered) = store.resolve(allowed).await.unwrap() else { panic!("the claim must win") };
+    store.close().await;
+    drop(store);
+
+    let database = crate::backend::TestDatabase::create().await;
+    let copied = askgate::store::copy::sqlite_to_postgres(&path, &database.url).await.unwrap();
+    assert!(copied.contains(&("questions", 2)) && copied.contains(&("grants", 1)), "{copied:?}");
+    let pg = PostgresStore::open(&database.url).await.unwrap();
+    assert_eq!(pg.question(waiting.id).await.unwrap().unwrap(), waiting);
+    assert_eq!(pg.question(asked.id).await.unwrap().unwrap(), answered);
+    assert_eq!(pg.grants(None, T0 + 2).await.unwrap(), [rule]);
+    pg.close().await;
+}
