@@ -316,6 +316,16 @@ impl Lane {
                             tracing::error!(question = %question.id, error = %e, "could not record a card");
                         }
                     }
+                    // An escalation card is shown on another lane than its question's, whose
+                    // retraction may have read the cards just before this one was recorded.
+                    if is_escalation_copy(&question)
+                        && let Ok(Some(now)) = self.store.question(question.id).await
+                        && !now.is_pending()
+                    {
+                        let ended = Question { conversation: question.conversation.clone(), ..now };
+                        self.retract(&ended, cards).await;
+                        return;
+                    }
                     shown.insert(question.id, cards);
                 }
             }
