@@ -20,7 +20,7 @@ use uuid::Uuid;
 pub use approvals::Approver;
 pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
-pub use nudge::{MIN_REMIND_EVERY_MS, Nudges};
+pub use nudge::{MIN_REMIND_EVERY_MS, Nudges, millis};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
 pub use wire::AskWire;
 

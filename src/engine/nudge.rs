@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Engine, Outbound};
-use crate::question::{Answerers, Conversation, InvalidAsk, Nudges, Question, UserRef};
+use crate::question::{Answerers, Conversation, InvalidAsk, Nudges, Question, UserRef, millis};
 use crate::store::StoreError;
 
 impl Engine {
@@ -19,11 +19,8 @@ impl Engine {
     pub(super) fn schedule_nudges(&self, question: &mut Question) -> Result<(), InvalidAsk> {
         let Some(conversation) = &question.conversation else { return Ok(()) };
         let settings = &self.inner.settings;
-        let defaults = Nudges {
-            remind_before: settings.remind_before.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            ..self.policy(conversation).nudges
-        };
-        question.nudges = std::mem::take(&mut question.nudges).or(&defaults);
+        let defaults = Nudges { remind_before: settings.remind_before.map(millis), ..self.policy(conversation).nudges };
+        question.nudges = std::mem::take(&mut question.nudges).or(&defaults, conversation);
         if let Some(to) = &question.nudges.escalate_to {
             if to == conversation {
                 return Err(InvalidAsk::Nudge(format!("escalate_to names the question's own conversation ({to})")));
@@ -49,7 +46,11 @@ impl Engine {
     }
 
     async fn nudge(&self, mut question: Question, now: i64) -> Result<(), StoreError> {
-        let (Some(seen), Some(conversation)) = (question.nudge_at, question.conversation.clone()) else {
+        // `due_nudges` returns questions with a nudge time; one without a conversation (never
+        // scheduled so) is moved on to nothing, so that the sweep cannot find it again.
+        let Some(seen) = question.nudge_at else { return Ok(()) };
+        let Some(conversation) = question.conversation.clone() else {
+            self.inner.store.advance_nudge(question.id, seen, None, None).await?;
             return Ok(());
         };
         let (asked, expires, nudges) = (question.created_at, question.expires_at, &question.nudges);
@@ -67,7 +68,7 @@ impl Engine {
             tracing::info!(question = %question.id, %to, "escalated a question nobody answered");
             let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
             let line = format!("⬆️ Nobody answered this in {conversation} for {}:", humantime::format_duration(waited));
-            self.outbound(&to, Outbound::Text(to.clone(), line));
+            self.send_text(&to, line);
             // Placed in the conversation it is escalated to (the card goes there, its answers
             // come from there); its own conversation's lane keeps the rest.
             let card = Question { conversation: Some(to.clone()), ..question.clone() };

@@ -28,6 +28,11 @@ pub struct Nudges {
     pub escalate_answerers: Option<Vec<UserRef>>,
 }
 
+/// A duration in the milliseconds nudges keep.
+pub fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The shortest time between reminders, so that a typo cannot flood a chat.
 pub const MIN_REMIND_EVERY_MS: u64 = 60_000;
 
@@ -37,10 +42,11 @@ impl Nudges {
         self.remind_before.is_none() && self.remind_every.is_none() && self.escalate_to.is_none()
     }
 
-    /// Fills what is unset from `defaults` (the gateway's and the channel's).
+    /// Fills what is unset from `defaults` (the gateway's and the channel's) for a question
+    /// asked in `here`. A default escalation to `here` itself does not apply.
     #[must_use]
-    pub fn or(self, defaults: &Nudges) -> Self {
-        let escalates = self.escalate_to.is_some();
+    pub fn or(self, defaults: &Nudges, here: &Conversation) -> Self {
+        let escalates = self.escalate_to.is_some() || defaults.escalate_to.as_ref() == Some(here);
         Self {
             remind_before: self.remind_before.or(defaults.remind_before),
             remind_every: self.remind_every.or(defaults.remind_every),
@@ -131,7 +137,10 @@ mod tests {
         assert_eq!(n.next(0, None, true, 10 * M), None);
         let channel = Nudges { remind_before: Some(MIN), ..n.clone() };
         let own = Nudges { escalate_to: Some(Conversation::parse("telegram:-2").unwrap()), ..Nudges::default() };
-        let merged = own.or(&channel);
+        let here = Conversation::parse("telegram:-3").unwrap();
+        let merged = own.or(&channel, &here);
         assert_eq!((merged.escalate_after, merged.remind_before), (None, Some(MIN)));
+        let at_the_target = Nudges::default().or(&channel, &to);
+        assert_eq!((at_the_target.escalate_to, at_the_target.remind_before), (None, Some(MIN)));
     }
 }

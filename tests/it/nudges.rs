@@ -156,6 +156,29 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     assert_eq!(h.recorder.cards().len(), 2);
 }
 
+/// A channel's escalation does not apply in the conversation it escalates to: questions
+/// asked there are asked as usual, and stay there.
+#[tokio::test]
+async fn a_question_asked_where_its_channel_escalates_to_is_asked_and_stays_there() {
+    let mut settings = Settings::default();
+    let escalation = Nudges {
+        escalate_after: Some(10 * 60_000),
+        escalate_to: Some(Conversation::parse(OPS).unwrap()),
+        ..Nudges::default()
+    };
+    settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
+    let h = Harness::on(Place::sqlite(), functions(), settings, Clock::manual(T0)).await;
+    let ops = Conversation::parse(OPS).unwrap();
+    let request = askgate::engine::RunRequest::new("asks", Some(ops.clone()), UserRef::parse(CAROL).unwrap());
+    h.engine.start_run(request, askgate::question::Mode::FollowUp).await.unwrap();
+    let card = h.card(1).await;
+    assert_eq!(card.conversation.as_ref(), Some(&ops));
+    assert_eq!(card.nudges.escalate_to, None, "{:?}", card.nudges);
+    set_clock(&h, T0 + 20 * MIN);
+    settle(&h).await;
+    assert_eq!(h.recorder.cards().len(), 1, "not escalated to itself");
+}
+
 async fn a_question_left_waiting_across_a_restart_is_escalated_after_it(place: Place) {
     let settings = || {
         let mut settings = Settings::default();
