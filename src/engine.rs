@@ -40,6 +40,7 @@ use tokio::sync::{Notify, broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};

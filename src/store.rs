@@ -288,7 +288,7 @@ pub enum Change {
     /// It resolved the question (and retracts its cards, and resumes its run).
     Resolved(QuestionId),
     /// It counted an approval of a quorum approval (and shows the count on its cards).
-    Voted(QuestionId),
+    Counted(QuestionId),
     /// Its run did this.
     Run {
         /// What the run did.

@@ -6,8 +6,8 @@ use std::fmt;
 
 use super::raw::{RawChannels, RawChat, RawWebhook};
 use super::{Config, Env, FunctionKind};
-use crate::engine::{Access, AnswerersPolicy, ChannelPolicy};
-use crate::question::{Conversation, Nudges, UserRef};
+use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, policy_key};
+use crate::question::{Conversation, Nudges, UserRef, millis};
 
 /// A chat channel's configuration (Telegram, Discord).
 #[derive(Clone, Debug)]
@@ -114,12 +114,7 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
     }
     for (key, policy) in &policies {
         let Some(to) = &policy.nudges.escalate_to else { continue };
-        let mut parts = to.as_str().splitn(3, ':');
-        let target = match (parts.next(), parts.next()) {
-            (Some("webhook"), Some(endpoint)) => format!("webhook:{endpoint}"),
-            (channel, _) => channel.unwrap_or_default().to_owned(),
-        };
-        if !policies.contains_key(&target) {
+        if !policies.contains_key(&policy_key(to)) {
             let section = format!("channels.{}", key.replace(':', "."));
             return Err((format!("{section}.escalate_to"), format!("no enabled channel here serves `{to}`")));
         }
@@ -220,37 +215,21 @@ impl Rules<'_> {
 
     /// Where and when its questions that nobody answers are escalated, and who answers there.
     fn escalation(&self) -> Result<Nudges, (&'static str, String)> {
-        let Some(to) = self.escalate_to else {
-            return match (self.escalate_after, self.escalate_answerers) {
-                (None, None) => Ok(Nudges::default()),
-                (Some(_), _) => {
-                    Err(("escalate_after", "needs escalate_to: the conversation to escalate to".to_owned()))
-                }
-                (None, Some(_)) => Err(("escalate_answerers", "needs escalate_to".to_owned())),
-            };
-        };
-        let to = Conversation::parse(to).map_err(|e| ("escalate_to", e.to_string()))?;
-        let Some(after) = self.escalate_after else {
-            return Err(("escalate_to", "needs escalate_after: how long nobody answered, e.g. \"10m\"".to_owned()));
-        };
-        let answerers = match self.escalate_answerers {
-            None => None,
-            Some([]) => {
-                return Err(("escalate_answerers", "is empty; leave it out to let anyone there answer".to_owned()));
-            }
-            Some(users) => Some(
-                users
-                    .iter()
-                    .map(|u| UserRef::parse(u).map_err(|e| ("escalate_answerers", e.to_string())))
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
-        Ok(Nudges {
-            escalate_after: Some(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
-            escalate_to: Some(to),
-            escalate_answerers: answerers,
+        let escalate_to =
+            self.escalate_to.map(Conversation::parse).transpose().map_err(|e| ("escalate_to", e.to_string()))?;
+        let escalate_answerers = self
+            .escalate_answerers
+            .map(|users| users.iter().map(|u| UserRef::parse(u)).collect::<Result<Vec<_>, _>>())
+            .transpose()
+            .map_err(|e| ("escalate_answerers", e.to_string()))?;
+        let nudges = Nudges {
+            escalate_after: self.escalate_after.map(millis),
+            escalate_to,
+            escalate_answerers,
             ..Nudges::default()
-        })
+        };
+        nudges.check()?;
+        Ok(nudges)
     }
 }
 

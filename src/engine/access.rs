@@ -137,7 +137,7 @@ pub enum AnswerersError {
 
 /// The configuration key of a conversation's rules: `telegram`, or `webhook:sms` for a named
 /// webhook endpoint.
-pub(super) fn policy_key(conversation: &Conversation) -> String {
+pub(crate) fn policy_key(conversation: &Conversation) -> String {
     let mut parts = conversation.as_str().splitn(3, ':');
     match (parts.next(), parts.next()) {
         (Some("webhook"), Some(endpoint)) => format!("webhook:{endpoint}"),

@@ -108,11 +108,7 @@ impl Engine {
             match choice {
                 Choice::Answer(_) => return self.approve_toward_quorum(question, resolver).await,
                 Choice::AllowLike(_) => {
-                    let hint = format!(
-                        "this approval needs {} approvers, so no one sets a standing rule on it; reply once or reject",
-                        question.quorum
-                    );
-                    return Ok(Receipt::InvalidChoice { id: question.id, hint });
+                    return Ok(Receipt::InvalidChoice { id: question.id, hint: question.no_rule_hint() });
                 }
                 Choice::Decline(_) => {}
             }
@@ -149,10 +145,17 @@ impl Engine {
             update: resolver.update.clone(),
             approvals: None,
         };
+        self.claim_for(resolution).await
+    }
+
+    /// A person's claim, and what they are told: resolved, lost to an earlier resolution, or
+    /// no such question.
+    pub(super) async fn claim_for(&self, resolution: Resolution) -> Result<Receipt, StoreError> {
+        let (id, outcome) = (resolution.question.id, resolution.outcome.clone());
         Ok(match self.claim(resolution).await? {
-            Claimed::Won => Receipt::Resolved { id: question.id, outcome },
+            Claimed::Won => Receipt::Resolved { id, outcome },
             Claimed::Lost(q) => lost_receipt(&q, Some(&outcome)),
-            Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", question.id.short()) },
+            Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", id.short()) },
         })
     }
 
@@ -173,7 +176,7 @@ impl Engine {
     }
 
     /// The claim-once write, and everything that follows a win.
-    pub(super) async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
+    async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.inner.store.resolve(resolution).await? {
             Claim::Won(question) => {
                 self.after_resolution(question);

@@ -51,7 +51,7 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
         let read = match &change {
             Change::Asked(id) => engine.heard_asked(*id).await,
             Change::Resolved(id) => engine.heard_resolved(*id).await,
-            Change::Voted(id) => engine.heard_counted(*id).await,
+            Change::Counted(id) => engine.heard_counted(*id).await,
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             // What waits here may have been resolved meanwhile: look at each again.
             Change::Missed => {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::claim::{Claimed, Resolver, lost_receipt};
+use super::claim::{Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
 use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
 use crate::store::{Resolution, StoreError};
@@ -35,12 +35,13 @@ impl Engine {
             if current.approvals.iter().any(|a| a.user == resolver.user.as_str()) {
                 return Ok(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum });
             }
+            let at = self.now_ms();
             let mut approvals = current.approvals.clone();
             approvals.push(Approver {
                 user: resolver.user.to_string(),
                 name: resolver.name.clone(),
                 via: resolver.via,
-                at: self.now_ms(),
+                at,
             });
             if count(&approvals) >= quorum {
                 let resolution = Resolution {
@@ -48,17 +49,13 @@ impl Engine {
                     by: Some(resolver.user.to_string()),
                     name: resolver.name.clone(),
                     via: resolver.via,
-                    at: self.now_ms(),
+                    at,
                     grant: None,
                     update: resolver.update.clone(),
                     approvals: Some(approvals),
                     question: current,
                 };
-                return Ok(match self.claim(resolution).await? {
-                    Claimed::Won => Receipt::Resolved { id, outcome: allowed },
-                    Claimed::Lost(q) => lost_receipt(&q, Some(&allowed)),
-                    Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", id.short()) },
-                });
+                return self.claim_for(resolution).await;
             }
             let store = &self.inner.store;
             if store.vote(id, &current.approvals, &approvals, resolver.update.as_deref()).await? {

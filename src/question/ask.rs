@@ -6,8 +6,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{
-    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, MIN_REMIND_EVERY_MS, Mode, Nudges,
-    Question, QuestionId, RunId, Status, UserRef, is_invisible,
+    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Nudges, Question, QuestionId,
+    RunId, Status, UserRef, is_invisible, millis,
 };
 
 /// Where a question is asked: by which run, at which of its steps, in which conversation.
@@ -209,23 +209,7 @@ impl Ask {
             quorum: 1,
             nudges: self.nudges,
         };
-        if ask.nudges.remind_every.is_some_and(|every| every < MIN_REMIND_EVERY_MS) {
-            return Err(InvalidAsk::Nudge("remind_every is at least a minute".to_owned()));
-        }
-        match (&ask.nudges.escalate_to, ask.nudges.escalate_after, &ask.nudges.escalate_answerers) {
-            (Some(_), None, _) => {
-                return Err(InvalidAsk::Nudge("escalate_to needs escalate_after: when to escalate".to_owned()));
-            }
-            (None, Some(_), _) | (None, _, Some(_)) => {
-                return Err(InvalidAsk::Nudge("escalate_after and escalate_answerers need escalate_to".to_owned()));
-            }
-            (Some(_), _, Some(users)) if users.is_empty() => {
-                return Err(InvalidAsk::Nudge(
-                    "escalate_answerers is empty; leave it out to let anyone there answer".to_owned(),
-                ));
-            }
-            _ => {}
-        }
+        ask.nudges.check().map_err(|(_, why)| InvalidAsk::Nudge(why))?;
         if let Some(n) = self.quorum {
             if kind != Kind::Approval {
                 return Err(InvalidAsk::Quorum(format!("a quorum is for approvals; a {kind} takes one answer")));
@@ -277,15 +261,11 @@ impl Ask {
                     Some(ref other) => return Err(InvalidAsk::BadDefault(other.to_string())),
                 }
             }
-            Kind::Approval if ask.quorum > 1 => {
-                // Each approver approves once; a standing "always" is one person's to give.
-                ask.options = vec!["Approve".to_owned(), "Reject".to_owned()];
-                if let Some(d) = &ask.default {
-                    return Err(InvalidAsk::BadDefault(format!("{d} (approvals take no default)")));
-                }
-            }
             Kind::Approval => {
-                ask.options = vec!["Allow once".to_owned(), "Allow always".to_owned(), "Reject".to_owned()];
+                // Several approvers each approve once: a standing "always" is one person's to give.
+                let options: &[&str] =
+                    if ask.quorum > 1 { &["Approve", "Reject"] } else { &["Allow once", "Allow always", "Reject"] };
+                ask.options = options.iter().map(|o| (*o).to_owned()).collect();
                 // An approval's free text is an edit of its action.
                 ask.allow_custom = self.editable;
                 // An approval never allows by itself: a timeout without an answer is a timeout.
@@ -374,10 +354,6 @@ pub struct ValidAsk {
     pub quorum: u32,
     /// Reminders and escalation while it waits.
     pub nudges: Nudges,
-}
-
-fn millis(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The most approvers a quorum approval may need.

@@ -61,8 +61,7 @@ impl Question {
         let text = text.trim();
         match self.kind {
             Kind::Confirm => parse_confirm(text),
-            Kind::Approval if self.needs_quorum() => parse_vote(text, self.quorum),
-            Kind::Approval => parse_approval(text, self.allow_custom),
+            Kind::Approval => self.parse_approval(text),
             Kind::Question if self.multi => self.parse_many(text),
             Kind::Question => self.parse_one(text),
         }
@@ -253,47 +252,43 @@ fn parse_confirm(text: &str) -> Result<Choice, InvalidChoice> {
     }
 }
 
-/// `once`, `always`, `reject [feedback]`, and for an editable approval `edit <new action>`.
-fn parse_approval(text: &str, editable: bool) -> Result<Choice, InvalidChoice> {
-    let (word, rest) = match text.split_once(char::is_whitespace) {
-        Some((w, r)) => (w, r.trim()),
-        None => (text, ""),
-    };
-    let feedback = (!rest.is_empty()).then(|| rest.to_owned());
-    match word.to_ascii_lowercase().as_str() {
-        "once" | "allow" | "1" | "yes" if feedback.is_none() => Ok(Choice::Answer(Value::String("once".into()))),
-        "always" | "2" if feedback.is_none() => Ok(Choice::Answer(Value::String("always".into()))),
-        "reject" | "deny" | "no" | "3" => Ok(Choice::Decline(feedback)),
-        "edit" if editable => edited(rest),
-        "edit" => {
-            Err(InvalidChoice { hint: "this approval cannot be edited; reply once, always, or reject".to_owned() })
+impl Question {
+    /// `once`, `always`, `reject [feedback]`, and for an editable approval `edit <new action>`;
+    /// a quorum approval takes `once` or `reject` and no standing rule. Positions follow the
+    /// buttons: Allow once, Allow always, Reject (Approve, Reject for a quorum).
+    fn parse_approval(&self, text: &str) -> Result<Choice, InvalidChoice> {
+        let (word, rest) = match text.split_once(char::is_whitespace) {
+            Some((w, r)) => (w.to_ascii_lowercase(), r.trim()),
+            None => (text.to_ascii_lowercase(), ""),
+        };
+        let feedback = (!rest.is_empty()).then(|| rest.to_owned());
+        let quorum = self.needs_quorum();
+        let reject_at = if quorum { "2" } else { "3" };
+        let reply = match (quorum, self.allow_custom) {
+            (true, _) => "reply once, or reject [feedback]",
+            (false, true) => "reply once, always, reject [feedback], or edit <new action>",
+            (false, false) => "reply once, always, or reject [feedback]",
+        };
+        match word.as_str() {
+            "once" | "allow" | "approve" | "1" | "yes" if feedback.is_none() => {
+                Ok(Choice::Answer(Value::String("once".into())))
+            }
+            "always" | "always-like" if quorum => Err(InvalidChoice { hint: self.no_rule_hint() }),
+            "always" | "2" if feedback.is_none() && !quorum => Ok(Choice::Answer(Value::String("always".into()))),
+            "reject" | "deny" | "no" => Ok(Choice::Decline(feedback)),
+            position if position == reject_at => Ok(Choice::Decline(feedback)),
+            "edit" if self.allow_custom => edited(rest),
+            "edit" => Err(InvalidChoice { hint: format!("this approval cannot be edited; {reply}") }),
+            _ => Err(InvalidChoice { hint: reply.to_owned() }),
         }
-        _ if editable => {
-            Err(InvalidChoice { hint: "reply once, always, reject [feedback], or edit <new action>".to_owned() })
-        }
-        _ => Err(InvalidChoice { hint: "reply once, always, or reject [feedback]".to_owned() }),
     }
-}
 
-/// A quorum approval: each approver approves (`once`) or rejects; a standing rule is not
-/// one person's to set for it.
-fn parse_vote(text: &str, quorum: u32) -> Result<Choice, InvalidChoice> {
-    let (word, rest) = match text.split_once(char::is_whitespace) {
-        Some((w, r)) => (w, r.trim()),
-        None => (text, ""),
-    };
-    let feedback = (!rest.is_empty()).then(|| rest.to_owned());
-    match word.to_ascii_lowercase().as_str() {
-        "once" | "allow" | "approve" | "1" | "yes" if feedback.is_none() => {
-            Ok(Choice::Answer(Value::String("once".into())))
-        }
-        "reject" | "deny" | "no" | "2" => Ok(Choice::Decline(feedback)),
-        "always" | "always-like" => Err(InvalidChoice {
-            hint: format!(
-                "this approval needs {quorum} approvers, so no one sets a standing rule on it; reply once or reject"
-            ),
-        }),
-        _ => Err(InvalidChoice { hint: "reply once, or reject [feedback]".to_owned() }),
+    /// Why a quorum approval takes no allow-always rule.
+    pub(crate) fn no_rule_hint(&self) -> String {
+        format!(
+            "this approval needs {} approvers, so no one sets a standing rule on it; reply once or reject",
+            self.quorum
+        )
     }
 }
 

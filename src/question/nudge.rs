@@ -72,6 +72,31 @@ impl Nudges {
         [every, before].into_iter().flatten().filter(|&t| expires.is_none_or(|at| t < at)).min()
     }
 
+    /// Checks that the keys go together: escalation needs where and when, and reminders a
+    /// minute apart at least. The key at fault, and why.
+    ///
+    /// # Errors
+    /// The key at fault and a sentence that names it.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let fault = match (&self.escalate_to, self.escalate_after, &self.escalate_answerers) {
+            (Some(_), None, _) => {
+                Some(("escalate_to", "escalate_to needs escalate_after: when to escalate, e.g. \"10m\""))
+            }
+            (None, Some(_), _) => Some(("escalate_after", "escalate_after and escalate_answerers need escalate_to")),
+            (None, _, Some(_)) => {
+                Some(("escalate_answerers", "escalate_after and escalate_answerers need escalate_to"))
+            }
+            (Some(_), _, Some(users)) if users.is_empty() => {
+                Some(("escalate_answerers", "escalate_answerers is empty; leave it out to let anyone there answer"))
+            }
+            _ if self.remind_every.is_some_and(|every| every < MIN_REMIND_EVERY_MS) => {
+                Some(("remind_every", "remind_every is at least a minute"))
+            }
+            _ => None,
+        };
+        fault.map_or(Ok(()), |(key, why)| Err((key, why.to_owned())))
+    }
+
     /// When it escalates, if it does and has not yet.
     fn escalation(&self, asked: i64, escalated: bool) -> Option<i64> {
         if escalated || self.escalate_to.is_none() {

@@ -81,7 +81,7 @@ fn wire_duration(key: &str, value: Option<&Value>) -> Result<Option<u64>, String
         Some(Value::String(text)) => crate::config::parse_duration(text).map_err(|e| format!("{key}: {e}"))?,
         Some(other) => return Err(format!("{key} {other} is not a number of seconds or a duration like \"5m\"")),
     };
-    Ok(Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
+    Ok(Some(super::millis(duration)))
 }
 
 /// A timeout as [`Timeout::from_json`] takes it.

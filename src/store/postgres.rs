@@ -526,7 +526,7 @@ impl Store for PostgresStore {
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
         let revoke = sqlx::query(
             "UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL \
-                 AND (expires_at IS NULL OR expires_at > $1)",
+             AND (expires_at IS NULL OR expires_at > $1)",
         )
         .bind(at)
         .bind(id);

@@ -149,18 +149,23 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
     rows.iter().map(question_from_row).collect()
 }
 
-/// A value as the JSON text both backends store.
 /// A question's nudges as stored: JSON, NULL when there are none.
 pub(super) fn nudges_json(nudges: &Nudges) -> Result<Option<String>, StoreError> {
-    if nudges.is_empty() { Ok(None) } else { to_json(nudges).map(Some) }
+    json_unless(nudges, nudges.is_empty())
 }
 
 /// A quorum approval's recorded approvals as stored: a JSON list, NULL while there are none
 /// (so that a conditional update compares like with like).
 pub(super) fn approvals_json(approvals: &[Approver]) -> Result<Option<String>, StoreError> {
-    if approvals.is_empty() { Ok(None) } else { to_json(&approvals).map(Some) }
+    json_unless(&approvals, approvals.is_empty())
 }
 
+/// `value` as JSON, or NULL when it is `empty`.
+fn json_unless<T: serde::Serialize>(value: &T, empty: bool) -> Result<Option<String>, StoreError> {
+    if empty { Ok(None) } else { to_json(value).map(Some) }
+}
+
+/// A value as the JSON text both backends store.
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Decode(e.to_string()))
 }

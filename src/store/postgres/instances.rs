@@ -177,7 +177,7 @@ fn parse_change(payload: &str, me: &str) -> Option<Change> {
     match what {
         "asked" => Some(Change::Asked(rest.parse().ok()?)),
         "resolved" => Some(Change::Resolved(rest.parse().ok()?)),
-        "voted" => Some(Change::Voted(rest.parse().ok()?)),
+        "counted" => Some(Change::Counted(rest.parse().ok()?)),
         event => {
             let event = event.parse().ok()?;
             if rest.starts_with('{') {

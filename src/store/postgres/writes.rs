@@ -207,7 +207,7 @@ impl PostgresStore {
         .bind(approvals_json(seen)?)
         .bind(update)
         .bind(approvals.last().map_or(0, |a| a.at))
-        .bind(self.announcement("voted", question))
+        .bind(self.announcement("counted", question))
         .bind(self.announcing());
         Ok(self.writes.execute(vote).await? == 1)
     }
