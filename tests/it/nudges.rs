@@ -150,6 +150,9 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     let retracted = h.recorder.retracted();
     assert_eq!(retracted.len(), 1, "one retraction of both cards on the one channel");
     assert_eq!(retracted[0].status, Status::Answered);
+    let mut gone: Vec<String> = h.recorder.retracted_cards().into_iter().map(|d| d.chat).collect();
+    gone.sort_unstable();
+    assert_eq!(gone, [OPS, ROOM], "the card in each conversation was retracted");
     // Escalated once.
     set_clock(&h, T0 + 40 * MIN);
     settle(&h).await;

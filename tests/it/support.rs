@@ -111,7 +111,8 @@ pub fn init_log() {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shown {
     Card(Question),
-    Retracted(Question),
+    /// A question's cards retracted at once, and which.
+    Retracted(Question, Vec<Delivery>),
     Text(String),
 }
 
@@ -135,7 +136,16 @@ impl Recorder {
     }
 
     pub fn retracted(&self) -> Vec<Question> {
-        self.all().into_iter().filter_map(|s| if let Shown::Retracted(q) = s { Some(q) } else { None }).collect()
+        self.all().into_iter().filter_map(|s| if let Shown::Retracted(q, _) = s { Some(q) } else { None }).collect()
+    }
+
+    /// Every card retracted, in order.
+    pub fn retracted_cards(&self) -> Vec<Delivery> {
+        self.all()
+            .into_iter()
+            .filter_map(|s| if let Shown::Retracted(_, c) = s { Some(c) } else { None })
+            .flatten()
+            .collect()
     }
 }
 
@@ -157,7 +167,7 @@ impl Channel for Recorder {
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
         if !cards.is_empty() {
-            self.shown.lock().unwrap().push(Shown::Retracted(question.clone()));
+            self.shown.lock().unwrap().push(Shown::Retracted(question.clone(), cards.to_vec()));
         }
         Ok(())
     }
