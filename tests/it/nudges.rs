@@ -41,6 +41,20 @@ fn functions() -> Functions {
     f
 }
 
+/// The test channel escalating what nobody answered for 10 minutes to `OPS`, where
+/// `answerers` (or anyone) may answer.
+fn escalating(answerers: Option<Vec<UserRef>>) -> Settings {
+    let mut settings = Settings::default();
+    let escalation = Nudges {
+        escalate_after: Some(10 * 60_000),
+        escalate_to: Some(Conversation::parse(OPS).unwrap()),
+        escalate_answerers: answerers,
+        ..Nudges::default()
+    };
+    settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
+    settings
+}
+
 fn reminders(h: &Harness) -> Vec<String> {
     h.recorder.texts().into_iter().filter(|t| t.starts_with("⏰ Reminder")).collect()
 }
@@ -105,14 +119,7 @@ async fn a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart
 }
 
 async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere(place: Place) {
-    let mut settings = Settings::default();
-    let escalation = Nudges {
-        escalate_after: Some(10 * 60_000),
-        escalate_to: Some(Conversation::parse(OPS).unwrap()),
-        escalate_answerers: Some(vec![UserRef::parse(CAROL).unwrap()]),
-        ..Nudges::default()
-    };
-    settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
+    let settings = escalating(Some(vec![UserRef::parse(CAROL).unwrap()]));
     let h = Harness::on(place, functions(), settings, Clock::manual(T0)).await;
     let run = h.run("approve-demo", "").await;
     let card = h.card(1).await;
@@ -163,14 +170,7 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
 /// asked there are asked as usual, and stay there.
 #[tokio::test]
 async fn a_question_asked_where_its_channel_escalates_to_is_asked_and_stays_there() {
-    let mut settings = Settings::default();
-    let escalation = Nudges {
-        escalate_after: Some(10 * 60_000),
-        escalate_to: Some(Conversation::parse(OPS).unwrap()),
-        ..Nudges::default()
-    };
-    settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
-    let h = Harness::on(Place::sqlite(), functions(), settings, Clock::manual(T0)).await;
+    let h = Harness::on(Place::sqlite(), functions(), escalating(None), Clock::manual(T0)).await;
     let ops = Conversation::parse(OPS).unwrap();
     let request = askgate::engine::RunRequest::new("asks", Some(ops.clone()), UserRef::parse(CAROL).unwrap());
     h.engine.start_run(request, askgate::question::Mode::FollowUp).await.unwrap();
@@ -183,16 +183,7 @@ async fn a_question_asked_where_its_channel_escalates_to_is_asked_and_stays_ther
 }
 
 async fn a_question_left_waiting_across_a_restart_is_escalated_after_it(place: Place) {
-    let settings = || {
-        let mut settings = Settings::default();
-        let escalation = Nudges {
-            escalate_after: Some(10 * 60_000),
-            escalate_to: Some(Conversation::parse(OPS).unwrap()),
-            ..Nudges::default()
-        };
-        settings.channels.insert("test".into(), askgate::engine::ChannelPolicy { nudges: escalation, ..anyone() });
-        settings
-    };
+    let settings = || escalating(None);
     let h = Harness::on(place, functions(), settings(), Clock::manual(T0)).await;
     h.run("approve-demo", "").await;
     let card = h.card(1).await;
