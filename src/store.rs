@@ -26,6 +26,20 @@ macro_rules! run_columns {
     };
 }
 
+/// The condition on a question `q` that one of its cards was never recorded: none in its own
+/// conversation, or none in the conversation it was escalated to. A card recorded before
+/// cards kept their conversation (NULL) counts as shown in either. The engine's
+/// `Engine::missing_cards` reads a question's cards by the same rule.
+macro_rules! without_a_card {
+    () => {
+        "(NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id AND d.role = 'card' \
+           AND (d.conversation IS NULL OR d.conversation = q.conversation)) \
+          OR (q.escalated_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries d \
+           WHERE d.question_id = q.id AND d.role = 'card' \
+           AND (d.conversation IS NULL OR d.conversation = q.escalated_to))))"
+    };
+}
+
 /// The columns and joins of a run read with its journal: the run's columns (prefixed `r_`)
 /// on every row, its questions' columns where there are any.
 macro_rules! run_and_journal {
@@ -97,12 +111,23 @@ pub struct Delivery {
     pub message: String,
     /// A card, or a prompt for the next message.
     pub role: DeliveryRole,
+    /// The conversation a card was shown in: its question's, or the one it was escalated
+    /// to. Absent for prompts and for cards recorded before askgate kept it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
 }
 
 impl Delivery {
     /// A card of `question` on `surface`, sent to `chat` as `message`.
     pub fn card(question: QuestionId, surface: Surface, chat: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { question, surface, chat: chat.into(), message: message.into(), role: DeliveryRole::Card }
+        Self {
+            question,
+            surface,
+            chat: chat.into(),
+            message: message.into(),
+            role: DeliveryRole::Card,
+            conversation: None,
+        }
     }
 
     /// A prompt for the next message, sent for `question`.
@@ -435,9 +460,9 @@ pub trait Store: Send + Sync + 'static {
     /// Agents' runs (mode `external`) still `waiting` with no pending question, with their
     /// journals: left so by a crash between a claim and the run's finishing write.
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError>;
-    /// Pending questions in a conversation, asked before `before`, that have no recorded card,
-    /// ordered by id, after `after`, at most `limit`: cards whose delivery did not get through
-    /// before a stop.
+    /// Pending questions in a conversation, asked before `before`, that have no recorded card
+    /// in their conversation or in the one they were escalated to, ordered by id, after
+    /// `after`, at most `limit`: cards whose delivery did not get through before a stop.
     async fn undelivered(
         &self,
         before: i64,

@@ -258,11 +258,21 @@ impl Engine {
             after = Some(last.id);
             let mut shown = 0;
             for question in page {
-                if let Some(c) = &question.conversation
+                let (own, escalation) = self.missing_cards(&question).await;
+                if own
+                    && let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()
                 {
                     tracing::debug!(question = %question.id, "showing a card that was not delivered before the stop");
-                    self.outbound(&c.clone(), Outbound::Card(Arc::new(question)));
+                    self.outbound(c, Outbound::Card(Arc::new(question.clone())));
+                    shown += 1;
+                }
+                if escalation
+                    && let Some(to) = &question.escalated_to
+                    && self.check_served(to).is_ok()
+                {
+                    tracing::debug!(question = %question.id, %to, "showing an escalation card that was not delivered before the stop");
+                    self.show_escalated(&question, to);
                     shown += 1;
                 }
             }
@@ -271,6 +281,27 @@ impl Engine {
                 let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
         }
+    }
+
+    /// Which of a question found by [`Store::undelivered`] has no card: its own conversation,
+    /// the one it was escalated to — by the rule that query applies (a card recorded without
+    /// its conversation counts as shown in either). On a failure to read, neither: the next
+    /// start looks again.
+    async fn missing_cards(&self, question: &Question) -> (bool, bool) {
+        let Some(to) = &question.escalated_to else { return (true, false) };
+        let cards = match self.inner.store.deliveries(question.id).await {
+            Ok(cards) => cards,
+            Err(e) => {
+                tracing::error!(question = %question.id, error = %e, "could not read a question's cards");
+                return (false, false);
+            }
+        };
+        let shown_in = |conversation: &Conversation| {
+            cards
+                .iter()
+                .any(|d| d.role == DeliveryRole::Card && d.conversation.as_ref().is_none_or(|c| c == conversation))
+        };
+        (question.conversation.as_ref().is_some_and(|c| !shown_in(c)), !shown_in(to))
     }
 }
 
@@ -310,8 +341,11 @@ impl Lane {
                 if closed.remove(&question.id).is_some() {
                     return;
                 }
-                if let Some(cards) = self.show(&question).await {
-                    for card in &cards {
+                if let Some(mut cards) = self.show(&question).await {
+                    for card in &mut cards {
+                        if card.conversation.is_none() {
+                            card.conversation.clone_from(&question.conversation);
+                        }
                         if let Err(e) = self.store.add_delivery(card).await {
                             tracing::error!(question = %question.id, error = %e, "could not record a card");
                         }

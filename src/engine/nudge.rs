@@ -66,19 +66,25 @@ impl Engine {
         if let Some(to) = escalate_to {
             question.escalated_to = Some(to.clone());
             tracing::info!(question = %question.id, %to, "escalated a question nobody answered");
-            let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
-            let line = format!("⬆️ Nobody answered this in {conversation} for {}:", humantime::format_duration(waited));
-            self.send_text(&to, line);
-            // Placed in the conversation it is escalated to (the card goes there, its answers
-            // come from there); its own conversation's lane keeps the rest.
-            let card = Question { conversation: Some(to.clone()), ..question.clone() };
-            self.outbound(&to, Outbound::Card(Arc::new(card)));
+            self.show_escalated(&question, &to);
         }
         if remind {
             let people = reminded(&question.answerers, &conversation);
             self.outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
         }
         Ok(())
+    }
+
+    /// Shows `question` in the conversation it is escalated to, after a line that says why.
+    pub(super) fn show_escalated(&self, question: &Question, to: &Conversation) {
+        let Some(conversation) = &question.conversation else { return };
+        let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
+        let line = format!("⬆️ Nobody answered this in {conversation} for {}:", humantime::format_duration(waited));
+        self.send_text(to, line);
+        // Placed in the conversation it is escalated to (the card goes there, its answers
+        // come from there); its own conversation's lane keeps the rest.
+        let card = Question { conversation: Some(to.clone()), ..question.clone() };
+        self.outbound(to, Outbound::Card(Arc::new(card)));
     }
 }
 

@@ -307,7 +307,7 @@ impl Store for PostgresStore {
     async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let rows = sqlx::query(
-            "SELECT question_id, surface, chat, message, role FROM deliveries \
+            "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
              WHERE question_id = ANY($1) ORDER BY created_at",
         )
         .bind(ids)
@@ -443,7 +443,9 @@ impl Store for PostgresStore {
             question_columns!(),
             " FROM questions q WHERE id > $2 AND status = 'pending' \
              AND conversation IS NOT NULL AND created_at < $1 \
-             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id) ORDER BY id LIMIT $3"
+             AND ",
+            without_a_card!(),
+            " ORDER BY id LIMIT $3"
         ))
         .bind(before)
         .bind(after.map_or_else(String::new, |id| id.to_string()))
@@ -455,15 +457,16 @@ impl Store for PostgresStore {
 
     async fn add_delivery(&self, d: &Delivery) -> Result<(), StoreError> {
         let add = sqlx::query(
-            "INSERT INTO deliveries (question_id, surface, chat, message, role, created_at) \
-             VALUES ($1, $2, $3, $4, $5, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
+            "INSERT INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
              ON CONFLICT DO NOTHING",
         )
         .bind(d.question.to_string())
         .bind(d.surface.as_str())
         .bind(&d.chat)
         .bind(&d.message)
-        .bind(d.role.as_str());
+        .bind(d.role.as_str())
+        .bind(d.conversation.as_ref().map(Conversation::as_str));
         self.writes.execute(add).await?;
         Ok(())
     }

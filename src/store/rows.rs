@@ -142,6 +142,7 @@ pub(super) fn delivery_from_row(r: &impl Columns) -> Result<Delivery, StoreError
         chat: r.req_text("chat")?,
         message: r.req_text("message")?,
         role: parse_col(r, "role")?,
+        conversation: conversation_col(r, "conversation")?,
     })
 }
 

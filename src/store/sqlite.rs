@@ -279,7 +279,7 @@ impl Store for SqliteStore {
     async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
         let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Decode(e.to_string()))?;
         let rows = sqlx::query(
-            "SELECT question_id, surface, chat, message, role FROM deliveries \
+            "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
              WHERE question_id IN (SELECT value FROM json_each(?)) ORDER BY created_at",
         )
         .bind(ids)
@@ -402,7 +402,9 @@ impl Store for SqliteStore {
             question_columns!(),
             " FROM questions q INDEXED BY sqlite_autoindex_questions_1 WHERE id > ?2 AND status = 'pending' \
              AND conversation IS NOT NULL AND created_at < ?1 \
-             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id) ORDER BY id LIMIT ?3"
+             AND ",
+            without_a_card!(),
+            " ORDER BY id LIMIT ?3"
         ))
         .bind(before)
         .bind(after.map_or_else(String::new, |id| id.to_string()))
@@ -418,7 +420,7 @@ impl Store for SqliteStore {
 
     async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
         let rows = sqlx::query(
-            "SELECT question_id, surface, chat, message, role FROM deliveries WHERE question_id = ? ORDER BY created_at",
+            "SELECT question_id, surface, chat, message, role, conversation FROM deliveries WHERE question_id = ? ORDER BY created_at",
         )
         .bind(question.to_string())
         .fetch_all(&self.readers)

@@ -39,6 +39,7 @@ crate::backend::on_both_backends!(
     cards_are_recorded_once_and_found_by_where_they_are,
     deadlines_and_pending_lists,
     undelivered_questions_are_found_page_by_page,
+    a_question_escalated_without_a_card_there_is_found,
     an_agents_run_left_waiting_without_a_question_is_found,
     runs_finish_count_says_and_read_back_with_their_journal,
     pruning_deletes_old_ended_runs_and_keys_only,
@@ -366,6 +367,44 @@ async fn undelivered_questions_are_found_page_by_page(place: Place) {
     let rest = b.store.undelivered(T0 + 100, Some(expected[0]), 10).await.unwrap();
     assert_eq!(rest.iter().map(|q| q.id).collect::<Vec<_>>(), [expected[1]]);
     assert_eq!(b.store.undelivered(T0, None, 10).await.unwrap(), [], "only those asked before `before`");
+    b.store.close().await;
+}
+
+/// A question escalated to a second conversation needs a card in each: one missing there is
+/// found (a prompt is not a card); cards recorded before they kept their conversation count
+/// as shown anywhere.
+async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
+    let b = Backend::open(place).await;
+    let ops = conversation("test:ops");
+    let mut escalated = Vec::new();
+    for prompt in ["E", "legacy"] {
+        let r = run("test:room");
+        let q = Question { nudge_at: Some(T0 + 10), ..question(&r, 0, prompt) };
+        b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+        escalated.push(q.id);
+    }
+    let [q, legacy] = escalated[..] else { unreachable!() };
+    let card = |id, place: &str, message: &str| Delivery {
+        conversation: Some(conversation(place)),
+        ..Delivery::card(id, Surface::Other, place, message)
+    };
+    b.store.add_delivery(&card(q, "test:room", "1")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(legacy, Surface::Other, "test:room", "l")).await.unwrap();
+    let found = || async {
+        b.store.undelivered(T0 + 100, None, 10).await.unwrap().into_iter().map(|q| q.id).collect::<Vec<_>>()
+    };
+    assert_eq!(found().await, [], "each card was shown");
+    for id in [q, legacy] {
+        assert!(b.store.advance_nudge(id, T0 + 10, None, Some(&ops)).await.unwrap());
+    }
+    assert_eq!(found().await, [q], "escalated with no card there yet (a card of unknown place counts)");
+    b.store.add_delivery(&Delivery::prompt(q, Surface::Other, "test:ops", "p")).await.unwrap();
+    assert_eq!(found().await, [q], "a prompt is not a card");
+    b.store.add_delivery(&card(q, "test:ops", "2")).await.unwrap();
+    assert_eq!(found().await, [], "a card in each conversation");
+    let mut places: Vec<_> = b.store.deliveries(q).await.unwrap().into_iter().filter_map(|d| d.conversation).collect();
+    places.sort();
+    assert_eq!(places, [ops, conversation("test:room")], "cards keep where they were shown");
     b.store.close().await;
 }
 

@@ -195,6 +195,28 @@ async fn a_question_left_waiting_across_a_restart_is_escalated_after_it(place: P
     assert!(h.recorder.cards().is_empty(), "escalated once: {:?}", h.recorder.cards());
 }
 
+/// An escalation card that could not be delivered before a stop is shown after the restart,
+/// once, with the line that says why; the question's own card is not shown again.
+async fn an_escalation_card_not_delivered_before_a_stop_is_shown_after_it(place: Place) {
+    let settings = || escalating(None);
+    let h = Harness::on(place, functions(), settings(), Clock::manual(T0)).await;
+    h.run("approve-demo", "").await;
+    let card = h.card(1).await;
+    h.recorder.down_in(OPS);
+    set_clock(&h, T0 + 11 * MIN);
+    eventually(|| async { h.question(&card).await.escalated_to }).await;
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 12 * MIN)).await;
+    let shown = h.card(1).await;
+    assert_eq!((shown.id, shown.conversation.as_ref().map(Conversation::as_str)), (card.id, Some(OPS)));
+    let why: Vec<String> = h.recorder.texts().into_iter().filter(|t| t.starts_with("⬆️")).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    settle(&h).await;
+    assert_eq!(h.recorder.cards().len(), 1, "only the missing card: {:?}", h.recorder.cards());
+    let h = h.restart(functions(), settings(), Clock::manual(T0 + 13 * MIN)).await;
+    settle(&h).await;
+    assert!(h.recorder.cards().is_empty(), "shown once: {:?}", h.recorder.cards());
+}
+
 /// Two instances on one PostgreSQL database sweep the same questions: each reminder is sent
 /// by one of them, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,4 +246,5 @@ crate::backend::on_both_backends!(
     a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart,
     an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere,
     a_question_left_waiting_across_a_restart_is_escalated_after_it,
+    an_escalation_card_not_delivered_before_a_stop_is_shown_after_it,
 );

@@ -120,9 +120,16 @@ pub enum Shown {
 #[derive(Default)]
 pub struct Recorder {
     shown: Mutex<Vec<Shown>>,
+    /// A conversation where cards fail for now (as when a platform is down).
+    down: Mutex<Option<String>>,
 }
 
 impl Recorder {
+    /// Cards for `conversation` fail from now on, as a platform that is down (texts still go).
+    pub fn down_in(&self, conversation: &str) {
+        *self.down.lock().unwrap() = Some(conversation.to_owned());
+    }
+
     pub fn all(&self) -> Vec<Shown> {
         self.shown.lock().unwrap().clone()
     }
@@ -160,8 +167,11 @@ impl Channel for Recorder {
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
-        self.shown.lock().unwrap().push(Shown::Card(question.clone()));
         let chat = question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
+        if self.down.lock().unwrap().as_ref() == Some(&chat) {
+            return Err(ChannelError::transient(format!("{chat} is down"), None));
+        }
+        self.shown.lock().unwrap().push(Shown::Card(question.clone()));
         Ok(vec![Delivery::card(question.id, Surface::Other, chat, format!("m-{}", question.id))])
     }
 

@@ -73,8 +73,8 @@ impl<'d, 'h> Statements<'d, 'h> {
                 concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
             )?,
             delivery: db.prepare(
-                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+                "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
             )?,
             revoke_grant: db.prepare(
                 "UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL \
@@ -202,6 +202,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.chat.as_str().into(),
                     d.message.as_str().into(),
                     d.role.as_str().into(),
+                    d.conversation.as_ref().map(Conversation::as_str).into(),
                 ])?;
                 done.set(());
             }
