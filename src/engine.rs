@@ -102,6 +102,8 @@ struct Inner {
     /// When the sweeper will look next (unix ms): a question expiring earlier wakes it, any
     /// other does not (waking it costs two reads).
     sweeper_next: std::sync::atomic::AtomicI64,
+    /// The clock time at which the last completed sweep began (unix ms; 0 before the first).
+    swept: tokio::sync::watch::Sender<i64>,
     metrics: metrics::Metrics,
     /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
     /// of these needs no read (after a restart, or once forgotten, the store has it all).
@@ -136,6 +138,7 @@ impl Engine {
                 abort: CancellationToken::new(),
                 sweeper_wake: Notify::new(),
                 sweeper_next: std::sync::atomic::AtomicI64::new(i64::MAX),
+                swept: tokio::sync::watch::Sender::new(0),
                 metrics: metrics::Metrics::default(),
                 parked: Mutex::new(Recent::new(4096)),
                 channel_states: Mutex::default(),

@@ -19,8 +19,12 @@ pub(super) async fn run(engine: Engine) {
     loop {
         // While it sweeps, any new question wakes it again: its deadline may not have been read.
         engine.inner.sweeper_next.store(i64::MAX, std::sync::atomic::Ordering::Relaxed);
+        let began = engine.now_ms();
         let nap = match sweep(&engine).await {
-            Ok(next) => next,
+            Ok(next) => {
+                engine.inner.swept.send_replace(began);
+                next
+            }
             Err(e) => {
                 tracing::error!(error = %e, "the timeout sweeper could not read the store");
                 RETRY
@@ -52,6 +56,18 @@ async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
 }
 
 impl Engine {
+    /// Returns once a sweep that began at clock time `at` (unix ms) or later has expired,
+    /// reminded and escalated everything due by then (its messages are handed to the lanes:
+    /// [`Engine::outbound_idle`] waits for them), or when the engine stops.
+    pub async fn swept(&self, at: i64) {
+        let mut swept = self.inner.swept.subscribe();
+        let stop = self.stopping();
+        tokio::select! {
+            _ = swept.wait_for(|&began| began >= at) => {}
+            () = stop.cancelled() => {}
+        }
+    }
+
     /// Wakes the sweeper when a new question's deadline comes before the one it sleeps until.
     pub(super) fn wake_sweeper_for(&self, expires_at: Option<i64>) {
         if expires_at.is_some_and(|at| at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)) {

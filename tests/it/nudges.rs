@@ -70,9 +70,10 @@ async fn at(h: &Harness, minutes: i64, n: usize) -> Vec<String> {
     eventually(|| async { Some(reminders(h)).filter(|r| r.len() >= n) }).await
 }
 
-/// Lets the sweeper look (it wakes when the clock moves) and the lanes deliver.
+/// Waits until the sweeper looked at the clock's time (it wakes when the clock moves) and the
+/// lanes delivered what it sent: anything due by then has been sent.
 async fn settle(h: &Harness) {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.engine.swept(h.clock.now_ms()).await;
     h.engine.outbound_idle().await;
 }
 
