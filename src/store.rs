@@ -419,9 +419,9 @@ pub trait Store: Send + Sync + 'static {
     fn write_stats(&self) -> WriteStats {
         WriteStats::default()
     }
-    /// Pending questions, oldest first, optionally of one conversation (its own and those
-    /// escalated to it).
-    async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError>;
+    /// Pending questions, oldest first, at most `limit`, optionally of one conversation (its
+    /// own and those escalated to it).
+    async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
     /// Closes a question if it is still pending: the claim-once write. A follow-up run whose

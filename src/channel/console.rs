@@ -95,17 +95,18 @@ impl Console {
     /// At start: the questions that still wait for an answer here (after a restart, the cards
     /// printed before it have scrolled away or are in another terminal).
     async fn show_waiting(&self, engine: &Engine, conversation: &Conversation) {
-        match engine.pending_for(Some(conversation)).await {
+        match engine.pending_for(Some(conversation), text::LISTED + 1).await {
             Ok(waiting) if !waiting.is_empty() => {
-                let n = waiting.len();
-                self.report(&format!(
-                    "{n} question{} still wait{} for your answer:",
-                    plural(n),
-                    if n == 1 { "s" } else { "" }
-                ))
+                let (shown, more) = text::listed(&waiting);
+                let n = shown.len();
+                self.report(&if more {
+                    format!("More than {n} questions still wait for your answer; the {n} oldest (the web page lists them all):")
+                } else {
+                    format!("{n} question{} still wait{} for your answer:", plural(n), if n == 1 { "s" } else { "" })
+                })
                 .await;
                 let now = self.clock.now_ms();
-                for q in &waiting {
+                for q in shown {
                     self.report(&text::card(q, now)).await;
                 }
             }

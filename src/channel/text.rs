@@ -164,13 +164,29 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Lists pending questions with their commands, for `/pending`.
+/// How many waiting questions a chat listing shows (the oldest); one more is read to know
+/// that more wait. A chat message with thousands of cards helps nobody and costs memory.
+pub const LISTED: u32 = 10;
+
+/// The questions a listing read with a limit of [`LISTED`]` + 1` shows, and whether more wait.
+pub fn listed(questions: &[Question]) -> (&[Question], bool) {
+    let shown = questions.len().min(LISTED as usize);
+    (&questions[..shown], questions.len() > shown)
+}
+
+/// Lists pending questions with their commands, for `/pending`: read with a limit of
+/// [`LISTED`]` + 1`.
 pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
     if questions.is_empty() {
         return "No questions are waiting here.".to_owned();
     }
-    let mut out = format!("{} waiting:\n", questions.len());
-    for q in questions {
+    let (shown, more) = listed(questions);
+    let mut out = if more {
+        format!("More than {LISTED} waiting; the {LISTED} oldest (the web page lists them all):\n")
+    } else {
+        format!("{} waiting:\n", shown.len())
+    };
+    for q in shown {
         out.push_str(&card(q, now_ms));
         out.push('\n');
     }

@@ -263,7 +263,7 @@ impl Engine {
     /// When the store fails.
     pub async fn cancel_conversation(&self, conversation: &Conversation, user: &UserRef) -> Result<usize, StoreError> {
         let mut cancelled = 0;
-        for question in self.inner.store.pending(Some(conversation)).await? {
+        for question in self.inner.store.pending(Some(conversation), u32::MAX).await? {
             // Runs of this conversation only: one escalated here is another conversation's.
             if question.conversation.as_ref() != Some(conversation) || !question.answerers.admits(user) {
                 continue;

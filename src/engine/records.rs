@@ -126,12 +126,17 @@ impl Engine {
         self.inner.store.journal(run).await
     }
 
-    /// The questions pending in a conversation, or everywhere.
+    /// The questions pending in a conversation (its own and those escalated to it), or
+    /// everywhere: the `limit` oldest.
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn pending_for(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
-        self.inner.store.pending(conversation).await
+    pub async fn pending_for(
+        &self,
+        conversation: Option<&Conversation>,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        self.inner.store.pending(conversation, limit).await
     }
 
     /// The standing grants, of one conversation or all.

@@ -182,7 +182,7 @@ impl Engine {
             let receipt = self.resolve(&question, &inbound.text, &resolver).await?;
             return Ok(Response::receipt(receipt, Some(&question)));
         }
-        let waiting = self.inner.store.pending(Some(&inbound.conversation)).await?;
+        let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
         let here = Some(&inbound.conversation);
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
@@ -257,7 +257,7 @@ impl Engine {
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Pending => {
-                let pending = self.inner.store.pending(Some(&inbound.conversation)).await?;
+                let pending = self.pending_for(Some(&inbound.conversation), text::LISTED + 1).await?;
                 Ok(Response::say(text::pending_list(&pending, self.now_ms())))
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input).await,

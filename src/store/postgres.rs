@@ -322,17 +322,18 @@ impl Store for PostgresStore {
         Ok(u64::try_from(n).unwrap_or_default())
     }
 
-    async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
-        self.select_questions(
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
-                 ORDER BY seq"
-            ),
-            conversation.map(Conversation::as_str),
-        )
-        .await
+    async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
+             ORDER BY seq LIMIT $2"
+        ))
+        .bind(conversation.map(Conversation::as_str))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
     }
 
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {

@@ -209,7 +209,7 @@ impl Store for SqliteStore {
         questions(&rows)
     }
 
-    async fn pending(&self, conversation: Option<&Conversation>) -> Result<Vec<Question>, StoreError> {
+    async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
         let rows = match conversation {
             Some(c) => {
                 // Its own, and those escalated to it, each on its index.
@@ -219,9 +219,10 @@ impl Store for SqliteStore {
                     " FROM questions WHERE status = 'pending' AND conversation = ?1 UNION ALL SELECT ",
                     question_columns!(),
                     " FROM questions WHERE escalated_to = ?1 AND status = 'pending' AND conversation IS NOT ?1 \
-                     ORDER BY created_at"
+                     ORDER BY created_at LIMIT ?2"
                 ))
                 .bind(c.as_str())
+                .bind(limit)
                 .fetch_all(&self.readers)
                 .await?
             }
@@ -229,8 +230,9 @@ impl Store for SqliteStore {
                 sqlx::query(concat!(
                     "SELECT ",
                     question_columns!(),
-                    " FROM questions WHERE status = 'pending' ORDER BY created_at"
+                    " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT ?1"
                 ))
+                .bind(limit)
                 .fetch_all(&self.readers)
                 .await?
             }

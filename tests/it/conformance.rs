@@ -344,9 +344,12 @@ async fn deadlines_and_pending_lists(place: Place) {
     assert_eq!(b.store.due(T0 + 1_000, 1).await.unwrap().len(), 1);
     let orphaned = b.store.orphans().await.unwrap().blocking;
     assert_eq!(orphaned, if b.store.shared() { vec![] } else { vec![blocking.clone()] });
-    let room = b.store.pending(Some(&conversation("test:room"))).await.unwrap();
+    let room = b.store.pending(Some(&conversation("test:room")), u32::MAX).await.unwrap();
     assert_eq!(room.iter().map(|q| q.id).collect::<Vec<_>>(), [first.id, never.id]);
-    assert_eq!(b.store.pending(None).await.unwrap().len(), 3);
+    let oldest = b.store.pending(Some(&conversation("test:room")), 1).await.unwrap();
+    assert_eq!(oldest.iter().map(|q| q.id).collect::<Vec<_>>(), [first.id], "the oldest, up to the limit");
+    assert_eq!(b.store.pending(None, u32::MAX).await.unwrap().len(), 3);
+    assert_eq!(b.store.pending(None, 2).await.unwrap().len(), 2);
     b.store.resolve(answer(&blocking, json!("it's"), T0 + 10)).await.unwrap();
     assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 1_000));
     assert_eq!(b.store.orphans().await.unwrap().blocking, []);

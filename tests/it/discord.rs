@@ -384,7 +384,7 @@ async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let refusal = fake.sent(&format!("allowed\\_users = \\[\"discord:{ALICE}\"\\] in \\[channels.discord\\]"), 1).await;
     assert!(refusal["content"].as_str().unwrap().starts_with("You may not start runs here."), "{refusal}");
-    assert!(dc.engine.pending_for(None).await.unwrap().is_empty(), "a run started");
+    assert!(dc.engine.pending_for(None, 1).await.unwrap().is_empty(), "a run started");
     dc.stop().await;
 }
 

@@ -157,6 +157,21 @@ async fn two_pending_questions_make_a_plain_message_ask_for_an_id() {
     assert!(r.text.unwrap().starts_with("2 waiting:"));
 }
 
+/// `/pending` lists the ten oldest and says that more wait, rather than one message of every card.
+#[tokio::test]
+async fn pending_lists_the_oldest_ten_and_says_more_wait() {
+    let h = Harness::new(builtins()).await;
+    for _ in 0..12 {
+        h.say(ALICE, "/run demo").await;
+    }
+    let newest = h.card(12).await;
+    let r = h.say(ALICE, "/pending").await.text.unwrap();
+    assert!(r.starts_with("More than 10 waiting; the 10 oldest"), "{r}");
+    let listed = h.recorder.cards().iter().filter(|q| r.contains(&format!("/answer {} ", q.id.short()))).count();
+    assert_eq!(listed, 10, "{r}");
+    assert!(!r.contains(&format!("/answer {} ", newest.id.short())), "the newest is left out: {r}");
+}
+
 #[tokio::test]
 async fn a_reply_to_a_card_answers_that_question() {
     let h = Harness::new(builtins()).await;
