@@ -26,17 +26,21 @@ macro_rules! run_columns {
     };
 }
 
-/// The condition on a question `q` that one of its cards was never recorded: none in its own
-/// conversation, or none in the conversation it was escalated to. A card recorded before
-/// cards kept their conversation (NULL) counts as shown in either. The engine's
-/// `Engine::missing_cards` reads a question's cards by the same rule.
-macro_rules! without_a_card {
-    () => {
-        "(NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.question_id = q.id AND d.role = 'card' \
-           AND (d.conversation IS NULL OR d.conversation = q.conversation)) \
-          OR (q.escalated_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries d \
-           WHERE d.question_id = q.id AND d.role = 'card' \
-           AND (d.conversation IS NULL OR d.conversation = q.escalated_to))))"
+/// Whether a pending question `q` has no card recorded in the conversation its column
+/// `$place` names (`conversation`, or `escalated_to`), as 1 or 0 in a column both backends read
+/// as an integer. A card recorded before cards kept their conversation (NULL) counts as shown
+/// in either.
+macro_rules! card_missing_in {
+    ($place:literal) => {
+        concat!(
+            "CAST(CASE WHEN q.",
+            $place,
+            " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries d \
+             WHERE d.question_id = q.id AND d.role = 'card' \
+             AND (d.conversation IS NULL OR d.conversation = q.",
+            $place,
+            ")) THEN 1 ELSE 0 END AS BIGINT)"
+        )
     };
 }
 
@@ -263,6 +267,17 @@ pub struct Pruned {
     pub inbound: u64,
 }
 
+/// A pending question one of whose cards was never recorded (see [`Store::undelivered`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Undelivered {
+    /// The question, as stored.
+    pub question: Question,
+    /// No card in its own conversation.
+    pub own: bool,
+    /// No card in the conversation it was escalated to.
+    pub escalation: bool,
+}
+
 /// A follow-up run ready to be replayed: the run, now `running`, with its journal.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resume {
@@ -461,14 +476,14 @@ pub trait Store: Send + Sync + 'static {
     /// journals: left so by a crash between a claim and the run's finishing write.
     async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError>;
     /// Pending questions in a conversation, asked before `before`, that have no recorded card
-    /// in their conversation or in the one they were escalated to, ordered by id, after
-    /// `after`, at most `limit`: cards whose delivery did not get through before a stop.
+    /// in their conversation or in the one they were escalated to (and which), ordered by id,
+    /// after `after`, at most `limit`: cards whose delivery did not get through before a stop.
     async fn undelivered(
         &self,
         before: i64,
         after: Option<QuestionId>,
         limit: u32,
-    ) -> Result<Vec<Question>, StoreError>;
+    ) -> Result<Vec<Undelivered>, StoreError>;
     /// Records a rendered card.
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError>;
     /// A question's rendered cards.

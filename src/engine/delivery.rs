@@ -21,7 +21,7 @@ use super::{Engine, Event, lock};
 use crate::channel::retry::Backoff;
 use crate::channel::{Channel, ChannelState, Retry};
 use crate::question::{Conversation, Question, QuestionId, UserRef};
-use crate::store::{Delivery, DeliveryRole, Store};
+use crate::store::{Delivery, DeliveryRole, Store, Undelivered};
 
 /// How many lanes each group of a channel's conversations is spread over.
 pub(super) const LANES: usize = 16;
@@ -255,10 +255,9 @@ impl Engine {
                 }
             };
             let Some(last) = page.last() else { return };
-            after = Some(last.id);
+            after = Some(last.question.id);
             let mut shown = 0;
-            for question in page {
-                let (own, escalation) = self.missing_cards(&question).await;
+            for Undelivered { question, own, escalation } in page {
                 if own
                     && let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()
@@ -281,27 +280,6 @@ impl Engine {
                 let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
         }
-    }
-
-    /// Which of a question found by [`Store::undelivered`] has no card: its own conversation,
-    /// the one it was escalated to — by the rule that query applies (a card recorded without
-    /// its conversation counts as shown in either). On a failure to read, neither: the next
-    /// start looks again.
-    async fn missing_cards(&self, question: &Question) -> (bool, bool) {
-        let Some(to) = &question.escalated_to else { return (true, false) };
-        let cards = match self.inner.store.deliveries(question.id).await {
-            Ok(cards) => cards,
-            Err(e) => {
-                tracing::error!(question = %question.id, error = %e, "could not read a question's cards");
-                return (false, false);
-            }
-        };
-        let shown_in = |conversation: &Conversation| {
-            cards
-                .iter()
-                .any(|d| d.role == DeliveryRole::Card && d.conversation.as_ref().is_none_or(|c| c == conversation))
-        };
-        (question.conversation.as_ref().is_some_and(|c| !shown_in(c)), !shown_in(to))
     }
 }
 

@@ -31,11 +31,11 @@ pub use instances::{InstanceRow, instances};
 
 use super::rows::{
     Columns, delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions,
-    resume_from_rows, run_from_row,
+    resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
     Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, RunEvent, Store,
-    StoreError,
+    StoreError, Undelivered,
 };
 use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -438,22 +438,24 @@ impl Store for PostgresStore {
         before: i64,
         after: Option<QuestionId>,
         limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
+    ) -> Result<Vec<Undelivered>, StoreError> {
         let rows = sqlx::query(concat!(
-            "SELECT ",
+            "SELECT * FROM (SELECT ",
             question_columns!(),
-            " FROM questions q WHERE id > $2 AND status = 'pending' \
-             AND conversation IS NOT NULL AND created_at < $1 \
-             AND ",
-            without_a_card!(),
-            " ORDER BY id LIMIT $3"
+            ", ",
+            card_missing_in!("conversation"),
+            " AS own_missing, ",
+            card_missing_in!("escalated_to"),
+            " AS escalation_missing FROM questions q WHERE id > $2 AND status = 'pending' \
+             AND conversation IS NOT NULL AND created_at < $1) AS u \
+             WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY id LIMIT $3"
         ))
         .bind(before)
         .bind(after.map_or_else(String::new, |id| id.to_string()))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        questions(&rows)
+        rows.iter().map(undelivered_from_row).collect()
     }
 
     async fn add_delivery(&self, d: &Delivery) -> Result<(), StoreError> {

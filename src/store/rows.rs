@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use crate::question::{Approver, Conversation, Nudges, Question, UserRef};
 use crate::run::Run;
-use crate::store::{Delivery, Grant, Resume, StoreError};
+use crate::store::{Delivery, Grant, Resume, StoreError, Undelivered};
 
 pub(super) fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::Decode(format!("{what}: {detail}"))
@@ -143,6 +143,14 @@ pub(super) fn delivery_from_row(r: &impl Columns) -> Result<Delivery, StoreError
         message: r.req_text("message")?,
         role: parse_col(r, "role")?,
         conversation: conversation_col(r, "conversation")?,
+    })
+}
+
+pub(super) fn undelivered_from_row(row: &impl Columns) -> Result<Undelivered, StoreError> {
+    Ok(Undelivered {
+        question: question_from_row(row)?,
+        own: row.req_int("own_missing")? != 0,
+        escalation: row.req_int("escalation_missing")? != 0,
     })
 }
 

@@ -15,7 +15,8 @@ use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::{
-    Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, WriteStats,
+    Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, Undelivered,
+    WriteStats,
 };
 use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -49,7 +50,7 @@ mod writer;
 
 use super::rows::{
     delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions, resume_from_rows,
-    run_from_row,
+    run_from_row, undelivered_from_row,
 };
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::{Job, job};
@@ -398,22 +399,24 @@ impl Store for SqliteStore {
         before: i64,
         after: Option<QuestionId>,
         limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
+    ) -> Result<Vec<Undelivered>, StoreError> {
         let rows = sqlx::query(concat!(
-            "SELECT ",
+            "SELECT * FROM (SELECT ",
             question_columns!(),
-            " FROM questions q INDEXED BY sqlite_autoindex_questions_1 WHERE id > ?2 AND status = 'pending' \
-             AND conversation IS NOT NULL AND created_at < ?1 \
-             AND ",
-            without_a_card!(),
-            " ORDER BY id LIMIT ?3"
+            ", ",
+            card_missing_in!("conversation"),
+            " AS own_missing, ",
+            card_missing_in!("escalated_to"),
+            " AS escalation_missing FROM questions q INDEXED BY sqlite_autoindex_questions_1 WHERE id > ?2 AND status = 'pending' \
+             AND conversation IS NOT NULL AND created_at < ?1) AS u \
+             WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY id LIMIT ?3"
         ))
         .bind(before)
         .bind(after.map_or_else(String::new, |id| id.to_string()))
         .bind(limit)
         .fetch_all(&self.readers)
         .await?;
-        questions(&rows)
+        rows.iter().map(undelivered_from_row).collect()
     }
 
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {

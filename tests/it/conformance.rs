@@ -366,9 +366,12 @@ async fn undelivered_questions_are_found_page_by_page(place: Place) {
     let mut expected = [ids[0], ids[2]];
     expected.sort_by_key(ToString::to_string);
     let first = b.store.undelivered(T0 + 100, None, 1).await.unwrap();
-    assert_eq!(first.iter().map(|q| q.id).collect::<Vec<_>>(), [expected[0]]);
+    assert_eq!(
+        first.iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>(),
+        [(expected[0], true, false)]
+    );
     let rest = b.store.undelivered(T0 + 100, Some(expected[0]), 10).await.unwrap();
-    assert_eq!(rest.iter().map(|q| q.id).collect::<Vec<_>>(), [expected[1]]);
+    assert_eq!(rest.iter().map(|u| u.question.id).collect::<Vec<_>>(), [expected[1]]);
     assert_eq!(b.store.undelivered(T0, None, 10).await.unwrap(), [], "only those asked before `before`");
     b.store.close().await;
 }
@@ -394,17 +397,24 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
     b.store.add_delivery(&card(q, "test:room", "1")).await.unwrap();
     b.store.add_delivery(&Delivery::card(legacy, Surface::Other, "test:room", "l")).await.unwrap();
     let found = || async {
-        b.store.undelivered(T0 + 100, None, 10).await.unwrap().into_iter().map(|q| q.id).collect::<Vec<_>>()
+        let found = b.store.undelivered(T0 + 100, None, 10).await.unwrap();
+        found.into_iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>()
     };
     assert_eq!(found().await, [], "each card was shown");
     for id in [q, legacy] {
         assert!(b.store.advance_nudge(id, T0 + 10, None, Some(&ops)).await.unwrap());
     }
-    assert_eq!(found().await, [q], "escalated with no card there yet (a card of unknown place counts)");
+    assert_eq!(found().await, [(q, false, true)], "escalated with no card there yet (a card of unknown place counts)");
     b.store.add_delivery(&Delivery::prompt(q, Surface::Other, "test:ops", "p")).await.unwrap();
-    assert_eq!(found().await, [q], "a prompt is not a card");
+    assert_eq!(found().await, [(q, false, true)], "a prompt is not a card");
     b.store.add_delivery(&card(q, "test:ops", "2")).await.unwrap();
     assert_eq!(found().await, [], "a card in each conversation");
+    let r = run("test:room");
+    let lone = Question { nudge_at: Some(T0 + 10), ..question(&r, 0, "only there") };
+    b.store.ask(&r, &Arc::new(lone.clone())).await.unwrap();
+    assert!(b.store.advance_nudge(lone.id, T0 + 10, None, Some(&ops)).await.unwrap());
+    b.store.add_delivery(&card(lone.id, "test:ops", "3")).await.unwrap();
+    assert_eq!(found().await, [(lone.id, true, false)], "its own card missing, the escalation's shown");
     let mut places: Vec<_> = b.store.deliveries(q).await.unwrap().into_iter().filter_map(|d| d.conversation).collect();
     places.sort();
     assert_eq!(places, [ops, conversation("test:room")], "cards keep where they were shown");
