@@ -100,8 +100,7 @@ pub trait Channel: Send + Sync + 'static {
     ///
     /// # Errors
     /// When the platform refused; the engine logs it and goes on.
-    async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        let _ = cards;
+    async fn refresh(&self, question: &Question, _cards: &[Delivery]) -> Result<(), ChannelError> {
         match (&question.conversation, question.tally()) {
             (Some(conversation), Some(tally)) => {
                 self.send_text(conversation, &format!("[{}] {tally}", question.id.short())).await

@@ -42,12 +42,9 @@ impl Channel for Telegram {
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        let text = render::resolved(question, self.clock.now_ms());
-        let mut failures = Vec::new();
-        for card in cards {
-            let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
-            let (chat, message) = (ChatId(chat), MessageId(message));
-            let done = match card.role {
+        let text = &render::resolved(question, self.clock.now_ms());
+        let edited = each_message(cards, |chat, message, role| async move {
+            match role {
                 // Without a reply_markup the edit removes the keyboard.
                 DeliveryRole::Card => {
                     let edit = self.bot.edit_message_text(chat, message, text.clone()).parse_mode(ParseMode::Html);
@@ -55,11 +52,9 @@ impl Channel for Telegram {
                 }
                 // The card shows the outcome; the prompt that asked for a reply goes.
                 DeliveryRole::Prompt => self.remove_prompt(chat, message).await,
-            };
-            if let Err(e) = done {
-                failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
-        }
+        })
+        .await;
         if question.status == Status::Expired
             && let Some(conversation) = &question.conversation
         {
@@ -68,36 +63,19 @@ impl Channel for Telegram {
             let line = render::escape(&render::shorten(&line, 500));
             self.send(conversation, line, None).await?;
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
+        edited
     }
 
     async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        let card = render::card(question, self.clock.now_ms());
-        let mut failures = Vec::new();
-        for delivery in cards {
-            let (Ok(chat), Ok(message)) = (delivery.chat.parse::<i64>(), delivery.message.parse::<i32>()) else {
-                continue;
-            };
-            let mut edit = self
-                .bot
-                .edit_message_text(ChatId(chat), MessageId(message), card.text.clone())
-                .parse_mode(ParseMode::Html);
+        let card = &render::card(question, self.clock.now_ms());
+        each_message(cards, |chat, message, _| async move {
+            let mut edit = self.bot.edit_message_text(chat, message, card.text.clone()).parse_mode(ParseMode::Html);
             if let Some(keyboard) = &card.keyboard {
                 edit = edit.reply_markup(keyboard.clone());
             }
-            if let Err(e) = retry(|| edit.clone().send()).await {
-                failures.push(format!("{}/{}: {e}", delivery.chat, delivery.message));
-            }
-        }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
+            retry(|| edit.clone().send()).await.map(|_| ())
+        })
+        .await
     }
 
     async fn remind(&self, question: &Question, people: &[UserRef], now_ms: i64) -> Result<(), ChannelError> {
@@ -116,5 +94,26 @@ impl Channel for Telegram {
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
         self.send(conversation, render::escape(&render::shorten(text, render::MAX_TEXT)), None).await.map(|_| ())
+    }
+}
+
+/// Does `act` to each message in `cards` (those whose ids are Telegram's), and names the ones
+/// it failed on.
+async fn each_message<F, Done>(cards: &[Delivery], mut act: F) -> Result<(), ChannelError>
+where
+    F: FnMut(ChatId, MessageId, DeliveryRole) -> Done,
+    Done: std::future::Future<Output = Result<(), RequestError>>,
+{
+    let mut failures = Vec::new();
+    for card in cards {
+        let (Ok(chat), Ok(message)) = (card.chat.parse::<i64>(), card.message.parse::<i32>()) else { continue };
+        if let Err(e) = act(ChatId(chat), MessageId(message), card.role).await {
+            failures.push(format!("{}/{}: {e}", card.chat, card.message));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
     }
 }
