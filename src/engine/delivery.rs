@@ -231,8 +231,7 @@ impl Engine {
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Card(question.clone()));
         }
-        self.wake_sweeper_for(question.expires_at);
-        self.wake_sweeper_for(question.nudge_at);
+        self.wake_sweeper_for(&question);
         self.inner.metrics.asked();
         self.emit(Event::Asked(question));
     }

@@ -130,8 +130,7 @@ impl Engine {
     /// its deadline.
     async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        self.wake_sweeper_for(question.expires_at);
-        self.wake_sweeper_for(question.nudge_at);
+        self.wake_sweeper_for(&question);
         self.publish(Event::Asked(Arc::new(question)));
         Ok(())
     }

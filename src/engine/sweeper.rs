@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::Engine;
+use crate::question::Question;
 use crate::store::StoreError;
 
 /// The longest the sweeper sleeps without looking at the store again.
@@ -68,9 +69,11 @@ impl Engine {
         }
     }
 
-    /// Wakes the sweeper when a new question's deadline comes before the one it sleeps until.
-    pub(super) fn wake_sweeper_for(&self, expires_at: Option<i64>) {
-        if expires_at.is_some_and(|at| at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)) {
+    /// Wakes the sweeper when a new question's expiry or first nudge comes before the time it
+    /// sleeps until.
+    pub(super) fn wake_sweeper_for(&self, question: &Question) {
+        let first = [question.expires_at, question.nudge_at].into_iter().flatten().min();
+        if first.is_some_and(|at| at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)) {
             self.inner.sweeper_wake.notify_one();
         }
     }
