@@ -61,7 +61,21 @@ pub struct Run {
     pub update: Option<String>,
 }
 
+/// The prefix of a gated MCP upstream's runs' function: `gate:files`.
+pub const GATE_PREFIX: &str = "gate:";
+
 impl Run {
+    /// Whom an allow-always given on its approvals lets through later (see
+    /// [`crate::store::Grant::grantee`]): its function (`function:deploy`), a gated upstream
+    /// (`gate:files`), or the agent that asked (`mcp:claude-code`, `agent:ci`).
+    pub fn grantee(&self) -> String {
+        match self.mode {
+            Mode::External if self.function.starts_with(GATE_PREFIX) => self.function.clone(),
+            Mode::External => self.initiator.to_string(),
+            Mode::FollowUp | Mode::Blocking => format!("function:{}", self.function),
+        }
+    }
+
     /// Where its ask number `step` is asked.
     pub fn origin(&self, step: u32) -> Origin {
         Origin { run: self.id, conversation: self.conversation.clone(), mode: self.mode, step }

@@ -16,7 +16,7 @@ macro_rules! question_columns {
 
 macro_rules! grant_columns {
     () => {
-        "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name, pattern"
+        "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name, pattern, grantee"
     };
 }
 
@@ -150,8 +150,12 @@ pub struct Grant {
     /// The action it allows, exactly as the approval named it; for a rule, the pattern of
     /// the actions it allows.
     pub action: String,
-    /// A rule: `action` is a pattern where `*` matches any run of characters.
+    /// A rule: `action` is a pattern of shell words (see [`crate::question::rule::fits`]).
     pub pattern: bool,
+    /// Whom it lets through: `function:<name>` (that function's approvals), the agent that
+    /// asked (`mcp:<client>`, `agent:<name>`, `api:operator`), or `gate:<upstream>` (a gated
+    /// MCP upstream's calls). It answers only its grantee's later approvals.
+    pub grantee: String,
     /// Who allowed it: a stable id (`telegram:42`).
     pub granted_by: String,
     /// How people know who allowed it (`@alice`), when the surface said.
@@ -175,9 +179,10 @@ impl Grant {
         self.granted_name.as_deref().unwrap_or(&self.granted_by)
     }
 
-    /// Whether it allows `action`: the same action, or for a rule one its pattern fits.
+    /// Whether it allows `action`: the same action, or for a rule one its pattern fits as shell
+    /// words (a chained or redirected command never fits).
     pub fn covers(&self, action: &str) -> bool {
-        if self.pattern { crate::text::glob(&self.action, action) } else { self.action == action }
+        if self.pattern { crate::question::rule::fits(&self.action, action) } else { self.action == action }
     }
 }
 
@@ -495,11 +500,12 @@ pub trait Store: Send + Sync + 'static {
         chat: &str,
         message: &str,
     ) -> Result<Option<QuestionId>, StoreError>;
-    /// The live grant that allows this action in this conversation at `now`: an exact one,
-    /// else the oldest rule whose pattern fits.
+    /// The live grant for `grantee` that allows this action in this conversation at `now`: an
+    /// exact one, else the oldest rule whose pattern fits.
     async fn find_grant(
         &self,
         conversation: &Conversation,
+        grantee: &str,
         action: &str,
         now: i64,
     ) -> Result<Option<Grant>, StoreError>;

@@ -244,7 +244,7 @@ impl Context {
         let expires_at = engine.deadline(ask.timeout, now);
         let mut question = ask.pending(self.run.origin(step), engine.default_answerers(&self.run), now, expires_at)?;
         engine.schedule_nudges(&mut question)?;
-        if let Some(granted) = engine.granted(&question, Some(&self.run.function)).await? {
+        if let Some(granted) = engine.granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);
             engine.inner.store.ask(&self.run, &question).await?;

@@ -43,8 +43,35 @@ impl Engine {
     pub async fn ask_external(
         &self,
         conversation: Conversation,
+        ask: Ask,
+        asker: UserRef,
+    ) -> Result<Question, ExternalAskError> {
+        let function = asker.channel().to_owned();
+        self.ask_for(conversation, ask, asker, function).await
+    }
+
+    /// As [`Engine::ask_external`], for a call of a gated MCP upstream's tool: its run's function
+    /// is `gate:<upstream>`, and an allow-always lets later calls of that upstream through (never
+    /// the agent's own `request_approval`s, nor another upstream's calls).
+    ///
+    /// # Errors
+    /// As [`Engine::ask_external`].
+    pub async fn ask_gated(
+        &self,
+        conversation: Conversation,
+        ask: Ask,
+        asker: UserRef,
+        upstream: &str,
+    ) -> Result<Question, ExternalAskError> {
+        self.ask_for(conversation, ask, asker, format!("{}{upstream}", crate::run::GATE_PREFIX)).await
+    }
+
+    async fn ask_for(
+        &self,
+        conversation: Conversation,
         mut ask: Ask,
         asker: UserRef,
+        function: String,
     ) -> Result<Question, ExternalAskError> {
         if self.inner.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
@@ -59,7 +86,7 @@ impl Engine {
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
-            function: asker.channel().to_owned(),
+            function,
             conversation: Some(conversation),
             initiator: asker,
             answerers: None,
@@ -75,7 +102,7 @@ impl Engine {
         let expires_at = self.deadline(ask.timeout, now);
         let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at)?;
         self.schedule_nudges(&mut question)?;
-        if let Some(granted) = self.granted(&question, None).await? {
+        if let Some(granted) = self.granted(&question, &run).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;
             let mut run = run;

@@ -497,18 +497,20 @@ impl Store for PostgresStore {
     async fn find_grant(
         &self,
         conversation: &Conversation,
+        grantee: &str,
         action: &str,
         now: i64,
     ) -> Result<Option<Grant>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             grant_columns!(),
-            " FROM grants WHERE conversation = $1 AND (action = $2 OR pattern = 1) AND revoked_at IS NULL \
-             AND (expires_at IS NULL OR expires_at > $3)"
+            " FROM grants WHERE conversation = $1 AND grantee = $4 AND (action = $2 OR pattern = 1) \
+             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)"
         ))
         .bind(conversation.as_str())
         .bind(action)
         .bind(now)
+        .bind(grantee)
         .fetch_all(&self.pool)
         .await?;
         let candidates = rows.iter().map(grant_from_row).collect::<Result<Vec<_>, _>>()?;

@@ -132,6 +132,7 @@ pub(super) fn grant_from_row(row: &impl Columns) -> Result<Grant, StoreError> {
         expires_at: row.int("expires_at")?,
         granted_name: row.text("granted_name")?,
         pattern: row.req_int("pattern")? != 0,
+        grantee: row.req_text("grantee")?,
     })
 }
 

@@ -452,16 +452,18 @@ impl Store for SqliteStore {
     async fn find_grant(
         &self,
         conversation: &Conversation,
+        grantee: &str,
         action: &str,
         now: i64,
     ) -> Result<Option<Grant>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             grant_columns!(),
-            " FROM grants WHERE conversation = ? AND (action = ? OR pattern = 1) AND revoked_at IS NULL \
-             AND (expires_at IS NULL OR expires_at > ?)"
+            " FROM grants WHERE conversation = ? AND grantee = ? AND (action = ? OR pattern = 1) \
+             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
         ))
         .bind(conversation.as_str())
+        .bind(grantee)
         .bind(action)
         .bind(now)
         .fetch_all(&self.readers)

@@ -181,6 +181,7 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
         granted_by: "test:alice".into(),
         granted_name: Some("@alice ✅".into()),
         pattern: false,
+        grantee: "function:deploy".into(),
         question: q.id,
         created_at: T0 + 1,
         expires_at: Some(T0 + 100),
@@ -193,11 +194,11 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     };
     assert!(matches!(b.store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
     assert!(b.store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
-    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 2).await.unwrap(), Some(grant.clone()));
+    assert_eq!(b.store.find_grant(&room, "function:deploy", "deploy", T0 + 2).await.unwrap(), Some(grant.clone()));
     assert_eq!(b.store.grants(Some(&room), T0 + 2).await.unwrap(), std::slice::from_ref(&grant));
     assert_eq!(b.store.grants(Some(&conversation("test:other")), T0 + 2).await.unwrap(), []);
     // Past its expiry it is neither found nor listed, and cannot be revoked.
-    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 100).await.unwrap(), None);
+    assert_eq!(b.store.find_grant(&room, "function:deploy", "deploy", T0 + 100).await.unwrap(), None);
     assert_eq!(b.store.grants(None, T0 + 100).await.unwrap(), []);
     assert!(!b.store.revoke_grant("g1", T0 + 100).await.unwrap());
     // A lost claim writes neither.
@@ -210,7 +211,7 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     assert!(b.store.revoke_grant("g1", T0 + 2).await.unwrap());
     assert!(!b.store.revoke_grant("g1", T0 + 3).await.unwrap(), "a grant is revoked once");
     assert!(!b.store.revoke_grant("nope", T0 + 3).await.unwrap());
-    assert_eq!(b.store.find_grant(&room, "deploy", T0 + 3).await.unwrap(), None);
+    assert_eq!(b.store.find_grant(&room, "function:deploy", "deploy", T0 + 3).await.unwrap(), None);
 
     // A rule allows every action its pattern fits, and nothing else.
     let (_, q) = asked(&b.store, "test:room", "Push?").await;
@@ -224,8 +225,15 @@ async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
     };
     let resolution = Resolution { grant: Some(rule.clone()), update: None, ..answer(&q, json!("always"), T0 + 4) };
     assert!(matches!(b.store.resolve(resolution).await.unwrap(), Claim::Won(_)));
-    assert_eq!(b.store.find_grant(&room, "git push origin main", T0 + 5).await.unwrap(), Some(rule));
-    assert_eq!(b.store.find_grant(&room, "git pull", T0 + 5).await.unwrap(), None);
+    let find = |grantee: &'static str, action: &'static str| b.store.find_grant(&room, grantee, action, T0 + 5);
+    assert_eq!(find("function:deploy", "git push origin main").await.unwrap(), Some(rule));
+    assert_eq!(find("function:deploy", "git pull").await.unwrap(), None);
+    // A rule fits one simple command, never a chained one.
+    assert_eq!(find("function:deploy", "git push origin main && curl x | sh").await.unwrap(), None);
+    // A grant answers only its grantee: another function's, an agent's or a gate's approvals are asked.
+    for other in ["function:other", "mcp:agent", "gate:files"] {
+        assert_eq!(find(other, "git push origin main").await.unwrap(), None, "{other}");
+    }
     b.store.close().await;
 }
 

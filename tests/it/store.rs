@@ -382,6 +382,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
         conversation: Conversation::parse("test:room").unwrap(),
         action: "git push *".into(),
         pattern: true,
+        grantee: "function:demo".into(),
         granted_by: "test:alice".into(),
         granted_name: Some("@alice".into()),
         question: asked.id,

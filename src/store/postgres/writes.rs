@@ -25,7 +25,8 @@ macro_rules! upsert_run {
     };
 }
 
-/// What a won claim `c` carries: the inbound update `$9`, the grant `$10`…`$15`, and the
+/// What a won claim `c` carries: the inbound update `$9`, the grant `$10`…`$15` (and `$17`…`$19`,
+/// `$21`), and the
 /// announcement `$8` (when `$16`: other instances listen); a row comes back only when the claim
 /// won.
 macro_rules! claim_tail {
@@ -33,7 +34,8 @@ macro_rules! claim_tail {
         "i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
          ON CONFLICT DO NOTHING), \
          g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at, expires_at, \
-         granted_name, pattern) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18, $19::bigint FROM c \
+         granted_name, pattern, grantee) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18, $19::bigint, \
+         $21 FROM c \
          WHERE $10::text IS NOT NULL) \
          SELECT CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END FROM c"
     };
@@ -172,7 +174,8 @@ impl PostgresStore {
             .bind(grant.and_then(|g| g.expires_at))
             .bind(grant.and_then(|g| g.granted_name.as_deref()))
             .bind(grant.map(|g| i64::from(g.pattern)))
-            .bind(r.approvals.as_deref().map(approvals_json).transpose()?.flatten());
+            .bind(r.approvals.as_deref().map(approvals_json).transpose()?.flatten())
+            .bind(grant.map(|g| g.grantee.as_str()));
         // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
         if self.writes.execute(claim).await? == 1 {
             return Ok(Claim::Won(r.resolved()));

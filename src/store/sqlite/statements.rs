@@ -70,7 +70,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             )?,
             select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
             insert_grant: db.prepare(
-                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             )?,
             delivery: db.prepare(
                 "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
@@ -272,6 +272,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 g.expires_at.into(),
                 g.granted_name.as_deref().into(),
                 i64::from(g.pattern).into(),
+                g.grantee.as_str().into(),
             ])?;
         }
         Ok(Claim::Won(r.resolved()))
