@@ -114,8 +114,49 @@ pub struct Config {
     pub functions: Vec<FunctionSpec>,
     /// The MCP server at `/mcp`, when the file has an `[mcp]` table.
     pub mcp: Option<McpConfig>,
+    /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
+    pub agents: Vec<AgentConfig>,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
     pub gateway_values: Vec<GatewayValue>,
+}
+
+/// `[[agents]]`: an agent with a token of its own. It asks as `agent:<name>` through the API
+/// and `/mcp`, and never answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Its name (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// The environment variable that holds its token (at least 32 characters).
+    pub token_env: String,
+}
+
+fn agents(raw: Vec<raw::RawAgent>) -> Result<Vec<AgentConfig>, (String, String)> {
+    let mut agents: Vec<AgentConfig> = Vec::new();
+    for (i, agent) in raw.into_iter().enumerate() {
+        let usable = !agent.name.is_empty()
+            && agent.name.len() <= 64
+            && agent.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !usable {
+            return Err((
+                format!("agents[{i}].name"),
+                format!("`{}` is not a name of letters, digits, -, _ and .", agent.name),
+            ));
+        }
+        if agent.name == "agent" || agents.iter().any(|a| a.name == agent.name) {
+            return Err((
+                format!("agents[{i}].name"),
+                format!("`{}` is taken (`agent` is the default agent token's)", agent.name),
+            ));
+        }
+        if agent.token_env.trim().is_empty() {
+            return Err((
+                format!("agents[{i}].token_env"),
+                "is required: the variable that holds its token".to_owned(),
+            ));
+        }
+        agents.push(AgentConfig { name: agent.name, token_env: agent.token_env });
+    }
+    Ok(agents)
 }
 
 impl Config {
@@ -194,6 +235,7 @@ impl Config {
         let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
         let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
+        let agents = agents(raw.agents).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -207,12 +249,14 @@ impl Config {
                 retention: gateway.retention,
                 grant_ttl: gateway.grant_ttl,
                 remind_before: gateway.remind_before,
+                quorum_includes_requester: gateway.quorum_includes_requester,
             },
             console: channels.console,
             telegram: channels.telegram,
             discord: channels.discord,
             webhooks: channels.webhooks,
             functions,
+            agents,
             mcp,
             gateway_values,
         })

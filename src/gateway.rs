@@ -202,6 +202,7 @@ impl Gateway {
             engine.set_channel_state(w.name(), ChannelState::Up);
         }
         let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
+        let tokens = agent_tokens(config, env, token)?;
         let listener = TcpListener::bind(config.http).await.map_err(|e| GatewayError::Bind(config.http, e))?;
         let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         engine.start().await?;
@@ -231,7 +232,7 @@ impl Gateway {
             let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());
             crate::mcp::service(engine.clone(), mcp, upstreams, http, mcp_sessions(&engine))
         });
-        let app = crate::http::router(engine.clone(), token, webhooks, settings, mcp);
+        let app = crate::http::router(engine.clone(), tokens, webhooks, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
@@ -312,6 +313,36 @@ fn mcp_sessions(engine: &Engine) -> CancellationToken {
         end.cancel();
     });
     sessions
+}
+
+/// The operator's token and the agents': the default agent token (`ASKGATE_AGENT_TOKEN`, or
+/// `askgate-agent.token` beside the database), and each `[[agents]]` entry whose variable is
+/// set. No two may be the same secret.
+fn agent_tokens(config: &Config, env: &Env, operator: ApiToken) -> Result<crate::http::Tokens, GatewayError> {
+    let (default, source) = ApiToken::load_or_create_agent(env.get("ASKGATE_AGENT_TOKEN"), &config.database)?;
+    match source {
+        TokenSource::Environment => tracing::info!("agent token: from ASKGATE_AGENT_TOKEN"),
+        TokenSource::File(path) => tracing::info!("agent token (askgate mcp): in {}", path.display()),
+        TokenSource::Created(path) => {
+            tracing::info!("agent token (askgate mcp): created in {} (owner-only)", path.display());
+        }
+        TokenSource::Ephemeral => {
+            tracing::warn!("the agent token is kept nowhere with this database: set ASKGATE_AGENT_TOKEN for agents")
+        }
+    }
+    let mut agents = vec![default];
+    for agent in &config.agents {
+        let Some(secret) = env.get(&agent.token_env) else {
+            tracing::warn!(agent = %agent.name, "{} is not set: the agent cannot connect", agent.token_env);
+            continue;
+        };
+        agents.push(ApiToken::named_agent(&agent.name, &agent.token_env, &secret)?);
+    }
+    let tokens = crate::http::Tokens::new(operator, agents);
+    if let Some(name) = tokens.reused() {
+        return Err(crate::http::token::TokenError::Reused(name).into());
+    }
+    Ok(tokens)
 }
 
 /// A channel's inbound half ended with `error`: the channel is marked down with it

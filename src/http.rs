@@ -1,8 +1,9 @@
 //! The HTTP surface: the REST API, the live event stream, the web page of question cards, the
 //! signed webhook channel, `/healthz` and `/metrics`.
 //!
-//! Every `/api` route needs `Authorization: Bearer <token>`; the token is an operator
-//! credential and answers as `api:operator`. Errors are `{"error":{"code","message"}}`.
+//! Every `/api` route needs `Authorization: Bearer <token>`: the operator token (the operator,
+//! `api:operator`) or an agent token (`agent:<name>`, which asks and reads what it asked, and
+//! never answers); `/mcp` takes agent tokens only. Errors are `{"error":{"code","message"}}`.
 
 mod api;
 mod bodies;
@@ -29,7 +30,7 @@ use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, 
 use crate::engine::{Engine, Resolver};
 use crate::question::{Surface, UserRef};
 
-pub use token::ApiToken;
+pub use token::{ApiToken, Role, Tokens};
 
 /// Says where the operator answers: `web` from askgate's page, `api` (the default) otherwise.
 pub const SURFACE_HEADER: &str = "x-askgate-surface";
@@ -41,7 +42,7 @@ pub const MAX_BODY: usize = 64 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     engine: Engine,
-    token: Arc<ApiToken>,
+    tokens: Arc<Tokens>,
     webhooks: Option<Arc<Webhooks>>,
     /// One permit per open event stream.
     streams: Arc<tokio::sync::Semaphore>,
@@ -73,20 +74,20 @@ pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The HTTP application; with `mcp`, the MCP server at `/mcp` (behind the same token).
+/// The HTTP application; with `mcp`, the MCP server at `/mcp` (behind an agent token).
 pub fn router(
     engine: Engine,
-    token: ApiToken,
+    tokens: impl Into<Tokens>,
     webhooks: Option<Arc<Webhooks>>,
     settings: HttpSettings,
     mcp: Option<crate::mcp::McpService>,
 ) -> Router {
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
-    let state = AppState { engine, token: Arc::new(token), webhooks, streams, backlog_reads };
+    let state = AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
-        app = app.nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), bearer_only));
+        app = app.nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
     }
     let app = routes()
         .into_iter()
@@ -121,10 +122,23 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
     ]
 }
 
-/// Refuses (401) a request without the API token: for `/mcp`, which has no extractor of ours.
-async fn bearer_only(State(state): State<AppState>, request: Request, next: axum::middleware::Next) -> Response {
+/// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
+/// without a valid token, 403 with the operator's, which would let an agent answer its own
+/// questions. The agent's name goes to the MCP server in the request's extensions.
+async fn agents_only(State(state): State<AppState>, mut request: Request, next: axum::middleware::Next) -> Response {
     match authorize(&state, request.headers()) {
-        Ok(_) => next.run(request).await,
+        Ok(caller) if caller.role == Role::Agent => {
+            request.extensions_mut().insert(AgentName(caller.name));
+            next.run(request).await
+        }
+        Ok(_) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "operator_token",
+            "/mcp takes an agent token, not the operator's: an agent holding the operator token could answer its \
+             own questions. Use ASKGATE_AGENT_TOKEN or askgate-agent.token beside the database (askgate mcp reads \
+             them), or an [[agents]] token",
+        )
+        .into_response(),
         Err(e) => {
             let mut response = e.into_response();
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
@@ -132,6 +146,10 @@ async fn bearer_only(State(state): State<AppState>, request: Request, next: axum
         }
     }
 }
+
+/// The name of the agent whose token a `/mcp` request carries.
+#[derive(Clone, Debug)]
+pub struct AgentName(pub String);
 
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
@@ -289,16 +307,56 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for
     }
 }
 
-/// The caller, authorized by the bearer token: the operator, via the API or the web page.
-/// As an extractor it runs before the body is read, so an unauthorized request is refused as
-/// such whatever its body.
+/// Who a bearer token says is calling.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// `api:operator`, or `agent:<name>`.
+    pub user: UserRef,
+    /// The token's name.
+    pub name: String,
+    /// What the token may do.
+    pub role: Role,
+    /// Where: `web` from askgate's page, `api` otherwise.
+    pub via: Surface,
+}
+
+impl Caller {
+    /// The caller as someone answering: the operator is a person like any other, who answers
+    /// where the question's answerers include them.
+    pub fn resolver(&self) -> Resolver {
+        Resolver::person(self.user.clone(), self.via)
+    }
+}
+
+/// The caller, authorized by the operator token, via the API or the web page: answering and
+/// administering. As an extractor it runs before the body is read, so an unauthorized request
+/// is refused as such whatever its body; an agent token gets 403.
 pub struct Operator(pub Resolver);
 
 impl axum::extract::FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
-        authorize(state, &parts.headers).map(Operator)
+        let caller = authorize(state, &parts.headers)?;
+        if caller.role != Role::Operator {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "agent_token",
+                "an agent token asks and reads what it asked; answering and administering take the operator token",
+            ));
+        }
+        Ok(Operator(caller.resolver()))
+    }
+}
+
+/// The caller, authorized by any token: asking (questions, runs) and reading what it asked.
+pub struct Asker(pub Caller);
+
+impl axum::extract::FromRequestParts<AppState> for Asker {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        authorize(state, &parts.headers).map(Asker)
     }
 }
 
@@ -311,8 +369,9 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
         .transpose()
 }
 
-/// Checks the bearer token; returns who is acting (the operator, via the API or the page).
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError> {
+/// Checks the bearer token; returns who is acting (the operator or an agent, via the API or
+/// the page).
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     // The scheme is case-insensitive (RFC 9110): `bearer` and `BEARER` are `Bearer`.
     let given = headers
         .get(header::AUTHORIZATION)
@@ -323,16 +382,16 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Resolver, ApiError
     let Some(given) = given else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token>"));
     };
-    if !state.token.matches(given) {
+    let Some(token) = state.tokens.find(given) else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"));
-    }
+    };
     let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
         None | Some(Ok("api")) => Surface::Api,
         Some(Ok("web")) => Surface::Web,
         Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web` or `api`"))),
     };
-    let user = UserRef::parse(&format!("api:{}", state.token.name())).map_err(ApiError::internal)?;
-    Ok(Resolver::operator(user, via))
+    let user = UserRef::parse(&token.holder()).map_err(ApiError::internal)?;
+    Ok(Caller { user, name: token.name().to_owned(), role: token.role(), via })
 }
 
 async fn page() -> impl IntoResponse {

@@ -56,12 +56,14 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
-    /// start local processes). The token comes from ASKGATE_API_TOKEN or the token file.
+    /// start local processes). It asks as an agent: the token comes from ASKGATE_AGENT_TOKEN or
+    /// askgate-agent.token beside the database.
     Mcp {
         /// The configuration file (for gateway.http and where the token file is).
         #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
-        /// askgate's MCP endpoint; default: /mcp at the configured gateway.http.
+        /// askgate's address or its MCP endpoint (http://127.0.0.1:8080 or …/mcp); default: /mcp
+        /// at the configured gateway.http.
         #[arg(long)]
         url: Option<String>,
     },
@@ -309,6 +311,16 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
     result
 }
 
+/// askgate's `/mcp` for `--url`, which takes askgate's address (`http://127.0.0.1:8080`) or the
+/// full `/mcp` URL.
+fn mcp_url(url: String) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", &url));
+    if scheme.is_empty() || rest.trim_end_matches('/').contains('/') {
+        return url;
+    }
+    format!("{}/mcp", url.trim_end_matches('/'))
+}
+
 /// `askgate mcp`: stdin/stdout bridged to `/mcp` of the askgate that `config` describes.
 fn mcp(config: &Config, url: Option<String>) -> anyhow::Result<()> {
     let url = url.unwrap_or_else(|| {
@@ -319,7 +331,8 @@ fn mcp(config: &Config, url: Option<String>) -> anyhow::Result<()> {
         }
         format!("http://{http}/mcp")
     });
-    let token = askgate::http::token::client_token(Env::process().get("ASKGATE_API_TOKEN"), &config.database)
+    let url = mcp_url(url);
+    let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token));

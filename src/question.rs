@@ -8,6 +8,7 @@ mod ask;
 mod choice;
 mod nudge;
 mod outcome;
+pub mod rule;
 mod wire;
 
 use std::fmt;
@@ -220,6 +221,39 @@ macro_rules! channel_ref {
 channel_ref!(Conversation, "telegram:-100123");
 channel_ref!(UserRef, "telegram:42");
 
+/// The operator at the console.
+pub const CONSOLE_OPERATOR: &str = "console:local";
+/// The operator through the operator token.
+pub const API_OPERATOR: &str = "api:operator";
+
+impl UserRef {
+    /// The operator as the console knows them (`console:local`).
+    pub fn operator() -> Self {
+        Self(CONSOLE_OPERATOR.to_owned())
+    }
+
+    /// Whether this is the operator: at the console, or through the operator token. The two
+    /// are one person, for who may answer and for counting approvals.
+    pub fn is_operator(&self) -> bool {
+        self.0 == CONSOLE_OPERATOR || self.0 == API_OPERATOR
+    }
+
+    /// Whether `self` and `other` are one person: the same id, or the operator under either.
+    pub fn same_person(&self, other: &Self) -> bool {
+        self == other || self.is_operator() && other.is_operator()
+    }
+
+    /// As [`UserRef::same_person`] with an id as stored (`approvals`, `answered_by`).
+    pub fn is(&self, stored: &str) -> bool {
+        self.0 == stored || self.is_operator() && (stored == CONSOLE_OPERATOR || stored == API_OPERATOR)
+    }
+}
+
+/// Whether `users` names `user` (the operator under either of their ids).
+pub fn lists(users: &[UserRef], user: &UserRef) -> bool {
+    users.iter().any(|u| u.same_person(user))
+}
+
 /// Declares a closed set of states stored as text in a CHECK-constrained column.
 macro_rules! text_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
@@ -340,9 +374,9 @@ impl Answerers {
     /// Whether `user` may answer.
     pub fn admits(&self, user: &UserRef) -> bool {
         match self {
-            Self::Initiator { user: u } => u == user,
+            Self::Initiator { user: u } => u.same_person(user),
             Self::Conversation => true,
-            Self::Users { users } => users.contains(user),
+            Self::Users { users } => lists(users, user),
         }
     }
 }
@@ -422,11 +456,19 @@ impl Question {
 
     /// Whether `user`, writing from `conversation` (if from one), may answer it: one of its
     /// answerers, or in the conversation it was escalated to one of the escalation's answerers
-    /// (anyone there unless `escalate_answerers` names them).
+    /// (anyone there unless `escalate_answerers` names them). "Anyone in the conversation" is
+    /// someone writing there: through the API (no conversation) only the operator, and only in
+    /// the console's conversation, which is theirs.
     pub fn admits(&self, user: &UserRef, conversation: Option<&Conversation>) -> bool {
         let escalated_here = self.escalated_to.is_some() && self.escalated_to.as_ref() == conversation;
-        self.answerers.admits(user)
-            || escalated_here && self.nudges.escalate_answerers.as_ref().is_none_or(|users| users.contains(user))
+        let listed = match (&self.answerers, conversation) {
+            (Answerers::Conversation, Some(from)) => self.conversation.as_ref() == Some(from),
+            (Answerers::Conversation, None) => {
+                user.is_operator() && self.conversation.as_ref().is_some_and(|c| c.channel() == "console")
+            }
+            (other, _) => other.admits(user),
+        };
+        listed || escalated_here && self.nudges.escalate_answerers.as_ref().is_none_or(|users| lists(users, user))
     }
 
     /// Who resolved it, as people know them: the name when the surface gave one, else the id.

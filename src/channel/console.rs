@@ -17,7 +17,7 @@ use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::store::Delivery;
 
 /// The console's conversation and user id.
-pub const LOCAL: &str = "console:local";
+pub const LOCAL: &str = crate::question::CONSOLE_OPERATOR;
 
 /// The longest the console waits for a run's turn before it reads the next line.
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);

@@ -28,7 +28,7 @@ pub struct GatewayValue {
 }
 
 /// The keys, with how askgate spells each default.
-const KEYS: [(&str, &str); 9] = [
+const KEYS: [(&str, &str); 10] = [
     ("database", "sqlite://askgate.db"),
     ("http", "127.0.0.1:8080"),
     ("default_timeout", "30m"),
@@ -39,6 +39,7 @@ const KEYS: [(&str, &str); 9] = [
     // Numbers: the value askgate uses is shown.
     ("max_event_streams", ""),
     ("max_connections", ""),
+    ("quorum_includes_requester", "false"),
 ];
 
 /// The environment variable that overrides `gateway.<key>`.
@@ -103,6 +104,13 @@ fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
         "remind_before" => gateway.remind_before = duration_or_never(value)?,
         "max_event_streams" => gateway.max_event_streams = count(value)?,
         "max_connections" => gateway.max_connections = count(value)?,
+        "quorum_includes_requester" => {
+            gateway.quorum_includes_requester = match value.trim() {
+                "true" => true,
+                "false" => false,
+                other => return Err(format!("`{other}` is not true or false")),
+            }
+        }
         other => unreachable!("`{other}` is not a [gateway] key"),
     }
     Ok(())

@@ -18,6 +18,15 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub functions: Vec<RawFunction>,
     pub mcp: Option<RawMcp>,
+    #[serde(default)]
+    pub agents: Vec<RawAgent>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgent {
+    pub name: String,
+    pub token_env: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -29,6 +38,8 @@ pub(super) struct RawMcp {
     pub allowed_conversations: Vec<String>,
     #[serde(default, deserialize_with = "some_duration")]
     pub progress_every: Option<Duration>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub session_timeout: Option<Duration>,
     #[serde(default)]
     pub elicitation: bool,
     #[serde(default)]
@@ -69,6 +80,7 @@ pub(super) struct RawGateway {
     pub remind_before: Option<Duration>,
     pub max_event_streams: usize,
     pub max_connections: usize,
+    pub quorum_includes_requester: bool,
 }
 
 impl Default for RawGateway {
@@ -83,6 +95,7 @@ impl Default for RawGateway {
             remind_before: None,
             max_event_streams: crate::http::DEFAULT_MAX_EVENT_STREAMS,
             max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
+            quorum_includes_requester: false,
         }
     }
 }

@@ -11,10 +11,10 @@
 use std::fmt;
 
 use super::Engine;
-use crate::channel::console::LOCAL;
 use serde_json::Value;
 
-use crate::question::{Answerers, Conversation, Kind, Outcome, Question, Status, Surface, UserRef};
+use crate::question::{Answerers, Conversation, Kind, Mode, Outcome, Question, Status, Surface, UserRef};
+use crate::run::Run;
 use crate::store::StoreError;
 
 /// Who may answer questions of runs started in a channel.
@@ -151,11 +151,6 @@ fn section(key: &str) -> String {
     format!("channels.{}", key.replace(':', "."))
 }
 
-/// The console's person: the operator at the terminal.
-fn is_operator_at_console(user: &UserRef) -> bool {
-    user.as_str() == LOCAL
-}
-
 impl Engine {
     /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
     /// endpoint, `webhook:sms`), else those of its channel; the closed default otherwise.
@@ -169,15 +164,16 @@ impl Engine {
     }
 
     /// Checks that `user` may start `function` in `conversation`: the channel's
-    /// `allowed_users`, then the function's own list. The API token (`api:…`) and the
-    /// console's operator may start anything.
+    /// `allowed_users`, then the function's own list. The operator (at the console or through
+    /// the operator token) and agents with their own tokens (`agent:…`, through the API) may
+    /// start anything; who may answer the run's questions is settled separately.
     pub(super) fn may_start(
         &self,
         function: &str,
         conversation: Option<&Conversation>,
         user: &UserRef,
     ) -> Result<(), Refusal> {
-        if user.channel() == "api" || is_operator_at_console(user) {
+        if user.is_operator() || user.channel() == "agent" {
             return Ok(());
         }
         if let Some(c) = conversation
@@ -206,10 +202,7 @@ impl Engine {
         match named {
             Some(users) if users.is_empty() => Err(AnswerersError::Empty),
             Some(users) => Ok(Answerers::Users { users }),
-            None if conversation.channel() == "console" => {
-                let operator = UserRef::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
-                Ok(Answerers::Users { users: vec![operator] })
-            }
+            None if conversation.channel() == "console" => Ok(Answerers::Users { users: vec![UserRef::operator()] }),
             None => match self.policy(conversation).allowed_users.people() {
                 Some(people) => Ok(Answerers::Users { users: people.to_vec() }),
                 None => {
@@ -227,22 +220,20 @@ impl Engine {
 
 impl Engine {
     /// The approval as answered by a standing rule, if one allows its action: nobody is
-    /// asked. The rules are `function`'s `pre_approved` ones, then the conversation's live
-    /// grants. Its answerer names the rule and who set it. An approval that needs several
+    /// asked. The rules are the run's function's `pre_approved` ones, then the conversation's
+    /// live grants for the run's grantee (its function, its gated upstream, or the agent that
+    /// asked: an agent's own request never mints a grant for anyone else). Its answerer names the rule and who set it. An approval that needs several
     /// approvers is never answered by a rule: it asked for people.
-    pub(super) async fn granted(
-        &self,
-        question: &Question,
-        function: Option<&str>,
-    ) -> Result<Option<Question>, StoreError> {
+    pub(super) async fn granted(&self, question: &Question, run: &Run) -> Result<Option<Question>, StoreError> {
         let standing = question.kind == Kind::Approval && !question.needs_quorum();
         let Some(conversation) = question.conversation.as_ref().filter(|_| standing) else {
             return Ok(None);
         };
         let now = self.now_ms();
+        let function = (run.mode != Mode::External).then_some(run.function.as_str());
         let configured = function.and_then(|name| {
             let rules = &self.inner.functions.get(name)?.pre_approved;
-            let rule = rules.iter().find(|rule| crate::text::glob(rule, &question.prompt))?;
+            let rule = rules.iter().find(|rule| crate::question::rule::fits(rule, &question.prompt))?;
             Some((
                 format!("rule:functions.{name}.pre_approved"),
                 format!("rule \"{rule}\" (pre-approved in the configuration)"),
@@ -250,7 +241,7 @@ impl Engine {
         });
         let (by, name) = match configured {
             Some(found) => found,
-            None => match self.inner.store.find_grant(conversation, &question.prompt, now).await? {
+            None => match self.inner.store.find_grant(conversation, &run.grantee(), &question.prompt, now).await? {
                 None => return Ok(None),
                 Some(grant) if grant.pattern => (
                     format!("grant:{}", grant.id),

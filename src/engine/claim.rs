@@ -24,14 +24,15 @@ pub(super) enum Claimed {
 /// Who is resolving a question.
 #[derive(Clone, Debug)]
 pub struct Resolver {
-    /// The person (or `api:<name>` for the API token).
+    /// The person: `telegram:42`, `console:local`, `api:operator` for the operator token.
     pub user: UserRef,
     /// How people know them (`@alice`), when the surface said; shown with the outcome.
     pub name: Option<String>,
     /// Where the attempt came from.
     pub via: Surface,
-    /// The operator credential: may answer any question.
-    pub operator: bool,
+    /// The agent that asked, answering in its own client (an MCP form): it may answer the
+    /// questions it asked itself, never an approval (nobody approves their own request).
+    pub asker: bool,
     /// The platform's id for the update that carries this attempt (`telegram:update:7`): it
     /// is recorded in the claim's own transaction, so a tap is never lost between the two.
     pub update: Option<String>,
@@ -41,20 +42,21 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// A person on a surface, who may answer the questions whose answerers admit them.
+    /// A person on a surface, who may answer the questions whose answerers admit them. The
+    /// operator token is such a person too (`api:operator`, the console's operator).
     pub fn person(user: UserRef, via: Surface) -> Self {
-        Self { user, name: None, via, operator: false, update: None, conversation: None }
+        Self { user, name: None, via, asker: false, update: None, conversation: None }
     }
 
-    /// The operator credential (the API token), which may answer any question.
-    pub fn operator(user: UserRef, via: Surface) -> Self {
-        Self { operator: true, ..Self::person(user, via) }
+    /// The agent that asked `question`, answering it in its own client: see [`Resolver::asker`].
+    pub fn asker(user: UserRef, via: Surface) -> Self {
+        Self { asker: true, ..Self::person(user, via) }
     }
 
-    /// Whether this resolver may answer `question`: the operator, or a person it admits (see
-    /// [`Question::admits`]).
+    /// Whether this resolver may answer `question`: a person it admits (see
+    /// [`Question::admits`]), or its own asker for anything but an approval.
     pub fn may_answer(&self, question: &Question) -> bool {
-        self.operator || question.admits(&self.user, self.conversation.as_ref())
+        question.admits(&self.user, self.conversation.as_ref()) || self.asker && question.kind != Kind::Approval
     }
 }
 
@@ -118,20 +120,26 @@ impl Engine {
             Choice::Answer(_) | Choice::Decline(_) => None,
         };
         let outcome = choice.into_outcome();
-        let grant = match (&outcome, &question.conversation) {
-            (Outcome::Answered { value }, Some(c)) if question.kind == Kind::Approval && value == "always" => {
-                Some(Grant {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    conversation: c.clone(),
-                    pattern: rule.is_some(),
-                    action: rule.unwrap_or_else(|| question.prompt.clone()),
-                    granted_by: resolver.user.to_string(),
-                    granted_name: resolver.name.clone(),
-                    expires_at: self.inner.settings.grant_ttl.map(|ttl| Self::after(self.now_ms(), ttl)),
-                    question: question.id,
-                    created_at: self.now_ms(),
-                })
-            }
+        let always =
+            matches!(&outcome, Outcome::Answered { value } if question.kind == Kind::Approval && value == "always");
+        // Whom the grant lets through comes from the run that asked (read only for "always").
+        let grantee = match always {
+            true => self.inner.store.run(question.run).await?.map(|run| run.grantee()),
+            false => None,
+        };
+        let grant = match (grantee, &question.conversation) {
+            (Some(grantee), Some(c)) => Some(Grant {
+                grantee,
+                id: uuid::Uuid::new_v4().to_string(),
+                conversation: c.clone(),
+                pattern: rule.is_some(),
+                action: rule.unwrap_or_else(|| question.prompt.clone()),
+                granted_by: resolver.user.to_string(),
+                granted_name: resolver.name.clone(),
+                expires_at: self.inner.settings.grant_ttl.map(|ttl| Self::after(self.now_ms(), ttl)),
+                question: question.id,
+                created_at: self.now_ms(),
+            }),
             _ => None,
         };
         let resolution = Resolution {

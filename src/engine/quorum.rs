@@ -1,4 +1,6 @@
-//! Quorum approvals: an approval that needs several distinct approvers. Each approval is one
+//! Quorum approvals: an approval that needs several distinct approvers (one person is one
+//! vote whichever surfaces they use; who asked for it does not count unless
+//! `quorum_includes_requester` says so). Each approval is one
 //! conditional write that succeeds only on the approvals it saw, so racing approvals are each
 //! counted once; the approval that completes the quorum is the claim itself, so the question
 //! resolves exactly once wherever the approvals come from.
@@ -9,7 +11,7 @@ use serde_json::Value;
 
 use super::claim::{Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
-use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
+use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt, UserRef};
 use crate::store::{Resolution, StoreError};
 
 impl Engine {
@@ -24,6 +26,9 @@ impl Engine {
         resolver: &Resolver,
     ) -> Result<Receipt, StoreError> {
         let allowed = Outcome::Answered { value: Value::String("once".to_owned()) };
+        if !self.inner.settings.quorum_includes_requester && self.requested_by(question, &resolver.user).await? {
+            return Ok(Receipt::OwnRequest { id: question.id, quorum: question.quorum });
+        }
         let mut current = question.clone();
         // Each failed attempt means another approval was counted first, and there are at most
         // `quorum` of those.
@@ -32,7 +37,8 @@ impl Engine {
                 return Ok(lost_receipt(&current, Some(&allowed)));
             }
             let (id, quorum) = (current.id, current.quorum);
-            if current.approvals.iter().any(|a| a.user == resolver.user.as_str()) {
+            // One person, one vote: the operator at the console and through the token too.
+            if current.approvals.iter().any(|a| resolver.user.is(&a.user)) {
                 return Ok(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum });
             }
             let at = self.now_ms();
@@ -70,6 +76,11 @@ impl Engine {
             };
         }
         Err(StoreError::Busy(format!("the approvals of {} kept changing", question.id.short())))
+    }
+
+    /// Whether `user` asked for `question`: started its run, or is the agent that asked.
+    async fn requested_by(&self, question: &Question, user: &UserRef) -> Result<bool, StoreError> {
+        Ok(self.inner.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
     }
 
     /// An approval was counted: the cards show the count, observers hear of it.

@@ -110,6 +110,10 @@ pub fn receipt_text(receipt: &Receipt, question: Option<&Question>) -> Option<St
             quorum - approvals
         ),
         Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
+        Receipt::OwnRequest { id, quorum } => format!(
+            "You asked for this approval ({}): it needs {quorum} approvals from others, so yours is not counted.",
+            id.short()
+        ),
         Receipt::Unknown { reason } => format!("{reason}."),
         Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
     })
@@ -391,9 +395,12 @@ fn rule_fits(pattern: &str, action: &str) -> Result<(), String> {
     if crate::text::catches_all(pattern) {
         return Err("A rule must name something besides *; nothing was changed.".to_owned());
     }
-    if !crate::text::glob(pattern, action) {
+    if !crate::question::rule::fits(pattern, action) {
         let action = crate::text::clip(action, 60, "…");
-        return Err(format!("The rule \"{shown}\" does not fit this action (`{action}`); nothing was changed."));
+        return Err(format!(
+            "The rule \"{shown}\" does not fit this action (`{action}`); nothing was changed. A rule fits one \
+             simple command word by word, never a chained or redirected one."
+        ));
     }
     Ok(())
 }

@@ -18,6 +18,9 @@ pub struct Settings {
     pub grant_ttl: Option<Duration>,
     /// A reminder this long before a question expires; none: no reminder.
     pub remind_before: Option<Duration>,
+    /// Whether the person who asked for a quorum approval (who started the run, or the agent)
+    /// counts toward its quorum; by default they do not.
+    pub quorum_includes_requester: bool,
 }
 
 impl Default for Settings {
@@ -28,6 +31,7 @@ impl Default for Settings {
             retention: Some(Duration::from_secs(30 * 86_400)),
             grant_ttl: None,
             remind_before: None,
+            quorum_includes_requester: false,
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
-use super::{ApiError, AppState, JsonBody, Operator, Params, conversation_param};
+use super::{ApiError, AppState, Asker, Caller, JsonBody, Operator, Params, Role, conversation_param};
 use crate::engine::{ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
@@ -31,6 +31,21 @@ async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
         }
         Found::Nothing => Err(ApiError::not_found(format!("no question `{shown}`"))),
     }
+}
+
+/// As [`find`], for `caller`: an agent finds only the questions it asked (others are not
+/// found, as if they did not exist).
+async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
+    let question = find(state, id).await?;
+    if caller.role == Role::Agent && !asked_by(state, question.run, &caller.user).await? {
+        return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))));
+    }
+    Ok(question)
+}
+
+/// Whether `user` started the run `id` (an agent's question is a run of its own).
+async fn asked_by(state: &AppState, id: RunId, user: &UserRef) -> Result<bool, ApiError> {
+    Ok(state.engine.run(id).await?.is_some_and(|run| run.initiator == *user))
 }
 
 /// A question with its rendered cards: what every surface shows.
@@ -113,11 +128,11 @@ pub(super) async fn list(
 }
 
 pub(super) async fn get_one(
-    _: Operator,
+    Asker(caller): Asker,
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let question = find(&state, &id).await?;
+    let question = find_for(&state, &caller, &id).await?;
     Ok(axum::Json(snapshot(&state, &question).await?).into_response())
 }
 
@@ -139,7 +154,7 @@ pub(super) struct Placement {
 }
 
 pub(super) async fn create(
-    Operator(operator): Operator,
+    Asker(operator): Asker,
     State(state): State<AppState>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
@@ -184,12 +199,12 @@ pub(super) struct WaitQuery {
 }
 
 pub(super) async fn outcome(
-    _: Operator,
+    Asker(caller): Asker,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Params(query): Params<WaitQuery>,
 ) -> Result<Response, ApiError> {
-    let id = find(&state, &id).await?.id;
+    let id = find_for(&state, &caller, &id).await?.id;
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
     let question =
         state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
@@ -203,7 +218,8 @@ pub(super) struct Reply {
     /// An option (its label or 1-based number), a list for a multi-select, true/false for a
     /// confirm, `once`/`always` for an approval, or text where free text is allowed.
     value: Value,
-    /// How people know whoever answered (the operator's UI knows; askgate does not).
+    /// A label for whoever answered with the token: shown as typed beside the token's person
+    /// (`Alice (api:operator)`); askgate does not vouch for it.
     #[serde(default)]
     name: Option<String>,
 }
@@ -225,7 +241,7 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
-    resolver.name = body.name.as_deref().and_then(display_name);
+    resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find(&state, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
@@ -242,7 +258,7 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
-    resolver.name = body.name.as_deref().and_then(display_name);
+    resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find(&state, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
@@ -271,10 +287,27 @@ fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
             Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice", hint.clone()).with_receipt(receipt))
         }
         Receipt::Unknown { ref reason } => Err(ApiError::not_found(reason.clone())),
-        Receipt::NotAuthorized { .. } => {
-            Err(ApiError::new(StatusCode::FORBIDDEN, "not_authorized", "not yours to answer"))
-        }
+        Receipt::NotAuthorized { .. } => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_authorized",
+            "not yours to answer: the question's answerers do not include you",
+        )),
+        Receipt::OwnRequest { .. } => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "own_request",
+            "you asked for this approval; it needs approvals from others",
+        )
+        .with_receipt(receipt)),
     }
+}
+
+/// A name typed beside a token: a label, shown as typed beside who the token says answered
+/// (`Alice (api:operator)`), never as a platform handle (a leading `@` is dropped), since the
+/// token does not vouch for it.
+fn typed_name(name: Option<&str>, user: &UserRef) -> Option<String> {
+    let name = display_name(name?)?;
+    let name = name.trim_start_matches('@').trim();
+    (!name.is_empty()).then(|| format!("{name} ({user})"))
 }
 
 /// A list of users from a body: each `channel:id`.
@@ -324,7 +357,7 @@ pub(super) struct NewRun {
 }
 
 pub(super) async fn start_run(
-    Operator(operator): Operator,
+    Asker(operator): Asker,
     State(state): State<AppState>,
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
@@ -364,13 +397,15 @@ pub(super) async fn start_run(
 }
 
 pub(super) async fn get_run(
-    _: Operator,
+    Asker(caller): Asker,
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
-    // A run is first written when it first asks or ends; until then it is not found.
-    let run = state.engine.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
+    // A run is first written when it first asks or ends; until then it is not found. An agent
+    // finds only its own.
+    let run = state.engine.run(id).await?.filter(|run| caller.role == Role::Operator || run.initiator == caller.user);
+    let run = run.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
     Ok(axum::Json(RunView { run }).into_response())
 }
 

@@ -141,7 +141,11 @@ const QUESTION_ID: &str = "The question's id, or a unique prefix of at least 8 c
 /// An operation behind the API token, with the errors every such operation may answer.
 fn operation(id: &str, summary: &str, tag: &str, mut op: Value, responses: Value) -> Value {
     let mut all = json!({
-        "401": error("No token, or not the API token (`Authorization: Bearer <token>`)."),
+        "401": error("No token, or not one of askgate's tokens (`Authorization: Bearer <token>`)."),
+        "403": error(
+            "An agent token where the operator token is needed (`agent_token`): agents ask and read what they \
+             asked; answering, listing and administering take the operator token.",
+        ),
         "500": error("The store failed; nothing was changed."),
     });
     merge(&mut all, misdirected());
@@ -225,7 +229,11 @@ fn build() -> Value {
                     "A quorum approval counted this approval and waits for more (`receipt.approvals` of `receipt.quorum`).",
                     s.written::<ReceiptView>(),
                 ),
-                "403": error("The caller may not answer it."),
+                "403": error(
+                    "The caller may not answer it: the question's answerers do not include them \
+                     (`not_authorized`), they asked for this quorum approval themselves (`own_request`), or the \
+                     token is an agent's, which asks but never answers (`agent_token`).",
+                ),
                 "404": error("No question has this id, or the prefix names several."),
                 "409": error("It was resolved before (`error.receipt` says how), or this approver was counted before."),
                 "422": error("The value does not fit the question (`error.receipt.hint` says what does)."),
@@ -235,7 +243,7 @@ fn build() -> Value {
     let body = s.read::<Reply>();
     let mut reply = with_examples(
         answered(&mut s, "replyQuestion", "Answer a question", body),
-        &[("option", json!({"value": 1})), ("confirm", json!({"value": true, "name": "@alice"}))],
+        &[("option", json!({"value": 1})), ("confirm", json!({"value": true, "name": "Alice"}))],
     );
     reply["parameters"] = json!([id, surface_header()]);
     let body = s.read::<Reject>();
@@ -481,7 +489,10 @@ fn build() -> Value {
         "components": {
             "schemas": s.components(),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                "description": "The API token: `ASKGATE_API_TOKEN`, or the one askgate keeps in `askgate.token` beside the database."}},
+                "description": "The operator token (`ASKGATE_API_TOKEN`, or `askgate.token` beside the database): \
+                                administers, and answers where the operator is an answerer. Or an agent token \
+                                (`ASKGATE_AGENT_TOKEN` or `askgate-agent.token`, or an `[[agents]]` entry's): asks \
+                                questions and runs and reads its own; never answers."}},
         },
     })
 }

@@ -1,5 +1,11 @@
-//! The API token: from `ASKGATE_API_TOKEN`, or generated on first start and kept beside the
-//! database with owner-only permissions. A token is never written to a log.
+//! The tokens of the HTTP API and `/mcp`: the operator's (from `ASKGATE_API_TOKEN`, or
+//! generated on first start and kept beside the database with owner-only permissions), the
+//! agents' default one (`ASKGATE_AGENT_TOKEN` or `askgate-agent.token`, the same way), and
+//! named agents' tokens from `[[agents]]`. A token is never written to a log.
+//!
+//! What each may do: the operator token administers and answers where the operator is an
+//! answerer; an agent token asks (questions, runs, `/mcp`) and reads what it asked, and never
+//! answers.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -11,22 +17,81 @@ use subtle::ConstantTimeEq;
 /// The fewest characters a token may have: a short one can be guessed.
 pub const MIN_TOKEN_LEN: usize = 32;
 
-/// The operator credential for the HTTP API.
+/// What a token lets its holder do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The operator (`api:operator`, the console's operator too): administers, and answers
+    /// the questions whose answerers include the operator.
+    Operator,
+    /// An agent (`agent:<name>`): asks and reads what it asked; never answers.
+    Agent,
+}
+
+/// One credential for the HTTP API.
 pub struct ApiToken {
     secret: String,
     name: String,
+    role: Role,
 }
 
 impl std::fmt::Debug for ApiToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiToken").field("name", &self.name).field("secret", &"<redacted>").finish()
+        f.debug_struct("ApiToken")
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("secret", &"<redacted>")
+            .finish()
     }
 }
+
+/// The tokens askgate accepts: the operator's first, then the agents'.
+#[derive(Debug)]
+pub struct Tokens(Vec<ApiToken>);
+
+impl Tokens {
+    /// The operator's token and the agents'.
+    pub fn new(operator: ApiToken, agents: Vec<ApiToken>) -> Self {
+        let mut all = vec![operator];
+        all.extend(agents);
+        Self(all)
+    }
+
+    /// The holder of a token whose secret another token has too, if any.
+    pub fn reused(&self) -> Option<String> {
+        self.0.iter().enumerate().find_map(|(i, token)| {
+            self.0[..i].iter().any(|earlier| earlier.matches(&token.secret)).then(|| token.holder())
+        })
+    }
+
+    /// The token `given` is, if any. Every token is compared, each in constant time.
+    pub fn find(&self, given: &str) -> Option<&ApiToken> {
+        self.0.iter().fold(None, |found, token| if token.matches(given) { found.or(Some(token)) } else { found })
+    }
+}
+
+impl From<ApiToken> for Tokens {
+    fn from(operator: ApiToken) -> Self {
+        Self(vec![operator])
+    }
+}
+
+/// Where a kind of token is read or kept.
+struct Kind {
+    variable: &'static str,
+    file: &'static str,
+    name: &'static str,
+    role: Role,
+}
+
+const OPERATOR: Kind =
+    Kind { variable: "ASKGATE_API_TOKEN", file: "askgate.token", name: "operator", role: Role::Operator };
+const AGENT: Kind =
+    Kind { variable: "ASKGATE_AGENT_TOKEN", file: "askgate-agent.token", name: "agent", role: Role::Agent };
 
 /// Where the token came from, for the start-up log.
 #[derive(Debug, PartialEq, Eq)]
 pub enum TokenSource {
-    /// `ASKGATE_API_TOKEN`.
+    /// Its environment variable (`ASKGATE_API_TOKEN`, `ASKGATE_AGENT_TOKEN`).
     Environment,
     /// A file written on an earlier start.
     File(PathBuf),
@@ -40,11 +105,13 @@ pub enum TokenSource {
 /// A token that may not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
-    /// `ASKGATE_API_TOKEN` is too short.
+    /// The variable holds too short a token.
     #[error(
-        "ASKGATE_API_TOKEN has {len} characters; use at least {MIN_TOKEN_LEN} (for example the output of `openssl rand -hex 32`)"
+        "{variable} has {len} characters; use at least {MIN_TOKEN_LEN} (for example the output of `openssl rand -hex 32`)"
     )]
     ShortVariable {
+        /// The variable.
+        variable: String,
         /// How many it has.
         len: usize,
     },
@@ -74,17 +141,50 @@ pub enum TokenError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// Two configured tokens are the same secret: askgate could not tell their holders apart.
+    #[error("the token of {0} is also another token; give each agent a token of its own")]
+    Reused(String),
 }
 
 impl ApiToken {
-    /// A token with this secret, answering as `api:<name>`.
+    /// The operator's token with this secret, answering as `api:<name>`.
     pub fn new(secret: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { secret: secret.into(), name: name.into() }
+        Self { secret: secret.into(), name: name.into(), role: Role::Operator }
     }
 
-    /// The name it answers as.
+    /// An agent's token with this secret: it asks as `agent:<name>`.
+    pub fn agent(secret: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { secret: secret.into(), name: name.into(), role: Role::Agent }
+    }
+
+    /// A named agent's token from its variable's value.
+    ///
+    /// # Errors
+    /// [`TokenError::ShortVariable`] when it is shorter than [`MIN_TOKEN_LEN`].
+    pub fn named_agent(name: &str, variable: &str, secret: &str) -> Result<Self, TokenError> {
+        let secret = secret.trim();
+        if secret.chars().count() < MIN_TOKEN_LEN {
+            return Err(TokenError::ShortVariable { variable: variable.to_owned(), len: secret.chars().count() });
+        }
+        Ok(Self::agent(secret, name))
+    }
+
+    /// The name it answers or asks as.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What it may do.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Who holds it: `api:operator`, or `agent:<name>`.
+    pub fn holder(&self) -> String {
+        match self.role {
+            Role::Operator => format!("api:{}", self.name),
+            Role::Agent => format!("agent:{}", self.name),
+        }
     }
 
     /// Whether `given` is the token. The comparison takes the same time whatever the two hold,
@@ -95,53 +195,69 @@ impl ApiToken {
         bool::from(a.ct_eq(b))
     }
 
-    /// The token from `env` if set, else the one kept beside `database` (created on first
-    /// start with mode 0600).
+    /// The operator's token from `env` (`ASKGATE_API_TOKEN`) if set, else the one kept beside
+    /// `database` (`askgate.token`, created on first start with mode 0600).
     ///
     /// # Errors
     /// A token shorter than [`MIN_TOKEN_LEN`], a token file others may read, or one that cannot
     /// be read or written.
     pub fn load_or_create(env: Option<String>, database: &str) -> Result<(Self, TokenSource), TokenError> {
-        if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
-            let secret = secret.trim();
-            if secret.chars().count() < MIN_TOKEN_LEN {
-                return Err(TokenError::ShortVariable { len: secret.chars().count() });
-            }
-            return Ok((Self::new(secret, "operator"), TokenSource::Environment));
-        }
-        let Some(path) = token_path(database) else {
-            return Ok((Self::new(generate(), "operator"), TokenSource::Ephemeral));
-        };
-        let shown = path.display().to_string();
-        let io = |source| TokenError::Io { path: shown.clone(), source };
-        match std::fs::read_to_string(&path) {
-            Ok(secret) if !secret.trim().is_empty() => {
-                let mode = std::fs::metadata(&path).map_err(io)?.permissions().mode() & 0o777;
-                if mode & 0o077 != 0 {
-                    return Err(TokenError::Readable { path: shown, mode });
-                }
-                let secret = secret.trim();
-                if secret.chars().count() < MIN_TOKEN_LEN {
-                    return Err(TokenError::ShortFile { path: shown, len: secret.chars().count() });
-                }
-                return Ok((Self::new(secret, "operator"), TokenSource::File(path)));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(e)),
-        }
-        let secret = generate();
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).map_err(io)?;
-        // An empty file that existed keeps its mode through `open`: make it owner-only.
-        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-        file.write_all(format!("{secret}\n").as_bytes()).map_err(io)?;
-        Ok((Self::new(secret, "operator"), TokenSource::Created(path)))
+        load_or_create(&OPERATOR, env, database)
+    }
+
+    /// The agents' default token from `env` (`ASKGATE_AGENT_TOKEN`) if set, else the one kept
+    /// beside `database` (`askgate-agent.token`, created like the operator's): `askgate mcp`
+    /// uses it. It asks as `agent:agent`.
+    ///
+    /// # Errors
+    /// As [`ApiToken::load_or_create`].
+    pub fn load_or_create_agent(env: Option<String>, database: &str) -> Result<(Self, TokenSource), TokenError> {
+        load_or_create(&AGENT, env, database)
     }
 }
 
-/// The token a client of a running askgate uses (`askgate mcp`): `env` if set, else the file
-/// beside `database`. Nothing is created.
+fn load_or_create(kind: &Kind, env: Option<String>, database: &str) -> Result<(ApiToken, TokenSource), TokenError> {
+    let token = |secret: &str| ApiToken { secret: secret.to_owned(), name: kind.name.to_owned(), role: kind.role };
+    if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
+        let secret = secret.trim();
+        if secret.chars().count() < MIN_TOKEN_LEN {
+            return Err(TokenError::ShortVariable { variable: kind.variable.to_owned(), len: secret.chars().count() });
+        }
+        return Ok((token(secret), TokenSource::Environment));
+    }
+    let Some(path) = token_path(database, kind.file) else {
+        return Ok((token(&generate()), TokenSource::Ephemeral));
+    };
+    let shown = path.display().to_string();
+    let io = |source| TokenError::Io { path: shown.clone(), source };
+    match std::fs::read_to_string(&path) {
+        Ok(secret) if !secret.trim().is_empty() => {
+            let mode = std::fs::metadata(&path).map_err(io)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(TokenError::Readable { path: shown, mode });
+            }
+            let secret = secret.trim();
+            if secret.chars().count() < MIN_TOKEN_LEN {
+                return Err(TokenError::ShortFile { path: shown, len: secret.chars().count() });
+            }
+            return Ok((token(secret), TokenSource::File(path)));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    let secret = generate();
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).map_err(io)?;
+    // An empty file that existed keeps its mode through `open`: make it owner-only.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    file.write_all(format!("{secret}\n").as_bytes()).map_err(io)?;
+    Ok((token(&secret), TokenSource::Created(path)))
+}
+
+/// The token a client of a running askgate uses (`askgate mcp`, which asks as an agent):
+/// `env` (`ASKGATE_AGENT_TOKEN`) if set, else the agents' token file beside `database`.
+/// Nothing is created.
 ///
 /// # Errors
 /// A message that says where the token was looked for.
@@ -149,19 +265,23 @@ pub fn client_token(env: Option<String>, database: &str) -> Result<String, Strin
     if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
         return Ok(secret.trim().to_owned());
     }
-    let Some(path) = token_path(database) else {
-        return Err("set ASKGATE_API_TOKEN: this database keeps no token file".to_owned());
+    let variable = AGENT.variable;
+    let Some(path) = token_path(database, AGENT.file) else {
+        return Err(format!("set {variable}: this database keeps no token file"));
     };
     match std::fs::read_to_string(&path) {
         Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_owned()),
-        Ok(_) => Err(format!("{} is empty; set ASKGATE_API_TOKEN", path.display())),
-        Err(e) => Err(format!("cannot read the API token from {} ({e}); set ASKGATE_API_TOKEN", path.display())),
+        Ok(_) => Err(format!("{} is empty; set {variable}", path.display())),
+        Err(e) => Err(format!(
+            "cannot read the agent token from {} ({e}); set {variable}, or start askgate once to create it",
+            path.display()
+        )),
     }
 }
 
-/// `askgate.token` in the database's directory; none for an in-memory database or another
-/// kind of database (PostgreSQL keeps no files here).
-fn token_path(database: &str) -> Option<PathBuf> {
+/// `file` in the database's directory; none for an in-memory database or another kind of
+/// database (PostgreSQL keeps no files here).
+fn token_path(database: &str, file: &str) -> Option<PathBuf> {
     if database.starts_with("postgres:") || database.starts_with("postgresql:") {
         return None;
     }
@@ -171,7 +291,7 @@ fn token_path(database: &str) -> Option<PathBuf> {
         return None;
     }
     let dir = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    Some(dir.join("askgate.token"))
+    Some(dir.join(file))
 }
 
 /// 64 hex characters from the system's random source.
@@ -187,12 +307,12 @@ mod tests {
 
     #[test]
     fn the_token_file_sits_beside_the_database() {
-        assert_eq!(token_path("sqlite://askgate.db"), Some(PathBuf::from("./askgate.token")));
+        assert_eq!(token_path("sqlite://askgate.db", "askgate.token"), Some(PathBuf::from("./askgate.token")));
         assert_eq!(
-            token_path("sqlite:///var/lib/askgate/a.db?mode=rwc"),
-            Some(PathBuf::from("/var/lib/askgate/askgate.token"))
+            token_path("sqlite:///var/lib/askgate/a.db?mode=rwc", "askgate-agent.token"),
+            Some(PathBuf::from("/var/lib/askgate/askgate-agent.token"))
         );
-        assert_eq!(token_path("sqlite::memory:"), None);
+        assert_eq!(token_path("sqlite::memory:", "askgate.token"), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The agent's own client as one more surface: when the client can show a form (the
 //! elicitation capability) and `[mcp] elicitation = true`, a waiting question is also shown
 //! there. The first answer wins, in the chat or in the client; a form that lost is cancelled,
-//! and a form the person dismisses leaves the question waiting in the chat.
+//! and a form the person dismisses leaves the question waiting in the chat. Approvals are not
+//! offered to the client that asked for them (unless it is listed among their answerers).
 
 use rmcp::RoleServer;
 use rmcp::model::ClientResult;
@@ -19,12 +20,17 @@ pub(super) fn supported(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// Shows `question` in the client until it is answered there, dismissed, or the guard drops.
+/// An approval is never shown to the client that asked for it unless that client is one of
+/// its answerers: nobody approves their own request.
 pub(super) fn show(
     engine: Engine,
     question: Question,
     answerer: UserRef,
     context: &RequestContext<RoleServer>,
 ) -> Option<DropGuard> {
+    if question.kind == Kind::Approval && !question.admits(&answerer, None) {
+        return None;
+    }
     let (message, schema) = form(&question)?;
     let schema: ElicitationSchema = match serde_json::from_value(schema) {
         Ok(schema) => schema,
@@ -67,7 +73,7 @@ pub(super) fn show(
         let Some(choice) = result.content.as_ref().and_then(|c| choice(&question, c)) else {
             return tracing::info!(question = %question.id, "the client's form came back without a usable answer");
         };
-        let resolver = Resolver::operator(answerer, Surface::Mcp);
+        let resolver = Resolver::asker(answerer, Surface::Mcp);
         if let Err(e) = engine.resolve_choice(&question, Some(choice), &resolver).await {
             tracing::error!(question = %question.id, error = %e, "could not record the answer from the client's form");
         }

@@ -153,6 +153,13 @@ pub enum Receipt {
         /// Approvals it needs.
         quorum: u32,
     },
+    /// The person who asked for a quorum approval approved it: it needs others.
+    OwnRequest {
+        /// The question.
+        id: QuestionId,
+        /// Approvals it needs.
+        quorum: u32,
+    },
     /// The choice does not fit the question; it stays pending.
     InvalidChoice {
         /// The question.

@@ -105,6 +105,12 @@ impl Served {
         .await
     }
 
+    /// How many cards on stdout so far have a prompt that contains `prompt`.
+    pub fn cards(&self, prompt: &str) -> usize {
+        let out = self.out.lock().unwrap();
+        out.iter().filter(|l| ["❓", "❔", "🔐"].iter().any(|m| l.starts_with(m)) && l.contains(prompt)).count()
+    }
+
     /// Waits for a stdout line containing `needle`.
     pub async fn stdout_line(&self, needle: &str) -> String {
         self.line(needle).await
@@ -128,6 +134,13 @@ impl Served {
         let line = self.log_line("web page on http://").await;
         let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
         let token = std::fs::read_to_string(dir.join("askgate.token")).unwrap().trim().to_owned();
+        (base, token)
+    }
+
+    /// The HTTP API's base URL and the agents' default token kept in `dir`: what `/mcp` takes.
+    pub async fn agent(&self, dir: &Path) -> (String, String) {
+        let (base, _) = self.api(dir).await;
+        let token = std::fs::read_to_string(dir.join("askgate-agent.token")).unwrap().trim().to_owned();
         (base, token)
     }
 

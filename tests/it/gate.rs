@@ -53,7 +53,8 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
     // A second upstream that cannot start takes nothing else down.
     let broken = "\n[[mcp.upstream]]\nname = \"broken\"\ncommand = [\"/nonexistent/program\"]\n";
     let mut served = Served::start(&gated_config(dir.path(), broken));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
+    let (_, operator) = served.api(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     let names = ready(&client).await;
     let health = eventually(|| async {
@@ -106,7 +107,7 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
     // The audit: each gated call is an approval with its outcome and its arguments.
     let audit: serde_json::Value = reqwest::Client::new()
         .get(format!("{base}/api/questions?kind=approval&status=all"))
-        .bearer_auth(&token)
+        .bearer_auth(&operator)
         .send()
         .await
         .unwrap()
@@ -120,7 +121,7 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
     assert!(audit.iter().any(|q| q["status"] == "declined"), "{audit:?}");
     let bad = reqwest::Client::new()
         .get(format!("{base}/api/questions?kind=approvals"))
-        .bearer_auth(&token)
+        .bearer_auth(&operator)
         .send()
         .await
         .unwrap();
@@ -138,7 +139,7 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
 async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&gated_config(dir.path(), ""));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     ready(&client).await;
     let pid_file = dir.path().join("files").join("files_server.pid");
@@ -175,7 +176,7 @@ async fn a_gated_call_from_a_client_with_tasks_is_a_task_that_ends_with_the_upst
 
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&gated_config(dir.path(), ""));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let plain = http_client(&format!("{base}/mcp"), &token).await;
     ready(&plain).await;
     let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, crate::mcp::Tasks).await;
@@ -222,7 +223,7 @@ async fn an_http_upstream_is_reached_at_its_url() {
         "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"remote\"\nurl = \"{url}\"\napprove = [\"delete_*\"]\n"
     );
     let mut served = Served::start(&write_config(dir.path(), &extra));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     eventually(|| async {
         let names = tool_names(&client).await;
@@ -245,7 +246,7 @@ async fn an_http_upstream_is_reached_at_its_url() {
 async fn a_grant_for_arguments_covers_those_arguments_only() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&gated_config_with(dir.path(), r#"["read_*"]"#, "grant = \"arguments\"\n"));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     ready(&client).await;
     let files = dir.path().join("files");
@@ -290,7 +291,7 @@ impl rmcp::ClientHandler for Relists {
 async fn an_upstreams_tool_list_change_reaches_the_agent() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&gated_config(dir.path(), ""));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let relists = Relists::default();
     let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, relists.clone()).await;
     let names = ready(&client).await;
@@ -314,7 +315,7 @@ async fn an_upstreams_tool_list_change_reaches_the_agent() {
 async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_upstream() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&gated_config_with(dir.path(), r#"["wait"]"#, ""));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     ready(&client).await;
 

@@ -24,7 +24,7 @@ pub type Client = RunningService<RoleClient, ()>;
 async fn start() -> (TempDir, Served, String, String) {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), MCP));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     (dir, served, format!("{base}/mcp"), token)
 }
 
@@ -283,7 +283,7 @@ impl rmcp::ClientHandler for Progress {
 async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_question() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let progress = Progress::default();
     let client = client_with(&format!("{base}/mcp"), &token, progress.clone()).await;
 
@@ -347,7 +347,7 @@ async fn forms_client(
     dir: &Path,
     answer: Option<Value>,
 ) -> (RunningService<RoleClient, Forms>, Forms) {
-    let (base, token) = served.api(dir).await;
+    let (base, token) = served.agent(dir).await;
     let forms = Forms { answer, shown: Arc::default(), taken_away: Arc::default() };
     let client = client_with(&format!("{base}/mcp"), &token, forms.clone()).await;
     (client, forms)
@@ -466,7 +466,7 @@ async fn askgate_mcp_bridges_stdio_to_the_running_askgate() {
     let (dir, mut served, _url, _token) = start().await;
     let config = dir.path().join("channels.toml");
     // The configured address is port 0: name the real one.
-    let (base, _) = served.api(dir.path()).await;
+    let (base, _) = served.agent(dir.path()).await;
     let mut bridge = Command::new(BIN)
         .args(["mcp", "--config"])
         .arg(&config)

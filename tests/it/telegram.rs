@@ -397,9 +397,9 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
-    let operator = Resolver::operator(UserRef::parse("api:ops").unwrap(), Surface::Api);
-    tg.engine.resolve(&q, "3", &operator).await.unwrap();
-    edited(&fake, ALICE, id_of(&card), "✅ luxon — api:ops via api").await;
+    let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::Api);
+    tg.engine.resolve(&q, "3", &alice).await.unwrap();
+    edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
     // A cancellation elsewhere retracts the next card too.
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     tg.engine
