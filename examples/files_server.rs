@@ -7,6 +7,12 @@
 //! nothing; it is there to be denied), `wait` (answers after `seconds`; it writes `waiting` in
 //! the directory when it starts and `cancelled` when the client cancels it), `grow` (offers one
 //! more tool, `echo`, and tells the client that the list changed).
+//!
+//! Every call it receives is appended to `calls.log` in the directory (the tool's name, as
+//! sent). With `--normalise`, it runs a tool whatever the spelling of its name, as a
+//! hand-written server may: letters in any case, fullwidth forms and ligatures (NFKC), `-` for
+//! `_`, white space and invisible characters ignored — so only askgate's own rules stand
+//! between an agent and `delete_file`.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +31,18 @@ use serde_json::{Value, json};
 struct Files {
     root: Arc<PathBuf>,
     grown: Arc<AtomicBool>,
+    normalise: bool,
+}
+
+/// The tool a sloppy server takes `name` for (see `--normalise`).
+fn normalised(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    name.nfkc()
+        .filter(|c| {
+            !c.is_whitespace() && !c.is_control() && !matches!(c, '\u{200B}'..='\u{200F}' | '\u{00AD}' | '\u{FEFF}')
+        })
+        .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+        .collect()
 }
 
 fn tool(name: &'static str, description: &'static str, properties: Value) -> Tool {
@@ -51,7 +69,13 @@ impl Files {
     }
 
     async fn run(&self, name: &str, arguments: &JsonObject, context: &RequestContext<RoleServer>) -> CallToolResult {
-        match name {
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(self.root.join("calls.log"));
+        if let Ok(log) = log.as_mut() {
+            use std::io::Write;
+            let _ = writeln!(log, "{name:?}");
+        }
+        let name = if self.normalise { normalised(name) } else { name.to_owned() };
+        match name.as_str() {
             "read_file" => match self.inside(arguments) {
                 Some(path) => std::fs::read_to_string(&path).map_or_else(|e| error(e.to_string()), text),
                 None => error("`path` must be a relative path inside the directory"),
@@ -61,7 +85,10 @@ impl Files {
                     .map_or_else(|e| error(e.to_string()), |()| text(format!("deleted {}", path.display()))),
                 None => error("`path` must be a relative path inside the directory"),
             },
-            "format_disk" => text("nothing was formatted"),
+            "format_disk" => {
+                let _ = std::fs::write(self.root.join("formatted"), "");
+                text("nothing was formatted")
+            }
             "wait" => {
                 let seconds = arguments.get("seconds").and_then(Value::as_u64).unwrap_or(1);
                 let _ = std::fs::write(self.root.join("waiting"), seconds.to_string());
@@ -122,10 +149,12 @@ impl ServerHandler for Files {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let normalise = args.iter().any(|a| a == "--normalise");
+    args.retain(|a| a != "--normalise");
     let root = PathBuf::from(args.last().cloned().unwrap_or_else(|| ".".to_owned()));
     std::fs::write(root.join("files_server.pid"), std::process::id().to_string())?;
-    let files = Files { root: Arc::new(root), grown: Arc::default() };
+    let files = Files { root: Arc::new(root), grown: Arc::default(), normalise };
     if let [flag, address, _] = args.as_slice()
         && flag == "--http"
     {

@@ -19,7 +19,7 @@ use rmcp::model::{
     GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -48,6 +48,7 @@ pub fn service(
     http: std::net::SocketAddr,
     stop: CancellationToken,
 ) -> McpService {
+    let session_timeout = config.session_timeout;
     let config = Arc::new(config);
     // One task list per session: a session sees only its own tasks.
     let server = move || Server {
@@ -65,7 +66,11 @@ pub fn service(
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(crate::http::MAX_BODY)
         .with_cancellation_token(stop);
-    StreamableHttpService::new(move || Ok(server()), Arc::new(LocalSessionManager::default()), settings)
+    // A session with nothing in flight and no request for `session_timeout` ends; a held call's
+    // progress or pings (every `progress_every`, shorter) keep its session.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(session_timeout);
+    StreamableHttpService::new(move || Ok(server()), Arc::new(sessions), settings)
 }
 
 /// One MCP session's view of askgate.
@@ -125,7 +130,7 @@ impl ServerHandler for Server {
         let arguments = request.arguments.unwrap_or_default();
         let Some(tool) = Tool::named(&request.name) else {
             return match self.upstreams.resolve(&request.name) {
-                Some((upstream, tool)) if upstream.config.offers(&tool) => {
+                Some((upstream, tool)) => {
                     let asker = asker(&context);
                     if upstream.config.gates(&tool) && tasks_supported(&context) {
                         // The approval may take a while: a task the client polls.
@@ -141,7 +146,7 @@ impl ServerHandler for Server {
                     }
                     Ok(self.proxy(&upstream, tool, arguments, asker, Waiter::call(&context)).await.into())
                 }
-                _ => Err(ErrorData::invalid_params(format!("no tool named `{}`", request.name), None)),
+                None => Err(ErrorData::invalid_params(unknown_tool(&request.name), None)),
             };
         };
         Ok(match Call::parse(tool, arguments, &self.config) {
@@ -221,7 +226,7 @@ impl Server {
             let waited = tokio::select! {
                 waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
                 () = waiter.cancelled() => {
-                    self.cancel(id, "client").await;
+                    self.cancel(id, waiter.ended_because()).await;
                     return Err(failure(format!("the call was cancelled; so was the question {id}")));
                 }
             };
@@ -276,10 +281,17 @@ impl Server {
                 None => return failure("the approval has no outcome; the call was not made"),
             }
         }
-        tokio::select! {
-            result = upstream.call(&tool, arguments) => result.unwrap_or_else(|e| failure(e.to_string())),
-            // Dropping the call cancels it upstream.
-            () = waiter.cancelled() => failure("the call was cancelled"),
+        let call = upstream.call(&tool, arguments);
+        tokio::pin!(call);
+        let mut ticks = tokio::time::interval(self.config.progress_every);
+        ticks.tick().await;
+        loop {
+            tokio::select! {
+                result = &mut call => return result.unwrap_or_else(|e| failure(e.to_string())),
+                // Dropping the call cancels it upstream.
+                () = waiter.cancelled() => return failure("the call was cancelled"),
+                _ = ticks.tick() => waiter.report(format!("waiting for {} on `{}`", tool, upstream.config.name)).await,
+            }
         }
     }
 
@@ -300,10 +312,11 @@ impl Server {
             GrantScope::Tool => format!("{name}__{tool}"),
             GrantScope::Arguments => format!("{name}__{tool} {arguments}"),
         };
-        let mut ask = Ask::approval(action).detail(approval_detail(&asker, name, tool, &arguments));
+        let detail = approval_detail(&asker, name, tool, &arguments, upstream.config.grant);
+        let mut ask = Ask::approval(action).detail(detail);
         ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
         let conversation = upstream.config.conversation.clone().unwrap_or_else(|| self.config.conversation.clone());
-        let question = match self.engine.ask_external(conversation, ask, asker).await {
+        let question = match self.engine.ask_gated(conversation, ask, asker, name).await {
             Ok(question) => question,
             Err(e) => return Err(failure(ask_refused(&e))),
         };
@@ -333,13 +346,21 @@ impl Server {
 /// How much of a gated call's arguments its card shows (surfaces shorten it further).
 const MAX_ARGUMENTS_SHOWN: usize = 3000;
 
-/// A gated call's card detail: who calls what, and the arguments as a code block (pretty JSON),
-/// shortened past [`MAX_ARGUMENTS_SHOWN`] with a note outside the code.
-fn approval_detail(asker: &UserRef, upstream: &str, tool: &str, arguments: &Value) -> String {
+/// A gated call's card detail: who calls what, the arguments as a code block (pretty JSON,
+/// shortened past [`MAX_ARGUMENTS_SHOWN`] with a note outside the code), and what "Allow
+/// always" would let through.
+fn approval_detail(asker: &UserRef, upstream: &str, tool: &str, arguments: &Value, grant: GrantScope) -> String {
     let pretty = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
     let shown = crate::text::clip(&pretty, MAX_ARGUMENTS_SHOWN, "…");
     let note = if shown.len() < pretty.len() { "\n(shortened here; the call is made with all of it)" } else { "" };
-    format!("{asker} wants to call {tool} on {upstream} with:\n```json\n{shown}\n```{note}")
+    let always = match grant {
+        GrantScope::Tool => format!("every later {tool} call on {upstream}, whatever its arguments,"),
+        GrantScope::Arguments => format!("later {tool} calls on {upstream} with exactly these arguments"),
+    };
+    format!(
+        "{asker} wants to call {tool} on {upstream} with:\n```json\n{shown}\n```{note}\n\
+         Allow always lets {always} through in this conversation."
+    )
 }
 
 /// How long a finished task stays observable past its question's deadline.
@@ -347,8 +368,10 @@ const TASK_KEPT_MS: u64 = 10 * 60 * 1000;
 
 /// Who waits for an outcome, and how they hear that it still waits.
 enum Waiter {
-    /// A tool call held open: progress notifications when the client sent a progress token.
-    Call { cancelled: CancellationToken, progress: Option<(Peer<RoleServer>, ProgressToken, u32)> },
+    /// A tool call held open: progress notifications when the client sent a progress token,
+    /// else a `ping` on the call's stream. Either way the session sees traffic every
+    /// `progress_every`, so it is not reaped as idle while the call waits.
+    Call { cancelled: CancellationToken, peer: Peer<RoleServer>, progress: Option<(ProgressToken, u32)> },
     /// A task the client polls: its status message.
     Task(TaskContext),
 }
@@ -358,7 +381,8 @@ impl Waiter {
     fn call(context: &RequestContext<RoleServer>) -> Self {
         Self::Call {
             cancelled: context.ct.clone(),
-            progress: context.meta.get_progress_token().map(|token| (context.peer.clone(), token, 0)),
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token().map(|token| (token, 0)),
         }
     }
 
@@ -369,16 +393,33 @@ impl Waiter {
         }
     }
 
+    /// Why the wait ended before its outcome, as the question's cancellation records it:
+    /// `client` when the client cancelled the call, `session_closed` when its session ended
+    /// (the client closed it, or it was lost).
+    fn ended_because(&self) -> &'static str {
+        match self {
+            Self::Call { peer, .. } if peer.is_transport_closed() => "session_closed",
+            Self::Call { .. } | Self::Task(_) => "client",
+        }
+    }
+
     async fn report(&mut self, message: String) {
         match self {
-            Self::Call { progress: Some((peer, token, ticks)), .. } => {
+            Self::Call { peer, progress: Some((token, ticks)), .. } => {
                 *ticks += 1;
                 let note = ProgressNotificationParam::new(token.clone(), f64::from(*ticks)).with_message(message);
                 if let Err(e) = peer.notify_progress(note).await {
                     tracing::debug!(error = %e, "could not send a progress notification");
                 }
             }
-            Self::Call { progress: None, .. } => {}
+            Self::Call { peer, progress: None, .. } => {
+                // Sent from the call's own task, the ping rides the call's stream; its answer
+                // is not awaited (a client that never reads it loses nothing).
+                let ping = rmcp::model::ServerRequest::PingRequest(rmcp::model::PingRequest::default());
+                if let Err(e) = peer.send_cancellable_request(ping, PeerRequestOptions::no_options()).await {
+                    tracing::debug!(error = %e, "could not send a keep-alive ping");
+                }
+            }
             Self::Task(context) => context.set_status_message(message),
         }
     }
@@ -402,6 +443,12 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
         .collect();
     let name = if name.is_empty() { "agent".to_owned() } else { name };
     UserRef::parse(&format!("mcp:{name}")).unwrap_or_else(|_| UserRef::parse("mcp:agent").expect("a valid user"))
+}
+
+/// What an agent is told of a tool name askgate does not offer: names are exact, as listed.
+fn unknown_tool(name: &str) -> String {
+    let shown: String = name.chars().take(80).flat_map(char::escape_debug).collect();
+    format!("no tool named `{shown}`: call a tool by exactly the name tools/list gives; nothing was called")
 }
 
 /// What an agent is told when its ask was refused.
@@ -454,19 +501,30 @@ mod tests {
     #[test]
     fn a_gated_calls_arguments_are_code_and_long_ones_are_shortened_with_a_note_outside() {
         let asker = UserRef::parse("mcp:agent").unwrap();
-        let detail = approval_detail(&asker, "files", "delete_file", &json!({"path": "a.txt"}));
+        let detail = approval_detail(&asker, "files", "delete_file", &json!({"path": "a.txt"}), GrantScope::Tool);
         assert_eq!(
             pieces(&detail),
             vec![
                 Piece::Text("mcp:agent wants to call delete_file on files with:"),
-                Piece::Code("{\n  \"path\": \"a.txt\"\n}")
+                Piece::Code("{\n  \"path\": \"a.txt\"\n}"),
+                Piece::Text(
+                    "Allow always lets every later delete_file call on files, whatever its arguments, through in this \
+                     conversation."
+                ),
             ]
         );
-        let detail = approval_detail(&asker, "files", "write_file", &json!({"text": "z".repeat(10_000)}));
+        let long = json!({"text": "z".repeat(10_000)});
+        let detail = approval_detail(&asker, "files", "write_file", &long, GrantScope::Arguments);
         let shown = pieces(&detail);
         assert!(
             matches!(shown[1], Piece::Code(code) if code.ends_with('…') && code.chars().count() == MAX_ARGUMENTS_SHOWN)
         );
-        assert_eq!(shown[2], Piece::Text("(shortened here; the call is made with all of it)"));
+        assert_eq!(
+            shown[2],
+            Piece::Text(
+                "(shortened here; the call is made with all of it)\nAllow always lets later write_file calls on \
+                 files with exactly these arguments through in this conversation."
+            )
+        );
     }
 }

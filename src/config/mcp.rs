@@ -17,8 +17,12 @@ pub struct McpConfig {
     pub answerers: Option<Vec<UserRef>>,
     /// Other conversations a call may name.
     pub allowed_conversations: Vec<Conversation>,
-    /// How often a waiting tool call sends a progress notification (when the client asked).
+    /// How often a waiting tool call sends a progress notification (when the client asked), or
+    /// else a ping: either keeps its session from being reaped as idle.
     pub progress_every: Duration,
+    /// How long a session without requests or traffic lives: a held call's progress or pings
+    /// keep it alive, so only a session nobody uses ends.
+    pub session_timeout: Duration,
     /// Also show a waiting question in the agent's client, as a form, when it can show one.
     pub elicitation: bool,
     /// MCP servers whose tools askgate offers as its own, behind approvals.
@@ -86,6 +90,8 @@ impl UpstreamConfig {
 
 /// The default of `mcp.progress_every`.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+/// The default of `mcp.session_timeout`.
+pub const SESSION_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl McpConfig {
     /// Whether a tool call may send its question to `conversation`.
@@ -134,6 +140,13 @@ pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>,
     if progress_every.is_zero() {
         return Err(("mcp.progress_every".into(), "must be at least 1s".into()));
     }
+    let session_timeout = raw.session_timeout.unwrap_or(SESSION_TIMEOUT);
+    if session_timeout <= progress_every {
+        return Err((
+            "mcp.session_timeout".into(),
+            "must be longer than progress_every: a held call's traffic keeps its session alive".into(),
+        ));
+    }
     let mut upstreams: Vec<UpstreamConfig> = Vec::new();
     for (i, raw) in raw.upstream.into_iter().enumerate() {
         let upstream = upstream(i, raw, base)?;
@@ -147,6 +160,7 @@ pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>,
         answerers,
         allowed_conversations,
         progress_every,
+        session_timeout,
         elicitation: raw.elicitation,
         upstreams,
     }))

@@ -125,11 +125,18 @@ impl Upstreams {
         tools
     }
 
-    /// The upstream and tool a prefixed name stands for.
+    /// The upstream and tool a prefixed name stands for: only a tool the upstream listed and
+    /// askgate offers, under exactly the name it listed (after NFC, the one normalisation
+    /// applied to what the agent sent). Any other spelling (`files__DELETE_FILE`,
+    /// `files__delete-file`, a trailing space, a zero-width or fullwidth character) names
+    /// nothing, so an upstream that normalises names itself cannot be reached past its rules.
     pub fn resolve(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
+        use unicode_normalization::UnicodeNormalization;
+        let name: String = name.nfc().collect();
         let (prefix, tool) = name.split_once("__")?;
         let upstream = self.list.iter().find(|u| u.config.name == prefix)?;
-        Some((upstream.clone(), tool.to_owned()))
+        let listed = upstream.tools().into_iter().find(|t| t.name == tool)?;
+        upstream.config.offers(&listed.name).then(|| (upstream.clone(), listed.name.to_string()))
     }
 }
 
