@@ -24,3 +24,4 @@ mod security;
 mod store;
 mod support;
 mod telegram;
+mod trust;
