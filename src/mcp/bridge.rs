@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId};
 use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
@@ -89,7 +89,7 @@ pub async fn run(url: &str, token: &str) -> Result<(), BridgeError> {
                 let Some(message) = message else {
                     return Err(failed(&"the connection ended"));
                 };
-                write(&mut stdout, &message_value(&message)).await.map_err(|e| failed(&e))?;
+                write(&mut stdout, &message).await.map_err(|e| failed(&e))?;
             }
         }
     }
@@ -178,13 +178,9 @@ fn error(id: Option<RequestId>, code: ErrorCode, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}})
 }
 
-fn message_value(message: &ServerJsonRpcMessage) -> Value {
-    // A message rmcp parsed serializes again.
-    serde_json::to_value(message).unwrap_or_default()
-}
-
-async fn write(out: &mut (impl AsyncWrite + Unpin), message: &Value) -> std::io::Result<()> {
-    let mut line = message.to_string().into_bytes();
+/// Writes one message as a line of JSON.
+async fn write(out: &mut (impl AsyncWrite + Unpin), message: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message)?;
     line.push(b'\n');
     out.write_all(&line).await?;
     out.flush().await

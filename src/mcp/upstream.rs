@@ -226,11 +226,13 @@ impl Upstream {
             }
             Ok(Ok(result)) => result,
         };
-        // Over stdio the line was bounded as it was read; over HTTP the result is measured
-        // here, after it arrived.
-        let bytes = json_size(&result);
-        if bytes > limit.as_u64() {
-            return Err(UpstreamError::TooLarge { name, bytes: ByteSize(bytes), limit });
+        // Over stdio the whole message was bounded as it was read; over HTTP the result is
+        // measured here, after it arrived.
+        if let UpstreamTransport::Http { .. } = self.config.transport {
+            let bytes = json_size(&result);
+            if bytes > limit.as_u64() {
+                return Err(UpstreamError::TooLarge { name, bytes: ByteSize(bytes), limit });
+            }
         }
         Ok(result)
     }
