@@ -6,7 +6,8 @@
 //! Tools: `read_file` and `delete_file` (a `path` inside the directory), `format_disk` (does
 //! nothing; it is there to be denied), `wait` (answers after `seconds`; it writes `waiting` in
 //! the directory when it starts and `cancelled` when the client cancels it), `grow` (offers one
-//! more tool, `echo`, and tells the client that the list changed).
+//! more tool, `echo`, and tells the client that the list changed), `big` (answers with a text
+//! of `bytes` bytes).
 //!
 //! Every call it receives is appended to `calls.log` in the directory (the tool's name, as
 //! sent). With `--normalise`, it runs a tool whatever the spelling of its name, as a
@@ -107,6 +108,10 @@ impl Files {
                     Err(e) => error(e.to_string()),
                 }
             }
+            "big" => {
+                let bytes = arguments.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                text("x".repeat(usize::try_from(bytes).unwrap_or(0)))
+            }
             "echo" if self.grown.load(Ordering::SeqCst) => text(Value::Object(arguments.clone()).to_string()),
             _ => error(format!("no tool {name}")),
         }
@@ -131,6 +136,7 @@ impl ServerHandler for Files {
             tool("format_disk", "Format the disk", json!({})),
             tool("wait", "Answer after some seconds", json!({"seconds": {"type": "integer"}})),
             tool("grow", "Offer one more tool, echo", json!({})),
+            tool("big", "Answer with a text of some bytes", json!({"bytes": {"type": "integer"}})),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool("echo", "Answer with the arguments", json!({})));

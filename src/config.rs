@@ -369,6 +369,9 @@ mod tests {
             ("name = \"files\"\ncommand = [\"x\"]\ngrant = \"all\"", "mcp.upstream[0].grant"),
             ("name = \"files\"\ncommand = [\"x\"]\nenv = [\"A=B\"]", "mcp.upstream[0].env"),
             ("name = \"files\"\ncommand = [\" \"]", "mcp.upstream[0].command"),
+            ("name = \"files\"\ncommand = [\"x\"]\ncall_timeout = 0", "a duration must be longer than zero"),
+            ("name = \"files\"\ncommand = [\"x\"]\nmax_result = \"lots\"", "`lots` is not a size like 8MB"),
+            ("name = \"files\"\ncommand = [\"x\"]\nmax_result = 0", "a size must be larger than zero"),
         ] {
             let err = parse(&upstream(body)).unwrap_err().to_string();
             assert!(err.contains(key), "{body}: {err}");
@@ -384,6 +387,11 @@ mod tests {
         let files = &ok.mcp.unwrap().upstreams[0];
         assert!(files.gates("delete_file") && !files.gates("read_file"));
         assert!(!files.offers("format_disk") && files.offers("read_file"));
+        assert_eq!((files.call_timeout, files.max_result.as_u64()), (Duration::from_secs(600), 8_000_000));
+        let bounded =
+            parse(&upstream("name = \"f\"\nurl = \"http://h\"\ncall_timeout = \"90s\"\nmax_result = \"512KiB\""));
+        let bounded = &bounded.unwrap().mcp.unwrap().upstreams[0];
+        assert_eq!((bounded.call_timeout, bounded.max_result.as_u64()), (Duration::from_secs(90), 512 * 1024));
         let err = parse("[mcp]\nconversation = \"telegram:1\"\nelicitaton = true\n").unwrap_err().to_string();
         assert!(err.contains("elicitaton"), "{err}");
     }

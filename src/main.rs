@@ -212,10 +212,12 @@ fn check(config: &Config, path: &std::path::Path) {
         let list = |patterns: &[String]| if patterns.is_empty() { "none".to_owned() } else { patterns.join(", ") };
         say!(
             out,
-            "  upstream {}: {reach}; approval for {}; never offered: {}",
+            "  upstream {}: {reach}; approval for {}; never offered: {}; a call fails after {} (call_timeout) or with a result over {} (max_result)",
             upstream.name,
             list(&upstream.approve),
-            list(&upstream.deny)
+            list(&upstream.deny),
+            humantime::format_duration(upstream.call_timeout),
+            askgate::config::UpstreamConfig::size_text(upstream.max_result)
         );
     }
     say!(out, "functions:");

@@ -11,6 +11,7 @@
 
 pub mod bridge;
 mod elicit;
+mod lines;
 mod tools;
 pub mod upstream;
 

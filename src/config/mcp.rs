@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bytesize::ByteSize;
+
 use super::raw::{RawMcp, RawUpstream};
 use crate::question::{Conversation, UserRef};
 use crate::text::glob;
@@ -44,7 +46,16 @@ pub struct UpstreamConfig {
     pub conversation: Option<Conversation>,
     /// What an "allow always" covers: the tool with any arguments, or these arguments only.
     pub grant: GrantScope,
+    /// How long a call may wait for its result before it fails (and is cancelled upstream).
+    pub call_timeout: Duration,
+    /// The largest result a call may return; a larger one is a tool error.
+    pub max_result: ByteSize,
 }
+
+/// The default of `call_timeout` in `[[mcp.upstream]]`.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The default of `max_result` in `[[mcp.upstream]]`.
+pub const MAX_RESULT: ByteSize = ByteSize::mb(8);
 
 /// How askgate reaches an upstream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +96,16 @@ impl UpstreamConfig {
     /// Whether a call of `tool` needs an approval.
     pub fn gates(&self, tool: &str) -> bool {
         self.approve.iter().any(|p| glob(p, tool))
+    }
+
+    /// A size as people write it: in decimal units (`8.0 MB`) when it is a round number of
+    /// them, else in binary ones (`512.0 KiB`).
+    pub fn size_text(size: ByteSize) -> String {
+        if size.as_u64().is_multiple_of(1000) {
+            size.display().si().to_string()
+        } else {
+            size.display().iec().to_string()
+        }
     }
 }
 
@@ -207,5 +228,14 @@ fn upstream(i: usize, raw: RawUpstream, base: &Path) -> Result<UpstreamConfig, (
         Some("arguments") => GrantScope::Arguments,
         Some(other) => return Err((key("grant"), format!("`{other}` is not `tool` or `arguments`"))),
     };
-    Ok(UpstreamConfig { name, transport, approve: raw.approve, deny: raw.deny, conversation, grant })
+    Ok(UpstreamConfig {
+        name,
+        transport,
+        approve: raw.approve,
+        deny: raw.deny,
+        conversation,
+        grant,
+        call_timeout: raw.call_timeout.unwrap_or(CALL_TIMEOUT),
+        max_result: raw.max_result.unwrap_or(MAX_RESULT),
+    })
 }

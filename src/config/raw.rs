@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use bytesize::ByteSize;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
@@ -62,6 +63,10 @@ pub(super) struct RawUpstream {
     pub env: Option<Vec<String>>,
     #[serde(default)]
     pub set_env: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub call_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "some_size")]
+    pub max_result: Option<ByteSize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -215,6 +220,42 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("a duration must be longer than zero".to_owned());
     }
     Ok(parsed)
+}
+
+fn some_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ByteSize>, D::Error> {
+    d.deserialize_any(SizeVisitor).map(Some)
+}
+
+/// Reads a size from a string (`8MB`, `512KiB`) or an integer of bytes.
+struct SizeVisitor;
+
+impl Visitor<'_> for SizeVisitor {
+    type Value = ByteSize;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a size like \"8MB\", \"512KiB\" or \"1GB\", or a number of bytes")
+    }
+
+    fn visit_u64<E: de::Error>(self, bytes: u64) -> Result<Self::Value, E> {
+        match bytes {
+            0 => Err(E::custom("a size must be larger than zero")),
+            bytes => Ok(ByteSize(bytes)),
+        }
+    }
+
+    fn visit_i64<E: de::Error>(self, bytes: i64) -> Result<Self::Value, E> {
+        match u64::try_from(bytes) {
+            Ok(bytes) => self.visit_u64(bytes),
+            Err(_) => Err(E::custom("a size cannot be negative")),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        match text.trim().parse::<ByteSize>() {
+            Ok(size) => self.visit_u64(size.as_u64()),
+            Err(_) => Err(E::custom(format!("`{text}` is not a size like 8MB, 512KiB or 1GB"))),
+        }
+    }
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

@@ -5,12 +5,21 @@
 
 use std::time::Duration;
 
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId};
+use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
-use rmcp::{RoleClient, RoleServer};
+use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use super::lines::{Line, Lines, Oversized};
 
 /// How long the first connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest line read from the agent. askgate's `/mcp` takes much less and says so for
+/// each message (HTTP 413); this only bounds what the bridge holds, as rmcp's stdio does.
+const MAX_LINE: usize = DEFAULT_MAX_LINE_LENGTH;
 
 /// Why the bridge stopped.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +32,7 @@ pub enum BridgeError {
         /// What the connection attempt said.
         reason: String,
     },
-    /// askgate refused or broke a message.
+    /// askgate went away, or the agent's side of stdin/stdout broke.
     #[error("askgate at {url} failed: {reason}")]
     Failed {
         /// As above.
@@ -35,31 +44,146 @@ pub enum BridgeError {
 
 /// Bridges stdin/stdout to `url` (askgate's `/mcp`) until either side ends.
 ///
+/// One bad message does not end it: a line that is not JSON gets a parse error (id null), one
+/// that is not an MCP message or is too long gets an invalid-request error, and a request
+/// askgate refuses (a body over its limit, say) gets an error for its id; the bridge goes on.
+///
 /// # Errors
-/// [`BridgeError`] when askgate cannot be reached or fails a message.
+/// [`BridgeError`] when askgate cannot be reached or goes away, or stdout cannot be written.
 pub async fn run(url: &str, token: &str) -> Result<(), BridgeError> {
     reachable(url).await?;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     let mut upstream = StreamableHttpClientTransport::from_config(config);
-    let (stdin, stdout) = rmcp::transport::stdio();
-    let mut local = rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new_server(stdin, stdout);
+    let mut lines = Lines::new(tokio::io::stdin(), MAX_LINE);
+    let mut stdout = tokio::io::stdout();
     let failed = |e: &dyn std::fmt::Display| BridgeError::Failed { url: url.to_owned(), reason: e.to_string() };
     loop {
         tokio::select! {
-            message = local.receive() => {
-                let Some(message) = message else { break };
-                Transport::<RoleClient>::send(&mut upstream, message).await.map_err(|e| failed(&e))?;
+            line = lines.next() => {
+                let Some(line) = line.map_err(|e| failed(&format!("reading stdin: {e}")))? else { break };
+                let message = match read(line) {
+                    Read::Message(message) => message,
+                    Read::Answer(error) => {
+                        write(&mut stdout, &error).await.map_err(|e| failed(&e))?;
+                        continue;
+                    }
+                    Read::Skip => continue,
+                };
+                let id = request_id(&message);
+                match Transport::<RoleClient>::send(&mut upstream, *message).await {
+                    Ok(()) => {}
+                    Err(e) if gone(&e) => return Err(failed(&e)),
+                    Err(e) => match id {
+                        Some(id) => {
+                            let reason = format!("askgate did not take this message: {e}");
+                            let error = error(Some(id), ErrorCode::INTERNAL_ERROR, &reason);
+                            write(&mut stdout, &error).await.map_err(|e| failed(&e))?;
+                        }
+                        // A notification or a response gets no answer; the agent has nothing
+                        // waiting on it.
+                        None => tracing::warn!(error = %e, "askgate did not take a notification or response"),
+                    },
+                }
             }
             message = Transport::<RoleClient>::receive(&mut upstream) => {
                 let Some(message) = message else {
                     return Err(failed(&"the connection ended"));
                 };
-                local.send(message).await.map_err(|e| failed(&e))?;
+                write(&mut stdout, &message).await.map_err(|e| failed(&e))?;
             }
         }
     }
     let _ = Transport::<RoleClient>::close(&mut upstream).await;
     Ok(())
+}
+
+/// What a line from the agent is.
+enum Read {
+    /// An MCP message, for askgate (boxed: it is ten times the size of the others).
+    Message(Box<ClientJsonRpcMessage>),
+    /// Refused here: the error to write back.
+    Answer(Value),
+    /// Nothing to send or answer (a blank line, a notification that is not MCP's).
+    Skip,
+}
+
+fn read(line: Line) -> Read {
+    let line = match line {
+        Line::Whole(line) => line,
+        Line::TooLong(Oversized { id, method, bytes }) => {
+            let reason = format!("the message is {bytes} bytes, larger than the {MAX_LINE} bytes `askgate mcp` reads");
+            return match (id, method) {
+                (id @ Some(_), true) | (id @ None, false) => {
+                    Read::Answer(error(id, ErrorCode::INVALID_REQUEST, &reason))
+                }
+                // A notification (no id), or a response (no method): nothing waits for an answer.
+                _ => {
+                    tracing::warn!(bytes, "dropped a notification or response larger than `askgate mcp` reads");
+                    Read::Skip
+                }
+            };
+        }
+    };
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
+    if line.trim_ascii().is_empty() {
+        return Read::Skip;
+    }
+    match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(message) => Read::Message(Box::new(message)),
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            Read::Answer(error(None, ErrorCode::PARSE_ERROR, &format!("the line is not JSON: {e}")))
+        }
+        Err(e) => {
+            let value: Value = serde_json::from_slice(line).unwrap_or_default();
+            let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+            if value.get("method").is_some() && value.get("id").is_none() {
+                // A notification askgate does not know: ignored, as rmcp's stdio does.
+                return Read::Skip;
+            }
+            Read::Answer(error(id, ErrorCode::INVALID_REQUEST, &format!("not an MCP message: {e}")))
+        }
+    }
+}
+
+/// The id of a request, which is owed an answer.
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// Whether a failed send means askgate itself is gone (rather than refusing this message):
+/// the transport closed, or the connection was refused.
+fn gone<E: std::error::Error + Send + Sync + 'static>(error: &StreamableHttpError<E>) -> bool {
+    match error {
+        StreamableHttpError::TransportChannelClosed => true,
+        StreamableHttpError::Client(e) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+            while let Some(e) = source {
+                if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+                {
+                    return true;
+                }
+                source = e.source();
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// A JSON-RPC error response; `id` null when the message's id could not be read.
+fn error(id: Option<RequestId>, code: ErrorCode, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}})
+}
+
+/// Writes one message as a line of JSON.
+async fn write(out: &mut (impl AsyncWrite + Unpin), message: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    out.write_all(&line).await?;
+    out.flush().await
 }
 
 /// Connects once to the URL's address, so that a missing askgate is one clear line.

@@ -1,17 +1,29 @@
 //! Upstream MCP servers (`[[mcp.upstream]]`): askgate starts or connects to each, keeps its
 //! tool list, restarts one that stops (with backoff), and reports its state as the health of
 //! `mcp:<name>`. Their tools are offered on `/mcp` as `<name>__<tool>`.
+//!
+//! Each call is bounded: it fails after the upstream's `call_timeout` (and is cancelled
+//! there), and a result over its `max_result` is a tool error. A stdio upstream's stdout is
+//! read through [`Lines`], so a line over the limit is never held whole: it is answered, for
+//! the call it belongs to, with an error in its place.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use bytesize::ByteSize;
+use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, RoleServer, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Child;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdout};
 use tokio_util::sync::CancellationToken;
+
+use super::lines::{Line, Lines, Oversized};
 
 use crate::channel::ChannelState;
 use crate::config::{UpstreamConfig, UpstreamTransport};
@@ -21,6 +33,14 @@ use crate::engine::Engine;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long an upstream may take to start and list its tools.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Room for the JSON-RPC envelope around a result, on top of `max_result`, in the
+/// transports' own limits (which then never cut a result the cap would let through).
+const ENVELOPE: u64 = 64 * 1024;
+/// rmcp's own limit on one message from an HTTP upstream, raised when `max_result` is larger.
+const RMCP_HTTP_LIMIT: u64 = 16 * 1024 * 1024;
+/// Marks the error askgate writes in place of a stdio result over the limit, so that the call
+/// tells it from an error the upstream sent.
+const TOO_LARGE: &str = "askgate:result_too_large";
 
 /// The configured upstreams, and the sessions to tell when their tools change.
 #[derive(Default)]
@@ -67,6 +87,9 @@ pub struct Upstream {
 struct Live {
     peer: Peer<RoleClient>,
     tools: Vec<Tool>,
+    /// Set when this connection was ended because the upstream sent a message over the limit
+    /// that no call could be matched to (its size in bytes).
+    unmatched: Arc<Mutex<Option<u64>>>,
 }
 
 /// Why a proxied call did not reach its upstream, or failed there.
@@ -82,6 +105,46 @@ pub enum UpstreamError {
         name: String,
         /// What failed.
         reason: String,
+    },
+    /// No result within the upstream's `call_timeout`; the call was cancelled there.
+    #[error(
+        "the upstream `{name}` did not answer within {}; the call was cancelled there (its `call_timeout`)",
+        humantime::format_duration(*limit)
+    )]
+    TimedOut {
+        /// The upstream.
+        name: String,
+        /// Its `call_timeout`.
+        limit: Duration,
+    },
+    /// The result was larger than the upstream's `max_result`, and was dropped.
+    #[error(
+        "the upstream `{name}` sent a result of {}, over its limit of {} (its `max_result`); askgate dropped it",
+        bytes.display().si(),
+        UpstreamConfig::size_text(*limit)
+    )]
+    TooLarge {
+        /// The upstream.
+        name: String,
+        /// The result's size (over stdio: of its whole message).
+        bytes: ByteSize,
+        /// Its `max_result`.
+        limit: ByteSize,
+    },
+    /// The upstream sent a message over its `max_result` that askgate could not match to a
+    /// call, so it ended the connection (failing the calls in flight) and restarts it.
+    #[error(
+        "the upstream `{name}` sent a message of {}, over its limit of {} (its `max_result`), that askgate could not match to a call; askgate ended the calls in flight and restarts it",
+        bytes.display().si(),
+        UpstreamConfig::size_text(*limit)
+    )]
+    Unmatched {
+        /// The upstream.
+        name: String,
+        /// The message's size.
+        bytes: ByteSize,
+        /// Its `max_result`.
+        limit: ByteSize,
     },
 }
 
@@ -148,14 +211,37 @@ impl Upstream {
     /// Calls `tool` upstream; its result comes back unchanged.
     ///
     /// # Errors
-    /// [`UpstreamError`] when it is not running or the call fails on the way.
+    /// [`UpstreamError`] when it is not running, the call fails on the way, takes longer than
+    /// `call_timeout`, or its result is larger than `max_result`.
     pub async fn call(&self, tool: &str, arguments: JsonObject) -> Result<CallToolResult, UpstreamError> {
-        let peer = self.live.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|l| l.peer.clone());
-        let peer = peer.ok_or_else(|| UpstreamError::Down(self.config.name.clone()))?;
-        // Dropping this future (the agent cancelled) cancels the call upstream too.
-        peer.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-            .await
-            .map_err(|e| UpstreamError::Failed { name: self.config.name.clone(), reason: e.to_string() })
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let live = live.ok_or_else(|| UpstreamError::Down(self.config.name.clone()))?;
+        let (name, limit) = (self.config.name.clone(), self.config.max_result);
+        // Dropping this future (the agent cancelled, or the timeout below) cancels the call
+        // upstream too: rmcp sends `notifications/cancelled`.
+        let call = live.peer.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments));
+        let result = match tokio::time::timeout(self.config.call_timeout, call).await {
+            Err(_) => return Err(UpstreamError::TimedOut { name, limit: self.config.call_timeout }),
+            Ok(Err(e)) => {
+                if let Some(bytes) = too_large(&e) {
+                    return Err(UpstreamError::TooLarge { name, bytes: ByteSize(bytes), limit });
+                }
+                if let Some(bytes) = *live.unmatched.lock().unwrap_or_else(PoisonError::into_inner) {
+                    return Err(UpstreamError::Unmatched { name, bytes: ByteSize(bytes), limit });
+                }
+                return Err(UpstreamError::Failed { name, reason: e.to_string() });
+            }
+            Ok(Ok(result)) => result,
+        };
+        // Over stdio the whole message was bounded as it was read; over HTTP the result is
+        // measured here, after it arrived.
+        if let UpstreamTransport::Http { .. } = self.config.transport {
+            let bytes = json_size(&result);
+            if bytes > limit.as_u64() {
+                return Err(UpstreamError::TooLarge { name, bytes: ByteSize(bytes), limit });
+            }
+        }
+        Ok(result)
     }
 
     async fn supervise(&self, engine: &Engine, stop: &CancellationToken, sessions: &Sessions) {
@@ -204,6 +290,10 @@ impl Upstream {
     ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), String> {
         let watcher =
             Watcher { upstream: self.config.name.clone(), sessions: sessions.clone(), live: self.live.clone() };
+        let unmatched = Arc::new(Mutex::new(None));
+        // Lines are bounded by `max_result` as they are read; rmcp's own line limit sits
+        // behind that bound, above it, so it never drops a line silently.
+        let max = usize::try_from(self.config.max_result.as_u64()).unwrap_or(usize::MAX);
         let (service, child) = match &self.config.transport {
             UpstreamTransport::Stdio { command, cwd, pass_env, set_env } => {
                 let mut child = crate::function::child::clean_command(command, cwd, pass_env, set_env)
@@ -219,19 +309,118 @@ impl Upstream {
                         }
                     });
                 }
-                let transport = (stdout.ok_or("no stdout")?, stdin.ok_or("no stdin")?);
+                let (stdout, stdin) = (stdout.ok_or("no stdout")?, stdin.ok_or("no stdin")?);
+                let (reader, bounded) = tokio::io::simplex(64 * 1024);
+                let (name, unmatched) = (self.config.name.clone(), unmatched.clone());
+                tokio::spawn(async move {
+                    let ended = bound_stdout(Lines::new(stdout, max), bounded, &unmatched).await;
+                    if let Err(e) = ended {
+                        tracing::warn!(upstream = %name, error = %e, "reading the upstream's stdout failed");
+                    }
+                });
+                let transport = AsyncRwTransport::new_client(reader, stdin).with_max_line_length(max.saturating_add(1));
                 (watcher.serve(transport).await.map_err(|e| e.to_string())?, Some(child))
             }
             UpstreamTransport::Http { url } => {
-                let transport = StreamableHttpClientTransport::from_uri(url.clone());
+                let limit = usize::try_from(RMCP_HTTP_LIMIT.max(self.config.max_result.as_u64() + ENVELOPE))
+                    .unwrap_or(usize::MAX);
+                let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .max_sse_event_size(limit)
+                    .max_json_response_size(limit);
+                let transport = StreamableHttpClientTransport::from_config(config);
                 (watcher.serve(transport).await.map_err(|e| e.to_string())?, None)
             }
         };
         let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
         tracing::info!(upstream = %self.config.name, tools = tools.len(), "upstream MCP server ready");
-        *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(Live { peer: service.peer().clone(), tools });
+        *self.live.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Live { peer: service.peer().clone(), tools, unmatched });
         Ok((service, child))
     }
+}
+
+/// Passes a stdio upstream's messages on to rmcp, each at most the reader's limit. One over it
+/// is answered in its place with an error for its id (ids are what rmcp matches responses
+/// by); an oversized request or notification from the upstream is dropped. One with no id to
+/// match ends the stream, so that the calls in flight fail now rather than at their timeout,
+/// and `unmatched` says why.
+///
+/// # Errors
+/// What reading the upstream's stdout failed with. A closed `out` (the connection ended) is
+/// the end, not an error.
+async fn bound_stdout(
+    mut lines: Lines<ChildStdout>,
+    mut out: impl AsyncWrite + Unpin,
+    unmatched: &Mutex<Option<u64>>,
+) -> std::io::Result<()> {
+    let passed = pass_lines(&mut lines, &mut out, unmatched).await;
+    // The end of this stream is how rmcp learns that the connection ended (a simplex pipe
+    // is not closed by dropping its writer).
+    let _ = out.shutdown().await;
+    passed
+}
+
+async fn pass_lines(
+    lines: &mut Lines<ChildStdout>,
+    out: &mut (impl AsyncWrite + Unpin),
+    unmatched: &Mutex<Option<u64>>,
+) -> std::io::Result<()> {
+    while let Some(line) = lines.next().await? {
+        let mut message = match line {
+            Line::Whole(line) => line,
+            Line::TooLong(Oversized { method: true, bytes, .. }) => {
+                tracing::warn!(bytes, "the upstream sent a request or notification over its max_result; dropped");
+                continue;
+            }
+            Line::TooLong(Oversized { id: Some(id), bytes, .. }) => {
+                let error = json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {
+                        "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                        "message": format!("the result is {bytes} bytes, over the upstream's max_result"),
+                        "data": {"reason": TOO_LARGE, "bytes": bytes},
+                    },
+                });
+                error.to_string().into_bytes()
+            }
+            Line::TooLong(Oversized { id: None, bytes, .. }) => {
+                *unmatched.lock().unwrap_or_else(PoisonError::into_inner) = Some(bytes);
+                return Ok(());
+            }
+        };
+        message.push(b'\n');
+        if out.write_all(&message).await.is_err() {
+            // rmcp closed its side: the connection ended.
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The size of the result askgate wrote in place of one over the limit, if `error` is that.
+fn too_large(error: &ServiceError) -> Option<u64> {
+    let ServiceError::McpError(error) = error else { return None };
+    let data = error.data.as_ref()?;
+    (data.get("reason")? == TOO_LARGE).then(|| data.get("bytes").and_then(Value::as_u64)).flatten()
+}
+
+/// The length of `result` as JSON, counted without keeping the text.
+fn json_size(result: &CallToolResult) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and a result that came from JSON serializes again.
+    let _ = serde_json::to_writer(&mut count, result);
+    count.0
 }
 
 /// The client side of an upstream connection: reads the tools again when they change, and

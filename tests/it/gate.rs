@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::binary::{Served, example, write_config};
+use crate::binary::{BIN, Served, example, write_config};
 use crate::mcp::{call, call_in_background, http_client, text};
 use crate::support::eventually;
 
@@ -220,7 +220,7 @@ async fn an_http_upstream_is_reached_at_its_url() {
     let mut lines = tokio::io::BufReader::new(upstream.stdout.take().unwrap()).lines();
     let url = lines.next_line().await.unwrap().unwrap().trim_start_matches("listening on ").to_owned();
     let extra = format!(
-        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"remote\"\nurl = \"{url}\"\napprove = [\"delete_*\"]\n"
+        "\n[mcp]\nconversation = \"console:local\"\n\n[[mcp.upstream]]\nname = \"remote\"\nurl = \"{url}\"\napprove = [\"delete_*\"]\nmax_result = \"1KB\"\n"
     );
     let mut served = Served::start(&write_config(dir.path(), &extra));
     let (base, token) = served.agent(dir.path()).await;
@@ -237,6 +237,14 @@ async fn an_http_upstream_is_reached_at_its_url() {
     served.type_line(&format!("/approve {id}")).await;
     assert!(text(&pending.await.unwrap()).starts_with("deleted"));
     assert!(!files.join("h.txt").exists());
+    // Over HTTP the result is measured when it has arrived: over `max_result`, a tool error.
+    let big = client.call_tool(call("remote__big", json!({"bytes": 5000}))).await.unwrap();
+    assert_eq!(big.is_error, Some(true));
+    assert!(
+        text(&big).contains("the upstream `remote` sent a result of 5.1 kB, over its limit of 1.0 kB"),
+        "{}",
+        text(&big)
+    );
 
     client.cancel().await.unwrap();
     served.terminate().await;
@@ -334,6 +342,69 @@ async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_u
     upstream_saw(dir.path(), "waiting").await;
     pending.abort();
     upstream_saw(dir.path(), "cancelled").await;
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_hanging_upstream_call_fails_at_its_call_timeout_and_is_cancelled_there() {
+    let dir = TempDir::new().unwrap();
+    let config = gated_config(dir.path(), "call_timeout = \"2s\"\n");
+    let check = tokio::process::Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    let bounds = "a call fails after 2s (call_timeout) or with a result over 8.0 MB (max_result)";
+    assert!(report.contains("upstream files: command `") && report.contains(bounds), "{report}");
+    let served = Served::start(&config);
+    let (base, token) = served.agent(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
+
+    let failed =
+        tokio::time::timeout(Duration::from_secs(60), client.call_tool(call("files__wait", json!({"seconds": 600}))))
+            .await
+            .expect("the call ends at its timeout")
+            .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(
+        text(&failed).contains("the upstream `files` did not answer within 2s; the call was cancelled there"),
+        "{}",
+        text(&failed)
+    );
+    upstream_saw(dir.path(), "cancelled").await;
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_stdio_result_over_max_result_is_a_clear_error_at_once_and_the_upstream_keeps_serving() {
+    let dir = TempDir::new().unwrap();
+    // The defaults: 8 MB, and a call timeout of 10 minutes that this must not wait for.
+    let served = Served::start(&gated_config(dir.path(), ""));
+    let (base, token) = served.agent(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
+    let pid_file = dir.path().join("files").join("files_server.pid");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+
+    // 20 MB: over rmcp's own 16 MiB line limit too, which would drop it without a word.
+    let big = tokio::time::timeout(
+        Duration::from_secs(60),
+        client.call_tool(call("files__big", json!({"bytes": 20_000_000}))),
+    )
+    .await
+    .expect("the call ends, long before its timeout")
+    .unwrap();
+    assert_eq!(big.is_error, Some(true));
+    let said = text(&big);
+    assert!(said.contains("the upstream `files` sent a result of 20.0 MB, over its limit of 8.0 MB"), "{said}");
+
+    // The same upstream process goes on serving.
+    std::fs::write(dir.path().join("files").join("after.txt"), "still here").unwrap();
+    let read = client.call_tool(call("files__read_file", json!({"path": "after.txt"}))).await.unwrap();
+    assert_eq!(text(&read), "still here");
+    assert_eq!(std::fs::read_to_string(&pid_file).unwrap(), pid, "not restarted");
 
     client.cancel().await.unwrap();
     served.terminate().await;

@@ -512,3 +512,74 @@ async fn askgate_mcp_without_an_askgate_says_so_in_one_line() {
     assert!(stderr.contains(&format!("no askgate answers at {url}")), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing on the MCP stream");
 }
+
+/// Reads the bridge's stdout until the answer to `id` (`null` for an error without an id).
+async fn answer_to(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: Value,
+) -> Value {
+    let read = async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the bridge is still serving");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read).await.expect("an answer")
+}
+
+#[tokio::test]
+async fn askgate_mcp_answers_an_oversized_or_malformed_message_with_an_error_and_keeps_serving() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let (dir, served, _url, _token) = start().await;
+    let (base, _) = served.api(dir.path()).await;
+    let mut bridge = Command::new(BIN)
+        .args(["mcp", "--config"])
+        .arg(dir.path().join("channels.toml"))
+        .args(["--url", &format!("{base}/mcp")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
+    let mut send = async |message: String| {
+        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    };
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    send(init.to_string()).await;
+    assert!(answer_to(&mut lines, json!(1)).await.get("result").is_some());
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()).await;
+
+    // 70 KB: over the 64 KiB askgate's /mcp takes. That request fails, and only it.
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {"prompt": "x".repeat(70_000)}}});
+    send(big.to_string()).await;
+    let refused = answer_to(&mut lines, json!(2)).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("askgate did not take this message") && message.contains("413"), "{message}");
+
+    // Not JSON: a parse error without an id. JSON that is no MCP message: invalid, for its id.
+    send("this is not json".to_owned()).await;
+    let unparsed = answer_to(&mut lines, Value::Null).await;
+    assert_eq!(unparsed["error"]["code"], -32700, "{unparsed}");
+    send(json!({"jsonrpc": "2.0", "id": 3, "nonsense": true}).to_string()).await;
+    assert_eq!(answer_to(&mut lines, json!(3)).await["error"]["code"], -32600);
+
+    // Still serving: the same session lists its tools.
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string()).await;
+    let listed = answer_to(&mut lines, json!(4)).await;
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(5), "{listed}");
+
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
+    served.terminate().await;
+}
