@@ -33,7 +33,7 @@ use crate::config::{GrantScope, McpConfig};
 use crate::engine::{Engine, ExternalAskError};
 use crate::question::{Answerers, Ask, Conversation, Outcome, Question, QuestionId, UserRef};
 use tools::{Call, Tool};
-use upstream::{Upstream, Upstreams};
+use upstream::{Resolved, Upstream, Upstreams};
 
 /// The longest `get_outcome` waits.
 pub const MAX_WAIT: u64 = 60;
@@ -131,7 +131,7 @@ impl ServerHandler for Server {
         let arguments = request.arguments.unwrap_or_default();
         let Some(tool) = Tool::named(&request.name) else {
             return match self.upstreams.resolve(&request.name) {
-                Some((upstream, tool)) => {
+                Resolved::Tool(upstream, tool) => {
                     let asker = asker(&context);
                     if upstream.config.gates(&tool) && tasks_supported(&context) {
                         // The approval may take a while: a task the client polls.
@@ -147,7 +147,9 @@ impl ServerHandler for Server {
                     }
                     Ok(self.proxy(&upstream, tool, arguments, asker, Waiter::call(&context)).await.into())
                 }
-                None => Err(ErrorData::invalid_params(unknown_tool(&request.name), None)),
+                // Refused before asking anyone: the call could not be made.
+                Resolved::Down(down) => Ok(failure(down.to_string()).into()),
+                Resolved::Nothing => Err(ErrorData::invalid_params(unknown_tool(&request.name), None)),
             };
         };
         Ok(match Call::parse(tool, arguments, &self.config) {

@@ -193,17 +193,40 @@ impl Upstreams {
     /// applied to what the agent sent). Any other spelling (`files__DELETE_FILE`,
     /// `files__delete-file`, a trailing space, a zero-width or fullwidth character) names
     /// nothing, so an upstream that normalises names itself cannot be reached past its rules.
-    pub fn resolve(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
+    /// A name under the exact prefix of an upstream that is not running now is
+    /// [`Resolved::Down`]: nothing can be called there, and the agent is told why.
+    pub fn resolve(&self, name: &str) -> Resolved {
         use unicode_normalization::UnicodeNormalization;
         let name: String = name.nfc().collect();
-        let (prefix, tool) = name.split_once("__")?;
-        let upstream = self.list.iter().find(|u| u.config.name == prefix)?;
-        let listed = upstream.tools().into_iter().find(|t| t.name == tool)?;
-        upstream.config.offers(&listed.name).then(|| (upstream.clone(), listed.name.to_string()))
+        let Some((prefix, tool)) = name.split_once("__") else { return Resolved::Nothing };
+        let Some(upstream) = self.list.iter().find(|u| u.config.name == prefix) else { return Resolved::Nothing };
+        if !upstream.is_running() {
+            return Resolved::Down(UpstreamError::Down(upstream.config.name.clone()));
+        }
+        match upstream.tools().into_iter().find(|t| t.name == tool) {
+            Some(listed) if upstream.config.offers(&listed.name) => {
+                Resolved::Tool(upstream.clone(), listed.name.to_string())
+            }
+            _ => Resolved::Nothing,
+        }
     }
 }
 
+/// What a tool name an agent called stands for among the upstreams.
+pub enum Resolved {
+    /// A tool an upstream listed and askgate offers: the upstream, and the tool's listed name.
+    Tool(Arc<Upstream>, String),
+    /// The prefix of an upstream that is not running now.
+    Down(UpstreamError),
+    /// No offered tool has this name.
+    Nothing,
+}
+
 impl Upstream {
+    fn is_running(&self) -> bool {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
     fn tools(&self) -> Vec<Tool> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|l| l.tools.clone()).unwrap_or_default()
     }

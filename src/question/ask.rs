@@ -397,7 +397,11 @@ impl ValidAsk {
             Answerers::Users { users } => users.iter().map(|u| u.as_str()).collect(),
             Answerers::Conversation => Vec::new(),
         };
-        let distinct = people.iter().collect::<std::collections::BTreeSet<_>>().len();
+        // The operator is one person under either id.
+        let person = |u: &str| {
+            if UserRef::parse(u).is_ok_and(|u| u.is_operator()) { "operator".to_owned() } else { u.to_owned() }
+        };
+        let distinct = people.iter().map(|u| person(u)).collect::<std::collections::BTreeSet<_>>().len();
         if !people.is_empty() && distinct < self.quorum as usize {
             return Err(InvalidAsk::Quorum(format!(
                 "a quorum of {} needs that many people who may answer, and only {} may (set its answerers)",

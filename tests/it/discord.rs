@@ -195,11 +195,15 @@ async fn free_text_and_reject_with_a_note_go_through_modals() {
 #[tokio::test]
 async fn a_quorum_approval_counts_clicks_on_its_card_and_the_second_person_allows_it() {
     let (_dir, fake, _, dc) = setup().await;
-    fake.message(ALICE, CHANNEL, "/run two-approvers", None);
+    // Carol asks; her own approval does not count toward it.
+    let carol = 100_000_000_000_000_103;
+    fake.message(carol, CHANNEL, "/run two-approvers", None);
     let card = fake.sent("Approve: deploy prod", 1).await;
     let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["Approve", "Reject", "Reject with note…"], "no allow-always for a quorum");
     let approve = custom_id(&card, "Approve");
+    let own = fake.callback(fake.click(carol, CHANNEL, id_of(&card), &approve)).await;
+    assert!(own["data"]["content"].as_str().unwrap().starts_with("You asked for this approval"), "{own}");
     let first = fake.callback(fake.click(ALICE, CHANNEL, id_of(&card), &approve)).await;
     assert_eq!(first["data"]["flags"], 64, "told privately: {first}");
     assert!(first["data"]["content"].as_str().unwrap().starts_with("Approval 1 of 2 recorded"), "{first}");

@@ -340,7 +340,13 @@ async fn rules_allow_every_action_they_fit(place: Place) {
     let card = h.card(1).await;
     let id = card.id.short();
     let refused = say(format!("/approve {id} always-like \"git push *\"")).await;
-    assert_eq!(refused, "The rule \"git push *\" does not fit this action (`rm -rf build/`); nothing was changed.");
+    assert_eq!(
+        refused,
+        "The rule \"git push *\" does not fit this action (`rm -rf build/`); nothing was changed. A rule fits one \
+         simple command word by word, never a chained or redirected one."
+    );
+    let chained = say(format!("/approve {id} always-like \"rm -rf build/ && *\"")).await;
+    assert!(chained.contains("does not fit this action"), "{chained}");
     assert!(say(format!("/approve {id} always-like \" * \"")).await.starts_with("A rule must name something"));
     assert!(h.question(&card).await.is_pending(), "a refused rule changes nothing");
     let set = h.say(ALICE, &format!("/approve {id} always-like \"rm -rf *\"")).await;

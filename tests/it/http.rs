@@ -211,11 +211,12 @@ async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
         (body["run"]["status"] == "finished").then_some(body)
     })
     .await;
-    assert_eq!(done["run"]["result"], "✅ green — Alice via api", "{done}");
+    // The typed name is a label beside the token's person, not a handle.
+    assert_eq!(done["run"]["result"], "✅ green — Alice (api:operator) via api", "{done}");
     let (_, outcome) = app.get(&format!("/api/questions/{id}/outcome")).await;
     assert_eq!(
         (outcome["answered_by"].as_str(), outcome["answered_name"].as_str()),
-        (Some("api:operator"), Some("Alice"))
+        (Some("api:operator"), Some("Alice (api:operator)"))
     );
 
     // A rejection names its author the same way.
@@ -223,7 +224,7 @@ async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
     let (status, _) = app.post(&format!("/api/questions/{other}/reject"), json!({"name": "Bob"})).await;
     assert_eq!(status, StatusCode::OK);
     let (_, outcome) = app.get(&format!("/api/questions/{other}/outcome")).await;
-    assert_eq!(outcome["answered_name"], "Bob", "{outcome}");
+    assert_eq!(outcome["answered_name"], "Bob (api:operator)", "{outcome}");
     app.stop().await;
 }
 
@@ -671,11 +672,11 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
 }
 
 #[tokio::test]
-async fn a_quorum_approval_counts_the_token_once_and_a_person_on_another_surface_completes_it() {
+async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_for_it() {
     let app = App::on(Place::sqlite(), "", Env::default()).await;
     let ask = |extra: Value| {
         let mut body = json!({"conversation": "console:local", "kind": "approval", "prompt": "drop table users",
-                              "answerers": ["console:local", "api:operator"]});
+                              "answerers": ["console:local", "test:bob", "test:carol"]});
         body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         app.post("/api/questions", body)
     };
@@ -687,6 +688,9 @@ async fn a_quorum_approval_counts_the_token_once_and_a_person_on_another_surface
     let (status, body) =
         app.post("/api/questions", json!({"conversation": "console:local", "prompt": "x?", "quorum": 2})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "a quorum is for approvals: {body}");
+    // The console's operator and the operator token are one person: not two approvers.
+    let (status, body) = ask(json!({"quorum": 2, "answerers": ["console:local", "api:operator"]})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
     // Escalation to a conversation no channel here serves is refused before anything is stored.
     let (status, body) = ask(json!({"escalate_after": "10m", "escalate_to": "telegram:-100"})).await;
     assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
@@ -697,26 +701,33 @@ async fn a_quorum_approval_counts_the_token_once_and_a_person_on_another_surface
     let reply = format!("/api/questions/{id}/reply");
     let (status, refused) = app.post(&reply, json!({"value": "always"})).await;
     assert_eq!((status, error_code(&refused)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice"), "{refused}");
-    let (status, counted) = app.post(&reply, json!({"value": "once", "name": "Ops bot"})).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{counted}");
-    assert_eq!(counted["receipt"], json!({"receipt": "counted", "id": id, "approvals": 1, "quorum": 2}));
-    let (status, again) = app.post(&reply, json!({"value": "once"})).await;
-    assert_eq!((status, error_code(&again)), (StatusCode::CONFLICT, "already_approved"), "{again}");
-    let (_, q) = app.get(&format!("/api/questions/{id}")).await;
-    assert_eq!((q["status"].as_str(), q["quorum"].as_u64()), (Some("pending"), Some(2)), "{q}");
-    assert_eq!((&q["approvals"][0]["user"], &q["approvals"][0]["name"]), (&json!("api:operator"), &json!("Ops bot")));
-
-    // The console's operator is the second approver.
+    // The token asked for it: its own approval does not count, nor the console's (the same person).
+    let (status, own) = app.post(&reply, json!({"value": "once", "name": "Ops bot"})).await;
+    assert_eq!((status, error_code(&own)), (StatusCode::FORBIDDEN, "own_request"), "{own}");
     let engine = app.gateway.as_ref().unwrap().engine().clone();
     let console = Conversation::parse("console:local").unwrap();
-    let user = UserRef::parse("console:local").unwrap();
-    let typed = engine.handle(Inbound::text(console, user, Surface::Console, format!("/approve {}", &id[..8]))).await;
-    assert!(matches!(typed.receipt, Some(askgate::question::Receipt::Resolved { .. })), "{typed:?}");
+    let approve = |user: &str| {
+        let user = UserRef::parse(user).unwrap();
+        engine.handle(Inbound::text(console.clone(), user, Surface::Console, format!("/approve {}", &id[..8])))
+    };
+    let typed = approve("console:local").await;
+    assert!(matches!(typed.receipt, Some(askgate::question::Receipt::OwnRequest { .. })), "{typed:?}");
+
+    // Two others complete it, each counted once.
+    let first = approve("test:bob").await;
+    assert!(matches!(first.receipt, Some(askgate::question::Receipt::Counted { approvals: 1, .. })), "{first:?}");
+    let again = approve("test:bob").await;
+    assert!(matches!(again.receipt, Some(askgate::question::Receipt::AlreadyCounted { .. })), "{again:?}");
+    let (_, q) = app.get(&format!("/api/questions/{id}")).await;
+    assert_eq!((q["status"].as_str(), q["quorum"].as_u64()), (Some("pending"), Some(2)), "{q}");
+    assert_eq!(q["approvals"][0]["user"], "test:bob");
+    let last = approve("test:carol").await;
+    assert!(matches!(last.receipt, Some(askgate::question::Receipt::Resolved { .. })), "{last:?}");
     let (_, outcome) = app.get(&format!("/api/questions/{id}/outcome")).await;
     assert_eq!(outcome["status"], "answered", "{outcome}");
     let (_, q) = app.get(&format!("/api/questions/{id}")).await;
     assert_eq!(q["approvals"].as_array().unwrap().len(), 2, "{q}");
-    assert_eq!(q["answered_by"], "console:local");
+    assert_eq!(q["answered_by"], "test:carol");
     app.stop().await;
 }
 

@@ -397,7 +397,8 @@ async fn a_closed_session_cancels_its_waiting_question() {
     // The agent goes away: its client ends the session.
     client.cancel().await.unwrap();
     let line = served.stdout_line(&format!("[{id}] ⛔ cancelled")).await;
-    assert!(line.contains("client"), "{line}");
+    // Recorded as what happened: the session ended, the client cancelled no call.
+    assert!(line.contains("session_closed"), "{line}");
     assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
     served.terminate().await;
 }
@@ -501,7 +502,7 @@ async fn askgate_mcp_without_an_askgate_says_so_in_one_line() {
         .args(["mcp", "--config"])
         .arg(&config)
         .args(["--url", &url])
-        .env("ASKGATE_API_TOKEN", "x".repeat(40))
+        .env("ASKGATE_AGENT_TOKEN", "x".repeat(40))
         .stdin(std::process::Stdio::null())
         .output()
         .await

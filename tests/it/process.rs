@@ -425,7 +425,9 @@ async fn the_python_helper_asks_for_two_approvers() {
         alone.result.unwrap().contains("a quorum of 2 needs that many people who may answer, and only test:alice may")
     );
     let team = askgate::question::Answerers::Users { users: vec![alice(), UserRef::parse(BOB).unwrap()] };
-    let request = RunRequest::new("drop", Some(room()), alice()).answerers(team);
+    // Carol asks; alice and bob approve (a requester's own approval would not count).
+    let carol = UserRef::parse("test:carol").unwrap();
+    let request = RunRequest::new("drop", Some(room()), carol).answerers(team);
     let run = h.engine.start_run(request, Mode::FollowUp).await.unwrap();
     let card = h.card(1).await;
     assert_eq!(card.quorum, 2, "the protocol's `quorum` reaches the question");

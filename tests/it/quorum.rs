@@ -14,6 +14,8 @@ use crate::backend::Place;
 use crate::support::*;
 
 const CAROL: &str = "test:carol";
+/// Who starts the runs: not an approver (a requester's own approval does not count).
+const DAVE: &str = "test:dave";
 
 /// Asks approval of its input (or `deploy prod`) by two of alice, bob and carol; counts how
 /// often the code after the ask runs.
@@ -56,7 +58,7 @@ fn counting(after: &Arc<AtomicUsize>) -> Functions {
 async fn a_quorum_approval_counts_each_person_once_and_resolves_on_the_last(place: Place) {
     let (functions, after) = functions();
     let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
-    let run = h.run("two-of-three", "").await;
+    let run = h.run_as(DAVE, "two-of-three", "").await;
     let card = h.card(1).await;
     assert_eq!((card.quorum, card.options.as_slice()), (2, ["Approve".to_owned(), "Reject".to_owned()].as_slice()));
     let id = card.id.short();
@@ -103,7 +105,7 @@ async fn a_quorum_approval_counts_each_person_once_and_resolves_on_the_last(plac
 async fn one_rejection_ends_a_quorum_approval_with_its_feedback(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
-    let run = h.run("two-of-three", "").await;
+    let run = h.run_as(DAVE, "two-of-three", "").await;
     let id = h.card(1).await.id.short();
     h.say(ALICE, &format!("/approve {id}")).await;
     let no = h.say(BOB, &format!("/deny {id} not during the freeze")).await;
@@ -128,7 +130,7 @@ async fn a_standing_grant_does_not_answer_a_quorum_approval(place: Place) {
     h.finished(single).await;
     assert_eq!(h.engine.grants(None).await.unwrap().len(), 1);
     // ...which does not stand in for the two people a quorum approval asks for.
-    let run = h.run("two-of-three", "deploy prod").await;
+    let run = h.run_as(DAVE, "two-of-three", "deploy prod").await;
     let asked = h.card(2).await;
     assert_eq!(asked.quorum, 2);
     assert!(!h.engine.run(run).await.unwrap().unwrap().status.is_final());
@@ -148,7 +150,7 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
     let engines = [h.engine.clone(), other.as_ref().map_or_else(|| h.engine.clone(), |o| o.engine.clone())];
     const ROUNDS: usize = 40;
     for round in 1..=ROUNDS {
-        let run = h.run("two-of-three", &format!("deploy {round}")).await;
+        let run = h.run_as(DAVE, "two-of-three", &format!("deploy {round}")).await;
         let card = h.card(round).await;
         let voters = [(ALICE, Surface::Telegram, 0), (BOB, Surface::Discord, 1), (CAROL, Surface::Api, round % 2)];
         let votes = voters.map(|(user, via, instance)| {

@@ -239,6 +239,13 @@ impl Harness {
             .unwrap()
     }
 
+    /// As [`Harness::run`], started by `user`.
+    pub async fn run_as(&self, user: &str, function: &str, input: &str) -> askgate::question::RunId {
+        let user = UserRef::parse(user).unwrap();
+        let request = RunRequest::new(function, Some(room()), user).input(input);
+        self.engine.start_run(request, askgate::question::Mode::FollowUp).await.unwrap()
+    }
+
     /// Waits for the `n`th card (from 1).
     pub async fn card(&self, n: usize) -> Question {
         eventually(|| async { self.recorder.cards().get(n - 1).cloned() }).await

@@ -231,11 +231,15 @@ async fn edit_takes_the_next_message_as_the_action_to_allow() {
 #[tokio::test]
 async fn a_quorum_approval_counts_taps_on_its_card_and_the_second_person_allows_it() {
     let (_dir, fake, _, tg) = setup().await;
-    fake.text(ALICE, GROUP, "/run two-approvers", None);
+    // Carol asks; her own approval does not count toward it.
+    let carol = 44;
+    fake.text(carol, GROUP, "/run two-approvers", None);
     let card = fake.sent("Approve: deploy prod", 1).await;
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["Approve", "Reject", "Reject with note…"], "no allow-always for a quorum");
     assert!(card["text"].as_str().unwrap().contains("0 of 2 approvals"), "{card}");
+    let own = fake.callback_answer(fake.press(carol, GROUP, id_of(&card), &data(&card, "Approve"))).await;
+    assert!(own["text"].as_str().unwrap().starts_with("You asked for this approval"), "{own}");
     let tap = fake.press(ALICE, GROUP, id_of(&card), &data(&card, "Approve"));
     let told = fake.callback_answer(tap).await;
     assert!(told["text"].as_str().unwrap().starts_with("Approval 1 of 2 recorded"), "{told}");
@@ -662,7 +666,7 @@ async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retrac
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let served = binary_with_mcp(&dir, &url, "");
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
 
     let pending = call_in_background(
@@ -698,7 +702,7 @@ async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let served = binary_with_mcp(&dir, &url, "elicitation = true\n");
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let forms = Forms { answer: Some(json!({"decision": "once"})), shown: Arc::default(), taken_away: Arc::default() };
     let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, forms).await;
 
@@ -727,7 +731,7 @@ async fn a_gated_tool_call_is_approved_by_a_tap() {
         files.display()
     );
     let served = binary_with_mcp(&dir, &url, &upstream);
-    let (base, token) = served.api(dir.path()).await;
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     eventually(|| async {
         let tools = client.list_tools(None).await.ok()?.tools;
