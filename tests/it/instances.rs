@@ -440,7 +440,7 @@ async fn block_on_the_demo(base: &str, token: &str) -> String {
         let client = reqwest::Client::new();
         let page: Value = client
             .get(format!("{base}/api/questions?status=pending"))
-            .bearer_auth(&token)
+            .bearer_auth(token)
             .send()
             .await
             .ok()?
@@ -452,19 +452,19 @@ async fn block_on_the_demo(base: &str, token: &str) -> String {
     .await
 }
 
-/// The question `id` and its run, once the question is no longer pending, through `base`.
+/// The question `id` and its run, once neither is pending or running any more, through `base`
+/// (a survivor closes the question, then ends the run, while it serves).
 async fn ended(base: &str, token: &str, id: &str) -> (Value, Value) {
     let get = |path: String| async move {
         let r = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token).send().await.unwrap();
         r.json::<Value>().await.unwrap()
     };
-    let question = eventually(|| async {
-        let q = get(format!("/api/questions/{id}")).await;
-        (q["status"] != "pending").then_some(q)
+    eventually(|| async {
+        let question = get(format!("/api/questions/{id}")).await;
+        let run = get(format!("/api/runs/{}", question["run"].as_str()?)).await;
+        (question["status"] != "pending" && run["run"]["status"] != "running").then_some((question, run))
     })
-    .await;
-    let run = get(format!("/api/runs/{}", question["run"].as_str().unwrap())).await;
-    (question, run)
+    .await
 }
 
 /// What a stop that ends a blocking run itself says (`shutdown`), a lost instance says too,
