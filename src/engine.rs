@@ -72,6 +72,11 @@ const TURN_GRACE: Duration = Duration::from_secs(3);
 /// How long queued deliveries may take to go out at shutdown.
 const DELIVERY_GRACE: Duration = Duration::from_secs(2);
 
+/// Why a blocking ask and its run end `cancelled` when the askgate that held the wait stopped
+/// without ending it (killed, crashed, its host gone): found at the next start on SQLite, or
+/// by another instance on PostgreSQL. A stop that ends them itself says `shutdown`.
+pub const INSTANCE_LOST: &str = "instance_lost";
+
 /// The gateway's core. Cheap to clone; all clones share one engine.
 #[derive(Clone)]
 pub struct Engine {
@@ -150,7 +155,7 @@ impl Engine {
     }
 
     /// Recovers from the last stop and starts the timeout sweeper and the pruner: blocking
-    /// questions whose waiter is gone are cancelled (`restart`), follow-up runs that were
+    /// runs and questions whose waiter is gone are cancelled ([`INSTANCE_LOST`]), follow-up runs that were
     /// mid-turn are replayed, runs whose questions were all resolved but that were never
     /// finished are finished, questions that expired meanwhile are expired, and cards that
     /// never got through are shown again.
@@ -175,13 +180,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Takes over what an askgate that is gone left: its blocking questions are cancelled
-    /// (`restart`: nobody waits for them), its follow-up runs that were mid-turn are replayed,
-    /// its blocking runs are failed.
+    /// Takes over what an askgate that is gone left: its blocking questions are cancelled and
+    /// its blocking runs end `cancelled` ([`INSTANCE_LOST`]: nobody waits for them any more),
+    /// its follow-up runs that were mid-turn are replayed.
     async fn adopt_orphans(&self) -> Result<(), StoreError> {
         let orphans = self.inner.store.orphans().await?;
         for question in orphans.blocking {
-            self.close(&question, Outcome::Cancelled { reason: "restart".to_owned() }).await?;
+            self.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
         }
         for mut run in orphans.runs {
             match run.mode {
@@ -189,11 +194,16 @@ impl Engine {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
                     self.resume(run.id, run.conversation.as_ref(), None);
                 }
+                // As a stop ends one (`cancelled(shutdown)`), with what happened instead.
                 Mode::Blocking => {
-                    run.status = RunStatus::Failed;
-                    run.result = Some("interrupted by a restart of askgate".to_owned());
+                    tracing::info!(run = %run.id, function = %run.function, "cancelling a blocking run whose askgate is gone");
+                    run.status = RunStatus::Cancelled;
+                    run.result = Some(INSTANCE_LOST.to_owned());
                     run.updated_at = self.now_ms();
                     self.inner.store.save_run(&run).await?;
+                    if let Some(c) = &run.conversation {
+                        self.send_text(c, format!("⛔ {} cancelled ({INSTANCE_LOST}).", run.function));
+                    }
                 }
                 Mode::External => {}
             }

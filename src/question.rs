@@ -311,7 +311,7 @@ text_enum!(
         Declined = "declined",
         /// The deadline passed; the fallback was applied.
         Expired = "expired",
-        /// Closed without an answer: /cancel, shutdown, restart, a dead process.
+        /// Closed without an answer: /cancel, shutdown, a lost instance, a dead process.
         Cancelled = "cancelled",
     }
 );

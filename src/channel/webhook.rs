@@ -227,6 +227,18 @@ impl Webhooks {
         retrying(Backoff::QUICK, ChannelError::retry, || self.send_once(endpoint, &body)).await
     }
 
+    /// Posts `text` to each of `conversations`, going on past one that fails; the first
+    /// failure is returned.
+    async fn post_to_each(&self, conversations: &[Conversation], text: &str) -> Result<(), ChannelError> {
+        let mut first = Ok(());
+        for conversation in conversations {
+            if let Err(e) = self.post(conversation, text).await {
+                first = first.and(Err(e));
+            }
+        }
+        first
+    }
+
     /// One signed POST to a bridge. Each attempt is signed anew: the bridge refuses a
     /// signature it has seen.
     async fn send_once(&self, endpoint: &Endpoint, body: &[u8]) -> Result<(), ChannelError> {
@@ -278,16 +290,44 @@ impl Channel for Webhooks {
         Ok(vec![Delivery::card(question.id, Surface::Webhook, conversation.to_string(), question.id.short())])
     }
 
+    /// A sent message cannot change: each conversation that was shown a card (its own, and
+    /// one it was escalated to on this channel) is told the outcome in a line.
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        match (&question.conversation, cards.is_empty()) {
-            (Some(conversation), false) => self.post(conversation, &text::resolved_line(question)).await,
-            _ => Ok(()),
+        self.post_to_each(&shown_in(question, cards), &text::resolved_line(question)).await
+    }
+
+    /// A quorum approval's count so far, in a line to each conversation shown a card (to its
+    /// own when none was).
+    async fn refresh(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        let Some(tally) = question.tally() else { return Ok(()) };
+        let mut conversations = shown_in(question, cards);
+        if conversations.is_empty() {
+            conversations.extend(question.conversation.clone());
         }
+        self.post_to_each(&conversations, &format!("[{}] {tally}", question.id.short())).await
     }
 
     async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
         self.post(conversation, text).await
     }
+}
+
+/// The conversations `cards` of `question` were shown in, each once, in the order shown. A
+/// card recorded before deliveries kept their conversation names it as its chat (a webhook
+/// card's chat is its conversation); failing that, it was the question's own.
+fn shown_in(question: &Question, cards: &[Delivery]) -> Vec<Conversation> {
+    let mut shown: Vec<Conversation> = Vec::new();
+    for card in cards {
+        let conversation = card
+            .conversation
+            .clone()
+            .or_else(|| Conversation::parse(&card.chat).ok())
+            .or_else(|| question.conversation.clone());
+        if let Some(c) = conversation.filter(|c| !shown.contains(c)) {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -296,6 +336,28 @@ mod tests {
 
     const NOW: i64 = 1_800_000_000_000;
     const AT: i64 = NOW / 1000;
+
+    #[test]
+    fn each_conversation_shown_a_card_is_named_once_also_from_cards_recorded_before_they_kept_it() {
+        let conversation = |c: &str| Conversation::parse(c).unwrap();
+        let own = conversation("webhook:sms:+1555");
+        let question = Question {
+            conversation: Some(own.clone()),
+            ..crate::question::test_question(crate::question::Ask::question("Ship?"))
+        };
+        let card = |chat: &str, shown: Option<&str>| Delivery {
+            conversation: shown.map(conversation),
+            ..Delivery::card(question.id, Surface::Webhook, chat, question.id.short())
+        };
+        let cards = [
+            card("webhook:sms:+1555", Some("webhook:sms:+1555")),
+            card("webhook:sms:ops", Some("webhook:sms:ops")),
+            card("webhook:sms:ops", None),
+            card("webhook:sms:+1555", None),
+        ];
+        assert_eq!(shown_in(&question, &cards), [own, conversation("webhook:sms:ops")]);
+        assert!(shown_in(&question, &[]).is_empty(), "nothing was shown, nobody is told");
+    }
 
     #[test]
     fn a_signature_verifies_only_for_its_timestamp_body_and_secret() {

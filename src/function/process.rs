@@ -22,7 +22,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-use super::child::{ProcessGroup, clean_command};
+use super::child::{clean_command, spawn_tree};
 use crate::engine::{AskError, Context, Function, FunctionError};
 use crate::question::{Ask, AskWire, Conversation, Kind, Outcome, QuestionId, RunId, UserRef};
 use crate::text::clip;
@@ -236,14 +236,14 @@ impl Function for Process {
     async fn call(&self, ctx: &mut Context, input: &str) -> Result<String, FunctionError> {
         let run = ctx.run().clone();
         let config = &self.config;
-        let mut child = clean_command(&config.command, &config.cwd, &config.pass_env, &config.set_env)
-            // Tells a helper library that stdout is the protocol's (the Python one moves print()).
-            .env("ASKGATE_PROTOCOL", "1")
-            .spawn()
+        let mut command = clean_command(&config.command, &config.cwd, &config.pass_env, &config.set_env);
+        // Tells a helper library that stdout is the protocol's (the Python one moves print()).
+        command.env("ASKGATE_PROTOCOL", "1");
+        // The tree ends when this turn ends however it ends (done, pending, failure, a timeout,
+        // or the turn dropped at shutdown): neither a `sleep 120 &` nor a `setsid sleep 120 &`
+        // is left behind.
+        let (mut child, _tree) = spawn_tree(&mut command)
             .map_err(|e| FunctionError::failed(format!("could not start `{}`: {e}", self.config.command.join(" "))))?;
-        // Ends the whole group when this turn ends however it ends (done, pending, failure, a
-        // timeout, or the turn dropped at shutdown): a `sleep 120 &` is not left behind.
-        let _group = child.id().map(ProcessGroup);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -31,7 +31,7 @@ pub enum Outcome {
     },
     /// Closed without an answer.
     Cancelled {
-        /// Why: `cancelled by console:local`, `shutdown`, `restart`, `no_human`.
+        /// Why: `cancelled by console:local`, `shutdown`, `instance_lost`, `no_human`.
         reason: String,
     },
 }

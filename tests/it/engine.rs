@@ -425,7 +425,7 @@ async fn blocking_asks_wait_for_the_answer(place: Place) {
     assert_eq!(done.result.as_deref(), Some("picked a"));
 }
 
-async fn a_restart_cancels_leftover_blocking_questions(place: Place) {
+async fn a_restart_cancels_leftover_blocking_questions_and_their_runs(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
@@ -437,7 +437,8 @@ async fn a_restart_cancels_leftover_blocking_questions(place: Place) {
     assert_eq!(run.status, RunStatus::Cancelled);
     assert_eq!(h.question(&card).await.outcome, Some(Outcome::Cancelled { reason: "shutdown".into() }));
 
-    // A blocking question left pending by a crash is cancelled(restart) at the next start.
+    // A blocking question left pending by a crash is cancelled(instance_lost) at the next
+    // start, and its run ends cancelled as at a stop, not failed.
     let engine = h.engine.clone();
     let crashed = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
@@ -448,9 +449,13 @@ async fn a_restart_cancels_leftover_blocking_questions(place: Place) {
     store.close().await;
     let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
     let q = h.question(&card).await;
-    assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "restart".into() }));
+    assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "instance_lost".into() }));
     let run = h.engine.run(q.run).await.unwrap().unwrap();
-    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!((run.status, run.result.as_deref()), (RunStatus::Cancelled, Some("instance_lost")));
+    eventually(|| async {
+        h.recorder.texts().contains(&"⛔ one cancelled (instance_lost).".to_owned()).then_some(())
+    })
+    .await;
 }
 
 async fn cancel_ends_the_waiting_run_with_an_explicit_outcome(place: Place) {
@@ -664,7 +669,7 @@ crate::backend::on_both_backends!(
     grants_are_listed_revoked_by_who_may_answer_and_expire,
     rules_allow_every_action_they_fit,
     blocking_asks_wait_for_the_answer,
-    a_restart_cancels_leftover_blocking_questions,
+    a_restart_cancels_leftover_blocking_questions_and_their_runs,
     cancel_ends_the_waiting_run_with_an_explicit_outcome,
     ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay,
 );

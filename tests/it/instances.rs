@@ -1,7 +1,8 @@
 //! Several `askgate serve` processes on one PostgreSQL database (a database of the test's own):
 //! a run started through one instance and answered through another finishes; a blocking ask
 //! held by one is answered through another; one instance's event stream carries what the
-//! others did; an instance killed between ask and answer loses nothing.
+//! others did; an instance killed between ask and answer loses nothing; a blocking run whose
+//! instance was killed ends `cancelled(instance_lost)`, as on SQLite at the next start.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::backend::TestDatabase;
-use crate::binary::{Served, write_config_on};
+use crate::binary::{Served, write_config, write_config_on};
 use crate::support::eventually;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-instances";
@@ -423,4 +424,82 @@ async fn a_run_a_killed_instance_was_in_the_middle_of_is_replayed_once_by_a_surv
     assert_eq!(turns.lines().count(), 2, "the turn A was in, then B's replay of it, once: {turns}");
     assert!(b.served.log().contains("resuming a run interrupted mid-turn"), "{}", b.served.log());
     assert_eq!(b.served.terminate().await.code(), Some(0));
+}
+
+/// Starts the demo as a blocking run through `base` (the caller waits in the background) and
+/// returns its question's id once it is pending.
+async fn block_on_the_demo(base: &str, token: &str) -> String {
+    let (url, bearer) = (format!("{base}/api/runs"), token.to_owned());
+    tokio::spawn(async move {
+        let body = json!({"function": "demo", "conversation": "console:local", "wait": true});
+        // The caller loses its askgate: its request fails, as it should.
+        let _ = reqwest::Client::new().post(url).bearer_auth(bearer).json(&body).send().await;
+    });
+    let prompt = "Which library for date formatting?";
+    eventually(|| async {
+        let client = reqwest::Client::new();
+        let page: Value = client
+            .get(format!("{base}/api/questions?status=pending"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        Some(page["questions"].as_array()?.iter().find(|q| q["prompt"] == prompt)?["id"].as_str()?.to_owned())
+    })
+    .await
+}
+
+/// The question `id` and its run, once neither is pending or running any more, through `base`
+/// (a survivor closes the question, then ends the run, while it serves).
+async fn ended(base: &str, token: &str, id: &str) -> (Value, Value) {
+    let get = |path: String| async move {
+        let r = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token).send().await.unwrap();
+        r.json::<Value>().await.unwrap()
+    };
+    eventually(|| async {
+        let question = get(format!("/api/questions/{id}")).await;
+        let run = get(format!("/api/runs/{}", question["run"].as_str()?)).await;
+        (question["status"] != "pending" && run["run"]["status"] != "running").then_some((question, run))
+    })
+    .await
+}
+
+/// What a stop that ends a blocking run itself says (`shutdown`), a lost instance says too,
+/// with what happened: the run ends `cancelled`, not `failed`, and nobody claims a restart.
+fn assert_lost(question: &Value, run: &Value) {
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert_eq!(question["outcome"]["reason"], "instance_lost", "{question}");
+    assert_eq!(run["run"]["status"], "cancelled", "{run}");
+    assert_eq!(run["run"]["result"], "instance_lost", "{run}");
+}
+
+#[tokio::test]
+async fn a_blocking_run_whose_instance_was_killed_ends_cancelled_by_a_survivor() {
+    let database = TestDatabase::create().await;
+    let (mut a, b) = (Instance::start(&database).await, Instance::start(&database).await);
+    let id = block_on_the_demo(&a.base, TOKEN).await;
+    a.served.child.kill().await.unwrap();
+    let (question, run) = ended(&b.base, TOKEN, &id).await;
+    assert_lost(&question, &run);
+    assert!(b.served.log().contains("cancelling a blocking run whose askgate is gone"), "{}", b.served.log());
+    assert_eq!(b.served.terminate().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_blocking_run_whose_sqlite_askgate_was_killed_ends_cancelled_at_the_next_start() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut served = Served::start(&config);
+    let (base, token) = served.api(dir.path()).await;
+    let id = block_on_the_demo(&base, &token).await;
+    served.signal("KILL");
+    served.child.wait().await.unwrap();
+    let served = Served::start(&config);
+    let (base, token) = served.api(dir.path()).await;
+    let (question, run) = ended(&base, &token, &id).await;
+    assert_lost(&question, &run);
+    assert_eq!(served.terminate().await.code(), Some(0));
 }

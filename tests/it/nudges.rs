@@ -218,6 +218,58 @@ async fn an_escalation_card_not_delivered_before_a_stop_is_shown_after_it(place:
     assert!(h.recorder.cards().is_empty(), "shown once: {:?}", h.recorder.cards());
 }
 
+/// A question escalated to a conversation on a webhook endpoint: that conversation gets the
+/// card with its commands, then the outcome line, as the question's own conversation does;
+/// from another webhook conversation (the same channel) and from another channel alike.
+#[tokio::test]
+async fn a_conversation_on_a_webhook_a_question_was_escalated_to_hears_its_outcome() {
+    use askgate::config::Env;
+    use serde_json::json;
+
+    use crate::http::{App, receiver};
+
+    let (out, got) = {
+        let (out, got, _) = receiver("hush").await;
+        (out, got)
+    };
+    let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\n");
+    let app = App::start(&extra, Env::from_pairs([("SMS_SECRET", "hush")])).await;
+    // What the ops conversation received, as (text) in order.
+    let in_ops = || -> Vec<String> {
+        got.lock().unwrap().iter().filter(|m| m.conversation == "ops").map(|m| m.text.clone()).collect()
+    };
+    for own in ["webhook:sms:+15550001", "console:local"] {
+        let prompt = format!("Ship it from {own}?");
+        let body = json!({"conversation": own, "prompt": prompt, "options": ["yes", "no"],
+            "answerers": ["api:operator"], "escalate_after": 1, "escalate_to": "webhook:sms:ops"});
+        let (status, asked) = app.post("/api/questions", body).await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+        let id = asked["id"].as_str().unwrap().to_owned();
+        let short = &id[..8];
+        let card = eventually(|| async { in_ops().into_iter().find(|t| t.contains(&prompt)) }).await;
+        assert!(card.contains(&format!("/answer {short} 1")), "the card lists its commands: {card}");
+        let (status, receipt) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{receipt}");
+        let outcome =
+            eventually(|| async { in_ops().into_iter().find(|t| t.starts_with(&format!("[{short}] ✅"))) }).await;
+        assert!(outcome.contains("yes"), "{outcome}");
+        if own.starts_with("webhook:") {
+            // Its own conversation hears it too, once.
+            let own_lines = || -> usize {
+                got.lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|m| m.conversation == "+15550001" && m.text.starts_with(&format!("[{short}]")))
+                    .count()
+            };
+            eventually(|| async { (own_lines() == 1).then_some(()) }).await;
+        }
+        let told: Vec<String> = in_ops().into_iter().filter(|t| t.starts_with(&format!("[{short}]"))).collect();
+        assert_eq!(told.len(), 1, "once: {told:?}");
+    }
+    app.stop().await;
+}
+
 /// Two instances on one PostgreSQL database sweep the same questions: each reminder is sent
 /// by one of them, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -340,6 +340,37 @@ async fn a_program_that_forks_leaves_nothing_behind() {
     }
 }
 
+/// Whether process `pid` still runs: it has an entry in `/proc` that is not a zombie (one that
+/// ended and waits for whoever adopted it to reap it).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+#[tokio::test]
+async fn a_setsid_child_does_not_outlive_its_run() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let pids = dir.path().join("pids");
+    // `setsid` leaves the program's process group (and session): the group's kill misses it.
+    let escape = format!("setsid sleep 300 & echo $! >> {0}; while [ ! -s {0} ]; do :; done", pids.display());
+    let done = format!("read s; {escape}; echo '{{\"type\":\"done\",\"reply\":\"ok\"}}'");
+    let hangs = format!("read s; {escape}; sleep 300");
+    add(&mut f, dir.path(), "escapes", "sh", &done, false, Duration::from_secs(30));
+    add(&mut f, dir.path(), "hangs", "sh", &hangs, false, Duration::from_secs(1));
+    let h = harness(f, &dir).await;
+    for (name, status) in [("escapes", RunStatus::Finished), ("hangs", RunStatus::Failed)] {
+        std::fs::remove_file(&pids).ok();
+        let run = start(&h, name).await;
+        let pid = eventually(|| async {
+            std::fs::read_to_string(&pids).ok().and_then(|p| p.lines().next().map(str::to_owned))
+        })
+        .await;
+        assert_eq!(h.finished(run).await.status, status, "{name}");
+        eventually(|| async { (!running(&pid)).then_some(()) }).await;
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_program_flooding_stderr_is_logged_within_limits() {
     let (log, _guard) = capture_log();
