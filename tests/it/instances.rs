@@ -316,12 +316,14 @@ async fn on_telegram_one_instance_polls_any_retracts_and_the_lease_moves_when_it
     fake.sent("Which library for date formatting?", 1).await;
     // A card A rendered is retracted by B when the answer comes through B.
     let asked = json!({"conversation": format!("telegram:{ALICE}"), "prompt": "Ship it?", "options": ["yes", "no"],
-                       "answerers": [format!("telegram:{ALICE}")]});
+                       "answerers": [format!("telegram:{ALICE}"), "api:operator".to_owned()]});
     let (status, question) = a.post("/api/questions", asked).await;
     assert_eq!(status, reqwest::StatusCode::CREATED, "{question}");
     let card = fake.sent("Ship it?", 1).await;
     let id = question["id"].as_str().unwrap();
-    b.post(&format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    // The operator token answers: the question lists the operator.
+    let (status, _) = b.post(&format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
     let message = card["message_id"].as_i64().unwrap();
     eventually(|| async {
         let shown = fake.message(ALICE, message);
