@@ -8,8 +8,9 @@
 //! exactly one claim wins however many connections (or askgate instances) race.
 //!
 //! Several instances share the database (see `instances`). Each is a row of `instances` with a
-//! heartbeat renewed every 3 s; each run records the instance that runs it (`runs.owner`). One
-//! whose heartbeat lapsed for 10 s is dead: the first survivor to ask takes its running runs
+//! heartbeat renewed every 3 s and an advisory lock held on a connection of its own; each run
+//! records the instance that runs it (`runs.owner`). One whose heartbeat lapsed for 10 s, or for
+//! 5 s with its lock free (its process died), is dead: the first survivor to ask takes its running runs
 //! over (one conditional `UPDATE`, so one survivor each) and cancels its blocking questions. An
 //! ask and a winning claim also `NOTIFY askgate` in their transaction; every other instance
 //! `LISTEN`s and hears of it as it commits (its waiters wake, its event streams carry it).
@@ -26,7 +27,7 @@ mod batch;
 mod instances;
 mod writes;
 
-use instances::{CHANNEL, background, instance_id};
+use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
 pub use instances::{InstanceRow, instances};
 
 use super::rows::{
@@ -93,12 +94,7 @@ impl PostgresStore {
             .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        sqlx::query("INSERT INTO instances (id, host, pid) VALUES ($1, $2, $3)")
-            .bind(&instance)
-            .bind(host)
-            .bind(i64::from(std::process::id()))
-            .execute(&pool)
-            .await?;
+        let (lock, lock_key) = sign_on(&pool, &options, &instance, &host).await?;
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
         // The others announce their asks and claims from now on (they stay quiet while alone).
@@ -106,7 +102,11 @@ impl PostgresStore {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         // Until the first heartbeat says otherwise, assume others listen (and say hello below).
         let peers = Arc::new(AtomicBool::new(true));
-        let tasks = tokio::spawn(background(pool.clone(), instance.clone(), listener, tx, peers.clone()));
+        let heartbeat = background(pool.clone(), instance.clone(), listener, tx, peers.clone(), lock_key);
+        let holder = hold_lock(options.clone(), lock, lock_key);
+        let tasks = tokio::spawn(async move {
+            futures_util::future::join(heartbeat, holder).await;
+        });
         let writes = batch::Writes::start(&pool);
         tracing::info!(instance = %instance, "PostgreSQL store open; several askgate instances may share it");
         Ok(Self {

@@ -505,3 +505,97 @@ async fn a_blocking_run_whose_sqlite_askgate_was_killed_ends_cancelled_at_the_ne
     assert_lost(&question, &run);
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+/// Regression (issue #27, finding 9): a run whose owner was killed waited for the owner's
+/// heartbeat to lapse (10 s, then the next takeover tick), and as long again each time the
+/// instance that took it over was killed in turn. A killed instance's connection ends, and
+/// with it the lock it held: the survivors take its runs over without waiting for the lapse.
+/// Here the dead instances' heartbeats are held at 6 s old, past the 5 s a silent instance
+/// without its lock is given but short of the lapse, so only the lock can tell they died.
+#[tokio::test]
+async fn a_run_taken_over_and_orphaned_again_is_taken_over_again_without_waiting_for_the_lapse() {
+    use sqlx::{ConnectOptions, Connection};
+    let database = TestDatabase::create().await;
+    let scripts = TempDir::new().unwrap();
+    // A follow-up program whose second turn hangs the first two times it runs (each logs the
+    // pid of its process group), and ends the third time.
+    let script = scripts.path().join("hangs.sh");
+    std::fs::write(
+        &script,
+        "read -r start\n\
+         echo '{\"type\":\"confirm\",\"prompt\":\"Go on?\",\"default\":false}'\n\
+         read -r outcome\n\
+         case \"$outcome\" in *'\"status\":\"pending\"'*) exit 0 ;; esac\n\
+         echo $$ >> \"$1/turns\"\n\
+         if [ \"$(wc -l < \"$1/turns\")\" -le 2 ]; then sleep 60; fi\n\
+         echo '{\"type\":\"done\",\"reply\":\"Went on.\"}'\n",
+    )
+    .unwrap();
+    let function = format!(
+        "\n[[functions]]\nname = \"hangs\"\ncommand = [\"sh\", \"{}\", \"{}\"]\n",
+        script.display(),
+        scripts.path().display()
+    );
+    let mut instances = Vec::new();
+    for _ in 0..3 {
+        let instance = Instance::start_with(&database, &function, &[]).await;
+        let health = instance.get("/healthz").await;
+        instances.push((health["instance"].as_str().unwrap().to_owned(), instance));
+    }
+    let options: sqlx::postgres::PgConnectOptions = database.url.parse().unwrap();
+    let mut db = options.disable_statement_logging().connect().await.unwrap();
+    let dead = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (url, held) = (database.url.clone(), dead.clone());
+    let holder = tokio::spawn(async move {
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        let mut db = options.disable_statement_logging().connect().await.unwrap();
+        loop {
+            let ids = held.lock().unwrap().clone();
+            sqlx::query("UPDATE instances SET heartbeat_at = now() - interval '6 seconds' WHERE id = ANY($1)")
+                .bind(ids)
+                .execute(&mut db)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+
+    let first = &instances[0].1;
+    let (_, started) = first.post("/api/runs", json!({"function": "hangs", "conversation": "console:local"})).await;
+    let run = started["id"].as_str().unwrap().to_owned();
+    let question = first.pending("Go on?").await;
+    first.post(&format!("/api/questions/{question}/reply"), json!({"value": true})).await;
+    let turns = scripts.path().join("turns");
+    let turns_seen = |n: usize| {
+        let turns = &turns;
+        eventually(move || async move { (std::fs::read_to_string(turns).ok()?.lines().count() >= n).then_some(()) })
+    };
+    // The first instance won the claim and hangs in the turn; it dies, then the one that took
+    // the run over hangs in the replay and dies too.
+    for turn in 1..=2 {
+        turns_seen(turn).await;
+        let owner: String =
+            sqlx::query_scalar("SELECT owner FROM runs WHERE id = $1").bind(&run).fetch_one(&mut db).await.unwrap();
+        let at = instances.iter().position(|(id, _)| *id == owner).expect("a live instance owns the run");
+        let (id, mut killed) = instances.remove(at);
+        killed.served.child.kill().await.unwrap();
+        dead.lock().unwrap().push(id);
+    }
+    let (_, survivor) = &instances[0];
+    let done = eventually(|| async {
+        let run = survivor.get(&format!("/api/runs/{run}")).await;
+        (run["run"]["status"] == "finished").then_some(run)
+    })
+    .await;
+    assert_eq!(done["run"]["result"], "Went on.");
+    holder.abort();
+    let groups = std::fs::read_to_string(&turns).unwrap();
+    assert_eq!(groups.lines().count(), 3, "the turn, one replay per takeover: {groups}");
+    // The dead instances' programs still hang; end their groups.
+    for group in groups.lines().take(2) {
+        let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{group}")]).status();
+    }
+    let _ = db.close().await;
+    let (_, survivor) = instances.remove(0);
+    assert_eq!(survivor.served.terminate().await.code(), Some(0));
+}

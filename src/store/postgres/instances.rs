@@ -1,6 +1,9 @@
 //! Instances sharing the database: each signs on in `instances`, renews its heartbeat every
-//! [`HEARTBEAT`] and hears the others' `NOTIFY askgate`; what one whose heartbeat lapsed for
-//! [`LAPSE`] left (its running runs, its blocking questions) is taken over by a survivor.
+//! [`HEARTBEAT`] and hears the others' `NOTIFY askgate`; what one that died left (its running
+//! runs, its blocking questions) is taken over by a survivor. An instance is dead when its
+//! heartbeat lapsed for [`LAPSE`] (a host or network gone silent), or sooner, after
+//! [`UNLOCKED_LAPSE`], when the advisory lock it holds on a connection of its own is free: its
+//! process died and PostgreSQL ended the connection.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +20,12 @@ use crate::store::{Change, Lease, Orphans, StoreError};
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(3);
 /// How long a heartbeat may lapse before the instance counts as dead.
 pub(super) const LAPSE: Duration = Duration::from_secs(10);
+/// How long the heartbeat of an instance whose liveness lock is free may lapse before it counts
+/// as dead: past one missed beat, so that a lock lost with its connection while the instance
+/// lives and beats (a dropped connection, re-locked at the next beat) is not taken for a death.
+pub(super) const UNLOCKED_LAPSE: Duration = Duration::from_secs(HEARTBEAT.as_secs() + 2);
+/// The first key of every instance's liveness lock ("askg"; leases use the one-key form).
+const LOCK_SPACE: i32 = 0x6173_6b67;
 /// How often an instance that waits for a lease tries it again.
 pub(super) const LEASE_RETRY: Duration = Duration::from_secs(2);
 /// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`).
@@ -63,6 +72,87 @@ pub async fn instances(url: &str) -> Result<Vec<InstanceRow>, StoreError> {
         .collect()
 }
 
+/// The instances alive, as the CTE `live (id)`: heartbeat within [`LAPSE`], and, for one that
+/// records a lock key and has been silent past [`UNLOCKED_LAPSE`], its liveness lock still held
+/// (taking it for the statement's transaction succeeds only when nobody holds it). Binds `$1`
+/// the lapse, `$2` the unlocked lapse, `$3` [`LOCK_SPACE`]. Materialized: each instance's lock is
+/// tried once per statement, not once per run.
+macro_rules! live_instances {
+    () => {
+        "WITH live AS MATERIALIZED (SELECT id FROM instances \
+         WHERE heartbeat_at > now() - make_interval(secs => $1) \
+         AND CASE WHEN lock_key IS NULL OR heartbeat_at > now() - make_interval(secs => $2) THEN true \
+         ELSE NOT pg_try_advisory_xact_lock($3, lock_key) END) "
+    };
+}
+
+/// Takes this instance's liveness lock under a random key (another if that one is held), on a
+/// connection of its own, and signs on with it in `instances`; the connection is the lock's
+/// (see [`hold_lock`]).
+pub(super) async fn sign_on(
+    pool: &PgPool,
+    options: &PgConnectOptions,
+    instance: &str,
+    host: &str,
+) -> Result<(sqlx::PgConnection, i32), StoreError> {
+    let mut connection = options.connect().await?;
+    let mut key = None;
+    // Random keys collide once in billions; a few tries are plenty.
+    for _ in 0..8 {
+        let candidate = random_key();
+        if try_lock(&mut connection, candidate).await? {
+            key = Some(candidate);
+            break;
+        }
+    }
+    let key = key.ok_or_else(|| StoreError::Database("no free key for this instance's liveness lock".to_owned()))?;
+    sqlx::query("INSERT INTO instances (id, host, pid, lock_key) VALUES ($1, $2, $3, $4)")
+        .bind(instance)
+        .bind(host)
+        .bind(i64::from(std::process::id()))
+        .bind(key)
+        .execute(pool)
+        .await?;
+    Ok((connection, key))
+}
+
+fn random_key() -> i32 {
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+async fn try_lock(connection: &mut sqlx::PgConnection, key: i32) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
+        .bind(LOCK_SPACE)
+        .bind(key)
+        .fetch_one(connection)
+        .await?)
+}
+
+/// Keeps this instance's liveness lock: its connection is checked every [`HEARTBEAT`], and when
+/// it failed, connected again and the lock taken again (the survivors give an instance beating
+/// without its lock [`UNLOCKED_LAPSE`] before they count it dead).
+pub(super) async fn hold_lock(options: PgConnectOptions, mut connection: sqlx::PgConnection, key: i32) {
+    use sqlx::Connection;
+    loop {
+        tokio::time::sleep(HEARTBEAT).await;
+        if connection.ping().await.is_ok() {
+            continue;
+        }
+        tracing::warn!("the connection holding this instance's liveness lock failed; taking the lock again");
+        loop {
+            // Not taken: a survivor tries it for the moment of one statement, or the database fails.
+            if let Ok(mut again) = options.connect().await
+                && let Ok(true) = try_lock(&mut again, key).await
+            {
+                connection = again;
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
 /// The host's name, and this instance's id `<host>:<pid>:<8 random hex>`: unique across
 /// restarts and hosts, and readable in `check`.
 pub(super) fn instance_id() -> (String, String) {
@@ -84,6 +174,7 @@ pub(super) async fn background(
     mut listener: PgListener,
     changes: tokio::sync::mpsc::UnboundedSender<Change>,
     peers: Arc<AtomicBool>,
+    lock_key: i32,
 ) {
     let mut beat = tokio::time::interval(HEARTBEAT);
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -95,13 +186,14 @@ pub(super) async fn background(
                 // Renewed, or inserted again if a survivor took this one for dead and removed it;
                 // and whether any other instance lives (else nobody needs to hear this one).
                 let renewed = sqlx::query_scalar::<_, bool>(
-                    "WITH beat AS (INSERT INTO instances (id, host, pid) VALUES ($1, '', 0) \
+                    "WITH beat AS (INSERT INTO instances (id, host, pid, lock_key) VALUES ($1, '', 0, $3) \
                      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()) \
                      SELECT EXISTS (SELECT 1 FROM instances WHERE id <> $1 \
                      AND heartbeat_at > now() - make_interval(secs => $2))",
                 )
                 .bind(&instance)
                 .bind(LAPSE.as_secs_f64())
+                .bind(lock_key)
                 .fetch_one(&pool)
                 .await;
                 // The others hear this instance's `hello` as it starts; what they committed just
@@ -230,28 +322,34 @@ impl PostgresStore {
 
     /// See [`crate::store::Store::orphans`]: what instances whose heartbeat lapsed left.
     pub(super) async fn take_orphans(&self) -> Result<Orphans, StoreError> {
-        let lapse = LAPSE.as_secs_f64();
-        // Blocking questions first: their runs are still owned by the dead instance.
+        let (lapse, unlocked) = (LAPSE.as_secs_f64(), UNLOCKED_LAPSE.as_secs_f64());
+        // Blocking questions first: their runs are still owned by the dead instance. (Each
+        // pending one's run is looked up by its key: asked every second, this reads no other run.)
         let blocking = sqlx::query(concat!(
+            live_instances!(),
             "SELECT ",
             question_columns!(),
-            " FROM questions WHERE status = 'pending' AND mode = 'blocking' AND run_id IN \
-             (SELECT id FROM runs r WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.owner \
-             AND i.heartbeat_at > now() - make_interval(secs => $1)))"
+            " FROM questions WHERE status = 'pending' AND mode = 'blocking' AND EXISTS \
+             (SELECT 1 FROM runs r WHERE r.id = questions.run_id \
+             AND NOT EXISTS (SELECT 1 FROM live WHERE live.id = r.owner))"
         ))
         .bind(lapse)
+        .bind(unlocked)
+        .bind(LOCK_SPACE)
         .fetch_all(&self.pool)
         .await?;
         // Taken over in one statement: a second survivor waits for this one's row locks, then
         // sees a live owner and leaves the run alone.
         let runs = sqlx::query(concat!(
-            "UPDATE runs SET owner = $1 WHERE status = 'running' AND NOT EXISTS \
-             (SELECT 1 FROM instances i WHERE i.id = runs.owner AND i.heartbeat_at > now() - make_interval(secs => $2)) \
-             RETURNING ",
+            live_instances!(),
+            "UPDATE runs SET owner = $4 WHERE status = 'running' AND NOT EXISTS \
+             (SELECT 1 FROM live WHERE live.id = runs.owner) RETURNING ",
             run_columns!()
         ))
-        .bind(&self.instance)
         .bind(lapse)
+        .bind(unlocked)
+        .bind(LOCK_SPACE)
+        .bind(&self.instance)
         .fetch_all(&self.pool)
         .await?;
         let mut runs = runs.iter().map(run_from_row).collect::<Result<Vec<_>, _>>()?;
