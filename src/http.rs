@@ -144,7 +144,6 @@ async fn agents_only(State(state): State<AppState>, request: Request, next: axum
     }
 }
 
-
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));

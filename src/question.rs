@@ -8,6 +8,7 @@ mod ask;
 mod choice;
 mod nudge;
 mod outcome;
+mod person;
 pub mod rule;
 mod wire;
 
@@ -23,6 +24,7 @@ pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
 pub use nudge::{MIN_REMIND_EVERY_MS, Nudges, millis};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
+pub use person::{API_OPERATOR, CONSOLE_OPERATOR, lists};
 pub use wire::AskWire;
 
 /// The most options one question may carry: what a Discord select menu holds, and well within
@@ -220,39 +222,6 @@ macro_rules! channel_ref {
 
 channel_ref!(Conversation, "telegram:-100123");
 channel_ref!(UserRef, "telegram:42");
-
-/// The operator at the console.
-pub const CONSOLE_OPERATOR: &str = "console:local";
-/// The operator through the operator token.
-pub const API_OPERATOR: &str = "api:operator";
-
-impl UserRef {
-    /// The operator as the console knows them (`console:local`).
-    pub fn operator() -> Self {
-        Self(CONSOLE_OPERATOR.to_owned())
-    }
-
-    /// Whether this is the operator: at the console, or through the operator token. The two
-    /// are one person, for who may answer and for counting approvals.
-    pub fn is_operator(&self) -> bool {
-        self.0 == CONSOLE_OPERATOR || self.0 == API_OPERATOR
-    }
-
-    /// Whether `self` and `other` are one person: the same id, or the operator under either.
-    pub fn same_person(&self, other: &Self) -> bool {
-        self == other || self.is_operator() && other.is_operator()
-    }
-
-    /// As [`UserRef::same_person`] with an id as stored (`approvals`, `answered_by`).
-    pub fn is(&self, stored: &str) -> bool {
-        self.0 == stored || self.is_operator() && (stored == CONSOLE_OPERATOR || stored == API_OPERATOR)
-    }
-}
-
-/// Whether `users` names `user` (the operator under either of their ids).
-pub fn lists(users: &[UserRef], user: &UserRef) -> bool {
-    users.iter().any(|u| u.same_person(user))
-}
 
 /// Declares a closed set of states stored as text in a CHECK-constrained column.
 macro_rules! text_enum {

@@ -696,20 +696,32 @@ async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retrac
 }
 
 #[tokio::test]
-async fn an_answer_in_the_agents_client_retracts_the_telegram_card() {
-    use crate::mcp::{Forms, call, structured};
+async fn an_answer_in_the_agents_client_retracts_the_telegram_card_but_its_own_approval_is_never_offered_there() {
+    use crate::mcp::{Forms, call, call_in_background, structured};
 
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let served = binary_with_mcp(&dir, &url, "elicitation = true\n");
     let (base, token) = served.agent(dir.path()).await;
-    let forms = Forms { answer: Some(json!({"decision": "once"})), shown: Arc::default(), taken_away: Arc::default() };
+    let shown = Arc::default();
+    let forms =
+        Forms { answer: Some(json!({"answer": "eu-west"})), shown: Arc::clone(&shown), taken_away: Arc::default() };
     let client = crate::mcp::client_with(&format!("{base}/mcp"), &token, forms).await;
 
-    let result = client.call_tool(call("request_approval", json!({"action": "terraform apply"}))).await.unwrap();
-    assert_eq!(structured(&result)["decision"], "once");
-    let card = fake.sent("terraform apply", 1).await;
+    let ask = json!({"prompt": "Which region?", "options": ["eu-west", "us-east"]});
+    let result = client.call_tool(call("ask_user", ask)).await.unwrap();
+    assert_eq!(structured(&result)["value"], "eu-west");
+    let card = fake.sent("Which region?", 1).await;
     edited(&fake, ALICE, id_of(&card), "via mcp").await;
+
+    // Its own approval is not offered to the client (nobody approves their own request): a
+    // person taps it.
+    let pending = call_in_background(&client, call("request_approval", json!({"action": "terraform apply"})));
+    let card = fake.sent("terraform apply", 1).await;
+    let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow once"));
+    fake.callback_answer(tap).await;
+    assert_eq!(structured(&pending.await.unwrap())["decision"], "once");
+    assert_eq!(shown.lock().unwrap().len(), 1, "only the question was a form: {:?}", shown.lock().unwrap());
 
     client.cancel().await.unwrap();
     served.terminate().await;
