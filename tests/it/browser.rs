@@ -141,7 +141,9 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.wait_for("//p[@id='conn'][@data-state='live'][normalize-space()='● live']").await;
     assert!(browser.displayed(&browser.wait_for("//p[@id='empty']").await).await, "askgate said nothing waits");
     browser
-        .wait_for("//details[@id='recent']//li[contains(., 'Pick a region')][contains(., 'eu — Bob via api')]")
+        .wait_for(
+            "//details[@id='recent']//li[contains(., 'Pick a region')][contains(., 'eu — Bob (api:operator) via api')]",
+        )
         .await;
     let displayed = browser.command(reqwest::Method::GET, &format!("/element/{token}/displayed"), None).await;
     assert_eq!(displayed, json!(false), "the token form stays hidden once connected");
@@ -157,7 +159,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         browser.wait_for("//article[.//h2[contains(., 'Which library')]]//button[normalize-space()='date-fns']").await;
     browser.click(&option).await;
     let line = "//article[.//h2[contains(., 'Which library')]]//p[@class='outcome good']";
-    browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — Alice via web']")).await;
+    browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — Alice (api:operator) via web']")).await;
 
     // The run resumed: its next question is asked and shows up on the page.
     browser.wait_for("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await;
@@ -177,7 +179,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         .clone();
     assert_eq!(answered["outcome"]["value"], "date-fns");
     assert_eq!(answered["answered_via"], "web");
-    assert_eq!(answered["answered_name"], "Alice");
+    assert_eq!(answered["answered_name"], "Alice (api:operator)");
     assert_eq!(answered["answered_by"], "api:operator");
 
     // Answered through the API, the second card disappears without a reload.
@@ -192,7 +194,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     .await;
     // What was answered stays in "Recently answered", with who answered.
     browser
-        .wait_for("//details[@id='recent']//li[contains(., 'Which library')][contains(., 'date-fns — Alice via web')]")
+        .wait_for("//details[@id='recent']//li[contains(., 'Which library')][contains(., 'date-fns — Alice (api:operator) via web')]")
         .await;
 
     // Keys: on a focused card, 2 picks the second option.
@@ -207,7 +209,9 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.click(&browser.wait_for(&format!("{colour}//h2")).await).await;
     browser.press("2").await;
     browser
-        .wait_for(&format!("{colour}//p[@class='outcome good'][normalize-space()='✅ green — Alice via web']"))
+        .wait_for(&format!(
+            "{colour}//p[@class='outcome good'][normalize-space()='✅ green — Alice (api:operator) via web']"
+        ))
         .await;
 
     // A detail's fenced block is shown as code, the prose around it as text.
@@ -262,33 +266,44 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.type_into(&field, "deploy staging").await;
     browser.click(&browser.wait_for(&format!("{editable}//button[normalize-space()='Allow as edited']")).await).await;
     browser
-        .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice via web']"))
+        .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice (api:operator) via web']"))
         .await;
 
-    // A quorum approval: the page's approval is counted and shown; the console's completes it.
-    let (status, asked) = app
-        .post(
-            "/api/questions",
-            json!({"kind": "approval", "action": "drop table users", "quorum": 2, "conversation": "console:local",
-                   "answerers": ["console:local", "api:operator"]}),
-        )
-        .await;
-    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    // A quorum approval an agent asked for: the page's approval (the operator's) is counted and
+    // shown; another person completes it.
+    let agent = std::fs::read_to_string(app.dir.path().join("askgate-agent.token")).unwrap();
+    let asked: Value = reqwest::Client::new()
+        .post(app.url("/api/questions"))
+        .bearer_auth(agent.trim())
+        .json(&json!({"kind": "approval", "action": "drop table users", "quorum": 2,
+                      "conversation": "console:local", "answerers": ["console:local", "test:bob"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let quorum = "//article[.//h2/code[normalize-space()='drop table users']]";
     assert!(browser.find(&format!("{quorum}//button[normalize-space()='Allow always']")).await.is_none());
     browser.wait_for(&format!("{quorum}//p[contains(@class, 'tally')][normalize-space()='0 of 2 approvals']")).await;
     browser.click(&browser.wait_for(&format!("{quorum}//button[normalize-space()='Approve']")).await).await;
     browser
-        .wait_for(&format!("{quorum}//p[contains(@class, 'tally')][normalize-space()='1 of 2 approvals: Alice']"))
+        .wait_for(&format!(
+            "{quorum}//p[contains(@class, 'tally')][normalize-space()='1 of 2 approvals: Alice (api:operator)']"
+        ))
         .await;
     let engine = app.gateway.as_ref().unwrap().engine().clone();
     let console = askgate::question::Conversation::parse("console:local").unwrap();
-    let user = askgate::question::UserRef::parse("console:local").unwrap();
     let id = asked["id"].as_str().unwrap();
     let surface = askgate::question::Surface::Console;
-    engine.handle(askgate::engine::Inbound::text(console, user, surface, format!("/approve {}", &id[..8]))).await;
+    // The console's operator is the same person as the page's: counted once, nothing changes.
+    let operator = askgate::question::UserRef::parse("console:local").unwrap();
+    let again = askgate::engine::Inbound::text(console.clone(), operator, surface, format!("/approve {}", &id[..8]));
+    assert!(engine.handle(again).await.text.unwrap().contains("each person counts once"));
+    let bob = askgate::question::UserRef::parse("test:bob").unwrap();
+    engine.handle(askgate::engine::Inbound::text(console, bob, surface, format!("/approve {}", &id[..8]))).await;
     browser
-        .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: Alice, console:local']"))
+        .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: Alice (api:operator), test:bob']"))
         .await;
     browser.quit().await;
     app.stop().await;

@@ -36,6 +36,21 @@ async fn upstream_ready(client: &rmcp::Peer<rmcp::RoleClient>) {
     .await;
 }
 
+async fn get(base: &str, token: &str, path: &str) -> (reqwest::StatusCode, Value) {
+    let response = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token).send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// askgate gating the normalising upstream, with an agent's MCP client once its tools are listed.
+async fn gate_with_client(dir: &Path, mcp: &str) -> (Served, String, String, crate::mcp::Client) {
+    let served = Served::start(&normalising_gate(dir, mcp));
+    let (base, agent) = served.agent(dir).await;
+    let client = http_client(&format!("{base}/mcp"), &agent).await;
+    upstream_ready(&client).await;
+    (served, base, agent, client)
+}
+
 async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
     let response = reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await;
     let response = response.unwrap();
@@ -46,10 +61,7 @@ async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::Sta
 #[tokio::test]
 async fn the_gate_forwards_only_listed_tools_by_their_exact_names_whatever_the_upstream_accepts() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&normalising_gate(dir.path(), ""));
-    let (base, agent) = served.agent(dir.path()).await;
-    let client = http_client(&format!("{base}/mcp"), &agent).await;
-    upstream_ready(&client).await;
+    let (mut served, _, _, client) = gate_with_client(dir.path(), "").await;
     let files = dir.path().join("files");
     std::fs::write(files.join("prod.sqlite"), "data").unwrap();
     let spellings = [
@@ -100,10 +112,7 @@ async fn the_gate_forwards_only_listed_tools_by_their_exact_names_whatever_the_u
 #[tokio::test]
 async fn an_agents_own_approval_leaves_no_grant_a_gated_call_can_use() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&normalising_gate(dir.path(), ""));
-    let (base, agent) = served.agent(dir.path()).await;
-    let client = http_client(&format!("{base}/mcp"), &agent).await;
-    upstream_ready(&client).await;
+    let (mut served, _, _, client) = gate_with_client(dir.path(), "").await;
     let files = dir.path().join("files");
     std::fs::write(files.join("prod.sqlite"), "data").unwrap();
 
@@ -142,8 +151,7 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
     let (status, asked) = post(&base, &agent, "/api/questions", ask).await;
     assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
     let id = asked["id"].as_str().unwrap().to_owned();
-    let own = reqwest::Client::new().get(format!("{base}/api/questions/{id}")).bearer_auth(&agent).send().await;
-    assert_eq!(own.unwrap().status(), reqwest::StatusCode::OK);
+    assert_eq!(get(&base, &agent, &format!("/api/questions/{id}")).await.0, reqwest::StatusCode::OK);
     assert_eq!(asked["question"]["answerers"], json!({"policy": "users", "users": ["console:local"]}));
 
     for (path, body) in [("reply", json!({"value": "once", "name": "@alice"})), ("reject", json!({}))] {
@@ -152,29 +160,20 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
         assert_eq!(refused["error"]["code"], "agent_token", "{refused}");
     }
     for path in ["/api/questions", "/api/grants", "/api/events"] {
-        let listed = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(&agent).send().await.unwrap();
-        assert_eq!(listed.status(), reqwest::StatusCode::FORBIDDEN, "{path}");
+        assert_eq!(get(&base, &agent, path).await.0, reqwest::StatusCode::FORBIDDEN, "{path}");
     }
     // A question the agent did not ask is not found with its token.
     let other = json!({"conversation": "console:local", "prompt": "Lunch?"});
     let (_, theirs) = post(&base, &operator, "/api/questions", other).await;
     let theirs = theirs["id"].as_str().unwrap();
-    let hidden = reqwest::Client::new().get(format!("{base}/api/questions/{theirs}")).bearer_auth(&agent).send();
-    assert_eq!(hidden.await.unwrap().status(), reqwest::StatusCode::NOT_FOUND);
+    let hidden = get(&base, &agent, &format!("/api/questions/{theirs}")).await;
+    assert_eq!(hidden.0, reqwest::StatusCode::NOT_FOUND);
 
     // The operator, who is listed, answers; the typed name is a label, not a handle.
     let (status, _) =
         post(&base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "once", "name": "@bob"})).await;
     assert_eq!(status, reqwest::StatusCode::OK);
-    let answered: Value = reqwest::Client::new()
-        .get(format!("{base}/api/questions/{id}"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, answered) = get(&base, &operator, &format!("/api/questions/{id}")).await;
     assert_eq!(answered["answered_by"], "api:operator");
     assert_eq!(answered["answered_name"], "bob (api:operator)");
 
@@ -228,15 +227,7 @@ async fn one_person_is_one_vote_and_neither_the_unlisted_operator_nor_the_reques
     served.stdout_line("each person counts once").await;
     let (status, _) = post(&base, &operator, &reply(&id), json!({"value": "once"})).await;
     assert_eq!(status, reqwest::StatusCode::CONFLICT);
-    let outcome: Value = reqwest::Client::new()
-        .get(format!("{base}/api/questions/{id}/outcome"))
-        .bearer_auth(&agent)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, outcome) = get(&base, &agent, &format!("/api/questions/{id}/outcome")).await;
     assert_eq!(outcome["status"], "pending", "{outcome}");
     served.terminate().await;
 }
@@ -309,10 +300,7 @@ async fn held_calls_outlive_the_sessions_idle_timeout_with_or_without_a_progress
     let dir = TempDir::new().unwrap();
     // Sessions idle for 3 s end; held calls send a ping (or progress) every second.
     let mcp = "progress_every = \"1s\"\nsession_timeout = \"3s\"\n";
-    let mut served = Served::start(&normalising_gate(dir.path(), mcp));
-    let (base, agent) = served.agent(dir.path()).await;
-    let client = http_client(&format!("{base}/mcp"), &agent).await;
-    upstream_ready(&client).await;
+    let (mut served, base, agent, client) = gate_with_client(dir.path(), mcp).await;
     client.cancel().await.unwrap();
     std::fs::write(dir.path().join("files").join("a.txt"), "x").unwrap();
 
