@@ -220,6 +220,13 @@ fn check(config: &Config, path: &std::path::Path) {
             askgate::config::UpstreamConfig::size_text(upstream.max_result)
         );
     }
+    // Who may ask through /mcp and the API besides the operator: never answer.
+    let mut agents = vec!["agent (ASKGATE_AGENT_TOKEN, else askgate-agent.token beside the database)".to_owned()];
+    for agent in &config.agents {
+        let set = if Env::process().get(&agent.token_env).is_some() { "set" } else { "not set: it cannot connect" };
+        agents.push(format!("{} ({}: {set})", agent.name, agent.token_env));
+    }
+    say!(out, "agent tokens (ask, never answer): {}", agents.join(", "));
     say!(out, "functions:");
     for f in &config.functions {
         say!(out, "  {} ({}): {}", f.name, f.what(), f.description);
