@@ -58,6 +58,21 @@ impl Default for Limits {
 
 type Connection = hyper::server::conn::http1::Connection<TokioIo<TcpStream>, Tracked<TowerToHyperService<Router>>>;
 
+/// Listens on `addr` with room in the kernel for `max_connections` handshakes waiting to be
+/// accepted (the kernel holds it to `net.core.somaxconn`, 4,096 by default): when slow clients
+/// that were closed for room connect again at once, a shallower queue would be full of them and
+/// drop the handshakes of everyone else.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub fn listen(addr: std::net::SocketAddr, max_connections: usize) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    // As `TcpListener::bind` does: a restart can bind while the last one's connections linger.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(u32::try_from(max_connections).unwrap_or(u32::MAX))
+}
+
 /// Serves `app` on `listener` until `stop` fires, then lets requests in flight finish (up to
 /// a few seconds).
 ///
