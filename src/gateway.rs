@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -203,7 +202,8 @@ impl Gateway {
         }
         let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
         let tokens = agent_tokens(config, env, token)?;
-        let listener = TcpListener::bind(config.http).await.map_err(|e| GatewayError::Bind(config.http, e))?;
+        let listener = crate::http::server::listen(config.http, config.max_connections)
+            .map_err(|e| GatewayError::Bind(config.http, e))?;
         let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         engine.start().await?;
         let states = config.channel_states(env);

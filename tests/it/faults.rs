@@ -253,7 +253,8 @@ async fn slow_headers_are_cut_off_and_a_connection_cap_is_kept() {
         s.write_all(b"GET /hea").await.unwrap();
         slow.push(s);
     }
-    // A third is served once the slow ones are cut off (they hold both slots until then).
+    // A third is served at once, in the place of the older slow one; the header timeout cuts
+    // off the other.
     let health = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
     for mut s in slow {

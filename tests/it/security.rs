@@ -1,9 +1,11 @@
 //! Safe defaults, through a real server on 127.0.0.1: who may start runs, who may answer what
 //! arrives through the API, signed webhook requests that cannot be replayed, owner-only files,
-//! the page's headers and the Host check.
+//! the page's headers and the Host check, and room for requests when clients flood askgate
+//! with connections that never finish their headers.
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use askgate::config::{Config, Env};
@@ -11,6 +13,7 @@ use askgate::gateway::Gateway;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::http::{App, error_code, now_secs, receiver};
 use crate::support::eventually;
@@ -258,5 +261,47 @@ async fn the_page_sends_its_policy_and_only_loopback_hosts_are_answered() {
     let r =
         app.client.get(app.url("/api/questions")).header("authorization", format!("Basic {}", app.token)).send().await;
     assert_eq!(r.unwrap().status(), StatusCode::UNAUTHORIZED);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn clients_that_never_finish_their_headers_make_room_for_requests_but_not_for_an_open_stream() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let app = App::start_config(dir, "[gateway]\nmax_connections = 8\n", "", Env::default()).await;
+    // An event stream holds a request in flight for as long as it is open.
+    let mut stream = app.client.get(app.url("/api/events")).bearer_auth(&app.token).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    // Twice as many clients as there is room for start a request and never finish its headers.
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for _ in 0..16 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        slow.push(s);
+    }
+    // Each probe on a connection of its own, bounded well below the 10 s header timeout that
+    // would otherwise free a place.
+    let probe = reqwest::Client::builder().pool_max_idle_per_host(0).timeout(Duration::from_secs(3)).build().unwrap();
+    for path in ["/healthz", "/api/questions", "/healthz", "/api/questions", "/healthz"] {
+        let r = probe.get(app.url(path)).bearer_auth(&app.token).send().await;
+        assert_eq!(r.map(|r| r.status()).map_err(|e| e.to_string()), Ok(StatusCode::OK), "{path}");
+    }
+    // The oldest slow client was closed to make room.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(3), slow[0].read_to_end(&mut rest)).await;
+    assert!(matches!(read, Ok(Ok(0))), "the oldest client that never finished its headers is still open");
+    // The stream, older than all of them, was not: it hears of a new question, and is still
+    // open seconds later (a connection closed for room is given one to finish its answer).
+    let prompt = "Still streaming?";
+    app.ask("console:local", prompt).await;
+    let mut seen = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(3), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(read.is_err(), "the event stream was closed to make room");
+    assert!(seen.contains(prompt), "{seen}");
     app.stop().await;
 }
