@@ -124,10 +124,13 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
 
 /// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
 /// without a valid token, 403 with the operator's, which would let an agent answer its own
-/// questions.
-async fn agents_only(State(state): State<AppState>, request: Request, next: axum::middleware::Next) -> Response {
+/// questions. The agent's name goes to the MCP server in the request's extensions.
+async fn agents_only(State(state): State<AppState>, mut request: Request, next: axum::middleware::Next) -> Response {
     match authorize(&state, request.headers()) {
-        Ok(caller) if caller.role == Role::Agent => next.run(request).await,
+        Ok(caller) if caller.role == Role::Agent => {
+            request.extensions_mut().insert(AgentName(caller.name));
+            next.run(request).await
+        }
         Ok(_) => ApiError::new(
             StatusCode::FORBIDDEN,
             "operator_token",
@@ -299,6 +302,10 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for
         }
     }
 }
+
+/// The name of the agent whose token a `/mcp` request carries (`agent` for the default token).
+#[derive(Clone, Debug)]
+pub struct AgentName(pub String);
 
 /// Who a bearer token says is calling.
 #[derive(Clone, Debug)]

@@ -185,11 +185,24 @@ impl Server {
                 Ok(()) => tools::notified(&conversation).into(),
                 Err(e) => failure(e.to_string()).into(),
             },
+            // Only the client's own questions: another's id is not found.
+            Call::Outcome { id, .. } if !self.asked(id, context).await => failure(format!("no question {id}")).into(),
             Call::Outcome { id, wait } => match self.engine.wait_outcome(id, wait).await {
                 Ok(Some(question)) => tools::outcome(Tool::for_kind(question.kind), &question).into(),
                 Ok(None) => failure(format!("no question {id}")).into(),
                 Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
             },
+        }
+    }
+
+    /// Whether the question `id` was asked by this session's agent and client.
+    async fn asked(&self, id: QuestionId, context: &RequestContext<RoleServer>) -> bool {
+        let asker = asker(context);
+        match self.engine.question(id).await {
+            Ok(Some(question)) => {
+                matches!(self.engine.run(question.run).await, Ok(Some(run)) if run.initiator == asker)
+            }
+            Ok(None) | Err(_) => false,
         }
     }
 
@@ -433,8 +446,16 @@ fn tasks_supported(context: &RequestContext<RoleServer>) -> bool {
     context.peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks())
 }
 
-/// `mcp:<client name>`, from the client's `initialize`: who asked, as runs record it.
+/// `mcp:<agent>.<client name>`: the agent whose token the session's requests carry (checked
+/// by askgate), and the name its client gave in `initialize` (its own word, a label): who
+/// asked, as runs record it, and whose own grants an allow-always on its `request_approval`
+/// makes.
 fn asker(context: &RequestContext<RoleServer>) -> UserRef {
+    let agent = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::http::AgentName>())
+        .map_or("agent", |agent| agent.0.as_str());
     let name: String = context
         .peer
         .peer_info()
@@ -444,8 +465,9 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
         .take(64)
         .collect();
-    let name = if name.is_empty() { "agent".to_owned() } else { name };
-    UserRef::parse(&format!("mcp:{name}")).unwrap_or_else(|_| UserRef::parse("mcp:agent").expect("a valid user"))
+    let name = if name.is_empty() { "client".to_owned() } else { name };
+    UserRef::parse(&format!("mcp:{agent}.{name}"))
+        .unwrap_or_else(|_| UserRef::parse("mcp:agent.client").expect("a valid user"))
 }
 
 /// What an agent is told of a tool name askgate does not offer: names are exact, as listed.

@@ -165,15 +165,16 @@ impl Engine {
 
     /// Checks that `user` may start `function` in `conversation`: the channel's
     /// `allowed_users`, then the function's own list. The operator (at the console or through
-    /// the operator token) and agents with their own tokens (`agent:…`, through the API) may
-    /// start anything; who may answer the run's questions is settled separately.
+    /// the operator token) may start anything. An agent (`agent:<name>`) is let in like a
+    /// person, by those lists (`allowed_users = ["agent:ci"]`); a run of its own with no
+    /// conversation only where the function's list names it.
     pub(super) fn may_start(
         &self,
         function: &str,
         conversation: Option<&Conversation>,
         user: &UserRef,
     ) -> Result<(), Refusal> {
-        if user.is_operator() || user.channel() == "agent" {
+        if user.is_operator() {
             return Ok(());
         }
         if let Some(c) = conversation
@@ -182,7 +183,8 @@ impl Engine {
             return Err(Refusal::Channel { user: user.clone(), section: section(&policy_key(c)) });
         }
         let narrowed = self.inner.functions.get(function).and_then(|f| f.allowed_users.as_ref());
-        if narrowed.is_some_and(|access| !access.admits(user)) {
+        let headless_agent = conversation.is_none() && user.channel() == "agent";
+        if narrowed.map_or(headless_agent, |access| !access.admits(user)) {
             return Err(Refusal::Function { user: user.clone(), function: function.to_owned() });
         }
         Ok(())

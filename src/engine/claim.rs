@@ -115,6 +115,13 @@ impl Engine {
                 Choice::Decline(_) => {}
             }
         }
+        if matches!(choice, Choice::AllowLike(_)) && self.gated(question).await? {
+            // A gated call's action is a tool and its arguments as JSON: a pattern over that text
+            // could reach past one value into others, so its only standing rule is "always".
+            let hint = "a gated tool's call takes no rule; allow it always (the tool, or its exact arguments, as its \
+                        upstream's grant says)";
+            return Ok(Receipt::InvalidChoice { id: question.id, hint: hint.to_owned() });
+        }
         let rule = match &choice {
             Choice::AllowLike(pattern) => Some(pattern.clone()),
             Choice::Answer(_) | Choice::Decline(_) => None,
@@ -154,6 +161,12 @@ impl Engine {
             approvals: None,
         };
         self.claim_for(resolution).await
+    }
+
+    /// Whether `question` is a gated MCP upstream's call.
+    async fn gated(&self, question: &Question) -> Result<bool, StoreError> {
+        let run = self.inner.store.run(question.run).await?;
+        Ok(run.is_some_and(|run| run.function.starts_with(crate::run::GATE_PREFIX)))
     }
 
     /// A person's claim, and what they are told: resolved, lost to an earlier resolution, or

@@ -320,11 +320,11 @@ impl Engine {
     /// Who may take a grant back: who set it, the console's operator, and whoever may answer
     /// the approval it was given on (the people it answers for).
     async fn may_revoke(&self, grant: &crate::store::Grant, user: &UserRef) -> Result<bool, StoreError> {
-        if grant.granted_by == user.as_str() || user.as_str() == crate::channel::console::LOCAL {
+        if user.is(&grant.granted_by) || user.is_operator() {
             return Ok(true);
         }
         let question = self.inner.store.question(grant.question).await?;
-        Ok(question.is_some_and(|q| q.answerers.admits(user)))
+        Ok(question.is_some_and(|q| q.admits(user, q.conversation.as_ref())))
     }
 
     async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {

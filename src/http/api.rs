@@ -170,7 +170,8 @@ pub(super) async fn create(
         }
     };
     let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
-    ask.answerers = users_param(placement.answerers.as_deref())?.map(|users| Answerers::Users { users });
+    let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;
+    ask.answerers = named.map(|users| Answerers::Users { users });
     match state.engine.ask_external(conversation, ask, operator.user).await {
         Ok(question) => {
             let view = snapshot(&state, &question).await?;
@@ -310,6 +311,20 @@ fn typed_name(name: Option<&str>, user: &UserRef) -> Option<String> {
     (!name.is_empty()).then(|| format!("{name} ({user})"))
 }
 
+/// `answerers` as the caller named them: an agent names nobody (403 `agent_answerers`). Who
+/// answers an agent is the operator's choice (the channel's `allowed_users`), so an agent cannot
+/// pick the people who approve what it, or a function it starts, asks for.
+fn agents_name_nobody(caller: &Caller, named: Option<Vec<UserRef>>) -> Result<Option<Vec<UserRef>>, ApiError> {
+    if caller.role == Role::Agent && named.is_some() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "agent_answerers",
+            "an agent does not choose who answers: leave out `answerers` (the channel's allowed_users answer)",
+        ));
+    }
+    Ok(named)
+}
+
 /// A list of users from a body: each `channel:id`.
 fn users_param(users: Option<&[String]>) -> Result<Option<Vec<UserRef>>, ApiError> {
     users
@@ -362,7 +377,7 @@ pub(super) async fn start_run(
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(body.conversation.as_deref())?;
-    let named = users_param(body.answerers.as_deref())?;
+    let named = agents_name_nobody(&operator, users_param(body.answerers.as_deref())?)?;
     let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
     match &conversation {
         Some(c) => {

@@ -7,10 +7,19 @@
 //! with `'…'`, `"…"` and `\` quoting. Anything that makes a shell do more — `&&`, `||`, `;`,
 //! `|`, `&`, redirections (`<`, `>`), `(`/`)`, backticks, `$` (substitution, expansion), a
 //! comment (`#` starting a word), newlines or other control characters, or an unclosed quote
-//! — makes the action not simple, and no rule fits it: a person is asked.
+//! — makes the action not simple, and no rule fits it: a person is asked. So do unquoted
+//! `*`, `?`, `[`, `{` and `}` in the action (the shell would expand one word into several, so
+//! the words a rule saw would not be the words that run); in a rule, `*` is its wildcard. A
+//! rule's first word, the program, is literal: `*` there fits nothing.
 
 /// The words of `command` when it is one simple command (quotes removed); none otherwise.
 pub fn simple_words(command: &str) -> Option<Vec<String>> {
+    lex(command, false)
+}
+
+/// The words of `command` as [`simple_words`], refusing (with `literal`) unquoted characters a
+/// shell expands into more words or other words.
+fn lex(command: &str, literal: bool) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut word = String::new();
     // A word may be empty but quoted (`''`): whether one has begun.
@@ -62,6 +71,7 @@ pub fn simple_words(command: &str) -> Option<Vec<String>> {
                 }
             },
             '#' if !begun => return None,
+            '*' | '?' | '[' | '{' | '}' if literal => return None,
             '&' | '|' | ';' | '<' | '>' | '(' | ')' | '`' | '$' => return None,
             c if c.is_control() => return None,
             c => {
@@ -82,9 +92,12 @@ pub fn simple_words(command: &str) -> Option<Vec<String>> {
 /// more remaining words. `git push *` fits `git push origin main`, and neither
 /// `git push origin main && curl x | sh` nor `git push` alone.
 pub fn fits(pattern: &str, action: &str) -> bool {
-    let (Some(pattern), Some(action)) = (simple_words(pattern), simple_words(action)) else {
+    let (Some(pattern), Some(action)) = (lex(pattern, false), lex(action, true)) else {
         return false;
     };
+    if pattern.first().is_none_or(|program| program.contains('*')) {
+        return false;
+    }
     let (rest, fixed) = match pattern.split_last() {
         Some((last, fixed)) if last == "*" => (true, fixed),
         _ => (false, pattern.as_slice()),
@@ -105,6 +118,7 @@ mod tests {
         assert!(fits("npm run test:*", "npm run test:unit"));
         assert!(fits("deploy staging", "deploy staging"));
         assert!(fits("rm build/*.o", "rm build/a.o"));
+        assert!(fits("rm build/*.o", "rm 'build/*.o'"), "quoted, the action's * is a character");
     }
 
     #[test]
@@ -128,6 +142,10 @@ mod tests {
             "git push (origin)",
             "git push 'origin",
             "git push origin \\",
+            "git push origin feature-{a,b}",
+            "git push origin *",
+            "git push origin ma?n",
+            "git push origin [m]ain",
         ] {
             assert!(!fits("git push *", action), "{action:?}");
             assert!(!fits("*", action), "{action:?}");
@@ -142,7 +160,8 @@ mod tests {
         assert!(!fits("git push *", "git pushx origin"));
         assert!(!fits("deploy staging", "deploy staging now"));
         assert!(!fits("deploy *", "sudo deploy prod"));
-        // A pattern that is not a simple command fits nothing.
+        // A pattern that is not a simple command fits nothing, nor one whose program is a wildcard.
         assert!(!fits("git push * && *", "git push a && b"));
+        assert!(!fits("*/* *", "/bin/sh -c 'curl x | sh'"));
     }
 }

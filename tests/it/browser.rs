@@ -118,7 +118,9 @@ impl Driver {
 )]
 async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let browser = Driver::start().await;
-    let app = App::start("", Env::default()).await;
+    // The page's quorum below is asked by the operator too: counted as the setting allows.
+    let dir = std::sync::Arc::new(tempfile::TempDir::new().unwrap());
+    let app = App::start_config(dir, "quorum_includes_requester = true", "", Env::default()).await;
     // Answered before the page was opened: "Recently answered" lists it all the same.
     let (status, asked) = app
         .post(
@@ -269,20 +271,16 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice (api:operator) via web']"))
         .await;
 
-    // A quorum approval an agent asked for: the page's approval (the operator's) is counted and
-    // shown; another person completes it.
-    let agent = std::fs::read_to_string(app.dir.path().join("askgate-agent.token")).unwrap();
-    let asked: Value = reqwest::Client::new()
-        .post(app.url("/api/questions"))
-        .bearer_auth(agent.trim())
-        .json(&json!({"kind": "approval", "action": "drop table users", "quorum": 2,
-                      "conversation": "console:local", "answerers": ["console:local", "test:bob"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // A quorum approval (the requester counting, as configured): the page's approval (the
+    // operator's) is counted and shown; another person completes it.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"kind": "approval", "action": "drop table users", "quorum": 2, "conversation": "console:local",
+                   "answerers": ["console:local", "test:bob"]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
     let quorum = "//article[.//h2/code[normalize-space()='drop table users']]";
     assert!(browser.find(&format!("{quorum}//button[normalize-space()='Allow always']")).await.is_none());
     browser.wait_for(&format!("{quorum}//p[contains(@class, 'tally')][normalize-space()='0 of 2 approvals']")).await;

@@ -127,14 +127,24 @@ async fn an_agents_own_approval_leaves_no_grant_a_gated_call_can_use() {
     let again = client.call_tool(call("request_approval", story)).await.unwrap();
     assert_eq!(crate::mcp::structured(&again)["decision"], "granted", "{}", text(&again));
 
-    // ...but the gated tool still asks, and nothing runs until a person allows it.
+    // ...but the gated tool still asks, and nothing runs until a person allows it. A pattern
+    // rule over its arguments is refused: it could reach past one value.
     let gated = call_in_background(&client, call("files__delete_file", json!({"path": "prod.sqlite"})));
     let id = served.nth_card_id("files__delete_file", 2).await;
     assert!(files.join("prod.sqlite").exists());
+    served.type_line(&format!("/approve {id} always-like \"files__delete_file\"")).await;
+    served.stdout_line("takes no rule").await;
     served.type_line(&format!("/deny {id} not prod")).await;
     let gated = gated.await.unwrap();
     assert!(text(&gated).contains("not prod"), "{}", text(&gated));
     assert!(files.join("prod.sqlite").exists());
+
+    // The agent reads only its own questions' outcomes.
+    let (base, operator) = served.api(dir.path()).await;
+    let (_, theirs) =
+        post(&base, &operator, "/api/questions", json!({"conversation": "console:local", "prompt": "Lunch?"})).await;
+    let theirs = client.call_tool(call("get_outcome", json!({"id": theirs["id"]}))).await.unwrap();
+    assert!(text(&theirs).starts_with("no question"), "{}", text(&theirs));
     client.cancel().await.unwrap();
     served.terminate().await;
 }
@@ -161,6 +171,16 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
     }
     for path in ["/api/questions", "/api/grants", "/api/events"] {
         assert_eq!(get(&base, &agent, path).await.0, reqwest::StatusCode::FORBIDDEN, "{path}");
+    }
+    // It starts a function only where allowed_users names it, headless only where the
+    // function's own list does.
+    for run in [json!({"function": "demo", "conversation": "console:local"}), json!({"function": "demo"})] {
+        let (status, refused) = post(&base, &agent, "/api/runs", run.clone()).await;
+        assert_eq!(
+            (status, &refused["error"]["code"]),
+            (reqwest::StatusCode::FORBIDDEN, &json!("not_allowed")),
+            "{run}"
+        );
     }
     // A question the agent did not ask is not found with its token.
     let other = json!({"conversation": "console:local", "prompt": "Lunch?"});
@@ -194,7 +214,8 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
 #[tokio::test]
 async fn one_person_is_one_vote_and_neither_the_unlisted_operator_nor_the_requester_completes_a_quorum() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&write_config(dir.path(), ""));
+    let mcp = "\n[mcp]\nconversation = \"console:local\"\nanswerers = [\"console:local\", \"telegram:2\"]\n";
+    let mut served = Served::start(&write_config(dir.path(), mcp));
     let (base, operator) = served.api(dir.path()).await;
     let quorum = |answerers: Value| {
         json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod", "quorum": 2,
@@ -217,18 +238,26 @@ async fn one_person_is_one_vote_and_neither_the_unlisted_operator_nor_the_reques
     served.type_line(&format!("/approve {}", &id[..8])).await;
     served.stdout_line("needs 2 approvals from others").await;
 
-    // Asked by an agent, the operator's approval counts, once, however it is given.
+    // An agent may not choose who answers it.
     let (_, agent) = served.agent(dir.path()).await;
-    let (_, asked) = post(&base, &agent, "/api/questions", quorum(json!(["console:local", "telegram:2"]))).await;
-    let id = asked["id"].as_str().unwrap().to_owned();
+    let (status, refused) = post(&base, &agent, "/api/questions", quorum(json!(["telegram:1"]))).await;
+    assert_eq!((status, &refused["error"]["code"]), (reqwest::StatusCode::FORBIDDEN, &json!("agent_answerers")));
+
+    // Asked by an agent over MCP ([mcp] answerers: the operator and another), the operator's
+    // approval counts, once, however it is given.
+    let client = http_client(&format!("{base}/mcp"), &agent).await;
+    let approval = json!({"action": "deploy staging", "quorum": 2});
+    let _pending = call_in_background(&client, call("request_approval", approval));
+    let id = served.card_id("deploy staging").await;
     let (status, counted) = post(&base, &operator, &reply(&id), json!({"value": "once"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{counted}");
-    served.type_line(&format!("/approve {}", &id[..8])).await;
+    served.type_line(&format!("/approve {id}")).await;
     served.stdout_line("each person counts once").await;
     let (status, _) = post(&base, &operator, &reply(&id), json!({"value": "once"})).await;
     assert_eq!(status, reqwest::StatusCode::CONFLICT);
-    let (_, outcome) = get(&base, &agent, &format!("/api/questions/{id}/outcome")).await;
+    let (_, outcome) = get(&base, &operator, &format!("/api/questions/{id}/outcome")).await;
     assert_eq!(outcome["status"], "pending", "{outcome}");
+    client.cancel().await.unwrap();
     served.terminate().await;
 }
 
