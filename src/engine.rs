@@ -24,6 +24,7 @@ mod function;
 mod instances;
 pub mod metrics;
 mod nudge;
+mod outcomes;
 mod pruner;
 mod quorum;
 mod records;
@@ -93,6 +94,8 @@ struct Inner {
     events: broadcast::Sender<Arc<Logged>>,
     /// The recent events, numbered, for clients that reconnect.
     log: Mutex<event::EventLog>,
+    /// Callers waiting for a question's outcome, each woken by its own question only.
+    outcomes: outcomes::Outcomes,
     /// Blocking asks awaited in this process, with the question each waits on.
     waiters: Mutex<HashMap<QuestionId, (Question, oneshot::Sender<Outcome>)>>,
     runs: TaskTracker,
@@ -135,6 +138,7 @@ impl Engine {
                 channels: Mutex::new(HashMap::new()),
                 events,
                 log: Mutex::new(event::EventLog::new(EVENTS_KEPT)),
+                outcomes: outcomes::Outcomes::default(),
                 waiters: Mutex::new(HashMap::new()),
                 runs: TaskTracker::new(),
                 workers: TaskTracker::new(),
@@ -327,6 +331,9 @@ impl Engine {
 
     /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]).
     fn publish(&self, event: Event) {
+        if let Event::Resolved(question) = &event {
+            self.inner.outcomes.resolved(question);
+        }
         // Numbered and sent under one lock, so the kept events and the live ones agree.
         let mut log = lock(&self.inner.log);
         let logged = log.push(event);

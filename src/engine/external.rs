@@ -150,30 +150,22 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
-        // Subscribe before looking, so that a resolution between the two is not missed.
-        let mut events = self.subscribe();
+        // Watch before looking, so that a resolution between the two is not missed; only this
+        // question's resolution wakes the watch.
+        let mut watch = self.inner.outcomes.watch(id);
         let Some(question) = self.inner.store.question(id).await? else { return Ok(None) };
         if !question.is_pending() || wait.is_zero() {
             return Ok(Some(question));
         }
-        let deadline = tokio::time::Instant::now() + wait;
         let stop = self.stopping();
-        loop {
-            let next = tokio::select! {
-                next = tokio::time::timeout_at(deadline, events.recv()) => next,
-                () = stop.cancelled() => return Ok(Some(question)),
-            };
-            match next {
-                Ok(Ok(logged)) => {
-                    if let Event::Resolved(q) = &logged.event
-                        && q.id == id
-                    {
-                        return Ok(Some(Question::clone(q)));
-                    }
-                }
-                // Fell behind or closed: look at the store instead.
-                Ok(Err(_)) | Err(_) => return self.inner.store.question(id).await,
-            }
+        tokio::select! {
+            resolved = &mut watch.resolved => match resolved {
+                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
+                // Not told (cannot happen while the watch is kept): the store knows.
+                Err(_) => self.inner.store.question(id).await,
+            },
+            () = tokio::time::sleep(wait) => Ok(Some(question)),
+            () = stop.cancelled() => Ok(Some(question)),
         }
     }
 }
