@@ -306,6 +306,24 @@ mod tests {
     }
 
     #[test]
+    fn a_session_timeout_outlasts_progress_and_agents_have_names_of_their_own() {
+        let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
+        let mcp = "[mcp]\nconversation = \"console:local\"\nprogress_every = \"10s\"\n";
+        assert_eq!(parse(mcp).unwrap().mcp.unwrap().session_timeout, std::time::Duration::from_secs(300));
+        let short = parse(&format!("{mcp}session_timeout = \"10s\"\n")).unwrap_err().to_string();
+        assert!(short.contains("mcp.session_timeout") && short.contains("longer than progress_every"), "{short}");
+        let agents = parse("[[agents]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n").unwrap().agents;
+        assert_eq!(agents, [AgentConfig { name: "ci".into(), token_env: "CI_TOKEN".into() }]);
+        for (name, says) in [("agent", "taken"), ("c i", "not a name")] {
+            let text = format!("[[agents]]\nname = \"{name}\"\ntoken_env = \"X\"\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains("agents[0].name") && e.contains(says), "{e}");
+        }
+        assert!(!parse("").unwrap().settings.quorum_includes_requester);
+        assert!(parse("[gateway]\nquorum_includes_requester = true\n").unwrap().settings.quorum_includes_requester);
+    }
+
+    #[test]
     fn grant_ttl_is_a_duration_or_never_by_default() {
         let parse = |text: &str| Config::parse(text, "c.toml", Path::new("."));
         assert_eq!(parse("").unwrap().settings.grant_ttl, None);

@@ -128,7 +128,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
 async fn agents_only(State(state): State<AppState>, mut request: Request, next: axum::middleware::Next) -> Response {
     match authorize(&state, request.headers()) {
         Ok(caller) if caller.role == Role::Agent => {
-            request.extensions_mut().insert(AgentName(caller.name));
+            request.extensions_mut().insert(crate::mcp::AgentName(caller.name));
             next.run(request).await
         }
         Ok(_) => ApiError::new(
@@ -302,10 +302,6 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for
         }
     }
 }
-
-/// The name of the agent whose token a `/mcp` request carries (`agent` for the default token).
-#[derive(Clone, Debug)]
-pub struct AgentName(pub String);
 
 /// Who a bearer token says is calling.
 #[derive(Clone, Debug)]

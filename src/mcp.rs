@@ -35,6 +35,11 @@ use crate::question::{Answerers, Ask, Conversation, Outcome, Question, QuestionI
 use tools::{Call, Tool};
 use upstream::{Resolved, Upstream, Upstreams};
 
+/// The name of the agent whose token a `/mcp` request carries (`agent` for the default token),
+/// put in the request's extensions by the HTTP surface that checked the token.
+#[derive(Clone, Debug)]
+pub struct AgentName(pub String);
+
 /// The longest `get_outcome` waits.
 pub const MAX_WAIT: u64 = 60;
 
@@ -197,11 +202,8 @@ impl Server {
 
     /// Whether the question `id` was asked by this session's agent and client.
     async fn asked(&self, id: QuestionId, context: &RequestContext<RoleServer>) -> bool {
-        let asker = asker(context);
         match self.engine.question(id).await {
-            Ok(Some(question)) => {
-                matches!(self.engine.run(question.run).await, Ok(Some(run)) if run.initiator == asker)
-            }
+            Ok(Some(question)) => self.engine.asked_by(&question, &asker(context)).await.unwrap_or(false),
             Ok(None) | Err(_) => false,
         }
     }
@@ -454,7 +456,7 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
     let agent = context
         .extensions
         .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::http::AgentName>())
+        .and_then(|parts| parts.extensions.get::<AgentName>())
         .map_or("agent", |agent| agent.0.as_str());
     let name: String = context
         .peer

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::claim::{Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
-use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt, UserRef};
+use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
 use crate::store::{Resolution, StoreError};
 
 impl Engine {
@@ -26,7 +26,7 @@ impl Engine {
         resolver: &Resolver,
     ) -> Result<Receipt, StoreError> {
         let allowed = Outcome::Answered { value: Value::String("once".to_owned()) };
-        if !self.inner.settings.quorum_includes_requester && self.requested_by(question, &resolver.user).await? {
+        if !self.inner.settings.quorum_includes_requester && self.asked_by(question, &resolver.user).await? {
             return Ok(Receipt::OwnRequest { id: question.id, quorum: question.quorum });
         }
         let mut current = question.clone();
@@ -76,11 +76,6 @@ impl Engine {
             };
         }
         Err(StoreError::Busy(format!("the approvals of {} kept changing", question.id.short())))
-    }
-
-    /// Whether `user` asked for `question`: started its run, or is the agent that asked.
-    async fn requested_by(&self, question: &Question, user: &UserRef) -> Result<bool, StoreError> {
-        Ok(self.inner.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
     }
 
     /// An approval was counted: the cards show the count, observers hear of it.

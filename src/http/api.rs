@@ -37,15 +37,10 @@ async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
 /// found, as if they did not exist).
 async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
     let question = find(state, id).await?;
-    if caller.role == Role::Agent && !asked_by(state, question.run, &caller.user).await? {
+    if caller.role == Role::Agent && !state.engine.asked_by(&question, &caller.user).await? {
         return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))));
     }
     Ok(question)
-}
-
-/// Whether `user` started the run `id` (an agent's question is a run of its own).
-async fn asked_by(state: &AppState, id: RunId, user: &UserRef) -> Result<bool, ApiError> {
-    Ok(state.engine.run(id).await?.is_some_and(|run| run.initiator == *user))
 }
 
 /// A question with its rendered cards: what every surface shows.

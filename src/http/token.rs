@@ -29,7 +29,9 @@ pub enum Role {
 
 /// One credential for the HTTP API.
 pub struct ApiToken {
-    secret: String,
+    /// The SHA-256 of the secret: all a request's token is compared with (the secret itself
+    /// is not kept).
+    digest: [u8; 32],
     name: String,
     role: Role,
 }
@@ -59,13 +61,17 @@ impl Tokens {
     /// The holder of a token whose secret another token has too, if any.
     pub fn reused(&self) -> Option<String> {
         self.0.iter().enumerate().find_map(|(i, token)| {
-            self.0[..i].iter().any(|earlier| earlier.matches(&token.secret)).then(|| token.holder())
+            self.0[..i].iter().any(|earlier| earlier.digest == token.digest).then(|| token.holder())
         })
     }
 
-    /// The token `given` is, if any. Every token is compared, each in constant time.
+    /// The token `given` is, if any. It is digested once, and every token is compared with it,
+    /// each in constant time.
     pub fn find(&self, given: &str) -> Option<&ApiToken> {
-        self.0.iter().fold(None, |found, token| if token.matches(given) { found.or(Some(token)) } else { found })
+        let given = digest(given);
+        self.0
+            .iter()
+            .fold(None, |found, token| if token.matches_digest(&given) { found.or(Some(token)) } else { found })
     }
 }
 
@@ -149,12 +155,12 @@ pub enum TokenError {
 impl ApiToken {
     /// The operator's token with this secret, answering as `api:<name>`.
     pub fn new(secret: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { secret: secret.into(), name: name.into(), role: Role::Operator }
+        Self { digest: digest(&secret.into()), name: name.into(), role: Role::Operator }
     }
 
     /// An agent's token with this secret: it asks as `agent:<name>`.
     pub fn agent(secret: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { secret: secret.into(), name: name.into(), role: Role::Agent }
+        Self { digest: digest(&secret.into()), name: name.into(), role: Role::Agent }
     }
 
     /// A named agent's token from its variable's value.
@@ -190,9 +196,11 @@ impl ApiToken {
     /// Whether `given` is the token. The comparison takes the same time whatever the two hold,
     /// also when their lengths differ: it compares digests of equal length.
     pub fn matches(&self, given: &str) -> bool {
-        let (a, b) = (Sha256::digest(self.secret.as_bytes()), Sha256::digest(given.as_bytes()));
-        let (a, b): (&[u8], &[u8]) = (&a, &b);
-        bool::from(a.ct_eq(b))
+        self.matches_digest(&digest(given))
+    }
+
+    fn matches_digest(&self, given: &[u8; 32]) -> bool {
+        bool::from(self.digest.ct_eq(given))
     }
 
     /// The operator's token from `env` (`ASKGATE_API_TOKEN`) if set, else the one kept beside
@@ -217,7 +225,7 @@ impl ApiToken {
 }
 
 fn load_or_create(kind: &Kind, env: Option<String>, database: &str) -> Result<(ApiToken, TokenSource), TokenError> {
-    let token = |secret: &str| ApiToken { secret: secret.to_owned(), name: kind.name.to_owned(), role: kind.role };
+    let token = |secret: &str| ApiToken { digest: digest(secret), name: kind.name.to_owned(), role: kind.role };
     if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
         let secret = secret.trim();
         if secret.chars().count() < MIN_TOKEN_LEN {
@@ -294,6 +302,12 @@ fn token_path(database: &str, file: &str) -> Option<PathBuf> {
     Some(dir.join(file))
 }
 
+/// The SHA-256 of a secret: compared in place of it, digests of equal length whatever the
+/// secrets' lengths.
+fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
 /// 64 hex characters from the system's random source.
 fn generate() -> String {
     let bytes: Vec<u8> =
@@ -323,10 +337,28 @@ mod tests {
         let TokenSource::Created(path) = source else { panic!("{source:?}") };
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         let (second, source) = ApiToken::load_or_create(None, db.to_str().unwrap()).unwrap();
-        assert_eq!(source, TokenSource::File(path));
-        assert!(second.matches(&first.secret));
+        assert_eq!(source, TokenSource::File(path.clone()));
+        let secret = std::fs::read_to_string(&path).unwrap();
+        assert!(first.matches(secret.trim()) && second.matches(secret.trim()));
         assert!(!second.matches("nope"));
         assert!(!second.matches(""));
+    }
+
+    #[test]
+    fn each_token_is_found_as_its_holder_and_a_secret_given_twice_is_refused() {
+        let (operator, agent) = ("o".repeat(40), "a".repeat(40));
+        let tokens =
+            Tokens::new(ApiToken::new(operator.clone(), "operator"), vec![ApiToken::agent(agent.clone(), "ci")]);
+        assert_eq!(
+            tokens.find(&operator).map(|t| (t.holder(), t.role())),
+            Some(("api:operator".into(), Role::Operator))
+        );
+        assert_eq!(tokens.find(&agent).map(|t| (t.holder(), t.role())), Some(("agent:ci".into(), Role::Agent)));
+        assert!(tokens.find("nope").is_none());
+        assert_eq!(tokens.reused(), None);
+        let twice = Tokens::new(ApiToken::new(operator.clone(), "operator"), vec![ApiToken::agent(operator, "ci")]);
+        assert_eq!(twice.reused().as_deref(), Some("agent:ci"));
+        assert!(ApiToken::named_agent("ci", "CI_TOKEN", "short").unwrap_err().to_string().contains("CI_TOKEN has 5"));
     }
 
     #[test]

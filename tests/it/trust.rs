@@ -198,15 +198,7 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
     assert_eq!(answered["answered_name"], "bob (api:operator)");
 
     // /mcp takes agent tokens only.
-    let response = reqwest::Client::new()
-        .post(format!("{base}/mcp"))
-        .bearer_auth(&operator)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
-        .send()
-        .await
-        .unwrap();
+    let response = RawSession::post_to(&format!("{base}/mcp"), &operator, None, RawSession::INITIALIZE).await;
     assert_eq!(response.status(), reqwest::StatusCode::FORBIDDEN);
     served.terminate().await;
 }
@@ -285,10 +277,11 @@ struct RawSession {
 }
 
 impl RawSession {
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"plain","version":"1"}}}"#;
+
     async fn open(base: &str, token: &str) -> Self {
         let url = format!("{base}/mcp");
-        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"plain","version":"1"}}}"#;
-        let response = Self::post_to(&url, token, None, init).await;
+        let response = Self::post_to(&url, token, None, Self::INITIALIZE).await;
         let id = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
         response.text().await.unwrap();
         let session = Self { url, token: token.to_owned(), id };
