@@ -16,9 +16,9 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Context, Engine, Resolver, RunRequest, Settings};
+use askgate::engine::{Channel, ChannelError};
 use askgate::engine::{Function, FunctionError, Functions};
 use askgate::question::{Ask, Conversation, Mode, Question, Surface, UserRef};
 use askgate::store::{Delivery, PostgresStore, SqliteStore, Store, Synchronous};

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
 use askgate::engine::{Access, ChannelPolicy, Engine, Functions, Resolver, Settings};
+use askgate::engine::{Channel, ChannelError};
 use askgate::question::{Answerers, Ask, Conversation, Question, Surface, UserRef};
 use askgate::store::{Delivery, SqliteStore, Synchronous};
 use async_trait::async_trait;

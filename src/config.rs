@@ -11,6 +11,11 @@ mod mcp;
 mod overrides;
 mod raw;
 
+/// The default of `gateway.max_event_streams`.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
+/// The default of `gateway.max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -19,7 +24,6 @@ pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, Webhoo
 pub use functions::{FunctionKind, FunctionSpec};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use overrides::{GatewayValue, Source};
-pub use raw::parse_duration;
 
 use crate::engine::Settings;
 use crate::store::Synchronous;
@@ -278,6 +282,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::question::parse_duration;
 
     #[test]
     fn reminders_and_escalation_are_read_and_checked() {

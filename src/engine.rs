@@ -8,8 +8,8 @@
 //!
 //! The parts: `runner` (starting and replaying runs, one turn at a time), `context` (what a
 //! function asks through), `function` (the [`Function`] trait and the registry), `claim`
-//! (resolving a question once, and what follows), `quorum` (approvals that need several people), `nudge` (reminders and escalation), `delivery` (attached channels and their
-//! lanes), `router` (what an inbound message means), `access` (who may start and answer),
+//! (resolving a question once, and what follows), `quorum` (approvals that need several people), `nudge` (reminders and escalation), `port` (the [`Channel`] trait adapters implement),
+//! `delivery` (attached channels and their lanes), `router` (what an inbound message means), `access` (who may start and answer),
 //! `external` (questions from agents), `records` (what the engine lets others read of the
 //! store), `event` (the broadcast stream), `settings`, `metrics`, the `sweeper` (timeouts)
 //! and the `pruner` (retention).
@@ -25,9 +25,11 @@ mod instances;
 pub mod metrics;
 mod nudge;
 mod outcomes;
+mod port;
 mod pruner;
 mod quorum;
 mod records;
+pub mod retry;
 mod router;
 mod runner;
 mod settings;
@@ -50,12 +52,13 @@ pub use event::{Event, Logged};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
+pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found};
+pub use retry::Retry;
 pub use router::{Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
 
-use crate::channel::ChannelState;
 use crate::clock::Clock;
 use crate::question::{Conversation, Mode, Outcome, Question, QuestionId, Timeout};
 use crate::run::{Run, RunStatus};

@@ -13,9 +13,9 @@ use crate::channel::console::Console;
 use crate::channel::discord::{Discord, DiscordConfig};
 use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
-use crate::channel::{Channel, ChannelState};
 use crate::clock::Clock;
 use crate::config::{Config, Env, FunctionKind};
+use crate::engine::{Channel, ChannelState};
 use crate::engine::{ChannelPolicy, Engine, Entry, Function, Functions};
 use crate::function::process::Process;
 use crate::http::ApiToken;
@@ -230,7 +230,7 @@ impl Gateway {
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
             let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());
-            crate::mcp::service(engine.clone(), mcp, upstreams, http, mcp_sessions(&engine))
+            crate::mcp::service(engine.clone(), mcp, upstreams, http, crate::http::MAX_BODY, mcp_sessions(&engine))
         });
         let app = crate::http::router(engine.clone(), tokens, webhooks, settings, mcp);
         let max_connections = config.max_connections;

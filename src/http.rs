@@ -25,8 +25,8 @@ use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::channel::ChannelState;
 use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, Webhooks};
+use crate::engine::ChannelState;
 use crate::engine::{Engine, Resolver};
 use crate::question::{Surface, UserRef};
 
@@ -63,12 +63,9 @@ pub struct HttpSettings {
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        Self { loopback: true, max_event_streams: DEFAULT_MAX_EVENT_STREAMS }
+        Self { loopback: true, max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS }
     }
 }
-
-/// The default of `gateway.max_event_streams`.
-pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
 
 /// The page's policy: its own script and styles only, no framing, no forms posting elsewhere.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -191,9 +188,6 @@ fn is_loopback_host(host: &str) -> bool {
 pub async fn serve(listener: TcpListener, app: Router, stop: CancellationToken) -> std::io::Result<()> {
     server::serve(listener, app, stop, server::Limits::default()).await
 }
-
-/// The default of `gateway.max_connections`.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 /// An error response: `{"error":{"code","message", …}}`.
 #[derive(Debug)]

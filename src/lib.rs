@@ -1,34 +1,53 @@
 //! askgate lets a running function pause to ask a human and resume with the answer, through
 //! the chat channels where people already are.
 //!
-//! The parts, in the order a question travels:
+//! The modules, each using only modules above it (a test, `layout`, keeps this map true):
 //!
-//! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
-//!   follow-up runs from their journal, expires questions, and tells channels what to show.
-//!   The extension point lives here: [`engine::Function`], [`engine::Context`] (what a function
-//!   asks through) and the registry. The engine is the only door to the store.
-//! - [`function`]: the functions askgate ships — the built-ins and programs in any language
-//!   over the process protocol ([`function::process`]).
-//! - [`question`]: the domain — ids, conversations, kinds, options, outcomes, receipts,
-//!   validating an ask, matching a typed choice, and [`question::AskWire`], the one wire
-//!   form of an ask (process protocol and HTTP API).
+//! ```text
+//! text      ->
+//! clock     ->
+//! question  -> text
+//! run       -> question
+//! store     -> question, run
+//! command   -> question, text
+//! wording   -> question, store, text
+//! engine    -> clock, command, question, run, store, text, wording
+//! function  -> engine, question, text
+//! config    -> engine, function, question, store, text
+//! channel   -> clock, command, engine, question, store, text, wording
+//! mcp       -> config, engine, function, question, text, wording
+//! http      -> channel, config, engine, mcp, question, run, store, text
+//! gateway   -> channel, clock, config, engine, function, http, mcp, question, store
+//! ```
+//!
+//! - [`text`]: clipping text to a length, and the one markup a detail may carry.
+//! - [`clock`]: wall-clock time, with a manual clock for tests.
+//! - [`question`]: the domain — ids, conversations, people and the operator, kinds, options,
+//!   outcomes, receipts, validating an ask, matching a typed choice, durations, and
+//!   [`question::AskWire`], the one wire form of an ask (process protocol and HTTP API).
 //! - [`run`]: the record of one invocation of a function across its replays.
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
 //!   through sqlx, with one group-committing writer that steps prepared statements on its own
 //!   thread (the crate's only `unsafe`, in `store::sqlite::raw`); [`store::PostgresStore`] is
 //!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY, group commit).
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
-//! - [`channel`]: the [`channel::Channel`] trait and the adapters: console, Telegram, Discord,
-//!   the text-command parser they share, and the retry/backoff helper.
+//! - [`wording`]: what people read — the text card, reminders, lists, receipts, ages.
+//! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
+//!   follow-up runs from their journal, expires questions, and tells channels what to show
+//!   through its port, [`engine::Channel`]. The extension point lives here:
+//!   [`engine::Function`], [`engine::Context`] (what a function asks through) and the registry.
+//!   The engine is the only door to the store.
+//! - [`function`]: the functions askgate ships — the built-ins and programs in any language
+//!   over the process protocol ([`function::process`]).
 //! - [`config`]: `channels.toml` — the raw file, channel rules, function entries, and
 //!   `ASKGATE_GATEWAY_*` from the environment — parsed into typed settings.
-//! - [`http`]: the REST API, the live event stream, the web page and the webhook channel.
-//! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person) and `askgate mcp`, its stdio
-//!   bridge.
+//! - [`channel`]: the adapters that implement [`engine::Channel`]: console, Telegram, Discord
+//!   and the webhook bridge.
+//! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
+//!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
+//! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
-//! - [`clock`]: wall-clock time, with a manual clock for tests.
-//! - [`text`]: clipping text to a length.
 
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -46,6 +65,7 @@ pub mod question;
 pub mod run;
 pub mod store;
 pub mod text;
+pub mod wording;
 
 /// An error with its causes, as one line: `database error: disk I/O error (SQLite code 10)`.
 pub fn error_chain(error: &dyn std::error::Error) -> String {

@@ -46,12 +46,14 @@ pub const MAX_WAIT: u64 = 60;
 /// What `/mcp` serves.
 pub type McpService = StreamableHttpService<Server, LocalSessionManager>;
 
-/// The MCP service for `/mcp`: one [`Server`] per session. Sessions end when `stop` fires.
+/// The MCP service for `/mcp`: one [`Server`] per session, messages of at most `max_body`
+/// bytes (the HTTP surface's limit). Sessions end when `stop` fires.
 pub fn service(
     engine: Engine,
     config: McpConfig,
     upstreams: Arc<Upstreams>,
     http: std::net::SocketAddr,
+    max_body: usize,
     stop: CancellationToken,
 ) -> McpService {
     let session_timeout = config.session_timeout;
@@ -70,7 +72,7 @@ pub fn service(
     let settings = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_allowed_origins(origins)
-        .with_max_request_body_bytes(crate::http::MAX_BODY)
+        .with_max_request_body_bytes(max_body)
         .with_cancellation_token(stop);
     // A session with nothing in flight and no request for `session_timeout` ends; a held call's
     // progress or pings (every `progress_every`, shorter) keep its session.
@@ -347,7 +349,7 @@ impl Server {
     /// `waiting for an answer on telegram:42 (expires in 28m (20:36 UTC))`.
     fn waiting(&self, question: &Question) -> String {
         let at = question.conversation.as_ref().map_or_else(String::new, |c| format!(" on {c}"));
-        let expiry = crate::channel::text::expiry(question.expires_at, self.engine.clock().now_ms());
+        let expiry = crate::wording::expiry(question.expires_at, self.engine.clock().now_ms());
         format!("waiting for an answer{at} ({expiry})")
     }
 

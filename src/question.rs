@@ -6,6 +6,7 @@
 mod approvals;
 mod ask;
 mod choice;
+mod duration;
 mod nudge;
 mod outcome;
 mod person;
@@ -22,6 +23,7 @@ use uuid::Uuid;
 pub use approvals::Approver;
 pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
+pub use duration::parse_duration;
 pub use nudge::{MIN_REMIND_EVERY_MS, Nudges, millis};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
 pub use person::{API_OPERATOR, CONSOLE_OPERATOR, lists};

@@ -10,11 +10,12 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{Channel, ChannelError, ChannelState, text};
 use crate::clock::Clock;
+use crate::engine::{Channel, ChannelError, ChannelState};
 use crate::engine::{Engine, Inbound};
 use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::store::Delivery;
+use crate::wording;
 
 /// The console's conversation and user id.
 pub const LOCAL: &str = crate::question::CONSOLE_OPERATOR;
@@ -95,9 +96,9 @@ impl Console {
     /// At start: the questions that still wait for an answer here (after a restart, the cards
     /// printed before it have scrolled away or are in another terminal).
     async fn show_waiting(&self, engine: &Engine, conversation: &Conversation) {
-        match engine.pending_for(Some(conversation), text::LISTED + 1).await {
+        match engine.pending_for(Some(conversation), wording::LISTED + 1).await {
             Ok(waiting) if !waiting.is_empty() => {
-                let (shown, more) = text::listed(&waiting);
+                let (shown, more) = wording::listed(&waiting);
                 let n = shown.len();
                 self.report(&if more {
                     format!("More than {n} questions still wait for your answer; the {n} oldest (the web page lists them all):")
@@ -107,7 +108,7 @@ impl Console {
                 .await;
                 let now = self.clock.now_ms();
                 for q in shown {
-                    self.report(&text::card(q, now)).await;
+                    self.report(&wording::card(q, now)).await;
                 }
             }
             Ok(_) => {}
@@ -182,7 +183,7 @@ impl Channel for Console {
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
-        self.print(&text::card(question, self.clock.now_ms())).await?;
+        self.print(&wording::card(question, self.clock.now_ms())).await?;
         Ok(vec![Delivery::card(question.id, Surface::Console, "local", question.id.short())])
     }
 
@@ -190,7 +191,7 @@ impl Channel for Console {
         if cards.is_empty() {
             return Ok(());
         }
-        self.print(&text::resolved_line(question)).await
+        self.print(&wording::resolved_line(question)).await
     }
 
     async fn send_text(&self, _conversation: &Conversation, text: &str) -> Result<(), ChannelError> {

@@ -22,13 +22,14 @@ use serenity::all::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::retry::{Backoff, retrying};
-use super::{Channel, ChannelError, ChannelState, Retry, text};
 use crate::clock::Clock;
 use crate::command::{self, CardAction, Tap};
+use crate::engine::retry::{Backoff, retrying};
+use crate::engine::{Channel, ChannelError, ChannelState, Retry};
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
 use crate::store::Delivery;
+use crate::wording;
 
 /// What the adapter needs to connect.
 #[derive(Clone, Debug)]
@@ -487,8 +488,8 @@ impl Channel for Discord {
         let mentions: Vec<String> = ids.iter().map(|id| format!("<@{id}>")).collect();
         // Only the people it names are notified: nothing else in it may ping anyone.
         let allowed = CreateAllowedMentions::new().users(ids.into_iter().map(serenity::all::UserId::new));
-        let card = render::escape(&render::shorten(&text::card(question, now_ms), 1500));
-        let content = format!("{}\n{card}", text::reminder_line(&mentions.join(" ")));
+        let card = render::escape(&render::shorten(&wording::card(question, now_ms), 1500));
+        let content = format!("{}\n{card}", wording::reminder_line(&mentions.join(" ")));
         self.send(channel_of(conversation)?, CreateMessage::new().content(content).allowed_mentions(allowed)).await?;
         Ok(())
     }

@@ -30,11 +30,11 @@ use teloxide::{Bot, RequestError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::retry::{Backoff, retrying};
-use super::{ChannelError, ChannelState, Retry};
 use crate::clock::Clock;
 use crate::command::{CardAction, Command, Tap};
+use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{CardRefusal, Engine, Inbound, Response};
+use crate::engine::{ChannelError, ChannelState, Retry};
 use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
 use crate::store::Delivery;
 

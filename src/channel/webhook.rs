@@ -18,12 +18,13 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::retry::{Backoff, retry_after, retrying};
-use super::{Channel, ChannelError, text};
 use crate::clock::Clock;
+use crate::engine::retry::{Backoff, retry_after, retrying};
+use crate::engine::{Channel, ChannelError};
 use crate::engine::{Engine, Inbound, Response};
 use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
 use crate::store::Delivery;
+use crate::wording;
 
 /// The header that carries the signature.
 pub const SIGNATURE_HEADER: &str = "x-askgate-signature";
@@ -286,14 +287,14 @@ impl Channel for Webhooks {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
-        self.post(conversation, &text::card(question, self.clock.now_ms())).await?;
+        self.post(conversation, &wording::card(question, self.clock.now_ms())).await?;
         Ok(vec![Delivery::card(question.id, Surface::Webhook, conversation.to_string(), question.id.short())])
     }
 
     /// A sent message cannot change: each conversation that was shown a card (its own, and
     /// one it was escalated to on this channel) is told the outcome in a line.
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        self.post_to_each(&shown_in(question, cards), &text::resolved_line(question)).await
+        self.post_to_each(&shown_in(question, cards), &wording::resolved_line(question)).await
     }
 
     /// A quorum approval's count so far, in a line to each conversation shown a card (to its

@@ -3,7 +3,8 @@
 //! where its value came from, for `askgate check`.
 
 use super::Env;
-use super::raw::{RawGateway, parse_duration};
+use super::raw::RawGateway;
+use crate::question::parse_duration;
 
 /// Where a `[gateway]` value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

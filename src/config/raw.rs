@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::question::parse_duration;
 use bytesize::ByteSize;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -98,8 +99,8 @@ impl Default for RawGateway {
             retention: Some(Duration::from_secs(30 * 86_400)),
             grant_ttl: None,
             remind_before: None,
-            max_event_streams: crate::http::DEFAULT_MAX_EVENT_STREAMS,
-            max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
+            max_event_streams: super::DEFAULT_MAX_EVENT_STREAMS,
+            max_connections: super::DEFAULT_MAX_CONNECTIONS,
             quorum_includes_requester: false,
         }
     }
@@ -203,23 +204,6 @@ pub(super) struct RawFunction {
     pub pre_approved: Vec<String>,
     #[serde(default)]
     pub show_stderr: Option<bool>,
-}
-
-/// Parses `90s`, `30m`, `1h30m`, `2d`, or a number of seconds (`45`).
-///
-/// # Errors
-/// A message saying what is accepted.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let parsed = match text.parse::<u64>() {
-        Ok(secs) => Duration::from_secs(secs),
-        Err(_) => humantime::parse_duration(text)
-            .map_err(|_| format!("`{text}` is not a duration like 90s, 30m, 1h30m or 2d"))?,
-    };
-    if parsed.is_zero() {
-        return Err("a duration must be longer than zero".to_owned());
-    }
-    Ok(parsed)
 }
 
 fn some_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ByteSize>, D::Error> {

@@ -251,7 +251,7 @@ impl Engine {
                         "rule \"{}\" (set by {}, {})",
                         grant.action,
                         grant.setter(),
-                        crate::channel::text::ago(grant.created_at, now)
+                        crate::wording::ago(grant.created_at, now)
                     ),
                 ),
                 Some(grant) => (format!("grant:{}", grant.id), format!("a grant set by {}", grant.setter())),

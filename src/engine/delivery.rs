@@ -17,9 +17,9 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::access::policy_key;
+use super::retry::{Backoff, Retry};
+use super::{Channel, ChannelState};
 use super::{Engine, Event, lock};
-use crate::channel::retry::Backoff;
-use crate::channel::{Channel, ChannelState, Retry};
 use crate::question::{Conversation, Question, QuestionId, UserRef};
 use crate::store::{Delivery, DeliveryRole, Store, Undelivered};
 

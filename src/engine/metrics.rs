@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::channel::ChannelState;
+use super::ChannelState;
 use crate::question::{Status, Surface};
 use crate::store::WriteStats;
 

@@ -5,13 +5,12 @@
 use std::fmt::Write;
 
 use super::{Engine, Resolver, RunRequest, StartError};
-use crate::channel::text;
 use crate::command::{Allow, Command, HELP};
 use crate::question::{
-    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Surface, UserRef, display_name,
-    display_value,
+    Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
 };
 use crate::store::StoreError;
+use crate::wording;
 
 /// A message from a person on some surface.
 #[derive(Clone, Debug)]
@@ -80,48 +79,9 @@ impl Response {
     }
 
     fn receipt(receipt: Receipt, question: Option<&Question>) -> Self {
-        let text = receipt_text(&receipt, question);
+        let text = wording::receipt(&receipt, question);
         Self { receipt: Some(receipt), text, started: false }
     }
-}
-
-/// The words for a receipt; none for a plain success, which the card's update shows.
-pub fn receipt_text(receipt: &Receipt, question: Option<&Question>) -> Option<String> {
-    let kind = question.map_or(Kind::Question, |q| q.kind);
-    Some(match receipt {
-        Receipt::Resolved { .. } => return None,
-        Receipt::AlreadyResolvedSame { by, .. } => match by {
-            Some(by) => format!("Already answered the same way by {by}."),
-            None => "Already answered the same way.".to_owned(),
-        },
-        Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
-            (Outcome::Answered { value }, Some(by)) => {
-                format!("Already answered: {} — by {by}.", display_value(kind, value))
-            }
-            (other, _) => format!("Already closed: {}.", other.summary(kind)),
-        },
-        Receipt::Expired { .. } => "This question has expired.".to_owned(),
-        Receipt::Counted { id, approvals, quorum } => {
-            format!("Approval {approvals} of {quorum} recorded ({}); it needs {} more.", id.short(), quorum - approvals)
-        }
-        Receipt::AlreadyCounted { id, approvals, quorum } => format!(
-            "You approved {} already; each person counts once ({approvals} of {quorum}, {} more needed).",
-            id.short(),
-            quorum - approvals
-        ),
-        Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
-        Receipt::OwnRequest { id, quorum } => format!(
-            "You asked for this approval ({}): it needs {quorum} approvals from others, so yours is not counted.",
-            id.short()
-        ),
-        Receipt::Unknown { reason } => format!("{reason}."),
-        Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
-    })
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 /// The smallest id prefix that is accepted.
@@ -176,7 +136,7 @@ impl Engine {
         }
         match Command::parse(&inbound.text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
-            Some(Err(e)) => return Ok(Response::say(format!("{}.", capitalise(&e.to_string())))),
+            Some(Err(e)) => return Ok(Response::say(format!("{}.", wording::capitalise(&e.to_string())))),
             None => {}
         }
         if let Some(id) = inbound.reply_to
@@ -261,8 +221,8 @@ impl Engine {
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Pending => {
-                let pending = self.pending_for(Some(&inbound.conversation), text::LISTED + 1).await?;
-                Ok(Response::say(text::pending_list(&pending, self.now_ms())))
+                let pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                Ok(Response::say(wording::pending_list(&pending, self.now_ms())))
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input).await,
             Command::Cancel => {
@@ -276,7 +236,7 @@ impl Engine {
             Command::Help => Ok(Response::say(self.help())),
             Command::Grants => {
                 let grants = self.grants(Some(&inbound.conversation)).await?;
-                Ok(Response::say(text::grants_list(&grants, self.now_ms())))
+                Ok(Response::say(wording::grants_list(&grants, self.now_ms())))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id).await,
         }
@@ -337,9 +297,9 @@ impl Engine {
         Ok(match started {
             Ok(_) => Response { started: true, ..Response::default() },
             Err(e @ StartError::UnknownFunction(_)) => {
-                Response::say(format!("{}. /help lists the functions.", capitalise(&e.to_string())))
+                Response::say(format!("{}. /help lists the functions.", wording::capitalise(&e.to_string())))
             }
-            Err(e) => Response::say(format!("{}.", capitalise(&e.to_string()))),
+            Err(e) => Response::say(format!("{}.", wording::capitalise(&e.to_string()))),
         })
     }
 

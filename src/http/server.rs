@@ -52,7 +52,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_connections: super::DEFAULT_MAX_CONNECTIONS, header_timeout: HEADER_TIMEOUT }
+        Self { max_connections: crate::config::DEFAULT_MAX_CONNECTIONS, header_timeout: HEADER_TIMEOUT }
     }
 }
 

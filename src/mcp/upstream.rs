@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::lines::{Line, Lines, Oversized};
 
-use crate::channel::ChannelState;
 use crate::config::{UpstreamConfig, UpstreamTransport};
+use crate::engine::ChannelState;
 use crate::engine::Engine;
 
 /// The longest pause between two attempts to start an upstream.

@@ -78,7 +78,7 @@ fn wire_duration(key: &str, value: Option<&Value>) -> Result<Option<u64>, String
             Some(secs) => std::time::Duration::from_secs(secs),
             None => return Err(format!("{key} {n} is not a positive number of seconds")),
         },
-        Some(Value::String(text)) => crate::config::parse_duration(text).map_err(|e| format!("{key}: {e}"))?,
+        Some(Value::String(text)) => super::parse_duration(text).map_err(|e| format!("{key}: {e}"))?,
         Some(other) => return Err(format!("{key} {other} is not a number of seconds or a duration like \"5m\"")),
     };
     Ok(Some(super::millis(duration)))

@@ -103,7 +103,7 @@ async fn the_demo_runs_by_clicking_buttons() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library for date formatting?", 1).await;
-    assert_eq!(dc.engine.channel_states(), [("discord", askgate::channel::ChannelState::Up)]);
+    assert_eq!(dc.engine.channel_states(), [("discord", askgate::engine::ChannelState::Up)]);
     let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["dayjs", "date-fns", "luxon", "Other…", "Decline"]);
     let click = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "date-fns"));

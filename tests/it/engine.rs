@@ -518,7 +518,7 @@ struct Gate {
 }
 
 #[async_trait]
-impl askgate::channel::Channel for Gate {
+impl askgate::engine::Channel for Gate {
     fn name(&self) -> &'static str {
         "gate"
     }
@@ -530,7 +530,7 @@ impl askgate::channel::Channel for Gate {
     async fn show_question(
         &self,
         question: &askgate::question::Question,
-    ) -> Result<Vec<askgate::store::Delivery>, askgate::channel::ChannelError> {
+    ) -> Result<Vec<askgate::store::Delivery>, askgate::engine::ChannelError> {
         self.cards.lock().unwrap().push(question.clone());
         Ok(Vec::new())
     }
@@ -539,7 +539,7 @@ impl askgate::channel::Channel for Gate {
         &self,
         _: &askgate::question::Question,
         _: &[askgate::store::Delivery],
-    ) -> Result<(), askgate::channel::ChannelError> {
+    ) -> Result<(), askgate::engine::ChannelError> {
         Ok(())
     }
 
@@ -547,7 +547,7 @@ impl askgate::channel::Channel for Gate {
         &self,
         conversation: &askgate::question::Conversation,
         _: &str,
-    ) -> Result<(), askgate::channel::ChannelError> {
+    ) -> Result<(), askgate::engine::ChannelError> {
         if conversation.as_str() == "gate:slow" {
             let _ = self.open.acquire().await.unwrap();
         }

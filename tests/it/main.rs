@@ -12,6 +12,7 @@ mod faults;
 mod gate;
 mod http;
 mod instances;
+mod layout;
 mod mcp;
 mod nudges;
 mod openapi;

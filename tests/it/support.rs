@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use askgate::channel::{Channel, ChannelError};
 use askgate::clock::Clock;
 use askgate::engine::Functions;
 use askgate::engine::{Access, ChannelPolicy, Engine, Inbound, Response, RunRequest, Settings};
+use askgate::engine::{Channel, ChannelError};
 use askgate::question::{Conversation, Question, Surface, UserRef};
 use askgate::run::Run;
 use askgate::store::{Delivery, Store};

@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use askgate::channel::ChannelState;
 use askgate::channel::telegram::{Telegram, TelegramConfig, Timeouts, Updates};
 use askgate::clock::Clock;
+use askgate::engine::ChannelState;
 use askgate::engine::{Access, ChannelPolicy, Engine, Resolver, Settings};
 use askgate::question::{Conversation, QuestionId, Status, Surface, UserRef};
 use askgate::run::RunStatus;

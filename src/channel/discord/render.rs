@@ -8,9 +8,9 @@ use serenity::all::{
 };
 use std::fmt::Write;
 
-use crate::channel::text;
 use crate::question::{Kind, Question, QuestionId};
 use crate::text::{Piece, clip};
+use crate::wording;
 
 /// Discord's limits.
 pub const MAX_CUSTOM_ID: usize = 100;
@@ -94,7 +94,7 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
         Kind::Approval => format!("Approve: {}", q.prompt),
         _ => q.prompt.clone(),
     };
-    let footer = text::footer(q, now_ms);
+    let footer = wording::footer(q, now_ms);
     let budget = MAX_CONTENT - footer.chars().count() - tail.chars().count() - 40;
     let title = escape(&shorten(&title, budget / 2));
     let mut out = format!("**{title}**");
@@ -133,7 +133,8 @@ pub fn card(q: &Question, now_ms: i64) -> Layout {
         return layout;
     }
     // Never a card with controls silently missing: the commands go in the text instead.
-    let commands = text::card(q, 0).lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n");
+    let commands =
+        wording::card(q, 0).lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n");
     Layout { content: content(q, now_ms, &format!("```\n{commands}\n```")), rows: Vec::new() }
 }
 

@@ -7,9 +7,10 @@ use teloxide::prelude::{Request, Requester};
 use teloxide::types::{ChatId, MessageId, ParseMode};
 
 use super::{Telegram, render, retry};
-use crate::channel::{Channel, ChannelError, text};
+use crate::engine::{Channel, ChannelError};
 use crate::question::{Conversation, Question, Status, Surface, UserRef};
 use crate::store::{Delivery, DeliveryRole};
+use crate::wording;
 
 impl Telegram {
     /// Deletes a prompt for the next message; one too old for Telegram to delete (48 hours) is
@@ -86,9 +87,9 @@ impl Channel for Telegram {
             .filter_map(|u| u.as_str().strip_prefix("telegram:")?.parse::<u64>().ok())
             .map(|id| format!("<a href=\"tg://user?id={id}\">user {id}</a>"))
             .collect();
-        let card = render::shorten(&text::card(question, now_ms), render::MAX_TEXT - 300);
+        let card = render::shorten(&wording::card(question, now_ms), render::MAX_TEXT - 300);
         // The line's own words need no escaping; the mentions are HTML already.
-        let line = text::reminder_line(&mentions.join(", "));
+        let line = wording::reminder_line(&mentions.join(", "));
         self.send(conversation, format!("{line}\n{}", render::escape(&card)), None).await.map(|_| ())
     }
 

@@ -15,7 +15,7 @@ use teloxide::types::AllowedUpdate;
 use tokio_util::sync::CancellationToken;
 
 use super::Telegram;
-use crate::channel::ChannelState;
+use crate::engine::ChannelState;
 use crate::engine::Engine;
 
 /// How many failed polls in a row mark the channel down: one lost poll is a blip, not an outage.

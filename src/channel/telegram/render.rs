@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use crate::channel::text;
 use crate::question::{Kind, Question, QuestionId};
 use crate::text::Piece;
+use crate::wording;
 
 /// Telegram's limit for `callback_data`, in bytes.
 pub const MAX_CALLBACK_DATA: usize = 64;
@@ -36,7 +36,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// The visible text of a card before escaping: prompt, detail, id and expiry. Prompt and
 /// detail are shortened so that the whole message stays under Telegram's limit.
 fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> (String, String, String) {
-    let footer = text::footer(q, now_ms);
+    let footer = wording::footer(q, now_ms);
     let reserved = footer.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
     let title = match q.kind {
@@ -87,7 +87,7 @@ pub fn resolved(q: &Question, now_ms: i64) -> String {
 }
 
 fn text_commands(q: &Question) -> String {
-    let card = text::card(q, 0);
+    let card = wording::card(q, 0);
     // The text surface's card without its first lines (prompt, detail, id): its commands.
     card.lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n")
 }

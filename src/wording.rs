@@ -1,8 +1,10 @@
-//! Rendering for text-only surfaces: numbered options, each with the command that answers it.
+//! What people read, in one place: the card of text-only surfaces (numbered options, each with
+//! the command that answers it), reminders, the lists `/pending` and `/grants` show, the words
+//! of a receipt, and how long ago or until. Adapters draw their own cards from these words.
 
 use std::fmt::Write;
 
-use crate::question::{Kind, Question};
+use crate::question::{Kind, Outcome, Question, Receipt, display_value};
 use crate::text::Piece;
 
 /// Renders a question as plain text with its commands.
@@ -192,6 +194,46 @@ pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
     }
     out.truncate(out.trim_end().len());
     out
+}
+
+/// The words for a receipt; none for a plain success, which the card's update shows.
+pub fn receipt(receipt: &Receipt, question: Option<&Question>) -> Option<String> {
+    let kind = question.map_or(Kind::Question, |q| q.kind);
+    Some(match receipt {
+        Receipt::Resolved { .. } => return None,
+        Receipt::AlreadyResolvedSame { by, .. } => match by {
+            Some(by) => format!("Already answered the same way by {by}."),
+            None => "Already answered the same way.".to_owned(),
+        },
+        Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
+            (Outcome::Answered { value }, Some(by)) => {
+                format!("Already answered: {} — by {by}.", display_value(kind, value))
+            }
+            (other, _) => format!("Already closed: {}.", other.summary(kind)),
+        },
+        Receipt::Expired { .. } => "This question has expired.".to_owned(),
+        Receipt::Counted { id, approvals, quorum } => {
+            format!("Approval {approvals} of {quorum} recorded ({}); it needs {} more.", id.short(), quorum - approvals)
+        }
+        Receipt::AlreadyCounted { id, approvals, quorum } => format!(
+            "You approved {} already; each person counts once ({approvals} of {quorum}, {} more needed).",
+            id.short(),
+            quorum - approvals
+        ),
+        Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
+        Receipt::OwnRequest { id, quorum } => format!(
+            "You asked for this approval ({}): it needs {quorum} approvals from others, so yours is not counted.",
+            id.short()
+        ),
+        Receipt::Unknown { reason } => format!("{reason}."),
+        Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
+    })
+}
+
+/// `s` with its first letter in upper case.
+pub fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]

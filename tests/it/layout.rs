@@ -1,0 +1,181 @@
+//! The crate's layout: `lib.rs` maps the top-level modules and what each uses, every module
+//! uses only modules above it in that map (so no two import each other), and no source file
+//! is longer than a reader can hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+const LONGEST_FILE: usize = 600;
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A source file without its comments, its string literals' contents and its unit tests
+/// (which may use anything), so that only what the code imports is left.
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '"' => {
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    if !escaped && c == '"' {
+                        break;
+                    }
+                    escaped = !escaped && c == '\\';
+                }
+                out.push_str("\"\"");
+            }
+            // A char literal of a quote ('"') is not a string.
+            '\'' if chars.peek() == Some(&'"') => {
+                chars.next();
+                out.push_str("'x");
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The top-level modules each top-level module names (`crate::x`, or `x::` inside a
+/// `use crate::{…}` group).
+fn imports(modules: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    sources(Path::new(SRC), &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+    for file in files {
+        let relative = file.strip_prefix(SRC).unwrap();
+        let top =
+            relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        if !modules.contains(&top) {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        let named = named(&text);
+        let uses = graph.get_mut(&top).unwrap();
+        uses.extend(named.into_iter().filter(|m| modules.contains(m) && *m != top));
+    }
+    graph
+}
+
+/// The names right after `crate::` in `code`, and the first name of each item of a
+/// `crate::{…}` group.
+fn named(text: &str) -> BTreeSet<String> {
+    let word = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let mut named = BTreeSet::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The first word of each item at the group's own depth.
+            let (mut depth, mut item_start) = (0, true);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && !c.is_whitespace() => {
+                        named.insert(word(&group[i..]));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            named.insert(word(rest));
+        }
+    }
+    named
+}
+
+/// `lib.rs`'s map: each module in order, with the modules it says it uses.
+fn map(lib: &str) -> Vec<(String, BTreeSet<String>)> {
+    let start =
+        lib.find("//! ```text\n").expect("lib.rs has the module map in a ```text block") + "//! ```text\n".len();
+    let block = &lib[start..];
+    let block = &block[..block.find("//! ```").unwrap()];
+    block
+        .lines()
+        .map(|line| {
+            let line = line.trim_start_matches("//!").trim();
+            let (module, uses) = line.split_once("->").unwrap_or_else(|| panic!("`{line}` is not `module -> uses`"));
+            let uses = uses.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect();
+            (module.trim().to_owned(), uses)
+        })
+        .collect()
+}
+
+#[test]
+fn lib_rs_maps_the_modules_as_they_are_and_each_uses_only_those_above_it() {
+    let lib = std::fs::read_to_string(format!("{SRC}/lib.rs")).unwrap();
+    let declared: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("mod ")))
+        .map(|l| l.trim_end_matches(';').to_owned())
+        .collect();
+    let map = map(&lib);
+    let mapped: BTreeSet<String> = map.iter().map(|(m, _)| m.clone()).collect();
+    assert_eq!(mapped, declared, "lib.rs's map names every module it declares, and no other");
+    let actual = imports(&declared);
+    let mut above = BTreeSet::new();
+    let mut wrong = Vec::new();
+    for (module, said) in &map {
+        let uses = &actual[module];
+        if uses != said {
+            wrong.push(format!("{module} uses {uses:?}; the map says {said:?}"));
+        }
+        for used in uses {
+            if !above.contains(used) {
+                wrong.push(format!("{module} uses {used}, which is not above it in the map"));
+            }
+        }
+        above.insert(module.clone());
+    }
+    assert!(wrong.is_empty(), "lib.rs's module map is not the code:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_source_file_is_longer_than_600_lines() {
+    let mut files = Vec::new();
+    sources(Path::new(SRC), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).unwrap().lines().count();
+            (lines > LONGEST_FILE).then(|| format!("{} has {lines} lines", f.strip_prefix(SRC).unwrap().display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "{}", long.join("\n"));
+}
+
+#[test]
+fn the_map_reader_sees_imports_and_not_comments_strings_or_tests() {
+    let text = "use crate::{engine::{Engine, Inbound}, store::Store};\n// crate::http\nlet s = \"crate::mcp\";\nlet q = '\"';\nfn f() { crate::run::x() }\n#[cfg(test)]\nmod tests {\n    use crate::config;\n}\n";
+    let code = code(text);
+    assert!(code.contains("crate::{engine::") && code.contains("crate::run::x"), "{code}");
+    let expected: BTreeSet<String> = ["engine", "store", "run"].map(str::to_owned).into();
+    assert_eq!(named(&code), expected);
+    assert!(!code.contains("http") && !code.contains("mcp") && !code.contains("config"), "{code}");
+}
