@@ -243,12 +243,21 @@ async fn each_question_expires_exactly_once(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let runs = [h.run("timed", "default").await, h.run("timed", "confirm").await];
-    h.card(2).await;
+    let asked = [h.card(1).await, h.card(2).await];
     for _ in 0..5 {
         h.clock.advance(30_000);
     }
     for run in runs {
         h.finished(run).await;
+    }
+    // An answer that read its question while it still waited (an API reply, a tap racing the
+    // sweeper) loses to the expiry: the claim takes only a question that still waits.
+    for stale in &asked {
+        assert_eq!(stale.status, Status::Pending);
+        let choice = if stale.kind == askgate::question::Kind::Confirm { "yes" } else { "a" };
+        let receipt = h.engine.resolve(stale, choice, &resolver(alice())).await.unwrap();
+        assert!(matches!(receipt, Receipt::Expired { .. }), "{receipt:?}");
+        assert!(matches!(h.question(stale).await.outcome, Some(Outcome::Expired { .. })));
     }
     // Counted once everything handed to the channel went out: a third would show.
     h.engine.outbound_idle().await;

@@ -368,8 +368,15 @@ async fn a_duplicate_tap_and_a_redelivered_update_resume_once() {
     assert!(answer["text"].as_str().unwrap().starts_with("Already answered"), "{answer}");
     let answers_before = fake.calls("answercallbackquery").len();
     fake.redeliver(first);
-    // The redelivered update is answered (its spinner stops) and applied no more.
-    eventually(|| async { (fake.calls("answercallbackquery").len() > answers_before).then_some(()) }).await;
+    // The redelivered update is answered (its spinner stops) and applied no more: it is known
+    // by its update, so it is not even a second tap that loses ("Already answered").
+    let redelivered = eventually(|| async {
+        let calls = fake.calls("answercallbackquery");
+        calls.get(answers_before).map(|c| c.body.clone())
+    })
+    .await;
+    assert_eq!(redelivered["callback_query_id"], format!("cb-{first}"));
+    assert_eq!(redelivered["text"].as_str().unwrap_or(""), "", "{redelivered}");
     fake.text(ALICE, ALICE, "/pending", None);
     let pending = fake.sent("1 waiting:", 1).await;
     assert!(pending["text"].as_str().unwrap().contains("Archive all 87 emails?"));
