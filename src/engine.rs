@@ -171,7 +171,6 @@ impl Engine {
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
         self.adopt_orphans().await?;
-        self.reconcile_waiting().await?;
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear
             // what the others ask and resolve.
@@ -214,18 +213,6 @@ impl Engine {
                 }
                 Mode::External => {}
             }
-        }
-        Ok(())
-    }
-
-    /// Finishes agents' runs left `waiting` although their question was resolved: a crash
-    /// between the claim and the write that ends the run leaves one behind. (A follow-up run's
-    /// status changes in the claim's own statement, so it cannot be left so.)
-    async fn reconcile_waiting(&self) -> Result<(), StoreError> {
-        for resume in self.inner.store.stuck_external_runs().await? {
-            let summary = resume.journal.last().map_or_else(|| "ended".to_owned(), Question::outcome_line);
-            tracing::info!(run = %resume.run.id, "finishing an agent's run whose question was resolved before a crash");
-            self.inner.store.finish_run(resume.run.id, RunStatus::Finished, &summary, self.now_ms()).await?;
         }
         Ok(())
     }

@@ -66,7 +66,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::question::{Approver, Conversation, Kind, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum};
+use crate::question::{
+    Approver, Conversation, Kind, Mode, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum,
+};
 use crate::run::{Run, RunStatus};
 
 pub use error::StoreError;
@@ -207,8 +209,7 @@ pub struct QuestionFilter {
 /// A request to close a question.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolution {
-    /// The question as the claimer saw it (pending). When the claim wins, this snapshot with
-    /// the outcome applied is the resolved question: nothing is read back.
+    /// The question as the claimer saw it (pending). The claim answers with the row as stored.
     pub question: Question,
     /// How it ends.
     pub outcome: Outcome,
@@ -230,8 +231,28 @@ pub struct Resolution {
     pub approvals: Option<Vec<Approver>>,
 }
 
+/// What a won claim does to its question's run, in the same commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunAfter {
+    /// A follow-up run goes from `waiting` to `running`: its function is replayed with the
+    /// answer.
+    Resume,
+    /// An agent's run ends `finished` with its question's outcome as its result: nothing
+    /// else follows an agent's question.
+    Finish(String),
+}
+
 impl Resolution {
-    /// The claimer's snapshot with this resolution applied: the question as it now stands.
+    /// What a win does to the question's run (a blocking run goes on in memory: nothing).
+    pub fn run_after(&self) -> Option<RunAfter> {
+        match self.question.mode {
+            Mode::FollowUp => Some(RunAfter::Resume),
+            Mode::External => Some(RunAfter::Finish(self.resolved().outcome_line())),
+            Mode::Blocking => None,
+        }
+    }
+
+    /// The claimer's snapshot with this resolution applied (the stores answer with the row).
     pub fn resolved(&self) -> Question {
         Question {
             status: self.outcome.status(),
@@ -351,7 +372,7 @@ pub enum Change {
 /// What a resolve attempt found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
-    /// This attempt closed the question; the snapshot as it now stands.
+    /// This attempt closed the question; the row as stored.
     Won(Question),
     /// It was already closed; the snapshot as it stands.
     Lost(Question),
@@ -444,8 +465,9 @@ pub trait Store: Send + Sync + 'static {
     async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError>;
     /// A run's questions ordered by step: its journal (resolved ones) and at most one pending.
     async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
-    /// Closes a question if it is still pending: the claim-once write. A follow-up run whose
-    /// question this resolves becomes `running` in the same write.
+    /// Closes a question if it is still pending: the claim-once write. In the same commit it
+    /// records the grant and the update, and changes the run as [`Resolution::run_after`]
+    /// says; it answers with the question as stored.
     async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError>;
     /// Records one more approval of a pending quorum approval: `approvals` replaces `seen`
     /// only if the question is still pending with exactly `seen` recorded (so that racing
@@ -477,9 +499,6 @@ pub trait Store: Send + Sync + 'static {
         next: Option<i64>,
         escalated_to: Option<&Conversation>,
     ) -> Result<bool, StoreError>;
-    /// Agents' runs (mode `external`) still `waiting` with no pending question, with their
-    /// journals: left so by a crash between a claim and the run's finishing write.
-    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError>;
     /// Pending questions in a conversation, asked before `before`, that have no recorded card
     /// in their conversation or in the one they were escalated to (and which), ordered by id,
     /// after `after`, at most `limit`: cards whose delivery did not get through before a stop.

@@ -230,18 +230,9 @@ impl Engine {
                     _ => self.resume(question.run, question.conversation.as_ref(), Some(resolved)),
                 }
             }
-            Mode::External => {
-                // The agent learns the outcome by polling; its run record ends here.
-                let engine = self.clone();
-                let (run_id, summary) = (question.run, question.outcome_line());
-                self.inner.runs.spawn(async move {
-                    let finished =
-                        engine.inner.store.finish_run(run_id, RunStatus::Finished, &summary, engine.now_ms());
-                    if let Err(e) = finished.await {
-                        tracing::error!(run = %run_id, error = %e, "could not close an external run");
-                    }
-                });
-            }
+            // The claim ended the agent's run in its own commit; the agent hears the outcome
+            // from its waiter or by asking.
+            Mode::External => {}
         }
     }
 

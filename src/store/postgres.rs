@@ -417,22 +417,6 @@ impl Store for PostgresStore {
         Ok(self.writes.execute(moved).await? == 1)
     }
 
-    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {
-        let ids = sqlx::query(
-            "SELECT id FROM runs r WHERE status = 'waiting' AND mode = 'external' AND NOT EXISTS \
-             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND q.status = 'pending')",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        let mut stuck = Vec::with_capacity(ids.len());
-        for row in &ids {
-            if let Some(resume) = self.run_with_journal(parse_col(row, "id")?).await? {
-                stuck.push(resume);
-            }
-        }
-        Ok(stuck)
-    }
-
     async fn undelivered(
         &self,
         before: i64,

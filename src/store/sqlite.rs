@@ -373,24 +373,6 @@ impl Store for SqliteStore {
         self.write(job!(Nudge { question: question, seen: seen, next: next, escalated_to: escalated_to })).await
     }
 
-    async fn stuck_external_runs(&self) -> Result<Vec<Resume>, StoreError> {
-        // `+q.status` keeps SQLite on the (run_id, step) index: the pending-status index would
-        // read every pending question once per run.
-        let ids = sqlx::query(
-            "SELECT id FROM runs r WHERE status = 'waiting' AND mode = 'external' AND NOT EXISTS \
-             (SELECT 1 FROM questions q WHERE q.run_id = r.id AND +q.status = 'pending')",
-        )
-        .fetch_all(&self.readers)
-        .await?;
-        let mut stuck = Vec::with_capacity(ids.len());
-        for row in &ids {
-            if let Some(resume) = self.run_with_journal(parse_col(row, "id")?).await? {
-                stuck.push(resume);
-            }
-        }
-        Ok(stuck)
-    }
-
     // In id order through the primary key, so that a page stops at its 500th find instead of
     // sorting every pending question each time (`id > ''` on the first page: ids are never
     // empty). With every card delivered it still reads each pending question once, at start.

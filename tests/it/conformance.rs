@@ -40,7 +40,7 @@ crate::backend::on_both_backends!(
     deadlines_and_pending_lists,
     undelivered_questions_are_found_page_by_page,
     a_question_escalated_without_a_card_there_is_found,
-    an_agents_run_left_waiting_without_a_question_is_found,
+    a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_stored,
     runs_finish_count_says_and_read_back_with_their_journal,
     pruning_deletes_old_ended_runs_and_keys_only,
     a_bad_write_fails_by_its_own_fault,
@@ -429,19 +429,37 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
     b.store.close().await;
 }
 
-async fn an_agents_run_left_waiting_without_a_question_is_found(place: Place) {
+async fn a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_stored(place: Place) {
     let b = Backend::open(place).await;
+    // An agent's run ends with its question.
     let mut r = run("test:room");
     r.mode = Mode::External;
     let q = question(&r, 0, "Agent asks");
     b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
-    assert_eq!(b.store.stuck_external_runs().await.unwrap(), []);
-    b.store.resolve(answer(&q, json!("it's"), T0 + 1)).await.unwrap();
-    // An external run is not resumed by the claim (only follow-up runs are): it stays waiting.
-    let stuck = b.store.stuck_external_runs().await.unwrap();
-    assert_eq!(stuck.len(), 1);
-    assert_eq!((stuck[0].run.id, stuck[0].run.status), (r.id, RunStatus::Waiting));
-    assert_eq!(stuck[0].journal.len(), 1);
+    // Another write moves the question on after the claimer read it.
+    let ops = conversation("test:ops");
+    let r2 = Run { id: RunId::new(), ..r.clone() };
+    let nudged = Question { id: QuestionId::new(), run: r2.id, nudge_at: Some(T0 + 10), ..q.clone() };
+    b.store.ask(&r2, &Arc::new(nudged.clone())).await.unwrap();
+    assert!(b.store.advance_nudge(nudged.id, T0 + 10, Some(T0 + 99), Some(&ops)).await.unwrap());
+    let Claim::Won(won) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
+        panic!("the claim lost")
+    };
+    assert_eq!((won.escalated_to.as_ref(), won.nudge_at), (Some(&ops), Some(T0 + 99)), "the row as stored");
+    assert_eq!(won.outcome, Some(Outcome::Answered { value: json!("it's") }));
+    let ended = b.store.run(r2.id).await.unwrap().unwrap();
+    assert_eq!(ended.status, RunStatus::Finished, "the claim ended the agent's run");
+    assert_eq!(ended.result.as_deref(), Some(won.outcome_line().as_str()));
+    assert_eq!(ended.updated_at, T0 + 1);
+    // A follow-up run is resumed; a claim that loses changes no run.
+    let (f, fq) = asked(&b.store, "test:room", "Follow-up asks").await;
+    assert!(matches!(b.store.resolve(answer(&fq, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(_)));
+    assert_eq!(b.store.run(f.id).await.unwrap().unwrap().status, RunStatus::Running);
+    assert!(matches!(b.store.resolve(answer(&q, json!("a\"b"), T0 + 3)).await.unwrap(), Claim::Won(_)));
+    assert_eq!(b.store.run(r.id).await.unwrap().unwrap().status, RunStatus::Finished);
+    let lost = b.store.resolve(answer(&q, json!("it's"), T0 + 4)).await.unwrap();
+    assert!(matches!(lost, Claim::Lost(ref q) if q.outcome == Some(Outcome::Answered { value: json!("a\"b") })));
+    assert_eq!(b.store.run(r.id).await.unwrap().unwrap().updated_at, T0 + 3, "a lost claim changes no run");
     b.store.close().await;
 }
 

@@ -15,7 +15,7 @@ use axum::routing::any;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::support::eventually;
+use crate::support::{eventually, eventually_at};
 
 /// The bot's user id.
 pub const BOT_ID: i64 = 666;
@@ -199,15 +199,15 @@ impl FakeTelegram {
     }
 
     /// Waits for the `n`th sent message whose text contains `needle`; returns it.
-    pub async fn sent(&self, needle: &str, n: usize) -> Value {
-        eventually(|| async {
+    #[track_caller]
+    pub fn sent<'a>(&'a self, needle: &'a str, n: usize) -> impl Future<Output = Value> + 'a {
+        eventually_at(std::panic::Location::caller(), move || async move {
             let inner = self.inner.lock().unwrap();
             let mut found: Vec<&Value> =
                 inner.messages.values().filter(|m| m["text"].as_str().unwrap_or("").contains(needle)).collect();
             found.sort_by_key(|m| m["message_id"].as_i64());
             found.get(n - 1).map(|m| (*m).clone())
         })
-        .await
     }
 
     /// The callback answer for a pressed update.

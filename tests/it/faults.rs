@@ -503,14 +503,14 @@ async fn check_after_restart(api: &Api, acknowledged: &std::collections::HashMap
 }
 
 #[tokio::test]
-async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
+async fn an_agents_run_ends_in_its_claims_commit_so_a_crash_after_it_leaves_nothing_to_repair() {
     use askgate::question::{Answerers, Ask, Mode, Outcome, Surface};
     use askgate::run::RunStatus;
     use askgate::store::{Resolution, Store};
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("askgate.db");
     let run = {
-        // The claim landed, the run's finishing write did not.
+        // The claim lands, and the store closes before anything else is written.
         let store = SqliteStore::open(db.to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let mut run = crate::support::waiting_run("console:local", "");
         run.mode = Mode::External;
@@ -533,7 +533,7 @@ async fn an_agents_run_left_waiting_by_a_crash_is_finished_at_start() {
             approvals: None,
         };
         store.resolve(resolution.clone()).await.unwrap();
-        assert_eq!(store.run(run.id).await.unwrap().unwrap().status, RunStatus::Waiting);
+        assert_eq!(store.run(run.id).await.unwrap().unwrap().status, RunStatus::Finished);
         store.close().await;
         run.id
     };

@@ -279,8 +279,19 @@ pub fn alice() -> UserRef {
     UserRef::parse(ALICE).unwrap()
 }
 
-/// Polls `probe` until it yields a value; panics after 20 seconds.
-pub async fn eventually<T, F, Fut>(mut probe: F) -> T
+/// Polls `probe` until it yields a value; panics after 20 seconds, naming the line that
+/// waited.
+#[track_caller]
+pub fn eventually<T, F, Fut>(probe: F) -> impl Future<Output = T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    eventually_at(std::panic::Location::caller(), probe)
+}
+
+/// As [`eventually`], naming `at` when it gives up (a helper that waits for its caller).
+pub async fn eventually_at<T, F, Fut>(at: &'static std::panic::Location<'static>, mut probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
@@ -290,7 +301,7 @@ where
         if let Some(v) = probe().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "condition not reached within 20 s");
+        assert!(tokio::time::Instant::now() < deadline, "the condition waited for at {at} was not reached within 20 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }

@@ -4,7 +4,8 @@
 //! write was its own transaction. A write that arrives alone runs alone (no `BEGIN`/`COMMIT`
 //! round trips), so one conversation pays nothing for it.
 //!
-//! Each write is one statement (see `writes`) that answers with the rows it touched or returned.
+//! Each write is one statement (see `writes`) that answers with how many rows it touched, or
+//! with the row it returned.
 //! When a write of a batch fails, the batch is rolled back and each of its writes runs again
 //! alone, so a write's failure (a refused value, a deadlock with another instance's batch) is
 //! its own and never another's. When the commit itself fails, whether it took effect is not
@@ -12,7 +13,7 @@
 
 use std::sync::Arc;
 
-use sqlx::postgres::{PgArguments, PgPool, Postgres};
+use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
 use sqlx::{Execute, SqlStr};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -31,18 +32,38 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 /// A statement with its arguments bound.
 pub(super) type PgQuery = sqlx::query::Query<'static, Postgres, PgArguments>;
 
+/// What a write answers.
+enum Answer {
+    /// How many rows it touched (or returned, for a `SELECT` at its end).
+    Touched(u64),
+    /// The row it returned, if any.
+    Row(Option<PgRow>),
+}
+
 /// A write waiting for its transaction, and where its result goes.
 struct Write {
     sql: SqlStr,
     args: PgArguments,
-    /// The rows the statement touched (or returned, for a `SELECT` at its end).
-    done: oneshot::Sender<Result<u64, StoreError>>,
+    /// Whether it answers with its row rather than a count.
+    fetch: bool,
+    done: oneshot::Sender<Result<Answer, StoreError>>,
     /// Whether someone waits for it.
     awaited: bool,
 }
 
+impl Write {
+    /// Runs the write on `executor`.
+    async fn run<'e, E: sqlx::PgExecutor<'e>>(&self, executor: E) -> Result<Answer, sqlx::Error> {
+        let query = sqlx::query_with(self.sql.clone(), self.args.clone());
+        Ok(match self.fetch {
+            true => Answer::Row(query.fetch_optional(executor).await?),
+            false => Answer::Touched(query.execute(executor).await?.rows_affected()),
+        })
+    }
+}
+
 /// Hands a write's result to whoever waits for it; logs a failure nobody waits for.
-fn reply(done: oneshot::Sender<Result<u64, StoreError>>, result: Result<u64, StoreError>) {
+fn reply(done: oneshot::Sender<Result<Answer, StoreError>>, result: Result<Answer, StoreError>) {
     if let Err(Err(e)) = done.send(result) {
         tracing::debug!(error = %e, "a write nobody waited for failed");
     }
@@ -67,12 +88,23 @@ impl Writes {
 
     /// Runs `query` in the next transaction and returns the rows it touched (or returned).
     pub(super) async fn execute(&self, query: PgQuery) -> Result<u64, StoreError> {
-        self.queue(query, true)?.await.map_err(|_| StoreError::Closed)?
+        match self.queue(query, false, true)?.await.map_err(|_| StoreError::Closed)?? {
+            Answer::Touched(rows) => Ok(rows),
+            Answer::Row(row) => Ok(u64::from(row.is_some())),
+        }
+    }
+
+    /// Runs `query` in the next transaction and returns the row it returned, if any.
+    pub(super) async fn fetch_optional(&self, query: PgQuery) -> Result<Option<PgRow>, StoreError> {
+        match self.queue(query, true, true)?.await.map_err(|_| StoreError::Closed)?? {
+            Answer::Row(row) => Ok(row),
+            Answer::Touched(_) => unreachable!("a fetching write answers with its row"),
+        }
     }
 
     /// Runs `query` in a coming transaction without waiting for it (a failure is logged).
     pub(super) fn send(&self, query: PgQuery) {
-        if let Err(e) = self.queue(query, false) {
+        if let Err(e) = self.queue(query, false, false) {
             tracing::debug!(error = %e, "a write was not queued");
         }
     }
@@ -80,14 +112,15 @@ impl Writes {
     fn queue(
         &self,
         mut query: PgQuery,
+        fetch: bool,
         awaited: bool,
-    ) -> Result<oneshot::Receiver<Result<u64, StoreError>>, StoreError> {
+    ) -> Result<oneshot::Receiver<Result<Answer, StoreError>>, StoreError> {
         let args = query
             .take_arguments()
             .map_err(|e| StoreError::Decode(format!("a value could not be encoded: {e}")))?
             .unwrap_or_default();
         let (done, result) = oneshot::channel();
-        self.queue.send(Write { sql: query.sql(), args, done, awaited }).map_err(|_| StoreError::Closed)?;
+        self.queue.send(Write { sql: query.sql(), args, fetch, done, awaited }).map_err(|_| StoreError::Closed)?;
         Ok(result)
     }
 }
@@ -115,9 +148,9 @@ async fn writer(pool: PgPool, queue: Arc<Mutex<mpsc::UnboundedReceiver<Write>>>)
 async fn commit(pool: &PgPool, batch: &mut Vec<Write>) {
     if batch.len() > 1 {
         match together(pool, batch).await {
-            Ok(rows) => {
-                for (write, rows) in batch.drain(..).zip(rows) {
-                    reply(write.done, Ok(rows));
+            Ok(answers) => {
+                for (write, answer) in batch.drain(..).zip(answers) {
+                    reply(write.done, Ok(answer));
                 }
                 return;
             }
@@ -134,8 +167,8 @@ async fn commit(pool: &PgPool, batch: &mut Vec<Write>) {
         }
     }
     for write in batch.drain(..) {
-        let result = sqlx::query_with(write.sql, write.args).execute(pool).await;
-        reply(write.done, result.map(|r| r.rows_affected()).map_err(StoreError::from));
+        let result = write.run(pool).await;
+        reply(write.done, result.map_err(StoreError::from));
     }
 }
 
@@ -147,14 +180,13 @@ enum Failed {
     Commit(sqlx::Error),
 }
 
-/// The writes of `batch` in one transaction: the rows each touched, once all committed.
-async fn together(pool: &PgPool, batch: &[Write]) -> Result<Vec<u64>, Failed> {
+/// The writes of `batch` in one transaction: what each answered, once all committed.
+async fn together(pool: &PgPool, batch: &[Write]) -> Result<Vec<Answer>, Failed> {
     let mut tx = pool.begin().await.map_err(Failed::Write)?;
-    let mut rows = Vec::with_capacity(batch.len());
+    let mut answers = Vec::with_capacity(batch.len());
     for write in batch {
-        let done = sqlx::query_with(write.sql.clone(), write.args.clone()).execute(&mut *tx).await;
-        rows.push(done.map_err(Failed::Write)?.rows_affected());
+        answers.push(write.run(&mut *tx).await.map_err(Failed::Write)?);
     }
     tx.commit().await.map_err(Failed::Commit)?;
-    Ok(rows)
+    Ok(answers)
 }

@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::PostgresStore;
 use super::batch::PgQuery;
 use crate::question::{Approver, Conversation, Outcome, Question, QuestionId};
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json};
-use crate::store::{Claim, Pruned, Resolution, StoreError};
+use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
 /// instance as its owner.
@@ -25,19 +25,22 @@ macro_rules! upsert_run {
     };
 }
 
-/// What a won claim `c` carries: the inbound update `$9`, the grant `$10`…`$15` (and `$17`…`$19`,
-/// `$21`), and the
-/// announcement `$8` (when `$16`: other instances listen); a row comes back only when the claim
-/// won.
+/// What a won claim `c` carries: its run's change (`$22` the status, `$23` the result; see
+/// `Resolution::run_after`), the inbound update `$9`, the grant `$10`…`$15` (and `$17`…`$19`,
+/// `$21`), and the announcement `$8` (when `$16`: other instances listen); the question's row
+/// comes back only when the claim won.
 macro_rules! claim_tail {
     () => {
-        "i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
+        "r AS (UPDATE runs SET status = $22, result = COALESCE($23, result), updated_at = $5, \
+         owner = CASE WHEN $22 = 'running' THEN current_setting('askgate.instance', true) ELSE owner END \
+         WHERE $22::text IS NOT NULL AND id = (SELECT run_id FROM c) AND status = 'waiting'), \
+         i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
          ON CONFLICT DO NOTHING), \
          g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at, expires_at, \
          granted_name, pattern, grantee) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18, $19::bigint, \
          $21 FROM c \
          WHERE $10::text IS NOT NULL) \
-         SELECT CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END FROM c"
+         SELECT c.*, CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END AS notified FROM c"
     };
 }
 
@@ -130,30 +133,38 @@ impl PostgresStore {
     }
 
     /// The claim-once write (see [`crate::store::Store::resolve`]), in one statement with what
-    /// it carries (the inbound update, the grant) and its announcement: each of those only when
-    /// the claim won.
+    /// it carries (the run's change, the inbound update, the grant) and its announcement: each
+    /// of those only when the claim won.
     pub(super) async fn claim(&self, r: Resolution) -> Result<Claim, StoreError> {
         let id = r.question.id.to_string();
-        // The schema's trigger moves a follow-up run back to `running` with the claim. A person's
-        // claim waits for a racing one to commit, so that it loses with the winner's outcome; an
+        // A person's claim waits for a racing one to commit, so that it loses with the winner's outcome; an
         // expiry skips a question another instance is claiming now (that one ends it either way,
         // and no sweeper waits on another's locks).
         let sql = if matches!(r.outcome, Outcome::Expired { .. }) {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
                  resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = \
-                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING id), ",
+                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING ",
+                question_columns!(),
+                "), ",
                 claim_tail!()
             )
         } else {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
                  resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = $6 \
-                 AND status = 'pending' RETURNING id), ",
+                 AND status = 'pending' RETURNING ",
+                question_columns!(),
+                "), ",
                 claim_tail!()
             )
         };
         let grant = r.grant.as_ref();
+        let (run_status, run_result) = match r.run_after() {
+            Some(RunAfter::Resume) => (Some(RunStatus::Running.as_str()), None),
+            Some(RunAfter::Finish(result)) => (Some(RunStatus::Finished.as_str()), Some(result)),
+            None => (None, None),
+        };
         let claim = sqlx::query(sql)
             .bind(r.outcome.status().as_str())
             .bind(to_json(&r.outcome)?)
@@ -175,10 +186,12 @@ impl PostgresStore {
             .bind(grant.and_then(|g| g.granted_name.as_deref()))
             .bind(grant.map(|g| i64::from(g.pattern)))
             .bind(r.approvals.as_deref().map(approvals_json).transpose()?.flatten())
-            .bind(grant.map(|g| g.grantee.as_str()));
-        // The statement ends with a row for a won claim: a `SELECT` touches the rows it returns.
-        if self.writes.execute(claim).await? == 1 {
-            return Ok(Claim::Won(r.resolved()));
+            .bind(grant.map(|g| g.grantee.as_str()))
+            .bind(run_status)
+            .bind(run_result);
+        // A won claim answers with the row as stored.
+        if let Some(row) = self.writes.fetch_optional(claim).await? {
+            return Ok(Claim::Won(question_from_row(&row)?));
         }
         let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
             .bind(&id)

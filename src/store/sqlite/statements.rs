@@ -6,9 +6,9 @@ use serde_json::Value;
 use super::raw::{Db, Statement};
 use super::writer::Write;
 use crate::question::{Conversation, Question};
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json as json};
-use crate::store::{Claim, Pruned, Resolution, StoreError};
+use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
 
 /// Every statement the writer runs, prepared once.
 pub(super) struct Statements<'d, 'h> {
@@ -19,6 +19,7 @@ pub(super) struct Statements<'d, 'h> {
     finish_run: Statement<'d, 'h>,
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
+    run_after: Statement<'d, 'h>,
     vote: Statement<'d, 'h>,
     nudge: Statement<'d, 'h>,
     select_question: Statement<'d, 'h>,
@@ -54,12 +55,18 @@ impl<'d, 'h> Statements<'d, 'h> {
                 question_columns!(),
                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
             ))?,
-            // The schema's trigger moves a follow-up run back to `running` with the claim. The
-            // claimer knows the question; only whether this write won is read back.
-            claim: db.prepare(
+            // The claim answers with the row as stored: fields another write set meanwhile
+            // (an escalation, the next reminder) are as they are, not as the claimer read them.
+            claim: db.prepare(concat!(
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
                  resolved_at = ?5, answered_name = ?7, approvals = COALESCE(?8, approvals) \
-                 WHERE id = ?6 AND status = 'pending'",
+                 WHERE id = ?6 AND status = 'pending' RETURNING ",
+                question_columns!()
+            ))?,
+            // What a won claim does to its run (see `Resolution::run_after`).
+            run_after: db.prepare(
+                "UPDATE runs SET status = ?1, result = COALESCE(?2, result), updated_at = ?3 \
+                 WHERE id = ?4 AND status = 'waiting'",
             )?,
             nudge: db.prepare(
                 "UPDATE questions SET nudge_at = ?1, escalated_to = COALESCE(?2, escalated_to) \
@@ -233,14 +240,14 @@ impl<'d, 'h> Statements<'d, 'h> {
         Ok(())
     }
 
-    /// The claim: one conditional update. When it wins, the question is the claimer's snapshot
-    /// with the outcome applied (and the grant and the update key are written with it); when it
-    /// loses, the question as this transaction sees it.
+    /// The claim: one conditional update that returns the row. When it wins, the grant, the
+    /// update key and the run's change are written with it; when it loses, the question as
+    /// this transaction sees it.
     fn resolve(&mut self, r: &Resolution) -> Result<Claim, StoreError> {
         let outcome = json(&r.outcome)?;
         let id = r.question.id.to_string();
         let approvals = r.approvals.as_deref().map(approvals_json).transpose()?.flatten();
-        let changed = self.claim.execute(&[
+        let claimed = self.claim.query(&[
             r.outcome.status().as_str().into(),
             outcome.as_str().into(),
             r.by.as_deref().into(),
@@ -250,12 +257,21 @@ impl<'d, 'h> Statements<'d, 'h> {
             r.name.as_deref().into(),
             approvals.as_deref().into(),
         ])?;
-        if changed == 0 {
+        let Some(row) = claimed.iter().next() else {
             let rows = self.select_question.query(&[id.as_str().into()])?;
             return Ok(match rows.iter().next() {
                 Some(row) => Claim::Lost(question_from_row(&row)?),
                 None => Claim::Missing,
             });
+        };
+        let resolved = question_from_row(&row)?;
+        if let Some(after) = r.run_after() {
+            let (status, result) = match &after {
+                RunAfter::Resume => (RunStatus::Running, None),
+                RunAfter::Finish(result) => (RunStatus::Finished, Some(result.as_str())),
+            };
+            let run = resolved.run.to_string();
+            self.run_after.execute(&[status.as_str().into(), result.into(), r.at.into(), run.as_str().into()])?;
         }
         if let Some(update) = &r.update {
             self.seen.execute(&[update.as_str().into(), r.at.into()])?;
@@ -275,7 +291,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 g.grantee.as_str().into(),
             ])?;
         }
-        Ok(Claim::Won(r.resolved()))
+        Ok(Claim::Won(resolved))
     }
 
     fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
