@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use askgate::question::{Answerers, Ask, Conversation, Mode, RunId, UserRef};
 use askgate::run::{Run, RunStatus};
+use askgate::store::StoreExt;
 use askgate::store::{SqliteStore, Store, Synchronous};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;

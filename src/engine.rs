@@ -62,7 +62,7 @@ pub use settings::Settings;
 use crate::clock::Clock;
 use crate::question::{Conversation, Mode, Outcome, Question, QuestionId, Timeout};
 use crate::run::{Run, RunStatus};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreExt};
 use delivery::{Attached, Outbound, Recent};
 
 /// How many events a subscriber may fall behind before it is dropped (and reconnects).

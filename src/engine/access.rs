@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::question::{Answerers, Conversation, Kind, Mode, Outcome, Question, Status, Surface, UserRef};
 use crate::run::Run;
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 
 /// Who may answer questions of runs started in a channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

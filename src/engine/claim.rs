@@ -12,7 +12,7 @@ use crate::question::{
     Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Status, Surface, UserRef,
 };
 use crate::run::RunStatus;
-use crate::store::{Claim, Grant, Resolution, StoreError};
+use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
 
 /// What a claim found; a won claim's question went on to the lanes, events and the run.
 pub(super) enum Claimed {

@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use super::Engine;
 use crate::question::{Ask, InvalidAsk, Kind, Mode, Outcome, Question, QuestionId, Surface, ValidAsk};
 use crate::run::{Run, RunStatus};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 
 /// An ask that did not produce an answer.
 #[derive(Debug, thiserror::Error)]

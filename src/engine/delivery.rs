@@ -21,7 +21,7 @@ use super::retry::{Backoff, Retry};
 use super::{Channel, ChannelState};
 use super::{Engine, Event, lock};
 use crate::question::{Conversation, Question, QuestionId, UserRef};
-use crate::store::{Delivery, DeliveryRole, Store, Undelivered};
+use crate::store::{Delivery, DeliveryRole, Store, StoreExt, Undelivered};
 
 /// How many lanes each group of a channel's conversations is spread over.
 pub(super) const LANES: usize = 16;

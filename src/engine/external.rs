@@ -10,7 +10,7 @@ use crate::engine::access::AnswerersError;
 
 use crate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, UserRef};
 use crate::run::{Run, RunStatus};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 
 /// Why an external ask was refused.
 #[derive(Debug, thiserror::Error)]

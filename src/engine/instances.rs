@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::{Engine, Event, lock};
 use crate::question::{QuestionId, RunId};
 use crate::run::Run;
-use crate::store::{Change, Lease, RunEvent, StoreError};
+use crate::store::{Change, Lease, RunEvent, StoreError, StoreExt};
 
 /// How often the store is asked for what dead instances left: often, since a death is seen
 /// within seconds (a run waits for the next ask on top of that), and cheap (one indexed

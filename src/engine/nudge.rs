@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Engine, Outbound};
 use crate::question::{Answerers, Conversation, InvalidAsk, Nudges, Question, UserRef, millis};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 
 impl Engine {
     /// Completes a new question's nudges with the configured ones (the gateway's

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Engine;
 use super::sweeper::MAX_SLEEP;
-use crate::store::{Pruned, StoreError};
+use crate::store::{Pruned, StoreError, StoreExt};
 
 /// How often old rows are pruned.
 const PRUNE_EVERY: i64 = 3_600_000;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::claim::{Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
 use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
-use crate::store::{Resolution, StoreError};
+use crate::store::{Resolution, StoreError, StoreExt};
 
 impl Engine {
     /// Records `resolver`'s approval of a quorum approval: counted once per person; the one

@@ -7,7 +7,7 @@ use std::fmt;
 use super::Engine;
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface, UserRef};
 use crate::run::Run;
-use crate::store::{Delivery, Grant, QuestionFilter, StoreError, WriteStats};
+use crate::store::{Delivery, Grant, QuestionFilter, StoreError, StoreExt, WriteStats};
 
 /// Why a card's local button (a multi-select toggle, "Other…", "Reject with note…") may not
 /// be used. Its `Display` is what the person who tapped is told.

@@ -9,7 +9,7 @@ use crate::command::{Allow, Command, HELP};
 use crate::question::{
     Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
 };
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 use crate::wording;
 
 /// A message from a person on some surface.

@@ -19,7 +19,7 @@ use crate::engine::context::{AskError, Context};
 use crate::engine::function::FunctionError;
 use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreExt};
 
 /// What a run starts with.
 #[derive(Clone, Debug)]

@@ -30,15 +30,16 @@ mod writes;
 use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
 pub use instances::{InstanceRow, instances};
 
+use super::reads::{self, Reads};
 use super::rows::{
     Columns, delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions,
     resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
-    Change, Claim, Delivery, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, RunEvent, Store,
-    StoreError, Undelivered,
+    Change, Delivery, Find, Grant, GrantFind, Lease, Orphans, QuestionFilter, Resume, RunEvent, Shared, Store,
+    StoreError, Undelivered, Write, Written,
 };
-use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
 /// PostgreSQL through sqlx.
@@ -177,96 +178,60 @@ impl Columns for PgRow {
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        self.upsert_run(run).await
+    async fn write(&self, write: Write) -> Result<Written, StoreError> {
+        Ok(match write {
+            Write::SaveRun(run) => {
+                self.upsert_run(&run).await?;
+                Written::Done
+            }
+            Write::FinishRun { id, status, result, at } => {
+                Written::Changed(self.end_run(id, status, &result, at).await?)
+            }
+            Write::Ask { run, question } => {
+                self.ask_once(&run, &question).await?;
+                Written::Done
+            }
+            Write::Resolve(resolution) => Written::Claim(Box::new(self.claim(*resolution).await?)),
+            Write::Vote { question, seen, approvals, update } => {
+                Written::Changed(self.count_vote(question, &seen, &approvals, update.as_deref()).await?)
+            }
+            Write::Nudge { question, seen, next, escalated_to } => {
+                Written::Changed(self.move_nudge(question, seen, next, escalated_to.as_ref()).await?)
+            }
+            Write::Deliver(delivery) => {
+                self.record_delivery(&delivery).await?;
+                Written::Done
+            }
+            Write::RevokeGrant { id, at } => Written::Changed(self.revoke(&id, at).await?),
+            Write::Seen { key, at } => Written::Changed(self.record_seen(&key, at).await?),
+            Write::Says { run, says } => {
+                self.record_says(run, says).await?;
+                Written::Done
+            }
+            Write::Prune { ended_before, seen_before, limit } => {
+                Written::Pruned(self.prune_old(ended_before, seen_before, limit).await?)
+            }
+        })
     }
 
-    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
-        let finish = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
-            .bind(status.as_str())
-            .bind(result)
-            .bind(at)
-            .bind(id.to_string());
-        Ok(self.writes.execute(finish).await? == 1)
+    fn sharing(&self) -> Option<&dyn Shared> {
+        Some(self)
     }
 
-    async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(run_from_row).transpose()
+    async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
+        reads::questions(self, find).await
     }
 
-    async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = $1 ORDER BY q.step"))
-            .bind(id.to_string())
-            .fetch_all(&self.pool)
-            .await?;
-        resume_from_rows(&rows)
+    async fn run_record(&self, id: RunId, journal: bool) -> Result<Option<Resume>, StoreError> {
+        reads::run(self, id, journal).await
+    }
+
+    async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
+        reads::grants(self, find).await
     }
 
     async fn orphans(&self) -> Result<Orphans, StoreError> {
         self.take_orphans().await
-    }
-
-    fn shared(&self) -> bool {
-        true
-    }
-
-    fn instance(&self) -> Option<&str> {
-        Some(&self.instance)
-    }
-
-    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
-        self.take_lease(name, stop).await
-    }
-
-    fn announce_run(&self, event: RunEvent, run: &Run) {
-        if self.announcing() {
-            let notify = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(self.run_announcement(event, run));
-            self.writes.send(notify);
-        }
-    }
-
-    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
-        self.changes.lock().unwrap_or_else(PoisonError::into_inner).take()
-    }
-
-    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
-        self.ask_once(run, question).await
-    }
-
-    async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(question_from_row).transpose()
-    }
-
-    async fn questions_by_prefix(
-        &self,
-        conversation: Option<&Conversation>,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
-        // A range in byte order (ids are lower-case hex and hyphens, and '~' sorts after them),
-        // on the index of ids in that order.
-        let upper = format!("{prefix}~");
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
-             AND ($3::text IS NULL OR conversation = $3 OR escalated_to = $3) ORDER BY created_at DESC LIMIT $4"
-        ))
-        .bind(prefix)
-        .bind(upper)
-        .bind(conversation.map(Conversation::as_str))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
     }
 
     async fn questions_page(
@@ -304,7 +269,7 @@ impl Store for PostgresStore {
         page(&rows, limit)
     }
 
-    async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+    async fn cards(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let rows = sqlx::query(
             "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
@@ -322,59 +287,6 @@ impl Store for PostgresStore {
         Ok(u64::try_from(n).unwrap_or_default())
     }
 
-    async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
-             ORDER BY seq LIMIT $2"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
-        let run = run.to_string();
-        self.select_questions(
-            concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = $1 ORDER BY step"),
-            Some(&run),
-        )
-        .await
-    }
-
-    async fn resolve(&self, r: Resolution) -> Result<Claim, StoreError> {
-        self.claim(r).await
-    }
-
-    async fn vote(
-        &self,
-        question: QuestionId,
-        seen: &[Approver],
-        approvals: &[Approver],
-        update: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        self.count_vote(question, seen, approvals, update).await
-    }
-
-    // Questions another instance is claiming now are left out: the sweepers share the work
-    // instead of queueing on each other's row locks.
-    async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
-             ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT MIN(t) FROM (\
@@ -383,38 +295,6 @@ impl Store for PostgresStore {
         )
         .fetch_one(&self.pool)
         .await?)
-    }
-
-    async fn due_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
-             ORDER BY nudge_at LIMIT $2"
-        ))
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn advance_nudge(
-        &self,
-        question: QuestionId,
-        seen: i64,
-        next: Option<i64>,
-        escalated_to: Option<&Conversation>,
-    ) -> Result<bool, StoreError> {
-        let moved = sqlx::query(
-            "UPDATE questions SET nudge_at = $1, escalated_to = COALESCE($2, escalated_to) \
-             WHERE id = $3 AND status = 'pending' AND nudge_at = $4",
-        )
-        .bind(next)
-        .bind(escalated_to.map(Conversation::as_str))
-        .bind(question.to_string())
-        .bind(seen);
-        Ok(self.writes.execute(moved).await? == 1)
     }
 
     async fn undelivered(
@@ -442,32 +322,7 @@ impl Store for PostgresStore {
         rows.iter().map(undelivered_from_row).collect()
     }
 
-    async fn add_delivery(&self, d: &Delivery) -> Result<(), StoreError> {
-        let add = sqlx::query(
-            "INSERT INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(d.question.to_string())
-        .bind(d.surface.as_str())
-        .bind(&d.chat)
-        .bind(&d.message)
-        .bind(d.role.as_str())
-        .bind(d.conversation.as_ref().map(Conversation::as_str));
-        self.writes.execute(add).await?;
-        Ok(())
-    }
-
-    async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
-        self.deliveries_of(&[question]).await
-    }
-
-    async fn question_for_card(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<QuestionId>, StoreError> {
+    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError> {
         let row =
             sqlx::query("SELECT question_id FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1")
                 .bind(surface.as_str())
@@ -478,7 +333,126 @@ impl Store for PostgresStore {
         row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
     }
 
-    async fn find_grant(
+    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = $1").bind(key).fetch_optional(&self.pool).await?;
+        Ok(row.is_some())
+    }
+
+    async fn close(&self) {
+        self.tasks.abort();
+        // Gone at once: the others take its running runs over without waiting for the lapse.
+        let left = sqlx::query("DELETE FROM instances WHERE id = $1").bind(&self.instance).execute(&self.pool).await;
+        if let Err(e) = left {
+            tracing::warn!(error = %e, "could not sign this instance off; the others wait for its heartbeat to lapse");
+        }
+        self.pool.close().await;
+    }
+}
+
+#[async_trait]
+impl Reads for PostgresStore {
+    async fn read_run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(run_from_row).transpose()
+    }
+
+    async fn read_journaled(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = $1 ORDER BY q.step"))
+            .bind(id.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+        resume_from_rows(&rows)
+    }
+
+    async fn find_id(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(question_from_row).transpose()
+    }
+
+    async fn find_prefix(
+        &self,
+        conversation: Option<&Conversation>,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        // A range in byte order (ids are lower-case hex and hyphens, and '~' sorts after them),
+        // on the index of ids in that order.
+        let upper = format!("{prefix}~");
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
+             AND ($3::text IS NULL OR conversation = $3 OR escalated_to = $3) ORDER BY created_at DESC LIMIT $4"
+        ))
+        .bind(prefix)
+        .bind(upper)
+        .bind(conversation.map(Conversation::as_str))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn find_pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
+             ORDER BY seq LIMIT $2"
+        ))
+        .bind(conversation.map(Conversation::as_str))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn find_journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
+        let run = run.to_string();
+        self.select_questions(
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = $1 ORDER BY step"),
+            Some(&run),
+        )
+        .await
+    }
+
+    // Questions another instance is claiming now are left out: the sweepers share the work
+    // instead of queueing on each other's row locks.
+    async fn find_due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
+             ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn find_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
+             ORDER BY nudge_at LIMIT $2"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn grant_for(
         &self,
         conversation: &Conversation,
         grantee: &str,
@@ -501,7 +475,7 @@ impl Store for PostgresStore {
         Ok(super::covering(candidates, action))
     }
 
-    async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
+    async fn live_grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             grant_columns!(),
@@ -514,8 +488,54 @@ impl Store for PostgresStore {
         .await?;
         rows.iter().map(grant_from_row).collect()
     }
+}
 
-    async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+/// The writes [`Store::write`] hands on, each one statement.
+impl PostgresStore {
+    async fn end_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
+        let finish = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
+            .bind(status.as_str())
+            .bind(result)
+            .bind(at)
+            .bind(id.to_string());
+        Ok(self.writes.execute(finish).await? == 1)
+    }
+
+    async fn move_nudge(
+        &self,
+        question: QuestionId,
+        seen: i64,
+        next: Option<i64>,
+        escalated_to: Option<&Conversation>,
+    ) -> Result<bool, StoreError> {
+        let moved = sqlx::query(
+            "UPDATE questions SET nudge_at = $1, escalated_to = COALESCE($2, escalated_to) \
+             WHERE id = $3 AND status = 'pending' AND nudge_at = $4",
+        )
+        .bind(next)
+        .bind(escalated_to.map(Conversation::as_str))
+        .bind(question.to_string())
+        .bind(seen);
+        Ok(self.writes.execute(moved).await? == 1)
+    }
+
+    async fn record_delivery(&self, d: &Delivery) -> Result<(), StoreError> {
+        let add = sqlx::query(
+            "INSERT INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(d.question.to_string())
+        .bind(d.surface.as_str())
+        .bind(&d.chat)
+        .bind(&d.message)
+        .bind(d.role.as_str())
+        .bind(d.conversation.as_ref().map(Conversation::as_str));
+        self.writes.execute(add).await?;
+        Ok(())
+    }
+
+    async fn revoke(&self, id: &str, at: i64) -> Result<bool, StoreError> {
         let revoke = sqlx::query(
             "UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL \
              AND (expires_at IS NULL OR expires_at > $1)",
@@ -525,38 +545,41 @@ impl Store for PostgresStore {
         Ok(self.writes.execute(revoke).await? == 1)
     }
 
-    async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
+    async fn record_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
         let first = sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(key)
             .bind(at);
         Ok(self.writes.execute(first).await? == 1)
     }
 
-    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = $1").bind(key).fetch_optional(&self.pool).await?;
-        Ok(row.is_some())
-    }
-
-    async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
+    async fn record_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
         let says = sqlx::query("UPDATE runs SET says = GREATEST(says, $1) WHERE id = $2")
             .bind(i64::from(says))
             .bind(run.to_string());
         self.writes.execute(says).await?;
         Ok(())
     }
+}
 
-    async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
-        self.prune_old(ended_before, seen_before, limit).await
+#[async_trait]
+impl Shared for PostgresStore {
+    fn instance(&self) -> &str {
+        &self.instance
     }
 
-    async fn close(&self) {
-        self.tasks.abort();
-        // Gone at once: the others take its running runs over without waiting for the lapse.
-        let left = sqlx::query("DELETE FROM instances WHERE id = $1").bind(&self.instance).execute(&self.pool).await;
-        if let Err(e) = left {
-            tracing::warn!(error = %e, "could not sign this instance off; the others wait for its heartbeat to lapse");
+    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
+        self.take_lease(name, stop).await
+    }
+
+    fn announce_run(&self, event: RunEvent, run: &Run) {
+        if self.announcing() {
+            let notify = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(self.run_announcement(event, run));
+            self.writes.send(notify);
         }
-        self.pool.close().await;
+    }
+
+    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        self.changes.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 

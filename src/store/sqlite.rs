@@ -14,12 +14,13 @@ use sqlx::sqlite::{SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynch
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
+use super::reads::{self, Reads};
 use super::{
-    Claim, Delivery, Grant, Orphans, Pruned, QuestionFilter, Resolution, Resume, Store, StoreError, Undelivered,
-    WriteStats,
+    Delivery, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered, Write,
+    WriteStats, Written,
 };
-use crate::question::{Approver, Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
-use crate::run::{Run, RunStatus};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::run::Run;
 
 /// How hard SQLite syncs to disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,7 +54,7 @@ use super::rows::{
     run_from_row, undelivered_from_row,
 };
 use file::{create_owner_only, database_file, lock_database, parse_url};
-use writer::{Job, job};
+use writer::Job;
 
 /// SQLite through sqlx.
 pub struct SqliteStore {
@@ -123,38 +124,26 @@ impl SqliteStore {
     pub(super) async fn read_all(&self, sql: &str) -> Result<Vec<sqlx::sqlite::SqliteRow>, StoreError> {
         Ok(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).fetch_all(&self.readers).await?)
     }
-
-    /// Queues a write and waits for its answer, which comes once its transaction committed.
-    async fn write<T>(&self, (job, answer): (Job, oneshot::Receiver<Result<T, StoreError>>)) -> Result<T, StoreError> {
-        self.writes.send(job).map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
-    }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        self.write(job!(SaveRun { run: Box::new(run.clone()) })).await
+    async fn write(&self, write: Write) -> Result<Written, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writes.send(Job::Write(writer::Queued::new(write, reply))).map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 
-    async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
-        self.write(job!(FinishRun { id: id, status: status, result: result.to_owned(), at: at })).await
+    async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
+        reads::questions(self, find).await
     }
 
-    async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = ?"))
-            .bind(id.to_string())
-            .fetch_optional(&self.readers)
-            .await?;
-        row.as_ref().map(run_from_row).transpose()
+    async fn run_record(&self, id: RunId, journal: bool) -> Result<Option<Resume>, StoreError> {
+        reads::run(self, id, journal).await
     }
 
-    async fn run_with_journal(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = ? ORDER BY q.step"))
-            .bind(id.to_string())
-            .fetch_all(&self.readers)
-            .await?;
-        resume_from_rows(&rows)
+    async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
+        reads::grants(self, find).await
     }
 
     // One askgate holds the file: everything running or blocking was left by the last one.
@@ -172,73 +161,6 @@ impl Store for SqliteStore {
                 .fetch_all(&self.readers)
                 .await?;
         Ok(Orphans { blocking: questions(&blocking)?, runs: runs.iter().map(run_from_row).collect::<Result<_, _>>()? })
-    }
-
-    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
-        self.write(job!(Ask { run: Box::new(run.clone()), question: question.clone() })).await
-    }
-
-    async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?"))
-            .bind(id.to_string())
-            .fetch_optional(&self.readers)
-            .await?;
-        row.as_ref().map(question_from_row).transpose()
-    }
-
-    async fn questions_by_prefix(
-        &self,
-        conversation: Option<&Conversation>,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
-        // The prefix is checked to be hex and hyphens by the caller; the range scan on the
-        // primary key makes it an index lookup rather than a LIKE over the table.
-        let upper = format!("{prefix}\u{10ffff}");
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3 OR escalated_to = ?3) \
-             ORDER BY created_at DESC LIMIT ?4"
-        ))
-        .bind(prefix)
-        .bind(upper)
-        .bind(conversation.map(Conversation::as_str))
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = match conversation {
-            Some(c) => {
-                // Its own, and those escalated to it, each on its index.
-                sqlx::query(concat!(
-                    "SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE status = 'pending' AND conversation = ?1 UNION ALL SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE escalated_to = ?1 AND status = 'pending' AND conversation IS NOT ?1 \
-                     ORDER BY created_at LIMIT ?2"
-                ))
-                .bind(c.as_str())
-                .bind(limit)
-                .fetch_all(&self.readers)
-                .await?
-            }
-            None => {
-                sqlx::query(concat!(
-                    "SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT ?1"
-                ))
-                .bind(limit)
-                .fetch_all(&self.readers)
-                .await?
-            }
-        };
-        questions(&rows)
     }
 
     async fn questions_page(
@@ -279,7 +201,7 @@ impl Store for SqliteStore {
         page(&rows, limit)
     }
 
-    async fn deliveries_of(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+    async fn cards(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
         let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Decode(e.to_string()))?;
         let rows = sqlx::query(
             "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
@@ -299,44 +221,6 @@ impl Store for SqliteStore {
         Ok(u64::try_from(n).unwrap_or_default())
     }
 
-    async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
-        let rows =
-            sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = ? ORDER BY step"))
-                .bind(run.to_string())
-                .fetch_all(&self.readers)
-                .await?;
-        questions(&rows)
-    }
-
-    async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError> {
-        self.write(job!(Resolve { resolution: Box::new(resolution) })).await
-    }
-
-    async fn vote(
-        &self,
-        question: QuestionId,
-        seen: &[Approver],
-        approvals: &[Approver],
-        update: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        let (seen, approvals, update) = (seen.to_vec(), approvals.to_vec(), update.map(str::to_owned));
-        self.write(job!(Vote { question: question, seen: seen, approvals: approvals, update: update })).await
-    }
-
-    async fn due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? \
-             ORDER BY expires_at LIMIT ?"
-        ))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
         let row = sqlx::query(
             "SELECT MIN(t) AS next FROM (\
@@ -346,31 +230,6 @@ impl Store for SqliteStore {
         .fetch_one(&self.readers)
         .await?;
         Ok(row.try_get("next")?)
-    }
-
-    async fn due_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= ? \
-             ORDER BY nudge_at LIMIT ?"
-        ))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn advance_nudge(
-        &self,
-        question: QuestionId,
-        seen: i64,
-        next: Option<i64>,
-        escalated_to: Option<&Conversation>,
-    ) -> Result<bool, StoreError> {
-        let escalated_to = escalated_to.cloned();
-        self.write(job!(Nudge { question: question, seen: seen, next: next, escalated_to: escalated_to })).await
     }
 
     // In id order through the primary key, so that a page stops at its 500th find instead of
@@ -401,26 +260,7 @@ impl Store for SqliteStore {
         rows.iter().map(undelivered_from_row).collect()
     }
 
-    async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        self.write(job!(Delivery { delivery: delivery.clone() })).await
-    }
-
-    async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT question_id, surface, chat, message, role, conversation FROM deliveries WHERE question_id = ? ORDER BY created_at",
-        )
-        .bind(question.to_string())
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter().map(delivery_from_row).collect()
-    }
-
-    async fn question_for_card(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<QuestionId>, StoreError> {
+    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError> {
         let row =
             sqlx::query("SELECT question_id FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1")
                 .bind(surface.as_str())
@@ -431,7 +271,151 @@ impl Store for SqliteStore {
         row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
     }
 
-    async fn find_grant(
+    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = ?").bind(key).fetch_optional(&self.readers).await?;
+        Ok(row.is_some())
+    }
+
+    fn write_stats(&self) -> WriteStats {
+        self.counters.stats()
+    }
+
+    async fn close(&self) {
+        let Some(writer) = self.writer.lock().await.take() else { return };
+        // The writer commits everything queued before this job, then ends.
+        let (closed, done) = oneshot::channel();
+        if self.writes.send(Job::Close(closed)).is_ok() {
+            let _ = done.await;
+        }
+        // The thread has answered the close, so it is ending; join it off the runtime.
+        if let Ok(Err(_)) = tokio::task::spawn_blocking(move || writer.join()).await {
+            tracing::warn!("the store writer ended abnormally");
+        }
+        self.readers.close().await;
+        // Another askgate may open the database now.
+        drop(self.exclusive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
+    }
+}
+
+#[async_trait]
+impl Reads for SqliteStore {
+    async fn read_run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = ?"))
+            .bind(id.to_string())
+            .fetch_optional(&self.readers)
+            .await?;
+        row.as_ref().map(run_from_row).transpose()
+    }
+
+    async fn read_journaled(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = ? ORDER BY q.step"))
+            .bind(id.to_string())
+            .fetch_all(&self.readers)
+            .await?;
+        resume_from_rows(&rows)
+    }
+
+    async fn find_id(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?"))
+            .bind(id.to_string())
+            .fetch_optional(&self.readers)
+            .await?;
+        row.as_ref().map(question_from_row).transpose()
+    }
+
+    async fn find_prefix(
+        &self,
+        conversation: Option<&Conversation>,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<Question>, StoreError> {
+        // The prefix is checked to be hex and hyphens by the caller; the range scan on the
+        // primary key makes it an index lookup rather than a LIKE over the table.
+        let upper = format!("{prefix}\u{10ffff}");
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3 OR escalated_to = ?3) \
+             ORDER BY created_at DESC LIMIT ?4"
+        ))
+        .bind(prefix)
+        .bind(upper)
+        .bind(conversation.map(Conversation::as_str))
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn find_pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = match conversation {
+            Some(c) => {
+                // Its own, and those escalated to it, each on its index.
+                sqlx::query(concat!(
+                    "SELECT ",
+                    question_columns!(),
+                    " FROM questions WHERE status = 'pending' AND conversation = ?1 UNION ALL SELECT ",
+                    question_columns!(),
+                    " FROM questions WHERE escalated_to = ?1 AND status = 'pending' AND conversation IS NOT ?1 \
+                     ORDER BY created_at LIMIT ?2"
+                ))
+                .bind(c.as_str())
+                .bind(limit)
+                .fetch_all(&self.readers)
+                .await?
+            }
+            None => {
+                sqlx::query(concat!(
+                    "SELECT ",
+                    question_columns!(),
+                    " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT ?1"
+                ))
+                .bind(limit)
+                .fetch_all(&self.readers)
+                .await?
+            }
+        };
+        questions(&rows)
+    }
+
+    async fn find_journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
+        let rows =
+            sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = ? ORDER BY step"))
+                .bind(run.to_string())
+                .fetch_all(&self.readers)
+                .await?;
+        questions(&rows)
+    }
+
+    async fn find_due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? \
+             ORDER BY expires_at LIMIT ?"
+        ))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn find_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            question_columns!(),
+            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= ? \
+             ORDER BY nudge_at LIMIT ?"
+        ))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        questions(&rows)
+    }
+
+    async fn grant_for(
         &self,
         conversation: &Conversation,
         grantee: &str,
@@ -454,7 +438,7 @@ impl Store for SqliteStore {
         Ok(super::covering(candidates, action))
     }
 
-    async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
+    async fn live_grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             grant_columns!(),
@@ -466,46 +450,5 @@ impl Store for SqliteStore {
         .fetch_all(&self.readers)
         .await?;
         rows.iter().map(grant_from_row).collect()
-    }
-
-    async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
-        self.write(job!(RevokeGrant { id: id.to_owned(), at: at })).await
-    }
-
-    async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
-        self.write(job!(Seen { key: key.to_owned(), at: at })).await
-    }
-
-    async fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = ?").bind(key).fetch_optional(&self.readers).await?;
-        Ok(row.is_some())
-    }
-
-    async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
-        self.write(job!(Says { run: run, says: says })).await
-    }
-
-    fn write_stats(&self) -> WriteStats {
-        self.counters.stats()
-    }
-
-    async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
-        self.write(job!(Prune { ended_before: ended_before, seen_before: seen_before, limit: limit })).await
-    }
-
-    async fn close(&self) {
-        let Some(writer) = self.writer.lock().await.take() else { return };
-        // The writer commits everything queued before this job, then ends.
-        let (closed, done) = oneshot::channel();
-        if self.writes.send(Job::Close(closed)).is_ok() {
-            let _ = done.await;
-        }
-        // The thread has answered the close, so it is ending; join it off the runtime.
-        if let Ok(Err(_)) = tokio::task::spawn_blocking(move || writer.join()).await {
-            tracing::warn!("the store writer ended abnormally");
-        }
-        self.readers.close().await;
-        // Another askgate may open the database now.
-        drop(self.exclusive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
     }
 }

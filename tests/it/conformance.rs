@@ -8,6 +8,7 @@ use crate::backend::Place;
 use crate::support::{T0, waiting_run};
 use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
+use askgate::store::StoreExt;
 use askgate::store::{Claim, Delivery, Grant, QuestionFilter, Resolution, Store, StoreError};
 use serde_json::json;
 

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::backend::Place;
 use crate::support::*;
+use askgate::store::StoreExt;
 
 /// Asks one question and counts how often the code after the ask runs.
 struct OneAsk {
@@ -618,7 +619,7 @@ async fn runs_that_ended_long_before_a_start_are_pruned_at_start_up() {
     (old.status, old.created_at, old.updated_at) = (RunStatus::Finished, T0 - 40 * DAY, T0 - 40 * DAY);
     let recent = waiting_run("test:room", "");
     for run in [&old, &recent] {
-        askgate::store::Store::save_run(&store, run).await.unwrap();
+        askgate::store::StoreExt::save_run(&store, run).await.unwrap();
     }
     askgate::store::Store::close(&store).await;
 

@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::binary::{Served, write_config};
 use crate::http::{App, error_code, now_secs};
 use crate::support::eventually;
+use askgate::store::StoreExt;
 
 /// An HTTP client for the real binary's API.
 struct Api {

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 use crate::backend::Place;
 use crate::support::*;
+use askgate::store::StoreExt;
 
 const MIN: i64 = 60_000;
 const OPS: &str = "test:ops";

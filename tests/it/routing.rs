@@ -9,6 +9,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::support::*;
+use askgate::store::StoreExt;
 
 async fn demo_waiting() -> (Harness, Question) {
     let h = Harness::new(builtins()).await;

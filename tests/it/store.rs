@@ -12,6 +12,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::support::{T0, db_path, waiting_run};
+use askgate::store::StoreExt;
 
 fn run(input: &str) -> Run {
     waiting_run("test:room", input)

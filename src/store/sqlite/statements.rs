@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use super::raw::{Db, Statement};
-use super::writer::Write;
+use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
 use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json as json};
-use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
+use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
 
 /// Every statement the writer runs, prepared once.
 pub(super) struct Statements<'d, 'h> {
@@ -131,8 +131,8 @@ impl<'d, 'h> Statements<'d, 'h> {
         self.begin.execute(&[]).map_err(Failure::Database)?;
         let mut failure = None;
         for (at, &i) in todo.iter().enumerate() {
-            match self.apply(&mut batch[i].write) {
-                Ok(()) => {}
+            match self.apply(&batch[i].write) {
+                Ok(answer) => batch[i].set(answer),
                 Err(e) if e.blames_the_write() => {
                     failure = Some(Failure::Write(at, e));
                     break;
@@ -157,14 +157,14 @@ impl<'d, 'h> Statements<'d, 'h> {
         Err(failure)
     }
 
-    /// Applies one write in the open transaction and keeps its result for the answer.
-    fn apply(&mut self, write: &mut Write) -> Result<(), StoreError> {
-        match write {
-            Write::SaveRun { run, done } => {
+    /// Applies one write in the open transaction; what it answers once that commits.
+    fn apply(&mut self, write: &Write) -> Result<Written, StoreError> {
+        Ok(match write {
+            Write::SaveRun(run) => {
                 self.upsert_run(run)?;
-                done.set(());
+                Written::Done
             }
-            Write::FinishRun { id, status, result, at, done } => {
+            Write::FinishRun { id, status, result, at } => {
                 let id = id.to_string();
                 let changed = self.finish_run.execute(&[
                     status.as_str().into(),
@@ -172,15 +172,15 @@ impl<'d, 'h> Statements<'d, 'h> {
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
-                done.set(changed == 1);
+                Written::Changed(changed == 1)
             }
-            Write::Ask { run, question, done } => {
+            Write::Ask { run, question } => {
                 self.upsert_run(run)?;
                 self.insert_question(question)?;
-                done.set(());
+                Written::Done
             }
-            Write::Resolve { resolution, done } => done.set(self.resolve(resolution)?),
-            Write::Vote { question, seen, approvals, update, done } => {
+            Write::Resolve(resolution) => Written::Claim(Box::new(self.resolve(resolution)?)),
+            Write::Vote { question, seen, approvals, update } => {
                 let id = question.to_string();
                 let (seen, now) = (approvals_json(seen)?, approvals_json(approvals)?);
                 let counted =
@@ -189,9 +189,9 @@ impl<'d, 'h> Statements<'d, 'h> {
                     let at = approvals.last().map_or(0, |a| a.at);
                     self.seen.execute(&[update.as_str().into(), at.into()])?;
                 }
-                done.set(counted);
+                Written::Changed(counted)
             }
-            Write::Nudge { question, seen, next, escalated_to, done } => {
+            Write::Nudge { question, seen, next, escalated_to } => {
                 let id = question.to_string();
                 let moved = self.nudge.execute(&[
                     (*next).into(),
@@ -199,9 +199,9 @@ impl<'d, 'h> Statements<'d, 'h> {
                     id.as_str().into(),
                     (*seen).into(),
                 ])?;
-                done.set(moved == 1);
+                Written::Changed(moved == 1)
             }
-            Write::Delivery { delivery: d, done } => {
+            Write::Deliver(d) => {
                 let question = d.question.to_string();
                 self.delivery.execute(&[
                     question.as_str().into(),
@@ -211,20 +211,18 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.role.as_str().into(),
                     d.conversation.as_ref().map(Conversation::as_str).into(),
                 ])?;
-                done.set(());
+                Written::Done
             }
-            Write::RevokeGrant { id, at, done } => {
-                done.set(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1);
+            Write::RevokeGrant { id, at } => {
+                Written::Changed(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1)
             }
-            Write::Seen { key, at, done } => {
-                done.set(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1);
-            }
-            Write::Says { run, says, done } => {
+            Write::Seen { key, at } => Written::Changed(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1),
+            Write::Says { run, says } => {
                 let run = run.to_string();
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
-                done.set(());
+                Written::Done
             }
-            Write::Prune { ended_before, seen_before, limit, done } => {
+            Write::Prune { ended_before, seen_before, limit } => {
                 let limit = i64::from(*limit);
                 let mut pruned = Pruned::default();
                 if let Some(before) = *ended_before {
@@ -234,10 +232,9 @@ impl<'d, 'h> Statements<'d, 'h> {
                     pruned.runs = self.prune_runs.execute(&params)?;
                 }
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
-                done.set(pruned);
+                Written::Pruned(pruned)
             }
-        }
-        Ok(())
+        })
     }
 
     /// The claim: one conditional update that returns the row. When it wins, the grant, the
@@ -354,12 +351,6 @@ impl<'d, 'h> Statements<'d, 'h> {
         ])?;
         Ok(())
     }
-}
-
-/// A write in the batch, and why it failed if it did.
-pub(super) struct Queued {
-    pub(super) write: Write,
-    pub(super) failure: Option<StoreError>,
 }
 
 /// Why a transaction failed.

@@ -16,10 +16,8 @@ use sqlx::sqlite::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::raw::Db;
-use super::statements::{Queued, Statements};
-use crate::question::{Approver, Conversation, Question, QuestionId, RunId};
-use crate::run::{Run, RunStatus};
-use crate::store::{Claim, Delivery, Pruned, Resolution, StoreError, WriteStats};
+use super::statements::Statements;
+use crate::store::{StoreError, Write, WriteStats, Written};
 
 /// What the writer has done, counted as it goes (read by `/metrics`).
 #[derive(Default)]
@@ -72,33 +70,33 @@ impl Counters {
 /// The most writes that share one transaction.
 const MAX_BATCH: usize = 256;
 
-/// Where a write's result goes, once its transaction committed.
-type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
-
-/// A write's reply and, once applied in the open transaction, its result (boxed, so that
-/// every write has the size of the smallest: a box of `()` allocates nothing).
-pub(super) struct Pending<T> {
-    reply: Reply<T>,
-    value: Option<Box<T>>,
+/// A write waiting for its transaction: the command, its answer once applied in the open
+/// transaction, and where the answer goes once that transaction committed.
+pub(crate) struct Queued {
+    pub(super) write: Write,
+    answer: Option<Written>,
+    reply: oneshot::Sender<Result<Written, StoreError>>,
+    /// Why it failed, if it did.
+    pub(super) failure: Option<StoreError>,
 }
 
-impl<T> Pending<T> {
-    pub(super) fn new(reply: Reply<T>) -> Self {
-        Self { reply, value: None }
+impl Queued {
+    pub(crate) fn new(write: Write, reply: oneshot::Sender<Result<Written, StoreError>>) -> Self {
+        Self { write, answer: None, reply, failure: None }
     }
 
     /// Records what the write gave in the open transaction.
-    pub(super) fn set(&mut self, value: T) {
-        self.value = Some(Box::new(value));
+    pub(super) fn set(&mut self, answer: Written) {
+        self.answer = Some(answer);
     }
 
-    /// Answers the caller: the value applied, or `failure`.
+    /// Answers the caller: the answer applied, or the failure.
     fn answer(self, failure: Option<StoreError>) {
-        let result = match (failure, self.value) {
+        let result = match (failure.or(self.failure), self.answer) {
             (Some(e), _) => Err(e),
-            (None, Some(value)) => Ok(*value),
+            (None, Some(answer)) => Ok(answer),
             // A write is answered without failure only after it was applied in the
-            // transaction that committed, which set its value.
+            // transaction that committed, which set its answer.
             (None, None) => Err(StoreError::Database("a write was answered before it was applied".into())),
         };
         // A caller that stopped waiting no longer needs the answer; the write stands.
@@ -106,115 +104,12 @@ impl<T> Pending<T> {
     }
 }
 
-/// One write, with its typed reply.
-pub(super) enum Write {
-    /// Inserts or updates a run.
-    SaveRun {
-        run: Box<Run>,
-        done: Pending<()>,
-    },
-    /// Ends a run (status, result, time) without reading it first; whether it existed.
-    FinishRun {
-        id: RunId,
-        status: RunStatus,
-        result: String,
-        at: i64,
-        done: Pending<bool>,
-    },
-    /// Inserts or updates the run, then inserts its new question.
-    Ask {
-        run: Box<Run>,
-        question: Arc<Question>,
-        done: Pending<()>,
-    },
-    /// The claim-once write.
-    Resolve {
-        resolution: Box<Resolution>,
-        done: Pending<Claim>,
-    },
-    /// Whether one more approval of a quorum approval was counted.
-    Vote {
-        question: QuestionId,
-        seen: Vec<Approver>,
-        approvals: Vec<Approver>,
-        update: Option<String>,
-        done: Pending<bool>,
-    },
-    /// Whether a question's next reminder or escalation was moved.
-    Nudge {
-        question: QuestionId,
-        seen: i64,
-        next: Option<i64>,
-        escalated_to: Option<Conversation>,
-        done: Pending<bool>,
-    },
-    Delivery {
-        delivery: Delivery,
-        done: Pending<()>,
-    },
-    /// Whether a live grant was revoked.
-    RevokeGrant {
-        id: String,
-        at: i64,
-        done: Pending<bool>,
-    },
-    /// Whether the key was new.
-    Seen {
-        key: String,
-        at: i64,
-        done: Pending<bool>,
-    },
-    Says {
-        run: RunId,
-        says: u32,
-        done: Pending<()>,
-    },
-    /// Deletes old ended runs (with their questions and cards) and old inbound keys.
-    Prune {
-        ended_before: Option<i64>,
-        seen_before: i64,
-        limit: u32,
-        done: Pending<Pruned>,
-    },
-}
-
-impl Write {
-    /// Answers the caller: its result if its transaction committed, else `failure`.
-    fn answer(self, failure: Option<StoreError>) {
-        match self {
-            Self::SaveRun { done, .. }
-            | Self::Ask { done, .. }
-            | Self::Delivery { done, .. }
-            | Self::Says { done, .. } => done.answer(failure),
-            Self::FinishRun { done, .. }
-            | Self::RevokeGrant { done, .. }
-            | Self::Seen { done, .. }
-            | Self::Vote { done, .. }
-            | Self::Nudge { done, .. } => {
-                done.answer(failure);
-            }
-            Self::Resolve { done, .. } => done.answer(failure),
-            Self::Prune { done, .. } => done.answer(failure),
-        }
-    }
-}
-
 /// What the writer thread is asked.
 pub(super) enum Job {
-    Write(Write),
+    Write(Queued),
     /// Ends the writer after the writes queued before it; answered once the connection closed.
     Close(oneshot::Sender<()>),
 }
-
-macro_rules! job {
-    ($variant:ident { $($field:ident: $value:expr),* $(,)? }) => {{
-        let (reply, answer) = oneshot::channel();
-        let done = $crate::store::sqlite::writer::Pending::new(reply);
-        let write = $crate::store::sqlite::writer::Write::$variant { $($field: $value,)* done };
-        ($crate::store::sqlite::writer::Job::Write(write), answer)
-    }};
-}
-pub(super) use job;
 
 /// Starts the writer thread on `conn`. Returns once its statements are prepared (or failed
 /// to prepare, which is an error of opening the store).
@@ -272,7 +167,7 @@ fn write_thread(
 
 fn refuse(job: Job) {
     match job {
-        Job::Write(write) => write.answer(Some(StoreError::Closed)),
+        Job::Write(queued) => queued.answer(Some(StoreError::Closed)),
         Job::Close(closed) => {
             let _ = closed.send(());
         }
@@ -291,7 +186,7 @@ fn serve(
         let mut next = Some(first);
         while let Some(job) = next.take() {
             match job {
-                Job::Write(write) => batch.push(Queued { write, failure: None }),
+                Job::Write(queued) => batch.push(queued),
                 Job::Close(reply) => {
                     closing = Some(reply);
                     break;
@@ -313,8 +208,8 @@ fn serve(
             let failed = batch.iter().filter(|w| w.failure.is_some()).count();
             counters.count(batch.len(), failed, started.elapsed());
             counters.database(refused.as_ref());
-            for write in batch.drain(..) {
-                write.write.answer(write.failure);
+            for queued in batch.drain(..) {
+                queued.answer(None);
             }
         }
         if closing.is_some() {
