@@ -24,7 +24,6 @@ mod function;
 mod instances;
 pub mod metrics;
 mod nudge;
-mod outcomes;
 mod port;
 mod pruner;
 mod quorum;
@@ -34,12 +33,12 @@ mod router;
 mod runner;
 mod settings;
 mod sweeper;
+mod waiters;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, broadcast, oneshot};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -48,7 +47,7 @@ pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
-pub use event::{Event, Logged};
+pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
@@ -60,15 +59,18 @@ pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
 
 use crate::clock::Clock;
-use crate::question::{Conversation, Mode, Outcome, Question, QuestionId, Timeout};
-use crate::run::{Run, RunStatus};
+use crate::question::{Mode, Outcome, Timeout};
+use crate::run::RunStatus;
 use crate::store::{Store, StoreError, StoreExt};
-use delivery::{Attached, Outbound, Recent};
+use delivery::Outbound;
 
 /// How many events a subscriber may fall behind before it is dropped (and reconnects).
 pub const EVENTS_BUFFERED: usize = 1024;
 /// How many recent events are kept for clients that reconnect.
 const EVENTS_KEPT: usize = 4096;
+/// How many follow-up runs that ended their turn here are kept in memory to resume without a
+/// read.
+const PARKED: usize = 4096;
 
 /// How long turns still running at shutdown may take to finish before they are dropped (and
 /// replayed at the next start).
@@ -87,76 +89,56 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
+/// The engine's state: what it was given, and its parts, each with its own state and lock
+/// behind methods of its own (no part reaches into another's fields):
+///
+/// - `outbox` ([`delivery`]): the attached channels, their lanes and how each stands;
+/// - `events` ([`event`]): the live event stream and the recent events kept for reconnects;
+/// - `waiters` ([`waiters`]): the callers and blocking asks waiting on a question;
+/// - `turns` ([`runner`]): parked follow-up runs and the turns executing per conversation;
+/// - `sweeper` ([`sweeper`]): when the one sweeper looks next, and when it last swept;
+/// - `leases` ([`instances`]): the platform leases this instance holds;
+/// - `metrics` ([`metrics`]): the counters `/metrics` shows.
 struct Inner {
     store: Arc<dyn Store>,
     functions: Functions,
     settings: Settings,
     clock: Clock,
-    /// Each attached channel with its delivery lanes.
-    channels: Mutex<HashMap<&'static str, Attached>>,
-    events: broadcast::Sender<Arc<Logged>>,
-    /// The recent events, numbered, for clients that reconnect.
-    log: Mutex<event::EventLog>,
-    /// Callers waiting for a question's outcome, each woken by its own question only.
-    outcomes: outcomes::Outcomes,
-    /// Blocking asks awaited in this process, with the question each waits on.
-    waiters: Mutex<HashMap<QuestionId, (Question, oneshot::Sender<Outcome>)>>,
+    outbox: delivery::Outbox,
+    events: event::Events,
+    waiters: waiters::Waiters,
+    turns: runner::Turns,
+    sweeper: sweeper::Sweeper,
+    leases: instances::Leases,
+    metrics: metrics::Metrics,
+    /// Runs' turns and the engine's own tasks (sweeper, pruner, adoption).
     runs: TaskTracker,
-    workers: TaskTracker,
-    /// What the delivery lanes hold.
-    backlog: Arc<delivery::Backlog>,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
     stop: CancellationToken,
     /// Fires when shutdown's grace for running turns is over: they are dropped.
     abort: CancellationToken,
-    sweeper_wake: Notify,
-    /// When the sweeper will look next (unix ms): a question expiring earlier wakes it, any
-    /// other does not (waking it costs two reads).
-    sweeper_next: std::sync::atomic::AtomicI64,
-    /// The clock time at which the last completed sweep began (unix ms; 0 before the first).
-    swept: tokio::sync::watch::Sender<i64>,
-    metrics: metrics::Metrics,
-    /// Follow-up runs that ended their turn here, by the question they wait on: resuming one
-    /// of these needs no read (after a restart, or once forgotten, the store has it all).
-    parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
-    /// How each attached channel's connection stands.
-    channel_states: Mutex<std::collections::BTreeMap<&'static str, ChannelState>>,
-    /// The leases this instance holds (`telegram:polling`), for `/healthz`.
-    leases: Arc<Mutex<std::collections::BTreeSet<String>>>,
-    /// How many turns are executing per conversation (not counting ones waiting on a person).
-    busy: Mutex<HashMap<Conversation, usize>>,
-    settled: Notify,
 }
 
 impl Engine {
     /// An engine over `store`. Attach channels, then call [`Engine::start`].
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
-        let (events, _) = broadcast::channel(EVENTS_BUFFERED);
+        let stop = CancellationToken::new();
         Self {
             inner: Arc::new(Inner {
+                outbox: delivery::Outbox::new(store.clone(), stop.clone()),
                 store,
                 functions,
                 settings,
                 clock,
-                channels: Mutex::new(HashMap::new()),
-                events,
-                log: Mutex::new(event::EventLog::new(EVENTS_KEPT)),
-                outcomes: outcomes::Outcomes::default(),
-                waiters: Mutex::new(HashMap::new()),
-                runs: TaskTracker::new(),
-                workers: TaskTracker::new(),
-                backlog: Arc::default(),
-                stop: CancellationToken::new(),
-                abort: CancellationToken::new(),
-                sweeper_wake: Notify::new(),
-                sweeper_next: std::sync::atomic::AtomicI64::new(i64::MAX),
-                swept: tokio::sync::watch::Sender::new(0),
+                events: event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT),
+                waiters: waiters::Waiters::default(),
+                turns: runner::Turns::new(PARKED),
+                sweeper: sweeper::Sweeper::default(),
+                leases: instances::Leases::default(),
                 metrics: metrics::Metrics::default(),
-                parked: Mutex::new(Recent::new(4096)),
-                channel_states: Mutex::default(),
-                leases: Arc::default(),
-                busy: Mutex::new(HashMap::new()),
-                settled: Notify::new(),
+                runs: TaskTracker::new(),
+                stop,
+                abort: CancellationToken::new(),
             }),
         }
     }
@@ -246,9 +228,7 @@ impl Engine {
             self.inner.abort.cancel();
             self.inner.runs.wait().await;
         }
-        lock(&self.inner.channels).clear();
-        self.inner.workers.close();
-        if tokio::time::timeout(DELIVERY_GRACE, self.inner.workers.wait()).await.is_err() {
+        if !self.inner.outbox.close(DELIVERY_GRACE).await {
             tracing::warn!("some messages were not delivered before the stop");
         }
         self.inner.store.close().await;
@@ -270,14 +250,12 @@ impl Engine {
     /// client's `Last-Event-ID`) when they are all still kept, and the id of the latest event
     /// before the subscription. Nothing is missed or seen twice between the two.
     pub fn subscribe_since(&self, last_id: Option<&str>) -> Subscription {
-        let log = lock(&self.inner.log);
-        let live = self.inner.events.subscribe();
-        Subscription { live, missed: last_id.and_then(|id| log.since(id)), at: log.id(log.latest()) }
+        self.inner.events.subscribe_since(last_id)
     }
 
     /// The id a client sends back to resume after event `seq`.
     pub fn event_id(&self, seq: u64) -> String {
-        lock(&self.inner.log).id(seq)
+        self.inner.events.id(seq)
     }
 
     /// The registered functions.
@@ -322,25 +300,10 @@ impl Engine {
     /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]).
     fn publish(&self, event: Event) {
         if let Event::Resolved(question) = &event {
-            self.inner.outcomes.resolved(question);
+            self.inner.waiters.resolved(question);
         }
-        // Numbered and sent under one lock, so the kept events and the live ones agree.
-        let mut log = lock(&self.inner.log);
-        let logged = log.push(event);
-        // No subscribers is fine: events are for observers.
-        let _ = self.inner.events.send(logged);
+        self.inner.events.publish(event);
     }
-}
-
-/// A subscription to events, with what a reconnecting client missed.
-pub struct Subscription {
-    /// The events from now on.
-    pub live: broadcast::Receiver<Arc<Logged>>,
-    /// The events after the client's last id, when they are all kept; none: the client needs
-    /// the whole picture (the pending questions) again.
-    pub missed: Option<Vec<Arc<Logged>>>,
-    /// The id of the latest event before `live` starts.
-    pub at: String,
 }
 
 /// Locks a mutex that only guards plain maps: a panic while holding it cannot leave the map

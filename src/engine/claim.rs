@@ -5,12 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
-
-use super::{Engine, Event, Outbound, lock};
-use crate::question::{
-    Choice, Conversation, Kind, Mode, Outcome, Question, QuestionId, Receipt, Status, Surface, UserRef,
-};
+use super::{Engine, Event, Outbound};
+use crate::question::{Choice, Conversation, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef};
 use crate::run::RunStatus;
 use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
 
@@ -214,10 +210,11 @@ impl Engine {
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
         match question.mode {
-            Mode::Blocking => self.wake_waiter(&question),
+            // The resolution's event woke the blocking ask that waits on it (see `waiters`).
+            Mode::Blocking => {}
             Mode::FollowUp => {
                 let resolved = Instant::now();
-                match lock(&self.inner.parked).remove(&question.id) {
+                match self.inner.turns.unpark(question.id) {
                     Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
                         // The claim moved the stored run to `running`; this copy follows it.
                         if let Some(last) = journal.last_mut() {
@@ -236,33 +233,13 @@ impl Engine {
         }
     }
 
-    /// Hands a resolved blocking question's outcome to whoever waits for it here, if anyone.
-    pub(super) fn wake_waiter(&self, question: &Question) {
-        if question.mode != Mode::Blocking {
-            return;
-        }
-        if let Some(waiter) = self.take_waiter(question.id) {
-            let outcome = question.outcome.clone().unwrap_or(Outcome::Cancelled { reason: "unknown".to_owned() });
-            let _ = waiter.send(outcome);
-        }
-    }
-
-    pub(super) fn take_waiter(&self, id: QuestionId) -> Option<oneshot::Sender<Outcome>> {
-        lock(&self.inner.waiters).remove(&id).map(|(_, waiter)| waiter)
-    }
-
-    pub(super) fn add_waiter(&self, question: &Question, waiter: oneshot::Sender<Outcome>) {
-        lock(&self.inner.waiters).insert(question.id, (question.clone(), waiter));
-    }
-
     /// Ends every blocking ask as `cancelled(shutdown)`, so that whoever waits on one (an API
     /// caller, a program in hold mode) gets an answer before askgate stops.
     pub(super) async fn cancel_blocking(&self) {
-        let waiting: Vec<_> = lock(&self.inner.waiters).drain().collect();
-        for (id, (question, waiter)) in waiting {
+        for (question, waiter) in self.inner.waiters.take_held() {
             let outcome = Outcome::Cancelled { reason: "shutdown".to_owned() };
             if let Err(e) = self.close(&question, outcome.clone()).await {
-                tracing::warn!(question = %id, error = %e, "could not record a shutdown cancellation");
+                tracing::warn!(question = %question.id, error = %e, "could not record a shutdown cancellation");
             }
             let _ = waiter.send(outcome);
         }

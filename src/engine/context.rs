@@ -160,7 +160,7 @@ impl Context {
     /// When the store fails.
     pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
         if let Some(question) = self.awaiting.take() {
-            self.engine.take_waiter(question.id);
+            self.engine.inner.waiters.release(question.id);
             self.engine.close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
         }
         Ok(())
@@ -267,10 +267,10 @@ impl Context {
             }
             Mode::Blocking => {
                 let (tx, rx) = oneshot::channel();
-                engine.add_waiter(&question, tx);
+                engine.inner.waiters.hold(&question, tx);
                 let shared = Arc::new(question.clone());
                 if let Err(e) = engine.inner.store.ask(&self.run, &shared).await {
-                    engine.take_waiter(question.id);
+                    engine.inner.waiters.release(question.id);
                     return Err(e.into());
                 }
                 self.run.update = None;

@@ -9,12 +9,13 @@
 //! ends; one the platform refuses for good is logged and left.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::access::policy_key;
 use super::retry::{Backoff, Retry};
@@ -88,22 +89,41 @@ fn listed(channels: &[String]) -> String {
     if channels.is_empty() { "none".to_owned() } else { channels.join(", ") }
 }
 
-impl Engine {
-    /// Attaches a channel's outbound half: cards, retractions and text for conversations of
-    /// `channel.name()` go to it, in order per conversation.
-    pub fn attach(&self, channel: Arc<dyn Channel>) {
-        let name = channel.name();
-        let attached = Attached { channel, groups: HashMap::new(), undelivered: Arc::default() };
-        lock(&self.inner.channels).insert(name, attached);
-        lock(&self.inner.channel_states).insert(name, ChannelState::Connecting);
+/// The outbox: the attached channels with their lanes, how each channel stands, and what the
+/// lanes hold. Its own locks; nothing else reaches into them.
+pub(super) struct Outbox {
+    store: Arc<dyn Store>,
+    channels: Mutex<HashMap<&'static str, Attached>>,
+    states: Mutex<BTreeMap<&'static str, ChannelState>>,
+    backlog: Arc<Backlog>,
+    /// The lanes' tasks.
+    lanes: TaskTracker,
+    stop: CancellationToken,
+}
+
+impl Outbox {
+    pub(super) fn new(store: Arc<dyn Store>, stop: CancellationToken) -> Self {
+        Self {
+            store,
+            channels: Mutex::default(),
+            states: Mutex::default(),
+            backlog: Arc::default(),
+            lanes: TaskTracker::new(),
+            stop,
+        }
     }
 
-    /// Checks that an attached channel serves `conversation`.
-    ///
-    /// # Errors
-    /// [`NotServed`] naming the channels that are enabled.
-    pub fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
-        let channels = lock(&self.inner.channels);
+    /// See [`Engine::attach`].
+    fn attach(&self, channel: Arc<dyn Channel>) {
+        let name = channel.name();
+        let attached = Attached { channel, groups: HashMap::new(), undelivered: Arc::default() };
+        lock(&self.channels).insert(name, attached);
+        lock(&self.states).insert(name, ChannelState::Connecting);
+    }
+
+    /// See [`Engine::check_served`].
+    fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
+        let channels = lock(&self.channels);
         if channels.get(conversation.channel()).is_some_and(|a| a.channel.serves(conversation)) {
             return Ok(());
         }
@@ -112,9 +132,8 @@ impl Engine {
         Err(NotServed { conversation: conversation.clone(), channels: names })
     }
 
-    /// Records how an attached channel's connection stands (adapters report it).
-    pub fn set_channel_state(&self, channel: &'static str, state: ChannelState) {
-        let mut states = lock(&self.inner.channel_states);
+    fn set_state(&self, channel: &'static str, state: ChannelState) {
+        let mut states = lock(&self.states);
         if states.get(channel) != Some(&state) {
             match &state {
                 ChannelState::Down(why) => tracing::warn!(channel, "{channel} is down: {why}"),
@@ -124,11 +143,9 @@ impl Engine {
         states.insert(channel, state);
     }
 
-    /// Every attached channel with how it stands, by name: as its adapter reported, or
-    /// `degraded` while cards of it wait to be delivered.
-    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+    fn states(&self) -> Vec<(&'static str, ChannelState)> {
         let undelivered = self.undelivered_cards();
-        let states = lock(&self.inner.channel_states).clone();
+        let states = lock(&self.states).clone();
         states
             .into_iter()
             .map(|(name, state)| {
@@ -143,14 +160,13 @@ impl Engine {
             .collect()
     }
 
-    /// How many cards of each channel could not be delivered yet and are being tried again.
-    pub fn undelivered_cards(&self) -> BTreeMap<&'static str, usize> {
-        lock(&self.inner.channels).iter().map(|(name, a)| (*name, a.undelivered.load(Ordering::Relaxed))).collect()
+    fn undelivered_cards(&self) -> BTreeMap<&'static str, usize> {
+        lock(&self.channels).iter().map(|(name, a)| (*name, a.undelivered.load(Ordering::Relaxed))).collect()
     }
 
     /// Queues a delivery on the lane of its conversation.
-    pub(super) fn outbound(&self, conversation: &Conversation, message: Outbound) {
-        let mut channels = lock(&self.inner.channels);
+    pub(super) fn send(&self, conversation: &Conversation, message: Outbound) {
+        let mut channels = lock(&self.channels);
         let Some(attached) = channels.get_mut(conversation.channel()) else {
             tracing::debug!(%conversation, "no channel attached for this conversation");
             return;
@@ -161,13 +177,13 @@ impl Engine {
                 .map(|_| {
                     let (tx, rx) = mpsc::unbounded_channel();
                     let lane = Lane {
-                        store: self.inner.store.clone(),
-                        backlog: self.inner.backlog.clone(),
+                        store: self.store.clone(),
+                        backlog: self.backlog.clone(),
                         channel: channel.clone(),
                         undelivered: undelivered.clone(),
-                        stop: self.inner.stop.clone(),
+                        stop: self.stop.clone(),
                     };
-                    self.inner.workers.spawn(lane.run(rx));
+                    self.lanes.spawn(lane.run(rx));
                     tx
                 })
                 .collect()
@@ -175,18 +191,16 @@ impl Engine {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         std::hash::Hash::hash(conversation, &mut hasher);
         let lane = usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0);
-        self.inner.backlog.add();
+        self.backlog.add();
         if lanes[lane].send(message).is_err() {
-            self.inner.backlog.done();
+            self.backlog.done();
             tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
         }
     }
 
-    /// Returns once the lanes hold nothing: every card, retraction and message handed to them
-    /// so far was delivered (or given up). A card that is being tried again until its question
-    /// ends holds this until then.
-    pub async fn outbound_idle(&self) {
-        let backlog = &self.inner.backlog;
+    /// See [`Engine::outbound_idle`].
+    pub(super) async fn idle(&self) {
+        let backlog = &self.backlog;
         loop {
             let idle = backlog.idle.notified();
             tokio::pin!(idle);
@@ -196,6 +210,58 @@ impl Engine {
             }
             idle.await;
         }
+    }
+
+    /// Detaches every channel and gives the lanes `grace` to deliver what they hold; false
+    /// when some did not finish in time.
+    pub(super) async fn close(&self, grace: Duration) -> bool {
+        lock(&self.channels).clear();
+        self.lanes.close();
+        tokio::time::timeout(grace, self.lanes.wait()).await.is_ok()
+    }
+}
+
+impl Engine {
+    /// Attaches a channel's outbound half: cards, retractions and text for conversations of
+    /// `channel.name()` go to it, in order per conversation.
+    pub fn attach(&self, channel: Arc<dyn Channel>) {
+        self.inner.outbox.attach(channel);
+    }
+
+    /// Checks that an attached channel serves `conversation`.
+    ///
+    /// # Errors
+    /// [`NotServed`] naming the channels that are enabled.
+    pub fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
+        self.inner.outbox.check_served(conversation)
+    }
+
+    /// Records how an attached channel's connection stands (adapters report it).
+    pub fn set_channel_state(&self, channel: &'static str, state: ChannelState) {
+        self.inner.outbox.set_state(channel, state);
+    }
+
+    /// Every attached channel with how it stands, by name: as its adapter reported, or
+    /// `degraded` while cards of it wait to be delivered.
+    pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
+        self.inner.outbox.states()
+    }
+
+    /// How many cards of each channel could not be delivered yet and are being tried again.
+    pub fn undelivered_cards(&self) -> BTreeMap<&'static str, usize> {
+        self.inner.outbox.undelivered_cards()
+    }
+
+    /// Queues a delivery on the lane of its conversation.
+    pub(super) fn outbound(&self, conversation: &Conversation, message: Outbound) {
+        self.inner.outbox.send(conversation, message);
+    }
+
+    /// Returns once the lanes hold nothing: every card, retraction and message handed to them
+    /// so far was delivered (or given up). A card that is being tried again until its question
+    /// ends holds this until then.
+    pub async fn outbound_idle(&self) {
+        self.inner.outbox.idle().await;
     }
 
     /// Records a message an adapter sent for `question` outside its card (a prompt for the

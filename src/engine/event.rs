@@ -1,8 +1,11 @@
 //! Events that observers (the event stream, the web page, metrics) subscribe to, and the
-//! recent ones kept in memory so that a client that reconnects gets what it missed.
+//! recent ones kept in memory so that a client that reconnects gets what it missed: the
+//! engine's [`Events`] part.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::broadcast;
 
 use serde::Serialize;
 
@@ -105,7 +108,7 @@ impl Logged {
 
 /// The most recent events, by number; a reconnecting client that missed no more than these
 /// gets exactly them.
-pub(super) struct EventLog {
+struct EventLog {
     /// This process's mark: event ids of another process (before a restart) do not resume.
     boot: String,
     next: u64,
@@ -153,6 +156,59 @@ impl EventLog {
             return None;
         }
         Some(self.recent.iter().filter(|e| e.seq > seq).cloned().collect())
+    }
+}
+
+/// The events part: the live stream and the numbered recent events, under one lock so that
+/// the two agree.
+pub(super) struct Events {
+    live: broadcast::Sender<Arc<Logged>>,
+    log: Mutex<EventLog>,
+}
+
+/// A subscription to events, with what a reconnecting client missed.
+pub struct Subscription {
+    /// The events from now on.
+    pub live: broadcast::Receiver<Arc<Logged>>,
+    /// The events after the client's last id, when they are all kept; none: the client needs
+    /// the whole picture (the pending questions) again.
+    pub missed: Option<Vec<Arc<Logged>>>,
+    /// The id of the latest event before `live` starts.
+    pub at: String,
+}
+
+impl Events {
+    /// A stream a subscriber may fall `buffered` events behind, keeping the last `kept`.
+    pub(super) fn new(buffered: usize, kept: usize) -> Self {
+        let (live, _) = broadcast::channel(buffered);
+        Self { live, log: Mutex::new(EventLog::new(kept)) }
+    }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, EventLog> {
+        // Each change is one push: a panic elsewhere leaves the log whole.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {
+        self.live.subscribe()
+    }
+
+    pub(super) fn subscribe_since(&self, last_id: Option<&str>) -> Subscription {
+        let log = self.log();
+        let live = self.live.subscribe();
+        Subscription { live, missed: last_id.and_then(|id| log.since(id)), at: log.id(log.latest()) }
+    }
+
+    pub(super) fn id(&self, seq: u64) -> String {
+        self.log().id(seq)
+    }
+
+    /// Numbers `event`, keeps it and sends it to the subscribers.
+    pub(super) fn publish(&self, event: Event) {
+        let mut log = self.log();
+        let logged = log.push(event);
+        // No subscribers is fine: events are for observers.
+        let _ = self.live.send(logged);
     }
 }
 

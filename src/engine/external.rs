@@ -3,7 +3,6 @@
 //! when its question is resolved.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::{Engine, Event, NotServed};
 use crate::engine::access::AnswerersError;
@@ -151,30 +150,5 @@ impl Engine {
         self.check_served(conversation)?;
         self.send_text(conversation, text);
         Ok(())
-    }
-
-    /// The question as it stands once it is resolved, or after `wait` if it is still pending,
-    /// or at once when askgate begins to stop. `None` when there is no such question.
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
-        // Watch before looking, so that a resolution between the two is not missed; only this
-        // question's resolution wakes the watch.
-        let mut watch = self.inner.outcomes.watch(id);
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(None) };
-        if !question.is_pending() || wait.is_zero() {
-            return Ok(Some(question));
-        }
-        let stop = self.stopping();
-        tokio::select! {
-            resolved = &mut watch.resolved => match resolved {
-                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
-                // Not told (cannot happen while the watch is kept): the store knows.
-                Err(_) => self.inner.store.question(id).await,
-            },
-            () = tokio::time::sleep(wait) => Ok(Some(question)),
-            () = stop.cancelled() => Ok(Some(question)),
-        }
     }
 }

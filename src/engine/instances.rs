@@ -57,7 +57,7 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             // What waits here may have been resolved meanwhile: look at each again.
             Change::Missed => {
-                let waiting: Vec<QuestionId> = lock(&engine.inner.waiters).keys().copied().collect();
+                let waiting = engine.inner.waiters.held();
                 let mut read = Ok(());
                 for id in waiting {
                     read = read.and(engine.heard_resolved(id).await);
@@ -75,7 +75,25 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
 pub struct Held {
     lease: Lease,
     name: String,
-    held: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    held: Leases,
+}
+
+/// The leases part: the leases this instance holds now (`telegram:polling`), for `/healthz`.
+#[derive(Clone, Default)]
+pub(super) struct Leases(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+
+impl Leases {
+    fn insert(&self, name: &str) {
+        lock(&self.0).insert(name.to_owned());
+    }
+
+    fn remove(&self, name: &str) {
+        lock(&self.0).remove(name);
+    }
+
+    fn names(&self) -> Vec<String> {
+        lock(&self.0).iter().cloned().collect()
+    }
 }
 
 impl Held {
@@ -87,7 +105,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        lock(&self.held).remove(&self.name);
+        self.held.remove(&self.name);
     }
 }
 
@@ -105,7 +123,7 @@ impl Engine {
                     if self.inner.store.shared() {
                         tracing::info!(lease = name, "this instance holds the lease");
                     }
-                    lock(&self.inner.leases).insert(name.to_owned());
+                    self.inner.leases.insert(name);
                     return Some(Held { lease, name: name.to_owned(), held: self.inner.leases.clone() });
                 }
                 Ok(None) => return None,
@@ -125,7 +143,7 @@ impl Engine {
 
     /// The leases this instance holds now.
     pub fn leases(&self) -> Vec<String> {
-        lock(&self.inner.leases).iter().cloned().collect()
+        self.inner.leases.names()
     }
 
     /// Another instance asked `id`: the event streams here carry it, and the sweeper learns
@@ -167,8 +185,7 @@ impl Engine {
         if question.is_pending() {
             return Ok(());
         }
-        lock(&self.inner.parked).remove(&id);
-        self.wake_waiter(&question);
+        self.inner.turns.unpark(id);
         self.publish(Event::Resolved(Arc::new(question)));
         Ok(())
     }

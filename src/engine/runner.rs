@@ -6,13 +6,16 @@
 //! turn runs on the engine's task tracker, counted as executing in its conversation, and can be
 //! dropped when shutdown's grace is over (the run is then replayed at the next start).
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::delivery::Recent;
 use super::{Engine, Event, NotServed, Refusal, lock};
 use crate::engine::access::AnswerersPolicy;
 use crate::engine::context::{AskError, Context};
@@ -20,6 +23,61 @@ use crate::engine::function::FunctionError;
 use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 use crate::store::{StoreError, StoreExt};
+
+/// The runner's part: follow-up runs that ended their turn here, by the question they wait
+/// on (resuming one of these needs no read; after a restart, or once forgotten, the store has
+/// it all), and how many turns execute per conversation (not counting ones waiting on a
+/// person).
+pub(super) struct Turns {
+    parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
+    busy: Mutex<HashMap<Conversation, usize>>,
+    settled: Notify,
+}
+
+impl Turns {
+    pub(super) fn new(parked: usize) -> Self {
+        Self { parked: Mutex::new(Recent::new(parked)), busy: Mutex::default(), settled: Notify::new() }
+    }
+
+    /// Keeps a follow-up run that waits on `question`, with its journal.
+    fn park(&self, question: crate::question::QuestionId, run: Run, journal: Vec<Arc<Question>>) {
+        lock(&self.parked).insert(question, (run, journal));
+    }
+
+    /// Takes the run parked on `question`, if it is still here.
+    pub(super) fn unpark(&self, question: crate::question::QuestionId) -> Option<(Run, Vec<Arc<Question>>)> {
+        lock(&self.parked).remove(&question)
+    }
+
+    fn enter(&self, conversation: &Conversation) {
+        *lock(&self.busy).entry(conversation.clone()).or_default() += 1;
+    }
+
+    fn leave(&self, conversation: &Conversation) {
+        let mut busy = lock(&self.busy);
+        if let Some(n) = busy.get_mut(conversation) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                busy.remove(conversation);
+            }
+        }
+        drop(busy);
+        self.settled.notify_waiters();
+    }
+
+    async fn settled(&self, conversation: &Conversation, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.settled.notified();
+            if !lock(&self.busy).contains_key(conversation) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+}
 
 /// What a run starts with.
 #[derive(Clone, Debug)]
@@ -157,35 +215,19 @@ impl Engine {
     /// run there has asked, finished, or waits on a person. The console uses it so that piped
     /// input is read as a person would type it, after the question it answers was asked.
     pub async fn settled(&self, conversation: &Conversation, limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let notified = self.inner.settled.notified();
-            if !lock(&self.inner.busy).contains_key(conversation) {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return;
-            }
-        }
+        self.inner.turns.settled(conversation, limit).await;
     }
 
     fn enter(&self, conversation: Option<&Conversation>) {
         if let Some(c) = conversation {
-            *lock(&self.inner.busy).entry(c.clone()).or_default() += 1;
+            self.inner.turns.enter(c);
         }
     }
 
     fn leave(&self, conversation: Option<&Conversation>) {
-        let Some(c) = conversation else { return };
-        let mut busy = lock(&self.inner.busy);
-        if let Some(n) = busy.get_mut(c) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                busy.remove(c);
-            }
+        if let Some(c) = conversation {
+            self.inner.turns.leave(c);
         }
-        drop(busy);
-        self.inner.settled.notify_waiters();
     }
 
     /// Marks the calling turn as waiting on a person until the guard is dropped.
@@ -370,7 +412,7 @@ impl Engine {
             }
             Err(FunctionError::Ask(AskError::Pending { question })) => {
                 if run.mode == Mode::FollowUp {
-                    lock(&self.inner.parked).insert(question, (run.clone(), journal));
+                    self.inner.turns.park(question, run.clone(), journal);
                 }
                 Ok(run)
             }

@@ -3,7 +3,10 @@
 //! wakes it), and expires, reminds and escalates whatever is due. The claim-once write makes
 //! each expiry happen exactly once; a conditional write does the same for each nudge.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
 
 use super::Engine;
 use crate::question::Question;
@@ -14,16 +17,42 @@ pub(super) const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// How long it waits after a store failure before trying again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The sweeper part: when it looks next, how to wake it, and when its last sweep began.
+pub(super) struct Sweeper {
+    wake: Notify,
+    /// When the sweeper will look next (unix ms): a question expiring earlier wakes it, any
+    /// other does not (waking it costs two reads).
+    next: AtomicI64,
+    /// The clock time at which the last completed sweep began (unix ms; 0 before the first).
+    swept: watch::Sender<i64>,
+}
+
+impl Default for Sweeper {
+    fn default() -> Self {
+        Self { wake: Notify::new(), next: AtomicI64::new(i64::MAX), swept: watch::Sender::new(0) }
+    }
+}
+
+impl Sweeper {
+    /// Wakes the sweeper when `at` comes before the time it sleeps until.
+    fn wake_before(&self, at: i64) {
+        if at < self.next.load(Ordering::Relaxed) {
+            self.wake.notify_one();
+        }
+    }
+}
+
 pub(super) async fn run(engine: Engine) {
+    let part = &engine.inner.sweeper;
     let stop = engine.stopping();
     let mut clock = engine.inner.clock.watch();
     loop {
         // While it sweeps, any new question wakes it again: its deadline may not have been read.
-        engine.inner.sweeper_next.store(i64::MAX, std::sync::atomic::Ordering::Relaxed);
+        part.next.store(i64::MAX, Ordering::Relaxed);
         let began = engine.now_ms();
         let nap = match sweep(&engine).await {
             Ok(next) => {
-                engine.inner.swept.send_replace(began);
+                part.swept.send_replace(began);
                 next
             }
             Err(e) => {
@@ -32,8 +61,8 @@ pub(super) async fn run(engine: Engine) {
             }
         };
         let next = engine.now_ms().saturating_add(i64::try_from(nap.as_millis()).unwrap_or(i64::MAX));
-        engine.inner.sweeper_next.store(next, std::sync::atomic::Ordering::Relaxed);
-        let woken = engine.inner.sweeper_wake.notified();
+        part.next.store(next, Ordering::Relaxed);
+        let woken = part.wake.notified();
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(nap) => {}
@@ -61,7 +90,7 @@ impl Engine {
     /// reminded and escalated everything due by then (its messages are handed to the lanes:
     /// [`Engine::outbound_idle`] waits for them), or when the engine stops.
     pub async fn swept(&self, at: i64) {
-        let mut swept = self.inner.swept.subscribe();
+        let mut swept = self.inner.sweeper.swept.subscribe();
         let stop = self.stopping();
         tokio::select! {
             _ = swept.wait_for(|&began| began >= at) => {}
@@ -72,9 +101,8 @@ impl Engine {
     /// Wakes the sweeper when a new question's expiry or first nudge comes before the time it
     /// sleeps until.
     pub(super) fn wake_sweeper_for(&self, question: &Question) {
-        let first = [question.expires_at, question.nudge_at].into_iter().flatten().min();
-        if first.is_some_and(|at| at < self.inner.sweeper_next.load(std::sync::atomic::Ordering::Relaxed)) {
-            self.inner.sweeper_wake.notify_one();
+        if let Some(first) = [question.expires_at, question.nudge_at].into_iter().flatten().min() {
+            self.inner.sweeper.wake_before(first);
         }
     }
 }
