@@ -230,6 +230,18 @@ pub fn receipt(receipt: &Receipt, question: Option<&Question>) -> Option<String>
     })
 }
 
+/// What the sender of a tap is told in a toast or a private note: "Recorded." for a tap that
+/// resolved its question (its card shows the rest), else the words of its receipt or reply;
+/// none for a redelivered tap, which was answered when it was first applied.
+pub fn tap_note(receipt: Option<&Receipt>, text: Option<&str>) -> Option<String> {
+    match (receipt, text) {
+        (Some(Receipt::Resolved { .. }), _) => Some("Recorded.".to_owned()),
+        (_, Some(text)) => Some(text.to_owned()),
+        (Some(r), None) => self::receipt(r, None),
+        (None, None) => None,
+    }
+}
+
 /// `s` with its first letter in upper case.
 pub fn capitalise(s: &str) -> String {
     let mut c = s.chars();

@@ -180,10 +180,7 @@ fn channel_of(conversation: &Conversation) -> Result<ChannelId, ChannelError> {
 
 /// The private text for a receipt that did not resolve the question.
 fn receipt_text(response: &Response) -> String {
-    match &response.receipt {
-        Some(Receipt::NotAuthorized { .. }) => "Not yours to answer.".to_owned(),
-        _ => response.text.clone().unwrap_or_else(|| "Done.".to_owned()),
-    }
+    wording::tap_note(response.receipt.as_ref(), response.text.as_deref()).unwrap_or_default()
 }
 
 struct Handler {

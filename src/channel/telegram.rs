@@ -303,8 +303,8 @@ impl Telegram {
             return;
         };
         let conversation = conversation_of(&message);
-        let command = match Tap::parse(&data) {
-            Ok(Tap::Command(command)) => command,
+        let (command, card) = match Tap::parse(&data) {
+            Ok(Tap::Command(command)) => (command, None),
             Ok(Tap::Card { id, action }) => {
                 let question = match engine.open_card(id, &conversation, &user).await {
                     Ok(question) => question,
@@ -315,7 +315,7 @@ impl Telegram {
                     }
                 };
                 match self.card_action(action, &question, &message, &query, engine).await {
-                    Some(command) => command,
+                    Some(command) => (command, Some(question)),
                     None => return,
                 }
             }
@@ -325,8 +325,12 @@ impl Telegram {
                 return;
             }
         };
-        let inbound =
-            Inbound::tap(conversation, user, Surface::Telegram, command).named(&display_name(&query.from)).keyed(key);
+        // A tap on a card's own button applies to the question it opened: read once.
+        let inbound = match card {
+            Some(question) => Inbound::on_card(conversation, user, Surface::Telegram, question, command),
+            None => Inbound::tap(conversation, user, Surface::Telegram, command),
+        };
+        let inbound = inbound.named(&display_name(&query.from)).keyed(key);
         let response = engine.handle(inbound).await;
         let (text, alert) = callback_receipt(&response);
         self.answer(&query, &text, alert).await;
@@ -452,11 +456,8 @@ fn channel_error(e: &RequestError) -> ChannelError {
 
 /// The toast for a callback: the receipt's words; an alert for "not yours".
 fn callback_receipt(response: &Response) -> (String, bool) {
-    match &response.receipt {
-        Some(Receipt::Resolved { .. }) => ("Recorded.".to_owned(), false),
-        Some(Receipt::NotAuthorized { .. }) => ("Not yours to answer.".to_owned(), true),
-        _ => (response.text.clone().unwrap_or_default(), false),
-    }
+    let alert = matches!(response.receipt, Some(Receipt::NotAuthorized { .. }));
+    (crate::wording::tap_note(response.receipt.as_ref(), response.text.as_deref()).unwrap_or_default(), alert)
 }
 
 /// `@name` of `/command@name …`, when the text is such a command.

@@ -29,6 +29,9 @@ pub struct Inbound {
     pub tap: Option<Command>,
     /// The question whose card this message replies to.
     pub reply_to: Option<QuestionId>,
+    /// The question a card's button is on, as the adapter opened it ([`Engine::open_card`]):
+    /// the command of the tap is applied to it without reading it again.
+    pub card: Option<Box<Question>>,
     /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
     /// applied once.
     pub key: Option<String>,
@@ -37,13 +40,35 @@ pub struct Inbound {
 impl Inbound {
     /// A typed message with no reply context.
     pub fn text(conversation: Conversation, user: UserRef, surface: Surface, text: impl Into<String>) -> Self {
-        Self { conversation, user, name: None, text: text.into(), surface, tap: None, reply_to: None, key: None }
+        Self {
+            conversation,
+            user,
+            name: None,
+            text: text.into(),
+            surface,
+            tap: None,
+            reply_to: None,
+            card: None,
+            key: None,
+        }
     }
 
     /// A tapped button (or a form or menu that stands for one), whose payload the surface
     /// parsed into `command`.
     pub fn tap(conversation: Conversation, user: UserRef, surface: Surface, command: Command) -> Self {
         Self { tap: Some(command), ..Self::text(conversation, user, surface, String::new()) }
+    }
+
+    /// A tap on the card of `question`, opened by [`Engine::open_card`], whose payload the
+    /// surface parsed into `command` (about that question).
+    pub fn on_card(
+        conversation: Conversation,
+        user: UserRef,
+        surface: Surface,
+        question: Question,
+        command: Command,
+    ) -> Self {
+        Self { card: Some(Box::new(question)), ..Self::tap(conversation, user, surface, command) }
     }
 
     /// Sets the platform's id for this update, so that a redelivery is applied once.
@@ -181,21 +206,21 @@ impl Engine {
     async fn command(&self, inbound: &Inbound, resolver: &Resolver, command: Command) -> Result<Response, StoreError> {
         match command {
             Command::Answer { id, choice } => {
-                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 let receipt = self.resolve(&question, &choice, resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Decline { id, feedback } => {
-                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 let receipt = self.resolve_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::receipt(receipt, Some(&question)))
             }
             Command::Approve { id, how } => {
-                let Some(question) = self.find(&inbound.conversation, &id).await? else {
+                let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 if question.kind != Kind::Approval {
@@ -310,6 +335,14 @@ impl Engine {
             let _ = write!(out, "\n  {name} — {description}");
         }
         out
+    }
+
+    /// The question a command names: the opened card's, or one found by id.
+    async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
+        match &inbound.card {
+            Some(card) if card.id.to_string() == id => Ok(Some(Question::clone(card))),
+            _ => self.find(&inbound.conversation, id).await,
+        }
     }
 
     /// Finds a question of this conversation by full id or unique prefix.
