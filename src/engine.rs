@@ -190,7 +190,7 @@ impl Engine {
                     run.updated_at = self.now_ms();
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
-                        self.send_text(c, format!("⛔ {} cancelled ({INSTANCE_LOST}).", run.function));
+                        self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST));
                     }
                 }
                 Mode::External => {}

@@ -2,6 +2,8 @@
 //! the command that answers it), reminders, the lists `/pending` and `/grants` show, the words
 //! of a receipt, and how long ago or until. Adapters draw their own cards from these words.
 
+pub mod replies;
+
 use std::fmt::Write;
 
 use crate::question::{Kind, Outcome, Question, Receipt, display_value};

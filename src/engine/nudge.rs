@@ -79,7 +79,7 @@ impl Engine {
     pub(super) fn show_escalated(&self, question: &Question, to: &Conversation) {
         let Some(conversation) = &question.conversation else { return };
         let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
-        let line = format!("⬆️ Nobody answered this in {conversation} for {}:", humantime::format_duration(waited));
+        let line = crate::wording::replies::escalated(conversation.as_str(), waited);
         self.send_text(to, line);
         // Placed in the conversation it is escalated to (the card goes there, its answers
         // come from there); its own conversation's lane keeps the rest.

@@ -10,7 +10,7 @@ use crate::question::{
     Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
 };
 use crate::store::{StoreError, StoreExt};
-use crate::wording;
+use crate::wording::{self, replies};
 
 /// A message from a person on some surface.
 #[derive(Clone, Debug)]
@@ -119,7 +119,7 @@ impl Engine {
             Ok(response) => response,
             Err(e) => {
                 tracing::error!(error = %e, conversation = %inbound.conversation, "could not handle a message");
-                Response::say("Something went wrong on our side; nothing was changed. Please try again.")
+                Response::say(replies::FAILED)
             }
         }
     }
@@ -161,7 +161,7 @@ impl Engine {
         }
         match Command::parse(&inbound.text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
-            Some(Err(e)) => return Ok(Response::say(format!("{}.", wording::capitalise(&e.to_string())))),
+            Some(Err(e)) => return Ok(Response::say(replies::sentence(&e))),
             None => {}
         }
         if let Some(id) = inbound.reply_to
@@ -182,24 +182,17 @@ impl Engine {
             }
             // Someone else's question waits: say so, rather than that nothing waits.
             [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
-                Ok(Response::say(if others == 1 {
-                    "The question waiting here is not yours to answer."
-                } else {
-                    "The questions waiting here are not yours to answer."
-                }))
+                Ok(Response::say(replies::not_yours(others)))
             }
             [] => self.new_turn(inbound).await,
-            many => Ok(Response::say(format!(
-                "{} questions are waiting for you here; answer with /answer <id> <choice> (/pending lists them).",
-                many.len()
-            ))),
+            many => Ok(Response::say(replies::which_one(many.len()))),
         }
     }
 
     async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {
         match self.policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned()).await,
-            None => Ok(Response::say("Nothing is waiting for an answer here. /help lists the commands.")),
+            None => Ok(Response::say(replies::NOTHING_WAITING)),
         }
     }
 
@@ -224,10 +217,7 @@ impl Engine {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
                 if question.kind != Kind::Approval {
-                    let short = question.id.short();
-                    return Ok(Response::say(format!(
-                        "{short} is not an approval; answer it with /answer {short} <choice>."
-                    )));
+                    return Ok(Response::say(replies::not_an_approval(&question.id.short())));
                 }
                 let receipt = match how {
                     Allow::Once => self.resolve(&question, "once", resolver).await?,
@@ -252,11 +242,7 @@ impl Engine {
             Command::Run { function, input } => self.run_command(inbound, &function, input).await,
             Command::Cancel => {
                 let n = self.cancel_conversation(&inbound.conversation, &inbound.user).await?;
-                Ok(Response::say(match n {
-                    0 => "Nothing to cancel here.".to_owned(),
-                    1 => "Cancelled the waiting run.".to_owned(),
-                    n => format!("Cancelled {n} waiting questions."),
-                }))
+                Ok(Response::say(replies::cancelled(n)))
             }
             Command::Help => Ok(Response::say(self.help())),
             Command::Grants => {
@@ -272,33 +258,26 @@ impl Engine {
     async fn revoke_command(&self, inbound: &Inbound, id: &str) -> Result<Response, StoreError> {
         let wanted = id.to_ascii_lowercase();
         if wanted.chars().count() < MIN_PREFIX {
-            return Ok(Response::say(format!("Grant ids need at least {MIN_PREFIX} characters; /grants lists them.")));
+            return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX)));
         }
         let grants = self.grants(Some(&inbound.conversation)).await?;
         let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
             [grant] => (*grant).clone(),
             [] => {
                 let shown = crate::text::clip(id, 40, "…");
-                return Ok(Response::say(format!("No grant {shown} here; /grants lists them.")));
+                return Ok(Response::say(replies::no_grant(&shown)));
             }
-            _ => return Ok(Response::say("Ambiguous grant id, use more characters.")),
+            _ => return Ok(Response::say(replies::AMBIGUOUS_GRANT)),
         };
         if !self.may_revoke(&grant, &inbound.user).await? {
-            return Ok(Response::say(
-                "Only people who may answer its approvals can revoke this grant; nothing was changed.",
-            ));
+            return Ok(Response::say(replies::NOT_YOURS_TO_REVOKE));
         }
         let short = grant.short_id();
         Ok(Response::say(if self.revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
-            let action = crate::text::clip(&grant.action, 200, "…");
-            if grant.pattern {
-                format!("Revoked {short}: actions like \"{action}\" will be asked again.")
-            } else {
-                format!("Revoked {short}: \"{action}\" will be asked again.")
-            }
+            replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern)
         } else {
-            format!("Grant {short} was already revoked or has expired.")
+            replies::already_revoked(short)
         }))
     }
 
@@ -321,10 +300,8 @@ impl Engine {
         let started = self.start_run(request, mode).await;
         Ok(match started {
             Ok(_) => Response { started: true, ..Response::default() },
-            Err(e @ StartError::UnknownFunction(_)) => {
-                Response::say(format!("{}. /help lists the functions.", wording::capitalise(&e.to_string())))
-            }
-            Err(e) => Response::say(format!("{}.", wording::capitalise(&e.to_string()))),
+            Err(e @ StartError::UnknownFunction(_)) => Response::say(replies::unknown_function(&e)),
+            Err(e) => Response::say(replies::sentence(&e)),
         })
     }
 
@@ -359,15 +336,11 @@ impl Engine {
     /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
     async fn unknown(&self, conversation: &Conversation, id: &str) -> Result<Response, StoreError> {
         let reason = match normalise_prefix(id) {
-            None if id.len() < MIN_PREFIX => format!("Ids need at least {MIN_PREFIX} characters; `{id}` is too short"),
-            None => format!("`{}` is not a question id", crate::text::clip(id, 40, "…")),
+            None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id),
+            None => replies::not_an_id(&crate::text::clip(id, 40, "…")),
             Some(prefix) => {
                 let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
-                if found.len() > 1 {
-                    "Ambiguous id, use more characters".to_owned()
-                } else {
-                    format!("No question {prefix} here")
-                }
+                if found.len() > 1 { replies::AMBIGUOUS_ID.to_owned() } else { replies::no_question(&prefix) }
             }
         };
         Ok(Response::receipt(Receipt::Unknown { reason }, None))
@@ -383,17 +356,14 @@ const MAX_RULE: usize = 200;
 fn rule_fits(pattern: &str, action: &str) -> Result<(), String> {
     let shown = crate::text::clip(pattern, 60, "…");
     if pattern.chars().count() > MAX_RULE {
-        return Err(format!("A rule is at most {MAX_RULE} characters; nothing was changed."));
+        return Err(replies::rule_too_long(MAX_RULE));
     }
     if crate::text::catches_all(pattern) {
-        return Err("A rule must name something besides *; nothing was changed.".to_owned());
+        return Err(replies::RULE_CATCHES_ALL.to_owned());
     }
     if !crate::question::rule::fits(pattern, action) {
         let action = crate::text::clip(action, 60, "…");
-        return Err(format!(
-            "The rule \"{shown}\" does not fit this action (`{action}`); nothing was changed. A rule fits one \
-             simple command word by word, never a chained or redirected one."
-        ));
+        return Err(replies::rule_does_not_fit(&shown, &action));
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ use crate::engine::function::FunctionError;
 use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
 use crate::run::{Run, RunStatus};
 use crate::store::{StoreError, StoreExt};
+use crate::wording::replies;
 
 /// The runner's part: follow-up runs that ended their turn here, by the question they wait
 /// on (resuming one of these needs no read; after a restart, or once forgotten, the store has
@@ -380,8 +381,8 @@ impl Engine {
 
     async fn invoke_inner(&self, run: Run, journal: Vec<Arc<Question>>) -> Result<Run, (Run, StoreError)> {
         let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
-            let message = format!("no function named `{}` (removed from the config?)", run.function);
-            self.notify(&run, format!("⚠️ {message}"));
+            let message = replies::function_gone(&run.function);
+            self.notify(&run, replies::warning(&message));
             return self.end_run(run, RunStatus::Failed, message).await;
         };
         let input = run.input.clone();
@@ -394,7 +395,7 @@ impl Engine {
             Err(panic) => {
                 let message = format!("the function panicked: {}", panic_message(panic.as_ref()));
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, format!("⚠️ {} failed: {message}", run.function));
+                self.notify(&run, replies::run_failed(&run.function, &message));
                 // The run ends first: cancelling its question then resumes nothing.
                 let ended = self.end_run(run, RunStatus::Failed, message.clone()).await;
                 self.cancel_left_pending(&journal, &message).await;
@@ -417,21 +418,18 @@ impl Engine {
                 Ok(run)
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
-                self.notify(
-                    &run,
-                    format!("⛔ {} cancelled ({}).", run.function, crate::question::cancel_reason(&reason)),
-                );
+                self.notify(&run, replies::run_cancelled(&run.function, &reason));
                 self.end_run(run, RunStatus::Cancelled, reason).await
             }
             Err(FunctionError::Hidden { public, detail }) => {
                 tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
-                self.notify(&run, format!("⚠️ {} failed: {public}", run.function));
+                self.notify(&run, replies::run_failed(&run.function, &public));
                 self.end_run(run, RunStatus::Failed, detail).await
             }
             Err(e) => {
                 let message = format!("{e:#}");
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, format!("⚠️ {} failed: {message}", run.function));
+                self.notify(&run, replies::run_failed(&run.function, &message));
                 self.end_run(run, RunStatus::Failed, message).await
             }
         }
