@@ -201,8 +201,14 @@ pub trait Store: Send + Sync + 'static {
     async fn orphans(&self) -> Result<Orphans, StoreError>;
     /// The recorded cards of these questions.
     async fn cards(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError>;
-    /// The question a rendered card shows, found by where the card is.
-    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError>;
+    /// The question a recorded message (a card or a prompt) belongs to, and which it is,
+    /// found by where the message is.
+    async fn card_at(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError>;
     /// The grants `find` selects.
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError>;
     /// Whether an inbound update key was recorded.

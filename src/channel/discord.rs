@@ -398,14 +398,7 @@ impl EventHandler for Handler {
                 .named(&display_name(&message.author));
         inbound.key = Some(format!("discord:message:{}", message.id));
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
-            match self
-                .engine
-                .question_for_card(Surface::Discord, &message.channel_id.to_string(), &reference.to_string())
-                .await
-            {
-                Ok(question) => inbound.reply_to = question,
-                Err(e) => tracing::error!(error = %e, "could not look up a replied-to card"),
-            }
+            inbound = inbound.replying_to(message.channel_id.to_string(), reference.to_string());
         }
         let response = self.engine.handle(inbound).await;
         if let Some(text) = response.text {

@@ -259,19 +259,10 @@ impl Telegram {
         let user = user_ref(from.id.0);
         let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text).named(&display_name(from));
         inbound.key = Some(key);
+        // A reply to a card answers it, a reply to a prompt is what it asked for: both known
+        // by the message askgate recorded, never by its words.
         if let Some(replied) = message.reply_to_message() {
-            let prompt = replied.text().unwrap_or_default();
-            if let Some(command) = render::reply_to_prompt(prompt, text) {
-                inbound.text = command;
-            } else {
-                let found = engine
-                    .question_for_card(Surface::Telegram, &message.chat.id.0.to_string(), &replied.id.0.to_string())
-                    .await;
-                match found {
-                    Ok(question) => inbound.reply_to = question,
-                    Err(e) => tracing::error!(error = %e, "could not look up a replied-to card"),
-                }
-            }
+            inbound = inbound.replying_to(message.chat.id.0.to_string(), replied.id.0.to_string());
         }
         let response = engine.handle(inbound).await;
         if let Some(text) = response.text {
@@ -386,11 +377,12 @@ impl Telegram {
                 };
                 match sent.await {
                     Ok(prompt) => {
-                        let chat = prompt.chat.id.0.to_string();
-                        engine.record_delivery(
-                            question,
-                            Delivery::prompt(question.id, Surface::Telegram, chat, prompt.id.0.to_string()),
-                        );
+                        let (chat, sent) = (prompt.chat.id.0.to_string(), prompt.id.0.to_string());
+                        let delivery = match action {
+                            CardAction::Note => Delivery::note(question.id, Surface::Telegram, chat, sent),
+                            _ => Delivery::prompt(question.id, Surface::Telegram, chat, sent),
+                        };
+                        engine.record_delivery(question, delivery);
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
                 }

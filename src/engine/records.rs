@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::Engine;
-use crate::question::{Conversation, Question, QuestionId, RunId, Status, Surface, UserRef};
+use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::Run;
 use crate::store::{Delivery, Grant, QuestionFilter, StoreError, StoreExt, WriteStats};
 
@@ -70,20 +70,6 @@ impl Engine {
         } else {
             Ok(question)
         }
-    }
-
-    /// The question a card shows, found by where the card is (`surface`'s chat and message
-    /// ids): what a reply to the card is about.
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn question_for_card(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<QuestionId>, StoreError> {
-        self.inner.store.question_for_card(surface, chat, message).await
     }
 
     /// One page of questions matching `filter`, newest first, with the cursor of the next.

@@ -9,7 +9,7 @@ use crate::command::{Allow, Command, HELP};
 use crate::question::{
     Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
 };
-use crate::store::{StoreError, StoreExt};
+use crate::store::{DeliveryRole, StoreError, StoreExt};
 use crate::wording::{self, replies};
 
 /// A message from a person on some surface.
@@ -27,8 +27,10 @@ pub struct Inbound {
     pub surface: Surface,
     /// The command of a tapped button, parsed where the tap arrived.
     pub tap: Option<Command>,
-    /// The question whose card this message replies to.
-    pub reply_to: Option<QuestionId>,
+    /// The message of this surface it replies to (its chat and message ids), when it is a
+    /// reply: to a card it answers that card's question, to a prompt it is what the prompt
+    /// asked for; both are found by the message askgate recorded.
+    pub replying_to: Option<(String, String)>,
     /// The question a card's button is on, as the adapter opened it ([`Engine::open_card`]):
     /// the command of the tap is applied to it without reading it again.
     pub card: Option<Box<Question>>,
@@ -47,7 +49,7 @@ impl Inbound {
             text: text.into(),
             surface,
             tap: None,
-            reply_to: None,
+            replying_to: None,
             card: None,
             key: None,
         }
@@ -69,6 +71,13 @@ impl Inbound {
         command: Command,
     ) -> Self {
         Self { card: Some(Box::new(question)), ..Self::tap(conversation, user, surface, command) }
+    }
+
+    /// Marks the message as a reply to the message `message` in `chat` (the surface's ids).
+    #[must_use]
+    pub fn replying_to(mut self, chat: String, message: String) -> Self {
+        self.replying_to = Some((chat, message));
+        self
     }
 
     /// Sets the platform's id for this update, so that a redelivery is applied once.
@@ -164,11 +173,25 @@ impl Engine {
             Some(Err(e)) => return Ok(Response::say(replies::sentence(&e))),
             None => {}
         }
-        if let Some(id) = inbound.reply_to
+        if let Some((chat, message)) = &inbound.replying_to
+            && let Some((id, role)) = self.inner.store.question_for_card(inbound.surface, chat, message).await?
             && let Some(question) = self.inner.store.question(id).await?
             && question.is_in(&inbound.conversation)
         {
-            let receipt = self.resolve(&question, &inbound.text, &resolver).await?;
+            let text = &inbound.text;
+            let receipt = match role {
+                DeliveryRole::Card => self.resolve(&question, text, &resolver).await?,
+                // Quoted: what is typed after "Other…" is the person's own words, even when
+                // it looks like a number.
+                DeliveryRole::Prompt if question.kind != Kind::Approval => {
+                    self.resolve(&question, &format!("\"{text}\""), &resolver).await?
+                }
+                DeliveryRole::Prompt => self.resolve(&question, &format!("edit {text}"), &resolver).await?,
+                DeliveryRole::Note => {
+                    let feedback = Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+                    self.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?
+                }
+            };
             return Ok(Response::receipt(receipt, Some(&question)));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;

@@ -36,8 +36,8 @@ use super::rows::{
     resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
-    Change, Delivery, Find, Grant, GrantFind, Lease, Orphans, QuestionFilter, Resume, RunEvent, Shared, Store,
-    StoreError, Undelivered, Write, Written,
+    Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Lease, Orphans, QuestionFilter, Resume, RunEvent, Shared,
+    Store, StoreError, Undelivered, Write, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -322,15 +322,21 @@ impl Store for PostgresStore {
         rows.iter().map(undelivered_from_row).collect()
     }
 
-    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError> {
-        let row =
-            sqlx::query("SELECT question_id FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1")
-                .bind(surface.as_str())
-                .bind(chat)
-                .bind(message)
-                .fetch_optional(&self.pool)
-                .await?;
-        row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
+    async fn card_at(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT question_id, role FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
+        )
+        .bind(surface.as_str())
+        .bind(chat)
+        .bind(message)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

@@ -13,9 +13,13 @@ text_enum!(
     DeliveryRole {
         /// The card: the question with its buttons. Retraction edits it to show the outcome.
         Card = "card",
-        /// A message that asks for the next message (Telegram's "Other…" and "Reject with
-        /// note…"). Retraction removes it: the card alone shows the outcome.
+        /// A message that asks for the person's own answer or the edited action in the next
+        /// message (Telegram's "Other…", "Edit…"). Retraction removes it: the card alone shows
+        /// the outcome.
         Prompt = "prompt",
+        /// A message that asks for the reason of a rejection or a decline in the next message
+        /// (Telegram's "Reject with note…"). Retraction removes it, as a prompt's.
+        Note = "note",
     }
 );
 
@@ -72,6 +76,11 @@ impl Delivery {
     /// A prompt for the next message, sent for `question`.
     pub fn prompt(question: QuestionId, surface: Surface, chat: impl Into<String>, message: impl Into<String>) -> Self {
         Self { role: DeliveryRole::Prompt, ..Self::card(question, surface, chat, message) }
+    }
+
+    /// A prompt for the reason of a rejection or a decline (see [`DeliveryRole::Note`]).
+    pub fn note(question: QuestionId, surface: Surface, chat: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { role: DeliveryRole::Note, ..Self::card(question, surface, chat, message) }
     }
 }
 

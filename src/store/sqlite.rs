@@ -16,8 +16,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::reads::{self, Reads};
 use super::{
-    Delivery, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered, Write,
-    WriteStats, Written,
+    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered,
+    Write, WriteStats, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::Run;
@@ -260,15 +260,21 @@ impl Store for SqliteStore {
         rows.iter().map(undelivered_from_row).collect()
     }
 
-    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError> {
-        let row =
-            sqlx::query("SELECT question_id FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1")
-                .bind(surface.as_str())
-                .bind(chat)
-                .bind(message)
-                .fetch_optional(&self.readers)
-                .await?;
-        row.as_ref().map(|r| parse_col(r, "question_id")).transpose()
+    async fn card_at(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT question_id, role FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1",
+        )
+        .bind(surface.as_str())
+        .bind(chat)
+        .bind(message)
+        .fetch_optional(&self.readers)
+        .await?;
+        row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

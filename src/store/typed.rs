@@ -170,13 +170,13 @@ pub trait StoreExt: Store {
         self.cards(questions).await
     }
 
-    /// The question a rendered card shows, found by where the card is.
+    /// The question a recorded message belongs to, and which it is (see [`Store::card_at`]).
     async fn question_for_card(
         &self,
         surface: crate::question::Surface,
         chat: &str,
         message: &str,
-    ) -> Result<Option<QuestionId>, StoreError> {
+    ) -> Result<Option<(QuestionId, super::DeliveryRole)>, StoreError> {
         self.card_at(surface, chat, message).await
     }
 

@@ -9,7 +9,7 @@ use crate::support::{T0, waiting_run};
 use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
 use askgate::store::StoreExt;
-use askgate::store::{Claim, Delivery, Grant, QuestionFilter, Resolution, Store, StoreError};
+use askgate::store::{Claim, Delivery, DeliveryRole, Grant, QuestionFilter, Resolution, Store, StoreError};
 use serde_json::json;
 
 /// A store open on a place.
@@ -324,7 +324,19 @@ async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
     assert_eq!(b.store.deliveries(q.id).await.unwrap(), [card.clone(), prompt.clone()]);
     assert_eq!(b.store.deliveries_of(&[q.id, other.id]).await.unwrap().len(), 3);
     assert_eq!(b.store.deliveries_of(&[]).await.unwrap(), []);
-    assert_eq!(b.store.question_for_card(Surface::Telegram, "42", "1002").await.unwrap(), Some(q.id));
+    assert_eq!(
+        b.store.question_for_card(Surface::Telegram, "42", "1002").await.unwrap(),
+        Some((q.id, DeliveryRole::Prompt))
+    );
+    assert_eq!(
+        b.store.question_for_card(Surface::Telegram, "42", "1001").await.unwrap(),
+        Some((q.id, DeliveryRole::Card))
+    );
+    b.store.add_delivery(&Delivery::note(q.id, Surface::Telegram, "42", "1003")).await.unwrap();
+    assert_eq!(
+        b.store.question_for_card(Surface::Telegram, "42", "1003").await.unwrap(),
+        Some((q.id, DeliveryRole::Note))
+    );
     assert_eq!(b.store.question_for_card(Surface::Discord, "42", "1002").await.unwrap(), None);
     let orphan = b.store.add_delivery(&Delivery::card(QuestionId::new(), Surface::Web, "x", "y")).await;
     assert!(matches!(orphan, Err(StoreError::Constraint(_))), "a card of no question: {orphan:?}");

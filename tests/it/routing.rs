@@ -179,13 +179,28 @@ async fn a_reply_to_a_card_answers_that_question() {
     h.say(ALICE, "/run demo").await;
     h.say(ALICE, "/run demo").await;
     let second = h.card(2).await;
-    let mut inbound = Inbound::text(room(), alice(), Surface::Console, "my own library");
-    inbound.reply_to = Some(second.id);
-    let r = h.engine.handle(inbound).await;
+    h.engine.outbound_idle().await;
+    // The test channel records each card as message `m-<id>` in the conversation's chat.
+    let reply = |text: &str, to: String| {
+        Inbound::text(room(), alice(), Surface::Other, text).replying_to(room().to_string(), to)
+    };
+    let r = h.engine.handle(reply("my own library", format!("m-{}", second.id))).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(
         h.question(&second).await.outcome.unwrap(),
         askgate::question::Outcome::Answered { value: json!("my own library") }
+    );
+    // A reply to the prompt "Reject with note…" sent is the reason: known by the recorded
+    // prompt, whatever its words.
+    let first = h.card(1).await;
+    h.engine
+        .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::Other, room().to_string(), "p-1"));
+    h.engine.outbound_idle().await;
+    let r = h.engine.handle(reply("not today", "p-1".to_owned())).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert_eq!(
+        h.question(&first).await.outcome.unwrap(),
+        askgate::question::Outcome::Declined { feedback: Some("not today".to_owned()) }
     );
 }
 

@@ -196,8 +196,17 @@ async fn reject_with_a_note_takes_the_next_message_as_feedback() {
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["Allow once", "Allow always", "Reject", "Reject with note…", "Edit…"]);
+    // A message that only reads like the prompt (here the bot's own, as a function may say
+    // anything) asks for nothing: a reply to it is a plain message, and the approval waits.
+    let short = question_id(&card).short();
+    let chat = askgate::question::Conversation::parse(&format!("telegram:{ALICE}")).unwrap();
+    tg.engine.send_text(&chat, format!("✍️ Why reject {short}?"));
+    let lookalike = fake.sent("✍️ Why reject", 1).await;
+    fake.text(ALICE, ALICE, "not on a Friday", Some(id_of(&lookalike)));
+    fake.sent("Not accepted", 1).await;
+    assert!(fake.message(ALICE, id_of(&card)).get("reply_markup").is_some(), "the approval still waits");
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Reject with note"));
-    let prompt = fake.sent("✍️ Why reject", 1).await;
+    let prompt = fake.sent("✍️ Why reject", 2).await;
     assert_eq!(fake.calls("sendmessage").last().unwrap().body["reply_markup"]["force_reply"], true);
     fake.text(ALICE, ALICE, "not on a Friday", Some(id_of(&prompt)));
     fake.sent("Rejected: did not run `rm -rf build/` (not on a Friday).", 1).await;

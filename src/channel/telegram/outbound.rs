@@ -52,7 +52,7 @@ impl Channel for Telegram {
                     retry(|| edit.clone().send()).await.map(|_| ())
                 }
                 // The card shows the outcome; the prompt that asked for a reply goes.
-                DeliveryRole::Prompt => self.remove_prompt(chat, message).await,
+                DeliveryRole::Prompt | DeliveryRole::Note => self.remove_prompt(chat, message).await,
             }
         })
         .await;

@@ -196,21 +196,6 @@ pub fn note_prompt(id: QuestionId) -> String {
     format!("✍️ Why reject {}?", id.short())
 }
 
-/// The command a reply to one of the prompts above stands for.
-pub fn reply_to_prompt(prompt: &str, reply: &str) -> Option<String> {
-    if let Some(id) = prompt.strip_prefix("✍️ Your answer to ").and_then(|r| r.strip_suffix(':')) {
-        // Quoted: what is typed after "Other…" is text, even when it looks like a number.
-        return Some(format!("/answer {id} \"{reply}\""));
-    }
-    if let Some(id) = prompt.strip_prefix("✍️ Why reject ").and_then(|r| r.strip_suffix('?')) {
-        return Some(format!("/deny {id} {reply}"));
-    }
-    if let Some(id) = prompt.strip_prefix("✍️ Edited action for ").and_then(|r| r.strip_suffix(':')) {
-        return Some(format!("/approve {id} edit {reply}"));
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,17 +279,5 @@ mod tests {
         let markup = toggle(&toggle(&markup, 1), 3);
         assert_eq!(checked(&markup), "#1,#3");
         assert_eq!(checked(&toggle(&markup, 1)), "#3");
-    }
-
-    #[test]
-    fn replies_to_prompts_become_commands() {
-        let id = QuestionId::new();
-        assert_eq!(reply_to_prompt(&other_prompt(id), "7"), Some(format!("/answer {} \"7\"", id.short())));
-        assert_eq!(reply_to_prompt(&note_prompt(id), "too risky"), Some(format!("/deny {} too risky", id.short())));
-        assert_eq!(
-            reply_to_prompt(&edit_prompt(id), "git push --dry-run"),
-            Some(format!("/approve {} edit git push --dry-run", id.short()))
-        );
-        assert_eq!(reply_to_prompt("hello", "x"), None);
     }
 }
