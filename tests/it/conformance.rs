@@ -1,6 +1,7 @@
-//! The store's behaviour, written once and run on both backends: SQLite on a real file, and
-//! PostgreSQL in a database of the test's own (see `backend.rs`). Each test below runs as
-//! `conformance::sqlite::<name>` and `conformance::postgres::<name>`.
+//! The store's behaviour, written once and run on every store: SQLite on a real file,
+//! PostgreSQL in a database of the test's own, and the memory store (see `backend.rs`). Each
+//! test below runs as `conformance::sqlite::<name>`, `conformance::postgres::<name>` and
+//! `conformance::memory::<name>`.
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ impl Backend {
     }
 }
 
-crate::backend::on_both_backends!(
+crate::backend::on_every_store!(
     values_survive_exactly,
     concurrent_claims_have_one_winner_and_resume_the_run_once,
     a_claim_writes_its_grant_and_update_key_with_it,
@@ -551,3 +552,4 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) 
     assert_eq!(b.store.journal(r.id).await.unwrap(), [q], "the write before the close was kept");
     b.store.close().await;
 }
+
