@@ -47,6 +47,7 @@ crate::backend::on_every_store!(
     pruning_deletes_old_ended_runs_and_keys_only,
     a_bad_write_fails_by_its_own_fault,
     writes_after_close_are_refused_and_earlier_ones_are_kept,
+    votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
 );
 
 fn run(conversation: &str) -> Run {
@@ -553,3 +554,30 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) 
     b.store.close().await;
 }
 
+/// A vote counts only on the approvals its voter read, and a reminder moves only from the time
+/// its sweeper read: of two racing writers one changes the question, the other reads it again.
+async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: Place) {
+    use askgate::question::{Approver, Kind};
+    let b = Backend::open(place).await;
+    let r = run("test:room");
+    let q = Question { kind: Kind::Approval, quorum: 2, nudge_at: Some(T0 + 10), ..question(&r, 0, "Two of us?") };
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::Api, at: T0 + 1 };
+    let bob = Approver { user: "test:bob".into(), name: None, via: Surface::Telegram, at: T0 + 2 };
+    assert!(b.store.vote(q.id, &[], std::slice::from_ref(&alice), Some("vote:1")).await.unwrap());
+    let late = b.store.vote(q.id, &[], std::slice::from_ref(&bob), Some("vote:2")).await.unwrap();
+    assert!(!late, "counted on approvals that changed meanwhile");
+    assert!(b.store.seen("vote:1").await.unwrap() && !b.store.seen("vote:2").await.unwrap(), "a key with its vote");
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap().approvals, std::slice::from_ref(&alice));
+
+    assert!(!b.store.advance_nudge(q.id, T0 + 9, Some(T0 + 20), None).await.unwrap(), "not due at that time");
+    assert!(b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 20), None).await.unwrap());
+    assert!(!b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 30), None).await.unwrap(), "one reminder moves once");
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap().nudge_at, Some(T0 + 20));
+
+    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
+    let both = [alice.clone(), bob];
+    assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
+    assert!(!b.store.advance_nudge(q.id, T0 + 20, None, None).await.unwrap(), "no reminder after the end");
+    b.store.close().await;
+}
