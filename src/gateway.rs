@@ -21,7 +21,7 @@ use crate::function::process::Process;
 use crate::http::ApiToken;
 use crate::http::token::TokenSource;
 use crate::question::Mode;
-use crate::store::{PostgresStore, SqliteStore, Store, StoreError, is_postgres_url};
+use crate::store::{MemoryStore, PostgresStore, SqliteStore, Store, StoreError, is_memory_url, is_postgres_url};
 
 /// How long an inbound channel (the HTTP server with its requests in flight, a poller) may
 /// take to stop.
@@ -142,6 +142,12 @@ impl Builder {
         let store = match store {
             Some(store) => store,
             None if is_postgres_url(&config.database) => Arc::new(PostgresStore::open(&config.database).await?),
+            None if is_memory_url(&config.database) => {
+                tracing::warn!(
+                    "gateway.database = \"memory:\": runs, questions and grants are kept in memory; nothing survives a restart"
+                );
+                Arc::new(MemoryStore::new())
+            }
             None => Arc::new(SqliteStore::open(&config.database, config.synchronous).await?),
         };
         for (channel, policy) in &channels {

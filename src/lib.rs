@@ -29,7 +29,8 @@
 //! - [`store`]: persistence behind one trait; [`store::SqliteStore`] is SQLite opened and read
 //!   through sqlx, with one group-committing writer that steps prepared statements on its own
 //!   thread (the crate's only `unsafe`, in `store::sqlite::raw`); [`store::PostgresStore`] is
-//!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY, group commit).
+//!   PostgreSQL, which several askgate instances share (heartbeats, LISTEN/NOTIFY, group commit);
+//!   [`store::MemoryStore`] keeps the same tables in the process, and nothing across a restart.
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
 //! - [`wording`]: what people read — the text card, reminders, lists, receipts, ages.
 //! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays

@@ -156,7 +156,9 @@ fn check(config: &Config, path: &std::path::Path) {
         };
         say!(out, "  {} = {value} ({from})", setting.key);
     }
-    if askgate::store::is_postgres_url(&config.database) {
+    if askgate::store::is_memory_url(&config.database) {
+        say!(out, "database: in memory (nothing survives a restart)");
+    } else if askgate::store::is_postgres_url(&config.database) {
         say!(
             out,
             "database: PostgreSQL, {} (several askgate instances may share it)",
@@ -385,6 +387,12 @@ fn postgres_instances(out: &mut String, url: &str) {
 
 /// `askgate migrate`: copies a SQLite database into an empty PostgreSQL one.
 fn migrate(from: &str, to: &str) -> ExitCode {
+    if askgate::store::is_memory_url(from) || askgate::store::is_memory_url(to) {
+        eprintln!(
+            "askgate migrate: `memory:` keeps nothing to copy from or into; give a SQLite database and a PostgreSQL URL"
+        );
+        return ExitCode::from(BAD_CONFIG);
+    }
     if !askgate::store::is_postgres_url(to) {
         eprintln!("askgate migrate: --to must be a PostgreSQL URL (postgres://…), not `{to}`");
         return ExitCode::from(BAD_CONFIG);

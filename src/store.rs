@@ -63,6 +63,7 @@ macro_rules! run_and_journal {
 pub mod copy;
 mod error;
 
+mod memory;
 mod postgres;
 mod reads;
 mod records;
@@ -79,6 +80,7 @@ use crate::run::{Run, RunStatus};
 
 pub use error::StoreError;
 
+pub use memory::{MEMORY_URL, MemoryStore, is_memory_url};
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
 use records::covering;
 pub use records::{

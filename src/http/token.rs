@@ -290,7 +290,8 @@ pub fn client_token(env: Option<String>, database: &str) -> Result<String, Strin
 /// `file` in the database's directory; none for an in-memory database or another kind of
 /// database (PostgreSQL keeps no files here).
 fn token_path(database: &str, file: &str) -> Option<PathBuf> {
-    if database.starts_with("postgres:") || database.starts_with("postgresql:") {
+    let elsewhere = database.starts_with("postgres:") || database.starts_with("postgresql:");
+    if elsewhere || crate::store::is_memory_url(database) {
         return None;
     }
     let path = database.strip_prefix("sqlite://").or_else(|| database.strip_prefix("sqlite:")).unwrap_or(database);
@@ -327,6 +328,7 @@ mod tests {
             Some(PathBuf::from("/var/lib/askgate/askgate-agent.token"))
         );
         assert_eq!(token_path("sqlite::memory:", "askgate.token"), None);
+        assert_eq!(token_path("memory:", "askgate.token"), None);
     }
 
     #[test]

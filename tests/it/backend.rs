@@ -1,12 +1,13 @@
-//! The two backends a test can run on: SQLite in a temporary directory, and a PostgreSQL
+//! The stores a test can run on: SQLite in a temporary directory, a PostgreSQL
 //! database of the test's own, created on the server named by
 //! `ASKGATE_TEST_POSTGRES` (default `postgres://postgres@127.0.0.1:5432/postgres`) with a random
 //! name (a generated one, so the SQL that names it is safe), and dropped when the test ends, passed or not. A server that does not answer fails the
-//! test with that message: these tests never skip silently.
+//! test with that message: these tests never skip silently. And the memory store, whose data
+//! the place holds, so that a store opened on it again sees what the last one wrote.
 
 use std::sync::Arc;
 
-use askgate::store::{PostgresStore, SqliteStore, Store, Synchronous};
+use askgate::store::{MemoryStore, PostgresStore, SqliteStore, Store, Synchronous};
 use sqlx::{ConnectOptions, Connection};
 use tempfile::TempDir;
 
@@ -15,6 +16,8 @@ use tempfile::TempDir;
 pub enum Place {
     File(Arc<TempDir>),
     Postgres(Arc<TestDatabase>),
+    /// A memory store that is never used itself: each store opened here is another on its data.
+    Memory(Arc<MemoryStore>),
 }
 
 impl Place {
@@ -26,6 +29,10 @@ impl Place {
         Self::Postgres(Arc::new(TestDatabase::create().await))
     }
 
+    pub fn memory() -> Self {
+        Self::Memory(Arc::new(MemoryStore::new()))
+    }
+
     /// A store on it, as askgate opens one.
     pub async fn open(&self) -> Arc<dyn Store> {
         match self {
@@ -34,6 +41,7 @@ impl Place {
                 Arc::new(SqliteStore::open(path.to_str().unwrap(), Synchronous::Normal).await.unwrap())
             }
             Self::Postgres(database) => Arc::new(PostgresStore::open(&database.url).await.unwrap()),
+            Self::Memory(data) => Arc::new(data.reopen()),
         }
     }
 
@@ -42,6 +50,8 @@ impl Place {
         match self {
             Self::File(dir) => crate::support::db_path(dir.path()).display().to_string(),
             Self::Postgres(database) => database.url.clone(),
+            // The binary's own memory store: a process of its own cannot share this one's data.
+            Self::Memory(_) => askgate::store::MEMORY_URL.to_owned(),
         }
     }
 }
@@ -68,6 +78,23 @@ macro_rules! on_both_backends {
     };
 }
 pub(crate) use on_both_backends;
+
+/// Each named `async fn(Place)` as a test on every store: `sqlite::<name>`, `postgres::<name>`
+/// and `memory::<name>`.
+macro_rules! on_every_store {
+    ($($name:ident),* $(,)?) => {
+        crate::backend::on_both_backends!($($name),*);
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::backend::Place::memory()).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_every_store;
 
 pub struct TestDatabase {
     /// The database's URL, for askgate.

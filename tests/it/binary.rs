@@ -237,6 +237,41 @@ async fn the_console_demo_runs_end_to_end_and_sigterm_exits_zero() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// `gateway.database = "memory:"`: askgate runs on the memory store, writes no file, and says
+/// at start that nothing survives a restart; `check` says so too; `migrate` refuses it in one
+/// line.
+#[tokio::test]
+async fn an_askgate_on_memory_keeps_no_file_says_so_and_migrate_refuses_it() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config_on(dir.path(), "memory:", "");
+    let files = || std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>();
+    let mut served = Served::start(&config);
+    served.log_line("nothing survives a restart").await;
+    served.log_line("askgate is ready").await;
+    served.type_line("/run demo").await;
+    let id = short_id(&served.line(" · expires in ").await);
+    served.type_line(&format!("/answer {id} 2")).await;
+    served.line(&format!("[{id}] ✅ date-fns")).await;
+    assert_eq!(served.terminate().await.code(), Some(0));
+    assert_eq!(files(), ["channels.toml"], "no database file and no token file");
+
+    let check = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(report.contains("database: in memory (nothing survives a restart)"), "{report}");
+    for (from, to) in [("memory:", "postgres://askgate@127.0.0.1:5432/askgate"), ("askgate.db", "memory:")] {
+        let out = Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["migrate", "--from", from, "--to", to])
+            .output()
+            .await
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.lines().count() == 1 && err.contains("`memory:` keeps nothing"), "{err}");
+    }
+    assert_eq!(files(), ["channels.toml"], "a refused migrate created nothing");
+}
+
 #[tokio::test]
 async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_restart() {
     let dir = TempDir::new().unwrap();

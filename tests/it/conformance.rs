@@ -1,6 +1,7 @@
-//! The store's behaviour, written once and run on both backends: SQLite on a real file, and
-//! PostgreSQL in a database of the test's own (see `backend.rs`). Each test below runs as
-//! `conformance::sqlite::<name>` and `conformance::postgres::<name>`.
+//! The store's behaviour, written once and run on every store: SQLite on a real file,
+//! PostgreSQL in a database of the test's own, and the memory store (see `backend.rs`). Each
+//! test below runs as `conformance::sqlite::<name>`, `conformance::postgres::<name>` and
+//! `conformance::memory::<name>`.
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ impl Backend {
     }
 }
 
-crate::backend::on_both_backends!(
+crate::backend::on_every_store!(
     values_survive_exactly,
     concurrent_claims_have_one_winner_and_resume_the_run_once,
     a_claim_writes_its_grant_and_update_key_with_it,
@@ -46,6 +47,7 @@ crate::backend::on_both_backends!(
     pruning_deletes_old_ended_runs_and_keys_only,
     a_bad_write_fails_by_its_own_fault,
     writes_after_close_are_refused_and_earlier_ones_are_kept,
+    votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
 );
 
 fn run(conversation: &str) -> Run {
@@ -561,5 +563,33 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) 
     assert!(matches!(late, Err(StoreError::Closed)), "{late:?}");
     let b = b.reopen().await;
     assert_eq!(b.store.journal(r.id).await.unwrap(), [q], "the write before the close was kept");
+    b.store.close().await;
+}
+
+/// A vote counts only on the approvals its voter read, and a reminder moves only from the time
+/// its sweeper read: of two racing writers one changes the question, the other reads it again.
+async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: Place) {
+    use askgate::question::{Approver, Kind};
+    let b = Backend::open(place).await;
+    let r = run("test:room");
+    let q = Question { kind: Kind::Approval, quorum: 2, nudge_at: Some(T0 + 10), ..question(&r, 0, "Two of us?") };
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::Api, at: T0 + 1 };
+    let bob = Approver { user: "test:bob".into(), name: None, via: Surface::Telegram, at: T0 + 2 };
+    assert!(b.store.vote(q.id, &[], std::slice::from_ref(&alice), Some("vote:1")).await.unwrap());
+    let late = b.store.vote(q.id, &[], std::slice::from_ref(&bob), Some("vote:2")).await.unwrap();
+    assert!(!late, "counted on approvals that changed meanwhile");
+    assert!(b.store.seen("vote:1").await.unwrap() && !b.store.seen("vote:2").await.unwrap(), "a key with its vote");
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap().approvals, std::slice::from_ref(&alice));
+
+    assert!(!b.store.advance_nudge(q.id, T0 + 9, Some(T0 + 20), None).await.unwrap(), "not due at that time");
+    assert!(b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 20), None).await.unwrap());
+    assert!(!b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 30), None).await.unwrap(), "one reminder moves once");
+    assert_eq!(b.store.question(q.id).await.unwrap().unwrap().nudge_at, Some(T0 + 20));
+
+    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
+    let both = [alice.clone(), bob];
+    assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
+    assert!(!b.store.advance_nudge(q.id, T0 + 20, None, None).await.unwrap(), "no reminder after the end");
     b.store.close().await;
 }

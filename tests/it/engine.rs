@@ -668,8 +668,8 @@ async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() 
     assert_eq!(h.engine.run(run).await.unwrap().unwrap().status, RunStatus::Failed);
 }
 
-// The engine's behaviour that rests on the store's, on both backends.
-crate::backend::on_both_backends!(
+// The engine's behaviour that rests on the store's, on every store.
+crate::backend::on_every_store!(
     racing_resolvers_have_one_winner_and_one_resume,
     replay_feeds_recorded_outcomes_and_repeats_no_say,
     a_run_survives_a_restart_between_ask_and_answer,

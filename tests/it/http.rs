@@ -43,11 +43,12 @@ impl App {
         Self::start_config(dir, "", extra, env).await
     }
 
-    /// As [`App::start`], on the database `place` keeps (SQLite in its directory, or PostgreSQL).
+    /// As [`App::start`], on the database `place` keeps (SQLite in its directory, PostgreSQL, or
+    /// the memory store's data).
     pub async fn on(place: Place, extra: &str, env: Env) -> Self {
         let mut app = match &place {
             Place::File(dir) => Self::start_full(dir.clone(), "", extra, env, None).await,
-            Place::Postgres(_) => {
+            Place::Postgres(_) | Place::Memory(_) => {
                 let store = place.open().await;
                 Self::start_full(Arc::new(TempDir::new().unwrap()), "", extra, env, Some(store)).await
             }
@@ -731,8 +732,8 @@ async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_
     app.stop().await;
 }
 
-// The API's behaviour that rests on the store's, on both backends.
-crate::backend::on_both_backends!(
+// The API's behaviour that rests on the store's, on every store.
+crate::backend::on_every_store!(
     an_agents_run_ends_when_its_question_is_resolved,
     questions_are_created_listed_fetched_and_refused_clearly,
     replies_use_the_claim_once_path_with_409_and_422,

@@ -295,7 +295,7 @@ async fn with_two_instances_sweeping_each_reminder_is_sent_once() {
     b.engine.shutdown().await;
 }
 
-crate::backend::on_both_backends!(
+crate::backend::on_every_store!(
     reminders_come_every_so_often_and_before_expiry_once_each,
     a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart,
     an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere,

@@ -145,7 +145,7 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
         Place::Postgres(_) => {
             Some(Harness::on(place.clone(), counting(&after), Settings::default(), Clock::manual(T0)).await)
         }
-        Place::File(_) => None,
+        Place::File(_) | Place::Memory(_) => None,
     };
     let engines = [h.engine.clone(), other.as_ref().map_or_else(|| h.engine.clone(), |o| o.engine.clone())];
     const ROUNDS: usize = 40;
@@ -191,7 +191,7 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
     }
 }
 
-crate::backend::on_both_backends!(
+crate::backend::on_every_store!(
     a_quorum_approval_counts_each_person_once_and_resolves_on_the_last,
     one_rejection_ends_a_quorum_approval_with_its_feedback,
     a_standing_grant_does_not_answer_a_quorum_approval,
