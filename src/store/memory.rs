@@ -18,8 +18,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::{
-    Delivery, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered, Write,
-    WriteStats, Written,
+    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered,
+    Write, WriteStats, Written,
 };
 use crate::question::{Question, QuestionId, RunId, Surface};
 use tables::Tables;
@@ -141,7 +141,12 @@ impl Store for MemoryStore {
         Ok(self.open()?.cards_of(questions))
     }
 
-    async fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Result<Option<QuestionId>, StoreError> {
+    async fn card_at(
+        &self,
+        surface: Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
         Ok(self.open()?.card_at(surface, chat, message))
     }
 

@@ -170,8 +170,13 @@ impl Tables {
         cards.into_iter().map(|c| c.delivery.clone()).collect()
     }
 
-    pub(super) fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Option<QuestionId> {
-        self.card_places.get(&(surface, chat.to_owned(), message.to_owned()))?.first().copied()
+    pub(super) fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Option<(QuestionId, DeliveryRole)> {
+        let question = *self.card_places.get(&(surface, chat.to_owned(), message.to_owned()))?.first()?;
+        let card = self.cards.get(&question)?.iter().find(|c| {
+            let d = &c.delivery;
+            d.surface == surface && d.chat == chat && d.message == message
+        })?;
+        Some((question, card.delivery.role))
     }
 
     pub(super) fn grants(&self, find: GrantFind<'_>) -> Vec<Grant> {
