@@ -1,7 +1,7 @@
 //! The PostgreSQL store: a pool of connections; each write is one statement, committed with the
 //! writes that arrive beside it (group commit, see `batch`). The schema
-//! (migrations/postgres) keeps the rules SQLite's does: closed statuses, unique inbound keys, and
-//! a trigger that moves a follow-up run back to `running` with the claim of its question.
+//! (migrations/postgres) keeps the rules SQLite's does: closed statuses and unique inbound keys;
+//! the claim's statement changes its run too (see `writes`).
 //!
 //! The claim is one conditional `UPDATE … WHERE status = 'pending'`: under PostgreSQL's row locks
 //! a second claimer waits for the first to commit, sees the row no longer pending, and loses, so
@@ -16,7 +16,7 @@
 //! `LISTEN`s and hears of it as it commits (its waiters wake, its event streams carry it).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,8 +36,8 @@ use super::rows::{
     resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
-    Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Lease, Orphans, QuestionFilter, Resume, RunEvent, Shared,
-    Store, StoreError, Undelivered, Write, Written,
+    Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, RunEvent, Shared, Store,
+    StoreError, Undelivered, Write, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -564,28 +564,6 @@ impl PostgresStore {
             .bind(run.to_string());
         self.writes.execute(says).await?;
         Ok(())
-    }
-}
-
-#[async_trait]
-impl Shared for PostgresStore {
-    fn instance(&self) -> &str {
-        &self.instance
-    }
-
-    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
-        self.take_lease(name, stop).await
-    }
-
-    fn announce_run(&self, event: RunEvent, run: &Run) {
-        if self.announcing() {
-            let notify = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(self.run_announcement(event, run));
-            self.writes.send(notify);
-        }
-    }
-
-    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
-        self.changes.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 

@@ -160,6 +160,102 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
 }
 
 /// A question's nudges as stored: JSON, NULL when there are none.
+/// A value bound to a statement, the same for both SQL stores. A null keeps its type:
+/// PostgreSQL checks a parameter's type against its column's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Bind {
+    Int(Option<i64>),
+    Text(Option<String>),
+}
+
+impl From<i64> for Bind {
+    fn from(i: i64) -> Self {
+        Self::Int(Some(i))
+    }
+}
+
+impl From<Option<i64>> for Bind {
+    fn from(i: Option<i64>) -> Self {
+        Self::Int(i)
+    }
+}
+
+impl From<&str> for Bind {
+    fn from(s: &str) -> Self {
+        Self::Text(Some(s.to_owned()))
+    }
+}
+
+impl From<String> for Bind {
+    fn from(s: String) -> Self {
+        Self::Text(Some(s))
+    }
+}
+
+impl From<Option<&str>> for Bind {
+    fn from(s: Option<&str>) -> Self {
+        Self::Text(s.map(str::to_owned))
+    }
+}
+
+impl From<Option<String>> for Bind {
+    fn from(s: Option<String>) -> Self {
+        Self::Text(s)
+    }
+}
+
+/// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
+/// written once.
+pub(super) fn question_binds(q: &Question) -> Result<[Bind; 27], StoreError> {
+    Ok([
+        q.id.to_string().into(),
+        q.conversation.as_ref().map(Conversation::as_str).into(),
+        q.run.to_string().into(),
+        i64::from(q.step).into(),
+        q.mode.as_str().into(),
+        q.kind.as_str().into(),
+        q.prompt.as_str().into(),
+        q.detail.as_deref().into(),
+        to_json(&q.options)?.into(),
+        i64::from(q.multi).into(),
+        i64::from(q.allow_custom).into(),
+        q.default.as_ref().map(serde_json::Value::to_string).into(),
+        to_json(&q.answerers)?.into(),
+        q.fingerprint.as_str().into(),
+        q.created_at.into(),
+        q.expires_at.into(),
+        q.status.as_str().into(),
+        q.outcome.as_ref().map(to_json).transpose()?.into(),
+        q.answered_by.as_deref().into(),
+        q.answered_via.map(|v| v.as_str()).into(),
+        q.answered_name.as_deref().into(),
+        q.resolved_at.into(),
+        i64::from(q.quorum).into(),
+        approvals_json(&q.approvals)?.into(),
+        nudges_json(&q.nudges)?.into(),
+        q.nudge_at.into(),
+        q.escalated_to.as_ref().map(Conversation::as_str).into(),
+    ])
+}
+
+/// A run's values in `run_columns!()` order: what both SQL stores' upserts bind, written once.
+pub(super) fn run_binds(run: &Run) -> Result<[Bind; 12], StoreError> {
+    Ok([
+        run.id.to_string().into(),
+        run.function.as_str().into(),
+        run.conversation.as_ref().map(Conversation::as_str).into(),
+        run.initiator.as_str().into(),
+        run.input.as_str().into(),
+        run.mode.as_str().into(),
+        run.status.as_str().into(),
+        i64::from(run.says).into(),
+        run.result.as_deref().into(),
+        run.created_at.into(),
+        run.updated_at.into(),
+        run.answerers.as_ref().map(to_json).transpose()?.into(),
+    ])
+}
+
 pub(super) fn nudges_json(nudges: &Nudges) -> Result<Option<String>, StoreError> {
     json_unless(nudges, nudges.is_empty())
 }

@@ -13,8 +13,9 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
 use sqlx::{ConnectOptions, Row};
 
 use super::{PostgresStore, redact};
+use crate::run::Run;
 use crate::store::rows::{questions, run_from_row};
-use crate::store::{Change, Lease, Orphans, StoreError};
+use crate::store::{Change, Lease, Orphans, RunEvent, Shared, StoreError};
 
 /// How often an instance renews its heartbeat.
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(3);
@@ -355,6 +356,30 @@ impl PostgresStore {
         let mut runs = runs.iter().map(run_from_row).collect::<Result<Vec<_>, _>>()?;
         runs.sort_by_key(|r| r.created_at);
         Ok(Orphans { blocking: questions(&blocking)?, runs })
+    }
+}
+
+/// What a shared store does: this instance's id, leases, announcements and the change feed.
+#[async_trait::async_trait]
+impl Shared for PostgresStore {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    async fn lease(&self, name: &str, stop: &tokio_util::sync::CancellationToken) -> Result<Option<Lease>, StoreError> {
+        self.take_lease(name, stop).await
+    }
+
+    fn announce_run(&self, event: RunEvent, run: &Run) {
+        if self.announcing() {
+            let notify =
+                sqlx::query("SELECT pg_notify($1, $2)").bind(super::CHANNEL).bind(self.run_announcement(event, run));
+            self.writes.send(notify);
+        }
+    }
+
+    fn changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        self.changes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 }
 

@@ -2,13 +2,11 @@
 //! with what it carries, and pruning. Each but pruning is one statement (data-modifying `WITH`
 //! clauses), so one round trip, committed with the writes beside it (see `batch`).
 
-use serde_json::Value;
-
 use super::PostgresStore;
 use super::batch::PgQuery;
-use crate::question::{Approver, Conversation, Outcome, Question, QuestionId};
+use crate::question::{Approver, Outcome, Question, QuestionId};
 use crate::run::{Run, RunStatus};
-use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json};
+use crate::store::rows::{Bind, approvals_json, question_binds, question_from_row, run_binds, to_json};
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
@@ -51,22 +49,17 @@ macro_rules! inbound_key {
     };
 }
 
+/// Binds `binds` in order, after those bound before.
+fn bind_all(query: PgQuery, binds: impl IntoIterator<Item = Bind>) -> PgQuery {
+    binds.into_iter().fold(query, |query, bind| match bind {
+        Bind::Int(i) => query.bind(i),
+        Bind::Text(s) => query.bind(s),
+    })
+}
+
 /// Binds a run as `$1`…`$12` (in `run_columns!()` order) and its inbound update as `$13`.
 fn bind_run(query: PgQuery, run: &Run) -> Result<PgQuery, StoreError> {
-    Ok(query
-        .bind(run.id.to_string())
-        .bind(&run.function)
-        .bind(run.conversation.as_ref().map(Conversation::as_str))
-        .bind(run.initiator.as_str())
-        .bind(&run.input)
-        .bind(run.mode.as_str())
-        .bind(run.status.as_str())
-        .bind(i64::from(run.says))
-        .bind(run.result.as_deref())
-        .bind(run.created_at)
-        .bind(run.updated_at)
-        .bind(run.answerers.as_ref().map(to_json).transpose()?)
-        .bind(run.update.as_deref()))
+    Ok(bind_all(query, run_binds(run)?).bind(run.update.as_deref()))
 }
 
 /// The oldest ended runs before `$1`, at most `$2` of them.
@@ -95,39 +88,14 @@ impl PostgresStore {
             upsert_run!(),
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
-            ") SELECT $14, $15, $35, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
-             $32, $33, $37, $38, $39, $40, $41, $42 FROM r RETURNING id) SELECT CASE WHEN $36::boolean THEN pg_notify('askgate', $34) END FROM q"
+            ") SELECT $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, \
+             $33, $34, $35, $36, $37, $38, $39, $40 FROM r RETURNING id) \
+             SELECT CASE WHEN $42::boolean THEN pg_notify('askgate', $41) END FROM q"
         ));
-        let ask = bind_run(ask, run)?
-            .bind(q.id.to_string())
-            .bind(q.conversation.as_ref().map(Conversation::as_str))
-            .bind(i64::from(q.step))
-            .bind(q.mode.as_str())
-            .bind(q.kind.as_str())
-            .bind(&q.prompt)
-            .bind(q.detail.as_deref())
-            .bind(to_json(&q.options)?)
-            .bind(i64::from(q.multi))
-            .bind(i64::from(q.allow_custom))
-            .bind(q.default.as_ref().map(Value::to_string))
-            .bind(to_json(&q.answerers)?)
-            .bind(&q.fingerprint)
-            .bind(q.created_at)
-            .bind(q.expires_at)
-            .bind(q.status.as_str())
-            .bind(q.outcome.as_ref().map(to_json).transpose()?)
-            .bind(q.answered_by.as_deref())
-            .bind(q.answered_via.map(|v| v.as_str()))
-            .bind(q.answered_name.as_deref())
+        // The run as `$1`…`$13`, the question as `$14`…`$40` in `question_columns!()` order.
+        let ask = bind_all(bind_run(ask, run)?, question_binds(q)?)
             .bind(self.announcement("asked", q.id))
-            .bind(q.run.to_string())
-            .bind(self.announcing())
-            .bind(q.resolved_at)
-            .bind(i64::from(q.quorum))
-            .bind(approvals_json(&q.approvals)?)
-            .bind(nudges_json(&q.nudges)?)
-            .bind(q.nudge_at)
-            .bind(q.escalated_to.as_ref().map(Conversation::as_str));
+            .bind(self.announcing());
         self.writes.execute(ask).await?;
         Ok(())
     }

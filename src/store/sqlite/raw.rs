@@ -68,6 +68,16 @@ impl From<Option<i64>> for Param<'_> {
     }
 }
 
+impl<'a> From<&'a crate::store::rows::Bind> for Param<'a> {
+    fn from(b: &'a crate::store::rows::Bind) -> Self {
+        use crate::store::rows::Bind;
+        match b {
+            Bind::Int(i) => Self::from(*i),
+            Bind::Text(s) => Self::from(s.as_deref()),
+        }
+    }
+}
+
 /// A column value read back from a row.
 #[derive(Debug)]
 pub(super) enum Cell {

@@ -1,13 +1,11 @@
 //! The writer's statements, prepared once on its connection, and what each write binds to
 //! them.
 
-use serde_json::Value;
-
-use super::raw::{Db, Statement};
+use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::rows::{approvals_json, nudges_json, question_from_row, to_json as json};
+use crate::store::rows::{approvals_json, question_binds, question_from_row, run_binds, to_json as json};
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
 
 /// Every statement the writer runs, prepared once.
@@ -295,60 +293,14 @@ impl<'d, 'h> Statements<'d, 'h> {
         if let Some(update) = &run.update {
             self.seen.execute(&[update.as_str().into(), run.updated_at.into()])?;
         }
-        let id = run.id.to_string();
-        let answerers = run.answerers.as_ref().map(json).transpose()?;
-        self.upsert_run.execute(&[
-            id.as_str().into(),
-            run.function.as_str().into(),
-            run.conversation.as_ref().map(Conversation::as_str).into(),
-            run.initiator.as_str().into(),
-            run.input.as_str().into(),
-            run.mode.as_str().into(),
-            run.status.as_str().into(),
-            i64::from(run.says).into(),
-            run.result.as_deref().into(),
-            run.created_at.into(),
-            run.updated_at.into(),
-            answerers.as_deref().into(),
-        ])?;
+        let binds = run_binds(run)?;
+        self.upsert_run.execute(&binds.each_ref().map(Param::from))?;
         Ok(())
     }
 
     fn insert_question(&mut self, q: &Question) -> Result<(), StoreError> {
-        let (id, run) = (q.id.to_string(), q.run.to_string());
-        let options = json(&q.options)?;
-        let default = q.default.as_ref().map(Value::to_string);
-        let answerers = json(&q.answerers)?;
-        let outcome = q.outcome.as_ref().map(json).transpose()?;
-        self.insert_question.execute(&[
-            id.as_str().into(),
-            q.conversation.as_ref().map(Conversation::as_str).into(),
-            run.as_str().into(),
-            i64::from(q.step).into(),
-            q.mode.as_str().into(),
-            q.kind.as_str().into(),
-            q.prompt.as_str().into(),
-            q.detail.as_deref().into(),
-            options.as_str().into(),
-            i64::from(q.multi).into(),
-            i64::from(q.allow_custom).into(),
-            default.as_deref().into(),
-            answerers.as_str().into(),
-            q.fingerprint.as_str().into(),
-            q.created_at.into(),
-            q.expires_at.into(),
-            q.status.as_str().into(),
-            outcome.as_deref().into(),
-            q.answered_by.as_deref().into(),
-            q.answered_via.map(|v| v.as_str()).into(),
-            q.answered_name.as_deref().into(),
-            q.resolved_at.into(),
-            i64::from(q.quorum).into(),
-            approvals_json(&q.approvals)?.as_deref().into(),
-            nudges_json(&q.nudges)?.as_deref().into(),
-            q.nudge_at.into(),
-            q.escalated_to.as_ref().map(Conversation::as_str).into(),
-        ])?;
+        let binds = question_binds(q)?;
+        self.insert_question.execute(&binds.each_ref().map(Param::from))?;
         Ok(())
     }
 }
