@@ -202,11 +202,11 @@ impl Handler {
             // A redelivered interaction: it was answered when it was first applied.
             return;
         }
-        let update = match (&response.receipt, question) {
-            (Some(Receipt::Resolved { .. }), Some(id)) => match self.engine.question(id).await {
-                Ok(Some(q)) => Some(render::resolved(&q, self.discord.clock.now_ms())),
-                _ => None,
-            },
+        // The claim answered with the question as stored: drawn as it is, not read again.
+        let update = match (&response.receipt, &response.resolved) {
+            (Some(Receipt::Resolved { .. }), Some(q)) if Some(q.id) == question => {
+                Some(render::resolved(q, self.discord.clock.now_ms()))
+            }
             _ => None,
         };
         let reply = match update {

@@ -12,9 +12,22 @@ use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
 
 /// What a claim found; a won claim's question went on to the lanes, events and the run.
 pub(super) enum Claimed {
-    Won,
+    /// The question as stored.
+    Won(Arc<Question>),
     Lost(Box<Question>),
     Missing,
+}
+
+/// A resolve attempt: what its sender is told, and the question as stored when it resolved it.
+pub(super) struct Attempt {
+    pub(super) receipt: Receipt,
+    pub(super) resolved: Option<Arc<Question>>,
+}
+
+impl From<Receipt> for Attempt {
+    fn from(receipt: Receipt) -> Self {
+        Self { receipt, resolved: None }
+    }
 }
 
 /// Who is resolving a question.
@@ -63,14 +76,24 @@ impl Engine {
     /// # Errors
     /// Only when the store fails; every refusal is a [`Receipt`].
     pub async fn resolve(&self, question: &Question, choice: &str, resolver: &Resolver) -> Result<Receipt, StoreError> {
+        Ok(self.attempt(question, choice, resolver).await?.receipt)
+    }
+
+    /// As [`Engine::resolve`], with the question as stored when the attempt resolved it.
+    pub(super) async fn attempt(
+        &self,
+        question: &Question,
+        choice: &str,
+        resolver: &Resolver,
+    ) -> Result<Attempt, StoreError> {
         // Who is asking comes first: a non-answerer learns nothing about what would fit.
         if !resolver.may_answer(question) {
-            return Ok(Receipt::NotAuthorized { id: question.id });
+            return Ok(Attempt::from(Receipt::NotAuthorized { id: question.id }));
         }
         let choice = match question.parse_choice(choice) {
             Ok(c) => Some(c),
             Err(_) if !question.is_pending() => None,
-            Err(e) => return Ok(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
+            Err(e) => return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint: e.hint })),
         };
         self.claim_choice(question, choice, resolver).await
     }
@@ -86,8 +109,18 @@ impl Engine {
         choice: Option<Choice>,
         resolver: &Resolver,
     ) -> Result<Receipt, StoreError> {
+        Ok(self.attempt_choice(question, choice, resolver).await?.receipt)
+    }
+
+    /// As [`Engine::resolve_choice`], with the question as stored when the attempt resolved it.
+    pub(super) async fn attempt_choice(
+        &self,
+        question: &Question,
+        choice: Option<Choice>,
+        resolver: &Resolver,
+    ) -> Result<Attempt, StoreError> {
         if !resolver.may_answer(question) {
-            return Ok(Receipt::NotAuthorized { id: question.id });
+            return Ok(Attempt::from(Receipt::NotAuthorized { id: question.id }));
         }
         self.claim_choice(question, choice, resolver).await
     }
@@ -98,15 +131,18 @@ impl Engine {
         question: &Question,
         choice: Option<Choice>,
         resolver: &Resolver,
-    ) -> Result<Receipt, StoreError> {
+    ) -> Result<Attempt, StoreError> {
         let Some(choice) = choice else {
-            return Ok(lost_receipt(question, None));
+            return Ok(Attempt::from(lost_receipt(question, None)));
         };
         if question.needs_quorum() {
             match choice {
                 Choice::Answer(_) => return self.approve_toward_quorum(question, resolver).await,
                 Choice::AllowLike(_) => {
-                    return Ok(Receipt::InvalidChoice { id: question.id, hint: question.no_rule_hint() });
+                    return Ok(Attempt::from(Receipt::InvalidChoice {
+                        id: question.id,
+                        hint: question.no_rule_hint(),
+                    }));
                 }
                 Choice::Decline(_) => {}
             }
@@ -116,7 +152,7 @@ impl Engine {
             // could reach past one value into others, so its only standing rule is "always".
             let hint = "a gated tool's call takes no rule; allow it always (the tool, or its exact arguments, as its \
                         upstream's grant says)";
-            return Ok(Receipt::InvalidChoice { id: question.id, hint: hint.to_owned() });
+            return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint: hint.to_owned() }));
         }
         let rule = match &choice {
             Choice::AllowLike(pattern) => Some(pattern.clone()),
@@ -167,12 +203,12 @@ impl Engine {
 
     /// A person's claim, and what they are told: resolved, lost to an earlier resolution, or
     /// no such question.
-    pub(super) async fn claim_for(&self, resolution: Resolution) -> Result<Receipt, StoreError> {
+    pub(super) async fn claim_for(&self, resolution: Resolution) -> Result<Attempt, StoreError> {
         let (id, outcome) = (resolution.question.id, resolution.outcome.clone());
         Ok(match self.claim(resolution).await? {
-            Claimed::Won => Receipt::Resolved { id, outcome },
-            Claimed::Lost(q) => lost_receipt(&q, Some(&outcome)),
-            Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", id.short()) },
+            Claimed::Won(resolved) => Attempt { receipt: Receipt::Resolved { id, outcome }, resolved: Some(resolved) },
+            Claimed::Lost(q) => lost_receipt(&q, Some(&outcome)).into(),
+            Claimed::Missing => Receipt::Unknown { reason: format!("no question {}", id.short()) }.into(),
         })
     }
 
@@ -196,16 +232,16 @@ impl Engine {
     async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.inner.store.resolve(resolution).await? {
             Claim::Won(question) => {
-                self.after_resolution(question);
-                Claimed::Won
+                let question = Arc::new(question);
+                self.after_resolution(question.clone());
+                Claimed::Won(question)
             }
             Claim::Lost(question) => Claimed::Lost(Box::new(question)),
             Claim::Missing => Claimed::Missing,
         })
     }
 
-    fn after_resolution(&self, question: Question) {
-        let question = Arc::new(question);
+    fn after_resolution(&self, question: Arc<Question>) {
         self.to_its_conversations(&question, Outbound::Retract);
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
@@ -269,7 +305,7 @@ impl Engine {
                 update: None,
                 approvals: None,
             };
-            if matches!(self.claim(resolution).await?, Claimed::Won) {
+            if matches!(self.claim(resolution).await?, Claimed::Won(_)) {
                 cancelled += 1;
             }
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::claim::{Resolver, lost_receipt};
+use super::claim::{Attempt, Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
 use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
 use crate::store::{Resolution, StoreError, StoreExt};
@@ -24,22 +24,22 @@ impl Engine {
         &self,
         question: &Question,
         resolver: &Resolver,
-    ) -> Result<Receipt, StoreError> {
+    ) -> Result<Attempt, StoreError> {
         let allowed = Outcome::Answered { value: Value::String("once".to_owned()) };
         if !self.inner.settings.quorum_includes_requester && self.asked_by(question, &resolver.user).await? {
-            return Ok(Receipt::OwnRequest { id: question.id, quorum: question.quorum });
+            return Ok(Attempt::from(Receipt::OwnRequest { id: question.id, quorum: question.quorum }));
         }
         let mut current = question.clone();
         // Each failed attempt means another approval was counted first, and there are at most
         // `quorum` of those.
         for _ in 0..=MAX_QUORUM {
             if !current.is_pending() {
-                return Ok(lost_receipt(&current, Some(&allowed)));
+                return Ok(Attempt::from(lost_receipt(&current, Some(&allowed))));
             }
             let (id, quorum) = (current.id, current.quorum);
             // One person, one vote: the operator at the console and through the token too.
             if current.approvals.iter().any(|a| resolver.user.is(&a.user)) {
-                return Ok(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum });
+                return Ok(Attempt::from(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum }));
             }
             let at = self.now_ms();
             let mut approvals = current.approvals.clone();
@@ -68,11 +68,11 @@ impl Engine {
                 let counted = count(&approvals);
                 current.approvals = approvals;
                 self.counted(Arc::new(current));
-                return Ok(Receipt::Counted { id, approvals: counted, quorum });
+                return Ok(Attempt::from(Receipt::Counted { id, approvals: counted, quorum }));
             }
             current = match store.question(id).await? {
                 Some(q) => q,
-                None => return Ok(Receipt::Unknown { reason: format!("no question {}", id.short()) }),
+                None => return Ok(Attempt::from(Receipt::Unknown { reason: format!("no question {}", id.short()) })),
             };
         }
         Err(StoreError::Busy(format!("the approvals of {} kept changing", question.id.short())))

@@ -3,7 +3,9 @@
 //! waiting for this person, and only then a new turn.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
+use super::claim::Attempt;
 use super::{Engine, Resolver, RunRequest, StartError};
 use crate::command::{Allow, Command, HELP};
 use crate::question::{
@@ -105,6 +107,9 @@ pub struct Response {
     pub text: Option<String>,
     /// Whether the message started a run.
     pub started: bool,
+    /// The question as stored once this message resolved it, for surfaces that draw the
+    /// outcome where the message came from (Discord updates the tapped card in place).
+    pub resolved: Option<Arc<Question>>,
 }
 
 impl Response {
@@ -113,8 +118,12 @@ impl Response {
     }
 
     fn receipt(receipt: Receipt, question: Option<&Question>) -> Self {
-        let text = wording::receipt(&receipt, question);
-        Self { receipt: Some(receipt), text, started: false }
+        Self::attempt(receipt.into(), question)
+    }
+
+    fn attempt(attempt: Attempt, question: Option<&Question>) -> Self {
+        let text = wording::receipt(&attempt.receipt, question);
+        Self { receipt: Some(attempt.receipt), text, started: false, resolved: attempt.resolved }
     }
 }
 
@@ -180,19 +189,19 @@ impl Engine {
         {
             let text = &inbound.text;
             let receipt = match role {
-                DeliveryRole::Card => self.resolve(&question, text, &resolver).await?,
+                DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
                 // Quoted: what is typed after "Other…" is the person's own words, even when
                 // it looks like a number.
                 DeliveryRole::Prompt if question.kind != Kind::Approval => {
-                    self.resolve(&question, &format!("\"{text}\""), &resolver).await?
+                    self.attempt(&question, &format!("\"{text}\""), &resolver).await?
                 }
-                DeliveryRole::Prompt => self.resolve(&question, &format!("edit {text}"), &resolver).await?,
+                DeliveryRole::Prompt => self.attempt(&question, &format!("edit {text}"), &resolver).await?,
                 DeliveryRole::Note => {
                     let feedback = Some(text.trim().to_owned()).filter(|t| !t.is_empty());
-                    self.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?
+                    self.attempt_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?
                 }
             };
-            return Ok(Response::receipt(receipt, Some(&question)));
+            return Ok(Response::attempt(receipt, Some(&question)));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
@@ -200,8 +209,8 @@ impl Engine {
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
             [question] => {
-                let receipt = self.resolve(question, &inbound.text, &resolver).await?;
-                Ok(Response::receipt(receipt, Some(question)))
+                let receipt = self.attempt(question, &inbound.text, &resolver).await?;
+                Ok(Response::attempt(receipt, Some(question)))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
             [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
@@ -225,15 +234,15 @@ impl Engine {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
-                let receipt = self.resolve(&question, &choice, resolver).await?;
-                Ok(Response::receipt(receipt, Some(&question)))
+                let receipt = self.attempt(&question, &choice, resolver).await?;
+                Ok(Response::attempt(receipt, Some(&question)))
             }
             Command::Decline { id, feedback } => {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id).await;
                 };
-                let receipt = self.resolve_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
-                Ok(Response::receipt(receipt, Some(&question)))
+                let receipt = self.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
+                Ok(Response::attempt(receipt, Some(&question)))
             }
             Command::Approve { id, how } => {
                 let Some(question) = self.named(inbound, &id).await? else {
@@ -243,9 +252,9 @@ impl Engine {
                     return Ok(Response::say(replies::not_an_approval(&question.id.short())));
                 }
                 let receipt = match how {
-                    Allow::Once => self.resolve(&question, "once", resolver).await?,
-                    Allow::Always => self.resolve(&question, "always", resolver).await?,
-                    Allow::Edited(action) => self.resolve(&question, &format!("edit {action}"), resolver).await?,
+                    Allow::Once => self.attempt(&question, "once", resolver).await?,
+                    Allow::Always => self.attempt(&question, "always", resolver).await?,
+                    Allow::Edited(action) => self.attempt(&question, &format!("edit {action}"), resolver).await?,
                     Allow::Like(pattern) => {
                         // Checked for those who may answer: others learn nothing about it.
                         if resolver.may_answer(&question)
@@ -253,10 +262,10 @@ impl Engine {
                         {
                             return Ok(Response::say(why));
                         }
-                        self.resolve_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
+                        self.attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
                     }
                 };
-                Ok(Response::receipt(receipt, Some(&question)))
+                Ok(Response::attempt(receipt, Some(&question)))
             }
             Command::Pending => {
                 let pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
