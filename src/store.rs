@@ -19,6 +19,15 @@ macro_rules! question_columns {
     };
 }
 
+/// The columns a won claim returns: those other writes may change while a question waits
+/// (its next reminder, where it was escalated, the approvals counted so far). Everything
+/// else stays as the question was asked until the claim, which the claimer knows.
+macro_rules! claim_returns {
+    () => {
+        "nudge_at, escalated_to, approvals"
+    };
+}
+
 macro_rules! grant_columns {
     () => {
         "id, conversation, action, granted_by, question_id, created_at, expires_at, granted_name, pattern, grantee"

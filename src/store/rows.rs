@@ -2,6 +2,7 @@
 //! whichever kind of row (sqlx's, or the SQLite writer's own) they come from. Both backends
 //! store the same columns with the same types (text, 64-bit integers, JSON as text).
 
+use std::borrow::Cow;
 use std::str::FromStr;
 
 use crate::question::{Approver, Conversation, Nudges, Question, UserRef};
@@ -79,6 +80,17 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         nudges: json_col(row, "nudges")?.unwrap_or_default(),
         nudge_at: row.int("nudge_at")?,
         escalated_to: conversation_col(row, "escalated_to")?,
+    })
+}
+
+/// The question as a won claim stored it: the claimer's copy with the outcome applied, and
+/// the columns others may have changed meanwhile as the row holds them.
+pub(super) fn claimed_from_row(r: &crate::store::Resolution, row: &impl Columns) -> Result<Question, StoreError> {
+    Ok(Question {
+        nudge_at: row.int("nudge_at")?,
+        escalated_to: conversation_col(row, "escalated_to")?,
+        approvals: json_col(row, "approvals")?.unwrap_or_default(),
+        ..r.resolved()
     })
 }
 
@@ -160,53 +172,54 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
 }
 
 /// A question's nudges as stored: JSON, NULL when there are none.
-/// A value bound to a statement, the same for both SQL stores. A null keeps its type:
+/// A value bound to a statement, the same for both SQL stores: borrowed where the record
+/// holds it (an insert binds its texts without copying them). A null keeps its type:
 /// PostgreSQL checks a parameter's type against its column's.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Bind {
+pub(super) enum Bind<'a> {
     Int(Option<i64>),
-    Text(Option<String>),
+    Text(Option<Cow<'a, str>>),
 }
 
-impl From<i64> for Bind {
+impl From<i64> for Bind<'_> {
     fn from(i: i64) -> Self {
         Self::Int(Some(i))
     }
 }
 
-impl From<Option<i64>> for Bind {
+impl From<Option<i64>> for Bind<'_> {
     fn from(i: Option<i64>) -> Self {
         Self::Int(i)
     }
 }
 
-impl From<&str> for Bind {
-    fn from(s: &str) -> Self {
-        Self::Text(Some(s.to_owned()))
+impl<'a> From<&'a str> for Bind<'a> {
+    fn from(s: &'a str) -> Self {
+        Self::Text(Some(Cow::Borrowed(s)))
     }
 }
 
-impl From<String> for Bind {
+impl From<String> for Bind<'_> {
     fn from(s: String) -> Self {
-        Self::Text(Some(s))
+        Self::Text(Some(Cow::Owned(s)))
     }
 }
 
-impl From<Option<&str>> for Bind {
-    fn from(s: Option<&str>) -> Self {
-        Self::Text(s.map(str::to_owned))
+impl<'a> From<Option<&'a str>> for Bind<'a> {
+    fn from(s: Option<&'a str>) -> Self {
+        Self::Text(s.map(Cow::Borrowed))
     }
 }
 
-impl From<Option<String>> for Bind {
+impl From<Option<String>> for Bind<'_> {
     fn from(s: Option<String>) -> Self {
-        Self::Text(s)
+        Self::Text(s.map(Cow::Owned))
     }
 }
 
 /// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
 /// written once.
-pub(super) fn question_binds(q: &Question) -> Result<[Bind; 27], StoreError> {
+pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 27], StoreError> {
     Ok([
         q.id.to_string().into(),
         q.conversation.as_ref().map(Conversation::as_str).into(),
@@ -239,7 +252,7 @@ pub(super) fn question_binds(q: &Question) -> Result<[Bind; 27], StoreError> {
 }
 
 /// A run's values in `run_columns!()` order: what both SQL stores' upserts bind, written once.
-pub(super) fn run_binds(run: &Run) -> Result<[Bind; 12], StoreError> {
+pub(super) fn run_binds(run: &Run) -> Result<[Bind<'_>; 12], StoreError> {
     Ok([
         run.id.to_string().into(),
         run.function.as_str().into(),

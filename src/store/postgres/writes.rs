@@ -2,11 +2,15 @@
 //! with what it carries, and pruning. Each but pruning is one statement (data-modifying `WITH`
 //! clauses), so one round trip, committed with the writes beside it (see `batch`).
 
+use std::borrow::Cow;
+
 use super::PostgresStore;
 use super::batch::PgQuery;
 use crate::question::{Approver, Outcome, Question, QuestionId};
 use crate::run::{Run, RunStatus};
-use crate::store::rows::{Bind, approvals_json, question_binds, question_from_row, run_binds, to_json};
+use crate::store::rows::{
+    Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
+};
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
@@ -50,10 +54,10 @@ macro_rules! inbound_key {
 }
 
 /// Binds `binds` in order, after those bound before.
-fn bind_all(query: PgQuery, binds: impl IntoIterator<Item = Bind>) -> PgQuery {
+fn bind_all<'a>(query: PgQuery, binds: impl IntoIterator<Item = Bind<'a>>) -> PgQuery {
     binds.into_iter().fold(query, |query, bind| match bind {
         Bind::Int(i) => query.bind(i),
-        Bind::Text(s) => query.bind(s),
+        Bind::Text(s) => query.bind(s.map(Cow::into_owned)),
     })
 }
 
@@ -112,8 +116,8 @@ impl PostgresStore {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
                  resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = \
-                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING ",
-                question_columns!(),
+                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING run_id, ",
+                claim_returns!(),
                 "), ",
                 claim_tail!()
             )
@@ -121,8 +125,8 @@ impl PostgresStore {
             concat!(
                 "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
                  resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = $6 \
-                 AND status = 'pending' RETURNING ",
-                question_columns!(),
+                 AND status = 'pending' RETURNING run_id, ",
+                claim_returns!(),
                 "), ",
                 claim_tail!()
             )
@@ -159,7 +163,7 @@ impl PostgresStore {
             .bind(run_result);
         // A won claim answers with the row as stored.
         if let Some(row) = self.writes.fetch_optional(claim).await? {
-            return Ok(Claim::Won(question_from_row(&row)?));
+            return Ok(Claim::Won(claimed_from_row(&r, &row)?));
         }
         let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
             .bind(&id)

@@ -68,8 +68,8 @@ impl From<Option<i64>> for Param<'_> {
     }
 }
 
-impl<'a> From<&'a crate::store::rows::Bind> for Param<'a> {
-    fn from(b: &'a crate::store::rows::Bind) -> Self {
+impl<'a> From<&'a crate::store::rows::Bind<'_>> for Param<'a> {
+    fn from(b: &'a crate::store::rows::Bind<'_>) -> Self {
         use crate::store::rows::Bind;
         match b {
             Bind::Int(i) => Self::from(*i),

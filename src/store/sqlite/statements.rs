@@ -5,7 +5,9 @@ use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::rows::{approvals_json, question_binds, question_from_row, run_binds, to_json as json};
+use crate::store::rows::{
+    approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json as json,
+};
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
 
 /// Every statement the writer runs, prepared once.
@@ -53,13 +55,13 @@ impl<'d, 'h> Statements<'d, 'h> {
                 question_columns!(),
                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"
             ))?,
-            // The claim answers with the row as stored: fields another write set meanwhile
-            // (an escalation, the next reminder) are as they are, not as the claimer read them.
+            // The claim answers with the row as stored: the columns another write may have set
+            // meanwhile (an escalation, the next reminder, approvals) come back from the row.
             claim: db.prepare(concat!(
                 "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
                  resolved_at = ?5, answered_name = ?7, approvals = COALESCE(?8, approvals) \
                  WHERE id = ?6 AND status = 'pending' RETURNING ",
-                question_columns!()
+                claim_returns!()
             ))?,
             // What a won claim does to its run (see `Resolution::run_after`).
             run_after: db.prepare(
@@ -259,7 +261,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 None => Claim::Missing,
             });
         };
-        let resolved = question_from_row(&row)?;
+        let resolved = claimed_from_row(r, &row)?;
         if let Some(after) = r.run_after() {
             let (status, result) = match &after {
                 RunAfter::Resume => (RunStatus::Running, None),
