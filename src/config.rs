@@ -128,7 +128,8 @@ pub struct Config {
 /// and `/mcp`, and never answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentConfig {
-    /// Its name (letters, digits, `-`, `_`, `.`).
+    /// Its name (letters, digits, `-`, `_`): no `.`, which separates it from the client's
+    /// name in `mcp:<agent>.<client>`, so that no two agents' clients can share an identity.
     pub name: String,
     /// The environment variable that holds its token (at least 32 characters).
     pub token_env: String,
@@ -139,11 +140,11 @@ fn agents(raw: Vec<raw::RawAgent>) -> Result<Vec<AgentConfig>, (String, String)>
     for (i, agent) in raw.into_iter().enumerate() {
         let usable = !agent.name.is_empty()
             && agent.name.len() <= 64
-            && agent.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            && agent.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
         if !usable {
             return Err((
                 format!("agents[{i}].name"),
-                format!("`{}` is not a name of letters, digits, -, _ and .", agent.name),
+                format!("`{}` is not a name of letters, digits, - and _", agent.name),
             ));
         }
         if agent.name == "agent" || agents.iter().any(|a| a.name == agent.name) {
@@ -319,7 +320,8 @@ mod tests {
         assert!(short.contains("mcp.session_timeout") && short.contains("longer than progress_every"), "{short}");
         let agents = parse("[[agents]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n").unwrap().agents;
         assert_eq!(agents, [AgentConfig { name: "ci".into(), token_env: "CI_TOKEN".into() }]);
-        for (name, says) in [("agent", "taken"), ("c i", "not a name")] {
+        // `ci.prod` with a client `bot` would be `mcp:ci.prod.bot`, as agent `ci`'s client `prod.bot`.
+        for (name, says) in [("agent", "taken"), ("c i", "not a name"), ("ci.prod", "not a name")] {
             let text = format!("[[agents]]\nname = \"{name}\"\ntoken_env = \"X\"\n");
             let e = parse(&text).unwrap_err().to_string();
             assert!(e.contains("agents[0].name") && e.contains(says), "{e}");
