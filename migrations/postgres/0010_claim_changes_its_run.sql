@@ -4,10 +4,13 @@
 DROP TRIGGER follow_up_resumes ON questions;
 DROP FUNCTION follow_up_resumes();
 -- Agents' runs a crash left `waiting` between the claim and the write that ended them (the
--- two commits of before) end here, with their last question's status as their result.
+-- two commits of before) end here, with their last question's status as their result (the
+-- claim writes its outcome line; the repair that did so at start-up is gone).
 UPDATE runs SET status = 'finished', updated_at = COALESCE((
         SELECT MAX(q.resolved_at) FROM questions q WHERE q.run_id = runs.id), updated_at),
     result = COALESCE((
         SELECT q.status FROM questions q WHERE q.run_id = runs.id ORDER BY q.step DESC LIMIT 1), 'ended')
 WHERE mode = 'external' AND status = 'waiting'
     AND NOT EXISTS (SELECT 1 FROM questions q WHERE q.run_id = runs.id AND q.status = 'pending');
+-- Only the repair those runs needed read this index; nothing does now.
+DROP INDEX runs_external_waiting;

@@ -166,7 +166,7 @@ pub struct Resolution {
     /// A grant to store in the same transaction (allow always).
     pub grant: Option<Grant>,
     /// The inbound update that carries this resolution, recorded as applied in the same
-    /// transaction (see [`Store::first_seen`]).
+    /// transaction (see [`StoreExt::first_seen`](crate::store::StoreExt::first_seen)).
     pub update: Option<String>,
     /// The approvals that complete a quorum approval, recorded with the claim; none leaves
     /// the recorded ones as they are.
@@ -186,10 +186,11 @@ pub enum RunAfter {
 
 impl Resolution {
     /// What a win does to the question's run (a blocking run goes on in memory: nothing).
-    pub fn run_after(&self) -> Option<RunAfter> {
+    /// `resolved` is the question as the claim stores it, whose outcome an agent's run keeps.
+    pub fn run_after(&self, resolved: &Question) -> Option<RunAfter> {
         match self.question.mode {
             Mode::FollowUp => Some(RunAfter::Resume),
-            Mode::External => Some(RunAfter::Finish(self.resolved().outcome_line())),
+            Mode::External => Some(RunAfter::Finish(resolved.outcome_line())),
             Mode::Blocking => None,
         }
     }
@@ -226,7 +227,7 @@ pub struct WriteStats {
     pub busy_seconds: f64,
 }
 
-/// What one [`Store::prune`] deleted.
+/// What one [`StoreExt::prune`](crate::store::StoreExt::prune) deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
     /// Ended runs (with their questions and cards).
@@ -235,7 +236,7 @@ pub struct Pruned {
     pub inbound: u64,
 }
 
-/// A pending question one of whose cards was never recorded (see [`Store::undelivered`]).
+/// A pending question one of whose cards was never recorded (see [`Store::undelivered`](crate::store::Store::undelivered)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Undelivered {
     /// The question, as stored.
@@ -255,7 +256,7 @@ pub struct Resume {
     pub journal: Vec<Question>,
 }
 
-/// What askgates that are gone left behind (see [`Store::orphans`]).
+/// What askgates that are gone left behind (see [`Store::orphans`](crate::store::Store::orphans)).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Orphans {
     /// Pending questions of blocking runs: nobody waits for them any more.
@@ -264,7 +265,7 @@ pub struct Orphans {
     pub runs: Vec<Run>,
 }
 
-/// A held lease (see [`Store::lease`]): released when dropped.
+/// A held lease (see [`Shared::lease`](crate::store::Shared::lease)): released when dropped.
 pub struct Lease {
     lost: tokio_util::sync::CancellationToken,
     _held: Option<tokio_util::task::AbortOnDropHandle<()>>,

@@ -171,7 +171,6 @@ pub(super) fn questions(rows: &[impl Columns]) -> Result<Vec<Question>, StoreErr
     rows.iter().map(question_from_row).collect()
 }
 
-/// A question's nudges as stored: JSON, NULL when there are none.
 /// A value bound to a statement, the same for both SQL stores: borrowed where the record
 /// holds it (an insert binds its texts without copying them). A null keeps its type:
 /// PostgreSQL checks a parameter's type against its column's.
@@ -269,6 +268,7 @@ pub(super) fn run_binds(run: &Run) -> Result<[Bind<'_>; 12], StoreError> {
     ])
 }
 
+/// A question's nudges as stored: JSON, NULL when there are none.
 pub(super) fn nudges_json(nudges: &Nudges) -> Result<Option<String>, StoreError> {
     json_unless(nudges, nudges.is_empty())
 }

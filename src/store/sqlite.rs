@@ -309,7 +309,8 @@ impl Store for SqliteStore {
 
     async fn close(&self) {
         let Some(writer) = self.writer.lock().await.take() else { return };
-        // Its connection closes with the task; the writer's, the last, checkpoints the rest.
+        // Its connection closes as the task ends; whichever connection closes last checkpoints
+        // what is left of the WAL.
         self.checkpoints.abort();
         // The writer commits everything queued before this job, then ends.
         let (closed, done) = oneshot::channel();

@@ -1,5 +1,5 @@
 //! Faults and load: shutdown that cannot hang, slow and idle clients, bounded listings and
-//! event streams, stuck runs reconciled, and a crash test that kills the real binary.
+//! event streams, an agent's run ended in its claim's commit, and a crash test that kills the real binary.
 
 use std::path::Path;
 use std::sync::Arc;

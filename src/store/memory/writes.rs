@@ -132,7 +132,7 @@ impl Tables {
             return Ok(Claim::Missing);
         };
         let resolved = resolved.clone();
-        if let Some(after) = r.run_after() {
+        if let Some(after) = r.run_after(&resolved) {
             self.change_run(resolved.run, |run| {
                 if run.status != RunStatus::Waiting {
                     return;

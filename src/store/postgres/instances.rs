@@ -284,7 +284,7 @@ fn parse_change(payload: &str, me: &str) -> Option<Change> {
 }
 
 impl PostgresStore {
-    /// See [`crate::store::Store::lease`]: a session-level advisory lock on a connection of the
+    /// See [`crate::store::Shared::lease`]: a session-level advisory lock on a connection of the
     /// lease's own, tried every [`LEASE_RETRY`]. PostgreSQL releases it when that connection
     /// ends, so when its instance dies. The connection is checked every [`HEARTBEAT`]; when
     /// the check fails the lease counts as lost.

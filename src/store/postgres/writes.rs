@@ -2,8 +2,6 @@
 //! with what it carries, and pruning. Each but pruning is one statement (data-modifying `WITH`
 //! clauses), so one round trip, committed with the writes beside it (see `batch`).
 
-use std::borrow::Cow;
-
 use super::PostgresStore;
 use super::batch::PgQuery;
 use crate::question::{Approver, Outcome, Question, QuestionId};
@@ -54,16 +52,16 @@ macro_rules! inbound_key {
 }
 
 /// Binds `binds` in order, after those bound before.
-fn bind_all<'a>(query: PgQuery, binds: impl IntoIterator<Item = Bind<'a>>) -> PgQuery {
-    binds.into_iter().fold(query, |query, bind| match bind {
-        Bind::Int(i) => query.bind(i),
-        Bind::Text(s) => query.bind(s.map(Cow::into_owned)),
+fn bind_all(query: PgQuery, binds: &[Bind<'_>]) -> PgQuery {
+    binds.iter().fold(query, |query, bind| match bind {
+        Bind::Int(i) => query.bind(*i),
+        Bind::Text(s) => query.bind(s.as_deref()),
     })
 }
 
 /// Binds a run as `$1`…`$12` (in `run_columns!()` order) and its inbound update as `$13`.
 fn bind_run(query: PgQuery, run: &Run) -> Result<PgQuery, StoreError> {
-    Ok(bind_all(query, run_binds(run)?).bind(run.update.as_deref()))
+    Ok(bind_all(query, &run_binds(run)?).bind(run.update.as_deref()))
 }
 
 /// The oldest ended runs before `$1`, at most `$2` of them.
@@ -97,14 +95,14 @@ impl PostgresStore {
              SELECT CASE WHEN $42::boolean THEN pg_notify('askgate', $41) END FROM q"
         ));
         // The run as `$1`…`$13`, the question as `$14`…`$40` in `question_columns!()` order.
-        let ask = bind_all(bind_run(ask, run)?, question_binds(q)?)
+        let ask = bind_all(bind_run(ask, run)?, &question_binds(q)?)
             .bind(self.announcement("asked", q.id))
             .bind(self.announcing());
         self.writes.execute(ask).await?;
         Ok(())
     }
 
-    /// The claim-once write (see [`crate::store::Store::resolve`]), in one statement with what
+    /// The claim-once write (see [`crate::store::StoreExt::resolve`]), in one statement with what
     /// it carries (the run's change, the inbound update, the grant) and its announcement: each
     /// of those only when the claim won.
     pub(super) async fn claim(&self, r: Resolution) -> Result<Claim, StoreError> {
@@ -132,7 +130,9 @@ impl PostgresStore {
             )
         };
         let grant = r.grant.as_ref();
-        let (run_status, run_result) = match r.run_after() {
+        // One statement: the run's result is written from the claimer's copy with the outcome
+        // applied (the approvals a quorum claim brings are its own).
+        let (run_status, run_result) = match r.run_after(&r.resolved()) {
             Some(RunAfter::Resume) => (Some(RunStatus::Running.as_str()), None),
             Some(RunAfter::Finish(result)) => (Some(RunStatus::Finished.as_str()), Some(result)),
             None => (None, None),
@@ -175,7 +175,7 @@ impl PostgresStore {
         })
     }
 
-    /// See [`crate::store::Store::vote`]: one conditional update, announced when it counts.
+    /// See [`crate::store::StoreExt::vote`]: one conditional update, announced when it counts.
     pub(super) async fn count_vote(
         &self,
         question: QuestionId,
@@ -200,7 +200,7 @@ impl PostgresStore {
         Ok(self.writes.execute(vote).await? == 1)
     }
 
-    /// See [`crate::store::Store::prune`].
+    /// See [`crate::store::StoreExt::prune`].
     pub(super) async fn prune_old(
         &self,
         ended_before: Option<i64>,

@@ -262,7 +262,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             });
         };
         let resolved = claimed_from_row(r, &row)?;
-        if let Some(after) = r.run_after() {
+        if let Some(after) = r.run_after(&resolved) {
             let (status, result) = match &after {
                 RunAfter::Resume => (RunStatus::Running, None),
                 RunAfter::Finish(result) => (RunStatus::Finished, Some(result.as_str())),
