@@ -1,8 +1,8 @@
 //! Channels: the surfaces where people talk to askgate.
 //!
 //! A channel adapter has two halves. Outbound, it implements [`crate::engine::Channel`]: render a question as
-//! a card, retract cards after a resolution, send plain text. The engine calls it from one
-//! worker per channel, so messages to a conversation keep their order. Inbound, the adapter
+//! a card, retract cards after a resolution, send plain text. The engine calls it from its
+//! lanes, one per conversation, so messages to a conversation keep their order. Inbound, the adapter
 //! turns platform events into [`crate::engine::Inbound`] messages and hands them to
 //! [`crate::engine::Engine::handle`].
 

@@ -6,12 +6,16 @@
 //! then replays the function from the start with its journal. Blocking runs await the outcome
 //! in memory, which is why their questions are cancelled when askgate restarts.
 //!
-//! The parts: `runner` (starting and replaying runs, one turn at a time), `context` (what a
-//! function asks through), `function` (the [`Function`] trait and the registry), `claim`
-//! (resolving a question once, and what follows), `quorum` (approvals that need several people), `nudge` (reminders and escalation), `port` (the [`Channel`] trait adapters implement),
-//! `delivery` (attached channels and their lanes), `router` (what an inbound message means), `access` (who may start and answer),
-//! `external` (questions from agents), `records` (what the engine lets others read of the
-//! store), `event` (the broadcast stream), `settings`, `metrics`, the `sweeper` (timeouts)
+//! The files: `runner` (starting and replaying runs, one turn at a time; the turns part),
+//! `context` (what a function asks through), `function` (the [`Function`] trait and the
+//! registry), `claim` (resolving a question once, and what follows), `quorum` (approvals that
+//! need several people), `nudge` (reminders and escalation), `port` (the [`Channel`] trait
+//! adapters implement), `retry` (their backoff), `delivery` (the outbox part: attached
+//! channels and their lanes), `waiters` (where a waiting caller gets its answer), `router`
+//! (what an inbound message means), `access` (who may start and answer), `external`
+//! (questions from agents), `records` (what the engine lets others read of the store),
+//! `event` (the events part: the live stream and the kept log), `instances` (sharing a store
+//! with other instances; the leases part), `settings`, `metrics`, the `sweeper` (timeouts)
 //! and the `pruner` (retention).
 
 mod access;
@@ -145,8 +149,7 @@ impl Engine {
 
     /// Recovers from the last stop and starts the timeout sweeper and the pruner: blocking
     /// runs and questions whose waiter is gone are cancelled ([`INSTANCE_LOST`]), follow-up runs that were
-    /// mid-turn are replayed, runs whose questions were all resolved but that were never
-    /// finished are finished, questions that expired meanwhile are expired, and cards that
+    /// mid-turn are replayed, questions that expired meanwhile are expired, and cards that
     /// never got through are shown again.
     ///
     /// # Errors
@@ -297,7 +300,8 @@ impl Engine {
         self.publish(event);
     }
 
-    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]).
+    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]),
+    /// and a resolution to whoever waits on its question here (see `waiters`).
     fn publish(&self, event: Event) {
         if let Event::Resolved(question) = &event {
             self.inner.waiters.resolved(question);

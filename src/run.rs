@@ -67,7 +67,7 @@ pub const GATE_PREFIX: &str = "gate:";
 impl Run {
     /// Whom an allow-always given on its approvals lets through later (see
     /// [`crate::store::Grant::grantee`]): its function (`function:deploy`), a gated upstream
-    /// (`gate:files`), or the agent that asked (`mcp:claude-code`, `agent:ci`).
+    /// (`gate:files`), or the agent that asked (`mcp:agent.claude-code`, `agent:ci`).
     pub fn grantee(&self) -> String {
         match self.mode {
             Mode::External if self.function.starts_with(GATE_PREFIX) => self.function.clone(),

@@ -228,7 +228,7 @@ pub fn receipt(receipt: &Receipt, question: Option<&Question>) -> Option<String>
             id.short()
         ),
         Receipt::Unknown { reason } => format!("{reason}."),
-        Receipt::InvalidChoice { id, hint } => format!("{} ({}): {hint}.", capitalise("not accepted"), id.short()),
+        Receipt::InvalidChoice { id, hint } => format!("Not accepted ({}): {hint}.", id.short()),
     })
 }
 
@@ -236,11 +236,10 @@ pub fn receipt(receipt: &Receipt, question: Option<&Question>) -> Option<String>
 /// resolved its question (its card shows the rest), else the words of its receipt or reply;
 /// none for a redelivered tap, which was answered when it was first applied.
 pub fn tap_note(receipt: Option<&Receipt>, text: Option<&str>) -> Option<String> {
-    match (receipt, text) {
-        (Some(Receipt::Resolved { .. }), _) => Some("Recorded.".to_owned()),
-        (_, Some(text)) => Some(text.to_owned()),
-        (Some(r), None) => self::receipt(r, None),
-        (None, None) => None,
+    // Every other receipt carries its words in `text` (see `receipt`).
+    match receipt {
+        Some(Receipt::Resolved { .. }) => Some("Recorded.".to_owned()),
+        _ => text.map(str::to_owned),
     }
 }
 

@@ -150,9 +150,8 @@ impl Engine {
         if matches!(choice, Choice::AllowLike(_)) && self.gated(question).await? {
             // A gated call's action is a tool and its arguments as JSON: a pattern over that text
             // could reach past one value into others, so its only standing rule is "always".
-            let hint = "a gated tool's call takes no rule; allow it always (the tool, or its exact arguments, as its \
-                        upstream's grant says)";
-            return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint: hint.to_owned() }));
+            let hint = crate::wording::replies::GATED_TAKES_NO_RULE.to_owned();
+            return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint }));
         }
         let rule = match &choice {
             Choice::AllowLike(pattern) => Some(pattern.clone()),

@@ -3,7 +3,7 @@
 //! engine's [`Events`] part.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
@@ -185,8 +185,7 @@ impl Events {
     }
 
     fn log(&self) -> std::sync::MutexGuard<'_, EventLog> {
-        // Each change is one push: a panic elsewhere leaves the log whole.
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+        super::lock(&self.log)
     }
 
     pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {

@@ -1,10 +1,11 @@
 //! Where a waiting caller gets its answer, in one place:
 //!
 //! - callers waiting for a question's outcome (an API long-poll, an MCP call held open,
-//!   `get_outcome`, a blocking `POST /api/runs`) each watch their own question
+//!   `get_outcome`) each watch their own question
 //!   ([`Waiters::watch`]) and are woken by that question's resolution only, here or, through
 //!   the store's change feed, on another instance ([`Engine::wait_outcome`]);
-//! - a blocking ask of a function run in this process is held here with its question
+//! - a blocking ask of a function run in this process (a blocking `POST /api/runs`, a
+//!   program in hold mode) is held here with its question
 //!   ([`Waiters::hold`]) until the resolution hands it the outcome, or shutdown cancels it.
 //!
 //! Both are woken from one call, [`Waiters::resolved`], which the engine makes for every
@@ -12,12 +13,12 @@
 //! stream, so the CPU one answer cost grew with the number of callers waiting on others.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::Engine;
+use super::{Engine, lock};
 use crate::question::{Mode, Outcome, Question, QuestionId};
 use crate::store::{StoreError, StoreExt};
 
@@ -37,11 +38,6 @@ pub(super) struct Watch<'a> {
     waiters: &'a Waiters,
     id: QuestionId,
     pub(super) resolved: oneshot::Receiver<Arc<Question>>,
-}
-
-/// Each change is one insert or removal: a panic elsewhere leaves the maps whole.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Waiters {

@@ -31,7 +31,8 @@ pub enum Outcome {
     },
     /// Closed without an answer.
     Cancelled {
-        /// Why: `cancelled by console:local`, `shutdown`, `instance_lost`, `no_human`.
+        /// Why: `cancelled by console:local`, `shutdown`, `instance_lost`, `no_human`, `client`
+        /// (an agent's client cancelled its call), `session_closed` (its MCP session ended).
         reason: String,
     },
 }

@@ -97,6 +97,10 @@ pub fn rule_too_long(max: usize) -> String {
     format!("A rule is at most {max} characters; nothing was changed.")
 }
 
+/// A rule offered for a gated tool's call: its action is a tool and its arguments as JSON, so
+/// a pattern over that text could reach past one value into others.
+pub const GATED_TAKES_NO_RULE: &str = "a gated tool's call takes no rule; allow it always (the tool, or its exact arguments, as its upstream's grant says)";
+
 /// A rule that names nothing but `*`.
 pub const RULE_CATCHES_ALL: &str = "A rule must name something besides *; nothing was changed.";
 
