@@ -184,10 +184,26 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
     }
     // A question the agent did not ask is not found with its token.
     let other = json!({"conversation": "console:local", "prompt": "Lunch?"});
-    let (_, theirs) = post(&base, &operator, "/api/questions", other).await;
-    let theirs = theirs["id"].as_str().unwrap();
+    let (_, their_question) = post(&base, &operator, "/api/questions", other).await;
+    let theirs = their_question["id"].as_str().unwrap();
     let hidden = get(&base, &agent, &format!("/api/questions/{theirs}")).await;
     assert_eq!(hidden.0, reqwest::StatusCode::NOT_FOUND);
+    // Nor its outcome, nor the run behind it; the agent's own are.
+    let their_run = their_question["question"]["run"].as_str().unwrap();
+    let own_run = asked["question"]["run"].as_str().unwrap();
+    for (path, found) in [
+        (format!("/api/questions/{theirs}/outcome"), false),
+        (format!("/api/runs/{their_run}"), false),
+        (format!("/api/questions/{id}/outcome"), true),
+        (format!("/api/runs/{own_run}"), true),
+    ] {
+        let (status, body) = get(&base, &agent, &path).await;
+        // Its own pending question's outcome is 202 (still waiting); what is not its own, 404.
+        match found {
+            true => assert!(status.is_success(), "{path}: {status} {body}"),
+            false => assert_eq!(status, reqwest::StatusCode::NOT_FOUND, "{path}: {body}"),
+        }
+    }
 
     // The operator, who is listed, answers; the typed name is a label, not a handle.
     let (status, _) =
