@@ -14,6 +14,11 @@
 //! hand-written server may: letters in any case, fullwidth forms and ligatures (NFKC), `-` for
 //! `_`, white space and invisible characters ignored — so only askgate's own rules stand
 //! between an agent and `delete_file`.
+//!
+//! It speaks MCP 2026-07-28 and the revisions before it; with `--legacy`, only those up to
+//! 2025-11-25 (the `initialize` handshake). Each call writes the revision it came in by to
+//! `revision` in the directory. With `--slow-start SECONDS` it waits that long before it
+//! answers anything, as a server that loads a while does.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +27,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -33,6 +38,7 @@ struct Files {
     root: Arc<PathBuf>,
     grown: Arc<AtomicBool>,
     normalise: bool,
+    legacy: bool,
 }
 
 /// The tool a sloppy server takes `name` for (see `--normalise`).
@@ -74,6 +80,9 @@ impl Files {
         if let Ok(log) = log.as_mut() {
             use std::io::Write;
             let _ = writeln!(log, "{name:?}");
+        }
+        if let Some(revision) = context.protocol_version() {
+            let _ = std::fs::write(self.root.join("revision"), revision.as_str());
         }
         let name = if self.normalise { normalised(name) } else { name.to_owned() };
         match name.as_str() {
@@ -124,6 +133,11 @@ impl ServerHandler for Files {
             .with_server_info(Implementation::new("files", "1"))
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        let newest = if self.legacy { ProtocolVersion::V_2025_11_25 } else { ProtocolVersion::LATEST };
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&newest))
+    }
+
     async fn list_tools(
         &self,
         _: Option<PaginatedRequestParams>,
@@ -157,10 +171,16 @@ impl ServerHandler for Files {
 async fn main() -> anyhow::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let normalise = args.iter().any(|a| a == "--normalise");
-    args.retain(|a| a != "--normalise");
+    let legacy = args.iter().any(|a| a == "--legacy");
+    args.retain(|a| a != "--normalise" && a != "--legacy");
+    if let Some(at) = args.iter().position(|a| a == "--slow-start") {
+        let seconds: u64 = args.get(at + 1).and_then(|s| s.parse().ok()).unwrap_or(1);
+        args.drain(at..=at + 1);
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+    }
     let root = PathBuf::from(args.last().cloned().unwrap_or_else(|| ".".to_owned()));
     std::fs::write(root.join("files_server.pid"), std::process::id().to_string())?;
-    let files = Files { root: Arc::new(root), grown: Arc::default(), normalise };
+    let files = Files { root: Arc::new(root), grown: Arc::default(), normalise, legacy };
     if let [flag, address, _] = args.as_slice()
         && flag == "--http"
     {

@@ -236,7 +236,10 @@ impl Gateway {
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
             let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());
-            crate::mcp::service(engine.clone(), mcp, upstreams, http, crate::http::MAX_BODY, mcp_sessions(&engine))
+            let sessions = mcp_sessions(&engine);
+            let service =
+                crate::mcp::service(engine.clone(), mcp, upstreams.clone(), http, crate::http::MAX_BODY, sessions);
+            (service, upstreams)
         });
         let app = crate::http::router(engine.clone(), tokens, webhooks, settings, mcp);
         let max_connections = config.max_connections;

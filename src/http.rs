@@ -48,6 +48,8 @@ pub struct AppState {
     streams: Arc<tokio::sync::Semaphore>,
     /// One permit: event streams read their backlogs one page at a time.
     backlog_reads: Arc<tokio::sync::Semaphore>,
+    /// The gated MCP upstreams, whose first start `/healthz` waits for.
+    upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
 }
 
 /// How the HTTP surface is set up.
@@ -71,20 +73,25 @@ impl Default for HttpSettings {
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The HTTP application; with `mcp`, the MCP server at `/mcp` (behind an agent token).
+/// The HTTP application; with `mcp`, the MCP server at `/mcp` (behind an agent token) and the
+/// upstreams it gates.
 pub fn router(
     engine: Engine,
     tokens: impl Into<Tokens>,
     webhooks: Option<Arc<Webhooks>>,
     settings: HttpSettings,
-    mcp: Option<crate::mcp::McpService>,
+    mcp: Option<(crate::mcp::McpService, Arc<crate::mcp::upstream::Upstreams>)>,
 ) -> Router {
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
-    let state = AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads };
+    let (mcp, upstreams) = mcp.unzip();
+    let state = AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads, upstreams };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
-        app = app.nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
+        app = app
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn(session_ended))
+            .layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
     }
     let app = routes()
         .into_iter()
@@ -117,6 +124,17 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/runs/{id}", get(api::get_run)),
         ("/channels/webhook/{name}", post(webhook)),
     ]
+}
+
+/// A `DELETE /mcp` that ended a session answers 200, as clients expect of a request that
+/// succeeded (rmcp answers 202, which the Python SDK logs as `Session termination failed`).
+async fn session_ended(request: Request, next: axum::middleware::Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
@@ -402,8 +420,9 @@ async fn page_style() -> impl IntoResponse {
     )
 }
 
-/// 200 when the store answers and no channel is down; 503 otherwise. The body says what
-/// stands how: `{"status","store","pending","channels":{"telegram":"up",…}}`.
+/// 200 when the store answers, no channel is down and every gated MCP upstream has had its
+/// first try at starting; 503 otherwise. The body says what stands how:
+/// `{"status","store","pending","channels":{"telegram":"up",…}}`.
 async fn healthz(State(state): State<AppState>) -> Response {
     let store = state.engine.pending_count().await;
     let writes = state.engine.write_stats().failing;
@@ -411,10 +430,13 @@ async fn healthz(State(state): State<AppState>) -> Response {
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
     let healthy = store.is_ok() && writes.is_none() && !down;
+    let starting = state.upstreams.as_ref().is_some_and(|u| u.starting());
     let instance = state.engine.instance().map(str::to_owned);
     let body = bodies::Health {
         status: if !healthy {
             "failing"
+        } else if starting {
+            "starting"
         } else if degraded {
             "degraded"
         } else {
@@ -430,7 +452,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
         leases: instance.is_some().then(|| state.engine.leases()),
         instance,
     };
-    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
 }
 

@@ -14,14 +14,15 @@ mod elicit;
 mod lines;
 mod tools;
 pub mod upstream;
+mod waiting;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CancelledNotificationParam,
+    ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext};
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -34,6 +35,7 @@ use crate::engine::{Engine, ExternalAskError};
 use crate::question::{Answerers, Ask, Conversation, Outcome, Question, QuestionId, UserRef};
 use tools::{Call, Tool};
 use upstream::{Resolved, Upstream, Upstreams};
+use waiting::{AskKey, Cancels, Ending, OpenAsks, Waiter};
 
 /// The name of the agent whose token a `/mcp` request carries (`agent` for the default token),
 /// put in the request's extensions by the HTTP surface that checked the token.
@@ -58,12 +60,16 @@ pub fn service(
 ) -> McpService {
     let session_timeout = config.session_timeout;
     let config = Arc::new(config);
+    // Asks outlive sessions: an agent that comes back in a new one attaches to its question.
+    let open = Arc::new(OpenAsks::default());
     // One task list per session: a session sees only its own tasks.
     let server = move || Server {
         engine: engine.clone(),
         config: config.clone(),
         upstreams: upstreams.clone(),
         tasks: TaskManager::new(),
+        open: open.clone(),
+        cancels: Arc::default(),
     };
     // Host names are checked by the HTTP surface (loopback names only while it listens on
     // loopback); a browser page may reach `/mcp` only from askgate's own origin.
@@ -88,7 +94,13 @@ pub struct Server {
     config: Arc<McpConfig>,
     upstreams: Arc<Upstreams>,
     tasks: TaskManager,
+    open: Arc<OpenAsks>,
+    /// Why the client cancelled its calls, this session.
+    cancels: Arc<Cancels>,
 }
+
+/// How long `tools/list` waits for upstreams still making their first start.
+const FIRST_START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
@@ -99,7 +111,11 @@ impl ServerHandler for Server {
         .with_instructions(
             "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
                  (yes/no), request_approval (an action to allow or reject), notify (a message, no answer). The person \
-                 answers on Telegram, Discord, the console or the web page.",
+                 answers on Telegram, Discord, the console or the web page, which can take minutes. If your calls \
+                 time out, ask with `wait: false` (you get the question's id at once) and call get_outcome with that \
+                 id and `wait` up to 60 seconds, again until it is no longer pending. A call that ended before the \
+                 answer leaves the question waiting: calling the same tool again with the same arguments returns \
+                 its answer and asks nobody twice.",
         )
     }
 
@@ -108,6 +124,8 @@ impl ServerHandler for Server {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // A client that lists once, as askgate starts, still gets the gated upstreams' tools.
+        self.upstreams.first_tries(FIRST_START_WAIT).await;
         let mut tools = tools::list();
         tools.extend(self.upstreams.tools());
         Ok(ListToolsResult::with_all_items(tools))
@@ -116,6 +134,12 @@ impl ServerHandler for Server {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Told when an upstream's tools change.
         self.upstreams.sessions().add(context.peer);
+    }
+
+    async fn on_cancelled(&self, notification: CancelledNotificationParam, _: NotificationContext<RoleServer>) {
+        if let Some(id) = notification.request_id {
+            self.cancels.heard(id, notification.reason);
+        }
     }
 
     async fn get_task(
@@ -152,29 +176,41 @@ impl ServerHandler for Server {
                         });
                         return Ok(CreateTaskResult::new(task).into());
                     }
-                    Ok(self.proxy(&upstream, tool, arguments, asker, Waiter::call(&context)).await.into())
+                    let waiter = Waiter::call(&context, &self.cancels);
+                    Ok(self.proxy(&upstream, tool, arguments, asker, waiter).await.into())
                 }
                 // Refused before asking anyone: the call could not be made.
                 Resolved::Down(down) => Ok(failure(down.to_string()).into()),
                 Resolved::Nothing => Err(ErrorData::invalid_params(unknown_tool(&request.name), None)),
             };
         };
+        let key = AskKey::new(&asker(&context), tool.name(), &arguments);
         Ok(match Call::parse(tool, arguments, &self.config) {
-            Ok(call) => self.call(call, &context).await,
+            Ok(call) => self.call(call, key, &context).await,
             Err(message) => failure(message).into(),
         })
     }
 }
 
 impl Server {
-    async fn call(&self, call: Call, context: &RequestContext<RoleServer>) -> CallToolResponse {
+    async fn call(&self, call: Call, key: AskKey, context: &RequestContext<RoleServer>) -> CallToolResponse {
         match call {
             Call::Ask { tool, conversation, ask, wait } => {
-                let question = match self.engine.ask_external(conversation, *ask, asker(context)).await {
-                    Ok(q) => q,
-                    Err(e) => return failure(ask_refused(&e)).into(),
+                let question = match self.attach(&key).await {
+                    Some(question) => question,
+                    None => match self.engine.ask_external(conversation, *ask, asker(context)).await {
+                        Ok(question) => {
+                            self.open.asked(key, &question);
+                            question
+                        }
+                        Err(e) => return failure(ask_refused(&e)).into(),
+                    },
                 };
-                if !wait || !question.is_pending() {
+                if !question.is_pending() {
+                    self.open.taken(question.id);
+                    return tools::outcome(tool, &question).into();
+                }
+                if !wait {
                     return tools::outcome(tool, &question).into();
                 }
                 // Held until the call ends: dropping it takes the form away from the client.
@@ -184,7 +220,7 @@ impl Server {
                 if tasks_supported(context) {
                     return self.as_task(tool, question, form).into();
                 }
-                let result = self.wait(tool, question, Waiter::call(context)).await;
+                let result = self.wait(tool, question, Waiter::call(context, &self.cancels)).await;
                 drop(form);
                 result.into()
             }
@@ -195,10 +231,31 @@ impl Server {
             // Only the client's own questions: another's id is not found.
             Call::Outcome { id, .. } if !self.asked(id, context).await => failure(format!("no question {id}")).into(),
             Call::Outcome { id, wait } => match self.engine.wait_outcome(id, wait).await {
-                Ok(Some(question)) => tools::outcome(Tool::for_kind(question.kind), &question).into(),
+                Ok(Some(question)) => {
+                    if !question.is_pending() {
+                        self.open.taken(id);
+                    }
+                    tools::outcome(Tool::for_kind(question.kind), &question).into()
+                }
                 Ok(None) => failure(format!("no question {id}")).into(),
                 Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
             },
+        }
+    }
+
+    /// The question an earlier call of the same ask left waiting (its client timed out, or its
+    /// session ended) or answered with nobody to take the outcome; none when there is none.
+    async fn attach(&self, key: &AskKey) -> Option<Question> {
+        let id = self.open.find(key, self.engine.clock().now_ms())?;
+        match self.engine.question(id).await {
+            Ok(Some(question)) => {
+                tracing::info!(question = %id, "an MCP call attaches to the question an earlier call asked");
+                Some(question)
+            }
+            Ok(None) | Err(_) => {
+                self.open.taken(id);
+                None
+            }
         }
     }
 
@@ -228,12 +285,15 @@ impl Server {
         CreateTaskResult::new(task)
     }
 
-    /// Waits for the outcome, telling the client it still waits every `progress_every`; a
-    /// client that cancels, or askgate stopping, cancels the question (its cards are
-    /// retracted).
+    /// Waits for the outcome, telling the client it still waits every `progress_every`. A
+    /// client that cancels the call, or askgate stopping, cancels the question (its cards are
+    /// retracted); a client that stops waiting leaves it waiting (see [`waiting`]).
     async fn wait(&self, tool: Tool, question: Question, mut waiter: Waiter) -> CallToolResult {
         match self.settle(question, &mut waiter).await {
-            Ok(question) => tools::outcome(tool, &question),
+            Ok(question) => {
+                self.open.taken(question.id);
+                tools::outcome(tool, &question)
+            }
             Err(failed) => failed,
         }
     }
@@ -246,8 +306,7 @@ impl Server {
             let waited = tokio::select! {
                 waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
                 () = waiter.cancelled() => {
-                    self.cancel(id, waiter.ended_because()).await;
-                    return Err(failure(format!("the call was cancelled; so was the question {id}")));
+                    return Err(self.ended(id, waiter.ending().await).await);
                 }
             };
             let question = match waited {
@@ -327,6 +386,10 @@ impl Server {
         waiter: &mut Waiter,
     ) -> Result<Question, CallToolResult> {
         let name = &upstream.config.name;
+        let key = AskKey::gated(&asker, &format!("{name}__{tool}"), arguments);
+        if let Some(question) = self.attach(&key).await {
+            return self.settled(question, waiter).await;
+        }
         let arguments = Value::Object(arguments.clone());
         let action = match upstream.config.grant {
             GrantScope::Tool => format!("{name}__{tool}"),
@@ -340,10 +403,15 @@ impl Server {
             Ok(question) => question,
             Err(e) => return Err(failure(ask_refused(&e))),
         };
-        if !question.is_pending() {
-            return Ok(question);
-        }
-        self.settle(question, waiter).await
+        self.open.asked(key, &question);
+        self.settled(question, waiter).await
+    }
+
+    /// The question once resolved (at once when it is), its outcome taken by this call.
+    async fn settled(&self, question: Question, waiter: &mut Waiter) -> Result<Question, CallToolResult> {
+        let question = if question.is_pending() { self.settle(question, waiter).await? } else { question };
+        self.open.taken(question.id);
+        Ok(question)
     }
 
     /// `waiting for an answer on telegram:42 (expires in 28m (20:36 UTC))`.
@@ -353,7 +421,29 @@ impl Server {
         format!("waiting for an answer{at} ({expiry})")
     }
 
+    /// What a wait that ended before its outcome does to the question, and what the (former)
+    /// caller is told.
+    async fn ended(&self, id: QuestionId, ending: Ending) -> CallToolResult {
+        match ending {
+            _ if self.engine.stopping().is_cancelled() => {
+                self.cancel(id, "shutdown").await;
+                failure(format!("askgate restarted; the question {id} was cancelled. Ask again once askgate is back."))
+            }
+            Ending::Deliberate(reason) => {
+                self.cancel(id, reason).await;
+                failure(format!("the call was cancelled; so was the question {id}"))
+            }
+            Ending::Detached(why) => {
+                tracing::info!(question = %id, why, "an MCP call stopped waiting; its question still waits");
+                failure(format!(
+                    "the call ended before the answer ({why}); the question {id} still waits. Call the tool again                      with the same arguments, or get_outcome with its id, to get the answer"
+                ))
+            }
+        }
+    }
+
     async fn cancel(&self, id: QuestionId, reason: &str) {
+        self.open.taken(id);
         match self.engine.cancel_external(id, reason).await {
             Ok(_) => {
                 tracing::info!(question = %id, reason, "an MCP call ended before its answer; the question is cancelled")
@@ -386,68 +476,9 @@ fn approval_detail(asker: &UserRef, upstream: &str, tool: &str, arguments: &Valu
 /// How long a finished task stays observable past its question's deadline.
 const TASK_KEPT_MS: u64 = 10 * 60 * 1000;
 
-/// Who waits for an outcome, and how they hear that it still waits.
-enum Waiter {
-    /// A tool call held open: progress notifications when the client sent a progress token,
-    /// else a `ping` on the call's stream. Either way the session sees traffic every
-    /// `progress_every`, so it is not reaped as idle while the call waits.
-    Call { cancelled: CancellationToken, peer: Peer<RoleServer>, progress: Option<(ProgressToken, u32)> },
-    /// A task the client polls: its status message.
-    Task(TaskContext),
-}
-
-impl Waiter {
-    /// For a call held open: cancelled with it; progress when the client sent a token.
-    fn call(context: &RequestContext<RoleServer>) -> Self {
-        Self::Call {
-            cancelled: context.ct.clone(),
-            peer: context.peer.clone(),
-            progress: context.meta.get_progress_token().map(|token| (token, 0)),
-        }
-    }
-
-    async fn cancelled(&self) {
-        match self {
-            Self::Call { cancelled, .. } => cancelled.cancelled().await,
-            Self::Task(context) => context.cancelled().await,
-        }
-    }
-
-    /// Why the wait ended before its outcome, as the question's cancellation records it:
-    /// `client` when the client cancelled the call, `session_closed` when its session ended
-    /// (the client closed it, or it was lost).
-    fn ended_because(&self) -> &'static str {
-        match self {
-            Self::Call { peer, .. } if peer.is_transport_closed() => "session_closed",
-            Self::Call { .. } | Self::Task(_) => "client",
-        }
-    }
-
-    async fn report(&mut self, message: String) {
-        match self {
-            Self::Call { peer, progress: Some((token, ticks)), .. } => {
-                *ticks += 1;
-                let note = ProgressNotificationParam::new(token.clone(), f64::from(*ticks)).with_message(message);
-                if let Err(e) = peer.notify_progress(note).await {
-                    tracing::debug!(error = %e, "could not send a progress notification");
-                }
-            }
-            Self::Call { peer, progress: None, .. } => {
-                // Sent from the call's own task, the ping rides the call's stream; its answer
-                // is not awaited (a client that never reads it loses nothing).
-                let ping = rmcp::model::ServerRequest::PingRequest(rmcp::model::PingRequest::default());
-                if let Err(e) = peer.send_cancellable_request(ping, PeerRequestOptions::no_options()).await {
-                    tracing::debug!(error = %e, "could not send a keep-alive ping");
-                }
-            }
-            Self::Task(context) => context.set_status_message(message),
-        }
-    }
-}
-
 /// Whether the client negotiated the Tasks extension.
 fn tasks_supported(context: &RequestContext<RoleServer>) -> bool {
-    context.peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks())
+    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 /// `mcp:<agent>.<client name>`: the agent whose token the session's requests carry (checked
@@ -461,9 +492,8 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
         .and_then(|parts| parts.extensions.get::<AgentName>())
         .map_or("agent", |agent| agent.0.as_str());
     let name: String = context
-        .peer
-        .peer_info()
-        .map(|info| info.client_info.name.clone())
+        .client_info()
+        .map(|info| info.name)
         .unwrap_or_default()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })

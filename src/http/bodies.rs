@@ -124,7 +124,8 @@ pub struct ErrorDetail {
 /// Readiness: whether the store answers and no channel is down.
 #[derive(Serialize, JsonSchema)]
 pub struct Health {
-    /// `ok`, `degraded` (a channel is struggling) or `failing`.
+    /// `ok`, `degraded` (a channel is struggling), `starting` (a gated MCP upstream is making
+    /// its first start) or `failing`.
     pub status: &'static str,
     /// `ok`, or what fails.
     pub store: String,

@@ -461,8 +461,8 @@ fn build() -> Value {
         "/api/openapi.json": {"get": public("getOpenApi", "This document", "operations",
             json!({"200": json_body("OpenAPI 3.1.", json!({"type": "object"}))}))},
         "/healthz": {"get": public("healthz", "Readiness", "operations", json!({
-            "200": json_body("The store answers and no channel is down.", health.clone()),
-            "503": json_body("The store fails, or a channel is down.", health),
+            "200": json_body("The store answers, no channel is down and no MCP upstream is starting.", health.clone()),
+            "503": json_body("The store fails, a channel is down, or an MCP upstream makes its first start.", health),
         }))},
         "/livez": {"get": public("livez", "Liveness", "operations",
             json!({"200": json_body("The process runs.", s.written::<Live>())}))},

@@ -16,7 +16,7 @@ use crate::question::{Choice, Kind, Question, Surface, UserRef};
 
 /// Whether the client said it can show forms.
 pub(super) fn supported(context: &RequestContext<RoleServer>) -> bool {
-    context.peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some())
+    context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some())
 }
 
 /// Shows `question` in the client until it is answered there, dismissed, or the guard drops.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
 use super::{MAX_WAIT, allowed_conversation, no_unknown};
@@ -53,6 +53,30 @@ impl Tool {
         let schema = self.input_schema();
         let keys: Vec<&String> = schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
         keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Its title, for people reading a client's list of tools.
+    fn title(self) -> &'static str {
+        match self {
+            Self::AskUser => "Ask a person",
+            Self::Confirm => "Ask a person to confirm",
+            Self::RequestApproval => "Ask a person to approve an action",
+            Self::Notify => "Message a person",
+            Self::GetOutcome => "Get the outcome of a question",
+        }
+    }
+
+    /// What calling it does. The asks post a card to people (no read-only tool) but change
+    /// nothing else, and the same call again is the same question (idempotent); an approval's
+    /// "always" is a standing grant, which is why it is not idempotent. `get_outcome` only reads.
+    fn annotations(self) -> ToolAnnotations {
+        let hints = ToolAnnotations::with_title(self.title()).destructive(false);
+        match self {
+            Self::AskUser | Self::Confirm => hints.read_only(false).idempotent(true).open_world(true),
+            Self::RequestApproval => hints.read_only(false).idempotent(false).open_world(true),
+            Self::Notify => hints.read_only(false).idempotent(false).open_world(true),
+            Self::GetOutcome => hints.read_only(true).idempotent(true).open_world(false),
+        }
     }
 
     fn description(self) -> &'static str {
@@ -178,6 +202,8 @@ pub(super) fn list() -> Vec<rmcp::model::Tool> {
                 _ => Arc::new(Map::new()),
             };
             rmcp::model::Tool::new(tool.name(), tool.description(), object(tool.input_schema()))
+                .with_title(tool.title())
+                .with_annotations(tool.annotations())
                 .with_raw_output_schema(object(tool.output_schema()))
         })
         .collect()

@@ -12,15 +12,17 @@ use std::time::Duration;
 
 use bytesize::ByteSize;
 use rmcp::ServiceError;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, RoleServer, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, RoleServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::lines::{Line, Lines, Oversized};
@@ -43,10 +45,11 @@ const RMCP_HTTP_LIMIT: u64 = 16 * 1024 * 1024;
 const TOO_LARGE: &str = "askgate:result_too_large";
 
 /// The configured upstreams, and the sessions to tell when their tools change.
-#[derive(Default)]
 pub struct Upstreams {
     list: Vec<Arc<Upstream>>,
     sessions: Sessions,
+    /// How many upstreams have not had their first try at starting yet.
+    untried: Arc<watch::Sender<usize>>,
 }
 
 /// Peers of open MCP sessions, for `tools/list_changed`.
@@ -161,12 +164,26 @@ impl Upstreams {
                 Arc::new(Upstream { config: config.clone(), health, live: Arc::default() })
             })
             .collect();
+        let untried = Arc::new(watch::Sender::new(list.len()));
         for upstream in &list {
             engine.set_channel_state(upstream.health, ChannelState::Degraded("starting".to_owned()));
             let (upstream, engine, stop, sessions) = (upstream.clone(), engine.clone(), stop.clone(), sessions.clone());
-            tokio::spawn(async move { upstream.supervise(&engine, &stop, &sessions).await });
+            let first = FirstTry(Some(untried.clone()));
+            tokio::spawn(async move { upstream.supervise(&engine, &stop, &sessions, first).await });
         }
-        Arc::new(Self { list, sessions })
+        Arc::new(Self { list, sessions, untried })
+    }
+
+    /// Whether some upstream is still making its first start (`/healthz` says `starting`).
+    pub fn starting(&self) -> bool {
+        *self.untried.borrow() > 0
+    }
+
+    /// Waits, at most `limit`, until every upstream has had its first try at starting: a
+    /// client that lists the tools as askgate starts gets the upstreams' too.
+    pub(super) async fn first_tries(&self, limit: Duration) {
+        let mut untried = self.untried.subscribe();
+        let _ = tokio::time::timeout(limit, untried.wait_for(|n| *n == 0)).await;
     }
 
     pub(super) fn sessions(&self) -> &Sessions {
@@ -267,7 +284,7 @@ impl Upstream {
         Ok(result)
     }
 
-    async fn supervise(&self, engine: &Engine, stop: &CancellationToken, sessions: &Sessions) {
+    async fn supervise(&self, engine: &Engine, stop: &CancellationToken, sessions: &Sessions, mut first: FirstTry) {
         let name = &self.config.name;
         let mut backoff = Duration::from_secs(1);
         loop {
@@ -279,6 +296,7 @@ impl Upstream {
                 Ok(Ok((service, child))) => {
                     backoff = Duration::from_secs(1);
                     engine.set_channel_state(self.health, ChannelState::Up);
+                    first.done();
                     sessions.tools_changed().await;
                     let ended = tokio::select! {
                         ended = service.waiting() => ended,
@@ -298,6 +316,7 @@ impl Upstream {
                     engine.set_channel_state(self.health, ChannelState::Degraded(message));
                 }
             }
+            first.done();
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
                 () = stop.cancelled() => return,
@@ -307,9 +326,26 @@ impl Upstream {
     }
 
     /// Starts or connects to it and reads its tools.
+    /// Starts or connects to it in the 2026-07-28 revision, else with the `initialize`
+    /// handshake. A server of an older revision may end the connection at a `server/discover`
+    /// it does not know (rmcp's does, over stdio), so it is started again for the handshake.
     async fn connect(
         &self,
         sessions: &Sessions,
+    ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), String> {
+        match self.connect_with(sessions, modern()).await {
+            Ok(connected) => Ok(connected),
+            Err(e) => {
+                tracing::debug!(upstream = %self.config.name, error = %e, "no 2026-07-28; trying initialize");
+                self.connect_with(sessions, legacy()).await
+            }
+        }
+    }
+
+    async fn connect_with(
+        &self,
+        sessions: &Sessions,
+        lifecycle: ClientLifecycleMode,
     ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), String> {
         let watcher =
             Watcher { upstream: self.config.name.clone(), sessions: sessions.clone(), live: self.live.clone() };
@@ -342,7 +378,10 @@ impl Upstream {
                     }
                 });
                 let transport = AsyncRwTransport::new_client(reader, stdin).with_max_line_length(max.saturating_add(1));
-                (watcher.serve(transport).await.map_err(|e| e.to_string())?, Some(child))
+                (
+                    watcher.serve_with_lifecycle(transport, lifecycle.clone()).await.map_err(|e| e.to_string())?,
+                    Some(child),
+                )
             }
             UpstreamTransport::Http { url } => {
                 let limit = usize::try_from(RMCP_HTTP_LIMIT.max(self.config.max_result.as_u64() + ENVELOPE))
@@ -351,7 +390,7 @@ impl Upstream {
                     .max_sse_event_size(limit)
                     .max_json_response_size(limit);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                (watcher.serve(transport).await.map_err(|e| e.to_string())?, None)
+                (watcher.serve_with_lifecycle(transport, lifecycle.clone()).await.map_err(|e| e.to_string())?, None)
             }
         };
         let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
@@ -359,6 +398,31 @@ impl Upstream {
         *self.live.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Live { peer: service.peer().clone(), tools, unmatched });
         Ok((service, child))
+    }
+}
+
+/// The 2026-07-28 revision: `server/discover`, no handshake; a server that answers it as one
+/// of an older revision does (over HTTP) gets the `initialize` handshake at once.
+fn modern() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// The `initialize` handshake, offering 2025-11-25 (a server may answer an older revision).
+fn legacy() -> ClientLifecycleMode {
+    ClientLifecycleMode::Initialize
+}
+
+/// An upstream's first try at starting, counted once when it is over (started or not).
+struct FirstTry(Option<Arc<watch::Sender<usize>>>);
+
+impl FirstTry {
+    fn done(&mut self) {
+        if let Some(untried) = self.0.take() {
+            untried.send_modify(|n| *n = n.saturating_sub(1));
+        }
     }
 }
 

@@ -20,6 +20,7 @@ mod packaging;
 mod process;
 mod python_client;
 mod quorum;
+mod revisions;
 mod routing;
 mod security;
 mod store;

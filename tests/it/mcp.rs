@@ -254,7 +254,7 @@ async fn a_stop_while_a_call_waits_ends_the_call_with_a_readable_error_and_cance
     assert_eq!(status, "cancelled");
 }
 
-async fn question_status(db: &Path, short_id: &str) -> String {
+pub async fn question_status(db: &Path, short_id: &str) -> String {
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display())).await.unwrap();
     let value: String = sqlx::query_scalar("SELECT status FROM questions WHERE id LIKE ?1")
         .bind(format!("{short_id}%"))
@@ -389,17 +389,25 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
 }
 
 #[tokio::test]
-async fn a_closed_session_cancels_its_waiting_question() {
-    let (dir, served, url, token) = start().await;
+async fn a_closed_session_leaves_its_question_waiting_and_the_agent_that_comes_back_gets_the_answer() {
+    let (dir, mut served, url, token) = start().await;
     let client = http_client(&url, &token).await;
     let _pending = call_in_background(&client, call("ask_user", json!({"prompt": "Anyone?"})));
     let id = served.card_id("Anyone?").await;
-    // The agent goes away: its client ends the session.
+    // The agent goes away (its client ends the session): the question still waits.
     client.cancel().await.unwrap();
-    let line = served.stdout_line(&format!("[{id}] ⛔ cancelled")).await;
-    // Recorded as what happened: the session ended, the client cancelled no call.
-    assert!(line.contains("session_closed"), "{line}");
-    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "cancelled");
+    served.log_line("its question still waits").await;
+    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "pending");
+
+    // It comes back in a new session and asks the same: the same question, no second card.
+    let client = http_client(&url, &token).await;
+    let again = call_in_background(&client, call("ask_user", json!({"prompt": "Anyone?"})));
+    served.log_line("attaches to the question an earlier call asked").await;
+    served.type_line(&format!("/answer {id} here")).await;
+    let outcome = again.await.unwrap();
+    assert_eq!(structured(&outcome)["value"], "here", "{}", text(&outcome));
+    assert_eq!(served.cards("Anyone?"), 1);
+    client.cancel().await.unwrap();
     served.terminate().await;
 }
 

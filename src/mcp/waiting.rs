@@ -1,0 +1,247 @@
+//! How a call waits for a person, and what its end means for the question.
+//!
+//! A person's answer often takes longer than an agent's client waits: the client times the
+//! call out (Claude Code after 30–60 s, the OpenAI Agents SDK after 5 s), its connection drops,
+//! or the agent restarts. None of that loses the question: the call is *detached*, the question
+//! keeps waiting, and calling the same tool again with the same arguments (by the same agent
+//! and client) attaches to it — no second card — and returns its outcome as soon as there is
+//! one, also when it was answered in between ([`OpenAsks`]). Only a deliberate cancel (the
+//! user of the agent stopped the call, or cancelled its task) cancels the question and
+//! retracts its cards.
+//!
+//! A client tells the two apart only by the reason of its `notifications/cancelled`: rmcp
+//! sends `request timeout`, the TypeScript SDK `… Request timed out`; a user's cancel says
+//! something else, or nothing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
+use rmcp::task_manager::TaskContext;
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::question::{Question, QuestionId, UserRef};
+
+/// How long a cancelled call waits for the reason of its cancellation, which rmcp hands to
+/// the server just after it cancels the call.
+const REASON_WAIT: Duration = Duration::from_millis(500);
+
+/// How long an ask stays attachable after its question's deadline (or, for one that never
+/// expires, after it was asked), when no call took its outcome.
+const KEPT_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The reasons of the cancellations a session's client sent, by request id.
+#[derive(Default)]
+pub(super) struct Cancels {
+    reasons: Mutex<HashMap<RequestId, Option<String>>>,
+    heard: Notify,
+}
+
+impl Cancels {
+    /// Records that the client cancelled `id`, and why.
+    pub(super) fn heard(&self, id: RequestId, reason: Option<String>) {
+        self.reasons.lock().unwrap_or_else(PoisonError::into_inner).insert(id, reason);
+        self.heard.notify_waiters();
+    }
+
+    /// Why the client cancelled `id` (taking it): `None` when no cancellation came for it
+    /// within [`REASON_WAIT`].
+    async fn reason(&self, id: &RequestId) -> Option<Option<String>> {
+        let deadline = tokio::time::Instant::now() + REASON_WAIT;
+        loop {
+            let heard = self.heard.notified();
+            if let Some(reason) = self.reasons.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
+                return Some(reason);
+            }
+            if tokio::time::timeout_at(deadline, heard).await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+/// Why a wait ended before its outcome.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The user of the agent cancelled the call or its task: the question is cancelled with
+    /// this reason (`client`).
+    Deliberate(&'static str),
+    /// The client stopped waiting (a timeout, a closed session or connection): the question
+    /// goes on waiting for a call that attaches to it.
+    Detached(&'static str),
+}
+
+/// Whether a cancellation's reason is a client's timeout rather than a person's decision.
+fn is_timeout(reason: &str) -> bool {
+    let reason = reason.to_ascii_lowercase();
+    reason.contains("timeout") || reason.contains("timed out")
+}
+
+/// Who waits for an outcome, and how they hear that it still waits.
+pub(super) enum Waiter {
+    /// A tool call held open: progress notifications when the client sent a progress token,
+    /// else a `ping` on the call's stream. Either way the session sees traffic every
+    /// `progress_every`, so it is not reaped as idle while the call waits.
+    Call {
+        id: RequestId,
+        cancelled: CancellationToken,
+        cancels: Arc<Cancels>,
+        peer: Peer<RoleServer>,
+        progress: Option<(ProgressToken, u32)>,
+    },
+    /// A task the client polls: its status message.
+    Task(TaskContext),
+}
+
+impl Waiter {
+    /// For a call held open: cancelled with it; progress when the client sent a token.
+    pub(super) fn call(context: &RequestContext<RoleServer>, cancels: &Arc<Cancels>) -> Self {
+        Self::Call {
+            id: context.id.clone(),
+            cancelled: context.ct.clone(),
+            cancels: cancels.clone(),
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token().map(|token| (token, 0)),
+        }
+    }
+
+    pub(super) async fn cancelled(&self) {
+        match self {
+            Self::Call { cancelled, .. } => cancelled.cancelled().await,
+            Self::Task(context) => context.cancelled().await,
+        }
+    }
+
+    /// Why the wait ended before its outcome (once [`Waiter::cancelled`] returned). A task's
+    /// cancel is always deliberate: a client that polls has no timeout of its own.
+    pub(super) async fn ending(&self) -> Ending {
+        match self {
+            Self::Call { peer, .. } if peer.is_transport_closed() => Ending::Detached("session_closed"),
+            Self::Call { id, cancels, peer, .. } => match cancels.reason(id).await {
+                Some(Some(reason)) if is_timeout(&reason) => Ending::Detached("timeout"),
+                // The session ended meanwhile, which ended the call.
+                None if peer.is_transport_closed() => Ending::Detached("session_closed"),
+                _ => Ending::Deliberate("client"),
+            },
+            Self::Task(_) => Ending::Deliberate("client"),
+        }
+    }
+
+    pub(super) async fn report(&mut self, message: String) {
+        match self {
+            Self::Call { peer, progress: Some((token, ticks)), .. } => {
+                *ticks += 1;
+                let note = ProgressNotificationParam::new(token.clone(), f64::from(*ticks)).with_message(message);
+                if let Err(e) = peer.notify_progress(note).await {
+                    tracing::debug!(error = %e, "could not send a progress notification");
+                }
+            }
+            Self::Call { peer, progress: None, .. } => {
+                // Sent from the call's own task, the ping rides the call's stream; its answer
+                // is not awaited (a client that never reads it loses nothing).
+                let ping = rmcp::model::ServerRequest::PingRequest(rmcp::model::PingRequest::default());
+                if let Err(e) = peer.send_cancellable_request(ping, PeerRequestOptions::no_options()).await {
+                    tracing::debug!(error = %e, "could not send a keep-alive ping");
+                }
+            }
+            Self::Task(context) => context.set_status_message(message),
+        }
+    }
+}
+
+/// What makes two calls the same ask: who asks (agent and client), the tool, and its
+/// arguments but `wait` (which says how to wait, not what is asked). Object keys are sorted,
+/// so the same arguments in another order are the same ask.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub(super) struct AskKey {
+    asker: String,
+    tool: String,
+    arguments: String,
+}
+
+impl AskKey {
+    /// A call of one of askgate's own tools.
+    pub(super) fn new(asker: &UserRef, tool: &str, arguments: &Map<String, Value>) -> Self {
+        let mut arguments = arguments.clone();
+        arguments.remove("wait");
+        Self::gated(asker, tool, &arguments)
+    }
+
+    /// A gated call of an upstream's tool (`<upstream>__<tool>`): all its arguments are the
+    /// upstream's.
+    pub(super) fn gated(asker: &UserRef, tool: &str, arguments: &Map<String, Value>) -> Self {
+        Self {
+            asker: asker.to_string(),
+            tool: tool.to_owned(),
+            arguments: Value::Object(arguments.clone()).to_string(),
+        }
+    }
+}
+
+struct Open {
+    question: QuestionId,
+    kept_until: i64,
+}
+
+/// The asks whose outcome no call has taken yet, by what was asked. An entry goes when a call
+/// returns the question's outcome (or `get_outcome` does), when the question is cancelled
+/// deliberately, or a day after its deadline.
+///
+/// Kept in this process: an agent that comes back to another askgate instance sharing the
+/// database, or to this one after a restart (which cancels an agent's waiting questions),
+/// asks anew.
+#[derive(Default)]
+pub(super) struct OpenAsks(Mutex<HashMap<AskKey, Open>>);
+
+impl OpenAsks {
+    /// The question an earlier call with the same key asked and no call took the outcome of.
+    pub(super) fn find(&self, key: &AskKey, now: i64) -> Option<QuestionId> {
+        let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|_, o| o.kept_until > now);
+        open.get(key).map(|o| o.question)
+    }
+
+    /// Keeps `question`, just asked for `key`.
+    pub(super) fn asked(&self, key: AskKey, question: &Question) {
+        let kept_until = question.expires_at.unwrap_or(question.created_at).saturating_add(KEPT_MS);
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, Open { question: question.id, kept_until });
+    }
+
+    /// Forgets `question`: its outcome was handed to a call, or it was cancelled.
+    pub(super) fn taken(&self, question: QuestionId) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).retain(|_, o| o.question != question);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_same_ask_is_its_arguments_in_any_order_without_wait_by_the_same_asker() {
+        let asker = UserRef::parse("mcp:agent.claude-code").unwrap();
+        let object = |v: Value| v.as_object().cloned().unwrap();
+        let key = AskKey::new(&asker, "confirm", &object(json!({"prompt": "Ship?", "timeout": 60})));
+        let same = AskKey::new(&asker, "confirm", &object(json!({"timeout": 60, "prompt": "Ship?", "wait": false})));
+        assert_eq!(key, same);
+        assert_ne!(key, AskKey::new(&asker, "confirm", &object(json!({"prompt": "Ship it?", "timeout": 60}))));
+        assert_ne!(key, AskKey::new(&asker, "ask_user", &object(json!({"prompt": "Ship?", "timeout": 60}))));
+        let other = UserRef::parse("mcp:agent.cursor").unwrap();
+        assert_ne!(key, AskKey::new(&other, "confirm", &object(json!({"prompt": "Ship?", "timeout": 60}))));
+    }
+
+    #[test]
+    fn only_a_timeout_detaches() {
+        assert!(is_timeout("request timeout"));
+        assert!(is_timeout("McpError: MCP error -32001: Request timed out"));
+        assert!(!is_timeout("the agent moved on"));
+        assert!(!is_timeout("User cancelled"));
+    }
+}
