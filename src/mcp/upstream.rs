@@ -14,7 +14,7 @@ use bytesize::ByteSize;
 use rmcp::ServiceError;
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -296,6 +296,7 @@ impl Upstream {
                 Ok(Ok((service, child))) => {
                     backoff = Duration::from_secs(1);
                     engine.set_channel_state(self.health, ChannelState::Up);
+                    // Counted before the wait below; the call after the match then does nothing.
                     first.done();
                     sessions.tools_changed().await;
                     let ended = tokio::select! {
@@ -325,20 +326,21 @@ impl Upstream {
         }
     }
 
-    /// Starts or connects to it and reads its tools.
-    /// Starts or connects to it in the 2026-07-28 revision, else with the `initialize`
-    /// handshake. A server of an older revision may end the connection at a `server/discover`
-    /// it does not know (rmcp's does, over stdio), so it is started again for the handshake.
+    /// Starts or connects to it and reads its tools: in the 2026-07-28 revision, else with the
+    /// `initialize` handshake. A server of an older revision answers `server/discover` with the
+    /// revisions it has, or ends the connection at it (rmcp's does, over stdio), and rmcp's
+    /// fallback takes neither; so only then it is started again for the handshake.
     async fn connect(
         &self,
         sessions: &Sessions,
     ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), String> {
         match self.connect_with(sessions, modern()).await {
             Ok(connected) => Ok(connected),
-            Err(e) => {
-                tracing::debug!(upstream = %self.config.name, error = %e, "no 2026-07-28; trying initialize");
-                self.connect_with(sessions, legacy()).await
+            Err(Failed { message, older: true }) => {
+                tracing::debug!(upstream = %self.config.name, error = %message, "no 2026-07-28; trying initialize");
+                self.connect_with(sessions, legacy()).await.map_err(|failed| failed.message)
             }
+            Err(failed) => Err(failed.message),
         }
     }
 
@@ -346,7 +348,7 @@ impl Upstream {
         &self,
         sessions: &Sessions,
         lifecycle: ClientLifecycleMode,
-    ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), String> {
+    ) -> Result<(RunningService<RoleClient, Watcher>, Option<Child>), Failed> {
         let watcher =
             Watcher { upstream: self.config.name.clone(), sessions: sessions.clone(), live: self.live.clone() };
         let unmatched = Arc::new(Mutex::new(None));
@@ -378,10 +380,7 @@ impl Upstream {
                     }
                 });
                 let transport = AsyncRwTransport::new_client(reader, stdin).with_max_line_length(max.saturating_add(1));
-                (
-                    watcher.serve_with_lifecycle(transport, lifecycle.clone()).await.map_err(|e| e.to_string())?,
-                    Some(child),
-                )
+                (watcher.serve_with_lifecycle(transport, lifecycle).await.map_err(Failed::start)?, Some(child))
             }
             UpstreamTransport::Http { url } => {
                 let limit = usize::try_from(RMCP_HTTP_LIMIT.max(self.config.max_result.as_u64() + ENVELOPE))
@@ -390,7 +389,7 @@ impl Upstream {
                     .max_sse_event_size(limit)
                     .max_json_response_size(limit);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                (watcher.serve_with_lifecycle(transport, lifecycle.clone()).await.map_err(|e| e.to_string())?, None)
+                (watcher.serve_with_lifecycle(transport, lifecycle).await.map_err(Failed::start)?, None)
             }
         };
         let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
@@ -413,6 +412,34 @@ fn modern() -> ClientLifecycleMode {
 /// The `initialize` handshake, offering 2025-11-25 (a server may answer an older revision).
 fn legacy() -> ClientLifecycleMode {
     ClientLifecycleMode::Initialize
+}
+
+/// Why starting an upstream failed, and whether it may be of an older revision.
+struct Failed {
+    message: String,
+    older: bool,
+}
+
+impl Failed {
+    fn start(error: ClientInitializeError) -> Self {
+        let older = matches!(
+            error,
+            ClientInitializeError::NoCompatibleProtocolVersion { .. } | ClientInitializeError::ConnectionClosed(_)
+        );
+        Self { message: error.to_string(), older }
+    }
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Self {
+        Self { message, older: false }
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
 }
 
 /// An upstream's first try at starting, counted once when it is over (started or not).

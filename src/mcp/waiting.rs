@@ -13,7 +13,7 @@
 //! sends `request timeout`, the TypeScript SDK `… Request timed out`; a user's cancel says
 //! something else, or nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -35,18 +35,34 @@ const REASON_WAIT: Duration = Duration::from_millis(500);
 /// expires, after it was asked), when no call took its outcome.
 const KEPT_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// The reasons of the cancellations a session's client sent, by request id.
+/// How many cancellations a session keeps the reason of. Only a waiting call takes one, just
+/// after it was cancelled; the others (a call that was not waiting for a person) are dropped
+/// oldest first.
+const REASONS_KEPT: usize = 32;
+
+/// The reasons of the latest cancellations a session's client sent, with their request ids.
 #[derive(Default)]
 pub(super) struct Cancels {
-    reasons: Mutex<HashMap<RequestId, Option<String>>>,
+    reasons: Mutex<VecDeque<(RequestId, Option<String>)>>,
     heard: Notify,
 }
 
 impl Cancels {
     /// Records that the client cancelled `id`, and why.
     pub(super) fn heard(&self, id: RequestId, reason: Option<String>) {
-        self.reasons.lock().unwrap_or_else(PoisonError::into_inner).insert(id, reason);
+        let mut reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
+        if reasons.len() == REASONS_KEPT {
+            reasons.pop_front();
+        }
+        reasons.push_back((id, reason));
+        drop(reasons);
         self.heard.notify_waiters();
+    }
+
+    fn take(&self, id: &RequestId) -> Option<Option<String>> {
+        let mut reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = reasons.iter().position(|(heard, _)| heard == id)?;
+        reasons.remove(at).map(|(_, reason)| reason)
     }
 
     /// Why the client cancelled `id` (taking it): `None` when no cancellation came for it
@@ -55,7 +71,7 @@ impl Cancels {
         let deadline = tokio::time::Instant::now() + REASON_WAIT;
         loop {
             let heard = self.heard.notified();
-            if let Some(reason) = self.reasons.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
+            if let Some(reason) = self.take(id) {
                 return Some(reason);
             }
             if tokio::time::timeout_at(deadline, heard).await.is_err() {
@@ -235,6 +251,17 @@ mod tests {
         assert_ne!(key, AskKey::new(&asker, "ask_user", &object(json!({"prompt": "Ship?", "timeout": 60}))));
         let other = UserRef::parse("mcp:agent.cursor").unwrap();
         assert_ne!(key, AskKey::new(&other, "confirm", &object(json!({"prompt": "Ship?", "timeout": 60}))));
+    }
+
+    #[test]
+    fn a_session_keeps_the_latest_reasons_and_a_waiting_call_takes_its_own() {
+        let cancels = Cancels::default();
+        for n in 0..=REASONS_KEPT as i64 {
+            cancels.heard(RequestId::Number(n), Some(format!("reason {n}")));
+        }
+        assert_eq!(cancels.take(&RequestId::Number(0)), None, "the oldest is dropped");
+        assert_eq!(cancels.take(&RequestId::Number(5)), Some(Some("reason 5".to_owned())));
+        assert_eq!(cancels.take(&RequestId::Number(5)), None, "taken once");
     }
 
     #[test]
