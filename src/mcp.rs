@@ -19,10 +19,10 @@ mod waiting;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CancelledNotificationParam,
     ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::task_manager::{TaskExit, TaskOptions};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -34,8 +34,8 @@ use crate::config::{GrantScope, McpConfig};
 use crate::engine::{Engine, ExternalAskError};
 use crate::question::{Answerers, Ask, Conversation, Outcome, Question, QuestionId, UserRef};
 use tools::{Call, Tool};
-use upstream::{Resolved, Upstream, Upstreams};
-use waiting::{AskKey, Cancels, Ending, OpenAsks, Waiter};
+use upstream::{Resolved, Upstream, UpstreamError, Upstreams};
+use waiting::{AskKey, Cancels, Ending, OpenAsks, TaskLists, Waiter};
 
 /// The name of the agent whose token a `/mcp` request carries (`agent` for the default token),
 /// put in the request's extensions by the HTTP surface that checked the token.
@@ -62,12 +62,14 @@ pub fn service(
     let config = Arc::new(config);
     // Asks outlive sessions: an agent that comes back in a new one attaches to its question.
     let open = Arc::new(OpenAsks::default());
-    // One task list per session: a session sees only its own tasks.
+    // Tasks outlive requests (2026-07-28 clients have no session): one list per agent token, so
+    // an agent sees only its own.
+    let tasks = Arc::new(TaskLists::default());
     let server = move || Server {
         engine: engine.clone(),
         config: config.clone(),
         upstreams: upstreams.clone(),
-        tasks: TaskManager::new(),
+        tasks: tasks.clone(),
         open: open.clone(),
         cancels: Arc::default(),
     };
@@ -93,7 +95,7 @@ pub struct Server {
     engine: Engine,
     config: Arc<McpConfig>,
     upstreams: Arc<Upstreams>,
-    tasks: TaskManager,
+    tasks: Arc<TaskLists>,
     open: Arc<OpenAsks>,
     /// Why the client cancelled its calls, this session.
     cancels: Arc<Cancels>,
@@ -132,8 +134,19 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Told when an upstream's tools change.
+        // Told when an upstream's tools change (2025-11-25).
         self.upstreams.sessions().add(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // 2026-07-28 clients hear of tool changes on a stream of their own; that is all
+        // askgate sends.
+        (requested.tools_list_changed == Some(true)).then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, stream: SubscriptionContext) -> Result<(), ErrorData> {
+        self.upstreams.sessions().listen(stream).await;
+        Ok(())
     }
 
     async fn on_cancelled(&self, notification: CancelledNotificationParam, _: NotificationContext<RoleServer>) {
@@ -145,21 +158,25 @@ impl ServerHandler for Server {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+        self.tasks.of(&agent(&context)).get_task(&request.task_id).map(GetTaskResult::new)
     }
 
-    async fn cancel_task(&self, request: CancelTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.cancel_task(&request.task_id)
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.of(&agent(&context)).cancel_task(&request.task_id)
     }
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = request.arguments.unwrap_or_default();
+        let arguments = request.arguments.take().unwrap_or_default();
         let Some(tool) = Tool::named(&request.name) else {
             return match self.upstreams.resolve(&request.name) {
                 Resolved::Tool(upstream, tool) => {
@@ -167,7 +184,8 @@ impl ServerHandler for Server {
                     if upstream.config.gates(&tool) && tasks_supported(&context) {
                         // The approval may take a while: a task the client polls.
                         let server = self.clone();
-                        let task = self.tasks.spawn(TaskOptions::new().with_ttl_ms(None), move |task| {
+                        let tasks = self.tasks.of(&agent(&context));
+                        let task = tasks.spawn(TaskOptions::new().with_ttl_ms(None), move |task| {
                             Box::pin(async move {
                                 let waiter = Waiter::Task(task.clone());
                                 let result = server.proxy(&upstream, tool, arguments, asker, waiter).await;
@@ -186,14 +204,20 @@ impl ServerHandler for Server {
         };
         let key = AskKey::new(&asker(&context), tool.name(), &arguments);
         Ok(match Call::parse(tool, arguments, &self.config) {
-            Ok(call) => self.call(call, key, &context).await,
+            Ok(call) => self.call(call, key, &request, &context).await,
             Err(message) => failure(message).into(),
         })
     }
 }
 
 impl Server {
-    async fn call(&self, call: Call, key: AskKey, context: &RequestContext<RoleServer>) -> CallToolResponse {
+    async fn call(
+        &self,
+        call: Call,
+        key: AskKey,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
         match call {
             Call::Ask { tool, conversation, ask, wait } => {
                 let question = match self.attach(&key).await {
@@ -213,16 +237,34 @@ impl Server {
                 if !wait {
                     return tools::outcome(tool, &question).into();
                 }
-                // Held until the call ends: dropping it takes the form away from the client.
-                let form = (self.config.elicitation && elicit::supported(context))
-                    .then(|| elicit::show(self.engine.clone(), question.clone(), asker(context), context))
-                    .flatten();
-                if tasks_supported(context) {
-                    return self.as_task(tool, question, form).into();
+                let forms = self.config.elicitation && elicit::supported(context);
+                let asker = asker(context);
+                if forms && elicit::inline(context) {
+                    // 2026-07-28: the form goes back as the result, and comes back with the
+                    // same call again.
+                    if elicit::returned(&self.engine, &question, &asker, request).await {
+                        return match self.engine.question(question.id).await {
+                            Ok(Some(question)) if !question.is_pending() => {
+                                self.open.taken(question.id);
+                                tools::outcome(tool, &question).into()
+                            }
+                            // Dismissed: it waits for an answer in the chat.
+                            Ok(Some(question)) => self.hold(tool, question, None, context).await,
+                            Ok(None) => failure(format!("the question {} is gone", question.id)).into(),
+                            Err(e) => {
+                                failure(format!("askgate could not read the question {}: {e}", question.id)).into()
+                            }
+                        };
+                    }
+                    if let Some(form) = elicit::input_required(&question, &asker) {
+                        return form.into();
+                    }
                 }
-                let result = self.wait(tool, question, Waiter::call(context, &self.cancels)).await;
-                drop(form);
-                result.into()
+                // 2025-11-25: held until the call ends; dropping it takes the form away.
+                let form = (forms && !elicit::inline(context))
+                    .then(|| elicit::show(self.engine.clone(), question.clone(), asker, context))
+                    .flatten();
+                self.hold(tool, question, form, context).await
             }
             Call::Notify { conversation, message } => match self.engine.notify_conversation(&conversation, message) {
                 Ok(()) => tools::notified(&conversation).into(),
@@ -241,6 +283,23 @@ impl Server {
                 Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
             },
         }
+    }
+
+    /// Waits for a pending question's outcome: as a task when the client runs tasks, else
+    /// holding the call. `form` (the client's own) is taken away once it ends.
+    async fn hold(
+        &self,
+        tool: Tool,
+        question: Question,
+        form: Option<DropGuard>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        if tasks_supported(context) {
+            return self.as_task(tool, question, form, &agent(context)).into();
+        }
+        let result = self.wait(tool, question, Waiter::call(context, &self.cancels)).await;
+        drop(form);
+        result.into()
     }
 
     /// The question an earlier call of the same ask left waiting (its client timed out, or its
@@ -269,13 +328,13 @@ impl Server {
 
     /// The call as a task the client polls (`tasks/get`) and may cancel (`tasks/cancel`); it
     /// is kept until a while after the question's deadline.
-    fn as_task(&self, tool: Tool, question: Question, form: Option<DropGuard>) -> CreateTaskResult {
+    fn as_task(&self, tool: Tool, question: Question, form: Option<DropGuard>, agent: &str) -> CreateTaskResult {
         let left = question.expires_at.map(|at| u64::try_from(at - self.engine.clock().now_ms()).unwrap_or(0));
         let options = TaskOptions::new()
             .with_ttl_ms(left.map(|ms| ms + TASK_KEPT_MS))
             .with_status_message(self.waiting(&question));
         let server = self.clone();
-        let task = self.tasks.spawn(options, move |context| {
+        let task = self.tasks.of(agent).spawn(options, move |context| {
             Box::pin(async move {
                 let result = server.wait(tool, question, Waiter::Task(context.clone())).await;
                 drop(form);
@@ -337,6 +396,7 @@ impl Server {
         asker: UserRef,
         mut waiter: Waiter,
     ) -> CallToolResult {
+        let mut approval = None;
         if upstream.config.gates(&tool) {
             let question = match self.ask_approval(upstream, &tool, &arguments, asker, &mut waiter).await {
                 Ok(question) => question,
@@ -359,6 +419,7 @@ impl Server {
                 }
                 None => return failure("the approval has no outcome; the call was not made"),
             }
+            approval = Some(question);
         }
         let call = upstream.call(&tool, arguments);
         tokio::pin!(call);
@@ -366,10 +427,31 @@ impl Server {
         ticks.tick().await;
         loop {
             tokio::select! {
-                result = &mut call => return result.unwrap_or_else(|e| failure(e.to_string())),
+                result = &mut call => return match result {
+                    Ok(result) => result,
+                    // Approved, but it went down meanwhile: an "always" lets through only
+                    // calls that were made.
+                    Err(e @ UpstreamError::Down(_)) => match approval {
+                        Some(approval) => self.not_made(&approval, &e).await,
+                        None => failure(e.to_string()),
+                    },
+                    Err(e) => failure(e.to_string()),
+                },
                 // Dropping the call cancels it upstream.
                 () = waiter.cancelled() => return failure("the call was cancelled"),
                 _ = ticks.tick() => waiter.report(format!("waiting for {} on `{}`", tool, upstream.config.name)).await,
+            }
+        }
+    }
+
+    /// An approved call that could not be made: the grant its approval gave is withdrawn.
+    async fn not_made(&self, approval: &Question, error: &UpstreamError) -> CallToolResult {
+        match self.engine.withdraw_grants(approval).await {
+            Ok(0) => failure(format!("{error}; the call was not made")),
+            Ok(_) => failure(format!("{error}; the call was not made, so the \"always\" given for it was withdrawn")),
+            Err(e) => {
+                tracing::error!(question = %approval.id, error = %e, "could not withdraw the grant of a call not made");
+                failure(format!("{error}; the call was not made"))
             }
         }
     }
@@ -436,7 +518,8 @@ impl Server {
             Ending::Detached(why) => {
                 tracing::info!(question = %id, why, "an MCP call stopped waiting; its question still waits");
                 failure(format!(
-                    "the call ended before the answer ({why}); the question {id} still waits. Call the tool again                      with the same arguments, or get_outcome with its id, to get the answer"
+                    "the call ended before the answer ({why}); the question {id} still waits. Call the tool again \
+                     with the same arguments, or get_outcome with its id, to get the answer"
                 ))
             }
         }
@@ -486,11 +569,7 @@ fn tasks_supported(context: &RequestContext<RoleServer>) -> bool {
 /// asked, as runs record it, and whose own grants an allow-always on its `request_approval`
 /// makes.
 fn asker(context: &RequestContext<RoleServer>) -> UserRef {
-    let agent = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<AgentName>())
-        .map_or("agent", |agent| agent.0.as_str());
+    let agent = agent(context);
     let name: String = context
         .client_info()
         .map(|info| info.name)
@@ -502,6 +581,15 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
     let name = if name.is_empty() { "client".to_owned() } else { name };
     UserRef::parse(&format!("mcp:{agent}.{name}"))
         .unwrap_or_else(|_| UserRef::parse("mcp:agent.client").expect("a valid user"))
+}
+
+/// The agent whose token the request carries (`agent` for the default token).
+fn agent(context: &RequestContext<RoleServer>) -> String {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<AgentName>())
+        .map_or_else(|| "agent".to_owned(), |agent| agent.0.clone())
 }
 
 /// What an agent is told of a tool name askgate does not offer: names are exact, as listed.

@@ -141,6 +141,20 @@ impl Engine {
         self.inner.store.revoke_grant(id, self.now_ms()).await
     }
 
+    /// Revokes the standing grants an approval gave (its "always"), for a call it allowed that
+    /// was never made; how many.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn withdraw_grants(&self, approval: &Question) -> Result<usize, StoreError> {
+        let Some(conversation) = &approval.conversation else { return Ok(0) };
+        let mut withdrawn = 0;
+        for grant in self.grants(Some(conversation)).await?.into_iter().filter(|g| g.question == approval.id) {
+            withdrawn += usize::from(self.revoke_grant(&grant.id).await?);
+        }
+        Ok(withdrawn)
+    }
+
     /// How many questions are pending.
     ///
     /// # Errors

@@ -15,6 +15,7 @@ use rmcp::ServiceError;
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
+use rmcp::service::{SubscriptionContext, SubscriptionSink};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -52,27 +53,46 @@ pub struct Upstreams {
     untried: Arc<watch::Sender<usize>>,
 }
 
-/// Peers of open MCP sessions, for `tools/list_changed`.
+/// Who to tell when the gated tools change: the peers of 2025-11-25 sessions, and the
+/// `subscriptions/listen` streams of 2026-07-28 clients (which have no session).
 #[derive(Clone, Default)]
-pub(super) struct Sessions(Arc<Mutex<Vec<Peer<RoleServer>>>>);
+pub(super) struct Sessions(Arc<Mutex<Listeners>>);
+
+#[derive(Default)]
+struct Listeners {
+    peers: Vec<Peer<RoleServer>>,
+    streams: Vec<SubscriptionSink>,
+}
 
 impl Sessions {
     /// Keeps `peer`, forgetting sessions that have ended (so the list holds open ones only).
     pub(super) fn add(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        peers.retain(|p| !p.is_transport_closed());
-        peers.push(peer);
+        let mut listeners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.peers.retain(|p| !p.is_transport_closed());
+        listeners.peers.push(peer);
+    }
+
+    /// Tells `stream` of every change until its client closes it.
+    pub(super) async fn listen(&self, stream: SubscriptionContext) {
+        let sink = stream.sink().clone();
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).streams.push(sink.clone());
+        stream.cancelled().await;
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).streams.retain(|s| s.id() != sink.id());
     }
 
     async fn tools_changed(&self) {
-        let peers = {
-            let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            peers.retain(|p| !p.is_transport_closed());
-            peers.clone()
+        let (peers, streams) = {
+            let mut listeners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            listeners.peers.retain(|p| !p.is_transport_closed());
+            (listeners.peers.clone(), listeners.streams.clone())
         };
         for peer in peers {
             // A session that ended meanwhile is forgotten at the next change.
             let _ = peer.notify_tool_list_changed().await;
+        }
+        for stream in streams {
+            // One that closed meanwhile is forgotten as its listen ends.
+            let _ = stream.notify_tool_list_changed().await;
         }
     }
 }

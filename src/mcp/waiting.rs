@@ -20,7 +20,7 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
-use rmcp::task_manager::TaskContext;
+use rmcp::task_manager::{TaskContext, TaskManager};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -270,5 +270,19 @@ mod tests {
         assert!(is_timeout("McpError: MCP error -32001: Request timed out"));
         assert!(!is_timeout("the agent moved on"));
         assert!(!is_timeout("User cancelled"));
+    }
+}
+
+/// The tasks of each agent token. A task outlives the request that made it (2026-07-28
+/// clients have no session, and a 2025-11-25 client may poll from a new one); an agent sees
+/// only its own, and within one agent a task's id (random) is its handle. Agent tokens are the
+/// operator's, so the lists are as many.
+#[derive(Default)]
+pub(super) struct TaskLists(Mutex<HashMap<String, TaskManager>>);
+
+impl TaskLists {
+    pub(super) fn of(&self, agent: &str) -> TaskManager {
+        let mut lists = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        lists.entry(agent.to_owned()).or_default().clone()
     }
 }

@@ -3,10 +3,13 @@
 //! session, and an upstream's first start.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequest, ClientRequest, ProtocolVersion};
-use rmcp::service::PeerRequestOptions;
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequest, ClientCapabilities, ClientRequest, ProtocolVersion, ServerNotification};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, SubscriptionFilter};
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
@@ -197,6 +200,226 @@ async fn while_an_upstream_makes_its_first_start_health_says_starting_gated_call
     assert!(names.iter().any(|n| n == "files__read_file"), "{names:?}");
     let body: Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
     assert_eq!(body["status"], "ok", "{body}");
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+/// A client at `url` with `handler` as its side, in the 2026-07-28 revision.
+async fn modern_with<H: rmcp::ClientHandler>(url: &str, token: &str, handler: H) -> RunningService<RoleClient, H> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    handler
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+        .await
+        .expect("a session")
+}
+
+/// A client that can show forms and fills each with `reply` (none: the person dismisses it),
+/// keeping what it was shown; with `tasks`, it also runs long calls as tasks.
+#[derive(Clone)]
+struct Fills {
+    reply: Option<Value>,
+    tasks: bool,
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fills {
+    fn new(reply: Option<Value>) -> Self {
+        Self { reply, tasks: false, shown: Arc::default() }
+    }
+
+    fn shown(&self) -> Vec<String> {
+        self.shown.lock().unwrap().clone()
+    }
+}
+
+impl rmcp::ClientHandler for Fills {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = match self.tasks {
+            true => ClientCapabilities::builder().enable_elicitation().enable_tasks().build(),
+            false => ClientCapabilities::builder().enable_elicitation().build(),
+        };
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("fills", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request {
+            self.shown.lock().unwrap().push(format!("{message} {}", serde_json::to_string(&requested_schema).unwrap()));
+        }
+        Ok(match &self.reply {
+            Some(content) => ElicitResult::new(ElicitationAction::Accept).with_content(content.clone()),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_2026_client_gets_the_form_as_input_required_and_the_first_answer_wins() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
+    let (base, token) = served.agent(dir.path()).await;
+    let url = format!("{base}/mcp");
+
+    // Filled in the client: the call comes again with the form and returns the person's answer;
+    // the console's card is closed, and it was the only card.
+    let fills = Fills::new(Some(json!({"answer": "blue"})));
+    let client = modern_with(&url, &token, fills.clone()).await;
+    let ask = json!({"prompt": "Which colour, in 2026?", "options": ["red", "blue"]});
+    let filled = tokio::time::timeout(Duration::from_secs(30), client.call_tool(call("ask_user", ask)));
+    let result = filled.await.expect("the form was shown and filled").unwrap();
+    assert_eq!(structured(&result)["value"], "blue", "{}", text(&result));
+    assert!(fills.shown()[0].contains(r#""enum":["red","blue"]"#), "{:?}", fills.shown());
+    let line = served.stdout_line("✅ blue").await;
+    assert!(line.contains("via mcp"), "{line}");
+    assert_eq!(served.cards("Which colour, in 2026?"), 1);
+    client.cancel().await.unwrap();
+
+    // Dismissed in the client: the call comes again and waits for the chat's answer.
+    let fills = Fills::new(None);
+    let client = modern_with(&url, &token, fills.clone()).await;
+    let waiting = client.call_tool(call("confirm", json!({"prompt": "Ship it, in 2026?"})));
+    let answer = async {
+        let id = served.card_id("Ship it, in 2026?").await;
+        // The call came again with the dismissed form (the second attach of this test).
+        let attached = || served.log().matches("attaches to the question an earlier call asked").count();
+        eventually(|| async { (attached() == 2).then_some(()) }).await;
+        served.type_line(&format!("/answer {id} yes")).await;
+    };
+    let (result, ()) = tokio::join!(waiting, answer);
+    let result = result.unwrap();
+    assert_eq!(structured(&result)["value"], true, "{}", text(&result));
+    assert_eq!(fills.shown().len(), 1, "{:?}", fills.shown());
+    assert_eq!(served.cards("Ship it, in 2026?"), 1);
+
+    // Its own approval is never a form in its client: a person approves it in the chat.
+    let waiting = client.call_tool(call("request_approval", json!({"action": "terraform apply, in 2026"})));
+    let answer = async {
+        let id = served.card_id("terraform apply, in 2026").await;
+        served.type_line(&format!("/approve {id}")).await;
+    };
+    let (result, ()) = tokio::join!(waiting, answer);
+    assert_eq!(structured(&result.unwrap())["decision"], "once");
+    assert_eq!(fills.shown().len(), 1, "only the question was a form: {:?}", fills.shown());
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_2026_client_with_tasks_polls_its_ask_to_the_outcome() {
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload, TaskStatus};
+
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), MCP));
+    let (base, token) = served.agent(dir.path()).await;
+    let tasks = Fills { tasks: true, ..Fills::new(None) };
+    let client = modern_with(&format!("{base}/mcp"), &token, tasks).await;
+    let CallToolResponse::Task(created) =
+        client.call_tool_once(call("ask_user", json!({"prompt": "Tea or coffee, in 2026?"}))).await.unwrap()
+    else {
+        panic!("not a task")
+    };
+    let task = created.task.task_id;
+    let polled = client.get_task(GetTaskParams::new(task.clone())).await.unwrap();
+    assert_eq!(polled.task.task.status, TaskStatus::Working);
+    let id = served.card_id("Tea or coffee, in 2026?").await;
+    served.type_line(&format!("/answer {id} coffee")).await;
+    let result = eventually(|| async {
+        match client.get_task(GetTaskParams::new(task.clone())).await.unwrap().task.payload {
+            TaskPayload::Completed { result } => Some(result),
+            _ => None,
+        }
+    })
+    .await;
+    assert_eq!(result["structuredContent"]["value"], "coffee", "{result:?}");
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn askgate_mcp_serves_a_2026_client_over_stdio() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), MCP));
+    let (base, _) = served.agent(dir.path()).await;
+    let mut bridge = tokio::process::Command::new(crate::binary::BIN)
+        .args(["mcp", "--config"])
+        .arg(dir.path().join("channels.toml"))
+        .args(["--url", &base])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (bridge.stdout.take().unwrap(), bridge.stdin.take().unwrap());
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("a 2026-07-28 session over stdio");
+    assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 5);
+    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Via stdio, in 2026?"})));
+    let id = served.card_id("Via stdio, in 2026?").await;
+    served.type_line(&format!("/answer {id} yes")).await;
+    let result = pending.await.unwrap();
+    assert_eq!(structured(&result)["value"], "yes", "{}", text(&result));
+    client.cancel().await.unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_2026_client_that_listens_hears_when_the_gated_tools_change() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &format!("{MCP}{}", upstream(dir.path(), "files", &[]))));
+    let (base, token) = served.agent(dir.path()).await;
+    let client = modern_client(&format!("{base}/mcp"), &token).await;
+    let names = |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    assert!(!names(client.list_tools(None).await.unwrap().tools).iter().any(|n| n == "files__echo"));
+    let mut changes = client.peer().listen(SubscriptionFilter::builder().tools_list_changed().build()).await.unwrap();
+    assert_eq!(changes.acknowledged().tools_list_changed, Some(true));
+
+    let grown = client.call_tool(call_named("files__grow", json!({}))).await.unwrap();
+    assert_eq!(text(&grown), "echo is offered now");
+    let heard = tokio::time::timeout(Duration::from_secs(15), changes.next()).await.expect("a change is heard");
+    assert!(matches!(heard, Ok(Some(ServerNotification::ToolListChangedNotification(_)))), "{heard:?}");
+    assert!(names(client.list_tools(None).await.unwrap().tools).iter().any(|n| n == "files__echo"));
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_always_for_a_call_that_could_not_be_made_leaves_no_grant() {
+    let dir = TempDir::new().unwrap();
+    // Each start takes 3 s: the approval comes while the upstream is down, before it is back.
+    let config = format!("{MCP}{}", upstream(dir.path(), "files", &["--slow-start", "3"]));
+    let mut served = Served::start(&write_config(dir.path(), &config));
+    let (base, token) = served.agent(dir.path()).await;
+    let (_, operator) = served.api(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    client.list_tools(None).await.unwrap();
+    std::fs::write(dir.path().join("files").join("a.txt"), "keep").unwrap();
+
+    let pending = call_in_background(&client, call_named("files__delete_file", json!({"path": "a.txt"})));
+    let id = served.card_id("files__delete_file").await;
+    let pid = std::fs::read_to_string(dir.path().join("files").join("files_server.pid")).unwrap();
+    assert!(std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap().success());
+    served.log_line("restarting it").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let failed = pending.await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(text(&failed).contains("not running now"), "{}", text(&failed));
+    assert!(text(&failed).contains("was withdrawn"), "{}", text(&failed));
+    assert!(dir.path().join("files").join("a.txt").exists());
+    let grants: Value = reqwest::Client::new()
+        .get(format!("{base}/api/grants"))
+        .bearer_auth(&operator)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(grants["grants"], json!([]), "{grants}");
     client.cancel().await.unwrap();
     served.terminate().await;
 }
