@@ -412,6 +412,10 @@ pub struct Question {
     /// The conversation it was escalated to, once it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalated_to: Option<Conversation>,
+    /// Who asks, as cards name it: the function (`deploy`), the agent (`mcp:agent.claude-code`,
+    /// `agent:ci`), or for a gated call the agent and the upstream (`mcp:agent.claude-code via
+    /// files`). Empty for a question stored before askgate recorded it.
+    pub asked_by: String,
 }
 
 impl Question {
@@ -475,7 +479,7 @@ impl Question {
 /// A pending question of a throwaway run, for unit tests of rendering and matching.
 #[cfg(test)]
 pub(crate) fn test_question(ask: Ask) -> Question {
-    let origin = Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0 };
+    let origin = Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0, asker: "test".into() };
     ask.validate().unwrap().pending(origin, Answerers::Conversation, 0, Some(60_000)).unwrap()
 }
 

@@ -76,8 +76,56 @@ impl Run {
         }
     }
 
+    /// Who asks its questions, as cards name it: its function (`deploy`), or for an agent's
+    /// questions the agent (`mcp:agent.claude-code`, `agent:ci`), with the upstream for a
+    /// gated call (`mcp:agent.claude-code via files`).
+    pub fn asker(&self) -> String {
+        match self.mode {
+            Mode::External => match self.function.strip_prefix(GATE_PREFIX) {
+                Some(upstream) => format!("{} via {upstream}", self.initiator),
+                None => self.initiator.to_string(),
+            },
+            Mode::FollowUp | Mode::Blocking => self.function.clone(),
+        }
+    }
+
     /// Where its ask number `step` is asked.
     pub fn origin(&self, step: u32) -> Origin {
-        Origin { run: self.id, conversation: self.conversation.clone(), mode: self.mode, step }
+        Origin { run: self.id, conversation: self.conversation.clone(), mode: self.mode, step, asker: self.asker() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(function: &str, initiator: &str, mode: Mode) -> Run {
+        Run {
+            id: crate::question::RunId::new(),
+            function: function.to_owned(),
+            conversation: None,
+            initiator: UserRef::parse(initiator).unwrap(),
+            answerers: None,
+            input: String::new(),
+            mode,
+            status: RunStatus::Running,
+            says: 0,
+            result: None,
+            created_at: 0,
+            updated_at: 0,
+            update: None,
+        }
+    }
+
+    #[test]
+    fn who_asks_is_the_function_or_the_agent_and_for_a_gated_call_its_upstream() {
+        assert_eq!(run("deploy", "telegram:42", Mode::FollowUp).asker(), "deploy");
+        assert_eq!(run("report", "api:operator", Mode::Blocking).asker(), "report");
+        assert_eq!(run("mcp", "mcp:agent.claude-code", Mode::External).asker(), "mcp:agent.claude-code");
+        assert_eq!(run("agent", "agent:ci", Mode::External).asker(), "agent:ci");
+        assert_eq!(
+            run("gate:files", "mcp:agent.claude-code", Mode::External).origin(0).asker,
+            "mcp:agent.claude-code via files"
+        );
     }
 }

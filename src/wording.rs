@@ -84,10 +84,14 @@ pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())
 }
 
-/// A card's last line: `id 1a2b3c4d · expires in 30m (23:15 UTC)`, and for a quorum approval
-/// its count so far (`· 1 of 2 approvals: @alice`).
+/// A card's last line: `id 1a2b3c4d · expires in 30m (23:15 UTC) · asked by deploy`, and for a
+/// quorum approval its count so far (`· 1 of 2 approvals: @alice`).
 pub fn footer(q: &Question, now_ms: i64) -> String {
     let mut line = format!("id {} · {}", q.id.short(), deadline(q, now_ms));
+    if !q.asked_by.is_empty() {
+        line.push_str(" · asked by ");
+        line.push_str(&q.asked_by);
+    }
     if let Some(tally) = q.tally() {
         line.push_str(" · ");
         line.push_str(&tally);
@@ -258,7 +262,7 @@ mod tests {
         use crate::question::Ask;
         let q = crate::question::test_question(Ask::confirm("Archive?"));
         assert!(deadline(&q, 0).ends_with(", then: No"), "{}", deadline(&q, 0));
-        assert!(card(&q, 0).contains(", then: No\n"), "{}", card(&q, 0));
+        assert!(card(&q, 0).contains(", then: No · asked by test\n"), "{}", card(&q, 0));
         let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]).default_value("b"));
         assert!(deadline(&q, 0).ends_with(", then: b"), "{}", deadline(&q, 0));
         let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]));

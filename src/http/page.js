@@ -236,7 +236,7 @@ function render(q) {
     heading,
     q.detail ? detail(q.detail) : null,
     q.quorum > 1 ? entry.tally : null,
-    el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · in " + (q.conversation || "no conversation") + " · run " + String(q.run).slice(0, 8) + " · asked ", timeEl(q.created_at, "%"), " · ", expires),
+    el("p", { class: "meta" }, "id " + q.id.slice(0, 8) + " · in " + (q.conversation || "no conversation") + " · asked by " + (q.asked_by || "run " + String(q.run).slice(0, 8)) + " ", timeEl(q.created_at, "%"), " · ", expires),
     ...body, outcome));
   entry.node = node;
   cards.set(q.id, entry);

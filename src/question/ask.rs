@@ -21,6 +21,8 @@ pub struct Origin {
     pub mode: Mode,
     /// The run's ask number, from 0.
     pub step: u32,
+    /// Who asks (see [`crate::run::Run::asker`]).
+    pub asker: String,
 }
 
 /// A fallback timeout for one ask.
@@ -437,6 +439,7 @@ impl ValidAsk {
             nudges: self.nudges,
             nudge_at: None,
             escalated_to: None,
+            asked_by: origin.asker,
         })
     }
 
@@ -460,7 +463,7 @@ mod tests {
     use super::*;
 
     fn origin() -> Origin {
-        Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0 }
+        Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0, asker: "test".into() }
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         nudges: json_col(row, "nudges")?.unwrap_or_default(),
         nudge_at: row.int("nudge_at")?,
         escalated_to: conversation_col(row, "escalated_to")?,
+        asked_by: row.req_text("asked_by")?,
     })
 }
 
@@ -218,7 +219,7 @@ impl From<Option<String>> for Bind<'_> {
 
 /// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
 /// written once.
-pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 27], StoreError> {
+pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 28], StoreError> {
     Ok([
         q.id.to_string().into(),
         q.conversation.as_ref().map(Conversation::as_str).into(),
@@ -247,6 +248,7 @@ pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 27], StoreError>
         nudges_json(&q.nudges)?.into(),
         q.nudge_at.into(),
         q.escalated_to.as_ref().map(Conversation::as_str).into(),
+        q.asked_by.as_str().into(),
     ])
 }
 

@@ -85,6 +85,7 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         nudges: Default::default(),
         nudge_at: None,
         escalated_to: None,
+        asked_by: "test".to_owned(),
     }
 }
 

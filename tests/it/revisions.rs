@@ -423,3 +423,62 @@ async fn an_always_for_a_call_that_could_not_be_made_leaves_no_grant() {
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn every_question_names_who_asks_on_its_card_in_the_api_and_on_the_event_stream() {
+    use futures_util::StreamExt;
+
+    let dir = TempDir::new().unwrap();
+    let config = format!("{MCP}{}", upstream(dir.path(), "files", &[]));
+    let mut served = Served::start(&write_config(dir.path(), &config));
+    let (base, token) = served.agent(dir.path()).await;
+    let (_, operator) = served.api(dir.path()).await;
+    let http = reqwest::Client::new();
+    let events = http.get(format!("{base}/api/events")).bearer_auth(&operator).send().await.unwrap();
+    let mut events = events.bytes_stream();
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    client.list_tools(None).await.unwrap();
+
+    // A function's, an agent's and a gated call's question.
+    served.type_line("/run demo").await;
+    let asked = call_in_background(&client, call("ask_user", json!({"prompt": "Who is asking?"})));
+    let gated = call_in_background(&client, call_named("files__delete_file", json!({"path": "x.txt"})));
+    let pending = eventually(|| async {
+        let body: Value =
+            http.get(format!("{base}/api/questions")).bearer_auth(&operator).send().await.ok()?.json().await.ok()?;
+        let questions = body["questions"].as_array()?.clone();
+        (questions.len() == 3).then_some(questions)
+    })
+    .await;
+    let asker_of = |prompt: &str| {
+        let q = pending.iter().find(|q| q["prompt"].as_str().unwrap().contains(prompt)).expect(prompt);
+        (q["id"].as_str().unwrap()[..8].to_owned(), q["asked_by"].as_str().unwrap().to_owned())
+    };
+    let (agent_id, agent) = asker_of("Who is asking?");
+    assert!(agent.starts_with("mcp:agent."), "{agent}");
+    let (gated_id, gate) = asker_of("files__delete_file");
+    assert_eq!(gate, format!("{agent} via files"));
+    let demo = pending.iter().find(|q| q["asked_by"] == "demo").expect("the function's question names it");
+    let demo_id = demo["id"].as_str().unwrap()[..8].to_owned();
+
+    // Each console card says so in its last line.
+    for (id, asker) in [(&agent_id, &agent), (&gated_id, &gate), (&demo_id, &"demo".to_owned())] {
+        let line = served.stdout_line(&format!("id {id} · ")).await;
+        assert!(line.ends_with(&format!(" · asked by {asker}")), "{line}");
+    }
+    // And the event stream's `asked` events carry it.
+    let mut seen = String::new();
+    for asker in [&agent, &gate, &"demo".to_owned()] {
+        while !seen.contains(&format!("\"asked_by\":\"{asker}\"")) {
+            let chunk = tokio::time::timeout(Duration::from_secs(15), events.next()).await.expect(asker).unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+    }
+
+    served.type_line(&format!("/deny {gated_id}")).await;
+    served.type_line(&format!("/answer {agent_id} me")).await;
+    assert_eq!(structured(&asked.await.unwrap())["value"], "me");
+    assert_eq!(gated.await.unwrap().is_error, Some(true));
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}

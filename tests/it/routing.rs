@@ -97,6 +97,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         nudges: Default::default(),
         nudge_at: None,
         escalated_to: None,
+        asked_by: "test".to_owned(),
     }
 }
 
