@@ -47,7 +47,7 @@ pub struct AgentName(pub String);
 pub const MAX_WAIT: u64 = 60;
 
 /// What `/mcp` serves.
-pub type McpService = StreamableHttpService<Server, LocalSessionManager>;
+pub type McpService = axum::Router;
 
 /// The MCP service for `/mcp`: one [`Server`] per session, messages of at most `max_body`
 /// bytes (the HTTP surface's limit). Sessions end when `stop` fires.
@@ -66,13 +66,15 @@ pub fn service(
     // Tasks outlive requests (2026-07-28 clients have no session): one list per agent token, so
     // an agent sees only its own.
     let tasks = Arc::new(TaskLists::default());
+    let cancels = Arc::new(Cancels::default());
+    let heard = cancels.clone();
     let server = move || Server {
         engine: engine.clone(),
         config: config.clone(),
         upstreams: upstreams.clone(),
         tasks: tasks.clone(),
         open: open.clone(),
-        cancels: Arc::default(),
+        cancels: cancels.clone(),
     };
     // Host names are checked by the HTTP surface (loopback names only while it listens on
     // loopback); a browser page may reach `/mcp` only from askgate's own origin.
@@ -87,7 +89,10 @@ pub fn service(
     // progress or pings (every `progress_every`, shorter) keep its session.
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(session_timeout);
-    StreamableHttpService::new(move || Ok(server()), Arc::new(sessions), settings)
+    let rmcp = StreamableHttpService::new(move || Ok(server()), Arc::new(sessions), settings);
+    axum::Router::new()
+        .fallback_service(rmcp)
+        .layer(axum::middleware::from_fn_with_state((heard, max_body), waiting::sessionless_cancels))
 }
 
 /// One MCP session's view of askgate.
@@ -98,7 +103,7 @@ pub struct Server {
     upstreams: Arc<Upstreams>,
     tasks: Arc<TaskLists>,
     open: Arc<OpenAsks>,
-    /// Why the client cancelled its calls, this session.
+    /// Why clients cancelled their calls.
     cancels: Arc<Cancels>,
 }
 
@@ -150,9 +155,9 @@ impl ServerHandler for Server {
         Ok(())
     }
 
-    async fn on_cancelled(&self, notification: CancelledNotificationParam, _: NotificationContext<RoleServer>) {
+    async fn on_cancelled(&self, notification: CancelledNotificationParam, context: NotificationContext<RoleServer>) {
         if let Some(id) = notification.request_id {
-            self.cancels.heard(id, notification.reason);
+            self.cancels.heard(agent_of(&context.extensions), id, notification.reason);
         }
     }
 
@@ -276,7 +281,7 @@ impl Server {
         if tasks_supported(context) {
             return self.as_task(tool, question, form, &agent(context)).into();
         }
-        let result = self.wait(tool, question, Waiter::call(context, &self.cancels)).await;
+        let result = self.wait(tool, question, Waiter::call(context, agent(context), &self.cancels)).await;
         drop(form);
         result.into()
     }
@@ -435,8 +440,11 @@ fn asker(context: &RequestContext<RoleServer>) -> UserRef {
 
 /// The agent whose token the request carries (`agent` for the default token).
 fn agent(context: &RequestContext<RoleServer>) -> String {
-    context
-        .extensions
+    agent_of(&context.extensions)
+}
+
+fn agent_of(extensions: &rmcp::model::Extensions) -> String {
+    extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<AgentName>())
         .map_or_else(|| "agent".to_owned(), |agent| agent.0.clone())

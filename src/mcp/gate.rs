@@ -37,7 +37,7 @@ impl Server {
                     });
                     return Ok(CreateTaskResult::new(task).into());
                 }
-                let waiter = Waiter::call(context, &self.cancels);
+                let waiter = Waiter::call(context, agent(context), &self.cancels);
                 Ok(self.proxy(&upstream, tool, arguments, asker, waiter).await.into())
             }
             // Refused before asking anyone: the call could not be made.

@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use axum::response::IntoResponse;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
@@ -35,21 +36,33 @@ const REASON_WAIT: Duration = Duration::from_millis(500);
 /// expires, after it was asked), when no call took its outcome.
 const KEPT_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// How many cancellations a session keeps the reason of. Only a waiting call takes one, just
+/// How many cancellations are kept with their reason. Only a waiting call takes one, just
 /// after it was cancelled; the others (a call that was not waiting for a person) are dropped
 /// oldest first.
-const REASONS_KEPT: usize = 32;
+const REASONS_KEPT: usize = 256;
 
-/// The reasons of the latest cancellations a session's client sent, with their request ids.
+/// The reasons of the latest cancellations clients sent, by agent and request id. They are
+/// shared by all sessions and requests: a 2026-07-28 client has no session, and its
+/// `notifications/cancelled` comes in a request of its own, not the one it cancels.
 #[derive(Default)]
 pub(super) struct Cancels {
-    reasons: Mutex<VecDeque<(RequestId, Option<String>)>>,
+    reasons: Mutex<VecDeque<(Cancelled, Option<String>)>>,
     heard: Notify,
+    /// Calls without a session that wait for a person: rmcp hands their cancellation to no
+    /// one, so hearing it here cancels them.
+    waiting: Mutex<HashMap<Cancelled, CancellationToken>>,
 }
 
+/// A cancelled request: the agent whose token it carried, and its id.
+type Cancelled = (String, RequestId);
+
 impl Cancels {
-    /// Records that the client cancelled `id`, and why.
-    pub(super) fn heard(&self, id: RequestId, reason: Option<String>) {
+    /// Records that `agent`'s client cancelled `id`, and why.
+    pub(super) fn heard(&self, agent: String, id: RequestId, reason: Option<String>) {
+        let id = (agent, id);
+        if let Some(call) = self.waiting.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+            call.cancel();
+        }
         let mut reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
         if reasons.len() == REASONS_KEPT {
             reasons.pop_front();
@@ -59,7 +72,7 @@ impl Cancels {
         self.heard.notify_waiters();
     }
 
-    fn take(&self, id: &RequestId) -> Option<Option<String>> {
+    fn take(&self, id: &Cancelled) -> Option<Option<String>> {
         let mut reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
         let at = reasons.iter().position(|(heard, _)| heard == id)?;
         reasons.remove(at).map(|(_, reason)| reason)
@@ -67,7 +80,7 @@ impl Cancels {
 
     /// Why the client cancelled `id` (taking it): `None` when no cancellation came for it
     /// within [`REASON_WAIT`].
-    async fn reason(&self, id: &RequestId) -> Option<Option<String>> {
+    async fn reason(&self, id: &Cancelled) -> Option<Option<String>> {
         let deadline = tokio::time::Instant::now() + REASON_WAIT;
         loop {
             let heard = self.heard.notified();
@@ -78,6 +91,25 @@ impl Cancels {
                 return None;
             }
         }
+    }
+}
+
+/// A waiting call without a session, listed in [`Cancels`] while it lives.
+pub(super) struct Listed {
+    cancels: Arc<Cancels>,
+    id: Cancelled,
+}
+
+impl Listed {
+    fn new(cancels: &Arc<Cancels>, id: &Cancelled, call: &CancellationToken) -> Self {
+        cancels.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), call.clone());
+        Self { cancels: cancels.clone(), id: id.clone() }
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.cancels.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
     }
 }
 
@@ -104,11 +136,15 @@ pub(super) enum Waiter {
     /// else a `ping` on the call's stream. Either way the session sees traffic every
     /// `progress_every`, so it is not reaped as idle while the call waits.
     Call {
-        id: RequestId,
+        id: Cancelled,
         cancelled: CancellationToken,
+        /// Keeps a call without a session cancellable by its client's notification.
+        _listed: Option<Listed>,
         cancels: Arc<Cancels>,
         peer: Peer<RoleServer>,
         progress: Option<(ProgressToken, u32)>,
+        /// Made without a session (2026-07-28).
+        sessionless: bool,
     },
     /// A task the client polls: its status message.
     Task(TaskContext),
@@ -116,13 +152,22 @@ pub(super) enum Waiter {
 
 impl Waiter {
     /// For a call held open: cancelled with it; progress when the client sent a token.
-    pub(super) fn call(context: &RequestContext<RoleServer>, cancels: &Arc<Cancels>) -> Self {
+    pub(super) fn call(context: &RequestContext<RoleServer>, agent: String, cancels: &Arc<Cancels>) -> Self {
+        let sessionless = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
+        let id = (agent, context.id.clone());
+        let cancelled = context.ct.child_token();
+        let listed = sessionless.then(|| Listed::new(cancels, &id, &cancelled));
         Self::Call {
-            id: context.id.clone(),
-            cancelled: context.ct.clone(),
+            id,
+            cancelled,
+            _listed: listed,
             cancels: cancels.clone(),
             peer: context.peer.clone(),
             progress: context.meta.get_progress_token().map(|token| (token, 0)),
+            sessionless,
         }
     }
 
@@ -138,10 +183,13 @@ impl Waiter {
     pub(super) async fn ending(&self) -> Ending {
         match self {
             Self::Call { peer, .. } if peer.is_transport_closed() => Ending::Detached("session_closed"),
-            Self::Call { id, cancels, peer, .. } => match cancels.reason(id).await {
+            Self::Call { id, cancels, peer, sessionless, .. } => match cancels.reason(id).await {
                 Some(Some(reason)) if is_timeout(&reason) => Ending::Detached("timeout"),
                 // The session ended meanwhile, which ended the call.
                 None if peer.is_transport_closed() => Ending::Detached("session_closed"),
+                // A client without a session (2026-07-28) cancels by saying so; one that only
+                // went away (its connection dropped, the agent restarted) detached.
+                None if *sessionless => Ending::Detached("disconnected"),
                 _ => Ending::Deliberate("client"),
             },
             Self::Task(_) => Ending::Deliberate("client"),
@@ -254,14 +302,16 @@ mod tests {
     }
 
     #[test]
-    fn a_session_keeps_the_latest_reasons_and_a_waiting_call_takes_its_own() {
+    fn the_latest_reasons_are_kept_and_a_waiting_call_takes_its_own() {
         let cancels = Cancels::default();
         for n in 0..=REASONS_KEPT as i64 {
-            cancels.heard(RequestId::Number(n), Some(format!("reason {n}")));
+            cancels.heard("agent".into(), RequestId::Number(n), Some(format!("reason {n}")));
         }
-        assert_eq!(cancels.take(&RequestId::Number(0)), None, "the oldest is dropped");
-        assert_eq!(cancels.take(&RequestId::Number(5)), Some(Some("reason 5".to_owned())));
-        assert_eq!(cancels.take(&RequestId::Number(5)), None, "taken once");
+        let id = |n| ("agent".to_owned(), RequestId::Number(n));
+        assert_eq!(cancels.take(&id(0)), None, "the oldest is dropped");
+        assert_eq!(cancels.take(&("other".to_owned(), RequestId::Number(5))), None, "another agent's is not this");
+        assert_eq!(cancels.take(&id(5)), Some(Some("reason 5".to_owned())));
+        assert_eq!(cancels.take(&id(5)), None, "taken once");
     }
 
     #[test]
@@ -285,4 +335,42 @@ impl TaskLists {
         let mut lists = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         lists.entry(agent.to_owned()).or_default().clone()
     }
+}
+
+/// Hears the cancellations of clients without a session before rmcp does: its stateless
+/// transport answers their notifications 202 and drops them, while the reason is what tells a
+/// client that gave up (a timeout) from one whose user cancelled. Other requests pass as they
+/// came. Bodies are bounded by `max_body`, as rmcp bounds them.
+pub(super) async fn sessionless_cancels(
+    axum::extract::State((cancels, max_body)): axum::extract::State<(Arc<Cancels>, usize)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() != axum::http::Method::POST || request.headers().contains_key("mcp-session-id") {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
+        let message = format!("a message to /mcp may be at most {max_body} bytes");
+        return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+    };
+    if let Some((id, reason)) = cancellation(&bytes) {
+        let agent = parts.extensions.get::<super::AgentName>().map_or_else(|| "agent".to_owned(), |a| a.0.clone());
+        cancels.heard(agent, id, reason);
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+/// The request id and reason of a `notifications/cancelled`; none for any other message.
+fn cancellation(body: &[u8]) -> Option<(RequestId, Option<String>)> {
+    const METHOD: &[u8] = b"notifications/cancelled";
+    // Most messages are not cancellations: only those are parsed.
+    body.windows(METHOD.len()).any(|w| w == METHOD).then_some(())?;
+    let message: Value = serde_json::from_slice(body).ok()?;
+    if message.get("method")?.as_str()? != "notifications/cancelled" || message.get("id").is_some() {
+        return None;
+    }
+    let params = message.get("params")?;
+    let id = serde_json::from_value(params.get("requestId")?.clone()).ok()?;
+    Some((id, params.get("reason").and_then(Value::as_str).map(str::to_owned)))
 }

@@ -101,37 +101,119 @@ async fn a_call_its_client_gave_up_on_is_attached_to_again_and_returns_the_answe
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), MCP));
     let (base, token) = served.agent(dir.path()).await;
-    let client = http_client(&format!("{base}/mcp"), &token).await;
-    let prompt = "Which colour, after a timeout?";
+    let url = format!("{base}/mcp");
+    for (revision, client) in
+        [("2026-07-28", modern_client(&url, &token).await), ("2025-11-25", http_client(&url, &token).await)]
+    {
+        gave_up_and_came_back(&mut served, dir.path(), &client, revision).await;
+        client.cancel().await.unwrap();
+    }
+    served.terminate().await;
+}
+
+async fn gave_up_and_came_back(served: &mut Served, dir: &Path, client: &Client, revision: &str) {
+    let prompt = format!("Which colour, after a timeout, in {revision}?");
     let arguments = json!({"prompt": prompt, "options": ["red", "blue"], "timeout": 600});
 
     // The client waits 3 s, then gives up (rmcp cancels the call with `request timeout`).
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", arguments.clone())));
     let options = PeerRequestOptions::with_timeout(Duration::from_secs(3));
     let handle = client.peer().send_request_with_option(request, options).await.unwrap();
-    let id = served.card_id(prompt).await;
+    let id = served.card_id(&prompt).await;
     let gave_up = handle.await_response().await;
-    assert!(matches!(gave_up, Err(rmcp::ServiceError::Timeout { .. })), "{gave_up:?}");
-    served.log_line("its question still waits").await;
-    assert_eq!(question_status(&dir.path().join("askgate.db"), &id).await, "pending");
+    assert!(matches!(gave_up, Err(rmcp::ServiceError::Timeout { .. })), "{revision}: {gave_up:?}");
+    let detached = format!("question={}", &id[..8]);
+    eventually(|| async {
+        served.log().lines().any(|l| l.contains("its question still waits") && l.contains(&detached)).then_some(())
+    })
+    .await;
+    assert_eq!(question_status(&dir.join("askgate.db"), &id).await, "pending", "{revision}");
 
     // The person answers while no call waits; the same call again (its keys in another order,
     // with `wait`) returns that answer at once, and nobody was asked twice.
     served.type_line(&format!("/answer {id} blue")).await;
-    eventually(|| async { (question_status(&dir.path().join("askgate.db"), &id).await == "answered").then_some(()) })
-        .await;
+    eventually(|| async { (question_status(&dir.join("askgate.db"), &id).await == "answered").then_some(()) }).await;
     let again = json!({"timeout": 600, "wait": true, "options": ["red", "blue"], "prompt": prompt});
     let result = client.call_tool(call("ask_user", again)).await.unwrap();
-    assert_eq!(structured(&result)["value"], "blue", "{}", text(&result));
+    assert_eq!(structured(&result)["value"], "blue", "{revision}: {}", text(&result));
     assert!(structured(&result)["id"].as_str().unwrap().starts_with(&id), "{}", text(&result));
-    assert_eq!(served.cards(prompt), 1);
+    assert_eq!(served.cards(&prompt), 1, "{revision}");
 
     // Its outcome was taken: the same ask once more is a new question.
-    let pending = call_in_background(&client, call("ask_user", arguments));
-    let second = served.nth_card_id(prompt, 2).await;
+    let pending = call_in_background(client, call("ask_user", arguments));
+    let second = served.nth_card_id(&prompt, 2).await;
     assert_ne!(second, id);
     served.type_line(&format!("/answer {second} red")).await;
-    assert_eq!(structured(&pending.await.unwrap())["value"], "red");
+    assert_eq!(structured(&pending.await.unwrap())["value"], "red", "{revision}");
+}
+
+#[tokio::test]
+async fn a_deliberate_cancel_cancels_the_question_and_a_dropped_2026_call_leaves_it_waiting() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), MCP));
+    let (base, token) = served.agent(dir.path()).await;
+    let url = format!("{base}/mcp");
+    let db = dir.path().join("askgate.db");
+
+    // 2025-11-25: the client's `notifications/cancelled` in its session.
+    let client = http_client(&url, &token).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Stop 1?"}))));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let id = served.card_id("Stop 1?").await;
+    handle.cancel(Some("the agent moved on".to_owned())).await.unwrap();
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (client)"));
+    assert_eq!(question_status(&db, &id).await, "cancelled");
+    client.cancel().await.unwrap();
+
+    // 2026-07-28, as sent on the wire: a cancellation posted on its own (rmcp's transport
+    // answers it 202 and drops it; askgate reads it first).
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        // The standard headers repeat what the body says (SEP-2243).
+        let mut request = http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", body["method"].as_str().unwrap());
+        if let Some(name) = body["params"]["name"].as_str() {
+            request = request.header("mcp-name", name);
+        }
+        request.json(&body).send()
+    };
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "1"},
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let held = post(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"_meta": meta, "name": "ask_user", "arguments": {"prompt": "Stop 2?"}}}));
+    let held = tokio::spawn(held);
+    let id = served.card_id("Stop 2?").await;
+    let cancelled = post(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user stopped it"}}));
+    assert_eq!(cancelled.await.unwrap().status(), 202);
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (client)"));
+    assert_eq!(question_status(&db, &id).await, "cancelled");
+    drop(held);
+
+    // 2026-07-28 through rmcp, whose transport cancels a call by dropping its request and sends
+    // nothing: that cannot be told from a dropped connection, so the question still waits, and
+    // the same call again attaches to it.
+    let client = modern_client(&url, &token).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Stop 3?"}))));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let id = served.card_id("Stop 3?").await;
+    handle.cancel(Some("the agent moved on".to_owned())).await.unwrap();
+    let detached = format!("question={}", &id[..8]);
+    eventually(|| async {
+        served.log().lines().any(|l| l.contains("its question still waits") && l.contains(&detached)).then_some(())
+    })
+    .await;
+    assert_eq!(question_status(&db, &id).await, "pending");
+    let again = call_in_background(&client, call("ask_user", json!({"prompt": "Stop 3?"})));
+    served.log_line("attaches to the question an earlier call asked").await;
+    served.type_line(&format!("/answer {id} fine")).await;
+    assert_eq!(structured(&again.await.unwrap())["value"], "fine");
+    assert_eq!(served.cards("Stop 3?"), 1);
     client.cancel().await.unwrap();
     served.terminate().await;
 }
