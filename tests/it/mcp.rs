@@ -267,7 +267,7 @@ pub async fn question_status(db: &Path, short_id: &str) -> String {
 
 /// A client that keeps the progress notifications it receives.
 #[derive(Clone, Default)]
-struct Progress(Arc<Mutex<Vec<String>>>);
+pub struct Progress(pub Arc<Mutex<Vec<String>>>);
 
 impl rmcp::ClientHandler for Progress {
     async fn on_progress(

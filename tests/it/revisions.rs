@@ -422,30 +422,39 @@ async fn a_2026_client_with_tasks_polls_its_ask_to_the_outcome() {
 }
 
 #[tokio::test]
-async fn askgate_mcp_serves_a_2026_client_over_stdio() {
+async fn askgate_mcp_serves_clients_of_either_revision_with_the_gated_tools_over_stdio() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&write_config(dir.path(), MCP));
+    let upstreams = format!("{}{}", upstream(dir.path(), "files", &[]), upstream(dir.path(), "old", &["--legacy"]));
+    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}{upstreams}")));
     let (base, _) = served.agent(dir.path()).await;
-    let mut bridge = tokio::process::Command::new(crate::binary::BIN)
-        .args(["mcp", "--config"])
-        .arg(dir.path().join("channels.toml"))
-        .args(["--url", &base])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let transport = (bridge.stdout.take().unwrap(), bridge.stdin.take().unwrap());
-    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("a 2026-07-28 session over stdio");
-    assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 5);
-    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Via stdio, in 2026?"})));
-    let id = served.card_id("Via stdio, in 2026?").await;
-    served.type_line(&format!("/answer {id} yes")).await;
-    let result = pending.await.unwrap();
-    assert_eq!(structured(&result)["value"], "yes", "{}", text(&result));
-    client.cancel().await.unwrap();
-    let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
+    let modern = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    for (revision, lifecycle) in [("2026-07-28", modern), ("2025-11-25", ClientLifecycleMode::Initialize)] {
+        // askgate's own address, as one would type it.
+        let mut bridge = tokio::process::Command::new(crate::binary::BIN)
+            .args(["mcp", "--config"])
+            .arg(dir.path().join("channels.toml"))
+            .args(["--url", &base])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let transport = (bridge.stdout.take().unwrap(), bridge.stdin.take().unwrap());
+        let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("a session over stdio");
+        let names: Vec<String> =
+            client.list_tools(None).await.unwrap().tools.iter().map(|t| t.name.to_string()).collect();
+        for expected in ["ask_user", "get_outcome", "files__read_file", "old__delete_file"] {
+            assert!(names.iter().any(|n| n == expected), "{revision}: {expected} in {names:?}");
+        }
+        let prompt = format!("Via stdio, in {revision}?");
+        let pending = call_in_background(&client, call("ask_user", json!({"prompt": prompt})));
+        let id = served.card_id(&prompt).await;
+        served.type_line(&format!("/answer {id} yes")).await;
+        let result = pending.await.unwrap();
+        assert_eq!(structured(&result)["value"], "yes", "{revision}: {}", text(&result));
+        client.cancel().await.unwrap();
+        let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
+    }
     served.terminate().await;
 }
 
@@ -561,6 +570,23 @@ async fn every_question_names_who_asks_on_its_card_in_the_api_and_on_the_event_s
     served.type_line(&format!("/answer {agent_id} me")).await;
     assert_eq!(structured(&asked.await.unwrap())["value"], "me");
     assert_eq!(gated.await.unwrap().is_error, Some(true));
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_2026_call_that_waits_hears_progress() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
+    let (base, token) = served.agent(dir.path()).await;
+    let progress = crate::mcp::Progress::default();
+    let client = modern_with(&format!("{base}/mcp"), &token, progress.clone()).await;
+    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Slow, in 2026?"})));
+    let id = served.card_id("Slow, in 2026?").await;
+    let message = eventually(|| async { progress.0.lock().unwrap().first().cloned() }).await;
+    assert!(message.starts_with("waiting for an answer on console:local (expires in 30m"), "{message}");
+    served.type_line(&format!("/answer {id} now")).await;
+    assert_eq!(structured(&pending.await.unwrap())["value"], "now");
     client.cancel().await.unwrap();
     served.terminate().await;
 }
