@@ -245,6 +245,9 @@ async fn an_http_upstream_is_reached_at_its_url() {
         "{}",
         text(&big)
     );
+    // A change of its tools (it speaks 2026-07-28, without sessions) reaches askgate.
+    assert_eq!(text(&client.call_tool(call("remote__grow", json!({}))).await.unwrap()), "echo is offered now");
+    eventually(|| async { tool_names(&client).await.iter().any(|n| n == "remote__echo").then_some(()) }).await;
 
     client.cancel().await.unwrap();
     served.terminate().await;
