@@ -6,6 +6,7 @@
 //! who may do what there), `functions` (the `[[functions]]` entries).
 
 mod channels;
+mod claude_code;
 mod functions;
 mod mcp;
 mod overrides;
@@ -21,6 +22,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
+pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use overrides::{GatewayValue, Source};
@@ -118,6 +120,8 @@ pub struct Config {
     pub functions: Vec<FunctionSpec>,
     /// The MCP server at `/mcp`, when the file has an `[mcp]` table.
     pub mcp: Option<McpConfig>,
+    /// Claude Code's hooks (`[claude_code]`).
+    pub claude_code: Option<ClaudeCodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
     pub agents: Vec<AgentConfig>,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
@@ -240,6 +244,7 @@ impl Config {
         let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
         let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
+        let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
@@ -263,6 +268,7 @@ impl Config {
             functions,
             agents,
             mcp,
+            claude_code,
             gateway_values,
         })
     }

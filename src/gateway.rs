@@ -232,6 +232,7 @@ impl Gateway {
         let settings = crate::http::HttpSettings {
             loopback: http.ip().is_loopback(),
             max_event_streams: config.max_event_streams,
+            claude_code: config.claude_code.clone(),
         };
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");

@@ -8,6 +8,7 @@
 mod api;
 mod bodies;
 mod events;
+mod hooks;
 pub mod openapi;
 mod process;
 pub mod server;
@@ -50,10 +51,12 @@ pub struct AppState {
     backlog_reads: Arc<tokio::sync::Semaphore>,
     /// The gated MCP upstreams, whose first start `/healthz` waits for.
     upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
+    /// Claude Code's hooks.
+    claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
 }
 
 /// How the HTTP surface is set up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpSettings {
     /// It listens on a loopback address: only requests for loopback names are answered, so
     /// that a web page elsewhere cannot reach it through a DNS name that resolves to
@@ -61,11 +64,13 @@ pub struct HttpSettings {
     pub loopback: bool,
     /// The most event streams open at once.
     pub max_event_streams: usize,
+    /// Claude Code's hooks, when `[claude_code]` is configured.
+    pub claude_code: Option<crate::config::ClaudeCodeConfig>,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        Self { loopback: true, max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS }
+        Self { loopback: true, max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS, claude_code: None }
     }
 }
 
@@ -85,8 +90,11 @@ pub fn router(
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
     let (mcp, upstreams) = mcp.unzip();
-    let state = AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads, upstreams };
-    let mut app = Router::new();
+    let claude_code = settings.claude_code.clone().map(Arc::new);
+    let state =
+        AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads, upstreams, claude_code };
+    // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
+    let mut app = Router::new().route("/hooks/claude-code", post(hooks::claude_code));
     if let Some(mcp) = mcp {
         app = app
             .nest_service("/mcp", mcp)
@@ -275,21 +283,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, ApiError> {
-        let bytes = read_body(request).await?;
+        let bytes = read_body(request, MAX_BODY).await?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
     }
 }
 
-async fn read_body(request: Request) -> Result<Bytes, ApiError> {
-    let read = tokio::time::timeout(server::BODY_TIMEOUT, axum::body::to_bytes(request.into_body(), MAX_BODY));
+async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
+    let read = tokio::time::timeout(server::BODY_TIMEOUT, axum::body::to_bytes(request.into_body(), limit));
     match read.await {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(_)) => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "too_large",
-            format!("the body is larger than {MAX_BODY} bytes"),
+            format!("the body is larger than {limit} bytes"),
         )
         .closing()),
         Err(_) => Err(ApiError::new(
@@ -498,7 +506,7 @@ async fn webhook(
     let Some(webhooks) = &state.webhooks else {
         return Err(ApiError::not_found(format!("no webhook channel named `{name}`")));
     };
-    let body = read_body(request).await?;
+    let body = read_body(request, MAX_BODY).await?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     match webhooks.receive(&state.engine, &name, &body, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)).await {
         Ok(response) => {

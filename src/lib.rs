@@ -11,12 +11,13 @@
 //! store     -> question, run
 //! command   -> question, text
 //! wording   -> question, store, text
+//! hooks     -> question, text
 //! engine    -> clock, command, question, run, store, text, wording
 //! function  -> engine, question, text
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
-//! http      -> channel, config, engine, mcp, question, run, store, text
+//! http      -> channel, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, question, store
 //! ```
 //!
@@ -33,6 +34,8 @@
 //!   [`store::MemoryStore`] keeps the same tables in the process, and nothing across a restart.
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
 //! - [`wording`]: what people read — the text card, reminders, lists, receipts, ages.
+//! - [`hooks`]: Claude Code's `PreToolUse` and `PermissionRequest` hooks read as approvals
+//!   (and `AskUserQuestion` as questions), and their outcomes written back in the hooks' shape.
 //! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
 //!   follow-up runs from their journal, expires questions, and tells channels what to show
 //!   through its port, [`engine::Channel`]. The extension point lives here:
@@ -60,6 +63,7 @@ pub mod config;
 pub mod engine;
 pub mod function;
 pub mod gateway;
+pub mod hooks;
 pub mod http;
 pub mod mcp;
 pub mod question;

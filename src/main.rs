@@ -55,6 +55,19 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Answer one Claude Code hook (a `type: "command"` hook): the hook's JSON on stdin, the
+    /// decision on stdout, asked through a running askgate's /hooks/claude-code as an agent
+    /// (the token as for `askgate mcp`).
+    Hook {
+        /// Whose hook: `claude-code`.
+        agent: HookAgent,
+        /// The configuration file (for gateway.http and where the token file is).
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
+        config: PathBuf,
+        /// askgate's address (http://127.0.0.1:8080); default: the configured gateway.http.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
     /// start local processes). It asks as an agent: the token comes from ASKGATE_AGENT_TOKEN or
     /// askgate-agent.token beside the database.
@@ -67,6 +80,13 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
+}
+
+/// The agents whose hooks `askgate hook` answers.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum HookAgent {
+    /// Claude Code's `PreToolUse` and `PermissionRequest` hooks.
+    ClaudeCode,
 }
 
 /// Appends a line to a report.
@@ -88,7 +108,8 @@ const EXIT_INTERRUPTED: i32 = 130;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The bridge's stdout is the MCP stream and its stderr the client's log: only problems.
-    let default_filter = if matches!(cli.command, Command::Mcp { .. }) { "warn" } else { "info,sqlx=warn,rmcp=warn" };
+    let quiet = matches!(cli.command, Command::Mcp { .. } | Command::Hook { .. });
+    let default_filter = if quiet { "warn" } else { "info,sqlx=warn,rmcp=warn" };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -102,7 +123,10 @@ fn main() -> ExitCode {
         logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     }
     let config_path = match &cli.command {
-        Command::Serve { config, .. } | Command::Check { config } | Command::Mcp { config, .. } => config.clone(),
+        Command::Serve { config, .. }
+        | Command::Check { config }
+        | Command::Mcp { config, .. }
+        | Command::Hook { config, .. } => config.clone(),
         Command::Migrate { from, to } => return migrate(from, to),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -125,6 +149,15 @@ fn main() -> ExitCode {
         Command::Migrate { .. } | Command::Completions { .. } => {
             unreachable!("handled before the configuration is read")
         }
+        Command::Hook { agent: HookAgent::ClaudeCode, url, .. } => match hook(&config, url) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                // Any exit but 2 lets Claude Code go on as without the hook (it asks in the
+                // terminal); the reason goes to its log.
+                eprintln!("askgate hook: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Mcp { url, .. } => match mcp(&config, url) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -322,6 +355,49 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
     result
 }
 
+/// askgate's address: `--url`, or the configured `gateway.http` (a wildcard is reached through
+/// loopback).
+fn address(config: &Config, url: Option<String>) -> String {
+    url.map(|u| u.trim_end_matches('/').to_owned()).unwrap_or_else(|| {
+        let mut http = config.http;
+        if http.ip().is_unspecified() {
+            http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("http://{http}")
+    })
+}
+
+/// `askgate hook claude-code`: the hook's JSON from stdin to `/hooks/claude-code`, and its
+/// answer to stdout.
+fn hook(config: &Config, url: Option<String>) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+
+    let url = format!("{}/hooks/claude-code", address(config, url));
+    let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
+        .map_err(anyhow::Error::msg)?;
+    let mut body = Vec::new();
+    std::io::stdin().take(64 * 1024 * 1024).read_to_end(&mut body).context("reading stdin")?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    let answer = runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let response = client
+            .post(&url)
+            .bearer_auth(token)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .with_context(|| format!("no askgate answers at {url}"))?;
+        let status = response.status();
+        let text = response.text().await.with_context(|| format!("reading the answer of {url}"))?;
+        anyhow::ensure!(status.is_success(), "{url} answered {status}: {text}");
+        Ok(text)
+    })?;
+    let mut stdout = std::io::stdout();
+    stdout.write_all(answer.as_bytes()).and_then(|()| stdout.flush()).context("writing stdout")?;
+    Ok(())
+}
+
 /// askgate's `/mcp` for `--url`, which takes askgate's address (`http://127.0.0.1:8080`) or the
 /// full `/mcp` URL.
 fn mcp_url(url: String) -> String {
@@ -334,15 +410,7 @@ fn mcp_url(url: String) -> String {
 
 /// `askgate mcp`: stdin/stdout bridged to `/mcp` of the askgate that `config` describes.
 fn mcp(config: &Config, url: Option<String>) -> anyhow::Result<()> {
-    let url = url.unwrap_or_else(|| {
-        // A wildcard listen address is reached through loopback.
-        let mut http = config.http;
-        if http.ip().is_unspecified() {
-            http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        format!("http://{http}/mcp")
-    });
-    let url = mcp_url(url);
+    let url = mcp_url(url.unwrap_or_else(|| format!("{}/mcp", address(config, None))));
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;

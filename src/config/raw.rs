@@ -22,6 +22,20 @@ pub(super) struct RawConfig {
     pub mcp: Option<RawMcp>,
     #[serde(default)]
     pub agents: Vec<RawAgent>,
+    pub claude_code: Option<RawClaudeCode>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClaudeCode {
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub hook_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -167,21 +167,22 @@ pub(super) async fn create(
     let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
     let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;
     ask.answerers = named.map(|users| Answerers::Users { users });
-    match state.engine.ask_external(conversation, ask, operator.user).await {
-        Ok(question) => {
-            let view = snapshot(&state, &question).await?;
-            Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
-                .into_response())
+    let question = state.engine.ask_external(conversation, ask, operator.user).await.map_err(refused)?;
+    let view = snapshot(&state, &question).await?;
+    Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
+        .into_response())
+}
+
+/// The error an agent's refused ask answers with.
+pub(super) fn refused(error: ExternalAskError) -> ApiError {
+    match error {
+        ExternalAskError::Invalid(e) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()),
+        ExternalAskError::NotServed(e) => not_served(&e),
+        ExternalAskError::Answerers(e) => answerers_error(&e),
+        ExternalAskError::ShuttingDown => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "askgate is shutting down")
         }
-        Err(ExternalAskError::Invalid(e)) => {
-            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()))
-        }
-        Err(ExternalAskError::NotServed(e)) => Err(not_served(&e)),
-        Err(ExternalAskError::Answerers(e)) => Err(answerers_error(&e)),
-        Err(ExternalAskError::ShuttingDown) => {
-            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "askgate is shutting down"))
-        }
-        Err(ExternalAskError::Store(e)) => Err(e.into()),
+        ExternalAskError::Store(e) => e.into(),
     }
 }
 

@@ -3,6 +3,7 @@
 mod backend;
 mod binary;
 mod browser;
+mod claude_code;
 mod conformance;
 mod discord;
 mod engine;

@@ -1,0 +1,283 @@
+//! Claude Code's hooks: the JSON of a `PreToolUse` or `PermissionRequest` hook, as Claude Code
+//! sends it, becomes an approval in the configured conversation (an `AskUserQuestion` becomes
+//! its questions), and the outcome goes back in the shape the hook documents. The HTTP door is
+//! `POST /hooks/claude-code`; `askgate hook claude-code` is the command form.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::question::{Ask, Kind, Outcome, Question, Timeout, edited_action};
+
+/// A hook's event, as far as askgate answers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Before a tool runs: allow, deny or ask, and the input to run with.
+    PreToolUse,
+    /// When Claude Code is about to show its permission dialog.
+    PermissionRequest,
+}
+
+impl Event {
+    fn name(self) -> &'static str {
+        match self {
+            Self::PreToolUse => "PreToolUse",
+            Self::PermissionRequest => "PermissionRequest",
+        }
+    }
+}
+
+/// What askgate reads of a hook's input; the other fields Claude Code sends are ignored.
+#[derive(Clone, Debug, Deserialize)]
+pub struct HookInput {
+    hook_event_name: String,
+    #[serde(default)]
+    session_id: String,
+    #[serde(default)]
+    cwd: Option<String>,
+    /// The tool Claude Code is about to use.
+    pub tool_name: String,
+    #[serde(default)]
+    tool_input: Map<String, Value>,
+    #[serde(default)]
+    permission_suggestions: Vec<Value>,
+}
+
+/// What the hook answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Run it (with this input instead, when a person edited it or answered its questions;
+    /// with these permission rules added, for an "always").
+    Allow { input: Option<Map<String, Value>>, permissions: Vec<Value> },
+    /// Do not run it; Claude reads why.
+    Deny { reason: String },
+    /// Nobody decided here: Claude Code asks in its terminal, as it would without the hook.
+    Ask { reason: String },
+    /// No decision at all: Claude Code's own rules apply.
+    Pass,
+}
+
+/// Longest `tool_input` rendering on a card (surfaces shorten further).
+const MAX_SHOWN: usize = 3000;
+
+impl HookInput {
+    /// Reads a hook's JSON; the message says what is wrong with it.
+    ///
+    /// # Errors
+    /// Not JSON, not an object of a hook askgate answers, or no `tool_name`.
+    pub fn parse(body: &[u8]) -> Result<(Event, Self), String> {
+        let input: Self = serde_json::from_slice(body).map_err(|e| format!("not a Claude Code hook's JSON: {e}"))?;
+        let event = match input.hook_event_name.as_str() {
+            "PreToolUse" => Event::PreToolUse,
+            "PermissionRequest" => Event::PermissionRequest,
+            other => {
+                return Err(format!("askgate answers PreToolUse and PermissionRequest hooks, not `{other}`"));
+            }
+        };
+        if input.tool_name.trim().is_empty() {
+            return Err("`tool_name` is empty".to_owned());
+        }
+        Ok((event, input))
+    }
+
+    /// Whether it is Claude's question to the person (`AskUserQuestion`), not a tool to allow.
+    pub fn is_question(&self) -> bool {
+        self.tool_name == "AskUserQuestion"
+    }
+
+    /// Where it comes from: `in /home/me/app · session 1a2b3c4d`.
+    fn origin(&self) -> String {
+        let session: String = self.session_id.chars().take(8).collect();
+        match (&self.cwd, session.is_empty()) {
+            (Some(cwd), false) => format!("in {cwd} · session {session}"),
+            (Some(cwd), true) => format!("in {cwd}"),
+            (None, false) => format!("session {session}"),
+            (None, true) => String::new(),
+        }
+    }
+
+    fn text(&self, key: &str) -> Option<&str> {
+        self.tool_input.get(key).and_then(Value::as_str)
+    }
+
+    /// The approval a person answers: the tool and what it would do (the command for `Bash`,
+    /// the path and a diff-like preview for `Edit` and `Write`), where, and for how long it
+    /// waits. A `Bash` command may be edited before it is allowed.
+    pub fn approval(&self, wait_seconds: u64) -> Ask {
+        let tool = &self.tool_name;
+        let (action, preview) = match (tool.as_str(), self.text("command"), self.text("file_path")) {
+            ("Bash" | "PowerShell", Some(command), _) => {
+                (format!("{tool}: {command}"), self.text("description").map(str::to_owned))
+            }
+            ("Edit", _, Some(path)) => {
+                let old = self.text("old_string").unwrap_or_default();
+                let new = self.text("new_string").unwrap_or_default();
+                let diff: Vec<String> =
+                    old.lines().map(|l| format!("- {l}")).chain(new.lines().map(|l| format!("+ {l}"))).collect();
+                (format!("{tool}: {path}"), Some(code(&diff.join("\n"))))
+            }
+            ("Write", _, Some(path)) => {
+                (format!("{tool}: {path}"), Some(code(self.text("content").unwrap_or_default())))
+            }
+            _ => {
+                let pretty = serde_json::to_string_pretty(&self.tool_input).unwrap_or_default();
+                (tool.clone(), Some(code(&pretty)))
+            }
+        };
+        let detail = [preview, Some(self.origin()).filter(|o| !o.is_empty())].into_iter().flatten().collect::<Vec<_>>();
+        let mut ask = Ask::approval(action).timeout(Timeout::Seconds(wait_seconds));
+        if !detail.is_empty() {
+            ask = ask.detail(detail.join("\n"));
+        }
+        ask.editable(matches!(tool.as_str(), "Bash" | "PowerShell") && self.text("command").is_some())
+    }
+
+    /// `AskUserQuestion`'s questions, one ask each (1–4 of them), each waiting at most
+    /// `wait_seconds`.
+    ///
+    /// # Errors
+    /// Its `questions` are missing or malformed.
+    pub fn questions(&self, wait_seconds: u64) -> Result<Vec<Ask>, String> {
+        let questions =
+            self.tool_input.get("questions").and_then(Value::as_array).ok_or("AskUserQuestion has no `questions`")?;
+        if questions.is_empty() || questions.len() > 4 {
+            return Err(format!("AskUserQuestion asks 1 to 4 questions, not {}", questions.len()));
+        }
+        let origin = self.origin();
+        questions
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let text =
+                    q.get("question").and_then(Value::as_str).ok_or(format!("question {} has no `question`", i + 1))?;
+                let options = q.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                let labels: Vec<String> =
+                    options.iter().filter_map(|o| o.get("label").and_then(Value::as_str)).map(str::to_owned).collect();
+                let described: Vec<String> = options
+                    .iter()
+                    .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
+                    .collect();
+                let header = q.get("header").and_then(Value::as_str).map(|h| format!("{h} · "));
+                let detail = [
+                    Some(described.join("\n")).filter(|d| !d.is_empty()),
+                    Some(format!("{}{origin}", header.unwrap_or_default())),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("\n");
+                let multi = q.get("multiSelect").and_then(Value::as_bool).unwrap_or(false);
+                Ok(Ask::question(text)
+                    .options(labels)
+                    .multi(multi)
+                    .allow_custom(true)
+                    .detail(detail)
+                    .timeout(Timeout::Seconds(wait_seconds)))
+            })
+            .collect()
+    }
+
+    /// The answer an approval's outcome gives.
+    pub fn decided(&self, question: &Question) -> Answer {
+        let who = question.answered_name.clone().or_else(|| question.answered_by.clone()).unwrap_or_default();
+        match &question.outcome {
+            Some(Outcome::Answered { value }) => {
+                let input = edited_action(value).map(|action| {
+                    let mut input = self.tool_input.clone();
+                    let command = action.strip_prefix(&format!("{}: ", self.tool_name)).unwrap_or(action);
+                    input.insert("command".into(), json!(command));
+                    input
+                });
+                // "Always": askgate keeps its own grant; Claude Code adds the rule it offered.
+                let permissions = match value.as_str() {
+                    Some("always") => self.permission_suggestions.clone(),
+                    _ => Vec::new(),
+                };
+                Answer::Allow { input, permissions }
+            }
+            Some(Outcome::Declined { feedback }) => Answer::Deny {
+                reason: match feedback {
+                    Some(feedback) => format!("{who} rejected it: {feedback}"),
+                    None => format!("{who} rejected it"),
+                },
+            },
+            Some(Outcome::Expired { .. }) => Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
+            Some(Outcome::Cancelled { reason }) => {
+                Answer::Ask { reason: format!("the approval was cancelled ({reason})") }
+            }
+            None => Answer::Ask { reason: "the approval has no outcome".to_owned() },
+        }
+    }
+
+    /// The answer `AskUserQuestion`'s answered questions give: its input with `answers`, each
+    /// question's text to the chosen label (several joined with `, `), as Claude Code documents.
+    pub fn answered(&self, questions: &[Question]) -> Answer {
+        let mut answers = Map::new();
+        for question in questions {
+            match &question.outcome {
+                Some(Outcome::Answered { value }) => {
+                    let text = match value {
+                        Value::Array(labels) => labels
+                            .iter()
+                            .map(|l| crate::question::display_value(Kind::Question, l))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        other => crate::question::display_value(Kind::Question, other),
+                    };
+                    answers.insert(question.prompt.clone(), json!(text));
+                }
+                Some(Outcome::Declined { feedback }) => {
+                    let reason = feedback.clone().unwrap_or_else(|| "no reason given".to_owned());
+                    return Answer::Deny {
+                        reason: format!("the person declined to answer \"{}\": {reason}", question.prompt),
+                    };
+                }
+                _ => return Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
+            }
+        }
+        let mut input = self.tool_input.clone();
+        input.insert("answers".into(), Value::Object(answers));
+        Answer::Allow { input: Some(input), permissions: Vec::new() }
+    }
+}
+
+fn code(text: &str) -> String {
+    let shown = crate::text::clip(text, MAX_SHOWN, "…");
+    format!("```\n{shown}\n```")
+}
+
+/// The hook's reply body for `answer`: `{}` (no decision) for [`Answer::Pass`], and for a
+/// `PermissionRequest` also for [`Answer::Ask`] (Claude Code then shows its dialog).
+pub fn reply(event: Event, answer: &Answer) -> Value {
+    let output = match (event, answer) {
+        (_, Answer::Pass) | (Event::PermissionRequest, Answer::Ask { .. }) => return json!({}),
+        (Event::PreToolUse, Answer::Allow { input, .. }) => {
+            let mut output = json!({"permissionDecision": "allow", "permissionDecisionReason": "allowed on askgate"});
+            if let Some(input) = input {
+                output["updatedInput"] = Value::Object(input.clone());
+            }
+            output
+        }
+        (Event::PreToolUse, Answer::Deny { reason }) => {
+            json!({"permissionDecision": "deny", "permissionDecisionReason": reason})
+        }
+        (Event::PreToolUse, Answer::Ask { reason }) => {
+            json!({"permissionDecision": "ask", "permissionDecisionReason": reason})
+        }
+        (Event::PermissionRequest, Answer::Allow { input, permissions }) => {
+            let mut decision = json!({"behavior": "allow"});
+            if let Some(input) = input {
+                decision["updatedInput"] = Value::Object(input.clone());
+            }
+            if !permissions.is_empty() {
+                decision["updatedPermissions"] = Value::Array(permissions.clone());
+            }
+            json!({"decision": decision})
+        }
+        (Event::PermissionRequest, Answer::Deny { reason }) => {
+            json!({"decision": {"behavior": "deny", "message": reason}})
+        }
+    };
+    let mut output = output;
+    output["hookEventName"] = json!(event.name());
+    json!({"hookSpecificOutput": output})
+}

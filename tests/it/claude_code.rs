@@ -1,0 +1,279 @@
+//! Claude Code's hooks through the real binary: payloads as Claude Code sends them (PreToolUse
+//! for Bash, Edit and AskUserQuestion; PermissionRequest with a suggestion) posted to
+//! `/hooks/claude-code` and piped through `askgate hook claude-code`, answered on the console.
+
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::io::AsyncWriteExt;
+
+use crate::binary::{BIN, Served, write_config};
+
+const HOOKS: &str = "\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\", \"Edit\", \"AskUserQuestion\"]\nallow = [\"Read\"]\n";
+
+/// A hook's input as Claude Code sends it (the fields every hook gets, then the event's).
+fn hook(event: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": "4f0c9a2e-1b7d-4c3a-9e55-2b8a7c6d5e4f",
+        "transcript_path": "/home/dev/.claude/projects/app/4f0c9a2e.jsonl",
+        "cwd": "/home/dev/app",
+        "permission_mode": "default",
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "toolu_01ABC123",
+    })
+}
+
+fn bash(command: &str) -> Value {
+    hook("PreToolUse", "Bash", json!({"command": command, "description": "Run the tests", "timeout": 120000}))
+}
+
+async fn post(base: &str, token: &str, body: &Value) -> (reqwest::StatusCode, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/hooks/claude-code"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn posted(base: &str, token: &str, body: Value) -> tokio::task::JoinHandle<(reqwest::StatusCode, Value)> {
+    let (base, token) = (base.to_owned(), token.to_owned());
+    tokio::spawn(async move { post(&base, &token, &body).await })
+}
+
+fn decision(answer: &Value) -> (&str, &str) {
+    let output = &answer["hookSpecificOutput"];
+    (output["permissionDecision"].as_str().unwrap_or("?"), output["permissionDecisionReason"].as_str().unwrap_or(""))
+}
+
+#[tokio::test]
+async fn a_bash_hook_is_allowed_rejected_with_feedback_or_edited_on_the_console() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), HOOKS));
+    let (base, token) = served.agent(dir.path()).await;
+
+    // Allowed once: the card shows the command, where and which session.
+    let pending = posted(&base, &token, bash("npm test"));
+    let id = served.card_id("Bash: npm test").await;
+    served.stdout_line("in /home/dev/app · session 4f0c9a2e").await;
+    served.type_line(&format!("/approve {id}")).await;
+    let (status, answer) = pending.await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+    assert!(answer["hookSpecificOutput"].get("updatedInput").is_none(), "{answer}");
+
+    // Rejected with feedback: Claude reads it.
+    let pending = posted(&base, &token, bash("rm -rf node_modules"));
+    let id = served.card_id("Bash: rm -rf node_modules").await;
+    served.type_line(&format!("/deny {id} keep the cache, run npm ci instead")).await;
+    let (_, answer) = pending.await.unwrap();
+    let (verdict, reason) = decision(&answer);
+    assert_eq!(verdict, "deny", "{answer}");
+    assert!(reason.contains("keep the cache, run npm ci instead"), "{answer}");
+
+    // Edited: the command runs as the person wrote it, the rest of the input as it was.
+    let pending = posted(&base, &token, bash("cargo test"));
+    let id = served.card_id("Bash: cargo test").await;
+    served.type_line(&format!("/approve {id} edit cargo test --lib")).await;
+    let (_, answer) = pending.await.unwrap();
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+    let input = &answer["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(input["command"], "cargo test --lib", "{answer}");
+    assert_eq!(input["description"], "Run the tests", "{answer}");
+
+    // An Edit shows the file and the change as lines taken out and put in.
+    let edit = hook(
+        "PreToolUse",
+        "Edit",
+        json!({"file_path": "/home/dev/app/src/main.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"}),
+    );
+    let pending = posted(&base, &token, edit);
+    let id = served.card_id("Edit: /home/dev/app/src/main.rs").await;
+    served.stdout_line("- let x = 1;").await;
+    served.stdout_line("+ let x = 2;").await;
+    served.type_line(&format!("/approve {id}")).await;
+    assert_eq!(decision(&pending.await.unwrap().1).0, "allow");
+
+    // `allow` tools pass without a card; tools in neither list get no decision.
+    let (_, answer) = post(&base, &token, &hook("PreToolUse", "Read", json!({"file_path": "/etc/hosts"}))).await;
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+    let (_, answer) = post(&base, &token, &hook("PreToolUse", "Grep", json!({"pattern": "x"}))).await;
+    assert_eq!(answer, json!({}));
+    assert_eq!(served.cards("Read"), 0);
+    assert_eq!(served.cards("Grep"), 0);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_permission_request_allowed_always_adds_claude_codes_rule_and_is_not_asked_again() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), HOOKS));
+    let (base, token) = served.agent(dir.path()).await;
+    let suggestion = json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm run lint"}],
+        "behavior": "allow", "destination": "localSettings"});
+    let mut request = hook("PermissionRequest", "Bash", json!({"command": "npm run lint"}));
+    request["permission_suggestions"] = json!([suggestion]);
+    request.as_object_mut().unwrap().remove("tool_use_id");
+
+    let pending = posted(&base, &token, request.clone());
+    let id = served.card_id("Bash: npm run lint").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let (_, answer) = pending.await.unwrap();
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(output["hookEventName"], "PermissionRequest", "{answer}");
+    assert_eq!(output["decision"]["behavior"], "allow", "{answer}");
+    assert_eq!(output["decision"]["updatedPermissions"], json!([suggestion]), "{answer}");
+
+    // askgate's own grant answers the same request at once: no second card.
+    let (_, again) = tokio::time::timeout(std::time::Duration::from_secs(15), post(&base, &token, &request))
+        .await
+        .expect("a granted request is not asked again");
+    assert_eq!(again["hookSpecificOutput"]["decision"]["behavior"], "allow", "{again}");
+    assert_eq!(served.cards("Bash: npm run lint"), 1);
+
+    // Rejected: deny with the person's words as the message.
+    let pending = posted(&base, &token, hook("PermissionRequest", "Bash", json!({"command": "git push --force"})));
+    let id = served.card_id("Bash: git push --force").await;
+    served.type_line(&format!("/deny {id} never force-push main")).await;
+    let (_, answer) = pending.await.unwrap();
+    let decided = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(decided["behavior"], "deny", "{answer}");
+    assert!(decided["message"].as_str().unwrap().contains("never force-push main"), "{answer}");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_hook_nobody_answers_in_time_answers_ask_and_its_card_is_closed() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &format!("{HOOKS}hook_timeout = \"5s\"\n")));
+    let (base, token) = served.agent(dir.path()).await;
+    let pending = posted(&base, &token, bash("make deploy"));
+    let id = served.card_id("Bash: make deploy").await;
+    let (status, answer) = pending.await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(decision(&answer).0, "ask", "{answer}");
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("expired"));
+    // Its outcome is recorded.
+    let (_, operator) = served.api(dir.path()).await;
+    let stored: Value = reqwest::Client::new()
+        .get(format!("{base}/api/questions/{id}"))
+        .bearer_auth(&operator)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["status"], "expired", "{stored}");
+
+    // A hook Claude Code stops waiting for (Esc drops the request): its question is cancelled.
+    let pending = posted(&base, &token, bash("make release"));
+    let id = served.card_id("Bash: make release").await;
+    pending.abort();
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (client)"));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn ask_user_question_becomes_questions_whose_answers_go_back_by_question_text() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), HOOKS));
+    let (base, token) = served.agent(dir.path()).await;
+    let questions = json!([
+        {"question": "Which test runner?", "header": "Runner", "multiSelect": false,
+         "options": [{"label": "vitest", "description": "fast, ESM"}, {"label": "jest", "description": "the old one"}]},
+        {"question": "Which checks?", "header": "Checks", "multiSelect": true,
+         "options": [{"label": "lint", "description": "eslint"}, {"label": "types", "description": "tsc"},
+                     {"label": "format", "description": "prettier"}]},
+    ]);
+    let pending = posted(&base, &token, hook("PreToolUse", "AskUserQuestion", json!({"questions": questions})));
+    let first = served.card_id("Which test runner?").await;
+    served.stdout_line("vitest: fast, ESM").await;
+    served.type_line(&format!("/answer {first} 1")).await;
+    let second = served.card_id("Which checks?").await;
+    served.type_line(&format!("/answer {second} 1,2")).await;
+    let (_, answer) = pending.await.unwrap();
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+    let input = &answer["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(input["questions"], questions, "the questions go back as they came");
+    assert_eq!(input["answers"], json!({"Which test runner?": "vitest", "Which checks?": "lint, types"}), "{answer}");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn the_command_form_pipes_a_hook_through_the_running_askgate() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), HOOKS));
+    let (base, _) = served.agent(dir.path()).await;
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["hook", "claude-code", "--config"])
+        .arg(dir.path().join("channels.toml"))
+        .args(["--url", &base])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(bash("npm run build").to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let id = served.card_id("Bash: npm run build").await;
+    served.type_line(&format!("/approve {id}")).await;
+    let out = child.wait_with_output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+
+    // askgate not running: a clear line on stderr, and an exit that lets Claude Code go on.
+    let out = tokio::process::Command::new(BIN)
+        .args(["hook", "claude-code", "--config"])
+        .arg(dir.path().join("channels.toml"))
+        .args(["--url", "http://127.0.0.1:9"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no askgate answers at http://127.0.0.1:9"));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn bad_hooks_and_the_wrong_token_are_told_why() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), HOOKS));
+    let (base, token) = served.agent(dir.path()).await;
+    let (_, operator) = served.api(dir.path()).await;
+    let http = reqwest::Client::new();
+    let raw = |body: &'static str, token: &str| {
+        http.post(format!("{base}/hooks/claude-code")).bearer_auth(token.to_owned()).body(body).send()
+    };
+    let response = raw("{not json", &token).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.text().await.unwrap().contains("not a Claude Code hook's JSON"));
+    let response = raw(r#"{"hook_event_name":"Stop","tool_name":"x"}"#, &token).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.text().await.unwrap().contains("not `Stop`"));
+    let response = raw(r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#, &operator).await.unwrap();
+    assert_eq!(response.status(), 403);
+    let (status, _) = post(&base, "not-a-token", &bash("ls")).await;
+    assert_eq!(status, 401);
+    served.terminate().await;
+
+    // Without [claude_code], the endpoint says what to add.
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.agent(dir.path()).await;
+    let (status, body) = post(&base, &token, &bash("ls")).await;
+    assert_eq!(status, 404);
+    assert!(body.to_string().contains("[claude_code]"), "{body}");
+    served.terminate().await;
+}
