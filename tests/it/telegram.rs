@@ -784,3 +784,30 @@ async fn a_gated_tool_call_is_approved_by_a_tap() {
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_claude_code_hook_is_allowed_by_a_tap_and_its_card_says_so() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let served = binary_with_mcp(&dir, &url, &format!("\n[claude_code]\nconversation = \"telegram:{ALICE}\"\n"));
+    let (base, token) = served.agent(dir.path()).await;
+    let hook = json!({"session_id": "4f0c9a2e-1b7d", "transcript_path": "/t.jsonl", "cwd": "/home/dev/app",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1",
+        "tool_input": {"command": "npm test", "description": "Run the tests"}});
+    let pending = tokio::spawn(async move {
+        let response = reqwest::Client::new()
+            .post(format!("{base}/hooks/claude-code"))
+            .bearer_auth(token)
+            .json(&hook)
+            .send()
+            .await;
+        response.unwrap().json::<Value>().await.unwrap()
+    });
+    let card = fake.sent("Bash: npm test", 1).await;
+    assert!(card["text"].as_str().unwrap().contains("in /home/dev/app · session 4f0c9a2e"), "{card}");
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow once"));
+    let answer = pending.await.unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow", "{answer}");
+    edited(&fake, ALICE, id_of(&card), "✅").await;
+    served.terminate().await;
+}
