@@ -215,14 +215,8 @@ impl HookInput {
         for question in questions {
             match &question.outcome {
                 Some(Outcome::Answered { value }) => {
-                    let text = match value {
-                        Value::Array(labels) => labels
-                            .iter()
-                            .map(|l| crate::question::display_value(Kind::Question, l))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        other => crate::question::display_value(Kind::Question, other),
-                    };
+                    // Several labels are joined with `, `, as Claude Code reads them.
+                    let text = crate::question::display_value(Kind::Question, value);
                     answers.insert(question.prompt.clone(), json!(text));
                 }
                 Some(Outcome::Declined { feedback }) => {
