@@ -61,25 +61,7 @@ pub(super) fn claude_code(raw: Option<RawClaudeCode>) -> Result<Option<ClaudeCod
     let conversation = Conversation::parse(text).map_err(|e| {
         ("claude_code.conversation".to_owned(), format!("`{text}` is not a conversation like telegram:42: {e}"))
     })?;
-    let answerers = match raw.answerers {
-        None => None,
-        Some(list) if list.is_empty() => {
-            return Err((
-                "claude_code.answerers".into(),
-                "is empty: nobody could answer; leave it out to use the channel's rules".into(),
-            ));
-        }
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, u)| {
-                    UserRef::parse(u).map_err(|e| {
-                        (format!("claude_code.answerers[{i}]"), format!("`{u}` is not a user like telegram:42: {e}"))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
+    let answerers = super::mcp::answerers("claude_code.answerers", raw.answerers)?;
     let hook_timeout = raw.hook_timeout.unwrap_or(HOOK_TIMEOUT);
     if hook_timeout < Duration::from_secs(5) {
         return Err(("claude_code.hook_timeout".into(), "must be at least 5s: a person needs time to answer".into()));

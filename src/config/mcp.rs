@@ -121,6 +121,26 @@ impl McpConfig {
     }
 }
 
+/// An `answerers` list: none when left out; an empty one is refused (nobody could answer).
+pub(super) fn answerers(key: &str, list: Option<Vec<String>>) -> Result<Option<Vec<UserRef>>, (String, String)> {
+    match list {
+        None => Ok(None),
+        Some(list) if list.is_empty() => Err((
+            key.to_owned(),
+            "is empty: nobody could answer; leave it out to use the channel's allowed_users".into(),
+        )),
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                UserRef::parse(u)
+                    .map_err(|e| (format!("{key}[{i}]"), format!("`{u}` is not a user like telegram:42: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+    }
+}
+
 pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>, (String, String)> {
     let Some(raw) = raw else { return Ok(None) };
     let conversation = |key: String, text: &str| {
@@ -132,25 +152,7 @@ pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>,
             "is required: where agents' questions go, e.g. \"telegram:42\" or \"console:local\"".into(),
         ));
     };
-    let answerers = match raw.answerers {
-        None => None,
-        Some(list) if list.is_empty() => {
-            return Err((
-                "mcp.answerers".into(),
-                "is empty: nobody could answer; leave it out to use the channel's allowed_users".into(),
-            ));
-        }
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, u)| {
-                    UserRef::parse(u).map_err(|e| {
-                        (format!("mcp.answerers[{i}]"), format!("`{u}` is not a user like telegram:42: {e}"))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
+    let answerers = answerers("mcp.answerers", raw.answerers)?;
     let allowed_conversations = raw
         .allowed_conversations
         .iter()

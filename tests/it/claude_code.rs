@@ -162,15 +162,7 @@ async fn a_hook_nobody_answers_in_time_answers_ask_and_its_card_is_closed() {
     assert!(served.stdout_line(&format!("[{id}]")).await.contains("expired"));
     // Its outcome is recorded.
     let (_, operator) = served.api(dir.path()).await;
-    let stored: Value = reqwest::Client::new()
-        .get(format!("{base}/api/questions/{id}"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stored = crate::support::get_json(&format!("{base}/api/questions/{id}"), &operator).await;
     assert_eq!(stored["status"], "expired", "{stored}");
 
     // A hook Claude Code stops waiting for (Esc drops the request): its question is cancelled.

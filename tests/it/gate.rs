@@ -105,15 +105,7 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
     assert!(text(&again).starts_with("deleted"), "{}", text(&again));
 
     // The audit: each gated call is an approval with its outcome and its arguments.
-    let audit: serde_json::Value = reqwest::Client::new()
-        .get(format!("{base}/api/questions?kind=approval&status=all"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let audit = crate::support::get_json(&format!("{base}/api/questions?kind=approval&status=all"), &operator).await;
     let audit = audit["questions"].as_array().unwrap();
     assert_eq!(audit.len(), 3, "rejected, allowed always, granted: {audit:?}");
     assert!(audit.iter().all(|q| q["prompt"] == "files__delete_file"), "{audit:?}");

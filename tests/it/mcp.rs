@@ -471,35 +471,6 @@ async fn a_client_with_tasks_polls_the_ask_and_may_cancel_it() {
 }
 
 #[tokio::test]
-async fn askgate_mcp_bridges_stdio_to_the_running_askgate() {
-    let (dir, mut served, _url, _token) = start().await;
-    let config = dir.path().join("channels.toml");
-    // The configured address is port 0: name the real one.
-    let (base, _) = served.agent(dir.path()).await;
-    let mut bridge = Command::new(BIN)
-        .args(["mcp", "--config"])
-        .arg(&config)
-        .args(["--url", &format!("{base}/mcp")])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let transport = (bridge.stdout.take().unwrap(), bridge.stdin.take().unwrap());
-    let client: Client = ().serve(transport).await.expect("an MCP session over stdio");
-    let tools = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(tools.len(), 5);
-    let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Via stdio?", "options": ["a", "b"]})));
-    let id = card_id(&served, "Via stdio?").await;
-    served.type_line(&format!("/answer {id} a")).await;
-    let result = pending.await.unwrap();
-    assert_eq!(structured(&result)["value"], "a", "{}", text(&result));
-    client.cancel().await.unwrap();
-    let _ = tokio::time::timeout(Duration::from_secs(5), bridge.wait()).await;
-    served.terminate().await;
-}
-
-#[tokio::test]
 async fn askgate_mcp_without_an_askgate_says_so_in_one_line() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), MCP);

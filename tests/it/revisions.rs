@@ -428,12 +428,15 @@ async fn askgate_mcp_serves_clients_of_either_revision_with_the_gated_tools_over
     let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}{upstreams}")));
     let (base, _) = served.agent(dir.path()).await;
     let modern = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    for (revision, lifecycle) in [("2026-07-28", modern), ("2025-11-25", ClientLifecycleMode::Initialize)] {
-        // askgate's own address, as one would type it.
+    // askgate's own address, as one would type it, and its full MCP endpoint.
+    let (at, endpoint) = (base.clone(), format!("{base}/mcp"));
+    for (revision, lifecycle, url) in
+        [("2026-07-28", modern, at), ("2025-11-25", ClientLifecycleMode::Initialize, endpoint)]
+    {
         let mut bridge = tokio::process::Command::new(crate::binary::BIN)
             .args(["mcp", "--config"])
             .arg(dir.path().join("channels.toml"))
-            .args(["--url", &base])
+            .args(["--url", &url])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -501,15 +504,7 @@ async fn an_always_for_a_call_that_could_not_be_made_leaves_no_grant() {
     assert!(text(&failed).contains("not running now"), "{}", text(&failed));
     assert!(text(&failed).contains("was withdrawn"), "{}", text(&failed));
     assert!(dir.path().join("files").join("a.txt").exists());
-    let grants: Value = reqwest::Client::new()
-        .get(format!("{base}/api/grants"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let grants = crate::support::get_json(&format!("{base}/api/grants"), &operator).await;
     assert_eq!(grants["grants"], json!([]), "{grants}");
     client.cancel().await.unwrap();
     served.terminate().await;

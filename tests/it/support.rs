@@ -305,3 +305,8 @@ where
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// The JSON body of `GET url` with `token`.
+pub async fn get_json(url: &str, token: &str) -> serde_json::Value {
+    reqwest::Client::new().get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}
