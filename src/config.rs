@@ -9,6 +9,7 @@ mod channels;
 mod claude_code;
 mod functions;
 mod mcp;
+mod opencode;
 mod overrides;
 mod raw;
 
@@ -25,6 +26,7 @@ pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, Webhoo
 pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
+pub use opencode::OpencodeConfig;
 pub use overrides::{GatewayValue, Source};
 
 use crate::engine::Settings;
@@ -122,6 +124,8 @@ pub struct Config {
     pub mcp: Option<McpConfig>,
     /// Claude Code's hooks (`[claude_code]`).
     pub claude_code: Option<ClaudeCodeConfig>,
+    /// opencode servers whose prompts askgate asks (`[[opencode]]`).
+    pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
     pub agents: Vec<AgentConfig>,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
@@ -245,6 +249,7 @@ impl Config {
         let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
+        let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
@@ -269,6 +274,7 @@ impl Config {
             agents,
             mcp,
             claude_code,
+            opencode,
             gateway_values,
         })
     }

@@ -242,6 +242,7 @@ impl Gateway {
                 crate::mcp::service(engine.clone(), mcp, upstreams.clone(), http, crate::http::MAX_BODY, sessions);
             (service, upstreams)
         });
+        crate::opencode::start(&config.opencode, &engine);
         let app = crate::http::router(engine.clone(), tokens, webhooks, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();

@@ -17,8 +17,9 @@
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
+//! opencode  -> config, engine, question, text
 //! http      -> channel, config, engine, hooks, mcp, question, run, store, text
-//! gateway   -> channel, clock, config, engine, function, http, mcp, question, store
+//! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
 //! ```
 //!
 //! - [`text`]: clipping text to a length, and the one markup a detail may carry.
@@ -49,6 +50,8 @@
 //!   and the webhook bridge.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
 //!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
+//! - [`opencode`]: a running opencode server's permission prompts and questions asked of a
+//!   person, and the answers sent back.
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
@@ -66,6 +69,7 @@ pub mod gateway;
 pub mod hooks;
 pub mod http;
 pub mod mcp;
+pub mod opencode;
 pub mod question;
 pub mod run;
 pub mod store;

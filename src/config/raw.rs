@@ -23,6 +23,19 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub agents: Vec<RawAgent>,
     pub claude_code: Option<RawClaudeCode>,
+    #[serde(default)]
+    pub opencode: Vec<RawOpencode>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOpencode {
+    pub name: String,
+    pub url: String,
+    pub username: Option<String>,
+    pub password_env: Option<String>,
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

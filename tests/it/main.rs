@@ -17,6 +17,7 @@ mod layout;
 mod mcp;
 mod nudges;
 mod openapi;
+mod opencode;
 mod packaging;
 mod process;
 mod python_client;

@@ -1,0 +1,342 @@
+//! opencode's permission prompts and questions, asked of a person: askgate follows a running
+//! opencode server's event stream (`GET /global/event`, every project, reconnecting), turns
+//! `permission.asked` into an approval and `question.asked` into its questions, and replies
+//! through `POST /permission/{id}/reply` and `POST /question/{id}/reply`. A prompt answered in
+//! opencode first (`permission.replied`, `question.replied`/`rejected`), or whose session was
+//! stopped (`session.error`, `session.idle`), retracts its card.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::config::OpencodeConfig;
+use crate::engine::{ChannelState, Engine};
+use crate::question::{Answerers, Ask, Outcome, Question, QuestionId, UserRef};
+
+/// The longest wait between two tries to reach opencode.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Follows each configured opencode server until askgate stops.
+pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
+    for config in configs {
+        let bridge = Arc::new(Bridge::new(config.clone(), engine.clone()));
+        tokio::spawn(bridge.run());
+    }
+}
+
+/// A prompt of opencode's that a person is asked: which kind, where, and the question(s).
+#[derive(Clone)]
+struct Open {
+    session: String,
+    questions: Vec<QuestionId>,
+}
+
+struct Bridge {
+    config: OpencodeConfig,
+    engine: Engine,
+    http: reqwest::Client,
+    /// `opencode:<name>`: who asks, and its line in `/healthz`.
+    asker: UserRef,
+    health: &'static str,
+    /// Prompts asked of a person, by opencode's request id.
+    open: Mutex<HashMap<String, Open>>,
+}
+
+impl Bridge {
+    fn new(config: OpencodeConfig, engine: Engine) -> Self {
+        let asker = UserRef::parse(&format!("opencode:{}", config.name)).expect("a checked name makes a user");
+        let health: &'static str = Box::leak(format!("opencode:{}", config.name).into_boxed_str());
+        Self { config, engine, http: reqwest::Client::new(), asker, health, open: Mutex::default() }
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str, directory: Option<&str>) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.config.url));
+        if let Some(directory) = directory {
+            request = request.query(&[("directory", directory)]);
+        }
+        match self.config.password_env.as_deref().and_then(|var| std::env::var(var).ok()) {
+            Some(password) => request.basic_auth(&self.config.username, Some(password)),
+            None => request,
+        }
+    }
+
+    async fn run(self: Arc<Self>) {
+        let stop = self.engine.stopping();
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let ended = tokio::select! {
+                ended = self.follow() => ended,
+                () = stop.cancelled() => return,
+            };
+            let reason = match ended {
+                Ok(()) => "the event stream ended".to_owned(),
+                Err(e) => e,
+            };
+            tracing::warn!(opencode = %self.config.name, reason, "opencode is not reachable; trying again");
+            self.engine.set_channel_state(self.health, ChannelState::Degraded(reason));
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = stop.cancelled() => return,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Reads the event stream until it ends.
+    async fn follow(self: &Arc<Self>) -> Result<(), String> {
+        let response = self
+            .request(reqwest::Method::GET, "/global/event", None)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", self.config.url))?;
+        if !response.status().is_success() {
+            return Err(format!("{}/global/event answered {}", self.config.url, response.status()));
+        }
+        self.engine.set_channel_state(self.health, ChannelState::Up);
+        tracing::info!(opencode = %self.config.name, url = %self.config.url, "following opencode's events");
+        let mut body = response.bytes_stream();
+        let mut buffer = Vec::new();
+        while let Some(chunk) = body.next().await {
+            buffer.extend_from_slice(&chunk.map_err(|e| format!("reading the event stream: {e}"))?);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                if let Some(data) = line.strip_prefix(b"data:") {
+                    match serde_json::from_slice::<Value>(data) {
+                        Ok(event) => self.heard(&event),
+                        Err(e) => {
+                            tracing::debug!(opencode = %self.config.name, error = %e, "an event that is not JSON")
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One event of the global stream: `{directory, payload: {type, properties}}`.
+    fn heard(self: &Arc<Self>, event: &Value) {
+        let directory = event.get("directory").and_then(Value::as_str).map(str::to_owned);
+        let payload = event.get("payload").unwrap_or(event);
+        let properties = payload.get("properties").cloned().unwrap_or(Value::Null);
+        let text = |key: &str| properties.get(key).and_then(Value::as_str).map(str::to_owned);
+        match payload.get("type").and_then(Value::as_str).unwrap_or_default() {
+            kind @ ("permission.asked" | "question.asked") => {
+                let (Some(id), Some(session)) = (text("id"), text("sessionID")) else { return };
+                if self.open().contains_key(&id) {
+                    return;
+                }
+                self.open().insert(id.clone(), Open { session, questions: Vec::new() });
+                let (bridge, question) = (self.clone(), kind == "question.asked");
+                tokio::spawn(async move { bridge.ask(id, directory, properties, question).await });
+            }
+            "permission.replied" | "question.replied" | "question.rejected" => {
+                if let Some(id) = text("requestID") {
+                    self.retract(|open_id, _| *open_id == id, "answered in opencode");
+                }
+            }
+            "session.error" | "session.idle" => {
+                if let Some(session) = text("sessionID") {
+                    self.retract(|_, open| open.session == session, "its opencode session stopped");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Cancels the questions of the prompts `which` selects.
+    fn retract(&self, which: impl Fn(&String, &Open) -> bool, reason: &'static str) {
+        let retracted: Vec<QuestionId> = {
+            let mut open = self.open();
+            let ids: Vec<String> = open.iter().filter(|(id, o)| which(id, o)).map(|(id, _)| id.clone()).collect();
+            ids.iter().filter_map(|id| open.remove(id)).flat_map(|o| o.questions).collect()
+        };
+        for question in retracted {
+            let engine = self.engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = engine.cancel_external(question, reason).await {
+                    tracing::error!(question = %question, error = %e, "could not retract an opencode prompt's card");
+                }
+            });
+        }
+    }
+
+    /// Asks a person and replies to opencode, unless opencode settled it first.
+    async fn ask(self: Arc<Self>, id: String, directory: Option<String>, properties: Value, question: bool) {
+        let asks = if question { questions(&properties) } else { vec![permission(&properties, directory.as_deref())] };
+        let mut answered = Vec::new();
+        for mut ask in asks {
+            ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
+            let asked = self.engine.ask_external(self.config.conversation.clone(), ask, self.asker.clone()).await;
+            let asked = match asked {
+                Ok(asked) => asked,
+                Err(e) => {
+                    tracing::error!(opencode = %self.config.name, request = %id, error = %e, "could not ask opencode's prompt");
+                    self.open().remove(&id);
+                    return;
+                }
+            };
+            if !self.asked(&id, asked.id) {
+                // Settled in opencode while it was being asked.
+                let _ = self.engine.cancel_external(asked.id, "answered in opencode").await;
+                return;
+            }
+            let Some(resolved) = self.settle(asked).await else { return };
+            if !matches!(resolved.outcome, Some(Outcome::Answered { .. })) || !question {
+                answered.push(resolved);
+                break;
+            }
+            answered.push(resolved);
+        }
+        if self.open().remove(&id).is_none() {
+            return; // Settled in opencode meanwhile.
+        }
+        let (path, body) = match question {
+            true => reply_to_question(&id, &answered),
+            false => reply_to_permission(&id, &answered[0]),
+        };
+        let Some(body) = body else { return };
+        let sent = self.request(reqwest::Method::POST, &path, directory.as_deref()).json(&body).send().await;
+        match sent {
+            Ok(response) if response.status().is_success() => {
+                tracing::info!(opencode = %self.config.name, request = %id, "replied to opencode");
+            }
+            Ok(response) => {
+                tracing::warn!(opencode = %self.config.name, request = %id, status = %response.status(), "opencode refused the reply");
+            }
+            Err(e) => {
+                tracing::warn!(opencode = %self.config.name, request = %id, error = %e, "could not reply to opencode")
+            }
+        }
+    }
+
+    /// Notes that `question` asks the prompt `id`; false when the prompt was settled meanwhile.
+    fn asked(&self, id: &str, question: QuestionId) -> bool {
+        match self.open().get_mut(id) {
+            Some(open) => {
+                open.questions.push(question);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The question once resolved; none when it is gone.
+    async fn settle(&self, mut question: Question) -> Option<Question> {
+        while question.is_pending() {
+            question = match self.engine.wait_outcome(question.id, Duration::from_secs(60)).await {
+                Ok(Some(question)) => question,
+                Ok(None) | Err(_) => return None,
+            };
+        }
+        Some(question)
+    }
+}
+
+/// A permission prompt as an approval: what opencode would do, what "always" would allow, where.
+fn permission(properties: &Value, directory: Option<&str>) -> Ask {
+    let kind = properties.get("permission").and_then(Value::as_str).unwrap_or("permission");
+    let strings = |key: &str| -> Vec<String> {
+        properties
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let metadata = properties.get("metadata").cloned().unwrap_or(Value::Null);
+    let what = metadata
+        .get("command")
+        .or_else(|| metadata.get("filepath"))
+        .and_then(Value::as_str)
+        .map_or_else(|| strings("patterns").join(" "), str::to_owned);
+    let mut detail = Vec::new();
+    if let Some(diff) = metadata.get("diff").and_then(Value::as_str) {
+        detail.push(format!("```\n{}\n```", crate::text::clip(diff, 3000, "…")));
+    }
+    let always = strings("always");
+    if !always.is_empty() {
+        detail.push(format!("Allow always lets {} through in opencode.", always.join(", ")));
+    }
+    let session: String =
+        properties.get("sessionID").and_then(Value::as_str).unwrap_or_default().chars().take(12).collect();
+    detail.push(match directory {
+        Some(directory) => format!("in {directory} · session {session}"),
+        None => format!("session {session}"),
+    });
+    Ask::approval(format!("{kind}: {what}")).detail(detail.join("\n"))
+}
+
+/// A question prompt's questions, one ask each.
+fn questions(properties: &Value) -> Vec<Ask> {
+    let questions = properties.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
+    questions
+        .iter()
+        .filter_map(|q| {
+            let text = q.get("question")?.as_str()?;
+            let options = q.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+            let labels: Vec<String> =
+                options.iter().filter_map(|o| o.get("label")?.as_str().map(str::to_owned)).collect();
+            let described: Vec<String> = options
+                .iter()
+                .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
+                .collect();
+            let mut ask = Ask::question(text)
+                .options(labels)
+                .multi(q.get("multiple").and_then(Value::as_bool).unwrap_or(false))
+                .allow_custom(q.get("custom").and_then(Value::as_bool).unwrap_or(true));
+            if !described.is_empty() {
+                ask = ask.detail(described.join("\n"));
+            }
+            Some(ask)
+        })
+        .collect()
+}
+
+/// What opencode is told of a permission's approval; none when it was not decided here.
+fn reply_to_permission(id: &str, question: &Question) -> (String, Option<Value>) {
+    let path = format!("/permission/{id}/reply");
+    let body = match &question.outcome {
+        // askgate's own grant ("granted") lets this one through; the person's "always" is
+        // opencode's too.
+        Some(Outcome::Answered { value })
+            if value == "always" && question.answered_via != Some(crate::question::Surface::Gateway) =>
+        {
+            Some(json!({"reply": "always"}))
+        }
+        Some(Outcome::Answered { .. }) => Some(json!({"reply": "once"})),
+        Some(Outcome::Declined { feedback }) => Some(match feedback {
+            Some(feedback) => json!({"reply": "reject", "message": feedback}),
+            None => json!({"reply": "reject"}),
+        }),
+        Some(Outcome::Expired { .. }) => {
+            Some(json!({"reply": "reject", "message": "nobody answered this permission on askgate in time"}))
+        }
+        Some(Outcome::Cancelled { .. }) | None => None,
+    };
+    (path, body)
+}
+
+/// What opencode is told of its questions: the labels chosen for each, in order, or a
+/// rejection when one was declined or not answered.
+fn reply_to_question(id: &str, questions: &[Question]) -> (String, Option<Value>) {
+    let mut answers = Vec::new();
+    for question in questions {
+        match &question.outcome {
+            Some(Outcome::Answered { value: Value::Array(labels) }) => answers.push(Value::Array(labels.clone())),
+            Some(Outcome::Answered { value }) => answers.push(json!([value])),
+            Some(Outcome::Cancelled { .. }) | None => return (String::new(), None),
+            Some(_) => return (format!("/question/{id}/reject"), Some(json!({}))),
+        }
+    }
+    (format!("/question/{id}/reply"), Some(json!({"answers": answers})))
+}

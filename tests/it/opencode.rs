@@ -1,0 +1,136 @@
+//! opencode's prompts through the real binary, against a loopback server that speaks opencode's
+//! event stream (`GET /global/event`, one `data:` line per event) and its reply routes.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::mpsc;
+
+use crate::binary::{Served, write_config};
+use crate::support::eventually;
+
+/// A reply opencode received: its path, its `directory` and its body.
+type Reply = (String, Option<String>, Value);
+
+#[derive(Clone, Default)]
+struct Fake {
+    streams: Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>,
+    replies: Arc<Mutex<Vec<Reply>>>,
+    authorization: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fake {
+    async fn start() -> (Self, String) {
+        let fake = Self::default();
+        let app = axum::Router::new()
+            .route("/global/event", get(events))
+            .route("/permission/{id}/reply", post(replied))
+            .route("/question/{id}/reply", post(replied))
+            .route("/question/{id}/reject", post(replied))
+            .with_state(fake.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (fake, url)
+    }
+
+    /// Sends an event of project `directory` to every open stream.
+    fn send(&self, directory: &str, kind: &str, properties: Value) {
+        let event =
+            json!({"directory": directory, "project": "p", "payload": {"type": kind, "properties": properties}});
+        for stream in self.streams.lock().unwrap().iter() {
+            let _ = stream.send(format!("data: {event}\n\n"));
+        }
+    }
+
+    async fn reply(&self, path: &str) -> Reply {
+        eventually(|| async { self.replies.lock().unwrap().iter().find(|r| r.0 == path).cloned() }).await
+    }
+}
+
+async fn events(State(fake): State<Fake>, headers: HeaderMap) -> axum::response::Response {
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    fake.authorization.lock().unwrap().push(auth);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send("data: {\"payload\":{\"type\":\"server.connected\",\"properties\":{}}}\n\n".to_owned());
+    fake.streams.lock().unwrap().push(tx);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|line| (Ok::<_, std::convert::Infallible>(line), rx))
+    });
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap()
+}
+
+async fn replied(
+    State(fake): State<Fake>,
+    Path(_): Path<String>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+    uri: axum::http::Uri,
+    body: axum::body::Bytes,
+) -> axum::Json<Value> {
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    fake.replies.lock().unwrap().push((uri.path().to_owned(), query.get("directory").cloned(), body));
+    axum::Json(json!(true))
+}
+
+#[tokio::test]
+async fn opencodes_prompts_are_asked_on_the_console_and_the_answers_reach_it() {
+    let (fake, url) = Fake::start().await;
+    let dir = TempDir::new().unwrap();
+    let extra = format!(
+        "\n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\npassword_env = \"OC_PASSWORD\"\nconversation = \"console:local\"\n"
+    );
+    let mut served = Served::start_with_env(&write_config(dir.path(), &extra), &[("OC_PASSWORD", "secret")]);
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    // Basic auth as opencode's server takes it: user `opencode`, the password from the environment.
+    assert_eq!(fake.authorization.lock().unwrap()[0], "Basic b3BlbmNvZGU6c2VjcmV0");
+
+    // A permission, allowed always: opencode is told `always`, in the project it came from.
+    let asked = json!({"id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["rm -rf build"],
+        "metadata": {"command": "rm -rf build"}, "always": ["rm *"], "tool": {"messageID": "msg_1", "callID": "c1"}});
+    fake.send("/home/dev/app", "permission.asked", asked);
+    let id = served.card_id("bash: rm -rf build").await;
+    served.stdout_line("Allow always lets rm * through in opencode.").await;
+    served.stdout_line("in /home/dev/app · session ses_1").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let (_, directory, body) = fake.reply("/permission/per_1/reply").await;
+    assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "always"})));
+
+    // Rejected with a reason: opencode's model reads it and goes on.
+    let asked = json!({"id": "per_2", "sessionID": "ses_1", "permission": "edit", "patterns": ["src/main.rs"],
+        "metadata": {"filepath": "/home/dev/app/src/main.rs", "diff": "-a\n+b"}, "always": ["*"]});
+    fake.send("/home/dev/app", "permission.asked", asked);
+    let id = served.card_id("edit: /home/dev/app/src/main.rs").await;
+    served.type_line(&format!("/deny {id} not that file")).await;
+    let (_, _, body) = fake.reply("/permission/per_2/reply").await;
+    assert_eq!(body, json!({"reply": "reject", "message": "not that file"}));
+
+    // Answered in opencode's own TUI first: the card is retracted, and askgate replies nothing.
+    let asked = json!({"id": "per_3", "sessionID": "ses_2", "permission": "bash", "patterns": ["ls"], "metadata": {"command": "ls"}});
+    fake.send("/home/dev/app", "permission.asked", asked);
+    let id = served.card_id("bash: ls").await;
+    fake.send(
+        "/home/dev/app",
+        "permission.replied",
+        json!({"sessionID": "ses_2", "requestID": "per_3", "reply": "once"}),
+    );
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (answered in opencode)"));
+
+    // A question: the chosen labels, one list per question.
+    let asked = json!({"id": "que_1", "sessionID": "ses_1", "questions": [{"question": "Which colour?", "header": "Colour",
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]});
+    fake.send("/home/dev/app", "question.asked", asked);
+    let id = served.card_id("Which colour?").await;
+    served.stdout_line("Blue: cool").await;
+    served.type_line(&format!("/answer {id} 2")).await;
+    let (_, _, body) = fake.reply("/question/que_1/reply").await;
+    assert_eq!(body, json!({"answers": [["Blue"]]}));
+    assert!(!fake.replies.lock().unwrap().iter().any(|r| r.0 == "/permission/per_3/reply"));
+    served.terminate().await;
+}
