@@ -93,14 +93,15 @@ pub fn router(
     let claude_code = settings.claude_code.clone().map(Arc::new);
     let state =
         AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads, upstreams, claude_code };
-    // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let mut app = Router::new().route("/hooks/claude-code", post(hooks::claude_code));
+    let mut app = Router::new();
     if let Some(mcp) = mcp {
         app = app
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn(session_ended))
             .layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
     }
+    // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
+    let app = app.route("/hooks/claude-code", post(hooks::claude_code));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))

@@ -241,7 +241,9 @@ async fn the_command_form_pipes_a_hook_through_the_running_askgate() {
 #[tokio::test]
 async fn bad_hooks_and_the_wrong_token_are_told_why() {
     let dir = TempDir::new().unwrap();
-    let served = Served::start(&write_config(dir.path(), HOOKS));
+    // With the MCP server too: the hook has its own rules, not those of /mcp.
+    let served =
+        Served::start(&write_config(dir.path(), &format!("{HOOKS}\n[mcp]\nconversation = \"console:local\"\n")));
     let (base, token) = served.agent(dir.path()).await;
     let (_, operator) = served.api(dir.path()).await;
     let http = reqwest::Client::new();
@@ -256,6 +258,7 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
     assert!(response.text().await.unwrap().contains("not `Stop`"));
     let response = raw(r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#, &operator).await.unwrap();
     assert_eq!(response.status(), 403);
+    assert!(response.text().await.unwrap().contains("/hooks/claude-code takes an agent token"));
     let (status, _) = post(&base, "not-a-token", &bash("ls")).await;
     assert_eq!(status, 401);
     served.terminate().await;
