@@ -5,7 +5,7 @@
 //! opencode first (`permission.replied`, `question.replied`/`rejected`), or whose session was
 //! stopped (`session.error`, `session.idle`), retracts its card.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -31,6 +31,7 @@ pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
 #[derive(Clone)]
 struct Open {
     session: String,
+    directory: Option<String>,
     questions: Vec<QuestionId>,
 }
 
@@ -43,13 +44,23 @@ struct Bridge {
     health: &'static str,
     /// Prompts asked of a person, by opencode's request id.
     open: Mutex<HashMap<String, Open>>,
+    /// The projects whose events came: after a reconnect, their pending prompts are read again.
+    directories: Mutex<BTreeSet<String>>,
 }
 
 impl Bridge {
     fn new(config: OpencodeConfig, engine: Engine) -> Self {
         let asker = UserRef::parse(&format!("opencode:{}", config.name)).expect("a checked name makes a user");
         let health: &'static str = Box::leak(format!("opencode:{}", config.name).into_boxed_str());
-        Self { config, engine, http: reqwest::Client::new(), asker, health, open: Mutex::default() }
+        Self {
+            config,
+            engine,
+            http: reqwest::Client::new(),
+            asker,
+            health,
+            open: Mutex::default(),
+            directories: Mutex::default(),
+        }
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
@@ -102,6 +113,12 @@ impl Bridge {
         }
         self.engine.set_channel_state(self.health, ChannelState::Up);
         tracing::info!(opencode = %self.config.name, url = %self.config.url, "following opencode's events");
+        // The stream replays nothing: what came or went while it was down is read from the lists.
+        let directories: Vec<String> =
+            self.directories.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
+        for directory in directories {
+            self.reconcile(&directory).await;
+        }
         let mut body = response.bytes_stream();
         let mut buffer = Vec::new();
         while let Some(chunk) = body.next().await {
@@ -121,9 +138,32 @@ impl Bridge {
         Ok(())
     }
 
+    /// Asks the prompts pending in `directory` that are not asked yet, and retracts the cards of
+    /// those that are no longer pending there.
+    async fn reconcile(self: &Arc<Self>, directory: &str) {
+        let mut pending = BTreeSet::new();
+        for (path, kind) in [("/permission", "permission.asked"), ("/question", "question.asked")] {
+            let listed = self.request(reqwest::Method::GET, path, Some(directory)).send().await;
+            let Ok(listed) = listed else { return };
+            let Ok(Value::Array(items)) = listed.json::<Value>().await else { return };
+            for item in items {
+                if let Some(id) = item.get("id").and_then(Value::as_str) {
+                    pending.insert(id.to_owned());
+                }
+                let event = json!({"directory": directory, "payload": {"type": kind, "properties": item}});
+                self.heard(&event);
+            }
+        }
+        let directory = Some(directory.to_owned());
+        self.retract(|id, open| open.directory == directory && !pending.contains(id), "answered in opencode");
+    }
+
     /// One event of the global stream: `{directory, payload: {type, properties}}`.
     fn heard(self: &Arc<Self>, event: &Value) {
         let directory = event.get("directory").and_then(Value::as_str).map(str::to_owned);
+        if let Some(directory) = &directory {
+            self.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(directory.clone());
+        }
         let payload = event.get("payload").unwrap_or(event);
         let properties = payload.get("properties").cloned().unwrap_or(Value::Null);
         let text = |key: &str| properties.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -133,7 +173,7 @@ impl Bridge {
                 if self.open().contains_key(&id) {
                     return;
                 }
-                self.open().insert(id.clone(), Open { session, questions: Vec::new() });
+                self.open().insert(id.clone(), Open { session, directory: directory.clone(), questions: Vec::new() });
                 let (bridge, question) = (self.clone(), kind == "question.asked");
                 tokio::spawn(async move { bridge.ask(id, directory, properties, question).await });
             }

@@ -21,6 +21,8 @@ struct Fake {
     streams: Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>,
     replies: Arc<Mutex<Vec<Reply>>>,
     authorization: Arc<Mutex<Vec<String>>>,
+    /// What `GET /permission` and `GET /question` list as pending.
+    pending: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Fake {
@@ -28,6 +30,8 @@ impl Fake {
         let fake = Self::default();
         let app = axum::Router::new()
             .route("/global/event", get(events))
+            .route("/permission", get(listed))
+            .route("/question", get(listed))
             .route("/permission/{id}/reply", post(replied))
             .route("/question/{id}/reply", post(replied))
             .route("/question/{id}/reject", post(replied))
@@ -45,6 +49,11 @@ impl Fake {
         for stream in self.streams.lock().unwrap().iter() {
             let _ = stream.send(format!("data: {event}\n\n"));
         }
+    }
+
+    /// Ends every open stream, as a restart of opencode does.
+    fn drop_streams(&self) {
+        self.streams.lock().unwrap().clear();
     }
 
     async fn reply(&self, path: &str) -> Reply {
@@ -65,6 +74,12 @@ async fn events(State(fake): State<Fake>, headers: HeaderMap) -> axum::response:
         .header("content-type", "text/event-stream")
         .body(axum::body::Body::from_stream(stream))
         .unwrap()
+}
+
+async fn listed(State(fake): State<Fake>, uri: axum::http::Uri) -> axum::Json<Value> {
+    let prefix = if uri.path() == "/permission" { "per_" } else { "que_" };
+    let pending = fake.pending.lock().unwrap().clone();
+    axum::Json(Value::Array(pending.into_iter().filter(|p| p["id"].as_str().unwrap().starts_with(prefix)).collect()))
 }
 
 async fn replied(
@@ -132,5 +147,28 @@ async fn opencodes_prompts_are_asked_on_the_console_and_the_answers_reach_it() {
     let (_, _, body) = fake.reply("/question/que_1/reply").await;
     assert_eq!(body, json!({"answers": [["Blue"]]}));
     assert!(!fake.replies.lock().unwrap().iter().any(|r| r.0 == "/permission/per_3/reply"));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn after_a_reconnect_prompts_pending_meanwhile_are_asked_and_settled_ones_retracted() {
+    let (fake, url) = Fake::start().await;
+    let dir = TempDir::new().unwrap();
+    let extra = format!("\n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\nconversation = \"console:local\"\n");
+    let mut served = Served::start(&write_config(dir.path(), &extra));
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    let asked = json!({"id": "per_a", "sessionID": "ses_1", "permission": "bash", "patterns": ["make a"], "metadata": {"command": "make a"}});
+    fake.send("/home/dev/app", "permission.asked", asked);
+    let settled = served.card_id("bash: make a").await;
+
+    // opencode restarts: per_a was answered there meanwhile, and per_b came.
+    let per_b = json!({"id": "per_b", "sessionID": "ses_1", "permission": "bash", "patterns": ["make b"], "metadata": {"command": "make b"}});
+    fake.pending.lock().unwrap().push(per_b);
+    fake.drop_streams();
+    let id = served.card_id("bash: make b").await;
+    assert!(served.stdout_line(&format!("[{settled}]")).await.contains("cancelled (answered in opencode)"));
+    served.type_line(&format!("/approve {id}")).await;
+    let (_, directory, body) = fake.reply("/permission/per_b/reply").await;
+    assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "once"})));
     served.terminate().await;
 }
