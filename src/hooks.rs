@@ -147,31 +147,11 @@ impl HookInput {
             .iter()
             .enumerate()
             .map(|(i, q)| {
-                let text =
-                    q.get("question").and_then(Value::as_str).ok_or(format!("question {} has no `question`", i + 1))?;
-                let options = q.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-                let labels: Vec<String> =
-                    options.iter().filter_map(|o| o.get("label").and_then(Value::as_str)).map(str::to_owned).collect();
-                let described: Vec<String> = options
-                    .iter()
-                    .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
-                    .collect();
-                let header = q.get("header").and_then(Value::as_str).map(|h| format!("{h} · "));
-                let detail = [
-                    Some(described.join("\n")).filter(|d| !d.is_empty()),
-                    Some(format!("{}{origin}", header.unwrap_or_default())),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join("\n");
                 let multi = q.get("multiSelect").and_then(Value::as_bool).unwrap_or(false);
-                Ok(Ask::question(text)
-                    .options(labels)
-                    .multi(multi)
-                    .allow_custom(true)
-                    .detail(detail)
-                    .timeout(Timeout::Seconds(wait_seconds)))
+                let header = q.get("header").and_then(Value::as_str).map(|h| format!("{h} · ")).unwrap_or_default();
+                let ask = choices(q, multi, true, Some(format!("{header}{origin}")))
+                    .ok_or(format!("question {} has no `question`", i + 1))?;
+                Ok(ask.timeout(Timeout::Seconds(wait_seconds)))
             })
             .collect()
     }
@@ -234,6 +214,22 @@ impl HookInput {
     }
 }
 
+/// A question whose options carry a description, as coding agents ask them (`{question,
+/// options: [{label, description}]}`): the labels are its options, each label with its
+/// description is a line of its detail, and `footer` the last one. None without `question`.
+pub fn choices(question: &Value, multi: bool, custom: bool, footer: Option<String>) -> Option<Ask> {
+    let text = question.get("question")?.as_str()?;
+    let options = question.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let labels: Vec<String> = options.iter().filter_map(|o| o.get("label")?.as_str().map(str::to_owned)).collect();
+    let mut detail: Vec<String> = options
+        .iter()
+        .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
+        .collect();
+    detail.extend(footer.filter(|f| !f.is_empty()));
+    let ask = Ask::question(text).options(labels).multi(multi).allow_custom(custom);
+    Some(if detail.is_empty() { ask } else { ask.detail(detail.join("\n")) })
+}
+
 fn code(text: &str) -> String {
     let shown = crate::text::clip(text, MAX_SHOWN, "…");
     format!("```\n{shown}\n```")
@@ -242,7 +238,7 @@ fn code(text: &str) -> String {
 /// The hook's reply body for `answer`: `{}` (no decision) for [`Answer::Pass`], and for a
 /// `PermissionRequest` also for [`Answer::Ask`] (Claude Code then shows its dialog).
 pub fn reply(event: Event, answer: &Answer) -> Value {
-    let output = match (event, answer) {
+    let mut output = match (event, answer) {
         (_, Answer::Pass) | (Event::PermissionRequest, Answer::Ask { .. }) => return json!({}),
         (Event::PreToolUse, Answer::Allow { input, .. }) => {
             let mut output = json!({"permissionDecision": "allow", "permissionDecisionReason": "allowed on askgate"});
@@ -271,7 +267,6 @@ pub fn reply(event: Event, answer: &Answer) -> Value {
             json!({"decision": {"behavior": "deny", "message": reason}})
         }
     };
-    let mut output = output;
     output["hookEventName"] = json!(event.name());
     json!({"hookSpecificOutput": output})
 }

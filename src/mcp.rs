@@ -222,8 +222,8 @@ impl Server {
                     return tools::outcome(tool, &question).into();
                 }
                 let forms = self.config.elicitation && elicit::supported(context);
-                let asker = asker(context);
-                if forms && elicit::inline(context) {
+                let (asker, inline) = (asker(context), elicit::inline(context));
+                if forms && inline {
                     // 2026-07-28: the form goes back as the result, and comes back with the
                     // same call again.
                     if elicit::returned(&self.engine, &question, &asker, request).await {
@@ -245,7 +245,7 @@ impl Server {
                     }
                 }
                 // 2025-11-25: held until the call ends; dropping it takes the form away.
-                let form = (forms && !elicit::inline(context))
+                let form = (forms && !inline)
                     .then(|| elicit::show(self.engine.clone(), question.clone(), asker, context))
                     .flatten();
                 self.hold(tool, question, form, context).await

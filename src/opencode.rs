@@ -229,11 +229,12 @@ impl Bridge {
                 return;
             }
             let Some(resolved) = self.settle(asked).await else { return };
-            if !matches!(resolved.outcome, Some(Outcome::Answered { .. })) || !question {
-                answered.push(resolved);
+            // A declined or expired question ends the prompt.
+            let done = !question || !matches!(resolved.outcome, Some(Outcome::Answered { .. }));
+            answered.push(resolved);
+            if done {
                 break;
             }
-            answered.push(resolved);
         }
         if self.open().remove(&id).is_none() {
             return; // Settled in opencode meanwhile.
@@ -268,15 +269,10 @@ impl Bridge {
         }
     }
 
-    /// The question once resolved; none when it is gone.
-    async fn settle(&self, mut question: Question) -> Option<Question> {
-        while question.is_pending() {
-            question = match self.engine.wait_outcome(question.id, Duration::from_secs(60)).await {
-                Ok(Some(question)) => question,
-                Ok(None) | Err(_) => return None,
-            };
-        }
-        Some(question)
+    /// The question once resolved; none when it is gone or askgate stops.
+    async fn settle(&self, question: Question) -> Option<Question> {
+        // Still pending, askgate stops: opencode keeps the prompt, and lists it after the restart.
+        self.engine.wait_resolved(question.id).await.ok().flatten().filter(|q| !q.is_pending())
     }
 }
 
@@ -318,26 +314,12 @@ fn permission(properties: &Value, directory: Option<&str>) -> Ask {
 
 /// A question prompt's questions, one ask each.
 fn questions(properties: &Value) -> Vec<Ask> {
-    let questions = properties.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let questions = properties.get("questions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     questions
         .iter()
         .filter_map(|q| {
-            let text = q.get("question")?.as_str()?;
-            let options = q.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
-            let labels: Vec<String> =
-                options.iter().filter_map(|o| o.get("label")?.as_str().map(str::to_owned)).collect();
-            let described: Vec<String> = options
-                .iter()
-                .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
-                .collect();
-            let mut ask = Ask::question(text)
-                .options(labels)
-                .multi(q.get("multiple").and_then(Value::as_bool).unwrap_or(false))
-                .allow_custom(q.get("custom").and_then(Value::as_bool).unwrap_or(true));
-            if !described.is_empty() {
-                ask = ask.detail(described.join("\n"));
-            }
-            Some(ask)
+            let multi = q.get("multiple").and_then(Value::as_bool).unwrap_or(false);
+            crate::hooks::choices(q, multi, q.get("custom").and_then(Value::as_bool).unwrap_or(true), None)
         })
         .collect()
 }

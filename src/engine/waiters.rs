@@ -129,6 +129,22 @@ impl Engine {
             () = stop.cancelled() => Ok(Some(question)),
         }
     }
+
+    /// The question once it is resolved, however long that takes: still pending only when
+    /// askgate begins to stop. `None` when there is no such question.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait_resolved(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        // A question that never expires may wait longer than one sleep.
+        const LONG: Duration = Duration::from_secs(24 * 60 * 60);
+        loop {
+            match self.wait_outcome(id, LONG).await? {
+                Some(question) if question.is_pending() && !self.stopping().is_cancelled() => {}
+                other => return Ok(other),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -63,17 +63,14 @@ async fn ask(
 ) -> Result<Answer, ApiError> {
     let margin = MARGIN.min(config.hook_timeout / 4);
     let wait = config.hook_timeout.saturating_sub(margin).as_secs().max(1);
-    let asks = if input.is_question() {
-        input.questions(wait).map_err(ApiError::bad_request)?
-    } else {
-        vec![input.approval(wait)]
-    };
+    if !input.is_question() {
+        let question = settle(engine, config, input.approval(wait), asker).await?;
+        return Ok(input.decided(&question));
+    }
     let mut answered = Vec::new();
-    for ask in asks {
+    for ask in input.questions(wait).map_err(ApiError::bad_request)? {
         let question = settle(engine, config, ask, asker.clone()).await?;
-        if !input.is_question() {
-            return Ok(input.decided(&question));
-        }
+        // A declined or unanswered question ends the ask; the rest are not asked.
         let taken = matches!(question.outcome, Some(crate::question::Outcome::Answered { .. }));
         answered.push(question);
         if !taken {
@@ -93,14 +90,14 @@ async fn settle(
     ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
     let question = engine.ask_external(config.conversation.clone(), ask, asker).await.map_err(refused)?;
     let mut abandoned = Abandoned { engine: engine.clone(), id: Some(question.id) };
-    let mut question = question;
-    while question.is_pending() {
-        question = engine
-            .wait_outcome(question.id, Duration::from_secs(60))
-            .await?
-            .ok_or_else(|| ApiError::not_found(format!("the question {} is gone", question.id)))?;
+    let question = engine
+        .wait_resolved(question.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("the question {} is gone", question.id)))?;
+    // Still pending only as askgate stops: the guard cancels it, and the hook answers `ask`.
+    if !question.is_pending() {
+        abandoned.id = None;
     }
-    abandoned.id = None;
     Ok(question)
 }
 
