@@ -108,6 +108,10 @@ pub struct Config {
     pub max_event_streams: usize,
     /// The most HTTP connections open at once.
     pub max_connections: usize,
+    /// The environment variable holding the secret that signs callbacks without their own.
+    pub callback_secret_env: Option<String>,
+    /// How long one attempt to deliver a callback may take.
+    pub callback_timeout: std::time::Duration,
     /// Engine settings: timeouts and per-channel rules.
     pub settings: Settings,
     /// Whether the console runs.
@@ -258,6 +262,8 @@ impl Config {
             http,
             max_event_streams: gateway.max_event_streams,
             max_connections: gateway.max_connections,
+            callback_secret_env: gateway.callback_secret_env,
+            callback_timeout: gateway.callback_timeout,
             settings: Settings {
                 default_timeout: gateway.default_timeout,
                 channels: channels.policies,

@@ -19,6 +19,7 @@
 //! and the `pruner` (retention).
 
 mod access;
+mod callbacks;
 mod claim;
 mod context;
 mod delivery;
@@ -48,6 +49,7 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal};
+pub use callbacks::CallbackSpec;
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;

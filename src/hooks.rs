@@ -3,6 +3,8 @@
 //! its questions), and the outcome goes back in the shape the hook documents. The HTTP door is
 //! `POST /hooks/claude-code`; `askgate hook claude-code` is the command form.
 
+pub mod relay;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -230,6 +232,7 @@ pub fn choices(question: &Value, multi: bool, custom: bool, footer: Option<Strin
     Some(if detail.is_empty() { ask } else { ask.detail(detail.join("\n")) })
 }
 
+/// `text` as a code block, shortened to what a card shows.
 fn code(text: &str) -> String {
     let shown = crate::text::clip(text, MAX_SHOWN, "…");
     format!("```\n{shown}\n```")

@@ -7,6 +7,7 @@
 
 mod api;
 mod bodies;
+pub mod callbacks;
 mod events;
 mod hooks;
 pub mod openapi;
@@ -53,6 +54,10 @@ pub struct AppState {
     upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
     /// Claude Code's hooks.
     claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
+    /// Whether a secret is configured for callbacks without their own.
+    callback_secret: bool,
+    /// Claude Code's relayed permission prompts waiting for a person.
+    relayed: Arc<hooks::Relayed>,
 }
 
 /// How the HTTP surface is set up.
@@ -66,11 +71,19 @@ pub struct HttpSettings {
     pub max_event_streams: usize,
     /// Claude Code's hooks, when `[claude_code]` is configured.
     pub claude_code: Option<crate::config::ClaudeCodeConfig>,
+    /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
+    /// is set); without it, a callback must bring its own.
+    pub callback_secret: bool,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        Self { loopback: true, max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS, claude_code: None }
+        Self {
+            loopback: true,
+            max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
+            claude_code: None,
+            callback_secret: false,
+        }
     }
 }
 
@@ -91,8 +104,17 @@ pub fn router(
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
     let (mcp, upstreams) = mcp.unzip();
     let claude_code = settings.claude_code.clone().map(Arc::new);
-    let state =
-        AppState { engine, tokens: Arc::new(tokens.into()), webhooks, streams, backlog_reads, upstreams, claude_code };
+    let state = AppState {
+        engine,
+        tokens: Arc::new(tokens.into()),
+        webhooks,
+        streams,
+        backlog_reads,
+        upstreams,
+        claude_code,
+        callback_secret: settings.callback_secret,
+        relayed: Arc::default(),
+    };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
         app = app
@@ -101,7 +123,9 @@ pub fn router(
             .layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
     }
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let app = app.route("/hooks/claude-code", post(hooks::claude_code));
+    let app = app
+        .route("/hooks/claude-code", post(hooks::claude_code))
+        .route("/hooks/claude-code/permission", post(hooks::permission));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))

@@ -79,6 +79,10 @@ enum Command {
         /// at the configured gateway.http.
         #[arg(long)]
         url: Option<String>,
+        /// Also serve as a Claude Code channel that relays its permission prompts to askgate
+        /// (`claude --dangerously-load-development-channels server:<name>`).
+        #[arg(long)]
+        channel: bool,
     },
 }
 
@@ -158,7 +162,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Mcp { url, .. } => match mcp(&config, url) {
+        Command::Mcp { url, channel, .. } => match mcp(&config, url, channel) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("askgate mcp: {e}");
@@ -409,12 +413,12 @@ fn mcp_url(url: String) -> String {
 }
 
 /// `askgate mcp`: stdin/stdout bridged to `/mcp` of the askgate that `config` describes.
-fn mcp(config: &Config, url: Option<String>) -> anyhow::Result<()> {
+fn mcp(config: &Config, url: Option<String>, channel: bool) -> anyhow::Result<()> {
     let url = mcp_url(url.unwrap_or_else(|| format!("{}/mcp", address(config, None))));
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token));
+    let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token, channel));
     // stdin may still be read by a blocking thread.
     runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(result?)

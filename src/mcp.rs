@@ -13,6 +13,7 @@ pub mod bridge;
 mod elicit;
 mod gate;
 mod lines;
+mod relay;
 mod tools;
 pub mod upstream;
 mod waiting;

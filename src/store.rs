@@ -73,6 +73,7 @@ pub mod copy;
 mod error;
 
 mod memory;
+mod outbox;
 mod postgres;
 mod reads;
 mod records;
@@ -93,8 +94,8 @@ pub use memory::{MEMORY_URL, MemoryStore, is_memory_url};
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
 use records::covering;
 pub use records::{
-    Change, Claim, Delivery, DeliveryRole, Grant, Lease, Orphans, Pruned, QuestionFilter, Resolution, Resume, RunAfter,
-    RunEvent, Undelivered, WriteStats,
+    Callback, CallbackTry, Change, Claim, Delivery, DeliveryRole, Grant, Lease, Orphans, Pruned, QuestionFilter,
+    Resolution, Resume, RunAfter, RunEvent, Undelivered, WriteStats,
 };
 pub use sqlite::{SqliteStore, Synchronous};
 pub use typed::StoreExt;
@@ -129,6 +130,13 @@ pub enum Write {
     Seen { key: String, at: i64 },
     /// Records how many `say` messages a run has delivered. → `Done`
     Says { run: RunId, says: u32 },
+    /// Adds a callback to the outbox. → `Done`
+    Callback(Box<Callback>),
+    /// Takes a due callback until `until` (another taker waits until then), counting one
+    /// more attempt. → `Changed` (false: delivered, given up, or taken by another meanwhile)
+    TakeCallback { id: String, now: i64, until: i64 },
+    /// Records what came of an attempt, and lets go of the callback. → `Done`
+    CallbackTried { id: String, at: i64, tried: CallbackTry },
     /// Deletes up to `limit` runs that ended before `ended_before` (with their questions and
     /// cards) and inbound keys recorded before `seen_before`; waiting and running runs stay.
     /// → `Pruned`
@@ -220,6 +228,9 @@ pub trait Store: Send + Sync + 'static {
         chat: &str,
         message: &str,
     ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError>;
+    /// Callbacks whose run has ended, neither delivered nor given up, whose pause is over and
+    /// which nobody holds at `now`; oldest first, at most `limit`.
+    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError>;
     /// The grants `find` selects.
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError>;
     /// Whether an inbound update key was recorded.

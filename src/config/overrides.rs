@@ -29,7 +29,7 @@ pub struct GatewayValue {
 }
 
 /// The keys, with how askgate spells each default.
-const KEYS: [(&str, &str); 10] = [
+const KEYS: [(&str, &str); 12] = [
     ("database", "sqlite://askgate.db"),
     ("http", "127.0.0.1:8080"),
     ("default_timeout", "30m"),
@@ -41,6 +41,8 @@ const KEYS: [(&str, &str); 10] = [
     ("max_event_streams", ""),
     ("max_connections", ""),
     ("quorum_includes_requester", "false"),
+    ("callback_secret_env", "(none)"),
+    ("callback_timeout", "10s"),
 ];
 
 /// The environment variable that overrides `gateway.<key>`.
@@ -112,6 +114,8 @@ fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
                 other => return Err(format!("`{other}` is not true or false")),
             }
         }
+        "callback_secret_env" => gateway.callback_secret_env = Some(value.trim().to_owned()),
+        "callback_timeout" => gateway.callback_timeout = parse_duration(value)?,
         other => unreachable!("`{other}` is not a [gateway] key"),
     }
     Ok(())

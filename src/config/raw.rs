@@ -114,6 +114,9 @@ pub(super) struct RawGateway {
     pub max_event_streams: usize,
     pub max_connections: usize,
     pub quorum_includes_requester: bool,
+    pub callback_secret_env: Option<String>,
+    #[serde(deserialize_with = "duration")]
+    pub callback_timeout: Duration,
 }
 
 impl Default for RawGateway {
@@ -129,6 +132,8 @@ impl Default for RawGateway {
             max_event_streams: super::DEFAULT_MAX_EVENT_STREAMS,
             max_connections: super::DEFAULT_MAX_CONNECTIONS,
             quorum_includes_requester: false,
+            callback_secret_env: None,
+            callback_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{Engine, Event, NotServed};
+use super::{CallbackSpec, Engine, Event, NotServed};
 use crate::engine::access::AnswerersError;
 
 use crate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, UserRef};
@@ -45,8 +45,23 @@ impl Engine {
         ask: Ask,
         asker: UserRef,
     ) -> Result<Question, ExternalAskError> {
+        self.ask_external_with(conversation, ask, asker, None).await
+    }
+
+    /// As [`Engine::ask_external`], with a callback that reports the outcome once it is known
+    /// (written before the question, in the store's outbox).
+    ///
+    /// # Errors
+    /// As [`Engine::ask_external`].
+    pub async fn ask_external_with(
+        &self,
+        conversation: Conversation,
+        ask: Ask,
+        asker: UserRef,
+        callback: Option<CallbackSpec>,
+    ) -> Result<Question, ExternalAskError> {
         let function = asker.channel().to_owned();
-        self.ask_for(conversation, ask, asker, function).await
+        self.ask_for(conversation, ask, asker, function, callback).await
     }
 
     /// As [`Engine::ask_external`], for a call of a gated MCP upstream's tool: its run's function
@@ -62,7 +77,7 @@ impl Engine {
         asker: UserRef,
         upstream: &str,
     ) -> Result<Question, ExternalAskError> {
-        self.ask_for(conversation, ask, asker, format!("{}{upstream}", crate::run::GATE_PREFIX)).await
+        self.ask_for(conversation, ask, asker, format!("{}{upstream}", crate::run::GATE_PREFIX), None).await
     }
 
     async fn ask_for(
@@ -71,6 +86,7 @@ impl Engine {
         mut ask: Ask,
         asker: UserRef,
         function: String,
+        callback: Option<CallbackSpec>,
     ) -> Result<Question, ExternalAskError> {
         if self.inner.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
@@ -101,6 +117,9 @@ impl Engine {
         let expires_at = self.deadline(ask.timeout, now);
         let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at)?;
         self.schedule_nudges(&mut question)?;
+        if let Some(callback) = callback {
+            self.add_callback(callback, run.id, Some(question.id)).await?;
+        }
         if let Some(granted) = self.granted(&question, &run).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;

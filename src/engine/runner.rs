@@ -187,12 +187,21 @@ impl Engine {
     }
 
     /// As [`Engine::start_run`], but the run is stored before its first turn starts, so that
-    /// an id handed out (by the API's 202) is always found, also after a crash.
+    /// an id handed out (by the API's 202) is always found, also after a crash; with a
+    /// callback that reports the run once it ends (written before the run, in the outbox).
     ///
     /// # Errors
     /// As [`Engine::start_run`], and the store's failure to write the run.
-    pub async fn start_stored_run(&self, request: RunRequest, mode: Mode) -> Result<RunId, StartError> {
+    pub async fn start_stored_run(
+        &self,
+        request: RunRequest,
+        mode: Mode,
+        callback: Option<super::CallbackSpec>,
+    ) -> Result<RunId, StartError> {
         let run = self.new_run(request, mode)?;
+        if let Some(callback) = callback {
+            self.add_callback(callback, run.id, None).await?;
+        }
         self.inner.store.save_run(&run).await?;
         let id = run.id;
         self.spawn_turn(run, Vec::new());

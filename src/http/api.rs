@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
-use super::{ApiError, AppState, Asker, Caller, JsonBody, Operator, Params, Role, conversation_param};
-use crate::engine::{ExternalAskError, Found, RunRequest, StartError};
+use super::{ApiError, AppState, Asker, Caller, JsonBody, Operator, Params, Role, callbacks, conversation_param};
+use crate::engine::{CallbackSpec, ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
     display_name,
@@ -146,6 +146,40 @@ pub(super) struct Placement {
     #[serde(default)]
     #[schemars(with = "Option<Vec<UserRef>>")]
     answerers: Option<Vec<String>>,
+    /// Where askgate POSTs the outcome once it is known (the body `GET …/outcome` answers).
+    #[serde(default)]
+    callback: Option<CallbackBody>,
+}
+
+/// A callback: askgate POSTs the outcome there once it is known, signed (`X-Askgate-Timestamp`,
+/// `X-Askgate-Signature: v1=…` as the webhook channel signs) with an `Idempotency-Key` that is
+/// the same on every attempt; anything but a 2xx is tried again for 25 hours.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CallbackBody {
+    /// An `http` or `https` URL.
+    url: String,
+    /// Headers sent with it (not askgate's own).
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
+    /// The secret that signs it; default: the one `gateway.callback_secret_env` names.
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+impl CallbackBody {
+    /// The callback as the engine keeps it, once checked.
+    fn spec(self, state: &AppState) -> Result<CallbackSpec, ApiError> {
+        callbacks::check_url(&self.url).map_err(ApiError::bad_request)?;
+        let headers: Vec<(String, String)> = self.headers.into_iter().collect();
+        callbacks::check_headers(&headers).map_err(ApiError::bad_request)?;
+        if self.secret.as_deref().is_some_and(str::is_empty) || self.secret.is_none() && !state.callback_secret {
+            return Err(ApiError::bad_request(
+                "a callback is signed: give it a \"secret\", or set the variable gateway.callback_secret_env names",
+            ));
+        }
+        Ok(CallbackSpec { url: self.url, headers, secret: self.secret })
+    }
 }
 
 pub(super) async fn create(
@@ -167,7 +201,8 @@ pub(super) async fn create(
     let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
     let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;
     ask.answerers = named.map(|users| Answerers::Users { users });
-    let question = state.engine.ask_external(conversation, ask, operator.user).await.map_err(refused)?;
+    let callback = placement.callback.map(|c| c.spec(&state)).transpose()?;
+    let question = state.engine.ask_external_with(conversation, ask, operator.user, callback).await.map_err(refused)?;
     let view = snapshot(&state, &question).await?;
     Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
         .into_response())
@@ -365,6 +400,10 @@ pub(super) struct NewRun {
     #[serde(default)]
     #[schemars(with = "Option<Vec<UserRef>>")]
     answerers: Option<Vec<String>>,
+    /// Where askgate POSTs the run (the body `GET /api/runs/{id}` answers) once it ends; not
+    /// with `wait`.
+    #[serde(default)]
+    callback: Option<CallbackBody>,
 }
 
 pub(super) async fn start_run(
@@ -398,12 +437,16 @@ pub(super) async fn start_run(
         ),
         StartError::Aborted(_) => ApiError::internal(e),
     };
+    let callback = body.callback.map(|c| c.spec(&state)).transpose()?;
     if body.wait {
+        if callback.is_some() {
+            return Err(ApiError::bad_request("a callback is for a run you do not wait for: send \"wait\": false"));
+        }
         let run = state.engine.run_to_end(request).await.map_err(refused)?;
         return Ok(axum::Json(RunView { run }).into_response());
     }
     // 202 only once the run is stored: its id is then found, also after a crash.
-    let id = state.engine.start_stored_run(request, Mode::FollowUp).await.map_err(refused)?;
+    let id = state.engine.start_stored_run(request, Mode::FollowUp, callback).await.map_err(refused)?;
     Ok((StatusCode::ACCEPTED, axum::Json(RunStarted { id, status: "running" })).into_response())
 }
 

@@ -12,6 +12,7 @@ use super::token::Role;
 use super::{ApiError, AppState, Asker};
 use crate::config::{ClaudeCodeConfig, ToolRule};
 use crate::engine::Engine;
+use crate::hooks::relay::{PermissionRequest, Settled};
 use crate::hooks::{Answer, HookInput, reply};
 use crate::question::{Answerers, Ask, Question, QuestionId, UserRef};
 
@@ -21,23 +22,37 @@ const MARGIN: Duration = Duration::from_secs(5);
 /// The largest hook body: a `Write` carries the whole file.
 const MAX_HOOK_BODY: usize = 4 * 1024 * 1024;
 
-pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
+/// The `[claude_code]` table and the body of a request only an agent token may send.
+async fn admitted(
+    caller: &super::Caller,
+    state: &AppState,
+    request: Request,
+) -> Result<(std::sync::Arc<ClaudeCodeConfig>, axum::body::Bytes), ApiError> {
     let Some(config) = state.claude_code.clone() else {
-        return ApiError::not_found("askgate answers Claude Code's hooks once channels.toml has a [claude_code] table")
-            .into_response();
+        return Err(ApiError::not_found(
+            "askgate answers Claude Code's hooks once channels.toml has a [claude_code] table",
+        ));
     };
     if caller.role != Role::Agent {
-        return ApiError::new(
+        return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "operator_token",
             "/hooks/claude-code takes an agent token, not the operator's, which could answer the approvals it asks for",
-        )
-        .into_response();
+        ));
     }
-    let body = match super::read_body(request, MAX_HOOK_BODY).await {
-        Ok(body) => body,
+    Ok((config, super::read_body(request, MAX_HOOK_BODY).await?))
+}
+
+pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
+    let (config, body) = match admitted(&caller, &state, request).await {
+        Ok(admitted) => admitted,
         Err(e) => return e.into_response(),
     };
+    // A tool that ran, or a turn that ended: a prompt relayed meanwhile was answered there.
+    if let Some(settled) = Settled::parse(&body) {
+        state.relayed.settle(&state.engine, &settled);
+        return axum::Json(serde_json::json!({})).into_response();
+    }
     let (event, input) = match HookInput::parse(&body) {
         Ok(parsed) => parsed,
         Err(message) => return ApiError::bad_request(message).into_response(),
@@ -51,6 +66,81 @@ pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppSta
         },
     };
     axum::Json(reply(event, &answer)).into_response()
+}
+
+/// `POST /hooks/claude-code/permission`: a permission prompt relayed by `askgate mcp
+/// --channel`, answered `{"behavior": "allow" | "deny" | null}` (null: nobody decided here).
+pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
+    let (config, body) = match admitted(&caller, &state, request).await {
+        Ok(admitted) => admitted,
+        Err(e) => return e.into_response(),
+    };
+    let request = match PermissionRequest::parse(&body) {
+        Ok(request) => request,
+        Err(message) => return ApiError::bad_request(message).into_response(),
+    };
+    let behavior = match config.rule(&request.tool_name) {
+        ToolRule::Allow => Some("allow"),
+        ToolRule::Pass => None,
+        ToolRule::Ask => {
+            let mut ask = request.approval(config.hook_timeout.as_secs().max(1));
+            ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
+            let engine = &state.engine;
+            let question = match engine.ask_external(config.conversation.clone(), ask, caller.user).await {
+                Ok(question) => question,
+                Err(e) => return refused(e).into_response(),
+            };
+            let _listed = state.relayed.add(question.id, request);
+            match wait(engine, question.id).await {
+                Ok(question) => PermissionRequest::behavior(&question),
+                Err(e) => return e.into_response(),
+            }
+        }
+    };
+    axum::Json(serde_json::json!({"behavior": behavior})).into_response()
+}
+
+/// The relayed prompts waiting for a person, so that a hook saying the terminal answered
+/// first retracts their cards.
+#[derive(Default)]
+pub(super) struct Relayed(std::sync::Mutex<Vec<(QuestionId, PermissionRequest)>>);
+
+impl Relayed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(QuestionId, PermissionRequest)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Lists `request` while the guard lives.
+    fn add(&self, id: QuestionId, request: PermissionRequest) -> Listed<'_> {
+        self.lock().push((id, request));
+        Listed { relayed: self, id }
+    }
+
+    /// Cancels the questions of the prompts `settled` answered.
+    fn settle(&self, engine: &Engine, settled: &Settled) {
+        let ids: Vec<QuestionId> =
+            self.lock().iter().filter(|(_, r)| r.settled_by(settled)).map(|(id, _)| *id).collect();
+        for id in ids {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = engine.cancel_external(id, "answered in Claude Code").await {
+                    tracing::error!(question = %id, error = %e, "could not retract a relayed prompt's card");
+                }
+            });
+        }
+    }
+}
+
+/// A relayed prompt's place in [`Relayed`], given up when its request ends.
+struct Listed<'a> {
+    relayed: &'a Relayed,
+    id: QuestionId,
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.relayed.lock().retain(|(id, _)| *id != self.id);
+    }
 }
 
 /// Asks the hook's approval (or its questions, one after another) and waits for the outcome;
@@ -89,11 +179,15 @@ async fn settle(
 ) -> Result<Question, ApiError> {
     ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
     let question = engine.ask_external(config.conversation.clone(), ask, asker).await.map_err(refused)?;
-    let mut abandoned = Abandoned { engine: engine.clone(), id: Some(question.id) };
-    let question = engine
-        .wait_resolved(question.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("the question {} is gone", question.id)))?;
+    wait(engine, question.id).await
+}
+
+/// Waits until question `id` is resolved (its expiry resolves it); cancelled when the caller
+/// stops waiting first.
+async fn wait(engine: &Engine, id: QuestionId) -> Result<Question, ApiError> {
+    let mut abandoned = Abandoned { engine: engine.clone(), id: Some(id) };
+    let question =
+        engine.wait_resolved(id).await?.ok_or_else(|| ApiError::not_found(format!("the question {id} is gone")))?;
     // Still pending only as askgate stops: the guard cancels it, and the hook answers `ask`.
     if !question.is_pending() {
         abandoned.id = None;

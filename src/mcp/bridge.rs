@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::lines::{Line, Lines, Oversized};
+use super::relay::{Relay, as_channel, relayed};
 
 /// How long the first connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,26 +51,40 @@ pub enum BridgeError {
 ///
 /// # Errors
 /// [`BridgeError`] when askgate cannot be reached or goes away, or stdout cannot be written.
-pub async fn run(url: &str, token: &str) -> Result<(), BridgeError> {
+pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeError> {
     reachable(url).await?;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     let mut upstream = StreamableHttpClientTransport::from_config(config);
     let mut lines = Lines::new(tokio::io::stdin(), MAX_LINE);
     let mut stdout = tokio::io::stdout();
     let failed = |e: &dyn std::fmt::Display| BridgeError::Failed { url: url.to_owned(), reason: e.to_string() };
+    let relay = channel.then(|| Relay::new(url, token));
+    let (decided, mut decisions) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let mut initialize = None;
     loop {
         tokio::select! {
             line = lines.next() => {
                 let Some(line) = line.map_err(|e| failed(&format!("reading stdin: {e}")))? else { break };
-                let message = match read(line) {
+                let message = match read(line, relay.is_some()) {
                     Read::Message(message) => message,
                     Read::Answer(error) => {
                         write(&mut stdout, &error).await.map_err(|e| failed(&e))?;
                         continue;
                     }
+                    Read::Permission(params) => {
+                        if let Some(relay) = &relay {
+                            relay.ask(params, decided.clone());
+                        }
+                        continue;
+                    }
                     Read::Skip => continue,
                 };
                 let id = request_id(&message);
+                if let ClientJsonRpcMessage::Request(request) = &*message
+                    && matches!(request.request, ClientRequest::InitializeRequest(_))
+                {
+                    initialize = id.clone();
+                }
                 match Transport::<RoleClient>::send(&mut upstream, *message).await {
                     Ok(()) => {}
                     Err(e) if gone(&e) => return Err(failed(&e)),
@@ -89,7 +104,15 @@ pub async fn run(url: &str, token: &str) -> Result<(), BridgeError> {
                 let Some(message) = message else {
                     return Err(failed(&"the connection ended"));
                 };
-                write(&mut stdout, &message).await.map_err(|e| failed(&e))?;
+                match &message {
+                    ServerJsonRpcMessage::Response(response) if relay.is_some() && initialize.as_ref() == Some(&response.id) => {
+                        write(&mut stdout, &as_channel(&message)).await.map_err(|e| failed(&e))?;
+                    }
+                    _ => write(&mut stdout, &message).await.map_err(|e| failed(&e))?,
+                }
+            }
+            Some(decision) = decisions.recv() => {
+                write(&mut stdout, &decision).await.map_err(|e| failed(&e))?;
             }
         }
     }
@@ -103,11 +126,13 @@ enum Read {
     Message(Box<ClientJsonRpcMessage>),
     /// Refused here: the error to write back.
     Answer(Value),
+    /// A permission prompt Claude Code relays to its channel: its params.
+    Permission(Value),
     /// Nothing to send or answer (a blank line, a notification that is not MCP's).
     Skip,
 }
 
-fn read(line: Line) -> Read {
+fn read(line: Line, channel: bool) -> Read {
     let line = match line {
         Line::Whole(line) => line,
         Line::TooLong(Oversized { id, method, bytes }) => {
@@ -127,6 +152,9 @@ fn read(line: Line) -> Read {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
     if line.trim_ascii().is_empty() {
         return Read::Skip;
+    }
+    if channel && let Some(params) = relayed(line) {
+        return Read::Permission(params);
     }
     match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
         Ok(message) => Read::Message(Box::new(message)),

@@ -7,6 +7,7 @@
 //! store on the same data, as a restart opens a database file again, and closing a store
 //! closes only that store.
 
+mod outbox;
 mod reads;
 mod tables;
 mod writes;
@@ -18,8 +19,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::{
-    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered,
-    Write, WriteStats, Written,
+    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError,
+    Undelivered, Write, WriteStats, Written,
 };
 use crate::question::{Question, QuestionId, RunId, Surface};
 use tables::Tables;
@@ -152,6 +153,10 @@ impl Store for MemoryStore {
 
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
         Ok(self.open()?.grants(find))
+    }
+
+    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        Ok(self.open()?.due_callbacks(now, limit as usize))
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

@@ -36,8 +36,8 @@ use super::rows::{
     resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
-    Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, RunEvent, Shared, Store,
-    StoreError, Undelivered, Write, Written,
+    Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, RunEvent,
+    Shared, Store, StoreError, Undelivered, Write, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -208,6 +208,9 @@ impl Store for PostgresStore {
                 self.record_says(run, says).await?;
                 Written::Done
             }
+            write @ (Write::Callback(_) | Write::TakeCallback { .. } | Write::CallbackTried { .. }) => {
+                self.outbox(write).await?
+            }
             Write::Prune { ended_before, seen_before, limit } => {
                 Written::Pruned(self.prune_old(ended_before, seen_before, limit).await?)
             }
@@ -228,6 +231,11 @@ impl Store for PostgresStore {
 
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
         reads::grants(self, find).await
+    }
+
+    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        let rows = sqlx::query(super::outbox::DUE).bind(now).bind(i64::from(limit)).fetch_all(&self.pool).await?;
+        rows.iter().map(super::outbox::from_row).collect()
     }
 
     async fn orphans(&self) -> Result<Orphans, StoreError> {

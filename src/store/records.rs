@@ -236,6 +236,49 @@ pub struct Pruned {
     pub inbound: u64,
 }
 
+/// Where an agent's question or run posts its outcome once it is known: a row of the outbox
+/// (see `http::callbacks`), written before the run it belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Callback {
+    /// Its id, sent as the `Idempotency-Key` of every attempt.
+    pub id: String,
+    /// The run whose end makes it due (an agent's question has a run of its own).
+    pub run: RunId,
+    /// The question whose outcome is sent; none: the run is sent.
+    pub question: Option<QuestionId>,
+    /// Where to POST.
+    pub url: String,
+    /// The caller's own headers, sent with every attempt.
+    pub headers: Vec<(String, String)>,
+    /// The caller's own signing secret; none: the configured one.
+    pub secret: Option<String>,
+    /// When it was written (unix ms).
+    pub created_at: i64,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When its run ended (unix ms), as a due callback is read; none when written.
+    pub ended_at: Option<i64>,
+}
+
+/// What came of one attempt to send a [`Callback`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallbackTry {
+    /// The receiver answered 2xx: it is never sent again.
+    Delivered,
+    /// It failed, and is tried again at `next_at` (unix ms).
+    Retry {
+        /// When.
+        next_at: i64,
+        /// Why it failed.
+        error: String,
+    },
+    /// It failed too long after the outcome: it is not tried again.
+    GaveUp {
+        /// Why the last attempt failed.
+        error: String,
+    },
+}
+
 /// A pending question one of whose cards was never recorded (see [`Store::undelivered`](crate::store::Store::undelivered)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Undelivered {

@@ -16,8 +16,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::reads::{self, Reads};
 use super::{
-    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError, Undelivered,
-    Write, WriteStats, Written,
+    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError,
+    Undelivered, Write, WriteStats, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::Run;
@@ -165,6 +165,11 @@ impl Store for SqliteStore {
 
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
         reads::grants(self, find).await
+    }
+
+    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        let rows = sqlx::query(super::outbox::DUE).bind(now).bind(i64::from(limit)).fetch_all(&self.readers).await?;
+        rows.iter().map(super::outbox::from_row).collect()
     }
 
     // One askgate holds the file: everything running or blocking was left by the last one.

@@ -3,6 +3,8 @@
 mod backend;
 mod binary;
 mod browser;
+mod callbacks;
+mod channel_relay;
 mod claude_code;
 mod conformance;
 mod discord;
@@ -18,6 +20,7 @@ mod mcp;
 mod nudges;
 mod openapi;
 mod opencode;
+mod outbox;
 mod packaging;
 mod process;
 mod python_client;

@@ -55,6 +55,15 @@ impl Tables {
                 self.change_run(run, |run| run.says = run.says.max(says));
                 Written::Done
             }
+            Write::Callback(callback) => {
+                self.add_callback(*callback)?;
+                Written::Done
+            }
+            Write::TakeCallback { id, now, until } => Written::Changed(self.take_callback(&id, now, until)),
+            Write::CallbackTried { tried, id, .. } => {
+                self.callback_tried(&id, &tried);
+                Written::Done
+            }
             Write::Prune { ended_before, seen_before, limit } => {
                 Written::Pruned(self.prune(ended_before, seen_before, limit as usize))
             }
@@ -206,6 +215,7 @@ impl Tables {
                 self.remove_run(*id);
             }
             pruned.runs = old.len() as u64;
+            self.prune_callbacks(before);
         }
         pruned.inbound = self.prune_inbound(seen_before, limit);
         pruned

@@ -9,7 +9,7 @@ use crate::run::{Run, RunStatus};
 use crate::store::rows::{
     Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
 };
-use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError};
+use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
 /// instance as its owner.
@@ -228,6 +228,7 @@ impl PostgresStore {
                 .execute(&mut *tx)
                 .await?;
             pruned.runs = runs.rows_affected();
+            sqlx::query(crate::store::outbox::PRUNE).bind(before).bind(limit).execute(&mut *tx).await?;
         }
         let inbound = sqlx::query(
             "DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
@@ -239,5 +240,36 @@ impl PostgresStore {
         pruned.inbound = inbound.rows_affected();
         tx.commit().await?;
         Ok(pruned)
+    }
+
+    /// The callbacks' outbox writes (see [`crate::store::outbox`]).
+    pub(super) async fn outbox(&self, write: Write) -> Result<Written, StoreError> {
+        use crate::store::outbox;
+        Ok(match write {
+            Write::Callback(c) => {
+                let insert = sqlx::query(outbox::INSERT)
+                    .bind(c.id)
+                    .bind(c.run.to_string())
+                    .bind(c.question.map(|q| q.to_string()))
+                    .bind(c.url)
+                    .bind(outbox::headers_json(&c.headers)?)
+                    .bind(c.secret)
+                    .bind(c.created_at);
+                self.writes.execute(insert).await?;
+                Written::Done
+            }
+            Write::TakeCallback { id, now, until } => {
+                let take = sqlx::query(outbox::TAKE).bind(until).bind(id).bind(now);
+                Written::Changed(self.writes.execute(take).await? == 1)
+            }
+            Write::CallbackTried { id, at, tried } => {
+                let (delivered, gave_up, next, error) = outbox::tried_binds(&tried, at);
+                let error = error.map(str::to_owned);
+                let tried = sqlx::query(outbox::TRIED).bind(delivered).bind(gave_up).bind(next).bind(error).bind(id);
+                self.writes.execute(tried).await?;
+                Written::Done
+            }
+            other => unreachable!("not an outbox write: {other:?}"),
+        })
     }
 }

@@ -5,6 +5,7 @@ use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
+use crate::store::outbox;
 use crate::store::rows::{
     approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json as json,
 };
@@ -32,6 +33,10 @@ pub(super) struct Statements<'d, 'h> {
     prune_questions: Statement<'d, 'h>,
     prune_runs: Statement<'d, 'h>,
     prune_inbound: Statement<'d, 'h>,
+    insert_callback: Statement<'d, 'h>,
+    take_callback: Statement<'d, 'h>,
+    callback_tried: Statement<'d, 'h>,
+    prune_callbacks: Statement<'d, 'h>,
 }
 
 impl<'d, 'h> Statements<'d, 'h> {
@@ -101,6 +106,10 @@ impl<'d, 'h> Statements<'d, 'h> {
                 "DELETE FROM inbound WHERE key IN \
                  (SELECT key FROM inbound WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
             )?,
+            insert_callback: db.prepare(outbox::INSERT)?,
+            take_callback: db.prepare(outbox::TAKE)?,
+            callback_tried: db.prepare(outbox::TRIED)?,
+            prune_callbacks: db.prepare(outbox::PRUNE)?,
         })
     }
 
@@ -222,6 +231,34 @@ impl<'d, 'h> Statements<'d, 'h> {
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
                 Written::Done
             }
+            Write::Callback(c) => {
+                let (run, question) = (c.run.to_string(), c.question.map(|q| q.to_string()));
+                let headers = outbox::headers_json(&c.headers)?;
+                self.insert_callback.execute(&[
+                    c.id.as_str().into(),
+                    run.as_str().into(),
+                    question.as_deref().into(),
+                    c.url.as_str().into(),
+                    headers.as_str().into(),
+                    c.secret.as_deref().into(),
+                    c.created_at.into(),
+                ])?;
+                Written::Done
+            }
+            Write::TakeCallback { id, now, until } => Written::Changed(
+                self.take_callback.execute(&[(*until).into(), id.as_str().into(), (*now).into()])? == 1,
+            ),
+            Write::CallbackTried { id, at, tried } => {
+                let (delivered, gave_up, next, error) = outbox::tried_binds(tried, *at);
+                self.callback_tried.execute(&[
+                    delivered.into(),
+                    gave_up.into(),
+                    next.into(),
+                    error.into(),
+                    id.as_str().into(),
+                ])?;
+                Written::Done
+            }
             Write::Prune { ended_before, seen_before, limit } => {
                 let limit = i64::from(*limit);
                 let mut pruned = Pruned::default();
@@ -230,6 +267,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                     self.prune_deliveries.execute(&params)?;
                     self.prune_questions.execute(&params)?;
                     pruned.runs = self.prune_runs.execute(&params)?;
+                    self.prune_callbacks.execute(&params)?;
                 }
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
                 Written::Pruned(pruned)

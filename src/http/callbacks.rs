@@ -1,0 +1,219 @@
+//! Callbacks: when an agent's question or run ends, its outcome is POSTed to the URL the agent
+//! named (`callback` in `POST /api/questions` and `POST /api/runs`), from the store's outbox.
+//!
+//! The outbox row is written before the question or run it belongs to, so no outcome is
+//! known without it; the deliverer takes a due row for a while (a lease in the row: on
+//! PostgreSQL only one instance sends it, and another takes it over if that one dies), POSTs
+//! the body signed as the webhook channel signs (`X-Askgate-Timestamp`, `X-Askgate-Signature:
+//! v1=…`) with the row's id as `Idempotency-Key`, and records what came of it. Anything but a
+//! 2xx is tried again with a doubling pause (at most [`MAX_PAUSE`], or what `Retry-After`
+//! asks) until [`GIVE_UP_AFTER`] past the outcome; the receiver may see one body twice (a
+//! timeout after it took it, a crash before the delivery was recorded), always under the same
+//! key, and never again once one attempt succeeded.
+
+use std::time::Duration;
+
+use axum::http::HeaderName;
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::engine::retry::Backoff;
+use crate::store::{Callback, CallbackTry};
+
+use super::bodies::{OutcomeView, RunView};
+
+/// The longest pause between two attempts.
+pub const MAX_PAUSE: Duration = Duration::from_secs(600);
+/// How long after the outcome askgate keeps trying.
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(25 * 3600);
+/// How long the deliverer holds a row it is sending (longer than any attempt).
+const LEASE: Duration = Duration::from_secs(120);
+/// How often the outbox is read when nothing woke the deliverer: rows other instances left,
+/// and pauses that ended.
+const SCAN_EVERY: Duration = Duration::from_secs(5);
+/// How many due rows are sent at once.
+const BATCH: u32 = 16;
+
+/// The pauses between attempts: 1 s, doubling, at most [`MAX_PAUSE`].
+const BACKOFF: Backoff = Backoff { first: Duration::from_secs(1), max: MAX_PAUSE, retries: u32::MAX };
+
+/// Headers askgate sets on every callback, which a caller's own headers may not replace.
+const OWN_HEADERS: [&str; 7] = [
+    "content-type",
+    "content-length",
+    "host",
+    "idempotency-key",
+    "x-askgate-timestamp",
+    "x-askgate-signature",
+    "x-askgate-callback",
+];
+
+/// Checks a caller's headers: valid names and values, none of askgate's own.
+///
+/// # Errors
+/// What is wrong, naming the header.
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
+    for (name, value) in headers {
+        let parsed = HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("callback header `{name}` is not a header name"))?;
+        if OWN_HEADERS.contains(&parsed.as_str()) {
+            return Err(format!("callback header `{name}` is set by askgate"));
+        }
+        axum::http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| format!("callback header `{name}` has a value that is not a header value"))?;
+    }
+    Ok(())
+}
+
+/// Checks a callback URL: absolute, `http` or `https`, with a host.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("callback url `{url}`: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err(format!("callback url `{url}` is not an http(s) URL with a host"));
+    }
+    Ok(())
+}
+
+/// Sends the outbox's due callbacks until askgate stops.
+pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration) {
+    let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+    let deliverer = Deliverer { engine: engine.clone(), client, secret };
+    let stop = engine.stopping();
+    tokio::spawn(async move {
+        let mut events = deliverer.engine.subscribe();
+        loop {
+            deliverer.send_due().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(SCAN_EVERY) => {}
+                event = events.recv() => {
+                    // A lagging receiver only means the next read of the outbox finds more.
+                    if event.is_err() {
+                        events = events.resubscribe();
+                    }
+                }
+            }
+        }
+    });
+}
+
+struct Deliverer {
+    engine: Engine,
+    client: reqwest::Client,
+    /// The configured secret, for callbacks without one of their own.
+    secret: Option<String>,
+}
+
+impl Deliverer {
+    async fn send_due(&self) {
+        let due = match self.engine.due_callbacks(BATCH).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the callbacks' outbox; trying again shortly");
+                return;
+            }
+        };
+        for callback in due {
+            match self.engine.take_callback(&callback.id, LEASE).await {
+                Ok(true) => self.send(callback).await,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a callback"),
+            }
+        }
+    }
+
+    async fn send(&self, callback: Callback) {
+        let tried = match self.body(&callback).await {
+            Ok(body) => self.post(&callback, &body).await,
+            Err(e) => CallbackTry::Retry { next_at: self.engine.clock().now_ms() + 1_000, error: e },
+        };
+        let tried = self.give_up_if_late(&callback, tried);
+        let (id, url) = (&callback.id, &callback.url);
+        let said = match &tried {
+            CallbackTry::Delivered => None,
+            CallbackTry::Retry { error, .. } | CallbackTry::GaveUp { error } => Some(error.clone()),
+        };
+        let gave_up = matches!(tried, CallbackTry::GaveUp { .. });
+        if let Err(e) = self.engine.callback_tried(id, tried).await {
+            // Its lease runs out and it is sent again, under the same key.
+            tracing::warn!(callback = %id, error = %e, "could not record a callback's attempt");
+            return;
+        }
+        match said {
+            None => tracing::info!(callback = %id, url = %url, "callback delivered"),
+            Some(error) if gave_up => tracing::error!(callback = %id, url = %url, error = %error, "callback given up"),
+            Some(error) => {
+                let attempt = callback.attempts + 1;
+                tracing::warn!(callback = %id, url = %url, attempt, error = %error, "callback not delivered; it is tried again");
+            }
+        }
+    }
+
+    /// A retry past [`GIVE_UP_AFTER`] since the outcome is the last one.
+    fn give_up_if_late(&self, callback: &Callback, tried: CallbackTry) -> CallbackTry {
+        let late = callback.ended_at.is_some_and(|at| {
+            self.engine.clock().now_ms() - at > i64::try_from(GIVE_UP_AFTER.as_millis()).unwrap_or(i64::MAX)
+        });
+        match tried {
+            CallbackTry::Retry { error, .. } if late => CallbackTry::GaveUp { error },
+            other => other,
+        }
+    }
+
+    /// The body: the question's outcome as `GET /api/questions/{id}/outcome` answers, or the
+    /// run as `GET /api/runs/{id}` does.
+    async fn body(&self, callback: &Callback) -> Result<Vec<u8>, String> {
+        let value: Value = match callback.question {
+            Some(id) => {
+                let question = self.engine.question(id).await.map_err(|e| e.to_string())?;
+                let question = question.ok_or_else(|| format!("question {id} is gone"))?;
+                serde_json::to_value(OutcomeView::from(&question)).map_err(|e| e.to_string())?
+            }
+            None => {
+                let run = self.engine.run(callback.run).await.map_err(|e| e.to_string())?;
+                let run = run.ok_or_else(|| format!("run {} is gone", callback.run))?;
+                serde_json::to_value(RunView { run }).map_err(|e| e.to_string())?
+            }
+        };
+        serde_json::to_vec(&value).map_err(|e| e.to_string())
+    }
+
+    async fn post(&self, callback: &Callback, body: &[u8]) -> CallbackTry {
+        let secret = callback.secret.as_deref().or(self.secret.as_deref()).unwrap_or_default();
+        let timestamp = self.engine.clock().now_ms() / 1000;
+        let signature = crate::channel::webhook::sign(secret.as_bytes(), timestamp, body);
+        let mut request = self
+            .client
+            .post(&callback.url)
+            .header("content-type", "application/json")
+            .header("idempotency-key", &callback.id)
+            .header("x-askgate-callback", &callback.id)
+            .header("x-askgate-timestamp", timestamp.to_string())
+            .header("x-askgate-signature", signature);
+        for (name, value) in &callback.headers {
+            request = request.header(name, value);
+        }
+        let attempt = callback.attempts + 1;
+        let retry = |error: String, asked: Option<Duration>| {
+            let pause = BACKOFF.pause(attempt, asked);
+            let next_at = self.engine.clock().now_ms() + i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
+            CallbackTry::Retry { next_at, error }
+        };
+        match request.body(body.to_vec()).send().await {
+            Ok(response) if response.status().is_success() => CallbackTry::Delivered,
+            Ok(response) => {
+                let asked = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                retry(format!("the receiver answered {}", response.status()), asked)
+            }
+            Err(e) => retry(crate::error_chain(&e), None),
+        }
+    }
+}

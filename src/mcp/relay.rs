@@ -1,0 +1,96 @@
+//! `askgate mcp --channel`: the bridge as a Claude Code channel that relays permission
+//! prompts. It declares `claude/channel` and `claude/channel/permission` in its `initialize`
+//! answer; each `notifications/claude/channel/permission_request` goes to the running
+//! askgate's `POST /hooks/claude-code/permission` (see [`crate::hooks::relay`]), and a decision
+//! comes back to Claude Code as `notifications/claude/channel/permission`. Nothing is sent when
+//! nobody decided on askgate: the terminal's dialog, open all along, decides. When Claude Code
+//! ends the bridge, its waiting requests end with it, and askgate retracts their cards.
+
+use rmcp::model::ServerJsonRpcMessage;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The method of a prompt Claude Code relays.
+const REQUEST: &str = "notifications/claude/channel/permission_request";
+/// The method of a decision sent back.
+const DECISION: &str = "notifications/claude/channel/permission";
+
+/// Where relayed prompts go.
+pub(super) struct Relay {
+    http: reqwest::Client,
+    /// `…/hooks/claude-code/permission` of the askgate the bridge talks to.
+    url: String,
+    token: String,
+    /// The project Claude Code started the bridge in.
+    cwd: Option<String>,
+}
+
+impl Relay {
+    /// For the askgate whose `/mcp` is `mcp_url`.
+    pub(super) fn new(mcp_url: &str, token: &str) -> Self {
+        let base = mcp_url.trim_end_matches('/');
+        let base = base.strip_suffix("/mcp").unwrap_or(base);
+        let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
+        Self {
+            http: reqwest::Client::new(),
+            url: format!("{base}/hooks/claude-code/permission"),
+            token: token.to_owned(),
+            cwd,
+        }
+    }
+
+    /// Asks askgate about the prompt `params`; its decision, if a person made one, goes to
+    /// `decided` as the notification to write.
+    pub(super) fn ask(&self, mut params: Value, decided: UnboundedSender<Value>) {
+        if let (Some(object), Some(cwd)) = (params.as_object_mut(), &self.cwd) {
+            object.insert("cwd".into(), json!(cwd));
+        }
+        let request = self.http.post(&self.url).bearer_auth(&self.token).json(&params);
+        tokio::spawn(async move {
+            // Claude Code's ids are lower-case; it reads them so, whatever the prompt said.
+            let id = params.get("request_id").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
+            let answer = match request.send().await {
+                Ok(response) if response.status().is_success() => response.json::<Value>().await,
+                Ok(response) => {
+                    let status = response.status();
+                    let body = response.text().await.unwrap_or_default();
+                    tracing::warn!(request = %id, %status, body = %body, "askgate did not take a relayed permission prompt");
+                    return;
+                }
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(answer) => match answer.get("behavior").and_then(Value::as_str) {
+                    Some(behavior) => {
+                        let params = json!({"request_id": id, "behavior": behavior});
+                        let _ = decided.send(json!({"jsonrpc": "2.0", "method": DECISION, "params": params}));
+                    }
+                    None => tracing::info!(request = %id, "nobody decided on askgate: the terminal's dialog decides"),
+                },
+                Err(e) => tracing::warn!(request = %id, error = %e, "a relayed permission prompt got no answer"),
+            }
+        });
+    }
+}
+
+/// The params of a line that is a relayed permission prompt.
+pub(super) fn relayed(line: &[u8]) -> Option<Value> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    if value.get("method")?.as_str()? != REQUEST || value.get("id").is_some() {
+        return None;
+    }
+    Some(value.get("params").cloned().unwrap_or(Value::Null))
+}
+
+/// An `initialize` answer with the channel's capabilities added, and what they mean to Claude.
+pub(super) fn as_channel(message: &ServerJsonRpcMessage) -> Value {
+    let mut value = serde_json::to_value(message).unwrap_or_default();
+    if let Some(capabilities) = value.pointer_mut("/result/capabilities").and_then(Value::as_object_mut) {
+        let experimental = capabilities.entry("experimental").or_insert_with(|| json!({}));
+        if let Some(experimental) = experimental.as_object_mut() {
+            experimental.insert("claude/channel".into(), json!({}));
+            experimental.insert("claude/channel/permission".into(), json!({}));
+        }
+    }
+    value
+}

@@ -1,0 +1,185 @@
+//! Callbacks through the real binary: an agent's question and a run report their outcome to
+//! a receiver on loopback, signed, from the outbox; a receiver that was down across a restart
+//! of askgate gets it once it is up, exactly once; a slow one sees the same key again.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::binary::{Served, write_config};
+use crate::support::eventually;
+
+const SECRET: &str = "callback-secret";
+/// A function that ends at once, with a reply.
+const QUICK: &str = "\n[[functions]]\nname = \"quick\"\ncommand = [\"sh\", \"-c\", \"read -r start; echo '{\\\"type\\\":\\\"done\\\",\\\"reply\\\":\\\"all done\\\"}'\"]\n";
+
+fn env() -> [(&'static str, &'static str); 3] {
+    [
+        ("ASKGATE_GATEWAY_CALLBACK_SECRET_ENV", "CALLBACK_SECRET"),
+        ("CALLBACK_SECRET", SECRET),
+        ("ASKGATE_GATEWAY_CALLBACK_TIMEOUT", "2s"),
+    ]
+}
+
+/// What the receiver was sent.
+#[derive(Clone, Debug)]
+struct Received {
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
+    /// The signature checks out as the webhook channel's does.
+    fn signed(&self) -> bool {
+        let timestamp: i64 = self.header("x-askgate-timestamp").parse().unwrap_or_default();
+        askgate::channel::webhook::sign(SECRET.as_bytes(), timestamp, &self.body) == self.header("x-askgate-signature")
+    }
+}
+
+#[derive(Clone, Default)]
+struct Receiver {
+    seen: Arc<Mutex<Vec<Received>>>,
+    /// The first request waits this long before it is answered.
+    first_takes: Duration,
+}
+
+impl Receiver {
+    fn seen(&self) -> Vec<Received> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Serves on `listener` until the test ends.
+    fn serve(&self, listener: std::net::TcpListener) {
+        async fn take(State(r): State<Receiver>, headers: HeaderMap, body: axum::body::Bytes) -> StatusCode {
+            let first = {
+                let mut seen = r.seen.lock().unwrap();
+                seen.push(Received { headers, body: body.to_vec() });
+                seen.len() == 1
+            };
+            if first {
+                tokio::time::sleep(r.first_takes).await;
+            }
+            StatusCode::NO_CONTENT
+        }
+        listener.set_nonblocking(true).unwrap();
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        let app = axum::Router::new().route("/done", axum::routing::post(take)).with_state(self.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    }
+}
+
+async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
+    let response =
+        reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_once() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    // A port nobody listens on yet: the receiver is down.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let served = Served::start_with_env(&config, &env());
+    let (base, token) = served.agent(dir.path()).await;
+    let url = format!("http://127.0.0.1:{port}/done");
+    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                     "callback": {"url": url, "headers": {"X-Trace": "run-7"}}});
+    let (status, asked) = post(&base, &token, "/api/questions", ask).await;
+    assert_eq!(status, 201, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let (operator_base, operator) = served.api(dir.path()).await;
+    let (status, body) =
+        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    assert_eq!(status, 200, "{body}");
+    served.log_line("callback not delivered").await;
+    served.terminate().await;
+
+    let receiver = Receiver::default();
+    receiver.serve(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap());
+    let served = Served::start_with_env(&config, &env());
+    let got = eventually(|| async { receiver.seen().first().cloned() }).await;
+    assert!(got.signed(), "signed with the configured secret: {:?}", got.headers);
+    assert_eq!(got.header("x-trace"), "run-7", "the agent's own header");
+    let key = got.header("idempotency-key").to_owned();
+    assert!(!key.is_empty() && got.header("x-askgate-callback") == key);
+    let outcome = got.json();
+    assert_eq!(
+        (outcome["id"].as_str(), outcome["status"].as_str()),
+        (Some(id.as_str()), Some("answered")),
+        "{outcome}"
+    );
+    assert_eq!(outcome["outcome"]["value"], "yes", "{outcome}");
+    served.log_line("callback delivered").await;
+    // The outbox is read every few seconds: a second delivery would come within one read.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(receiver.seen().len(), 1, "delivered exactly once");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_slow_receiver_sees_the_same_key_again_and_a_run_reports_how_it_ended() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), QUICK), &env());
+    let (base, token) = served.api(dir.path()).await;
+    // Longer than the 2 s an attempt may take: askgate gives up on it and tries again.
+    let receiver = Receiver { first_takes: Duration::from_secs(4), ..Receiver::default() };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/done", listener.local_addr().unwrap());
+    receiver.serve(listener);
+    let own_secret = json!({"url": url, "secret": "its-own"});
+    let (status, body) =
+        post(&base, &token, "/api/runs", json!({"function": "quick", "callback": own_secret, "wait": true})).await;
+    assert_eq!(status, 400, "a run waited for has no callback: {body}");
+    let callback = json!({"url": url});
+    let (status, started) = post(&base, &token, "/api/runs", json!({"function": "quick", "callback": callback})).await;
+    assert_eq!(status, 202, "{started}");
+
+    let seen = eventually(|| async { Some(receiver.seen()).filter(|s| s.len() == 2) }).await;
+    assert_eq!(seen[0].header("idempotency-key"), seen[1].header("idempotency-key"), "one key for every attempt");
+    assert!(seen.iter().all(Received::signed));
+    let run = seen[1].json();
+    assert_eq!(run["run"]["id"], started["id"], "{run}");
+    assert_eq!((run["run"]["status"].as_str(), run["run"]["result"].as_str()), (Some("finished"), Some("all done")));
+    served.log_line("callback delivered").await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(receiver.seen().len(), 2, "nothing after the attempt that succeeded");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_bad_callback_is_refused_with_what_is_wrong() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.agent(dir.path()).await;
+    for (callback, says) in [
+        (json!({"url": "ftp://127.0.0.1/x", "secret": "s"}), "not an http(s) URL"),
+        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "headers": {"Idempotency-Key": "x"}}), "set by askgate"),
+        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "headers": {"bad name": "x"}}), "not a header name"),
+        (json!({"url": "http://127.0.0.1:9/x"}), "give it a \"secret\""),
+        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "retries": 3}), "unknown field"),
+    ] {
+        let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "callback": callback});
+        let (status, body) = post(&base, &token, "/api/questions", ask).await;
+        assert_eq!(status, 400, "{callback}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{callback}: {message}");
+    }
+    let (base, operator) = served.api(dir.path()).await;
+    let pending = crate::support::get_json(&format!("{base}/api/questions"), &operator).await;
+    assert_eq!(pending["questions"], json!([]), "nothing was asked: {pending}");
+    served.terminate().await;
+}
