@@ -3,7 +3,9 @@
 //! `permission.asked` into an approval and `question.asked` into its questions, and replies
 //! through `POST /permission/{id}/reply` and `POST /question/{id}/reply`. A prompt answered in
 //! opencode first (`permission.replied`, `question.replied`/`rejected`), or whose session was
-//! stopped (`session.error`, `session.idle`), retracts its card.
+//! stopped (`session.error`, `session.idle`), retracts its card. Servers from before opencode's
+//! permission rework send `permission.updated` instead, and take the reply at `POST
+//! /session/{session}/permissions/{id}` (`{response}`); both are read.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +35,8 @@ struct Open {
     session: String,
     directory: Option<String>,
     questions: Vec<QuestionId>,
+    /// Asked by `permission.updated`: replied to at the route of those servers.
+    legacy: bool,
 }
 
 struct Bridge {
@@ -113,7 +117,9 @@ impl Bridge {
         }
         self.engine.set_channel_state(self.health, ChannelState::Up);
         tracing::info!(opencode = %self.config.name, url = %self.config.url, "following opencode's events");
-        // The stream replays nothing: what came or went while it was down is read from the lists.
+        // The stream replays nothing: what came or went while it was down is read from the lists,
+        // in every project opencode knows (also those askgate has not heard from yet).
+        self.projects().await;
         let directories: Vec<String> =
             self.directories.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
         for directory in directories {
@@ -136,6 +142,20 @@ impl Bridge {
             }
         }
         Ok(())
+    }
+
+    /// Notes the projects opencode lists (`GET /project`, their `worktree`), whose pending
+    /// prompts are read after each reconnect. A server without the list leaves the projects
+    /// heard from.
+    async fn projects(&self) {
+        let Ok(listed) = self.request(reqwest::Method::GET, "/project", None).send().await else { return };
+        let Ok(Value::Array(projects)) = listed.json::<Value>().await else { return };
+        let mut directories = self.directories.lock().unwrap_or_else(PoisonError::into_inner);
+        for project in projects {
+            if let Some(worktree) = project.get("worktree").and_then(Value::as_str).filter(|w| w.starts_with('/')) {
+                directories.insert(worktree.to_owned());
+            }
+        }
     }
 
     /// Asks the prompts pending in `directory` that are not asked yet, and retracts the cards of
@@ -168,17 +188,20 @@ impl Bridge {
         let properties = payload.get("properties").cloned().unwrap_or(Value::Null);
         let text = |key: &str| properties.get(key).and_then(Value::as_str).map(str::to_owned);
         match payload.get("type").and_then(Value::as_str).unwrap_or_default() {
-            kind @ ("permission.asked" | "question.asked") => {
+            kind @ ("permission.asked" | "question.asked" | "permission.updated") => {
                 let (Some(id), Some(session)) = (text("id"), text("sessionID")) else { return };
                 if self.open().contains_key(&id) {
                     return;
                 }
-                self.open().insert(id.clone(), Open { session, directory: directory.clone(), questions: Vec::new() });
+                let legacy = kind == "permission.updated";
+                let open = Open { session, directory: directory.clone(), questions: Vec::new(), legacy };
+                self.open().insert(id.clone(), open);
+                let properties = if legacy { reworked(&properties) } else { properties };
                 let (bridge, question) = (self.clone(), kind == "question.asked");
                 tokio::spawn(async move { bridge.ask(id, directory, properties, question).await });
             }
             "permission.replied" | "question.replied" | "question.rejected" => {
-                if let Some(id) = text("requestID") {
+                if let Some(id) = text("requestID").or_else(|| text("permissionID")) {
                     self.retract(|open_id, _| *open_id == id, "answered in opencode");
                 }
             }
@@ -236,11 +259,12 @@ impl Bridge {
                 break;
             }
         }
-        if self.open().remove(&id).is_none() {
+        let Some(open) = self.open().remove(&id) else {
             return; // Settled in opencode meanwhile.
-        }
+        };
         let (path, body) = match question {
             true => reply_to_question(&id, &answered),
+            false if open.legacy => reply_to_old_permission(&open.session, &id, &answered[0]),
             false => reply_to_permission(&id, &answered[0]),
         };
         let Some(body) = body else { return };
@@ -310,6 +334,31 @@ fn permission(properties: &Value, directory: Option<&str>) -> Ask {
         None => format!("session {session}"),
     });
     Ask::approval(format!("{kind}: {what}")).detail(detail.join("\n"))
+}
+
+/// A `permission.updated` prompt ({id, type, pattern, title, metadata}) in the shape of
+/// `permission.asked`: its `type` is the permission, its `pattern` (one or a list) the patterns.
+fn reworked(properties: &Value) -> Value {
+    let mut reworked = properties.clone();
+    if let Some(object) = reworked.as_object_mut() {
+        let permission = properties.get("type").cloned().unwrap_or(Value::Null);
+        let patterns = match properties.get("pattern") {
+            Some(Value::String(p)) => json!([p]),
+            Some(list @ Value::Array(_)) => list.clone(),
+            _ => json!([]),
+        };
+        object.insert("permission".into(), permission);
+        object.insert("patterns".into(), patterns);
+    }
+    reworked
+}
+
+/// What a server from before the permission rework is told: `{response}` at the session's
+/// route, which takes no message (a reason the person gave stays on askgate).
+fn reply_to_old_permission(session: &str, id: &str, question: &Question) -> (String, Option<Value>) {
+    let (_, body) = reply_to_permission(id, question);
+    let body = body.map(|b| json!({"response": b["reply"]}));
+    (format!("/session/{session}/permissions/{id}"), body)
 }
 
 /// A question prompt's questions, one ask each.

@@ -35,6 +35,8 @@ impl Fake {
             .route("/permission/{id}/reply", post(replied))
             .route("/question/{id}/reply", post(replied))
             .route("/question/{id}/reject", post(replied))
+            .route("/session/{session}/permissions/{id}", post(replied_old))
+            .route("/project", get(projects))
             .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -76,10 +78,39 @@ async fn events(State(fake): State<Fake>, headers: HeaderMap) -> axum::response:
         .unwrap()
 }
 
-async fn listed(State(fake): State<Fake>, uri: axum::http::Uri) -> axum::Json<Value> {
+/// The pending prompts of the project the query names (those of no project in any).
+async fn listed(
+    State(fake): State<Fake>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+    uri: axum::http::Uri,
+) -> axum::Json<Value> {
     let prefix = if uri.path() == "/permission" { "per_" } else { "que_" };
     let pending = fake.pending.lock().unwrap().clone();
-    axum::Json(Value::Array(pending.into_iter().filter(|p| p["id"].as_str().unwrap().starts_with(prefix)).collect()))
+    let directory = query.get("directory").map(String::as_str);
+    let here = |p: &Value| p.get("directory").is_none_or(|d| d.as_str() == directory);
+    axum::Json(Value::Array(
+        pending.into_iter().filter(|p| p["id"].as_str().unwrap().starts_with(prefix) && here(p)).collect(),
+    ))
+}
+
+/// The projects opencode knows: every directory a pending prompt names.
+async fn projects(State(fake): State<Fake>) -> axum::Json<Value> {
+    let pending = fake.pending.lock().unwrap().clone();
+    let worktrees: Vec<Value> =
+        pending.iter().filter_map(|p| p.get("directory")).map(|d| json!({"id": "p", "worktree": d})).collect();
+    axum::Json(Value::Array(worktrees))
+}
+
+/// A reply at the route of servers from before the permission rework.
+async fn replied_old(
+    State(fake): State<Fake>,
+    Path(_): Path<(String, String)>,
+    uri: axum::http::Uri,
+    body: axum::body::Bytes,
+) -> axum::Json<Value> {
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    fake.replies.lock().unwrap().push((uri.path().to_owned(), None, body));
+    axum::Json(json!(true))
 }
 
 async fn replied(
@@ -170,5 +201,46 @@ async fn after_a_reconnect_prompts_pending_meanwhile_are_asked_and_settled_ones_
     served.type_line(&format!("/approve {id}")).await;
     let (_, directory, body) = fake.reply("/permission/per_b/reply").await;
     assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "once"})));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_prompt_pending_before_askgate_started_and_an_older_servers_permission_are_asked() {
+    let (fake, url) = Fake::start().await;
+    // Pending in a project whose events askgate never heard: opencode lists it under /project.
+    let waiting = json!({"id": "per_w", "sessionID": "ses_3", "permission": "bash", "patterns": ["make w"],
+        "metadata": {"command": "make w"}, "directory": "/home/dev/other"});
+    fake.pending.lock().unwrap().push(waiting);
+    let dir = TempDir::new().unwrap();
+    let extra = format!("\n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\nconversation = \"console:local\"\n");
+    let mut served = Served::start(&write_config(dir.path(), &extra));
+    let id = served.card_id("bash: make w").await;
+    served.stdout_line("in /home/dev/other · session ses_3").await;
+    served.type_line(&format!("/approve {id}")).await;
+    let (_, directory, body) = fake.reply("/permission/per_w/reply").await;
+    assert_eq!((directory.as_deref(), body), (Some("/home/dev/other"), json!({"reply": "once"})));
+
+    // A server from before the permission rework: `permission.updated`, replied to at the
+    // session's route with `response`.
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    let old = json!({"id": "per_old", "type": "bash", "pattern": "git push", "sessionID": "ses_9", "messageID": "m",
+        "title": "git push", "metadata": {"command": "git push"}, "time": {"created": 1}});
+    fake.send("/home/dev/app", "permission.updated", old);
+    let id = served.card_id("bash: git push").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    let (_, _, body) = fake.reply("/session/ses_9/permissions/per_old").await;
+    assert_eq!(body, json!({"response": "always"}));
+
+    // Its `permission.replied` names the prompt `permissionID`: the card is retracted.
+    let old = json!({"id": "per_old2", "type": "bash", "pattern": ["rm a", "rm b"], "sessionID": "ses_9",
+        "title": "rm", "metadata": {}});
+    fake.send("/home/dev/app", "permission.updated", old);
+    let id = served.card_id("bash: rm a rm b").await;
+    fake.send(
+        "/home/dev/app",
+        "permission.replied",
+        json!({"sessionID": "ses_9", "permissionID": "per_old2", "response": "once"}),
+    );
+    assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (answered in opencode)"));
     served.terminate().await;
 }
