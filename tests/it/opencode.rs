@@ -244,3 +244,35 @@ async fn a_prompt_pending_before_askgate_started_and_an_older_servers_permission
     assert!(served.stdout_line(&format!("[{id}]")).await.contains("cancelled (answered in opencode)"));
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn an_opencode_permission_allowed_always_on_discord_reaches_opencode_as_always() {
+    const ALICE: u64 = 100;
+    let (fake, url) = Fake::start().await;
+    let (discord, discord_url) = crate::fake_discord::FakeDiscord::start().await;
+    let dir = TempDir::new().unwrap();
+    let extra = format!(
+        "\n[channels.discord]\ntoken_env = \"ASKGATE_TEST_DC_TOKEN\"\napi_url = \"{discord_url}\"\nallowed_users = [\"{ALICE}\"]\n\
+         \n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\nconversation = \"discord:555\"\nanswerers = [\"discord:{ALICE}\"]\n"
+    );
+    let served = Served::start_with_env(&write_config(dir.path(), &extra), &[("ASKGATE_TEST_DC_TOKEN", "fake-token")]);
+    discord.connected().await;
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    let asked = json!({"id": "per_d", "sessionID": "ses_d", "permission": "bash", "patterns": ["make release"],
+        "metadata": {"command": "make release"}, "always": ["make *"]});
+    fake.send("/home/dev/app", "permission.asked", asked);
+    let card = discord.sent("bash: make release", 1).await;
+    assert!(card["content"].as_str().unwrap().contains("Allow always lets make \\* through in opencode."), "{card}");
+    let always = card["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["label"] == "Allow always")
+        .unwrap_or_else(|| panic!("no Allow always on {card}"));
+    let message: u64 = card["id"].as_str().unwrap().parse().unwrap();
+    discord.click(ALICE, 555, message, always["custom_id"].as_str().unwrap());
+    let (_, directory, body) = fake.reply("/permission/per_d/reply").await;
+    assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "always"})));
+    served.terminate().await;
+}
