@@ -13,7 +13,7 @@ use crate::support::eventually;
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     base: String,
     session: String,
@@ -24,7 +24,7 @@ struct Driver {
 impl Driver {
     /// Starts chromedriver and a headless Chromium session. Where they are not installed the
     /// build marks the test ignored (build.rs); in CI they must be (.ci/run installs them).
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let (driver, browser) = ("/usr/bin/chromedriver", "/usr/bin/chromium");
         for path in [driver, browser] {
             assert!(std::path::Path::new(path).exists(), "{path} is missing: apt-get install chromium chromium-driver");
@@ -65,7 +65,7 @@ impl Driver {
         request.send().await.unwrap().json::<Value>().await.unwrap()["value"].clone()
     }
 
-    async fn go(&self, url: &str) {
+    pub(crate) async fn go(&self, url: &str) {
         self.command(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
     }
 
@@ -76,15 +76,15 @@ impl Driver {
         found.as_array()?.first().and_then(|e| e[ELEMENT].as_str()).map(str::to_owned)
     }
 
-    async fn wait_for(&self, xpath: &str) -> String {
+    pub(crate) async fn wait_for(&self, xpath: &str) -> String {
         eventually(|| async { self.find(xpath).await }).await
     }
 
-    async fn click(&self, element: &str) {
+    pub(crate) async fn click(&self, element: &str) {
         self.command(reqwest::Method::POST, &format!("/element/{element}/click"), Some(json!({}))).await;
     }
 
-    async fn type_into(&self, element: &str, text: &str) {
+    pub(crate) async fn type_into(&self, element: &str, text: &str) {
         self.command(reqwest::Method::POST, &format!("/element/{element}/value"), Some(json!({"text": text}))).await;
     }
 
@@ -105,7 +105,7 @@ impl Driver {
         base64_decode(encoded.as_str().expect("a screenshot"))
     }
 
-    async fn quit(mut self) {
+    pub(crate) async fn quit(mut self) {
         self.command(reqwest::Method::DELETE, "", None).await;
         let _ = self.child.kill().await;
     }

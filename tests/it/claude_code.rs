@@ -272,3 +272,38 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
     assert!(body.to_string().contains("[claude_code]"), "{body}");
     served.terminate().await;
 }
+
+#[tokio::test]
+#[cfg_attr(
+    no_browser,
+    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+)]
+async fn an_ask_user_question_is_answered_on_the_web_page() {
+    let browser = crate::browser::Driver::start().await;
+    let dir = std::sync::Arc::new(TempDir::new().unwrap());
+    let hooks = "\n[claude_code]\nconversation = \"console:local\"\n";
+    let app = crate::http::App::start_config(dir.clone(), "", hooks, askgate::config::Env::default()).await;
+    let agent = std::fs::read_to_string(dir.path().join("askgate-agent.token")).unwrap().trim().to_owned();
+    let question = json!({"questions": [{"question": "Which database?", "header": "Storage", "multiSelect": false,
+        "options": [{"label": "SQLite", "description": "one file"}, {"label": "PostgreSQL", "description": "a server"}]}]});
+    let pending = posted(&app.base, &agent, hook("PreToolUse", "AskUserQuestion", question));
+
+    browser.go(&app.url("/")).await;
+    let token = browser.wait_for("//input[@id='token']").await;
+    browser.type_into(&token, &app.token).await;
+    browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
+    let card = "//article[.//h2[contains(., 'Which database?')]]";
+    // The options' descriptions are on the card, with where Claude Code asks.
+    browser.wait_for(&format!("{card}//div[@class='detail'][contains(., 'PostgreSQL: a server')]")).await;
+    browser.wait_for(&format!("{card}//div[@class='detail'][contains(., 'Storage · in /home/dev/app')]")).await;
+    browser.click(&browser.wait_for(&format!("{card}//button[normalize-space()='PostgreSQL']")).await).await;
+
+    let (status, answer) = pending.await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(decision(&answer).0, "allow", "{answer}");
+    let input = &answer["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(input["answers"], json!({"Which database?": "PostgreSQL"}), "{answer}");
+    assert_eq!(input["questions"][0]["header"], "Storage", "the rest of the input as it was");
+    browser.quit().await;
+    app.stop().await;
+}
