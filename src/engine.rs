@@ -27,6 +27,7 @@ mod event;
 mod external;
 mod function;
 mod instances;
+mod listeners;
 pub mod metrics;
 mod nudge;
 mod port;
@@ -57,6 +58,7 @@ pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
+pub use listeners::Heard;
 pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found};
 pub use retry::Retry;
@@ -117,6 +119,8 @@ struct Inner {
     sweeper: sweeper::Sweeper,
     leases: instances::Leases,
     metrics: metrics::Metrics,
+    /// Who listens to the plain messages of a conversation.
+    listeners: listeners::Listeners,
     /// Runs' turns and the engine's own tasks (sweeper, pruner, adoption).
     runs: TaskTracker,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
@@ -142,6 +146,7 @@ impl Engine {
                 sweeper: sweeper::Sweeper::default(),
                 leases: instances::Leases::default(),
                 metrics: metrics::Metrics::default(),
+                listeners: listeners::Listeners::default(),
                 runs: TaskTracker::new(),
                 stop,
                 abort: CancellationToken::new(),

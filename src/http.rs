@@ -125,7 +125,8 @@ pub fn router(
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
     let app = app
         .route("/hooks/claude-code", post(hooks::claude_code))
-        .route("/hooks/claude-code/permission", post(hooks::permission));
+        .route("/hooks/claude-code/permission", post(hooks::permission))
+        .route("/hooks/claude-code/messages", get(hooks::messages));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))

@@ -21,6 +21,9 @@ pub struct ClaudeCodeConfig {
     /// The `timeout` of the hook in Claude Code's settings: askgate answers `ask` (Claude Code
     /// then asks in the terminal) and retracts the card a little before it.
     pub hook_timeout: Duration,
+    /// A person's plain messages in the conversation (those that answer and start nothing) go
+    /// into the Claude Code session of `askgate mcp --channel`.
+    pub messages: bool,
 }
 
 /// Claude Code's own timeout of a hook when its settings give none.
@@ -74,7 +77,8 @@ pub(super) fn claude_code(raw: Option<RawClaudeCode>) -> Result<Option<ClaudeCod
             ));
         }
     }
-    Ok(Some(ClaudeCodeConfig { conversation, answerers, ask: raw.ask, allow: raw.allow, hook_timeout }))
+    let (ask, allow, messages) = (raw.ask, raw.allow, raw.messages);
+    Ok(Some(ClaudeCodeConfig { conversation, answerers, ask, allow, hook_timeout, messages }))
 }
 
 #[cfg(test)]
@@ -88,6 +92,7 @@ mod tests {
             ask: ask.iter().map(|s| (*s).to_owned()).collect(),
             allow: allow.iter().map(|s| (*s).to_owned()).collect(),
             hook_timeout: HOOK_TIMEOUT,
+            messages: false,
         }
     }
 

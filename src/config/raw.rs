@@ -49,6 +49,8 @@ pub(super) struct RawClaudeCode {
     pub allow: Vec<String>,
     #[serde(default, deserialize_with = "some_duration")]
     pub hook_timeout: Option<Duration>,
+    #[serde(default)]
+    pub messages: bool,
 }
 
 #[derive(Debug, Deserialize)]

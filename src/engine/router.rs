@@ -224,7 +224,15 @@ impl Engine {
     async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {
         match self.policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned()).await,
-            None => Ok(Response::say(replies::NOTHING_WAITING)),
+            None => {
+                let heard = super::Heard {
+                    conversation: inbound.conversation.clone(),
+                    user: inbound.user.clone(),
+                    name: inbound.name.clone(),
+                    text: inbound.text.trim().to_owned(),
+                };
+                Ok(Response::say(if self.pass_on(heard) { replies::PASSED_ON } else { replies::NOTHING_WAITING }))
+            }
         }
     }
 

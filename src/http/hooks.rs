@@ -100,6 +100,45 @@ pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppStat
     axum::Json(serde_json::json!({"behavior": behavior})).into_response()
 }
 
+/// `GET /hooks/claude-code/messages`: the plain messages of `[claude_code] conversation` that
+/// answer and start nothing, one JSON object per line (`{"text", "user", "name"}`), while the
+/// request lasts; `askgate mcp --channel` pushes each into its Claude Code session.
+pub(super) async fn messages(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
+    let config = match admitted(&caller, &state, request).await {
+        Ok((config, _)) => config,
+        Err(e) => return e.into_response(),
+    };
+    if !config.messages {
+        return ApiError::not_found("set messages = true in [claude_code] to pass plain messages on to Claude Code")
+            .into_response();
+    }
+    let heard = state.engine.listen(&config.conversation);
+    let stop = state.engine.stopping();
+    let lines = futures_util::stream::unfold((heard, stop), |(mut heard, stop)| async move {
+        loop {
+            let message = tokio::select! {
+                message = heard.recv() => message,
+                () = stop.cancelled() => return None,
+            };
+            match message {
+                Ok(m) => {
+                    let line = serde_json::json!({"text": m.text, "user": m.user.to_string(), "name": m.name});
+                    let line = format!("{line}\n");
+                    return Some((Ok::<_, std::convert::Infallible>(line), (heard, stop)));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "Claude Code's channel fell behind the conversation's messages");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Response::builder()
+        .header("content-type", "application/x-ndjson")
+        .body(axum::body::Body::from_stream(lines))
+        .unwrap_or_default()
+}
+
 /// The relayed prompts waiting for a person, so that a hook saying the terminal answered
 /// first retracts their cards.
 #[derive(Default)]

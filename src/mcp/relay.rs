@@ -4,7 +4,9 @@
 //! askgate's `POST /hooks/claude-code/permission` (see [`crate::hooks::relay`]), and a decision
 //! comes back to Claude Code as `notifications/claude/channel/permission`. Nothing is sent when
 //! nobody decided on askgate: the terminal's dialog, open all along, decides. When Claude Code
-//! ends the bridge, its waiting requests end with it, and askgate retracts their cards.
+//! ends the bridge, its waiting requests end with it, and askgate retracts their cards. With
+//! `[claude_code] messages = true`, a person's plain messages in the conversation are pushed
+//! into the session as `notifications/claude/channel`.
 
 use rmcp::model::ServerJsonRpcMessage;
 use serde_json::{Value, json};
@@ -14,6 +16,8 @@ use tokio::sync::mpsc::UnboundedSender;
 const REQUEST: &str = "notifications/claude/channel/permission_request";
 /// The method of a decision sent back.
 const DECISION: &str = "notifications/claude/channel/permission";
+/// The method of a person's message pushed into the session.
+const CHANNEL: &str = "notifications/claude/channel";
 
 /// Where relayed prompts go.
 pub(super) struct Relay {
@@ -71,6 +75,59 @@ impl Relay {
             }
         });
     }
+}
+
+impl Relay {
+    /// Pushes the conversation's plain messages into the session as
+    /// `notifications/claude/channel` (`content`, and `meta` with who wrote it), for as long
+    /// as the bridge runs; nothing when askgate passes none on (`messages` is off).
+    pub(super) fn follow_messages(&self, out: UnboundedSender<Value>) {
+        let url = self.url.replace("/permission", "/messages");
+        let request = self.http.get(url).bearer_auth(&self.token);
+        tokio::spawn(async move {
+            loop {
+                let Some(request) = request.try_clone() else { return };
+                match request.send().await {
+                    Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => {
+                        tracing::debug!("askgate passes no messages on ([claude_code] messages is off)");
+                        return;
+                    }
+                    Ok(response) if response.status().is_success() => {
+                        if pushed(response, &out).await.is_err() {
+                            return; // The bridge is gone.
+                        }
+                    }
+                    Ok(response) => tracing::warn!(status = %response.status(), "askgate refused to pass messages on"),
+                    Err(e) => tracing::warn!(error = %e, "could not follow the conversation's messages"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        });
+    }
+}
+
+/// Writes each message line of `response` as a channel notification, until it ends; an error
+/// when the bridge's output is gone.
+async fn pushed(response: reqwest::Response, out: &UnboundedSender<Value>) -> Result<(), ()> {
+    use futures_util::StreamExt;
+    let mut body = response.bytes_stream();
+    let mut buffer = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
+            let text = |key: &str| message.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            // Meta keys are identifiers and values strings, or Claude Code drops them.
+            let mut meta = json!({"user": text("user")});
+            if let Some(name) = message.get("name").and_then(Value::as_str) {
+                meta["name"] = json!(name);
+            }
+            let params = json!({"content": text("text"), "meta": meta});
+            out.send(json!({"jsonrpc": "2.0", "method": CHANNEL, "params": params})).map_err(|_| ())?;
+        }
+    }
+    Ok(())
 }
 
 /// The params of a line that is a relayed permission prompt.

@@ -9,6 +9,8 @@ use super::capitalise;
 pub const FAILED: &str = "Something went wrong on our side; nothing was changed. Please try again.";
 /// A plain message where nothing waits and no function takes plain words.
 pub const NOTHING_WAITING: &str = "Nothing is waiting for an answer here. /help lists the commands.";
+/// A plain message handed to the conversation's listener (Claude Code's channel).
+pub const PASSED_ON: &str = "Passed on to the agent listening here.";
 /// A grant id that matches several grants.
 pub const AMBIGUOUS_GRANT: &str = "Ambiguous grant id, use more characters.";
 /// Someone who may not revoke a grant.

@@ -125,7 +125,7 @@ impl Served {
         eventually(|| async { self.err.lock().unwrap().iter().find(|l| l.contains(needle)).cloned() }).await
     }
 
-    fn stdout(&self) -> String {
+    pub fn stdout(&self) -> String {
         self.out.lock().unwrap().join("\n")
     }
 

@@ -2,7 +2,8 @@
 //! Code's side of the channel protocol over `askgate mcp --channel` (its `initialize`, then
 //! `notifications/claude/channel/permission_request`), a person answers on the console, and the
 //! decision comes back as `notifications/claude/channel/permission`. When the terminal answers
-//! first, a `PostToolUse` hook from the same project retracts the card.
+//! first, a `PostToolUse` hook from the same project retracts the card. A person's plain
+//! message in the conversation goes into the session as `notifications/claude/channel`.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio::process::Command;
 use crate::binary::{BIN, Served, write_config};
 use crate::support::{eventually, get_json};
 
-const CONFIG: &str = "\n[mcp]\nconversation = \"console:local\"\n\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\", \"Edit\"]\nallow = [\"Read\"]\n";
+const CONFIG: &str = "\n[mcp]\nconversation = \"console:local\"\n\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\", \"Edit\"]\nallow = [\"Read\"]\nmessages = true\n";
 
 type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
 
@@ -83,6 +84,18 @@ async fn the_channel_relay_answers_claude_codes_permission_prompts_from_the_cons
     served.type_line(&format!("/approve {id}")).await;
     let allowed = next(&mut lines, decision).await;
     assert_eq!(allowed["params"], json!({"request_id": "abcde", "behavior": "allow"}), "{allowed}");
+
+    // A plain message in the conversation goes into the session (once the bridge listens).
+    for _ in 0..40 {
+        served.type_line("please run the linter too").await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        if served.stdout().contains("Passed on to the agent listening here.") {
+            break;
+        }
+    }
+    let pushed = next(&mut lines, |m| m["method"] == "notifications/claude/channel").await;
+    assert_eq!(pushed["params"]["content"], "please run the linter too", "{pushed}");
+    assert_eq!(pushed["params"]["meta"]["user"], "console:local", "{pushed}");
 
     // The terminal answers first: Claude Code says nothing to the channel, but the tool runs,
     // and its PostToolUse hook from the same project retracts the card.
