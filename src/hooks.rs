@@ -72,7 +72,9 @@ impl HookInput {
             "PreToolUse" => Event::PreToolUse,
             "PermissionRequest" => Event::PermissionRequest,
             other => {
-                return Err(format!("askgate answers PreToolUse and PermissionRequest hooks, not `{other}`"));
+                return Err(format!(
+                    "askgate answers PreToolUse and PermissionRequest hooks (and reads PostToolUse, PostToolUseFailure, Stop and SessionEnd), not `{other}`"
+                ));
             }
         };
         if input.tool_name.trim().is_empty() {

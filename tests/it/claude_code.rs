@@ -253,9 +253,13 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
     let response = raw("{not json", &token).await.unwrap();
     assert_eq!(response.status(), 400);
     assert!(response.text().await.unwrap().contains("not a Claude Code hook's JSON"));
-    let response = raw(r#"{"hook_event_name":"Stop","tool_name":"x"}"#, &token).await.unwrap();
+    let response = raw(r#"{"hook_event_name":"UserPromptSubmit","tool_name":"x"}"#, &token).await.unwrap();
     assert_eq!(response.status(), 400);
-    assert!(response.text().await.unwrap().contains("not `Stop`"));
+    assert!(response.text().await.unwrap().contains("not `UserPromptSubmit`"));
+    // A Stop only settles relayed prompts of its project (none here): nothing to decide.
+    let response = raw(r#"{"hook_event_name":"Stop","cwd":"/home/dev/app"}"#, &token).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<Value>().await.unwrap(), json!({}));
     let response = raw(r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#, &operator).await.unwrap();
     assert_eq!(response.status(), 403);
     assert!(response.text().await.unwrap().contains("/hooks/claude-code takes an agent token"));
