@@ -245,6 +245,11 @@ impl Config {
                 return Err(bad((format!("gateway.{key}"), "must be at least 1".to_owned())));
             }
         }
+        // An attempt must end well within the 2 minutes a sender holds a callback.
+        if !(std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(60)).contains(&gateway.callback_timeout)
+        {
+            return Err(bad(("gateway.callback_timeout".into(), "must be from 1s to 60s".to_owned())));
+        }
         if gateway.database.trim().is_empty() {
             return Err(bad(("gateway.database".into(), "is empty".to_owned())));
         }

@@ -152,7 +152,10 @@ impl Bridge {
         let Ok(Value::Array(projects)) = listed.json::<Value>().await else { return };
         let mut directories = self.directories.lock().unwrap_or_else(PoisonError::into_inner);
         for project in projects {
-            if let Some(worktree) = project.get("worktree").and_then(Value::as_str).filter(|w| w.starts_with('/')) {
+            // `/` is opencode's global project (no repository): not a project of its own.
+            if let Some(worktree) =
+                project.get("worktree").and_then(Value::as_str).filter(|w| *w != "/" && !w.is_empty())
+            {
                 directories.insert(worktree.to_owned());
             }
         }

@@ -135,8 +135,9 @@ pub enum Write {
     /// Takes a due callback until `until` (another taker waits until then), counting one
     /// more attempt. → `Changed` (false: delivered, given up, or taken by another meanwhile)
     TakeCallback { id: String, now: i64, until: i64 },
-    /// Records what came of an attempt, and lets go of the callback. → `Done`
-    CallbackTried { id: String, at: i64, tried: CallbackTry },
+    /// Records what came of the attempt that took the callback until `lease`, and lets go of
+    /// it. → `Changed` (false: that lease had run out and another sender took it)
+    CallbackTried { id: String, at: i64, lease: i64, tried: CallbackTry },
     /// Deletes up to `limit` runs that ended before `ended_before` (with their questions and
     /// cards) and inbound keys recorded before `seen_before`; waiting and running runs stay.
     /// → `Pruned`

@@ -8,8 +8,9 @@ use super::Engine;
 use crate::question::{QuestionId, RunId};
 use crate::store::{Callback, CallbackTry, StoreError, Write, Written};
 
-/// Where an agent wants an outcome POSTed, as it asked (`callback` in the API).
-#[derive(Clone, Debug, PartialEq)]
+/// Where an agent wants an outcome POSTed, as it asked (`callback` in the API). Not `Debug`:
+/// its URL, headers and secret may carry credentials.
+#[derive(Clone, PartialEq)]
 pub struct CallbackSpec {
     /// Where to POST.
     pub url: String,
@@ -53,24 +54,25 @@ impl Engine {
         self.inner.store.due_callbacks(self.now_ms(), limit).await
     }
 
-    /// Takes a due callback for `lease` (counting an attempt): `false` when another took it
-    /// or it settled meanwhile.
+    /// Takes a due callback for `lease` (counting an attempt): the lease it holds, to record
+    /// the attempt with; none when another took it or it settled meanwhile.
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn take_callback(&self, id: &str, lease: Duration) -> Result<bool, StoreError> {
+    pub async fn take_callback(&self, id: &str, lease: Duration) -> Result<Option<i64>, StoreError> {
         let now = self.now_ms();
         let until = Self::after(now, lease);
         let written = self.inner.store.write(Write::TakeCallback { id: id.to_owned(), now, until }).await?;
-        Ok(matches!(written, Written::Changed(true)))
+        Ok(matches!(written, Written::Changed(true)).then_some(until))
     }
 
-    /// Records what came of an attempt, and lets go of the callback.
+    /// Records what came of the attempt that holds `lease`, and lets go of the callback;
+    /// `false` when that lease had run out and another sender took the callback.
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn callback_tried(&self, id: &str, tried: CallbackTry) -> Result<(), StoreError> {
-        self.inner.store.write(Write::CallbackTried { id: id.to_owned(), at: self.now_ms(), tried }).await?;
-        Ok(())
+    pub async fn callback_tried(&self, id: &str, lease: i64, tried: CallbackTry) -> Result<bool, StoreError> {
+        let tried = Write::CallbackTried { id: id.to_owned(), at: self.now_ms(), lease, tried };
+        Ok(matches!(self.inner.store.write(tried).await?, Written::Changed(true)))
     }
 }

@@ -14,7 +14,6 @@ use crate::question::{Ask, Outcome, Question, Timeout};
 
 /// A permission prompt Claude Code relays, with where the relay runs.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PermissionRequest {
     /// Claude Code's id of the prompt: five letters from a–z without `l`.
     pub request_id: String,
@@ -85,12 +84,21 @@ impl PermissionRequest {
 
     /// Whether `settled` says this prompt was answered in the terminal: a `Stop` (the turn
     /// ended, so no prompt of it waits) or a `PostToolUse` of the same tool, in its project.
+    ///
+    /// A `PostToolUse` of another call of the same tool (an allowed `ls` beside a waiting
+    /// `rm`) does not: where both show a command, the commands must be the same. Without a
+    /// project on both sides nothing matches.
     pub fn settled_by(&self, settled: &Settled) -> bool {
-        let same_place = match (&self.cwd, &settled.cwd) {
-            (Some(mine), Some(theirs)) => mine == theirs,
+        let same_place = matches!((&self.cwd, &settled.cwd), (Some(mine), Some(theirs)) if mine == theirs);
+        let Some((tool, command)) = &settled.tool else { return same_place };
+        let mine: Option<String> = serde_json::from_str::<Value>(&self.input_preview)
+            .ok()
+            .and_then(|input| input.get("command")?.as_str().map(str::to_owned));
+        let same_call = match (mine, command) {
+            (Some(mine), Some(theirs)) => mine == *theirs,
             _ => true,
         };
-        same_place && settled.tool.as_ref().is_none_or(|tool| *tool == self.tool_name)
+        same_place && *tool == self.tool_name && same_call
     }
 }
 
@@ -101,8 +109,8 @@ impl PermissionRequest {
 pub struct Settled {
     /// The project it came from.
     pub cwd: Option<String>,
-    /// The tool that ran; none: every tool.
-    pub tool: Option<String>,
+    /// The tool that ran, with its command when it has one; none: every tool.
+    pub tool: Option<(String, Option<String>)>,
 }
 
 impl Settled {
@@ -111,7 +119,10 @@ impl Settled {
         let value: Value = serde_json::from_slice(body).ok()?;
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
         let tool = match value.get("hook_event_name")?.as_str()? {
-            "PostToolUse" | "PostToolUseFailure" => Some(text("tool_name")?),
+            "PostToolUse" | "PostToolUseFailure" => {
+                let command = value.pointer("/tool_input/command").and_then(Value::as_str).map(str::to_owned);
+                Some((text("tool_name")?, command))
+            }
             "Stop" | "SessionEnd" => None,
             _ => return None,
         };
@@ -149,6 +160,10 @@ mod tests {
             Settled::parse(body.to_string().as_bytes())
         };
         assert!(r.settled_by(&hook("PostToolUse", "Bash", "/home/dev/app").unwrap()));
+        let other_call = serde_json::json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "cwd": "/home/dev/app",
+            "tool_input": {"command": "rm -rf build"}});
+        assert!(!r.settled_by(&Settled::parse(other_call.to_string().as_bytes()).unwrap()), "another command");
+        assert!(!request(None).settled_by(&hook("Stop", "", "/home/dev/app").unwrap()), "no project: no match");
         assert!(r.settled_by(&hook("Stop", "", "/home/dev/app").unwrap()));
         assert!(!r.settled_by(&hook("PostToolUse", "Edit", "/home/dev/app").unwrap()), "another tool");
         assert!(!r.settled_by(&hook("Stop", "", "/home/dev/other").unwrap()), "another project");

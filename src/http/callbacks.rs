@@ -79,25 +79,51 @@ pub fn check_url(url: &str) -> Result<(), String> {
 
 /// Sends the outbox's due callbacks until askgate stops.
 pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration) {
-    let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+    // A redirect would turn the POST into a GET (and carry the headers elsewhere): a receiver
+    // that moved answers 3xx, which is tried again like any other failure.
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default();
     let deliverer = Deliverer { engine: engine.clone(), client, secret };
     let stop = engine.stopping();
     tokio::spawn(async move {
         let mut events = deliverer.engine.subscribe();
         loop {
             deliverer.send_due().await;
+            // Woken by what ends a run (an agent's question has a run of its own), else at the
+            // next read: rows other instances left, pauses that ended.
+            let wait = async {
+                loop {
+                    match events.recv().await {
+                        Ok(logged) if ends_a_run(&logged.event) => return,
+                        Ok(_) => {}
+                        // A lagging receiver only means the next read of the outbox finds more.
+                        Err(_) => {
+                            events = events.resubscribe();
+                            return;
+                        }
+                    }
+                }
+            };
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(SCAN_EVERY) => {}
-                event = events.recv() => {
-                    // A lagging receiver only means the next read of the outbox finds more.
-                    if event.is_err() {
-                        events = events.resubscribe();
-                    }
-                }
+                () = wait => {}
             }
         }
     });
+}
+
+/// Whether `event` may make a callback due.
+fn ends_a_run(event: &crate::engine::Event) -> bool {
+    use crate::run::RunStatus;
+    match event {
+        crate::engine::Event::Resolved(_) => true,
+        crate::engine::Event::Run(run) => !matches!(run.status, RunStatus::Running | RunStatus::Waiting),
+        _ => false,
+    }
 }
 
 struct Deliverer {
@@ -107,8 +133,12 @@ struct Deliverer {
     secret: Option<String>,
 }
 
+/// How many callbacks are sent at once: a receiver that hangs holds up only its own.
+const AT_ONCE: usize = 8;
+
 impl Deliverer {
     async fn send_due(&self) {
+        use futures_util::StreamExt;
         let due = match self.engine.due_callbacks(BATCH).await {
             Ok(due) => due,
             Err(e) => {
@@ -116,38 +146,51 @@ impl Deliverer {
                 return;
             }
         };
-        for callback in due {
-            match self.engine.take_callback(&callback.id, LEASE).await {
-                Ok(true) => self.send(callback).await,
-                Ok(false) => {}
-                Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a callback"),
-            }
-        }
+        futures_util::stream::iter(due)
+            .for_each_concurrent(AT_ONCE, |callback| async move {
+                match self.engine.take_callback(&callback.id, LEASE).await {
+                    Ok(Some(lease)) => self.send(callback, lease).await,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a callback"),
+                }
+            })
+            .await;
     }
 
-    async fn send(&self, callback: Callback) {
+    async fn send(&self, callback: Callback, lease: i64) {
         let tried = match self.body(&callback).await {
             Ok(body) => self.post(&callback, &body).await,
             Err(e) => CallbackTry::Retry { next_at: self.engine.clock().now_ms() + 1_000, error: e },
         };
         let tried = self.give_up_if_late(&callback, tried);
-        let (id, url) = (&callback.id, &callback.url);
+        // Where it goes, without the path and query, which may carry a token.
+        let to = reqwest::Url::parse(&callback.url)
+            .map(|u| format!("{}://{}", u.scheme(), u.host_str().unwrap_or_default()))
+            .unwrap_or_default();
+        let id = &callback.id;
         let said = match &tried {
             CallbackTry::Delivered => None,
             CallbackTry::Retry { error, .. } | CallbackTry::GaveUp { error } => Some(error.clone()),
         };
         let gave_up = matches!(tried, CallbackTry::GaveUp { .. });
-        if let Err(e) = self.engine.callback_tried(id, tried).await {
-            // Its lease runs out and it is sent again, under the same key.
-            tracing::warn!(callback = %id, error = %e, "could not record a callback's attempt");
-            return;
+        match self.engine.callback_tried(id, lease, tried).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(callback = %id, to = %to, "a callback's attempt outlasted its lease; another sender has it");
+                return;
+            }
+            Err(e) => {
+                // Its lease runs out and it is sent again, under the same key.
+                tracing::warn!(callback = %id, error = %e, "could not record a callback's attempt");
+                return;
+            }
         }
         match said {
-            None => tracing::info!(callback = %id, url = %url, "callback delivered"),
-            Some(error) if gave_up => tracing::error!(callback = %id, url = %url, error = %error, "callback given up"),
+            None => tracing::info!(callback = %id, to = %to, "callback delivered"),
+            Some(error) if gave_up => tracing::error!(callback = %id, to = %to, error = %error, "callback given up"),
             Some(error) => {
                 let attempt = callback.attempts + 1;
-                tracing::warn!(callback = %id, url = %url, attempt, error = %error, "callback not delivered; it is tried again");
+                tracing::warn!(callback = %id, to = %to, attempt, error = %error, "callback not delivered; it is tried again");
             }
         }
     }
@@ -182,7 +225,16 @@ impl Deliverer {
     }
 
     async fn post(&self, callback: &Callback, body: &[u8]) -> CallbackTry {
-        let secret = callback.secret.as_deref().or(self.secret.as_deref()).unwrap_or_default();
+        let attempt = callback.attempts + 1;
+        let retry = |error: String, asked: Option<Duration>| {
+            let pause = BACKOFF.pause(attempt, asked);
+            let next_at = self.engine.clock().now_ms() + i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
+            CallbackTry::Retry { next_at, error }
+        };
+        // Never signed with an empty key: an instance without the configured secret waits for it.
+        let Some(secret) = callback.secret.as_deref().or(self.secret.as_deref()).filter(|s| !s.is_empty()) else {
+            return retry("no secret to sign it: set the variable gateway.callback_secret_env names".to_owned(), None);
+        };
         let timestamp = self.engine.clock().now_ms() / 1000;
         let signature = crate::channel::webhook::sign(secret.as_bytes(), timestamp, body);
         let mut request = self
@@ -196,12 +248,6 @@ impl Deliverer {
         for (name, value) in &callback.headers {
             request = request.header(name, value);
         }
-        let attempt = callback.attempts + 1;
-        let retry = |error: String, asked: Option<Duration>| {
-            let pause = BACKOFF.pause(attempt, asked);
-            let next_at = self.engine.clock().now_ms() + i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
-            CallbackTry::Retry { next_at, error }
-        };
         match request.body(body.to_vec()).send().await {
             Ok(response) if response.status().is_success() => CallbackTry::Delivered,
             Ok(response) => {
@@ -213,7 +259,8 @@ impl Deliverer {
                     .map(Duration::from_secs);
                 retry(format!("the receiver answered {}", response.status()), asked)
             }
-            Err(e) => retry(crate::error_chain(&e), None),
+            // Without the URL, which may carry a token: the error is logged and stored.
+            Err(e) => retry(crate::error_chain(&e.without_url()), None),
         }
     }
 }

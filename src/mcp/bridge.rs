@@ -106,6 +106,7 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
                 };
                 match &message {
                     ServerJsonRpcMessage::Response(response) if relay.is_some() && initialize.as_ref() == Some(&response.id) => {
+                        initialize = None;
                         write(&mut stdout, &as_channel(&message)).await.map_err(|e| failed(&e))?;
                         if let Some(relay) = &relay {
                             relay.follow_messages(decided.clone());

@@ -24,6 +24,8 @@ pub(super) struct Relay {
     http: reqwest::Client,
     /// `…/hooks/claude-code/permission` of the askgate the bridge talks to.
     url: String,
+    /// `…/hooks/claude-code/messages`.
+    messages: String,
     token: String,
     /// The project Claude Code started the bridge in.
     cwd: Option<String>,
@@ -38,6 +40,7 @@ impl Relay {
         Self {
             http: reqwest::Client::new(),
             url: format!("{base}/hooks/claude-code/permission"),
+            messages: format!("{base}/hooks/claude-code/messages"),
             token: token.to_owned(),
             cwd,
         }
@@ -82,8 +85,7 @@ impl Relay {
     /// `notifications/claude/channel` (`content`, and `meta` with who wrote it), for as long
     /// as the bridge runs; nothing when askgate passes none on (`messages` is off).
     pub(super) fn follow_messages(&self, out: UnboundedSender<Value>) {
-        let url = self.url.replace("/permission", "/messages");
-        let request = self.http.get(url).bearer_auth(&self.token);
+        let request = self.http.get(&self.messages).bearer_auth(&self.token);
         tokio::spawn(async move {
             loop {
                 let Some(request) = request.try_clone() else { return };

@@ -5,14 +5,17 @@
 pub(super) const INSERT: &str = "INSERT INTO callbacks (id, run_id, question_id, url, headers, secret, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// Takes a due callback until `$1`, at `$3`, counting one more attempt.
+/// Takes a due callback until `$1`, at `$3`, counting one more attempt: one still open, whose
+/// pause is over and which nobody holds.
 pub(super) const TAKE: &str = "UPDATE callbacks SET leased_until = $1, attempts = attempts + 1 \
-     WHERE id = $2 AND delivered_at IS NULL AND gave_up_at IS NULL AND (leased_until IS NULL OR leased_until <= $3)";
+     WHERE id = $2 AND delivered_at IS NULL AND gave_up_at IS NULL AND (leased_until IS NULL OR leased_until <= $3) \
+     AND (next_at IS NULL OR next_at <= $3)";
 
 /// Records an attempt (delivered at `$1`, given up at `$2`, or tried again at `$3`, with the
-/// error `$4`) and lets go of the callback.
+/// error `$4`) and lets go of the callback: only by the attempt that holds it (its lease `$6`),
+/// so that a sender whose lease ran out cannot undo what the next one recorded.
 pub(super) const TRIED: &str = "UPDATE callbacks SET delivered_at = $1, gave_up_at = $2, next_at = $3, last_error = $4, \
-     leased_until = NULL WHERE id = $5";
+     leased_until = NULL WHERE id = $5 AND leased_until = $6 AND delivered_at IS NULL AND gave_up_at IS NULL";
 
 /// The due callbacks at `$1`, at most `$2`, with when their run ended.
 pub(super) const DUE: &str = "SELECT c.id, c.run_id, c.question_id, c.url, c.headers, c.secret, c.created_at, \

@@ -237,8 +237,9 @@ pub struct Pruned {
 }
 
 /// Where an agent's question or run posts its outcome once it is known: a row of the outbox
-/// (see `http::callbacks`), written before the run it belongs to.
-#[derive(Clone, Debug, PartialEq)]
+/// (see `http::callbacks`), written before the run it belongs to. Its `Debug` shows neither
+/// the secret nor the headers' values.
+#[derive(Clone, PartialEq)]
 pub struct Callback {
     /// Its id, sent as the `Idempotency-Key` of every attempt.
     pub id: String,
@@ -258,6 +259,22 @@ pub struct Callback {
     pub attempts: u32,
     /// When its run ended (unix ms), as a due callback is read; none when written.
     pub ended_at: Option<i64>,
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Callback")
+            .field("id", &self.id)
+            .field("run", &self.run)
+            .field("question", &self.question)
+            .field("headers", &headers)
+            .field("secret", &self.secret.as_ref().map(|_| "…"))
+            .field("created_at", &self.created_at)
+            .field("attempts", &self.attempts)
+            .field("ended_at", &self.ended_at)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What came of one attempt to send a [`Callback`].

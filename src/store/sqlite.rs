@@ -37,7 +37,8 @@ pub enum Synchronous {
 macro_rules! ended_runs {
     () => {
         "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < ?1 \
-         ORDER BY updated_at, id LIMIT ?2"
+         AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.run_id = runs.id AND c.delivered_at IS NULL \
+         AND c.gave_up_at IS NULL) ORDER BY updated_at, id LIMIT ?2"
     };
 }
 

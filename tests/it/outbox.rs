@@ -34,13 +34,19 @@ async fn add(store: &Arc<dyn Store>, callback: Callback) -> Result<Written, Stor
     store.write(Write::Callback(Box::new(callback))).await
 }
 
-async fn take(store: &Arc<dyn Store>, id: &str, now: i64) -> bool {
+/// Takes it at `now` for a minute: the lease, when it was taken.
+async fn take(store: &Arc<dyn Store>, id: &str, now: i64) -> Option<i64> {
     let take = Write::TakeCallback { id: id.to_owned(), now, until: now + 60_000 };
-    matches!(store.write(take).await.unwrap(), Written::Changed(true))
+    matches!(store.write(take).await.unwrap(), Written::Changed(true)).then_some(now + 60_000)
 }
 
-async fn tried(store: &Arc<dyn Store>, id: &str, at: i64, tried: CallbackTry) {
-    store.write(Write::CallbackTried { id: id.to_owned(), at, tried }).await.unwrap();
+/// Records an attempt under `lease`: whether it was recorded.
+async fn tried(store: &Arc<dyn Store>, id: &str, at: i64, lease: Option<i64>, tried: CallbackTry) -> bool {
+    let lease = lease.expect("taken");
+    matches!(
+        store.write(Write::CallbackTried { id: id.to_owned(), at, lease, tried }).await.unwrap(),
+        Written::Changed(true)
+    )
 }
 
 async fn due(store: &Arc<dyn Store>, now: i64) -> Vec<String> {
@@ -68,14 +74,22 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     assert_eq!(read, [Callback { ended_at: Some(T0 + 5), ..callback("cb-1", run.id) }], "read back exactly");
 
     let (a, b) = tokio::join!(take(&store, "cb-1", T0 + 10), take(&store, "cb-1", T0 + 10));
-    assert!(a ^ b, "one sender takes it: {a} {b}");
+    assert!(a.is_some() ^ b.is_some(), "one sender takes it: {a:?} {b:?}");
     assert_eq!(due(&store, T0 + 11).await, Vec::<String>::new(), "nobody else sends it while it is held");
     assert_eq!(due(&store, T0 + 10 + 60_000).await, ["cb-1"], "a sender that died lets go when its lease ends");
+    // The next sender takes it; the first one, late, can no longer record anything.
+    let late = a.or(b);
+    let next = take(&store, "cb-1", T0 + 10 + 60_000).await;
+    assert!(next.is_some());
+    let undo = CallbackTry::Retry { next_at: T0 + 1_000_000, error: "timed out".into() };
+    assert!(!tried(&store, "cb-1", T0 + 60_020, late, undo).await, "a lease that ran out records nothing");
 
-    tried(&store, "cb-1", T0 + 20, CallbackTry::Retry { next_at: T0 + 1_000, error: "503".into() }).await;
-    assert_eq!(due(&store, T0 + 999).await, Vec::<String>::new(), "it pauses between attempts");
-    let again = store.due_callbacks(T0 + 1_000, 10).await.unwrap();
-    assert_eq!(again.iter().map(|c| c.attempts).collect::<Vec<_>>(), [1], "the attempt was counted");
+    let retry = CallbackTry::Retry { next_at: T0 + 61_000, error: "503".into() };
+    assert!(tried(&store, "cb-1", T0 + 60_020, next, retry).await);
+    assert_eq!(due(&store, T0 + 60_999).await, Vec::<String>::new(), "it pauses between attempts");
+    assert_eq!(take(&store, "cb-1", T0 + 60_999).await, None, "nor is it taken during the pause");
+    let again = store.due_callbacks(T0 + 61_000, 10).await.unwrap();
+    assert_eq!(again.iter().map(|c| c.attempts).collect::<Vec<_>>(), [2], "each attempt was counted");
     store.close().await;
 }
 
@@ -87,12 +101,12 @@ async fn a_delivered_callback_is_never_due_again_and_an_open_one_survives_a_rest
     for run in [&one, &two] {
         store.finish_run(run.id, RunStatus::Cancelled, "", T0 + 5).await.unwrap();
     }
-    assert!(take(&store, "cb-delivered", T0 + 10).await);
-    tried(&store, "cb-delivered", T0 + 11, CallbackTry::Delivered).await;
-    assert!(!take(&store, "cb-delivered", T0 + 12).await, "a delivered callback is not taken again");
+    let lease = take(&store, "cb-delivered", T0 + 10).await;
+    assert!(tried(&store, "cb-delivered", T0 + 11, lease, CallbackTry::Delivered).await);
+    assert_eq!(take(&store, "cb-delivered", T0 + 86_400_000).await, None, "a delivered callback is not taken again");
     assert_eq!(due(&store, T0 + 86_400_000).await, ["cb-open"]);
-    assert!(take(&store, "cb-open", T0 + 13).await);
-    tried(&store, "cb-open", T0 + 14, CallbackTry::GaveUp { error: "gone".into() }).await;
+    let lease = take(&store, "cb-open", T0 + 13).await;
+    assert!(tried(&store, "cb-open", T0 + 14, lease, CallbackTry::GaveUp { error: "gone".into() }).await);
     assert_eq!(due(&store, T0 + 86_400_000).await, Vec::<String>::new(), "given up: not tried again");
 
     let three = waiting(&store).await;
@@ -111,10 +125,15 @@ async fn pruning_deletes_settled_and_orphaned_callbacks_only(place: Place) {
     add(&store, callback("orphan", RunId::new())).await.unwrap();
     add(&store, callback("open", open.id)).await.unwrap();
     store.finish_run(ended.id, RunStatus::Finished, "", T0 + 1).await.unwrap();
-    assert!(take(&store, "settled", T0 + 2).await);
-    tried(&store, "settled", T0 + 3, CallbackTry::Delivered).await;
+    let lease = take(&store, "settled", T0 + 2).await;
+    assert!(tried(&store, "settled", T0 + 3, lease, CallbackTry::Delivered).await);
 
+    let (waited, _) = (waiting(&store).await, ());
+    add(&store, callback("still-open", waited.id)).await.unwrap();
+    store.finish_run(waited.id, RunStatus::Finished, "", T0 + 1).await.unwrap();
     store.prune(Some(T0 + 10), T0, 100).await.unwrap();
+    assert!(store.run(waited.id).await.unwrap().is_some(), "an ended run is kept while its callback is open");
+    assert_eq!(store.run(ended.id).await.unwrap(), None);
     // A pruned row's id is free again; a kept one's is not.
     for gone in ["settled", "orphan"] {
         add(&store, callback(gone, RunId::new())).await.unwrap_or_else(|e| panic!("{gone} was kept: {e}"));

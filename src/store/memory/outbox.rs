@@ -25,7 +25,7 @@ impl Tables {
     /// See [`crate::store::Write::TakeCallback`].
     pub(super) fn take_callback(&mut self, id: &str, now: i64, until: i64) -> bool {
         let Some(kept) = self.callbacks.iter_mut().find(|k| k.callback.id == id) else { return false };
-        if kept.settled || kept.leased_until.is_some_and(|t| t > now) {
+        if kept.settled || kept.leased_until.is_some_and(|t| t > now) || kept.next_at.is_some_and(|t| t > now) {
             return false;
         }
         kept.leased_until = Some(until);
@@ -34,13 +34,17 @@ impl Tables {
     }
 
     /// See [`crate::store::Write::CallbackTried`].
-    pub(super) fn callback_tried(&mut self, id: &str, tried: &CallbackTry) {
-        let Some(kept) = self.callbacks.iter_mut().find(|k| k.callback.id == id) else { return };
+    pub(super) fn callback_tried(&mut self, id: &str, lease: i64, tried: &CallbackTry) -> bool {
+        let Some(kept) = self.callbacks.iter_mut().find(|k| k.callback.id == id) else { return false };
+        if kept.settled || kept.leased_until != Some(lease) {
+            return false;
+        }
         kept.leased_until = None;
         match tried {
             CallbackTry::Delivered | CallbackTry::GaveUp { .. } => kept.settled = true,
             CallbackTry::Retry { next_at, .. } => kept.next_at = Some(*next_at),
         }
+        true
     }
 
     /// See [`crate::store::Store::due_callbacks`].
@@ -59,6 +63,11 @@ impl Tables {
         due.sort_by_key(|c| c.created_at);
         due.truncate(limit);
         due
+    }
+
+    /// Whether `run` has a callback neither delivered nor given up (the run is kept for it).
+    pub(super) fn awaits_callback(&self, run: crate::question::RunId) -> bool {
+        self.callbacks.iter().any(|k| k.callback.run == run && !k.settled)
     }
 
     /// Deletes callbacks written before `before` that are settled or whose run is not kept.

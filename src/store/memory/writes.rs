@@ -60,10 +60,7 @@ impl Tables {
                 Written::Done
             }
             Write::TakeCallback { id, now, until } => Written::Changed(self.take_callback(&id, now, until)),
-            Write::CallbackTried { tried, id, .. } => {
-                self.callback_tried(&id, &tried);
-                Written::Done
-            }
+            Write::CallbackTried { tried, id, lease, .. } => Written::Changed(self.callback_tried(&id, lease, &tried)),
             Write::Prune { ended_before, seen_before, limit } => {
                 Written::Pruned(self.prune(ended_before, seen_before, limit as usize))
             }
@@ -209,8 +206,14 @@ impl Tables {
     fn prune(&mut self, ended_before: Option<i64>, seen_before: i64, limit: usize) -> Pruned {
         let mut pruned = Pruned::default();
         if let Some(before) = ended_before {
-            let old: Vec<_> =
-                self.ended.iter().take_while(|(at, _)| *at < before).take(limit).map(|(_, id)| *id).collect();
+            let old: Vec<_> = self
+                .ended
+                .iter()
+                .take_while(|(at, _)| *at < before)
+                .filter(|(_, id)| !self.awaits_callback(*id))
+                .take(limit)
+                .map(|(_, id)| *id)
+                .collect();
             for id in &old {
                 self.remove_run(*id);
             }

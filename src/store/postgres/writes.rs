@@ -68,7 +68,8 @@ fn bind_run(query: PgQuery, run: &Run) -> Result<PgQuery, StoreError> {
 macro_rules! ended_runs_pg {
     () => {
         "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < $1 \
-         ORDER BY updated_at, id LIMIT $2"
+         AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.run_id = runs.id AND c.delivered_at IS NULL \
+         AND c.gave_up_at IS NULL) ORDER BY updated_at, id LIMIT $2"
     };
 }
 
@@ -262,14 +263,20 @@ impl PostgresStore {
                 let take = sqlx::query(outbox::TAKE).bind(until).bind(id).bind(now);
                 Written::Changed(self.writes.execute(take).await? == 1)
             }
-            Write::CallbackTried { id, at, tried } => {
+            Write::CallbackTried { id, at, lease, tried } => {
                 let (delivered, gave_up, next, error) = outbox::tried_binds(&tried, at);
                 let error = error.map(str::to_owned);
-                let tried = sqlx::query(outbox::TRIED).bind(delivered).bind(gave_up).bind(next).bind(error).bind(id);
-                self.writes.execute(tried).await?;
-                Written::Done
+                let tried = sqlx::query(outbox::TRIED)
+                    .bind(delivered)
+                    .bind(gave_up)
+                    .bind(next)
+                    .bind(error)
+                    .bind(id)
+                    .bind(lease);
+                Written::Changed(self.writes.execute(tried).await? == 1)
             }
-            other => unreachable!("not an outbox write: {other:?}"),
+            // Only the outbox's writes come here (see `PostgresStore::write`).
+            _ => Written::Done,
         })
     }
 }

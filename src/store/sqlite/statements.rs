@@ -248,16 +248,17 @@ impl<'d, 'h> Statements<'d, 'h> {
             Write::TakeCallback { id, now, until } => Written::Changed(
                 self.take_callback.execute(&[(*until).into(), id.as_str().into(), (*now).into()])? == 1,
             ),
-            Write::CallbackTried { id, at, tried } => {
+            Write::CallbackTried { id, at, lease, tried } => {
                 let (delivered, gave_up, next, error) = outbox::tried_binds(tried, *at);
-                self.callback_tried.execute(&[
+                let changed = self.callback_tried.execute(&[
                     delivered.into(),
                     gave_up.into(),
                     next.into(),
                     error.into(),
                     id.as_str().into(),
+                    (*lease).into(),
                 ])?;
-                Written::Done
+                Written::Changed(changed == 1)
             }
             Write::Prune { ended_before, seen_before, limit } => {
                 let limit = i64::from(*limit);
