@@ -382,7 +382,7 @@ impl Telegram {
                             CardAction::Note => Delivery::note(question.id, Surface::Telegram, chat, sent),
                             _ => Delivery::prompt(question.id, Surface::Telegram, chat, sent),
                         };
-                        engine.record_delivery(question, delivery);
+                        engine.record_delivery(question, delivery).await;
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
                 }

@@ -34,6 +34,9 @@ const REDELIVERY_PAUSE: Duration = Duration::from_secs(5);
 const CARD_BACKOFF: Backoff =
     Backoff { first: Duration::from_secs(1), max: Duration::from_secs(60), retries: u32::MAX };
 
+/// The longest an adapter waits for a message it sent to be recorded.
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Things the lanes deliver, in order per conversation.
 pub(super) enum Outbound {
     Card(Arc<Question>),
@@ -44,8 +47,8 @@ pub(super) enum Outbound {
     Remind(Arc<Question>, Vec<UserRef>, i64),
     Text(Conversation, String),
     /// A message an adapter sent for a question by itself (a prompt for the next message),
-    /// to be retracted with the question's cards.
-    Record(Arc<Question>, Delivery),
+    /// to be retracted with the question's cards; `recorded` hears once it is stored.
+    Record(Arc<Question>, Delivery, Option<tokio::sync::oneshot::Sender<()>>),
 }
 
 /// How many messages the lanes hold (queued or being delivered), and a wake-up for when
@@ -267,10 +270,15 @@ impl Engine {
     /// Records a message an adapter sent for `question` outside its card (a prompt for the
     /// next message), so that it is retracted with the cards; one recorded after the question
     /// was resolved is retracted at once.
-    pub fn record_delivery(&self, question: &Question, delivery: Delivery) {
-        if let Some(c) = &question.conversation {
-            self.outbound(c, Outbound::Record(Arc::new(question.clone()), delivery));
-        }
+    ///
+    /// Returns once it is stored (or after [`RECORD_WAIT`], when the lane is held up): an
+    /// adapter that handles its updates one after another then reads a reply to the prompt
+    /// as one, however soon it comes.
+    pub async fn record_delivery(&self, question: &Question, delivery: Delivery) {
+        let Some(c) = &question.conversation else { return };
+        let (recorded, stored) = tokio::sync::oneshot::channel();
+        self.outbound(c, Outbound::Record(Arc::new(question.clone()), delivery, Some(recorded)));
+        let _ = tokio::time::timeout(RECORD_WAIT, stored).await;
     }
 
     /// Queues `message` about `question` on the lane of its conversation and, when it may
@@ -436,9 +444,12 @@ impl Lane {
                     tracing::warn!(%conversation, error = %e, "could not send a message");
                 }
             }
-            Outbound::Record(question, delivery) => {
+            Outbound::Record(question, delivery, recorded) => {
                 if let Err(e) = self.store.add_delivery(&delivery).await {
                     tracing::error!(question = %question.id, error = %e, "could not record a message");
+                }
+                if let Some(recorded) = recorded {
+                    let _ = recorded.send(());
                 }
                 if let Some(resolved) = closed.get(&question.id) {
                     self.retract(resolved, vec![delivery]).await;

@@ -194,9 +194,10 @@ async fn a_reply_to_a_card_answers_that_question() {
     // A reply to the prompt "Reject with note…" sent is the reason: known by the recorded
     // prompt, whatever its words.
     let first = h.card(1).await;
+    // Stored once the call returns: the reply right after it is read as one.
     h.engine
-        .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::Other, room().to_string(), "p-1"));
-    h.engine.outbound_idle().await;
+        .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::Other, room().to_string(), "p-1"))
+        .await;
     let r = h.engine.handle(reply("not today", "p-1".to_owned())).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(
