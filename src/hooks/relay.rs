@@ -115,18 +115,31 @@ pub struct Settled {
 
 impl Settled {
     /// Reads such a hook; none for the others.
+    ///
+    /// Only the fields it needs are read: every hook's body passes here first, and a `Write`'s
+    /// carries a whole file, which is skipped rather than built into a JSON tree.
     pub fn parse(body: &[u8]) -> Option<Self> {
-        let value: Value = serde_json::from_slice(body).ok()?;
-        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let tool = match value.get("hook_event_name")?.as_str()? {
+        #[derive(Deserialize)]
+        struct Input {
+            command: Option<Value>,
+        }
+        #[derive(Deserialize)]
+        struct Hook {
+            hook_event_name: String,
+            cwd: Option<String>,
+            tool_name: Option<String>,
+            tool_input: Option<Input>,
+        }
+        let hook: Hook = serde_json::from_slice(body).ok()?;
+        let tool = match hook.hook_event_name.as_str() {
             "PostToolUse" | "PostToolUseFailure" => {
-                let command = value.pointer("/tool_input/command").and_then(Value::as_str).map(str::to_owned);
-                Some((text("tool_name")?, command))
+                let command = hook.tool_input.and_then(|i| i.command?.as_str().map(str::to_owned));
+                Some((hook.tool_name?, command))
             }
             "Stop" | "SessionEnd" => None,
             _ => return None,
         };
-        Some(Self { cwd: text("cwd"), tool })
+        Some(Self { cwd: hook.cwd, tool })
     }
 }
 

@@ -14,7 +14,6 @@
 use std::time::Duration;
 
 use axum::http::HeaderName;
-use serde_json::Value;
 
 use crate::engine::Engine;
 use crate::engine::retry::Backoff;
@@ -209,19 +208,19 @@ impl Deliverer {
     /// The body: the question's outcome as `GET /api/questions/{id}/outcome` answers, or the
     /// run as `GET /api/runs/{id}` does.
     async fn body(&self, callback: &Callback) -> Result<Vec<u8>, String> {
-        let value: Value = match callback.question {
+        let body = match callback.question {
             Some(id) => {
                 let question = self.engine.question(id).await.map_err(|e| e.to_string())?;
                 let question = question.ok_or_else(|| format!("question {id} is gone"))?;
-                serde_json::to_value(OutcomeView::from(&question)).map_err(|e| e.to_string())?
+                serde_json::to_vec(&OutcomeView::from(&question))
             }
             None => {
                 let run = self.engine.run(callback.run).await.map_err(|e| e.to_string())?;
                 let run = run.ok_or_else(|| format!("run {} is gone", callback.run))?;
-                serde_json::to_value(RunView { run }).map_err(|e| e.to_string())?
+                serde_json::to_vec(&RunView { run })
             }
         };
-        serde_json::to_vec(&value).map_err(|e| e.to_string())
+        body.map_err(|e| e.to_string())
     }
 
     async fn post(&self, callback: &Callback, body: &[u8]) -> CallbackTry {
