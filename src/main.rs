@@ -326,12 +326,14 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
             Some(f) => format!("type /run {} (or /help)", f.name),
             None => "type /help".to_owned(),
         };
+        // Listened for from here on: a signal that comes while nothing awaits it is kept, not lost.
+        let mut signals = Signals::new()?;
         let gateway = Gateway::builder(config).console(io).start().await.context("starting askgate")?;
         tracing::info!("askgate is ready; {hint}");
         let mut console_open = true;
         loop {
             tokio::select! {
-                signal = wait_for_signal() => break signal?,
+                () = signals.next() => break,
                 () = gateway.console_ended(), if console_open => {
                     if exit_on_eof {
                         tracing::info!("console input ended; stopping (--exit-on-eof)");
@@ -345,8 +347,7 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
         tracing::info!("stopping: finishing in-flight work (a second Ctrl-C or SIGTERM stops at once)");
         tokio::select! {
             () = gateway.shutdown() => {}
-            signal = wait_for_signal() => {
-                signal?;
+            () = signals.next() => {
                 eprintln!("askgate: stopped at once by a second signal; runs in flight resume at the next start");
                 std::process::exit(EXIT_INTERRUPTED);
             }
@@ -424,14 +425,30 @@ fn mcp(config: &Config, url: Option<String>, channel: bool) -> anyhow::Result<()
     Ok(result?)
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("listening for SIGTERM")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("listening for SIGINT")?,
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT, listened for once for the whole run. Listeners made anew at each wait
+/// would lose a signal that comes between two waits: tokio's handler, once installed, keeps
+/// the default action from ending the process, and a signal with no listener is dropped.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            term: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+        })
     }
-    Ok(())
+
+    /// The next SIGTERM or SIGINT.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
 }
 
 /// The instances signed on to a PostgreSQL database, for `check`.

@@ -86,11 +86,16 @@ pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppStat
             let mut ask = request.approval(config.hook_timeout.as_secs().max(1));
             ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
             let engine = &state.engine;
+            // Listed before it is asked: a hook saying the terminal answered may come as soon
+            // as the card is out, before the ask returns.
+            let listed = state.relayed.add(request);
             let question = match engine.ask_external(config.conversation.clone(), ask, caller.user).await {
                 Ok(question) => question,
                 Err(e) => return refused(e).into_response(),
             };
-            let _listed = state.relayed.add(question.id, request);
+            if listed.asked(question.id) {
+                retract(engine, question.id);
+            }
             match wait(engine, question.id).await {
                 Ok(question) => PermissionRequest::behavior(&question),
                 Err(e) => return e.into_response(),
@@ -142,43 +147,72 @@ pub(super) async fn messages(Asker(caller): Asker, State(state): State<AppState>
 /// The relayed prompts waiting for a person, so that a hook saying the terminal answered
 /// first retracts their cards.
 #[derive(Default)]
-pub(super) struct Relayed(std::sync::Mutex<Vec<(QuestionId, PermissionRequest)>>);
+pub(super) struct Relayed(std::sync::Mutex<Vec<Entry>>);
+
+/// A relayed prompt: its question once asked, or whether it was settled before that.
+struct Entry {
+    serial: u64,
+    request: PermissionRequest,
+    question: Option<QuestionId>,
+    settled: bool,
+}
 
 impl Relayed {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(QuestionId, PermissionRequest)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Lists `request` while the guard lives.
-    fn add(&self, id: QuestionId, request: PermissionRequest) -> Listed<'_> {
-        self.lock().push((id, request));
-        Listed { relayed: self, id }
+    fn add(&self, request: PermissionRequest) -> Listed<'_> {
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push(Entry { serial, request, question: None, settled: false });
+        Listed { relayed: self, serial }
     }
 
-    /// Cancels the questions of the prompts `settled` answered.
+    /// Cancels the questions of the prompts `settled` answered; a prompt not asked yet is
+    /// marked, and retracted once asked.
     fn settle(&self, engine: &Engine, settled: &Settled) {
-        let ids: Vec<QuestionId> =
-            self.lock().iter().filter(|(_, r)| r.settled_by(settled)).map(|(id, _)| *id).collect();
+        let mut ids = Vec::new();
+        for entry in self.lock().iter_mut().filter(|e| e.request.settled_by(settled)) {
+            entry.settled = true;
+            ids.extend(entry.question);
+        }
         for id in ids {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                if let Err(e) = engine.cancel_external(id, "answered in Claude Code").await {
-                    tracing::error!(question = %id, error = %e, "could not retract a relayed prompt's card");
-                }
-            });
+            retract(engine, id);
         }
     }
+}
+
+/// Cancels a relayed prompt's question: the terminal answered it.
+fn retract(engine: &Engine, id: QuestionId) {
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        if let Err(e) = engine.cancel_external(id, "answered in Claude Code").await {
+            tracing::error!(question = %id, error = %e, "could not retract a relayed prompt's card");
+        }
+    });
 }
 
 /// A relayed prompt's place in [`Relayed`], given up when its request ends.
 struct Listed<'a> {
     relayed: &'a Relayed,
-    id: QuestionId,
+    serial: u64,
+}
+
+impl Listed<'_> {
+    /// Records the prompt's question; true when a hook settled the prompt before it was asked.
+    fn asked(&self, id: QuestionId) -> bool {
+        let mut entries = self.relayed.lock();
+        let Some(entry) = entries.iter_mut().find(|e| e.serial == self.serial) else { return false };
+        entry.question = Some(id);
+        entry.settled
+    }
 }
 
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
-        self.relayed.lock().retain(|(id, _)| *id != self.id);
+        self.relayed.lock().retain(|e| e.serial != self.serial);
     }
 }
 

@@ -55,7 +55,7 @@ impl Served {
     /// Runs `command` with its output collected, as askgate runs in a terminal.
     pub fn spawn(mut command: Command, env: &[(&str, &str)]) -> Self {
         let mut child = command
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", std::env::var("ASKGATE_TEST_LOG").unwrap_or_else(|_| "info".into()))
             .env_remove("TELEGRAM_BOT_TOKEN")
             .env_remove("DISCORD_BOT_TOKEN")
             .envs(env.iter().copied())
@@ -158,7 +158,10 @@ impl Served {
         let pid = self.child.id().unwrap().to_string();
         let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());
-        tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await.expect("exit after SIGTERM").unwrap()
+        match tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await {
+            Ok(status) => status.unwrap(),
+            Err(_) => panic!("no exit within 20 s of SIGTERM; its log:\n{}", self.log()),
+        }
     }
 }
 
