@@ -8,5 +8,6 @@
 
 pub mod console;
 pub mod discord;
+pub mod slack;
 pub mod telegram;
 pub mod webhook;

@@ -265,6 +265,22 @@ pub const HELP: &str = "\
 /revoke <grant id>          take a grant back (people who may answer its approvals)
 /help                       the commands and the functions";
 
+/// The command a submitted form stands for (its id says which: `/answer <id>`, `/deny <id>`,
+/// `/edit <id>`): an answer in the person's own words (quoted, so a
+/// number is text, not an option), or a rejection with a note.
+pub fn form_command(custom_id: &str, text: &str) -> Option<(Command, QuestionId)> {
+    let (action, id) = custom_id.split_once(' ')?;
+    let question = id.trim().parse::<QuestionId>().ok()?;
+    let id = question.to_string();
+    let command = match action {
+        "/answer" if !text.is_empty() => Command::Answer { id, choice: format!("\"{text}\"") },
+        "/deny" => Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
+        "/edit" if !text.is_empty() => Command::Approve { id, how: Allow::Edited(text.to_owned()) },
+        _ => return None,
+    };
+    Some((command, question))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

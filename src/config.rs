@@ -120,6 +120,8 @@ pub struct Config {
     pub telegram: Option<ChatConfig>,
     /// Discord, when configured.
     pub discord: Option<ChatConfig>,
+    /// Slack, when configured.
+    pub slack: Option<ChatConfig>,
     /// Named webhook text channels.
     pub webhooks: Vec<WebhookSpec>,
     /// The functions, in file order.
@@ -280,6 +282,7 @@ impl Config {
             console: channels.console,
             telegram: channels.telegram,
             discord: channels.discord,
+            slack: channels.slack,
             webhooks: channels.webhooks,
             functions,
             agents,

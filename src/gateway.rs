@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channel::console::Console;
 use crate::channel::discord::{Discord, DiscordConfig};
+use crate::channel::slack::{Slack, SlackConfig};
 use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
 use crate::clock::Clock;
@@ -200,6 +201,7 @@ impl Gateway {
             engine.attach(adapter.clone());
             Some(adapter)
         });
+        let slack = slack(config, env, &clock, &engine)?;
         let webhooks = webhooks(config, env, &clock);
         if let Some(w) = &webhooks {
             engine.attach(w.clone());
@@ -249,7 +251,11 @@ impl Gateway {
             (service, upstreams)
         });
         crate::opencode::start(&config.opencode, &engine);
-        let app = crate::http::router(engine.clone(), tokens, webhooks, settings, mcp);
+        let slack_events = slack.as_ref().and_then(|(adapter, secret)| {
+            secret.clone().map(|secret| crate::http::slack::SlackEvents::new(adapter.clone(), secret))
+        });
+        let surfaces = crate::http::Surfaces { webhooks, slack: slack_events };
+        let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();
         inbound.push(tokio::spawn(async move {
@@ -279,6 +285,14 @@ impl Gateway {
             inbound.push(tokio::spawn(async move {
                 if let Err(e) = discord.serve(engine.clone(), stop).await {
                     stopped(&engine, "discord", &e);
+                }
+            }));
+        }
+        if let Some((slack, _)) = slack {
+            let (engine, stop) = (engine.clone(), engine.stopping());
+            inbound.push(tokio::spawn(async move {
+                if let Err(e) = slack.serve(engine.clone(), stop).await {
+                    stopped(&engine, "slack", &e);
                 }
             }));
         }
@@ -426,6 +440,22 @@ pub fn functions(config: &Config) -> Functions {
 }
 
 /// The webhook channel with every endpoint whose secret is set; none when there is none.
+/// The Slack adapter and, when its events come over HTTP, its signing secret.
+type SlackParts = (Arc<Slack>, Option<String>);
+
+/// The Slack channel, attached, with its signing secret when events come over HTTP; none when
+/// it is disabled.
+fn slack(config: &Config, env: &Env, clock: &Clock, engine: &Engine) -> Result<Option<SlackParts>, GatewayError> {
+    let Some(chat) = config.slack.as_ref().filter(|c| c.unset(env).is_none()) else { return Ok(None) };
+    let Some(token) = chat.token(env) else { return Ok(None) };
+    let app_token = chat.app_token_env.as_ref().and_then(|name| env.get(name));
+    let secret = chat.signing_secret_env.as_ref().and_then(|name| env.get(name));
+    let adapter = Slack::new(&SlackConfig { token, app_token, api_url: chat.api_url.clone() }, clock.clone())
+        .map_err(GatewayError::Slack)?;
+    engine.attach(adapter.clone());
+    Ok(Some((adapter, secret)))
+}
+
 fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> {
     let endpoints: HashMap<String, Endpoint> = config
         .webhooks
@@ -453,4 +483,7 @@ pub enum GatewayError {
     /// The Telegram channel's configuration is unusable.
     #[error("telegram: {0}")]
     Telegram(#[from] telegram::StartError),
+    /// The Slack client cannot be built (the system's root certificates cannot be read).
+    #[error("slack: {0}")]
+    Slack(#[source] std::io::Error),
 }

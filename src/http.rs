@@ -13,6 +13,7 @@ mod hooks;
 pub mod openapi;
 mod process;
 pub mod server;
+pub mod slack;
 pub mod token;
 
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub struct AppState {
     engine: Engine,
     tokens: Arc<Tokens>,
     webhooks: Option<Arc<Webhooks>>,
+    /// Slack's events over HTTP, when that is how they come.
+    slack: Option<Arc<slack::SlackEvents>>,
     /// One permit per open event stream.
     streams: Arc<tokio::sync::Semaphore>,
     /// One permit: event streams read their backlogs one page at a time.
@@ -58,6 +61,15 @@ pub struct AppState {
     callback_secret: bool,
     /// Claude Code's relayed permission prompts waiting for a person.
     relayed: Arc<hooks::Relayed>,
+}
+
+/// The chat channels whose messages come over askgate's own server.
+#[derive(Default)]
+pub struct Surfaces {
+    /// The webhook text channels.
+    pub webhooks: Option<Arc<Webhooks>>,
+    /// Slack, in its HTTP mode.
+    pub slack: Option<Arc<slack::SlackEvents>>,
 }
 
 /// How the HTTP surface is set up.
@@ -96,7 +108,7 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 pub fn router(
     engine: Engine,
     tokens: impl Into<Tokens>,
-    webhooks: Option<Arc<Webhooks>>,
+    surfaces: Surfaces,
     settings: HttpSettings,
     mcp: Option<(crate::mcp::McpService, Arc<crate::mcp::upstream::Upstreams>)>,
 ) -> Router {
@@ -107,7 +119,8 @@ pub fn router(
     let state = AppState {
         engine,
         tokens: Arc::new(tokens.into()),
-        webhooks,
+        webhooks: surfaces.webhooks,
+        slack: surfaces.slack,
         streams,
         backlog_reads,
         upstreams,
@@ -126,7 +139,9 @@ pub fn router(
     let app = app
         .route("/hooks/claude-code", post(hooks::claude_code))
         .route("/hooks/claude-code/permission", post(hooks::permission))
-        .route("/hooks/claude-code/messages", get(hooks::messages));
+        .route("/hooks/claude-code/messages", get(hooks::messages))
+        // Slack's Events API and interactivity, whose contract is Slack's.
+        .route("/channels/slack", post(slack::events));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))

@@ -46,8 +46,8 @@
 //!   over the process protocol ([`function::process`]).
 //! - [`config`]: `channels.toml` — the raw file, channel rules, function entries, and
 //!   `ASKGATE_GATEWAY_*` from the environment — parsed into typed settings.
-//! - [`channel`]: the adapters that implement [`engine::Channel`]: console, Telegram, Discord
-//!   and the webhook bridge.
+//! - [`channel`]: the adapters that implement [`engine::Channel`]: console, Telegram, Discord,
+//!   Slack and the webhook bridge.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
 //!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
 //! - [`opencode`]: a running opencode server's permission prompts and questions asked of a

@@ -213,6 +213,9 @@ fn check(config: &Config, path: &std::path::Path) {
     for (name, state) in config.channel_states(&Env::process()) {
         say!(out, "  {name}: {state}");
     }
+    if let Some(slack) = &config.slack {
+        say!(out, "{}", askgate::channel::slack::app_needs(slack.app_token_env.is_some(), config.http));
+    }
     let mut escalations: Vec<_> = config.settings.channels.iter().collect();
     escalations.sort_by(|a, b| a.0.cmp(b.0));
     for (name, policy) in escalations {

@@ -294,6 +294,8 @@ text_enum!(
         Telegram = "telegram",
         /// A Discord component or message.
         Discord = "discord",
+        /// A Slack button, form or message.
+        Slack = "slack",
         /// The local stdin/stdout channel.
         Console = "console",
         /// A text channel reached through signed webhooks.

@@ -306,7 +306,7 @@ impl Handler {
                 _ => None,
             })
             .unwrap_or_default();
-        let Some((command, question)) = modal_command(&m.data.custom_id, text.trim()) else {
+        let Some((command, question)) = command::form_command(&m.data.custom_id, text.trim()) else {
             tracing::warn!(custom_id = %m.data.custom_id, "a form that is not understood");
             let reply = ephemeral("That form is not understood.");
             if let Err(e) = m.create_response(&ctx.http, reply).await {
@@ -340,21 +340,6 @@ impl Handler {
         }
         self.respond(ctx, interaction, &response, None).await;
     }
-}
-
-/// The command a submitted form stands for: an answer in the person's own words (quoted, so a
-/// number is text, not an option), or a rejection with a note.
-fn modal_command(custom_id: &str, text: &str) -> Option<(command::Command, QuestionId)> {
-    let (action, id) = custom_id.split_once(' ')?;
-    let question = id.trim().parse::<QuestionId>().ok()?;
-    let id = question.to_string();
-    let command = match action {
-        "/answer" if !text.is_empty() => command::Command::Answer { id, choice: format!("\"{text}\"") },
-        "/deny" => command::Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
-        "/edit" if !text.is_empty() => command::Command::Approve { id, how: command::Allow::Edited(text.to_owned()) },
-        _ => return None,
-    };
-    Some((command, question))
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {

@@ -9,7 +9,7 @@ use super::{Config, Env, FunctionKind};
 use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, policy_key};
 use crate::question::{Conversation, Nudges, UserRef, millis};
 
-/// A chat channel's configuration (Telegram, Discord).
+/// A chat channel's configuration (Telegram, Discord, Slack).
 #[derive(Clone, Debug)]
 pub struct ChatConfig {
     /// The environment variable holding the token.
@@ -18,12 +18,28 @@ pub struct ChatConfig {
     pub api_url: Option<String>,
     /// Telegram only: receive updates by webhook instead of long polling.
     pub webhook: Option<WebhookConfig>,
+    /// Slack only: the app-level token's variable; set, events come over Socket Mode.
+    pub app_token_env: Option<String>,
+    /// Slack only: the signing secret's variable, for events over HTTP.
+    pub signing_secret_env: Option<String>,
 }
 
 impl ChatConfig {
     /// The token, when its variable is set and not empty.
     pub fn token(&self, env: &Env) -> Option<String> {
         env.get(&self.token_env)
+    }
+
+    /// The first variable the channel needs that is unset: the token, Telegram's webhook
+    /// secret, Slack's app-level token or (without one) its signing secret.
+    pub fn unset(&self, env: &Env) -> Option<&str> {
+        let needed = [
+            Some(&self.token_env),
+            self.webhook.as_ref().map(|w| &w.secret_env),
+            self.app_token_env.as_ref(),
+            self.signing_secret_env.as_ref().filter(|_| self.app_token_env.is_none()),
+        ];
+        needed.into_iter().flatten().find(|name| env.get(name).is_none()).map(String::as_str)
     }
 }
 
@@ -80,6 +96,7 @@ pub(super) struct Channels {
     pub console: bool,
     pub telegram: Option<ChatConfig>,
     pub discord: Option<ChatConfig>,
+    pub slack: Option<ChatConfig>,
     pub webhooks: Vec<WebhookSpec>,
     pub policies: HashMap<String, ChannelPolicy>,
 }
@@ -99,7 +116,12 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
     }
     let mut telegram = None;
     let mut discord = None;
-    for (name, raw, slot) in [("telegram", &raw.telegram, &mut telegram), ("discord", &raw.discord, &mut discord)] {
+    let mut slack = None;
+    for (name, raw, slot) in [
+        ("telegram", &raw.telegram, &mut telegram),
+        ("discord", &raw.discord, &mut discord),
+        ("slack", &raw.slack, &mut slack),
+    ] {
         if let Some(c) = raw {
             let (config, policy) = chat(name, c, functions)?;
             policies.insert(name.to_owned(), policy);
@@ -119,7 +141,7 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
             return Err((format!("{section}.escalate_to"), format!("no enabled channel here serves `{to}`")));
         }
     }
-    Ok(Channels { console, telegram, discord, webhooks, policies })
+    Ok(Channels { console, telegram, discord, slack, webhooks, policies })
 }
 
 fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, ChannelPolicy), Fault> {
@@ -160,7 +182,31 @@ fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, Chan
             ));
         }
     };
-    Ok((ChatConfig { token_env: c.token_env.clone(), api_url: c.api_url.clone(), webhook }, policy))
+    let (app_token_env, signing_secret_env) = (c.app_token_env.clone(), c.signing_secret_env.clone());
+    if name != "slack" && (app_token_env.is_some() || signing_secret_env.is_some()) {
+        let which = if app_token_env.is_some() { "app_token_env" } else { "signing_secret_env" };
+        return Err((key(which), "is for Slack only".to_owned()));
+    }
+    for (which, value) in [("app_token_env", &app_token_env), ("signing_secret_env", &signing_secret_env)] {
+        if value.as_deref().is_some_and(str::is_empty) {
+            return Err((key(which), "is empty".to_owned()));
+        }
+    }
+    if name == "slack" && app_token_env.is_none() && signing_secret_env.is_none() {
+        return Err((
+            key("app_token_env"),
+            "set app_token_env (Socket Mode, no public URL) or signing_secret_env (the Events API over HTTP)"
+                .to_owned(),
+        ));
+    }
+    let config = ChatConfig {
+        token_env: c.token_env.clone(),
+        api_url: c.api_url.clone(),
+        webhook,
+        app_token_env,
+        signing_secret_env,
+    };
+    Ok((config, policy))
 }
 
 fn webhook(name: &str, w: &RawWebhook, functions: &[&str]) -> Result<(WebhookSpec, ChannelPolicy), Fault> {
@@ -280,14 +326,11 @@ impl Config {
             "console".to_owned(),
             if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
         )];
-        for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord)] {
-            let state = match chat {
+        for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord), ("slack", &self.slack)] {
+            let state = match chat.as_ref().map(|c| c.unset(env)) {
                 None => ChannelState::Disabled("not configured".to_owned()),
-                Some(c) if c.token(env).is_none() => ChannelState::Disabled(format!("{} is unset", c.token_env)),
-                Some(ChatConfig { webhook: Some(w), .. }) if env.get(&w.secret_env).is_none() => {
-                    ChannelState::Disabled(format!("{} is unset", w.secret_env))
-                }
-                Some(_) => ChannelState::Enabled,
+                Some(Some(name)) => ChannelState::Disabled(format!("{name} is unset")),
+                Some(None) => ChannelState::Enabled,
             };
             states.push((name.to_owned(), state));
         }

@@ -146,6 +146,7 @@ pub(super) struct RawChannels {
     pub console: Option<RawConsole>,
     pub telegram: Option<RawChat>,
     pub discord: Option<RawChat>,
+    pub slack: Option<RawChat>,
     #[serde(default)]
     pub webhook: BTreeMap<String, RawWebhook>,
 }
@@ -189,6 +190,12 @@ pub(super) struct RawChat {
     pub webhook_listen: Option<String>,
     #[serde(default)]
     pub webhook_secret_env: Option<String>,
+    /// Slack only: the app-level token's variable (Socket Mode).
+    #[serde(default)]
+    pub app_token_env: Option<String>,
+    /// Slack only: the signing secret's variable (the Events API over HTTP).
+    #[serde(default)]
+    pub signing_secret_env: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

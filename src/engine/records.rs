@@ -43,6 +43,21 @@ impl Engine {
         self.inner.store.question(id).await
     }
 
+    /// The conversation of the question whose card is message `message` in `chat` of
+    /// `surface`: a reply in a card's thread (Slack) belongs to the card's conversation.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn card_conversation(
+        &self,
+        surface: crate::question::Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<Conversation>, StoreError> {
+        let Some((id, _)) = self.inner.store.question_for_card(surface, chat, message).await? else { return Ok(None) };
+        Ok(self.inner.store.question(id).await?.and_then(|q| q.conversation))
+    }
+
     /// The question behind a card's button, when `user` may still act on it in
     /// `conversation`: the one check for buttons that change only the card or ask for the
     /// next message. Answers themselves are checked again by the claim.

@@ -58,6 +58,8 @@ impl Served {
             .env("RUST_LOG", std::env::var("ASKGATE_TEST_LOG").unwrap_or_else(|_| "info".into()))
             .env_remove("TELEGRAM_BOT_TOKEN")
             .env_remove("DISCORD_BOT_TOKEN")
+            .env_remove("SLACK_BOT_TOKEN")
+            .env_remove("SLACK_APP_TOKEN")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

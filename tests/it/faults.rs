@@ -242,7 +242,8 @@ async fn slow_headers_are_cut_off_and_a_connection_cap_is_kept() {
     let app = App::start_in(dir.clone(), "", Env::default()).await;
     let engine = app.gateway.as_ref().unwrap().engine().clone();
     let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
-    let router = askgate::http::router(engine.clone(), token, None, askgate::http::HttpSettings::default(), None);
+    let router =
+        askgate::http::router(engine.clone(), token, Default::default(), askgate::http::HttpSettings::default(), None);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let limits = askgate::http::server::Limits { max_connections: 2, header_timeout: Duration::from_millis(500) };

@@ -105,7 +105,8 @@ async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_sh
         askgate::clock::Clock::system(),
     );
     let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
-    let app = askgate::http::router(engine.clone(), token, None, askgate::http::HttpSettings::default(), None);
+    let app =
+        askgate::http::router(engine.clone(), token, Default::default(), askgate::http::HttpSettings::default(), None);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let health = format!("http://{}/healthz", listener.local_addr().unwrap());
     tokio::spawn(askgate::http::serve(listener, app, engine.stopping()));
