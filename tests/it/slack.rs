@@ -337,3 +337,55 @@ async fn the_binary_serves_slack_from_its_configuration() {
     assert_eq!(fake.calls("apps.connections.open").len(), 1);
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_thread_is_its_own_conversation_and_a_dm_takes_commands_without_the_slash() {
+    let (_dir, fake, sl) = setup().await;
+    // A run started in a thread asks in that thread.
+    fake.message(ALICE, CHANNEL, "/run demo", Some("1799999999.000001"));
+    let (ts, card) = fake.sent("Which library", 1).await;
+    assert_eq!(card["thread_ts"], "1799999999.000001", "{card}");
+    let id = question_id(&card);
+    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let thread = format!("slack:{TEAM}:{CHANNEL}:1799999999.000001");
+    assert_eq!(q.conversation.unwrap().as_str(), thread);
+    fake.message(ALICE, CHANNEL, "2", Some("1799999999.000001"));
+    updated(&fake, &ts, "✅ date-fns").await;
+
+    // In a DM, `run` and `answer` need no slash; in a channel, a mention of the bot does it.
+    let dm = "D0000ALICE";
+    fake.message(ALICE, dm, "run demo", None);
+    let (ts, card) = fake.sent("Which library", 2).await;
+    assert_eq!(card["channel"], dm);
+    let short = &question_id(&card)[..8];
+    fake.message(ALICE, dm, &format!("answer {short} 3"), None);
+    updated(&fake, &ts, "✅ luxon").await;
+    fake.message(ALICE, CHANNEL, &format!("<@{}> help", crate::fake_slack::BOT), None);
+    let (_, help) = fake.sent("Commands:", 1).await;
+    assert_eq!(help["channel"], CHANNEL);
+    sl.stop().await;
+}
+
+#[tokio::test]
+async fn a_quorum_approval_counts_in_place_and_the_second_person_allows_it() {
+    let (_dir, fake, sl) = setup().await;
+    let conversation = askgate::question::Conversation::parse(&format!("slack:{TEAM}:{CHANNEL}")).unwrap();
+    let mut ask = askgate::question::Ask::approval("rotate the keys");
+    ask.quorum = Some(2);
+    let people = [ALICE, BOB].map(|u| askgate::question::UserRef::parse(&format!("slack:{u}")).unwrap());
+    ask.answerers = Some(askgate::question::Answerers::Users { users: people.to_vec() });
+    let asked = sl.engine.ask_external(conversation, ask, askgate::question::UserRef::operator()).await.unwrap();
+    let (ts, card) = fake.sent("rotate the keys", 1).await;
+    fake.click(ALICE, CHANNEL, &ts, &button(&card, "Approve"));
+    fake.ephemeral(ALICE, "Approval 1 of 2 recorded").await;
+    let counted = eventually(|| async {
+        let m = fake.message_at(&ts);
+        m.to_string().contains("1 of 2 approvals").then_some(m)
+    })
+    .await;
+    assert!(!elements(&counted).is_empty(), "the card keeps its buttons while it counts: {counted}");
+    fake.click(BOB, CHANNEL, &ts, &button(&card, "Approve"));
+    updated(&fake, &ts, "✅").await;
+    assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    sl.stop().await;
+}
