@@ -39,6 +39,8 @@ struct Inner {
     connections: u32,
     acks: Vec<String>,
     next_envelope: u64,
+    /// Envelopes sent while no socket was up: Slack holds them for the next connection.
+    held: Vec<String>,
 }
 
 /// The fake Slack.
@@ -77,6 +79,9 @@ impl FakeSlack {
         let _ = tx.send(Ws::Text(hello.to_string()));
         {
             let mut inner = self.inner.lock().unwrap();
+            for envelope in std::mem::take(&mut inner.held) {
+                let _ = tx.send(Ws::Text(envelope));
+            }
             inner.socket = Some(tx);
             inner.connections += 1;
         }
@@ -126,8 +131,10 @@ impl FakeSlack {
             envelope["retry_attempt"] = json!(retry);
             envelope["retry_reason"] = json!(if retry > 0 { "timeout" } else { "" });
         }
-        let socket = inner.socket.as_ref().expect("a socket mode connection");
-        socket.send(Ws::Text(envelope.to_string())).unwrap();
+        match &inner.socket {
+            Some(socket) => socket.send(Ws::Text(envelope.to_string())).unwrap(),
+            None => inner.held.push(envelope.to_string()),
+        }
     }
 
     /// An Events API callback for a person's message (`thread`: the thread it is in).
