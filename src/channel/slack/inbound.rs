@@ -224,7 +224,11 @@ impl Handler<'_> {
 
     async fn on_command(&self, event: SlackCommandEvent) {
         let text = event.text.as_deref().unwrap_or_default().trim();
-        let text = if text.is_empty() { "/help".to_owned() } else { format!("/{text}") };
+        // `/askgate answer 3f2a 2`, or `/askgate /answer 3f2a 2`.
+        let text = match text.trim_start_matches('/') {
+            "" => "/help".to_owned(),
+            rest => format!("/{rest}"),
+        };
         let place = Place { team: event.team_id.to_string(), channel: event.channel_id.to_string(), thread: None };
         let (Some(conversation), Some(who)) = (place.conversation(), user_ref(&event.user_id.0)) else { return };
         let inbound =
