@@ -141,7 +141,9 @@ pub fn router(
         .route("/hooks/claude-code/permission", post(hooks::permission))
         .route("/hooks/claude-code/messages", get(hooks::messages))
         // Slack's Events API and interactivity, whose contract is Slack's.
-        .route("/channels/slack", post(slack::events));
+        .route("/channels/slack", post(slack::events))
+        // The page's icon: an asset, not part of the API.
+        .route("/favicon.svg", get(favicon));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))
@@ -459,6 +461,13 @@ async fn page_script() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
         include_str!("http/page.js"),
+    )
+}
+
+async fn favicon() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "max-age=86400")],
+        include_str!("http/favicon.svg"),
     )
 }
 

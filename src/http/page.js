@@ -11,6 +11,19 @@ let live = false;
 function refreshEmpty() {
   $("empty").hidden = !live || cards.size > 0;
   $("keys").hidden = cards.size === 0;
+  // The tab says how many wait, so that a question asked while it is in the background shows.
+  const waiting = [...cards.values()].filter((c) => !c.node.dataset.status).length;
+  document.title = (waiting ? "(" + waiting + ") " : "") + "askgate — questions";
+}
+
+// A browser notification for a question asked while the tab is hidden, once the person allowed it.
+const notifications = "Notification" in window;
+function offerNotifications() { $("notify").hidden = !notifications || Notification.permission !== "default"; }
+$("notify").addEventListener("click", async () => { await Notification.requestPermission(); offerNotifications(); });
+function notify(q) {
+  if (!notifications || Notification.permission !== "granted" || !document.hidden) return;
+  const n = new Notification("askgate: " + (q.kind === "approval" ? "approve " : "") + q.prompt, { tag: q.id, body: "asked by " + (q.asked_by || "a run") });
+  n.onclick = () => { window.focus(); n.close(); };
 }
 // The connection, shown apart from the messages: live, reconnecting or offline.
 function setConn(state) {
@@ -148,14 +161,25 @@ function outcomeLine(q) {
   return line;
 }
 
+// The control that stands for the answer given, whoever gave it, marked on the card.
+function markChosen(q, node) {
+  const v = q.outcome && q.status === "answered" ? q.outcome.value : undefined;
+  if (v === undefined) return;
+  const labels = q.kind === "confirm" ? [v ? "Yes" : "No"] : q.kind === "approval" ? [v === "always" ? "Allow always" : v === "once" ? (q.quorum > 1 ? "Approve" : "Allow once") : "Allow as edited"] : Array.isArray(v) ? v.map(String) : [String(v)];
+  for (const b of node.querySelectorAll("button")) if (labels.includes(b.textContent)) { b.classList.add("chosen"); b.setAttribute("aria-pressed", "true"); }
+  for (const l of node.querySelectorAll("label.choice")) if (labels.includes(l.textContent.trim())) l.classList.add("chosen");
+}
+
 function showOutcome(q) {
   const entry = cards.get(q.id);
   if (!entry) return;
   disable(entry.node);
+  markChosen(q, entry.node);
   const line = outcomeLine(q);
   entry.outcome.textContent = line;
   entry.outcome.className = "outcome " + (q.status === "answered" ? "good" : "bad");
   entry.node.dataset.status = q.status;
+  refreshEmpty();
   remember(q);
   if (q.kind === "approval" && q.outcome && q.outcome.value === "always") loadGrants();
   setTimeout(() => { entry.node.remove(); cards.delete(q.id); refreshEmpty(); }, 3000);
@@ -208,9 +232,11 @@ function render(q) {
     // Several people must approve: each approves once; no one sets a standing rule.
     body.push(el("div", { class: "row" }, el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Approve")));
   } else {
+    const covers = "Allow always also allows this same action in " + (q.conversation || "this conversation") + " from now on, without asking, until it is revoked (Standing grants below, or /revoke).";
     body.push(el("div", { class: "row" },
       el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send("once") }, "Allow once"),
-      el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send("always") }, "Allow always")));
+      el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2 — " + covers, "aria-describedby": title + "-always", onclick: () => send("always") }, "Allow always")));
+    body.push(el("p", { class: "meta covers", id: title + "-always" }, covers));
   }
   if (q.kind === "approval" && q.allow_custom) {
     // An editable approval: allow it as edited, the original stays in the heading.
@@ -242,6 +268,7 @@ function render(q) {
   cards.set(q.id, entry);
   $("cards").append(node);
   refreshEmpty();
+  if (live) notify(q);
 }
 
 // Keys on a focused card: 1–9 pick an option (or toggle a checkbox); Enter sends a multi-select.
@@ -254,7 +281,7 @@ document.addEventListener("keydown", (e) => {
     const button = card.querySelector("button[data-key='" + e.key + "']");
     if (box && !box.disabled) { box.checked = !box.checked; e.preventDefault(); }
     else if (button && !button.disabled) { button.click(); e.preventDefault(); }
-  } else if (e.key === "Enter" && e.target === card) {
+  } else if (e.key === "Enter" && (e.target === card || e.target.matches("input[type=checkbox]"))) {
     const submit = card.querySelector("fieldset + .row button");
     if (submit && !submit.disabled) { submit.click(); e.preventDefault(); }
   }
@@ -337,4 +364,5 @@ $("token-form").addEventListener("submit", (e) => {
 });
 
 refreshEmpty();
+offerNotifications();
 if (token) connect(); else askToken("Enter the API token (askgate prints where it is kept when it starts).");

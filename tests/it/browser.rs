@@ -159,9 +159,17 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.type_into(&name, "Alice").await;
     let option =
         browser.wait_for("//article[.//h2[contains(., 'Which library')]]//button[normalize-space()='date-fns']").await;
+    // The tab counts what waits, and the page has its icon.
+    assert_eq!(browser.command(reqwest::Method::GET, "/title", None).await, json!("(1) askgate — questions"));
+    let icon = reqwest::get(app.url("/favicon.svg")).await.unwrap();
+    assert_eq!(icon.headers()["content-type"], "image/svg+xml");
     browser.click(&option).await;
     let line = "//article[.//h2[contains(., 'Which library')]]//p[@class='outcome good']";
     browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — Alice (api:operator) via web']")).await;
+    // The chosen option stays marked while the outcome shows.
+    browser
+        .wait_for("//article[.//h2[contains(., 'Which library')]]//button[contains(@class, 'chosen')][@aria-pressed='true'][normalize-space()='date-fns']")
+        .await;
 
     // The run resumed: its next question is asked and shows up on the page.
     browser.wait_for("//article[.//h2[contains(., 'Archive all 87 emails?')]]").await;
@@ -216,6 +224,24 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         ))
         .await;
 
+    // Several choices: a box ticked with its key, then Enter on the box sends them.
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"conversation": "console:local", "prompt": "Pick sizes", "options": ["S", "M", "L"], "multi": true}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
+    let sizes = "//article[.//h2[contains(., 'Pick sizes')]]";
+    browser.click(&browser.wait_for(&format!("{sizes}//label[normalize-space()='M']/input")).await).await;
+    browser.press("3").await;
+    browser.press("\u{E007}").await;
+    browser
+        .wait_for(&format!(
+            "{sizes}//p[@class='outcome good'][normalize-space()='✅ M, L — Alice (api:operator) via web']"
+        ))
+        .await;
+
     // A detail's fenced block is shown as code, the prose around it as text.
     let (status, asked) = app
         .post(
@@ -234,6 +260,10 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.wait_for(&format!("{approval}//h2/code[normalize-space()='files__delete_file']")).await;
     browser.wait_for(&format!("{approval}//button[@class='danger'][normalize-space()='Reject']")).await;
     browser.wait_for(&format!("{approval}//button[@class='secondary'][normalize-space()='Allow always']")).await;
+    // What "Allow always" covers is said beside it.
+    browser
+        .wait_for(&format!("{approval}//p[contains(@class, 'covers')][contains(., 'this same action in console:local') and contains(., 'until it is revoked')]"))
+        .await;
 
     // The README's screenshot is this page: ASKGATE_SCREENSHOTS=1 writes it to docs/.
     let png = browser.screenshot().await;
@@ -305,6 +335,48 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         .await;
     browser.quit().await;
     app.stop().await;
+}
+
+/// WCAG's relative luminance of `#rrggbb`.
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let c = f64::from(u8::from_str_radix(&hex[1 + 2 * i..3 + 2 * i], 16).unwrap()) / 255.0;
+        if c <= 0.039_28 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+    };
+    0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2)
+}
+
+fn contrast(a: &str, b: &str) -> f64 {
+    let (a, b) = (luminance(a), luminance(b));
+    (a.max(b) + 0.05) / (a.min(b) + 0.05)
+}
+
+/// The colour variables of the first `:root { … }` after `from` in the page's style sheet.
+fn palette(css: &str, from: &str) -> std::collections::HashMap<String, String> {
+    let at = css.find(from).unwrap();
+    let root = &css[at..];
+    let body = &root[root.find(":root {").unwrap() + 7..];
+    let body = &body[..body.find('}').unwrap()];
+    body.split(';')
+        .filter_map(|d| d.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .filter(|(k, v)| k.starts_with("--") && v.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn the_pages_colours_keep_wcag_aa_contrast_in_both_themes() {
+    let css = include_str!("../../src/http/page.css");
+    for (theme, from) in [("light", ":root"), ("dark", "prefers-color-scheme: dark")] {
+        let colours = palette(css, from);
+        let bg = &colours["--bg"];
+        for text in ["--accent", "--muted", "--ok", "--bad", "--warn"] {
+            let ratio = contrast(&colours[text], bg);
+            assert!(ratio >= 4.5, "{theme}: {text} {} on {bg} is {ratio:.2}:1, below 4.5:1", colours[text]);
+        }
+        let on = contrast(&colours["--on-accent"], &colours["--accent"]);
+        assert!(on >= 4.5, "{theme}: a primary button's text is {on:.2}:1");
+    }
 }
 
 /// Standard base64 (WebDriver's screenshots), without a crate for it.
