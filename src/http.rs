@@ -11,6 +11,7 @@ pub mod callbacks;
 mod events;
 mod hooks;
 pub mod openapi;
+mod page;
 mod process;
 pub mod server;
 pub mod slack;
@@ -22,7 +23,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post};
 use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
@@ -143,7 +144,7 @@ pub fn router(
         // Slack's Events API and interactivity, whose contract is Slack's.
         .route("/channels/slack", post(slack::events))
         // The page's icon: an asset, not part of the API.
-        .route("/favicon.svg", get(favicon));
+        .route("/favicon.svg", get(page::favicon));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))
@@ -156,9 +157,9 @@ pub fn router(
 /// Every route but `/mcp`: what `/api/openapi.json` describes.
 fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
     vec![
-        ("/", get(page)),
-        ("/page.js", get(page_script)),
-        ("/page.css", get(page_style)),
+        ("/", get(page::page)),
+        ("/page.js", get(page::script)),
+        ("/page.css", get(page::style)),
         ("/healthz", get(healthz)),
         ("/livez", get(livez)),
         ("/metrics", get(metrics)),
@@ -451,31 +452,6 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> 
     };
     let user = UserRef::parse(&token.holder()).map_err(ApiError::internal)?;
     Ok(Caller { user, name: token.name().to_owned(), role: token.role(), via })
-}
-
-async fn page() -> impl IntoResponse {
-    ([(header::CACHE_CONTROL, "no-store")], Html(include_str!("http/page.html")))
-}
-
-async fn page_script() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
-        include_str!("http/page.js"),
-    )
-}
-
-async fn favicon() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "max-age=86400")],
-        include_str!("http/favicon.svg"),
-    )
-}
-
-async fn page_style() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
-        include_str!("http/page.css"),
-    )
 }
 
 /// 200 when the store answers, no channel is down and every gated MCP upstream has had its
