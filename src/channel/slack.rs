@@ -73,6 +73,8 @@ pub struct Slack {
     config: SlackConfig,
     clock: Clock,
     me: OnceLock<Me>,
+    /// The bot token with its team, once `auth.test` said it.
+    team_token: OnceLock<SlackApiToken>,
     queue: mpsc::UnboundedSender<Incoming>,
     received: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Incoming>>>,
 }
@@ -106,6 +108,7 @@ impl Slack {
             config: config.clone(),
             clock,
             me: OnceLock::new(),
+            team_token: OnceLock::new(),
             queue,
             received: std::sync::Mutex::new(Some(received)),
         }))
@@ -140,6 +143,7 @@ impl Slack {
         };
         tracing::info!(bot = %me.user_id, team = %me.team_id, "slack connected");
         let _ = self.me.set(Me { user: me.user_id.to_string() });
+        let _ = self.team_token.set(self.token.clone().with_team_id(me.team_id.clone()));
         let received = self.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let Some(received) = received else { return Ok(()) };
         let worker = tokio::spawn(inbound::apply(self.clone(), engine.clone(), received, stop.clone()));
@@ -156,7 +160,8 @@ impl Slack {
     }
 
     fn session(&self) -> SlackClientSession<'_, SlackClientHyperHttpsConnector> {
-        self.client.open_session(&self.token)
+        // With its team, the token is paced per method tier by slack-morphism's rate control.
+        self.client.open_session(self.team_token.get().unwrap_or(&self.token))
     }
 
     /// The bot's own user id, once known.
