@@ -72,15 +72,20 @@ async fn on_hello(states: &SlackClientEventsUserState) {
     }
 }
 
+/// Queues what came; the envelope is acknowledged when this returns.
+async fn queue(states: &SlackClientEventsUserState, incoming: Incoming) -> UserCallbackResult<()> {
+    if let Some((slack, _)) = inbox(states).await {
+        slack.accept(incoming);
+    }
+    Ok(())
+}
+
 async fn on_push(
     event: SlackPushEventCallback,
     _client: Arc<SlackHyperClient>,
     states: SlackClientEventsUserState,
 ) -> UserCallbackResult<()> {
-    if let Some((slack, _)) = inbox(&states).await {
-        slack.accept(Incoming::Event(Box::new(event)));
-    }
-    Ok(())
+    queue(&states, Incoming::Event(Box::new(event))).await
 }
 
 async fn on_interaction(
@@ -88,10 +93,7 @@ async fn on_interaction(
     _client: Arc<SlackHyperClient>,
     states: SlackClientEventsUserState,
 ) -> UserCallbackResult<()> {
-    if let Some((slack, _)) = inbox(&states).await {
-        slack.accept(Incoming::Interaction(Box::new(event)));
-    }
-    Ok(())
+    queue(&states, Incoming::Interaction(Box::new(event))).await
 }
 
 async fn on_command(
@@ -99,9 +101,7 @@ async fn on_command(
     _client: Arc<SlackHyperClient>,
     states: SlackClientEventsUserState,
 ) -> UserCallbackResult<SlackCommandEventResponse> {
-    if let Some((slack, _)) = inbox(&states).await {
-        slack.accept(Incoming::Command(Box::new(event)));
-    }
+    queue(&states, Incoming::Command(Box::new(event))).await?;
     // What the command did is told to the person as an ephemeral note once it is applied.
     Ok(SlackCommandEventResponse::new(SlackMessageContent::new()))
 }
