@@ -47,6 +47,8 @@ pub enum Command {
     },
     /// `/help` (and `/start`, which chat apps send first).
     Help,
+    /// `/web`: a one-time link that signs a browser in as the sender.
+    Web,
 }
 
 /// A message that looks like a command but is not a valid one.
@@ -97,6 +99,7 @@ impl Command {
             "revoke" if !first.is_empty() && tail.is_empty() => Ok(Self::Revoke { id: first.to_owned() }),
             "revoke" => Err(CommandError::Usage("/revoke <grant id>")),
             "help" | "start" => Ok(Self::Help),
+            "web" => Ok(Self::Web),
             other => Err(CommandError::Unknown(crate::text::clip(other, 32, "…"))),
         })
     }
@@ -152,7 +155,13 @@ impl Command {
     pub fn question(&self) -> Option<&str> {
         match self {
             Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } => Some(id),
-            Self::Pending | Self::Run { .. } | Self::Cancel | Self::Help | Self::Grants | Self::Revoke { .. } => None,
+            Self::Pending
+            | Self::Run { .. }
+            | Self::Cancel
+            | Self::Help
+            | Self::Web
+            | Self::Grants
+            | Self::Revoke { .. } => None,
         }
     }
 }
@@ -173,6 +182,7 @@ impl std::fmt::Display for Command {
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
             Self::Cancel => f.write_str("/cancel"),
             Self::Help => f.write_str("/help"),
+            Self::Web => f.write_str("/web"),
             Self::Grants => f.write_str("/grants"),
             Self::Revoke { id } => write!(f, "/revoke {id}"),
         }
@@ -263,6 +273,8 @@ pub const HELP: &str = "\
 /cancel                     cancel your waiting runs here (their questions end as cancelled)
 /grants                     this conversation's allow-always grants, with their ids
 /revoke <grant id>          take a grant back (people who may answer its approvals)
+/web                        a link that signs you in on askgate's web page (works once, for
+                            minutes; in a private chat only)
 /help                       the commands and the functions";
 
 /// The command a submitted form stands for (its id says which: `/answer <id>`, `/deny <id>`,

@@ -252,6 +252,14 @@ impl Config {
         {
             return Err(bad(("gateway.callback_timeout".into(), "must be from 1s to 60s".to_owned())));
         }
+        // Without one, the gateway names the address it listens on.
+        let page_url = match gateway.public_url.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => Some(url.to_owned()),
+            Some(url) => {
+                return Err(bad(("gateway.public_url".into(), format!("`{url}` is not an http:// or https:// URL"))));
+            }
+        };
         if gateway.database.trim().is_empty() {
             return Err(bad(("gateway.database".into(), "is empty".to_owned())));
         }
@@ -278,6 +286,7 @@ impl Config {
                 grant_ttl: gateway.grant_ttl,
                 remind_before: gateway.remind_before,
                 quorum_includes_requester: gateway.quorum_includes_requester,
+                page_url,
             },
             console: channels.console,
             telegram: channels.telegram,

@@ -30,6 +30,7 @@ mod instances;
 mod listeners;
 pub mod metrics;
 mod nudge;
+pub mod people;
 mod port;
 mod pruner;
 mod quorum;

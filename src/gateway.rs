@@ -142,17 +142,20 @@ impl Builder {
         }
         let store = match store {
             Some(store) => store,
-            None if is_postgres_url(&config.database) => Arc::new(PostgresStore::open(&config.database).await?),
-            None if is_memory_url(&config.database) => {
-                tracing::warn!(
-                    "gateway.database = \"memory:\": runs, questions and grants are kept in memory; nothing survives a restart"
-                );
-                Arc::new(MemoryStore::new())
-            }
-            None => Arc::new(SqliteStore::open(&config.database, config.synchronous).await?),
+            None => open_store(&config).await?,
         };
         for (channel, policy) in &channels {
             settings.channels.insert(channel.name().to_owned(), policy.clone());
+        }
+        let listener = crate::http::server::listen(config.http, config.max_connections)
+            .map_err(|e| GatewayError::Bind(config.http, e))?;
+        let mut http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
+        if settings.page_url.is_none() {
+            // `/web` links name the address askgate listens on (a wildcard one as loopback).
+            if http.ip().is_unspecified() {
+                http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            settings.page_url = Some(format!("http://{http}/"));
         }
         let engine = Engine::new(store, registry, settings, clock.clone());
         for (channel, _) in channels {
@@ -160,7 +163,7 @@ impl Builder {
             engine.attach(channel);
             engine.set_channel_state(name, ChannelState::Up);
         }
-        Gateway::start_engine(&config, &env, clock, console, engine).await
+        Gateway::start_engine(&config, &env, clock, console, engine, listener).await
     }
 }
 
@@ -185,6 +188,7 @@ impl Gateway {
         clock: Clock,
         console_io: Option<ConsoleIo>,
         engine: Engine,
+        listener: tokio::net::TcpListener,
     ) -> Result<Self, GatewayError> {
         let console = match (config.console, console_io) {
             (true, Some(io)) => {
@@ -210,8 +214,6 @@ impl Gateway {
         }
         let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
         let tokens = agent_tokens(config, env, token)?;
-        let listener = crate::http::server::listen(config.http, config.max_connections)
-            .map_err(|e| GatewayError::Bind(config.http, e))?;
         let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         engine.start().await?;
         let states = config.channel_states(env);
@@ -463,6 +465,23 @@ fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> 
         .filter_map(|w| Some((w.name.clone(), Endpoint { url: w.url.clone(), secret: w.secret(env)?.into_bytes() })))
         .collect();
     (!endpoints.is_empty()).then(|| Arc::new(Webhooks::new(endpoints, clock.clone())))
+}
+
+/// The configured database, opened and brought to the current schema.
+///
+/// # Errors
+/// When it cannot be opened or migrated.
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(if is_postgres_url(&config.database) {
+        Arc::new(PostgresStore::open(&config.database).await?)
+    } else if is_memory_url(&config.database) {
+        tracing::warn!(
+            "gateway.database = \"memory:\": runs, questions and grants are kept in memory; nothing survives a restart"
+        );
+        Arc::new(MemoryStore::new())
+    } else {
+        Arc::new(SqliteStore::open(&config.database, config.synchronous).await?)
+    })
 }
 
 /// Why the gateway could not start.

@@ -6,12 +6,14 @@
 //! never answers); `/mcp` takes agent tokens only. Errors are `{"error":{"code","message"}}`.
 
 mod api;
+mod auth;
 mod bodies;
 pub mod callbacks;
 mod events;
 mod hooks;
 pub mod openapi;
 mod page;
+pub(super) mod people;
 mod process;
 pub mod server;
 pub mod slack;
@@ -31,9 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, Webhooks};
 use crate::engine::ChannelState;
-use crate::engine::{Engine, Resolver};
-use crate::question::{Surface, UserRef};
+use crate::engine::Engine;
 
+pub use auth::{Admin, Answerer, Asker, Caller, Reader};
 pub use token::{ApiToken, Role, Tokens};
 
 /// Says where the operator answers: `web` from askgate's page, `api` (the default) otherwise.
@@ -134,7 +136,7 @@ pub fn router(
         app = app
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn(session_ended))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), agents_only));
+            .layer(axum::middleware::from_fn_with_state(state.clone(), auth::agents_only));
     }
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
     let app = app
@@ -174,6 +176,10 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/grants/{id}", delete(api::revoke_grant)),
         ("/api/runs", post(api::start_run)),
         ("/api/runs/{id}", get(api::get_run)),
+        ("/api/me", get(people::me)),
+        ("/api/signin", post(people::sign_in)),
+        ("/api/tokens", get(people::list_tokens).post(people::add_token)),
+        ("/api/tokens/{name}", delete(people::revoke_token)),
         ("/channels/webhook/{name}", post(webhook)),
     ]
 }
@@ -187,31 +193,6 @@ async fn session_ended(request: Request, next: axum::middleware::Next) -> Respon
         *response.status_mut() = StatusCode::OK;
     }
     response
-}
-
-/// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
-/// without a valid token, 403 with the operator's, which would let an agent answer its own
-/// questions. The agent's name goes to the MCP server in the request's extensions.
-async fn agents_only(State(state): State<AppState>, mut request: Request, next: axum::middleware::Next) -> Response {
-    match authorize(&state, request.headers()) {
-        Ok(caller) if caller.role == Role::Agent => {
-            request.extensions_mut().insert(crate::mcp::AgentName(caller.name));
-            next.run(request).await
-        }
-        Ok(_) => ApiError::new(
-            StatusCode::FORBIDDEN,
-            "operator_token",
-            "/mcp takes an agent token, not the operator's: an agent holding the operator token could answer its \
-             own questions. Use ASKGATE_AGENT_TOKEN or askgate-agent.token beside the database (askgate mcp reads \
-             them), or an [[agents]] token",
-        )
-        .into_response(),
-        Err(e) => {
-            let mut response = e.into_response();
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-            response
-        }
-    }
 }
 
 async fn security_headers(mut response: Response) -> Response {
@@ -367,59 +348,6 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for
     }
 }
 
-/// Who a bearer token says is calling.
-#[derive(Clone, Debug)]
-pub struct Caller {
-    /// `api:operator`, or `agent:<name>`.
-    pub user: UserRef,
-    /// The token's name.
-    pub name: String,
-    /// What the token may do.
-    pub role: Role,
-    /// Where: `web` from askgate's page, `api` otherwise.
-    pub via: Surface,
-}
-
-impl Caller {
-    /// The caller as someone answering: the operator is a person like any other, who answers
-    /// where the question's answerers include them.
-    pub fn resolver(&self) -> Resolver {
-        Resolver::person(self.user.clone(), self.via)
-    }
-}
-
-/// The caller, authorized by the operator token, via the API or the web page: answering and
-/// administering. As an extractor it runs before the body is read, so an unauthorized request
-/// is refused as such whatever its body; an agent token gets 403.
-pub struct Operator(pub Resolver);
-
-impl axum::extract::FromRequestParts<AppState> for Operator {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = authorize(state, &parts.headers)?;
-        if caller.role != Role::Operator {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "agent_token",
-                "an agent token asks and reads what it asked; answering and administering take the operator token",
-            ));
-        }
-        Ok(Operator(caller.resolver()))
-    }
-}
-
-/// The caller, authorized by any token: asking (questions, runs) and reading what it asked.
-pub struct Asker(pub Caller);
-
-impl axum::extract::FromRequestParts<AppState> for Asker {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
-        authorize(state, &parts.headers).map(Asker)
-    }
-}
-
 /// An optional `conversation` parameter.
 fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Conversation>, ApiError> {
     value
@@ -427,31 +355,6 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
             crate::question::Conversation::parse(c).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))
         })
         .transpose()
-}
-
-/// Checks the bearer token; returns who is acting (the operator or an agent, via the API or
-/// the page).
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    // The scheme is case-insensitive (RFC 9110): `bearer` and `BEARER` are `Bearer`.
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    let Some(given) = given else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token>"));
-    };
-    let Some(token) = state.tokens.find(given) else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"));
-    };
-    let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
-        None | Some(Ok("api")) => Surface::Api,
-        Some(Ok("web")) => Surface::Web,
-        Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web` or `api`"))),
-    };
-    let user = UserRef::parse(&token.holder()).map_err(ApiError::internal)?;
-    Ok(Caller { user, name: token.name().to_owned(), role: token.role(), via })
 }
 
 /// 200 when the store answers, no channel is down and every gated MCP upstream has had its

@@ -20,6 +20,7 @@
 //! opencode  -> config, engine, hooks, question, text
 //! http      -> channel, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
+//! client    -> config, http, store
 //! ```
 //!
 //! - [`text`]: clipping text to a length, and the one markup a detail may carry.
@@ -55,11 +56,14 @@
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
+//! - [`client`]: the commands that talk to a running askgate over its API: `askgate token` and
+//!   the terminal UI, `askgate tui`.
 
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod channel;
+pub mod client;
 pub mod clock;
 pub mod command;
 pub mod config;

@@ -68,6 +68,18 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
+    /// People's own tokens for the web page, the TUI and the API, made through the running
+    /// askgate with the operator token (ASKGATE_API_TOKEN, or askgate.token beside the database).
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+        /// The configuration file (for gateway.http and where the token file is).
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml", global = true)]
+        config: PathBuf,
+        /// askgate's address (http://127.0.0.1:8080); default: the configured gateway.http.
+        #[arg(long, global = true)]
+        url: Option<String>,
+    },
     /// Serve MCP on stdin/stdout, bridged to a running askgate's /mcp (for MCP clients that
     /// start local processes). It asks as an agent: the token comes from ASKGATE_AGENT_TOKEN or
     /// askgate-agent.token beside the database.
@@ -83,6 +95,26 @@ enum Command {
         /// (`claude --dangerously-load-development-channels server:<name>`).
         #[arg(long)]
         channel: bool,
+    },
+}
+
+/// What `askgate token` does.
+#[derive(Subcommand)]
+enum TokenAction {
+    /// Make a token for the person `web:<name>` and print it (once: only its hash is kept).
+    Add {
+        /// The person's name: lower-case letters, digits, `.`, `_`, `-`.
+        name: String,
+        /// What it may do: `answer`, `ask`, `admin`, comma-separated.
+        #[arg(long, default_value = "answer")]
+        may: String,
+    },
+    /// List the tokens, the browser sessions signed in by `/web` links, and unused links.
+    List,
+    /// Revoke a token or a session: it is refused from its next request on.
+    Revoke {
+        /// Its name, as `list` shows it.
+        name: String,
     },
 }
 
@@ -130,7 +162,8 @@ fn main() -> ExitCode {
         Command::Serve { config, .. }
         | Command::Check { config }
         | Command::Mcp { config, .. }
-        | Command::Hook { config, .. } => config.clone(),
+        | Command::Hook { config, .. }
+        | Command::Token { config, .. } => config.clone(),
         Command::Migrate { from, to } => return migrate(from, to),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -162,6 +195,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Token { action, url, .. } => token(&config, action, url),
         Command::Mcp { url, channel, .. } => match mcp(&config, url, channel) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -176,6 +210,46 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+fn token(config: &Config, action: TokenAction, url: Option<String>) -> ExitCode {
+    use askgate::client::tokens;
+    let token =
+        match askgate::http::token::operator_client_token(Env::process().get("ASKGATE_API_TOKEN"), &config.database) {
+            Ok(token) => token,
+            Err(e) => {
+                eprintln!("askgate token: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let api = askgate::client::Api::new(askgate::client::address(config, url), token);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("askgate token: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let done = runtime.block_on(async {
+        match action {
+            TokenAction::Add { name, may } => match askgate::store::Powers::parse(&may) {
+                Ok(may) => tokens::add(&api, &name, may).await,
+                Err(e) => Err(format!("--may: {e}")),
+            },
+            TokenAction::List => tokens::list(&api).await,
+            TokenAction::Revoke { name } => tokens::revoke(&api, &name).await,
+        }
+    });
+    match done {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("askgate token: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -365,22 +439,12 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
 
 /// askgate's address: `--url`, or the configured `gateway.http` (a wildcard is reached through
 /// loopback).
-fn address(config: &Config, url: Option<String>) -> String {
-    url.map(|u| u.trim_end_matches('/').to_owned()).unwrap_or_else(|| {
-        let mut http = config.http;
-        if http.ip().is_unspecified() {
-            http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        format!("http://{http}")
-    })
-}
-
 /// `askgate hook claude-code`: the hook's JSON from stdin to `/hooks/claude-code`, and its
 /// answer to stdout.
 fn hook(config: &Config, url: Option<String>) -> anyhow::Result<()> {
     use std::io::{Read, Write};
 
-    let url = format!("{}/hooks/claude-code", address(config, url));
+    let url = format!("{}/hooks/claude-code", askgate::client::address(config, url));
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let mut body = Vec::new();
@@ -418,7 +482,7 @@ fn mcp_url(url: String) -> String {
 
 /// `askgate mcp`: stdin/stdout bridged to `/mcp` of the askgate that `config` describes.
 fn mcp(config: &Config, url: Option<String>, channel: bool) -> anyhow::Result<()> {
-    let url = mcp_url(url.unwrap_or_else(|| format!("{}/mcp", address(config, None))));
+    let url = mcp_url(url.unwrap_or_else(|| format!("{}/mcp", askgate::client::address(config, None))));
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;

@@ -72,6 +72,7 @@ macro_rules! run_and_journal {
 pub mod copy;
 mod error;
 
+mod logins;
 mod memory;
 mod outbox;
 mod postgres;
@@ -89,6 +90,7 @@ use crate::question::{Approver, Conversation, Question, QuestionId, RunId, Surfa
 use crate::run::{Run, RunStatus};
 
 pub use error::StoreError;
+pub use logins::{Login, LoginFind, Powers};
 
 pub use memory::{MEMORY_URL, MemoryStore, is_memory_url};
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
@@ -138,9 +140,17 @@ pub enum Write {
     /// Records what came of the attempt that took the callback until `lease`, and lets go of
     /// it. → `Changed` (false: that lease had run out and another sender took it)
     CallbackTried { id: String, at: i64, lease: i64, tried: CallbackTry },
+    /// Adds a person's credential. → `Changed` (false: its name or its secret is taken)
+    AddLogin(Box<Login>),
+    /// Deletes the credential `name`. → `Changed` (false: no such credential)
+    RemoveLogin { name: String },
+    /// Turns the unused sign-in link whose secret has `digest`, live at `now`, into the session
+    /// `name` whose secret has `session`, until `until`. → `Login` (none: no such live link,
+    /// or it was used)
+    UseLink { digest: String, now: i64, name: String, session: String, until: i64 },
     /// Deletes up to `limit` runs that ended before `ended_before` (with their questions and
-    /// cards) and inbound keys recorded before `seen_before`; waiting and running runs stay.
-    /// → `Pruned`
+    /// cards) and inbound keys recorded before `seen_before`, and credentials expired before
+    /// it; waiting and running runs stay. → `Pruned`
     Prune { ended_before: Option<i64>, seen_before: i64, limit: u32 },
 }
 
@@ -155,6 +165,8 @@ pub enum Written {
     Claim(Box<Claim>),
     /// What was deleted.
     Pruned(Pruned),
+    /// The session a sign-in link became.
+    Login(Option<Box<Login>>),
 }
 
 /// Which questions to read. Lists of pending questions are oldest first.
@@ -234,6 +246,8 @@ pub trait Store: Send + Sync + 'static {
     async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError>;
     /// The grants `find` selects.
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError>;
+    /// The people's credentials `find` selects.
+    async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError>;
     /// Whether an inbound update key was recorded.
     async fn seen(&self, key: &str) -> Result<bool, StoreError>;
     /// What the writes have cost so far, for `/metrics`.

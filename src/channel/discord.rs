@@ -241,9 +241,11 @@ impl Handler {
         command: command::Command,
         key: String,
     ) -> Response {
+        // Every interaction is answered ephemerally: only its sender reads the reply.
         let inbound = Inbound::tap(conversation, user_ref(user.id.get()), Surface::Discord, command)
             .named(&display_name(user))
-            .keyed(key);
+            .keyed(key)
+            .in_private(true);
         self.engine.handle(inbound).await
     }
 
@@ -331,6 +333,7 @@ impl Handler {
                 function: option("function").unwrap_or_default(),
                 input: option("input").unwrap_or_default(),
             },
+            "web" => command::Command::Web,
             _ => command::Command::Help,
         };
         let key = format!("discord:interaction:{}", c.id);
@@ -368,8 +371,9 @@ impl EventHandler for Handler {
                 CreateCommandOption::new(CommandOptionType::String, "function", "The function to run").required(true),
             )
             .add_option(CreateCommandOption::new(CommandOptionType::String, "input", "What to give it"));
-        if let Err(e) = Command::set_global_commands(&ctx.http, vec![run]).await {
-            tracing::warn!(error = %e, "could not register the /run command");
+        let web = CreateCommand::new("web").description("A link that signs you in on askgate's web page");
+        if let Err(e) = Command::set_global_commands(&ctx.http, vec![run, web]).await {
+            tracing::warn!(error = %e, "could not register the /run and /web commands");
         }
     }
 
@@ -380,7 +384,8 @@ impl EventHandler for Handler {
         let conversation = conversation_of(message.channel_id);
         let mut inbound =
             Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone())
-                .named(&display_name(&message.author));
+                .named(&display_name(&message.author))
+                .in_private(message.guild_id.is_none());
         inbound.key = Some(format!("discord:message:{}", message.id));
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
             inbound = inbound.replying_to(message.channel_id.to_string(), reference.to_string());

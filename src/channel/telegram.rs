@@ -257,7 +257,9 @@ impl Telegram {
         }
         let conversation = conversation_of(&message);
         let user = user_ref(from.id.0);
-        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text).named(&display_name(from));
+        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text)
+            .named(&display_name(from))
+            .in_private(message.chat.is_private());
         inbound.key = Some(key);
         // A reply to a card answers it, a reply to a prompt is what it asked for: both known
         // by the message askgate recorded, never by its words.

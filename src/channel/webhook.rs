@@ -196,7 +196,9 @@ impl Webhooks {
             .map_err(|_| InboundError::Malformed("conversation must be non-empty and without spaces".to_owned()))?;
         let user = UserRef::parse(&format!("webhook:{name}:{}", message.user))
             .map_err(|_| InboundError::Malformed("user must be non-empty and without spaces".to_owned()))?;
-        let mut inbound = Inbound::text(conversation.clone(), user, Surface::Webhook, message.text);
+        // A chat of one person (its conversation is its sender) is private.
+        let private = message.conversation == message.user;
+        let mut inbound = Inbound::text(conversation.clone(), user, Surface::Webhook, message.text).in_private(private);
         if let Some(name) = &message.name {
             inbound = inbound.named(name);
         }

@@ -29,7 +29,7 @@ pub struct GatewayValue {
 }
 
 /// The keys, with how askgate spells each default.
-const KEYS: [(&str, &str); 12] = [
+const KEYS: [(&str, &str); 13] = [
     ("database", "sqlite://askgate.db"),
     ("http", "127.0.0.1:8080"),
     ("default_timeout", "30m"),
@@ -43,6 +43,7 @@ const KEYS: [(&str, &str); 12] = [
     ("quorum_includes_requester", "false"),
     ("callback_secret_env", "(none)"),
     ("callback_timeout", "10s"),
+    ("public_url", "http://<gateway.http>/"),
 ];
 
 /// The environment variable that overrides `gateway.<key>`.
@@ -116,6 +117,7 @@ fn set(gateway: &mut RawGateway, key: &str, value: &str) -> Result<(), String> {
         }
         "callback_secret_env" => gateway.callback_secret_env = Some(value.trim().to_owned()),
         "callback_timeout" => gateway.callback_timeout = parse_duration(value)?,
+        "public_url" => gateway.public_url = Some(value.trim().to_owned()),
         other => unreachable!("`{other}` is not a [gateway] key"),
     }
     Ok(())

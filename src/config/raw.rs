@@ -119,6 +119,7 @@ pub(super) struct RawGateway {
     pub callback_secret_env: Option<String>,
     #[serde(deserialize_with = "duration")]
     pub callback_timeout: Duration,
+    pub public_url: Option<String>,
 }
 
 impl Default for RawGateway {
@@ -136,6 +137,7 @@ impl Default for RawGateway {
             quorum_includes_requester: false,
             callback_secret_env: None,
             callback_timeout: Duration::from_secs(10),
+            public_url: None,
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct Inbound {
     /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
     /// applied once.
     pub key: Option<String>,
+    /// Said where only the sender reads the answer (a private chat, a direct message, an
+    /// ephemeral reply): where a `/web` sign-in link may be sent.
+    pub private: bool,
 }
 
 impl Inbound {
@@ -54,6 +57,7 @@ impl Inbound {
             replying_to: None,
             card: None,
             key: None,
+            private: false,
         }
     }
 
@@ -89,6 +93,13 @@ impl Inbound {
         self
     }
 
+    /// Marks it as said where only the sender reads the answer (see [`Inbound::private`]).
+    #[must_use]
+    pub fn in_private(mut self, private: bool) -> Self {
+        self.private = private;
+        self
+    }
+
     /// Sets how people know the sender, as it will be shown with an outcome (see
     /// [`display_name`]).
     #[must_use]
@@ -113,7 +124,7 @@ pub struct Response {
 }
 
 impl Response {
-    fn say(text: impl Into<String>) -> Self {
+    pub(super) fn say(text: impl Into<String>) -> Self {
         Self { text: Some(text.into()), ..Self::default() }
     }
 
@@ -290,6 +301,7 @@ impl Engine {
                 Ok(Response::say(wording::grants_list(&grants, self.now_ms())))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id).await,
+            Command::Web => self.web_command(inbound).await,
         }
     }
 

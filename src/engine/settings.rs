@@ -21,6 +21,9 @@ pub struct Settings {
     /// Whether the person who asked for a quorum approval (who started the run, or the agent)
     /// counts toward its quorum; by default they do not.
     pub quorum_includes_requester: bool,
+    /// Where people's browsers reach askgate's web page (`gateway.public_url`; the gateway sets
+    /// the address it listens on otherwise), for `/web` sign-in links; none: no page is served.
+    pub page_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -32,6 +35,7 @@ impl Default for Settings {
             grant_ttl: None,
             remind_before: None,
             quorum_includes_requester: false,
+            page_url: None,
         }
     }
 }

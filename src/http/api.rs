@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
-use super::{ApiError, AppState, Asker, Caller, JsonBody, Operator, Params, Role, callbacks, conversation_param};
+use super::{
+    Admin, Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
+};
 use crate::engine::{CallbackSpec, ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
@@ -33,11 +35,15 @@ async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
     }
 }
 
-/// As [`find`], for `caller`: an agent finds only the questions it asked (others are not
-/// found, as if they did not exist).
+/// As [`find`], for `caller`: an agent finds only the questions it asked, a person only those
+/// they may see (others are not found, as if they did not exist).
 async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
     let question = find(state, id).await?;
-    if caller.role == Role::Agent && !state.engine.asked_by(&question, &caller.user).await? {
+    let hidden = match caller.role {
+        Role::Agent => !state.engine.asked_by(&question, &caller.user).await?,
+        _ => !caller.sees(&question),
+    };
+    if hidden {
         return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))));
     }
     Ok(question)
@@ -83,7 +89,7 @@ pub(super) struct ListQuery {
 /// `{"questions": [...], "next": "<cursor>"}`: a page, and the cursor of the next one (null at
 /// the end). Two reads per page whatever its size: the questions, and their cards.
 pub(super) async fn list(
-    _: Operator,
+    Reader(caller): Reader,
     State(state): State<AppState>,
     Params(query): Params<ListQuery>,
 ) -> Result<Response, ApiError> {
@@ -116,6 +122,8 @@ pub(super) async fn list(
             crate::store::StoreError::BadCursor(_) => ApiError::bad_request(e.to_string()),
             other => other.into(),
         })?;
+    // A person sees the questions they may answer: a page may hold fewer than `limit`.
+    let questions: Vec<Question> = questions.into_iter().filter(|q| caller.sees(q)).collect();
     let ids: Vec<QuestionId> = questions.iter().map(|q| q.id).collect();
     let deliveries = state.engine.deliveries(&ids).await?;
     let questions = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect();
@@ -183,10 +191,12 @@ impl CallbackBody {
 }
 
 pub(super) async fn create(
-    Asker(operator): Asker,
+    asker: Asker,
     State(state): State<AppState>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
+    asker.asking()?;
+    let operator = asker.0;
     let malformed = |e: serde_json::Error| ApiError::bad_request(format!("malformed JSON body: {e}"));
     let wire = AskWire::take(&mut body).map_err(malformed)?;
     let placement: Placement = serde_json::from_value(Value::Object(body)).map_err(malformed)?;
@@ -268,13 +278,14 @@ pub(super) struct Reject {
 }
 
 pub(super) async fn reply(
-    Operator(mut resolver): Operator,
+    Answerer(caller): Answerer,
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
+    let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
-    let question = find(&state, &id).await?;
+    let question = find_for(&state, &caller, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
         Err(_) if !question.is_pending() => None,
@@ -285,13 +296,14 @@ pub(super) async fn reply(
 }
 
 pub(super) async fn reject(
-    Operator(mut resolver): Operator,
+    Answerer(caller): Answerer,
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
+    let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
-    let question = find(&state, &id).await?;
+    let question = find_for(&state, &caller, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
     receipt_response(receipt)
@@ -407,10 +419,12 @@ pub(super) struct NewRun {
 }
 
 pub(super) async fn start_run(
-    Asker(operator): Asker,
+    asker: Asker,
     State(state): State<AppState>,
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
+    asker.asking()?;
+    let operator = asker.0;
     let conversation = conversation_param(body.conversation.as_deref())?;
     let named = agents_name_nobody(&operator, users_param(body.answerers.as_deref())?)?;
     let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
@@ -458,7 +472,7 @@ pub(super) async fn get_run(
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
     // A run is first written when it first asks or ends; until then it is not found. An agent
     // finds only its own.
-    let run = state.engine.run(id).await?.filter(|run| caller.role == Role::Operator || run.initiator == caller.user);
+    let run = state.engine.run(id).await?.filter(|run| caller.sees_run(run));
     let run = run.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
     Ok(axum::Json(RunView { run }).into_response())
 }
@@ -471,7 +485,7 @@ pub(super) struct GrantsQuery {
 }
 
 pub(super) async fn grants(
-    _: Operator,
+    _: Admin,
     State(state): State<AppState>,
     Params(query): Params<GrantsQuery>,
 ) -> Result<Response, ApiError> {
@@ -481,7 +495,7 @@ pub(super) async fn grants(
 }
 
 pub(super) async fn revoke_grant(
-    _: Operator,
+    _: Admin,
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {

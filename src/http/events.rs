@@ -23,7 +23,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
-use super::{ApiError, AppState, Operator, Params, conversation_param};
+use super::{ApiError, AppState, Caller, Params, Reader, conversation_param};
 use crate::engine::{Engine, Event, Logged};
 use crate::question::{Conversation, Question, Status};
 use crate::store::QuestionFilter;
@@ -39,13 +39,19 @@ pub(super) struct EventsQuery {
     conversation: Option<String>,
 }
 
-fn concerns(event: &Event, conversation: Option<&Conversation>) -> bool {
-    let Some(wanted) = conversation else { return true };
+/// Whether `event` is for this stream: of its conversation (when it names one), and one its
+/// caller may see.
+fn concerns(event: &Event, conversation: Option<&Conversation>, caller: &Caller) -> bool {
+    let visible = match event {
+        Event::Asked(q) | Event::Resolved(q) | Event::Counted(q) => caller.sees(q),
+        Event::RunStarted(r) | Event::RunResumed(r) | Event::Run(r) => caller.sees_run(r),
+    };
+    let Some(wanted) = conversation else { return visible };
     let of = match event {
         Event::Asked(q) | Event::Resolved(q) | Event::Counted(q) => q.conversation.as_ref(),
         Event::RunStarted(r) | Event::RunResumed(r) | Event::Run(r) => r.conversation.as_ref(),
     };
-    of == Some(wanted)
+    visible && of == Some(wanted)
 }
 
 fn to_sse(event: &Event) -> SseEvent {
@@ -68,6 +74,8 @@ struct Stream {
     live: broadcast::Receiver<Arc<Logged>>,
     phase: Phase,
     conversation: Option<Conversation>,
+    /// Who follows it: a person sees only their own questions and runs.
+    caller: Caller,
     /// The id of the latest event before the subscription (sent with `replay.done`).
     at: String,
     /// This process's id prefix: `<boot>-`.
@@ -90,6 +98,9 @@ impl Stream {
             match &mut self.phase {
                 Phase::Backlog { page, cursor, read } => {
                     if let Some(question) = page.pop_front() {
+                        if !self.caller.sees(&question) {
+                            continue;
+                        }
                         // No id: a client cut off in the backlog needs it all again.
                         return Some(to_sse(&Event::Asked(Arc::new(question))));
                     }
@@ -120,7 +131,7 @@ impl Stream {
                     }
                 }
                 Phase::Missed(missed) => match missed.pop_front() {
-                    Some(logged) if concerns(&logged.event, self.conversation.as_ref()) => {
+                    Some(logged) if concerns(&logged.event, self.conversation.as_ref(), &self.caller) => {
                         return Some(self.live_event(&logged));
                     }
                     Some(_) => {}
@@ -132,7 +143,7 @@ impl Stream {
                         () = self.stop.cancelled() => return None,
                     };
                     match next {
-                        Ok(logged) if concerns(&logged.event, self.conversation.as_ref()) => {
+                        Ok(logged) if concerns(&logged.event, self.conversation.as_ref(), &self.caller) => {
                             return Some(self.live_event(&logged));
                         }
                         Ok(_) => {}
@@ -151,7 +162,7 @@ impl Stream {
 }
 
 pub(super) async fn stream(
-    _: Operator,
+    Reader(caller): Reader,
     State(state): State<AppState>,
     headers: HeaderMap,
     Params(query): Params<EventsQuery>,
@@ -186,6 +197,7 @@ pub(super) async fn stream(
         live: subscription.live,
         phase,
         conversation,
+        caller,
         at: subscription.at,
         prefix,
         backlog_reads: state.backlog_reads.clone(),

@@ -13,6 +13,10 @@ use super::bodies::{
     RunView, WebhookReply,
 };
 use super::events::EventsQuery;
+
+mod mcp;
+mod people;
+
 use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
 use crate::run::Run;
@@ -143,8 +147,8 @@ fn operation(id: &str, summary: &str, tag: &str, mut op: Value, responses: Value
     let mut all = json!({
         "401": error("No token, or not one of askgate's tokens (`Authorization: Bearer <token>`)."),
         "403": error(
-            "An agent token where the operator token is needed (`agent_token`): agents ask and read what they \
-             asked; answering, listing and administering take the operator token.",
+            "A token that may not do this: an agent's where answering, listing or administering is asked \
+             (`agent_token`), or a person's own without the power (`may_not_answer`, `may_not_ask`, `not_admin`).",
         ),
         "500": error("The store failed; nothing was changed."),
     });
@@ -474,8 +478,10 @@ fn build() -> Value {
         "/page.js": {"get": public("pageScript", "The page's script", "page", json!({"200": text("The script.", "text/javascript")}))},
         "/page.css": {"get": public("pageStyles", "The page's styles", "page", json!({"200": text("The styles.", "text/css")}))},
         "/channels/webhook/{name}": {"post": webhook},
-        "/mcp": mcp(),
+        "/mcp": mcp::paths(),
     });
+    let mut paths = paths;
+    merge(&mut paths, people::paths(&mut s));
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -492,7 +498,9 @@ fn build() -> Value {
                 "description": "The operator token (`ASKGATE_API_TOKEN`, or `askgate.token` beside the database): \
                                 administers, and answers where the operator is an answerer. Or an agent token \
                                 (`ASKGATE_AGENT_TOKEN` or `askgate-agent.token`, or an `[[agents]]` entry's): asks \
-                                questions and runs and reads its own; never answers."}},
+                                questions and runs and reads its own; never answers. Or a person's own token \
+                                (`askgate token add`, or the session a `/web` link signed in): answers as that \
+                                person, asks or administers when it may."}},
         },
     })
 }
@@ -502,52 +510,6 @@ fn surface_header() -> Value {
     json!({"name": super::SURFACE_HEADER, "in": "header", "required": false,
            "description": "`web` when a person answers on askgate's page.",
            "schema": {"type": "string", "enum": ["web", "api"]}})
-}
-
-/// `/mcp`, when `[mcp]` is on: the Model Context Protocol's streamable HTTP transport, whose
-/// messages its own specification describes.
-fn mcp() -> Value {
-    let described = "JSON-RPC messages of the Model Context Protocol (https://modelcontextprotocol.io), \
-                     served when `[mcp]` is enabled.";
-    let op = |id: &str, summary: &str, responses: Value| {
-        let mut op = operation(id, summary, "mcp", json!({"description": described}), responses);
-        op["parameters"] = json!([{"name": "Mcp-Session-Id", "in": "header", "required": false,
-            "schema": {"type": "string"}, "description": "The session, after `initialize`."}]);
-        op
-    };
-    let mut post = op(
-        "mcpPost",
-        "Send an MCP message",
-        json!({
-            "200": {"description": "The response, as JSON or as a stream.",
-                    "content": {"application/json": {"schema": {}}, "text/event-stream": {"schema": {"type": "string"}}}},
-            "202": {"description": "A notification or response was taken."},
-            "400": {"description": "Not a JSON-RPC message."},
-            "404": {"description": "No such session (or MCP is not enabled)."},
-            "406": {"description": "`Accept` must name application/json and text/event-stream."},
-            "415": {"description": "The body must be application/json."},
-        }),
-    );
-    post["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {}}}});
-    let get = op(
-        "mcpStream",
-        "Open a session's stream of server messages",
-        json!({"200": {"description": "The stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-               "400": {"description": "No session named."},
-               "404": {"description": "No such session (or MCP is not enabled)."},
-               "405": {"description": "Not offered."},
-               "406": {"description": "`Accept` must name text/event-stream."},
-               "409": {"description": "The session's stream is already open."}}),
-    );
-    let delete = op(
-        "mcpEnd",
-        "End a session",
-        json!({"202": {"description": "Ended."},
-               "400": {"description": "No session named."},
-               "404": {"description": "No such session (or MCP is not enabled)."},
-               "405": {"description": "Not offered."}}),
-    );
-    json!({"post": post, "get": get, "delete": delete})
 }
 
 /// Serves the document (no token: it describes, it does not reveal).

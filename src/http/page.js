@@ -187,7 +187,9 @@ function showOutcome(q) {
 
 async function answer(q, entry, path, body) {
   disable(entry.node);
-  const name = $("name").value.trim();
+  // A person signed in as themselves answers under their own name; the operator's token may
+  // say who holds it.
+  const name = me && me.role === "person" ? "" : $("name").value.trim();
   const { status, json } = await call("/api/questions/" + q.id + "/" + path, name ? { ...body, name } : body);
   if (status === 200) { say("Recorded: " + q.prompt); return; }
   const receipt = json.error && json.error.receipt;
@@ -314,6 +316,7 @@ async function connect() {
       wait = 1000;
       $("locked").hidden = true;
       if (lastEventId) setConn("live");
+      if (!me) loadMe();
       if (!recentLoaded) loadRecent();
       loadGrants();
       const reader = response.body.getReader();
@@ -343,6 +346,33 @@ async function connect() {
   }
 }
 
+// Who the token is: shown in the header; a person's own identity replaces the typed name.
+let me = null;
+async function loadMe() {
+  try {
+    const response = await api("/api/me");
+    if (!response.ok) return;
+    me = await response.json();
+    $("me").textContent = "Signed in as " + me.user;
+    $("me").hidden = false;
+    document.querySelector(".who").hidden = me.role === "person";
+  } catch (e) { /* shown again on the next connection */ }
+}
+
+// A link from a chat's /web: its secret (after #signin=) becomes this tab's session, once.
+async function signInFromLink() {
+  const found = location.hash.match(/^#signin=([0-9a-f]{16,128})$/);
+  if (!found) return;
+  history.replaceState(null, "", location.pathname);
+  try {
+    const response = await fetch("/api/signin", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ link: found[1] }) });
+    if (response.ok) {
+      token = (await response.json()).token;
+      sessionStorage.setItem("askgate-token", token);
+    } else say("That sign-in link was used already or has expired: send /web in the chat again.");
+  } catch (e) { say("askgate could not be reached to sign in."); }
+}
+
 function askToken(message) {
   live = false;
   setConn("offline");
@@ -365,4 +395,8 @@ $("token-form").addEventListener("submit", (e) => {
 
 refreshEmpty();
 offerNotifications();
-if (token) connect(); else askToken("Enter the API token (askgate prints where it is kept when it starts).");
+signInFromLink().then(() => {
+  if (token) connect();
+  else if (!$("status").textContent) askToken("Enter your token, or the operator's (askgate prints where it is kept when it starts).");
+  else askToken();
+});

@@ -25,6 +25,9 @@ pub enum Role {
     Operator,
     /// An agent (`agent:<name>`): asks and reads what it asked; never answers.
     Agent,
+    /// A person with a credential of their own (a personal token, or the browser session a
+    /// `/web` link became): what it may do is the credential's.
+    Person,
 }
 
 /// One credential for the HTTP API.
@@ -188,7 +191,7 @@ impl ApiToken {
     /// Who holds it: `api:operator`, or `agent:<name>`.
     pub fn holder(&self) -> String {
         match self.role {
-            Role::Operator => format!("api:{}", self.name),
+            Role::Operator | Role::Person => format!("api:{}", self.name),
             Role::Agent => format!("agent:{}", self.name),
         }
     }
@@ -270,18 +273,32 @@ fn load_or_create(kind: &Kind, env: Option<String>, database: &str) -> Result<(A
 /// # Errors
 /// A message that says where the token was looked for.
 pub fn client_token(env: Option<String>, database: &str) -> Result<String, String> {
+    read_client_token(&AGENT, env, database)
+}
+
+/// The operator's token for a client of a running askgate (`askgate token`, `askgate tui`):
+/// `env` (`ASKGATE_API_TOKEN`) if set, else `askgate.token` beside `database`. Nothing is
+/// created.
+///
+/// # Errors
+/// A message that says where the token was looked for.
+pub fn operator_client_token(env: Option<String>, database: &str) -> Result<String, String> {
+    read_client_token(&OPERATOR, env, database)
+}
+
+fn read_client_token(kind: &Kind, env: Option<String>, database: &str) -> Result<String, String> {
     if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
         return Ok(secret.trim().to_owned());
     }
-    let variable = AGENT.variable;
-    let Some(path) = token_path(database, AGENT.file) else {
+    let variable = kind.variable;
+    let Some(path) = token_path(database, kind.file) else {
         return Err(format!("set {variable}: this database keeps no token file"));
     };
     match std::fs::read_to_string(&path) {
         Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_owned()),
         Ok(_) => Err(format!("{} is empty; set {variable}", path.display())),
         Err(e) => Err(format!(
-            "cannot read the agent token from {} ({e}); set {variable}, or start askgate once to create it",
+            "cannot read the token from {} ({e}); set {variable}, or start askgate once to create it",
             path.display()
         )),
     }

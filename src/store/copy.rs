@@ -17,12 +17,14 @@ struct Table {
 }
 
 /// In the order the foreign keys allow.
-const TABLES: [Table; 5] = [
+const TABLES: [Table; 7] = [
     Table { name: "runs", order: "created_at, id" },
     Table { name: "questions", order: "rowid" },
     Table { name: "deliveries", order: "created_at" },
     Table { name: "grants", order: "created_at" },
     Table { name: "inbound", order: "created_at" },
+    Table { name: "callbacks", order: "created_at" },
+    Table { name: "logins", order: "created_at" },
 ];
 
 /// Rows per `INSERT`: PostgreSQL takes at most 65,535 parameters in one statement.

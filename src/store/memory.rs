@@ -19,8 +19,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::{
-    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError,
-    Undelivered, Write, WriteStats, Written,
+    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
+    StoreError, Undelivered, Write, WriteStats, Written,
 };
 use crate::question::{Question, QuestionId, RunId, Surface};
 use tables::Tables;
@@ -161,6 +161,17 @@ impl Store for MemoryStore {
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
         Ok(self.open()?.inbound.contains_key(key))
+    }
+
+    async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
+        let tables = self.open()?;
+        let live = |l: &&Login, now: i64| l.expires_at.is_none_or(|at| at > now);
+        Ok(match find {
+            LoginFind::Secret { digest, now } => {
+                tables.logins.values().filter(|l| !l.link && l.digest == digest && live(l, now)).cloned().collect()
+            }
+            LoginFind::All { now } => tables.logins.values().filter(|l| live(l, now)).cloned().collect(),
+        })
     }
 
     fn write_stats(&self) -> WriteStats {

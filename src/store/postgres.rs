@@ -36,8 +36,8 @@ use super::rows::{
     resume_from_rows, run_from_row, undelivered_from_row,
 };
 use super::{
-    Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, RunEvent,
-    Shared, Store, StoreError, Undelivered, Write, Written,
+    Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter,
+    Resume, RunEvent, Shared, Store, StoreError, Undelivered, Write, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
@@ -211,6 +211,9 @@ impl Store for PostgresStore {
             write @ (Write::Callback(_) | Write::TakeCallback { .. } | Write::CallbackTried { .. }) => {
                 self.outbox(write).await?
             }
+            write @ (Write::AddLogin(_) | Write::RemoveLogin { .. } | Write::UseLink { .. }) => {
+                self.logins_write(write).await?
+            }
             Write::Prune { ended_before, seen_before, limit } => {
                 Written::Pruned(self.prune_old(ended_before, seen_before, limit).await?)
             }
@@ -345,6 +348,10 @@ impl Store for PostgresStore {
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
+    }
+
+    async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
+        self.find_logins(find).await
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

@@ -16,8 +16,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::reads::{self, Reads};
 use super::{
-    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, Store, StoreError,
-    Undelivered, Write, WriteStats, Written,
+    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
+    StoreError, Undelivered, Write, WriteStats, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::Run;
@@ -302,6 +302,16 @@ impl Store for SqliteStore {
         .fetch_optional(&self.readers)
         .await?;
         row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
+    }
+
+    async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
+        let rows = match find {
+            LoginFind::Secret { digest, now } => {
+                sqlx::query(super::logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.readers).await?
+            }
+            LoginFind::All { now } => sqlx::query(super::logins::ALL).bind(now).fetch_all(&self.readers).await?,
+        };
+        rows.iter().map(super::logins::from_row).collect()
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    Claim, Delivery, Find, Grant, GrantFind, Lease, Pruned, Resolution, Resume, RunEvent, Store, StoreError, Write,
-    Written,
+    Claim, Delivery, Find, Grant, GrantFind, Lease, Login, LoginFind, Pruned, Resolution, Resume, RunEvent, Store,
+    StoreError, Write, Written,
 };
 use crate::question::{Approver, Conversation, Question, QuestionId, RunId};
 use crate::run::{Run, RunStatus};
@@ -113,6 +113,43 @@ pub trait StoreExt: Store {
             Written::Pruned(pruned) => Ok(pruned),
             other => Err(unexpected("prune", &other)),
         }
+    }
+
+    /// Adds a person's credential; false when its name or its secret is taken.
+    async fn add_login(&self, login: &Login) -> Result<bool, StoreError> {
+        changed("login", self.write(Write::AddLogin(Box::new(login.clone()))).await?)
+    }
+
+    /// Deletes the credential `name`; false when there is none.
+    async fn remove_login(&self, name: &str) -> Result<bool, StoreError> {
+        changed("logout", self.write(Write::RemoveLogin { name: name.to_owned() }).await?)
+    }
+
+    /// See [`Write::UseLink`].
+    async fn use_link(
+        &self,
+        digest: &str,
+        now: i64,
+        name: &str,
+        session: &str,
+        until: i64,
+    ) -> Result<Option<Login>, StoreError> {
+        let write = Write::UseLink {
+            digest: digest.to_owned(),
+            now,
+            name: name.to_owned(),
+            session: session.to_owned(),
+            until,
+        };
+        match self.write(write).await? {
+            Written::Login(login) => Ok(login.map(|l| *l)),
+            other => Err(unexpected("sign-in", &other)),
+        }
+    }
+
+    /// See [`LoginFind::Secret`].
+    async fn login(&self, digest: &str, now: i64) -> Result<Option<Login>, StoreError> {
+        Ok(self.logins(LoginFind::Secret { digest, now }).await?.pop())
     }
 
     /// One question.

@@ -48,6 +48,7 @@ crate::backend::on_every_store!(
     a_bad_write_fails_by_its_own_fault,
     writes_after_close_are_refused_and_earlier_ones_are_kept,
     votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
+    a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names,
 );
 
 fn run(conversation: &str) -> Run {
@@ -592,5 +593,54 @@ async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: P
     let both = [alice.clone(), bob];
     assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
     assert!(!b.store.advance_nudge(q.id, T0 + 20, None, None).await.unwrap(), "no reminder after the end");
+    b.store.close().await;
+}
+
+/// A person's credential: found by its secret's digest while live, never as an unused link; a
+/// link becomes one session, once, before it expires; a name and a digest are each taken once;
+/// expired credentials are pruned with the old keys.
+async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names(place: Place) {
+    use askgate::question::UserRef;
+    use askgate::store::{Login, LoginFind, Powers};
+    let b = Backend::open(place).await;
+    let person = UserRef::parse("telegram:42").unwrap();
+    let token = Login {
+        name: "alice".into(),
+        person: UserRef::parse("web:alice").unwrap(),
+        digest: "d-alice".into(),
+        may: Powers { answer: true, ask: true, admin: false },
+        created_at: T0,
+        expires_at: None,
+        link: false,
+    };
+    assert!(b.store.add_login(&token).await.unwrap());
+    assert!(!b.store.add_login(&Login { digest: "other".into(), ..token.clone() }).await.unwrap(), "a name once");
+    assert!(!b.store.add_login(&Login { name: "bob".into(), ..token.clone() }).await.unwrap(), "a digest once");
+    let link = Login {
+        name: "link:1".into(),
+        person: person.clone(),
+        digest: "d-link".into(),
+        may: Powers::ANSWER,
+        created_at: T0,
+        expires_at: Some(T0 + 600),
+        link: true,
+    };
+    assert!(b.store.add_login(&link).await.unwrap());
+    assert_eq!(b.store.login("d-alice", T0).await.unwrap(), Some(token.clone()));
+    assert_eq!(b.store.login("d-link", T0).await.unwrap(), None, "an unused link is no credential");
+    assert_eq!(b.store.use_link("d-link", T0 + 601, "session:late", "d-late", T0 + 9_999).await.unwrap(), None);
+    let session = b.store.use_link("d-link", T0 + 10, "session:1", "d-session", T0 + 1_000).await.unwrap().unwrap();
+    assert_eq!((session.name.as_str(), &session.person, session.link), ("session:1", &person, false));
+    assert_eq!(b.store.use_link("d-link", T0 + 11, "session:2", "d-2", T0 + 1_000).await.unwrap(), None, "once");
+    assert_eq!(b.store.login("d-session", T0 + 999).await.unwrap().map(|l| l.name), Some("session:1".into()));
+    assert_eq!(b.store.login("d-session", T0 + 1_000).await.unwrap(), None, "expired");
+    let b = b.reopen().await;
+    let names = |logins: Vec<Login>| logins.into_iter().map(|l| l.name).collect::<Vec<_>>();
+    assert_eq!(names(b.store.logins(LoginFind::All { now: T0 }).await.unwrap()), ["alice", "session:1"]);
+    b.store.prune(None, T0 + 2_000, 100).await.unwrap();
+    assert_eq!(names(b.store.logins(LoginFind::All { now: 0 }).await.unwrap()), ["alice"], "pruned once expired");
+    assert!(b.store.remove_login("alice").await.unwrap());
+    assert!(!b.store.remove_login("alice").await.unwrap());
+    assert_eq!(b.store.login("d-alice", T0).await.unwrap(), None);
     b.store.close().await;
 }

@@ -47,10 +47,10 @@ impl App {
     /// the memory store's data).
     pub async fn on(place: Place, extra: &str, env: Env) -> Self {
         let mut app = match &place {
-            Place::File(dir) => Self::start_full(dir.clone(), "", extra, env, None).await,
+            Place::File(dir) => Self::start_full(dir.clone(), "", extra, env, None, None).await,
             Place::Postgres(_) | Place::Memory(_) => {
                 let store = place.open().await;
-                Self::start_full(Arc::new(TempDir::new().unwrap()), "", extra, env, Some(store)).await
+                Self::start_full(Arc::new(TempDir::new().unwrap()), "", extra, env, Some(store), None).await
             }
         };
         app._place = Some(place);
@@ -59,13 +59,18 @@ impl App {
 
     /// As [`App::start_in`], with `gateway` lines added to the `[gateway]` section.
     pub async fn start_config(dir: Arc<TempDir>, gateway: &str, extra: &str, env: Env) -> Self {
-        Self::start_full(dir, gateway, extra, env, None).await
+        Self::start_full(dir, gateway, extra, env, None, None).await
+    }
+
+    /// As [`App::start`], on `clock`.
+    pub async fn start_clocked(extra: &str, env: Env, clock: Clock) -> Self {
+        Self::start_full(Arc::new(TempDir::new().unwrap()), "", extra, env, None, Some(clock)).await
     }
 
     /// As [`App::start_in`] with no extra configuration, on `store` (which the test may close
     /// underneath the gateway).
     pub async fn start_with_store(dir: Arc<TempDir>, store: Arc<dyn Store>) -> Self {
-        Self::start_full(dir, "", "", Env::default(), Some(store)).await
+        Self::start_full(dir, "", "", Env::default(), Some(store), None).await
     }
 
     async fn start_full(
@@ -74,6 +79,7 @@ impl App {
         extra: &str,
         env: Env,
         store: Option<Arc<dyn Store>>,
+        clock: Option<Clock>,
     ) -> Self {
         init_log();
         let db = dir.path().join("askgate.db");
@@ -90,6 +96,9 @@ impl App {
         let mut builder = Gateway::builder(config).env(env).console(io);
         if let Some(store) = store {
             builder = builder.store(store);
+        }
+        if let Some(clock) = clock {
+            builder = builder.clock(clock);
         }
         let gateway = builder.start().await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("askgate.token")).unwrap().trim().to_owned();

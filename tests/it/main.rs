@@ -23,6 +23,7 @@ mod openapi;
 mod opencode;
 mod outbox;
 mod packaging;
+mod people;
 mod process;
 mod python_client;
 mod quorum;

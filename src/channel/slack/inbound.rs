@@ -91,7 +91,8 @@ impl Handler<'_> {
         }
         let Some(conversation) = conversation else { return };
         let mut inbound = Inbound::text(conversation, user_ref, Surface::Slack, text)
-            .keyed(format!("slack:event:{}", event.event_id));
+            .keyed(format!("slack:event:{}", event.event_id))
+            .in_private(direct);
         if let Some(thread) = thread {
             inbound = inbound.replying_to(place.channel.clone(), thread);
         }
@@ -232,7 +233,10 @@ impl Handler<'_> {
         let place = Place { team: event.team_id.to_string(), channel: event.channel_id.to_string(), thread: None };
         let (Some(conversation), Some(who)) = (place.conversation(), user_ref(&event.user_id.0)) else { return };
         let inbound =
-            Inbound::text(conversation, who, Surface::Slack, text).keyed(format!("slack:command:{}", event.trigger_id));
+            // Its answer is an ephemeral note: only the sender reads it.
+            Inbound::text(conversation, who, Surface::Slack, text)
+                .keyed(format!("slack:command:{}", event.trigger_id))
+                .in_private(true);
         let response = self.engine.handle(inbound).await;
         let note = wording::tap_note(response.receipt.as_ref(), response.text.as_deref())
             .unwrap_or_else(|| "Started.".to_owned());

@@ -126,6 +126,8 @@ pub(super) struct Tables {
     /// Inbound update keys, with when each was recorded.
     pub(super) inbound: HashMap<String, i64>,
     pub(super) inbound_by_time: BTreeSet<(i64, String)>,
+    /// People's credentials by name.
+    pub(super) logins: BTreeMap<String, crate::store::Login>,
     /// The callbacks' outbox, in the order written.
     pub(super) callbacks: Vec<super::outbox::Outboxed>,
 }

@@ -62,7 +62,31 @@ impl Tables {
             Write::TakeCallback { id, now, until } => Written::Changed(self.take_callback(&id, now, until)),
             Write::CallbackTried { tried, id, lease, .. } => Written::Changed(self.callback_tried(&id, lease, &tried)),
             Write::Prune { ended_before, seen_before, limit } => {
+                self.logins.retain(|_, l| l.expires_at.is_none_or(|at| at >= seen_before));
                 Written::Pruned(self.prune(ended_before, seen_before, limit as usize))
+            }
+            Write::AddLogin(login) => {
+                let taken =
+                    self.logins.contains_key(&login.name) || self.logins.values().any(|l| l.digest == login.digest);
+                if !taken {
+                    self.logins.insert(login.name.clone(), *login);
+                }
+                Written::Changed(!taken)
+            }
+            Write::RemoveLogin { name } => Written::Changed(self.logins.remove(&name).is_some()),
+            Write::UseLink { digest, now, name, session, until } => {
+                let link = self
+                    .logins
+                    .iter()
+                    .find(|(_, l)| l.link && l.digest == digest && l.expires_at.is_some_and(|at| at > now));
+                let Some(old) = link.map(|(name, _)| name.clone()) else { return Ok(Written::Login(None)) };
+                let mut login = self.logins.remove(&old).unwrap_or_else(|| unreachable!("found above"));
+                login.name = name;
+                login.digest = session;
+                login.expires_at = Some(until);
+                login.link = false;
+                self.logins.insert(login.name.clone(), login.clone());
+                Written::Login(Some(Box::new(login)))
             }
         })
     }

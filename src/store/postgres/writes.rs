@@ -9,7 +9,7 @@ use crate::run::{Run, RunStatus};
 use crate::store::rows::{
     Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
 };
-use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
+use crate::store::{Claim, Login, LoginFind, Pruned, Resolution, RunAfter, StoreError, Write, Written};
 
 /// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
 /// instance as its owner.
@@ -239,8 +239,49 @@ impl PostgresStore {
         .execute(&mut *tx)
         .await?;
         pruned.inbound = inbound.rows_affected();
+        sqlx::query(crate::store::logins::PRUNE).bind(seen_before).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(pruned)
+    }
+
+    /// The people's credentials' writes (see [`crate::store::logins`]).
+    pub(super) async fn logins_write(&self, write: Write) -> Result<Written, StoreError> {
+        use crate::store::logins;
+        Ok(match write {
+            Write::AddLogin(l) => {
+                let insert = sqlx::query(logins::INSERT)
+                    .bind(l.name)
+                    .bind(l.person.as_str().to_owned())
+                    .bind(l.digest)
+                    .bind(l.may.to_string())
+                    .bind(l.created_at)
+                    .bind(l.expires_at)
+                    .bind(i64::from(l.link));
+                Written::Changed(self.writes.execute(insert).await? == 1)
+            }
+            Write::RemoveLogin { name } => {
+                Written::Changed(self.writes.execute(sqlx::query(logins::REMOVE).bind(name)).await? == 1)
+            }
+            Write::UseLink { digest, now, name, session, until } => {
+                let used = sqlx::query(logins::USE_LINK).bind(name).bind(session).bind(until).bind(digest).bind(now);
+                let row = self.writes.fetch_optional(used).await?;
+                Written::Login(row.as_ref().map(logins::from_row).transpose()?.map(Box::new))
+            }
+            // Only the credentials' writes come here (see `PostgresStore::write`).
+            other => return Err(StoreError::Database(format!("not a credential's write: {other:?}"))),
+        })
+    }
+
+    /// The credentials `find` selects.
+    pub(super) async fn find_logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
+        use crate::store::logins;
+        let rows = match find {
+            LoginFind::Secret { digest, now } => {
+                sqlx::query(logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.pool).await?
+            }
+            LoginFind::All { now } => sqlx::query(logins::ALL).bind(now).fetch_all(&self.pool).await?,
+        };
+        rows.iter().map(logins::from_row).collect()
     }
 
     /// The callbacks' outbox writes (see [`crate::store::outbox`]).

@@ -5,11 +5,11 @@ use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::outbox;
 use crate::store::rows::{
     approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json as json,
 };
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
+use crate::store::{logins, outbox};
 
 /// Every statement the writer runs, prepared once.
 pub(super) struct Statements<'d, 'h> {
@@ -37,6 +37,10 @@ pub(super) struct Statements<'d, 'h> {
     take_callback: Statement<'d, 'h>,
     callback_tried: Statement<'d, 'h>,
     prune_callbacks: Statement<'d, 'h>,
+    add_login: Statement<'d, 'h>,
+    remove_login: Statement<'d, 'h>,
+    use_link: Statement<'d, 'h>,
+    prune_logins: Statement<'d, 'h>,
 }
 
 impl<'d, 'h> Statements<'d, 'h> {
@@ -110,6 +114,10 @@ impl<'d, 'h> Statements<'d, 'h> {
             take_callback: db.prepare(outbox::TAKE)?,
             callback_tried: db.prepare(outbox::TRIED)?,
             prune_callbacks: db.prepare(outbox::PRUNE)?,
+            add_login: db.prepare(logins::INSERT)?,
+            remove_login: db.prepare(logins::REMOVE)?,
+            use_link: db.prepare(logins::USE_LINK)?,
+            prune_logins: db.prepare(logins::PRUNE)?,
         })
     }
 
@@ -271,7 +279,34 @@ impl<'d, 'h> Statements<'d, 'h> {
                     self.prune_callbacks.execute(&params)?;
                 }
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
+                self.prune_logins.execute(&[(*seen_before).into()])?;
                 Written::Pruned(pruned)
+            }
+            Write::AddLogin(l) => {
+                let (person, may) = (l.person.as_str(), l.may.to_string());
+                Written::Changed(
+                    self.add_login.execute(&[
+                        l.name.as_str().into(),
+                        person.into(),
+                        l.digest.as_str().into(),
+                        may.as_str().into(),
+                        l.created_at.into(),
+                        l.expires_at.into(),
+                        i64::from(l.link).into(),
+                    ])? == 1,
+                )
+            }
+            Write::RemoveLogin { name } => Written::Changed(self.remove_login.execute(&[name.as_str().into()])? == 1),
+            Write::UseLink { digest, now, name, session, until } => {
+                let rows = self.use_link.query(&[
+                    name.as_str().into(),
+                    session.as_str().into(),
+                    (*until).into(),
+                    digest.as_str().into(),
+                    (*now).into(),
+                ])?;
+                let login = rows.iter().next().map(|row| logins::from_row(&row)).transpose()?;
+                Written::Login(login.map(Box::new))
             }
         })
     }

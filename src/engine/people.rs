@@ -1,0 +1,153 @@
+//! People's own sign-in: the one-time links `/web` sends from a chat, the browser sessions
+//! they become, and the person a credential names. The credentials themselves are
+//! [`Login`]s in the store; personal tokens are added by `askgate token add`.
+
+use std::time::Duration;
+
+use super::Engine;
+use super::router::{Inbound, Response};
+use crate::question::{Surface, UserRef};
+use crate::store::{Login, Powers, StoreError, StoreExt};
+
+/// How long a `/web` link may wait to be opened.
+pub const LINK_TTL: Duration = Duration::from_secs(10 * 60);
+/// How long a browser stays signed in through a link.
+pub const SESSION_TTL: Duration = Duration::from_secs(7 * 86_400);
+
+/// 64 hex characters from the system's random source: a secret nobody guesses.
+pub fn new_secret() -> String {
+    let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    hex::encode([a.as_bytes().as_slice(), b.as_bytes().as_slice()].concat())
+}
+
+/// A secret's SHA-256 in hex: what the store keeps and is asked for.
+pub fn digest(secret: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(secret.trim().as_bytes()))
+}
+
+/// Milliseconds in `d`, for times kept in unix milliseconds.
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Engine {
+    /// The live credential (a personal token or a browser session) whose secret is `secret`.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn login(&self, secret: &str) -> Result<Option<Login>, StoreError> {
+        self.inner.store.login(&digest(secret), self.now_ms()).await
+    }
+
+    /// Signs a browser in with the secret of a `/web` link: the link becomes a session, once.
+    /// Returns the session's secret and what it is; none when the link is unknown, used or
+    /// expired.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn use_sign_in_link(&self, secret: &str) -> Result<Option<(String, Login)>, StoreError> {
+        let now = self.now_ms();
+        let session = new_secret();
+        let name = format!("session:{}", &digest(&session)[..12]);
+        let until = now.saturating_add(ms(SESSION_TTL));
+        let login = self.inner.store.use_link(&digest(secret), now, &name, &digest(&session), until).await?;
+        Ok(login.map(|login| (session, login)))
+    }
+
+    /// `/web`: a link that signs a browser in as the sender, sent only where the sender alone
+    /// reads it (anyone else in a group could open it first).
+    pub(super) async fn web_command(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+        let Some(page) = self.inner.settings.page_url.as_deref() else {
+            return Ok(Response::say("askgate's web page is not served here."));
+        };
+        if inbound.user.is_operator() || matches!(inbound.surface, Surface::Web | Surface::Api) {
+            return Ok(Response::say(
+                "/web signs a chat's person in on the web page; here you are signed in already (the operator's token, \
+                 or your own).",
+            ));
+        }
+        if !inbound.private {
+            return Ok(Response::say(
+                "Send /web to me in a private chat: a sign-in link here could be opened by anyone who reads it.",
+            ));
+        }
+        let secret = new_secret();
+        let now = self.now_ms();
+        let login = Login {
+            name: format!("link:{}", &digest(&secret)[..12]),
+            person: inbound.user.clone(),
+            digest: digest(&secret),
+            may: Powers::ANSWER,
+            created_at: now,
+            expires_at: Some(now.saturating_add(ms(LINK_TTL))),
+            link: true,
+        };
+        self.inner.store.add_login(&login).await?;
+        tracing::info!(person = %inbound.user, "a sign-in link was sent");
+        Ok(Response::say(format!(
+            "Open this within {} minutes to answer on askgate's web page as {} (it works once):\n{}#signin={secret}",
+            LINK_TTL.as_secs() / 60,
+            inbound.user,
+            page.trim_end_matches('/').to_owned() + "/"
+        )))
+    }
+}
+
+/// The longest name a personal token may have.
+const MAX_NAME: usize = 64;
+
+/// Whether `name` may name a personal token: lower-case letters, digits, `.`, `_` and `-`, as
+/// its person is `web:<name>`.
+///
+/// # Errors
+/// What a name must be.
+pub fn valid_token_name(name: &str) -> Result<(), String> {
+    let fits = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(fits) {
+        return Err(format!(
+            "`{}` is not a token name: use 1 to {MAX_NAME} lower-case letters, digits, `.`, `_` or `-` (the person is \
+             web:<name>)",
+            crate::text::clip(name, 80, "…")
+        ));
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// A new personal token for `web:<name>`: its secret (shown once) and what is kept; none
+    /// when the name is taken. The name must pass [`valid_token_name`].
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn add_token(&self, name: &str, may: Powers) -> Result<Option<(String, Login)>, StoreError> {
+        let person = UserRef::parse(&format!("web:{name}")).map_err(|e| StoreError::Constraint(e.to_string()))?;
+        let secret = new_secret();
+        let login = Login {
+            name: name.to_owned(),
+            person,
+            digest: digest(&secret),
+            may,
+            created_at: self.now_ms(),
+            expires_at: None,
+            link: false,
+        };
+        Ok(self.inner.store.add_login(&login).await?.then_some((secret, login)))
+    }
+
+    /// Every live personal token, browser session and unused link, by name.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn logins(&self) -> Result<Vec<Login>, StoreError> {
+        self.inner.store.logins(crate::store::LoginFind::All { now: self.now_ms() }).await
+    }
+
+    /// Revokes the token or session `name`; false when there is none.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn revoke_login(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.store.remove_login(name).await
+    }
+}

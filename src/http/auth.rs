@@ -1,0 +1,215 @@
+//! Who is calling: the bearer token read once per request, as the operator, an agent, or a
+//! person with a credential of their own (a personal token from `askgate token add`, or the
+//! browser session a `/web` link became), and what each may do.
+//!
+//! - The operator token administers and answers where the operator is an answerer.
+//! - An agent token asks and reads what it asked; it never answers.
+//! - A person answers the questions whose answerers include them (as `web:<name>`, or the chat
+//!   identity a link signed in), asks when their credential may, and administers only when it
+//!   says `admin`. Without `admin` they see only the questions they may answer.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{ApiError, AppState, Role, SURFACE_HEADER};
+use crate::engine::Resolver;
+use crate::question::{Question, Surface, UserRef};
+use crate::run::Run;
+use crate::store::Powers;
+
+/// Who a bearer token says is calling.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// `api:operator`, `agent:<name>`, or the person (`web:alice`, `telegram:42`).
+    pub user: UserRef,
+    /// The token's name.
+    pub name: String,
+    /// What kind of token it is.
+    pub role: Role,
+    /// What a person's credential may do (everything for the operator, asking for an agent).
+    pub may: Powers,
+    /// Where: `web` from askgate's page, `api` otherwise.
+    pub via: Surface,
+}
+
+impl Caller {
+    /// The caller as someone answering: the operator is a person like any other, who answers
+    /// where the question's answerers include them.
+    pub fn resolver(&self) -> Resolver {
+        Resolver::person(self.user.clone(), self.via)
+    }
+
+    /// Whether it sees every question and run (the operator, or a person who administers).
+    pub fn sees_all(&self) -> bool {
+        self.role == Role::Operator || self.role == Role::Person && self.may.admin
+    }
+
+    /// Whether it may see `question`: everyone who sees all; an agent, what it asked (checked
+    /// by the caller, which knows the runs); a person, those they may answer and those of
+    /// their own conversation.
+    pub fn sees(&self, question: &Question) -> bool {
+        self.sees_all()
+            || self.role == Role::Person
+                && (question.admits(&self.user, None)
+                    || question.conversation.as_ref().is_some_and(|c| c.as_str() == self.user.as_str()))
+    }
+
+    /// Whether it may see `run`: everyone who sees all, and whoever started it.
+    pub fn sees_run(&self, run: &Run) -> bool {
+        self.sees_all() || run.initiator == self.user
+    }
+}
+
+/// The bearer token of a request, or why there is none.
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    // The scheme is case-insensitive (RFC 9110): `bearer` and `BEARER` are `Bearer`.
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token>"))
+}
+
+/// Checks the bearer token: the configured ones first (kept in memory), then the people's
+/// credentials in the store, so a token added or revoked while askgate runs counts at once.
+pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let given = bearer(headers)?;
+    let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
+        None | Some(Ok("api")) => Surface::Api,
+        Some(Ok("web")) => Surface::Web,
+        Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web` or `api`"))),
+    };
+    if let Some(token) = state.tokens.find(given) {
+        let user = UserRef::parse(&token.holder()).map_err(ApiError::internal)?;
+        let may = match token.role() {
+            Role::Agent => Powers { ask: true, ..Powers::default() },
+            _ => Powers { answer: true, ask: true, admin: true },
+        };
+        return Ok(Caller { user, name: token.name().to_owned(), role: token.role(), may, via });
+    }
+    match state.engine.login(given).await? {
+        Some(login) => Ok(Caller { user: login.person, name: login.name, role: Role::Person, may: login.may, via }),
+        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid")),
+    }
+}
+
+/// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
+/// without a valid token, 403 with the operator's or a person's, which could answer the
+/// agent's own questions. The agent's name goes to the MCP server in the request's extensions.
+pub(super) async fn agents_only(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match authorize(&state, request.headers()).await {
+        Ok(caller) if caller.role == Role::Agent => {
+            request.extensions_mut().insert(crate::mcp::AgentName(caller.name));
+            next.run(request).await
+        }
+        Ok(_) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "operator_token",
+            "/mcp takes an agent token, not the operator's or a person's: an agent holding a token that answers could \
+             answer its own questions. Use ASKGATE_AGENT_TOKEN or askgate-agent.token beside the database (askgate \
+             mcp reads them), or an [[agents]] token",
+        )
+        .into_response(),
+        Err(e) => {
+            let mut response = e.into_response();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// A caller who may answer: the operator token, or a person whose credential may. As an
+/// extractor it runs before the body is read, so an unauthorized request is refused as such
+/// whatever its body; an agent token gets 403.
+pub struct Answerer(pub Caller);
+
+impl axum::extract::FromRequestParts<AppState> for Answerer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = authorize(state, &parts.headers).await?;
+        match caller.role {
+            Role::Agent => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "agent_token",
+                "an agent token asks and reads what it asked; answering takes the operator token or a person's own",
+            )),
+            Role::Person if !caller.may.answer => {
+                Err(ApiError::new(StatusCode::FORBIDDEN, "may_not_answer", "this token may not answer"))
+            }
+            _ => Ok(Self(caller)),
+        }
+    }
+}
+
+/// A caller who reads the questions: the operator, or any person (who sees those they may
+/// answer). An agent token gets 403: it reads only what it asked, one by one.
+pub struct Reader(pub Caller);
+
+impl axum::extract::FromRequestParts<AppState> for Reader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = authorize(state, &parts.headers).await?;
+        if caller.role == Role::Agent {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "agent_token",
+                "an agent token asks and reads what it asked; listing and following questions take the operator token \
+                 or a person's own",
+            ));
+        }
+        Ok(Self(caller))
+    }
+}
+
+/// A caller who administers: the operator token, or a person whose credential says `admin`.
+pub struct Admin(pub Caller);
+
+impl axum::extract::FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = authorize(state, &parts.headers).await?;
+        if !caller.sees_all() {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "not_admin",
+                "administering takes the operator token or a person's own token made with --may admin",
+            ));
+        }
+        Ok(Self(caller))
+    }
+}
+
+/// The caller, authorized by any token: asking (questions, runs) and reading what it asked.
+pub struct Asker(pub Caller);
+
+impl axum::extract::FromRequestParts<AppState> for Asker {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> Result<Self, ApiError> {
+        authorize(state, &parts.headers).await.map(Asker)
+    }
+}
+
+impl Asker {
+    /// Refuses a person whose credential may not ask (403).
+    pub(super) fn asking(&self) -> Result<(), ApiError> {
+        if self.0.may.ask {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "may_not_ask",
+            "this token may not ask questions or start runs (askgate token add <name> --may answer,ask)",
+        ))
+    }
+}

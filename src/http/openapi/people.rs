@@ -1,0 +1,68 @@
+//! People's sign-in in the document: who a token is, a `/web` link exchanged for a session,
+//! and personal tokens.
+
+use serde_json::{Value, json};
+
+use super::{Schemas, body_errors, error, json_body, merge, misdirected, operation, path_param, with_body};
+use crate::http::people::{Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
+
+pub(super) fn paths(s: &mut Schemas) -> Value {
+    let me = operation(
+        "getMe",
+        "Who this token is",
+        "people",
+        json!({}),
+        json!({"200": json_body("The token's person and what it may do.", s.written::<Me>())}),
+    );
+    let mut sign_in = json!({
+        "operationId": "signIn",
+        "summary": "Exchange a /web link for a browser session",
+        "description": "The link a chat's `/web` sends carries `#signin=<secret>`; it works once, within minutes.",
+        "tags": ["people"],
+        "security": [],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": s.read::<SignIn>()}}},
+    });
+    let mut responses = json!({
+        "200": json_body("Signed in: the session's token.", s.written::<SignedIn>()),
+        "400": error("The body is not a link's secret."),
+        "401": error("The link was used, has expired, or is not one (`link_not_valid`)."),
+        "500": error("The store failed; nothing was changed."),
+    });
+    merge(&mut responses, body_errors());
+    merge(&mut responses, misdirected());
+    sign_in["responses"] = responses;
+    let list = operation(
+        "listTokens",
+        "List personal tokens, sessions and unused links",
+        "people",
+        json!({}),
+        json!({"200": json_body("By name; never their secrets.", s.written::<TokenList>())}),
+    );
+    let add = with_body(
+        "addToken",
+        "Make a personal token",
+        "people",
+        s.read::<NewToken>(),
+        json!({
+            "201": json_body("Made: its secret, shown this once.", s.written::<TokenMade>()),
+            "409": error("A token has this name (`token_exists`)."),
+        }),
+    );
+    let mut revoke = operation(
+        "revokeToken",
+        "Revoke a personal token or a session",
+        "people",
+        json!({}),
+        json!({
+            "204": {"description": "Revoked: it is refused from its next request on."},
+            "404": error("No token has this name."),
+        }),
+    );
+    revoke["parameters"] = json!([path_param("name", "The token's name, as listed.")]);
+    json!({
+        "/api/me": {"get": me},
+        "/api/signin": {"post": sign_in},
+        "/api/tokens": {"get": list, "post": add},
+        "/api/tokens/{name}": {"delete": revoke},
+    })
+}

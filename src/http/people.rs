@@ -1,0 +1,180 @@
+//! People's own sign-in over HTTP: who a token is (`GET /api/me`), a `/web` link exchanged
+//! for a browser session (`POST /api/signin`), and personal tokens made, listed and revoked by
+//! an administrator (`/api/tokens`, what `askgate token` calls).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Admin, ApiError, AppState, Asker, JsonBody, Role};
+use crate::engine::people::valid_token_name;
+use crate::question::UserRef;
+use crate::store::{Login, Powers};
+
+/// Who a token is.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct Me {
+    /// Who answers or asks with it: `api:operator`, `agent:<name>`, `web:<name>`, or the chat
+    /// identity a `/web` link signed in (`telegram:42`).
+    #[schemars(with = "String")]
+    user: UserRef,
+    /// The token's name.
+    name: String,
+    /// `operator`, `agent` or `person`.
+    role: &'static str,
+    /// What it may do.
+    may: Powers,
+}
+
+pub(super) async fn me(Asker(caller): Asker) -> Response {
+    let role = match caller.role {
+        Role::Operator => "operator",
+        Role::Agent => "agent",
+        Role::Person => "person",
+    };
+    axum::Json(Me { user: caller.user, name: caller.name, role, may: caller.may }).into_response()
+}
+
+/// A `/web` link's secret, to exchange for a session.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SignIn {
+    /// What follows `#signin=` in the link.
+    link: String,
+}
+
+/// A browser session: its token, and whose it is.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct SignedIn {
+    /// The session's token: `Authorization: Bearer <token>` until it expires.
+    token: String,
+    /// Who answers with it (the chat identity that asked for the link).
+    #[schemars(with = "String")]
+    user: UserRef,
+    /// What it may do.
+    may: Powers,
+    /// When it expires, in unix milliseconds.
+    expires_at: Option<i64>,
+}
+
+pub(super) async fn sign_in(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<SignIn>,
+) -> Result<Response, ApiError> {
+    match state.engine.use_sign_in_link(&body.link).await? {
+        Some((token, login)) => {
+            tracing::info!(person = %login.person, session = %login.name, "a browser signed in with a link");
+            Ok(axum::Json(SignedIn { token, user: login.person, may: login.may, expires_at: login.expires_at })
+                .into_response())
+        }
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "link_not_valid",
+            "this sign-in link was used already, has expired, or is not one: send /web again for a new one",
+        )),
+    }
+}
+
+/// A personal token to make.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewToken {
+    /// Its name; the person is `web:<name>` (lower-case letters, digits, `.`, `_`, `-`).
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[a-z0-9._-]+$"))]
+    name: String,
+    /// What it may do: `answer`, `ask`, `admin`, comma-separated (default: `answer`).
+    #[serde(default)]
+    may: Option<String>,
+}
+
+/// A token as listed (never its secret).
+#[derive(Serialize, JsonSchema)]
+pub(super) struct TokenView {
+    /// Its name: a personal token's, `session:<id>` for a browser a link signed in, `link:<id>`
+    /// for a link not used yet.
+    name: String,
+    /// Whose it is.
+    #[schemars(with = "String")]
+    user: UserRef,
+    /// What it may do.
+    may: Powers,
+    /// When it was made, in unix milliseconds.
+    created_at: i64,
+    /// When it expires (none: until revoked).
+    expires_at: Option<i64>,
+    /// A sign-in link not used yet.
+    link: bool,
+}
+
+impl From<Login> for TokenView {
+    fn from(l: Login) -> Self {
+        Self {
+            name: l.name,
+            user: l.person,
+            may: l.may,
+            created_at: l.created_at,
+            expires_at: l.expires_at,
+            link: l.link,
+        }
+    }
+}
+
+/// The live tokens.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct TokenList {
+    /// By name.
+    tokens: Vec<TokenView>,
+}
+
+/// A token just made: its secret, shown this once.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct TokenMade {
+    /// The secret: askgate keeps only its hash.
+    token: String,
+    /// What is kept.
+    #[serde(flatten)]
+    view: TokenView,
+}
+
+pub(super) async fn list_tokens(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
+    let tokens = state.engine.logins().await?.into_iter().map(TokenView::from).collect();
+    Ok(axum::Json(TokenList { tokens }).into_response())
+}
+
+pub(super) async fn add_token(
+    Admin(caller): Admin,
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<NewToken>,
+) -> Result<Response, ApiError> {
+    valid_token_name(&body.name).map_err(ApiError::bad_request)?;
+    let may = match body.may.as_deref() {
+        None => Powers::ANSWER,
+        Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
+    };
+    match state.engine.add_token(&body.name, may).await? {
+        Some((token, login)) => {
+            tracing::info!(token = %login.name, may = %login.may, by = %caller.user, "a personal token was made");
+            Ok((StatusCode::CREATED, axum::Json(TokenMade { token, view: login.into() })).into_response())
+        }
+        None => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "token_exists",
+            format!("a token named `{}` exists already: revoke it first, or choose another name", body.name),
+        )),
+    }
+}
+
+pub(super) async fn revoke_token(
+    Admin(caller): Admin,
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    if state.engine.revoke_login(&name).await? {
+        tracing::info!(token = %name, by = %caller.user, "a personal token was revoked");
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::not_found(format!("no token named `{}`", crate::text::clip(&name, 40, "…"))))
+    }
+}

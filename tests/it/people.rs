@@ -1,0 +1,256 @@
+//! People's own sign-in: personal tokens made, used and revoked through `askgate token` and
+//! the real binary; `/web` links from a chat that sign one browser in, once, before they
+//! expire, and only from a private chat; two people completing a 2-of-2 quorum on the page.
+
+use askgate::channel::webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+use askgate::clock::Clock;
+use askgate::config::Env;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::binary::{BIN, Served, write_config};
+use crate::browser::Driver;
+use crate::http::{App, error_code, now_secs};
+
+/// `askgate token …` against the askgate at `base` (its token file beside `config`'s
+/// database): its exit status and output.
+async fn token_command(config: &std::path::Path, base: &str, args: &[&str]) -> (bool, String, String) {
+    let out = tokio::process::Command::new(BIN)
+        .arg("token")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .args(["--url", base])
+        .env_remove("ASKGATE_API_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn call(method: reqwest::Method, url: String, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let mut request = reqwest::Client::new().request(method, url).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let r = request.send().await.unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let (ok, out, err) = token_command(&config, &base, &["add", "alice"]).await;
+    assert!(ok, "{err}");
+    let alice = out.lines().next().unwrap().trim().to_owned();
+    assert!(out.contains("web:alice (may answer)"), "{out}");
+    let (ok, out, err) = token_command(&config, &base, &["add", "bob", "--may", "answer,ask"]).await;
+    assert!(ok, "{err}");
+    let bob = out.lines().next().unwrap().trim().to_owned();
+    let (ok, _, err) = token_command(&config, &base, &["add", "bob"]).await;
+    assert!(!ok && err.contains("exists already"), "{err}");
+    let (ok, _, err) = token_command(&config, &base, &["add", "Bob!"]).await;
+    assert!(!ok && err.contains("is not a token name"), "{err}");
+
+    let (status, me) = call(reqwest::Method::GET, format!("{base}/api/me"), &alice, None).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!((me["user"].as_str(), me["role"].as_str()), (Some("web:alice"), Some("person")));
+    let (status, asked) = call(
+        reqwest::Method::POST,
+        format!("{base}/api/questions"),
+        &operator,
+        Some(json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                    "answerers": ["web:alice"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    // Each person sees the questions they may answer, and only those.
+    let listed = |token: String| {
+        let base = base.clone();
+        async move {
+            let (_, page) = call(reqwest::Method::GET, format!("{base}/api/questions"), &token, None).await;
+            page["questions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| q["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(alice.clone()).await, std::slice::from_ref(&id));
+    assert!(listed(bob.clone()).await.is_empty());
+    let (status, body) =
+        call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &bob, Some(json!({"value": "no"})))
+            .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not bob's to see: {body}");
+    // Asking takes a token that may ask.
+    let ask = json!({"conversation": "console:local", "prompt": "Lunch?", "answerers": ["web:bob"]});
+    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &alice, Some(ask.clone())).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_ask"));
+    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &bob, Some(ask)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["question"]["asked_by"], "web:bob", "{body}");
+    // Administering takes admin.
+    let (status, body) = call(reqwest::Method::GET, format!("{base}/api/grants"), &alice, None).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_admin"));
+
+    let (status, body) =
+        call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &alice, Some(json!({"value": "yes"})))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, answered) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &operator, None).await;
+    assert_eq!((answered["answered_by"].as_str(), answered["status"].as_str()), (Some("web:alice"), Some("answered")));
+
+    let (ok, out, err) = token_command(&config, &base, &["list"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("alice") && out.contains("web:bob") && out.contains("answer,ask"), "{out}");
+    assert!(!out.contains(&alice) && !out.contains(&bob), "a list never shows a secret: {out}");
+    let (ok, out, err) = token_command(&config, &base, &["revoke", "alice"]).await;
+    assert!(ok && out.contains("revoked `alice`"), "{err}");
+    let (status, body) = call(reqwest::Method::GET, format!("{base}/api/me"), &alice, None).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNAUTHORIZED, "unauthorized"));
+    let (status, _) = call(reqwest::Method::GET, format!("{base}/api/me"), &bob, None).await;
+    assert_eq!(status, StatusCode::OK, "bob's token stands");
+    // Agents make no tokens.
+    let (_, agent) = served.agent(dir.path()).await;
+    let body = json!({"name": "mallory"});
+    let (status, _) = call(reqwest::Method::POST, format!("{base}/api/tokens"), &agent, Some(body)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    served.terminate().await;
+}
+
+/// A webhook chat's message, signed.
+async fn from_chat(app: &App, conversation: &str, user: &str, text: &str) -> Value {
+    // Each message its own id: the same body signed twice in one second would be a replay.
+    let id = uuid::Uuid::new_v4().to_string();
+    let body =
+        serde_json::to_vec(&json!({"id": id, "conversation": conversation, "user": user, "text": text})).unwrap();
+    let at = now_secs();
+    let r = app
+        .client
+        .post(app.url("/channels/webhook/sms"))
+        .header("content-type", "application/json")
+        .header(TIMESTAMP_HEADER, at.to_string())
+        .header(SIGNATURE_HEADER, sign(b"hush", at, &body))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    r.json().await.unwrap()
+}
+
+/// The secret of the sign-in link in a `/web` reply.
+fn link_secret(reply: &Value) -> String {
+    let text = reply["reply"].as_str().unwrap_or_else(|| panic!("no reply: {reply}"));
+    let (_, secret) = text.split_once("#signin=").unwrap_or_else(|| panic!("no link: {text}"));
+    secret.trim().to_owned()
+}
+
+async fn sign_in(app: &App, secret: &str) -> (StatusCode, Value) {
+    let r = app.client.post(app.url("/api/signin")).json(&json!({"link": secret})).send().await.unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap())
+}
+
+const SMS: &str = "\n[channels.webhook.sms]\nurl = \"http://127.0.0.1:9/\"\nsecret_env = \"SMS_SECRET\"\n";
+
+#[tokio::test]
+async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_private_chat() {
+    let clock = Clock::manual(Clock::system().now_ms());
+    let app = App::start_clocked(SMS, Env::from_pairs([("SMS_SECRET", "hush")]), clock.clone()).await;
+    let group = from_chat(&app, "family", "+1555", "/web").await;
+    assert!(group["reply"].as_str().unwrap().contains("Send /web to me in a private chat"), "{group}");
+    assert!(!group["reply"].as_str().unwrap().contains("#signin="), "{group}");
+
+    let reply = from_chat(&app, "+1555", "+1555", "/web").await;
+    let text = reply["reply"].as_str().unwrap();
+    assert!(text.contains(&format!("{}/#signin=", app.base)) && text.contains("as webhook:sms:+1555"), "{text}");
+    let (status, session) = sign_in(&app, &link_secret(&reply)).await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    assert_eq!(session["user"], "webhook:sms:+1555");
+    let token = session["token"].as_str().unwrap();
+    let (status, me) = call(reqwest::Method::GET, app.url("/api/me"), token, None).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!((me["user"].as_str(), me["role"].as_str()), (Some("webhook:sms:+1555"), Some("person")));
+    // The link works once.
+    let (status, body) = sign_in(&app, &link_secret(&reply)).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNAUTHORIZED, "link_not_valid"));
+    let (status, _) = sign_in(&app, "0123456789abcdef0123456789abcdef").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // A link not opened within its minutes is refused; the session it would have made never is.
+    let late = from_chat(&app, "+1555", "+1555", "/web").await;
+    clock.advance(11 * 60 * 1000);
+    let (status, body) = sign_in(&app, &link_secret(&late)).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNAUTHORIZED, "link_not_valid"));
+    // The session itself lasts a week, then is refused.
+    let (status, _) = call(reqwest::Method::GET, app.url("/api/me"), token, None).await;
+    assert_eq!(status, StatusCode::OK);
+    clock.advance(7 * 86_400 * 1000);
+    let (status, _) = call(reqwest::Method::GET, app.url("/api/me"), token, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.stop().await;
+}
+
+#[tokio::test]
+#[cfg_attr(
+    no_browser,
+    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+)]
+async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quorum_on_the_page() {
+    let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
+    let (status, made) = app.post("/api/tokens", json!({"name": "alice"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let alice = made["token"].as_str().unwrap().to_owned();
+    let (status, asked) = app
+        .post(
+            "/api/questions",
+            json!({"conversation": "console:local", "kind": "approval", "prompt": "Deploy to production",
+                   "quorum": 2, "answerers": ["web:alice", "webhook:sms:+1555"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    let card = "//article[.//h2[contains(., 'Deploy to production')]]";
+
+    // Alice signs in with her own token; the page names her and asks no name.
+    let first = Driver::start().await;
+    first.go(&app.url("/")).await;
+    first.type_into(&first.wait_for("//input[@id='token']").await, &alice).await;
+    first.click(&first.wait_for("//form[@id='token-form']//button").await).await;
+    first.wait_for("//p[@id='me'][normalize-space()='Signed in as web:alice']").await;
+    first.click(&first.wait_for(&format!("{card}//button[normalize-space()='Approve']")).await).await;
+    first.wait_for(&format!("{card}//*[contains(., '1 of 2')]")).await;
+
+    // The second person opens the link /web sent them: no token typed.
+    let reply = from_chat(&app, "+1555", "+1555", "/web").await;
+    let second = Driver::start().await;
+    second.go(&format!("{}/#signin={}", app.base, link_secret(&reply))).await;
+    second.wait_for("//p[@id='me'][normalize-space()='Signed in as webhook:sms:+1555']").await;
+    second.click(&second.wait_for(&format!("{card}//button[normalize-space()='Approve']")).await).await;
+    second.wait_for(&format!("{card}//p[contains(@class, 'outcome')]")).await;
+
+    let (_, question) = app.get(&format!("/api/questions/{}", asked["id"].as_str().unwrap())).await;
+    assert_eq!(question["status"], "answered", "{question}");
+    let approvers: Vec<&str> =
+        question["approvals"].as_array().unwrap().iter().map(|a| a["user"].as_str().unwrap()).collect();
+    assert_eq!(approvers, ["web:alice", "webhook:sms:+1555"]);
+    // The link was used: opened again, it signs nobody in.
+    let third = Driver::start().await;
+    third.go(&format!("{}/#signin={}", app.base, link_secret(&reply))).await;
+    third.wait_for("//p[@id='status'][contains(., 'used already or has expired')]").await;
+    for driver in [first, second, third] {
+        driver.quit().await;
+    }
+    app.stop().await;
+}
