@@ -10,4 +10,5 @@ pub mod console;
 pub mod discord;
 pub mod slack;
 pub mod telegram;
+pub mod web;
 pub mod webhook;

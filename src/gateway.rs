@@ -157,6 +157,12 @@ impl Builder {
             }
             settings.page_url = Some(format!("http://{http}/"));
         }
+        // A person's own web conversation is theirs: anyone the HTTP surface lets in may start
+        // runs there (a person's token only when it may ask), of the functions open to them.
+        settings.channels.entry("web".to_owned()).or_insert_with(|| ChannelPolicy {
+            allowed_users: crate::engine::Access::Anyone,
+            ..ChannelPolicy::default()
+        });
         let engine = Engine::new(store, registry, settings, clock.clone());
         for (channel, _) in channels {
             let name = channel.name();
@@ -206,6 +212,9 @@ impl Gateway {
             Some(adapter)
         });
         let slack = slack(config, env, &clock, &engine)?;
+        let web = Arc::new(crate::channel::web::WebChat::new(clock.clone()));
+        engine.attach(web.clone());
+        engine.set_channel_state("web", ChannelState::Up);
         let webhooks = webhooks(config, env, &clock);
         if let Some(w) = &webhooks {
             engine.attach(w.clone());
@@ -256,7 +265,7 @@ impl Gateway {
         let slack_events = slack.as_ref().and_then(|(adapter, secret)| {
             secret.clone().map(|secret| crate::http::slack::SlackEvents::new(adapter.clone(), secret))
         });
-        let surfaces = crate::http::Surfaces { webhooks, slack: slack_events };
+        let surfaces = crate::http::Surfaces { webhooks, slack: slack_events, web: Some(web) };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();

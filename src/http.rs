@@ -9,6 +9,7 @@ mod api;
 mod auth;
 mod bodies;
 pub mod callbacks;
+pub(super) mod chat;
 mod events;
 mod hooks;
 pub mod openapi;
@@ -52,6 +53,8 @@ pub struct AppState {
     webhooks: Option<Arc<Webhooks>>,
     /// Slack's events over HTTP, when that is how they come.
     slack: Option<Arc<slack::SlackEvents>>,
+    /// The web conversations.
+    web: Option<Arc<crate::channel::web::WebChat>>,
     /// One permit per open event stream.
     streams: Arc<tokio::sync::Semaphore>,
     /// One permit: event streams read their backlogs one page at a time.
@@ -73,6 +76,8 @@ pub struct Surfaces {
     pub webhooks: Option<Arc<Webhooks>>,
     /// Slack, in its HTTP mode.
     pub slack: Option<Arc<slack::SlackEvents>>,
+    /// People's own conversations on the page and in the TUI.
+    pub web: Option<Arc<crate::channel::web::WebChat>>,
 }
 
 /// How the HTTP surface is set up.
@@ -124,6 +129,7 @@ pub fn router(
         tokens: Arc::new(tokens.into()),
         webhooks: surfaces.webhooks,
         slack: surfaces.slack,
+        web: surfaces.web,
         streams,
         backlog_reads,
         upstreams,
@@ -177,6 +183,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/runs", post(api::start_run)),
         ("/api/runs/{id}", get(api::get_run)),
         ("/api/me", get(people::me)),
+        ("/api/messages", get(chat::lines).post(chat::say)),
         ("/api/signin", post(people::sign_in)),
         ("/api/tokens", get(people::list_tokens).post(people::add_token)),
         ("/api/tokens/{name}", delete(people::revoke_token)),

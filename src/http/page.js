@@ -316,7 +316,7 @@ async function connect() {
       wait = 1000;
       $("locked").hidden = true;
       if (lastEventId) setConn("live");
-      if (!me) loadMe();
+      if (!me) loadMe().then(readChat);
       if (!recentLoaded) loadRecent();
       loadGrants();
       const reader = response.body.getReader();
@@ -372,6 +372,46 @@ async function signInFromLink() {
     } else say("That sign-in link was used already or has expired: send /web in the chat again.");
   } catch (e) { say("askgate could not be reached to sign in."); }
 }
+
+// The person's own conversation (`web:<name>`): what they say, askgate's replies, the
+// functions' messages, questions and outcomes, read by long-poll from the last line seen.
+let chatAfter = 0, chatReading = false;
+function addLine(line) {
+  const mine = me && line.from === me.user;
+  const item = el("li", { class: mine ? "mine" : "", "data-seq": String(line.seq) }, el("span", { class: "from" }, mine ? "you" : line.from), line.text);
+  $("chat-log").append(item);
+  item.scrollIntoView({ block: "nearest" });
+  chatAfter = Math.max(chatAfter, line.seq);
+}
+async function readChat() {
+  if (chatReading) return;
+  chatReading = true;
+  $("chat").hidden = false;
+  let wait = 0;
+  for (;;) {
+    try {
+      const response = await api("/api/messages?after=" + chatAfter + "&wait=" + wait);
+      if (response.status === 401) break;
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      const body = await response.json();
+      $("chat-name").textContent = body.conversation;
+      for (const line of body.lines) if (line.seq > chatAfter) addLine(line);
+      wait = 25;
+    } catch (e) { await new Promise((r) => setTimeout(r, 3000)); }
+  }
+  chatReading = false;
+}
+$("composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const text = $("say").value.trim();
+  if (!text) return;
+  $("say").disabled = true;
+  const { status, json } = await call("/api/messages", { text });
+  $("say").disabled = false;
+  if (status === 200) { $("say").value = ""; say(""); }
+  else say((json.error && json.error.message) || "Not sent (HTTP " + status + ").");
+  $("say").focus();
+});
 
 function askToken(message) {
   live = false;

@@ -70,7 +70,7 @@ impl Driver {
     }
 
     /// The element an XPath finds, if any.
-    async fn find(&self, xpath: &str) -> Option<String> {
+    pub(crate) async fn find(&self, xpath: &str) -> Option<String> {
         let found =
             self.command(reqwest::Method::POST, "/elements", Some(json!({"using": "xpath", "value": xpath}))).await;
         found.as_array()?.first().and_then(|e| e[ELEMENT].as_str()).map(str::to_owned)
@@ -89,7 +89,7 @@ impl Driver {
     }
 
     /// Presses `key` on whatever has the focus.
-    async fn press(&self, key: &str) {
+    pub(crate) async fn press(&self, key: &str) {
         let keys = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
             {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]});
         self.command(reqwest::Method::POST, "/actions", Some(keys)).await;

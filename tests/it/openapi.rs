@@ -17,8 +17,9 @@ const SECRET: &str = "openapi-test-webhook-secret-0123456789";
 /// - `positive_data_acceptance` expects every request the schemas allow to succeed, but some
 ///   refusals depend on state no schema can describe (a conversation no channel serves, a
 ///   cursor askgate never gave); those answers (400, 422) are in the document.
-/// - `wait` on the outcome long-poll is 0: a pending question holds the request for `wait`
-///   seconds by design, which would only slow the check.
+/// - `wait` on the outcome long-poll and on a conversation's lines is 0: a pending question (or
+///   a quiet conversation) holds the request for `wait` seconds by design, which would only slow
+///   the check.
 fn settings(base: &str) -> String {
     let mut toml = String::new();
     let _ = writeln!(toml, "base-url = \"{base}\"");
@@ -29,6 +30,8 @@ fn settings(base: &str) -> String {
     let _ = writeln!(toml, "[checks]\npositive_data_acceptance.enabled = false");
     let _ =
         writeln!(toml, "[[operations]]\ninclude-operation-id = \"getOutcome\"\nparameters = {{ \"query.wait\" = 0 }}");
+    let _ =
+        writeln!(toml, "[[operations]]\ninclude-operation-id = \"readLines\"\nparameters = {{ \"query.wait\" = 0 }}");
     toml
 }
 

@@ -100,6 +100,9 @@ async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
     let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &bob, Some(ask)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["question"]["asked_by"], "web:bob", "{body}");
+    let run = json!({"text": "/run demo"});
+    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &alice, Some(run)).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_ask"), "{body}");
     // Administering takes admin.
     let (status, body) = call(reqwest::Method::GET, format!("{base}/api/grants"), &alice, None).await;
     assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_admin"));
@@ -252,5 +255,52 @@ async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quor
     for driver in [first, second, third] {
         driver.quit().await;
     }
+    app.stop().await;
+}
+
+#[tokio::test]
+#[cfg_attr(
+    no_browser,
+    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+)]
+async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies() {
+    let app = App::start("", Env::default()).await;
+    let (status, made) = app.post("/api/tokens", json!({"name": "bob", "may": "answer,ask"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let browser = Driver::start().await;
+    browser.go(&app.url("/")).await;
+    browser.type_into(&browser.wait_for("//input[@id='token']").await, made["token"].as_str().unwrap()).await;
+    browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
+    browser.wait_for("//span[@id='chat-name'][normalize-space()='web:bob']").await;
+    let composer = browser.wait_for("//input[@id='say']").await;
+    browser.type_into(&composer, "/run demo").await;
+    browser.press("\u{E007}").await;
+    let log = "//ol[@id='chat-log']";
+    browser.wait_for(&format!("{log}/li[contains(@class, 'mine')][contains(., '/run demo')]")).await;
+    browser.wait_for(&format!("{log}/li[contains(., 'Which library for date formatting?')]")).await;
+    // The board shows the same question, as a card.
+    browser.wait_for("//article[.//h2[contains(., 'Which library for date formatting?')]]").await;
+    // A plain reply answers the question waiting in the conversation.
+    browser.type_into(&composer, "2").await;
+    browser.press("\u{E007}").await;
+    browser.wait_for(&format!("{log}/li[contains(., '✅ date-fns — web:bob via web')]")).await;
+    browser.wait_for(&format!("{log}/li[contains(., 'Archive all 87 emails?')]")).await;
+    browser.type_into(&composer, "no").await;
+    browser.press("\u{E007}").await;
+    browser
+        .wait_for(&format!("{log}/li[contains(., 'Using date-fns for dates; left the 87 emails where they are.')]"))
+        .await;
+    // Text is text: markup typed in stays as typed.
+    browser.type_into(&composer, "<b>hi</b>").await;
+    browser.press("\u{E007}").await;
+    browser.wait_for(&format!("{log}/li[contains(@class, 'mine')][contains(., '<b>hi</b>')]")).await;
+    assert!(browser.find(&format!("{log}//b")).await.is_none(), "markup was rendered");
+    let (_, lines) = {
+        let r =
+            app.client.get(app.url("/api/messages")).bearer_auth(made["token"].as_str().unwrap()).send().await.unwrap();
+        (r.status(), r.json::<Value>().await.unwrap())
+    };
+    assert_eq!(lines["conversation"], "web:bob");
+    browser.quit().await;
     app.stop().await;
 }

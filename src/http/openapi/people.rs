@@ -1,9 +1,10 @@
-//! People's sign-in in the document: who a token is, a `/web` link exchanged for a session,
-//! and personal tokens.
+//! People in the document: who a token is, a `/web` link exchanged for a session, personal
+//! tokens, and one's own web conversation.
 
 use serde_json::{Value, json};
 
 use super::{Schemas, body_errors, error, json_body, merge, misdirected, operation, path_param, with_body};
+use crate::http::chat::{Lines, LinesQuery, Said, Say};
 use crate::http::people::{Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
 
 pub(super) fn paths(s: &mut Schemas) -> Value {
@@ -59,8 +60,31 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         }),
     );
     revoke["parameters"] = json!([path_param("name", "The token's name, as listed.")]);
+    let say = with_body(
+        "say",
+        "Say something in one's own conversation",
+        "people",
+        s.read::<Say>(),
+        json!({
+            "200": json_body("What askgate made of it; its reply is also a line.", s.written::<Said>()),
+            "404": error("Web conversations are not served here."),
+        }),
+    );
+    let mut lines = operation(
+        "readLines",
+        "Read one's own conversation",
+        "people",
+        json!({}),
+        json!({
+            "200": json_body("The lines after `after`, oldest first.", s.written::<Lines>()),
+            "400": error("A malformed query, or `wait` over 30."),
+            "404": error("Web conversations are not served here."),
+        }),
+    );
+    lines["parameters"] = Value::Array(s.query::<LinesQuery>());
     json!({
         "/api/me": {"get": me},
+        "/api/messages": {"get": lines, "post": say},
         "/api/signin": {"post": sign_in},
         "/api/tokens": {"get": list, "post": add},
         "/api/tokens/{name}": {"delete": revoke},

@@ -1,0 +1,168 @@
+//! The web conversations: each person's own conversation on askgate's page and in the TUI
+//! (`web:<name>` for a personal token's person, `web:<person>` for anyone else), where they
+//! start runs and reply in plain words as in a chat. What is said there (the person's lines,
+//! askgate's replies, the functions' messages, its questions and their outcomes) is kept in
+//! memory, the latest [`KEPT`] lines of each conversation, and read by long-poll; questions
+//! and outcomes are in the store as everywhere.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::engine::{Channel, ChannelError};
+use crate::question::{Conversation, Question, QuestionId, Surface, UserRef};
+use crate::store::Delivery;
+use crate::wording;
+
+/// The lines kept per conversation.
+pub const KEPT: usize = 200;
+
+/// One line of a web conversation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Line {
+    /// Its place in the conversation, from 1: read on after it.
+    pub seq: u64,
+    /// Who said it: the person (`web:alice`), or `askgate` (replies, functions, questions).
+    pub from: String,
+    /// What was said.
+    pub text: String,
+    /// When, in unix milliseconds.
+    pub at: i64,
+    /// The question it shows, when it is one (answer it on its card, or by a plain reply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub question: Option<QuestionId>,
+}
+
+/// One conversation's lines, and a watch that ticks with each new one.
+struct Chat {
+    lines: VecDeque<Line>,
+    latest: watch::Sender<u64>,
+}
+
+impl Chat {
+    fn new() -> Self {
+        Self { lines: VecDeque::new(), latest: watch::Sender::new(0) }
+    }
+}
+
+/// The web conversations, as a channel of the engine.
+pub struct WebChat {
+    chats: Mutex<HashMap<String, Chat>>,
+    clock: Clock,
+}
+
+/// The conversation of `person` on the page and in the TUI.
+pub fn own_conversation(person: &UserRef) -> Conversation {
+    let name = if person.channel() == "web" { person.as_str().to_owned() } else { format!("web:{person}") };
+    Conversation::parse(&name).unwrap_or_else(|_| unreachable!("a person's id makes a conversation"))
+}
+
+impl WebChat {
+    /// No conversations yet.
+    pub fn new(clock: Clock) -> Self {
+        Self { chats: Mutex::new(HashMap::new()), clock }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Chat>> {
+        self.chats.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Adds a line to `conversation`; returns its number.
+    pub fn push(&self, conversation: &Conversation, from: &str, text: &str, question: Option<QuestionId>) -> u64 {
+        let mut chats = self.lock();
+        let chat = chats.entry(conversation.as_str().to_owned()).or_insert_with(Chat::new);
+        let seq = *chat.latest.borrow() + 1;
+        let line = Line { seq, from: from.to_owned(), text: text.to_owned(), at: self.clock.now_ms(), question };
+        chat.lines.push_back(line);
+        if chat.lines.len() > KEPT {
+            chat.lines.pop_front();
+        }
+        chat.latest.send_replace(seq);
+        seq
+    }
+
+    /// The lines of `conversation` after `after`, waiting up to `wait` for one when there is
+    /// none yet.
+    pub async fn lines_after(&self, conversation: &Conversation, after: u64, wait: Duration) -> Vec<Line> {
+        let mut latest = {
+            let mut chats = self.lock();
+            chats.entry(conversation.as_str().to_owned()).or_insert_with(Chat::new).latest.subscribe()
+        };
+        if *latest.borrow_and_update() <= after && !wait.is_zero() {
+            let _ = tokio::time::timeout(wait, latest.wait_for(|seq| *seq > after)).await;
+        }
+        let chats = self.lock();
+        chats
+            .get(conversation.as_str())
+            .map(|chat| chat.lines.iter().filter(|l| l.seq > after).cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Channel for WebChat {
+    fn name(&self) -> &'static str {
+        "web"
+    }
+
+    fn surface(&self) -> Surface {
+        Surface::Web
+    }
+
+    async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
+        let text = wording::card(question, self.clock.now_ms());
+        let seq = self.push(conversation, "askgate", &text, Some(question.id));
+        let mut card = Delivery::card(question.id, Surface::Web, conversation.as_str(), seq.to_string());
+        card.conversation = Some(conversation.clone());
+        Ok(vec![card])
+    }
+
+    async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
+        for card in cards.iter().filter(|c| c.surface == Surface::Web) {
+            if let Ok(conversation) = Conversation::parse(&card.chat) {
+                self.push(&conversation, "askgate", &wording::resolved_line(question), Some(question.id));
+            }
+        }
+        Ok(())
+    }
+
+    async fn send_text(&self, conversation: &Conversation, text: &str) -> Result<(), ChannelError> {
+        self.push(conversation, "askgate", text, None);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_read_after_a_number_and_a_wait_ends_with_the_next_one() {
+        let chat = std::sync::Arc::new(WebChat::new(Clock::manual(5)));
+        let me = own_conversation(&UserRef::parse("web:alice").unwrap());
+        assert_eq!(me.as_str(), "web:alice");
+        assert_eq!(own_conversation(&UserRef::parse("telegram:42").unwrap()).as_str(), "web:telegram:42");
+        assert_eq!(chat.push(&me, "web:alice", "/run demo", None), 1);
+        let waiting = tokio::spawn({
+            let (chat, me) = (chat.clone(), me.clone());
+            async move { chat.lines_after(&me, 1, Duration::from_secs(30)).await }
+        });
+        tokio::task::yield_now().await;
+        chat.push(&me, "askgate", "Started.", None);
+        let lines = waiting.await.unwrap();
+        assert_eq!(lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["Started."]);
+        assert_eq!(chat.lines_after(&me, 0, Duration::ZERO).await.len(), 2);
+        for n in 0..KEPT {
+            chat.push(&me, "askgate", &n.to_string(), None);
+        }
+        let kept = chat.lines_after(&me, 0, Duration::ZERO).await;
+        assert_eq!((kept.len(), kept[0].seq), (KEPT, 3), "the oldest lines go first");
+    }
+}
