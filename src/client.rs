@@ -6,7 +6,7 @@ pub mod tui;
 
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::{Config, Env};
 
 /// askgate's address: `url` when given, else the configured `gateway.http` (a wildcard bind
 /// is reached on loopback).
@@ -18,6 +18,36 @@ pub fn address(config: &Config, url: Option<String>) -> String {
         }
         format!("http://{http}")
     })
+}
+
+/// The askgate `config` names (or `url`), with the operator's token: `ASKGATE_API_TOKEN`, or
+/// `askgate.token` beside the database.
+///
+/// # Errors
+/// Where the token was looked for, when none is found.
+pub fn with_operator(config: &Config, url: Option<String>) -> Result<Api, String> {
+    let token = crate::http::token::operator_client_token(Env::process().get("ASKGATE_API_TOKEN"), &config.database)?;
+    Ok(Api::new(address(config, url), token))
+}
+
+/// As [`with_operator`], with the person's own token instead when `ASKGATE_TOKEN` is set.
+///
+/// # Errors
+/// As [`with_operator`].
+pub fn with_own_token(config: &Config, url: Option<String>) -> Result<Api, String> {
+    match Env::process().get("ASKGATE_TOKEN").filter(|t| !t.trim().is_empty()) {
+        Some(own) => Ok(Api::new(address(config, url), own.trim().to_owned())),
+        None => with_operator(config, url),
+    }
+}
+
+/// Runs `work` to its end on a runtime of its own.
+///
+/// # Errors
+/// `work`'s, or why no runtime could start.
+pub fn block_on<T>(work: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(work)
 }
 
 /// A client of askgate's API with one token.
@@ -42,12 +72,9 @@ impl Api {
         &self.base
     }
 
-    /// A request to `path`, with the token and marked as a person's on a page of askgate's own.
+    /// A request to `path`, with the token.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .header(crate::http::SURFACE_HEADER, "web")
+        self.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token)
     }
 
     /// Sends `request` and reads its JSON answer.

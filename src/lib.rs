@@ -18,7 +18,7 @@
 //! channel   -> clock, command, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
 //! opencode  -> config, engine, hooks, question, text
-//! http      -> channel, config, engine, hooks, mcp, question, run, store, text
+//! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
 //! client    -> config, http, store
 //! ```

@@ -68,6 +68,17 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
+    /// A terminal UI of a running askgate: answer the questions waiting for you, and talk in
+    /// your own conversation. Your token from ASKGATE_TOKEN (`askgate token add`), else the
+    /// operator's (ASKGATE_API_TOKEN, or askgate.token beside the database).
+    Tui {
+        /// The configuration file (for gateway.http and where the token file is).
+        #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
+        config: PathBuf,
+        /// askgate's address (http://127.0.0.1:8080); default: the configured gateway.http.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// People's own tokens for the web page, the TUI and the API, made through the running
     /// askgate with the operator token (ASKGATE_API_TOKEN, or askgate.token beside the database).
     Token {
@@ -144,7 +155,8 @@ const EXIT_INTERRUPTED: i32 = 130;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The bridge's stdout is the MCP stream and its stderr the client's log: only problems.
-    let quiet = matches!(cli.command, Command::Mcp { .. } | Command::Hook { .. });
+    // The TUI's terminal is its screen: logs there would draw over it.
+    let quiet = matches!(cli.command, Command::Mcp { .. } | Command::Hook { .. } | Command::Tui { .. });
     let default_filter = if quiet { "warn" } else { "info,sqlx=warn,rmcp=warn" };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
@@ -163,7 +175,8 @@ fn main() -> ExitCode {
         | Command::Check { config }
         | Command::Mcp { config, .. }
         | Command::Hook { config, .. }
-        | Command::Token { config, .. } => config.clone(),
+        | Command::Token { config, .. }
+        | Command::Tui { config, .. } => config.clone(),
         Command::Migrate { from, to } => return migrate(from, to),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -196,6 +209,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Token { action, url, .. } => token(&config, action, url),
+        Command::Tui { url, .. } => tui(&config, url),
         Command::Mcp { url, channel, .. } => match mcp(&config, url, channel) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -214,40 +228,33 @@ fn main() -> ExitCode {
 }
 
 fn token(config: &Config, action: TokenAction, url: Option<String>) -> ExitCode {
-    use askgate::client::tokens;
-    let token =
-        match askgate::http::token::operator_client_token(Env::process().get("ASKGATE_API_TOKEN"), &config.database) {
-            Ok(token) => token,
-            Err(e) => {
-                eprintln!("askgate token: {e}");
-                return ExitCode::FAILURE;
+    use askgate::client::{self, tokens};
+    let done = client::with_operator(config, url).and_then(|api| {
+        client::block_on(async move {
+            match action {
+                TokenAction::Add { name, may } => match askgate::store::Powers::parse(&may) {
+                    Ok(may) => tokens::add(&api, &name, may).await,
+                    Err(e) => Err(format!("--may: {e}")),
+                },
+                TokenAction::List => tokens::list(&api).await,
+                TokenAction::Revoke { name } => tokens::revoke(&api, &name).await,
             }
-        };
-    let api = askgate::client::Api::new(askgate::client::address(config, url), token);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("askgate token: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let done = runtime.block_on(async {
-        match action {
-            TokenAction::Add { name, may } => match askgate::store::Powers::parse(&may) {
-                Ok(may) => tokens::add(&api, &name, may).await,
-                Err(e) => Err(format!("--may: {e}")),
-            },
-            TokenAction::List => tokens::list(&api).await,
-            TokenAction::Revoke { name } => tokens::revoke(&api, &name).await,
-        }
+        })
     });
+    finish("token", done.map(|report| println!("{report}")))
+}
+
+fn tui(config: &Config, url: Option<String>) -> ExitCode {
+    use askgate::client;
+    finish("tui", client::with_own_token(config, url).and_then(|api| client::block_on(client::tui::run(api))))
+}
+
+/// Exits 0, or 1 saying what went wrong as `askgate <command>: …`.
+fn finish(command: &str, done: Result<(), String>) -> ExitCode {
     match done {
-        Ok(report) => {
-            println!("{report}");
-            ExitCode::SUCCESS
-        }
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("askgate token: {e}");
+            eprintln!("askgate {command}: {e}");
             ExitCode::FAILURE
         }
     }

@@ -115,6 +115,10 @@ impl Channel for WebChat {
         Surface::Web
     }
 
+    fn served(&self) -> Vec<String> {
+        vec!["web:<person>".to_owned()]
+    }
+
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let text = wording::card(question, self.clock.now_ms());

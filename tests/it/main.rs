@@ -35,3 +35,4 @@ mod store;
 mod support;
 mod telegram;
 mod trust;
+mod tui;

@@ -149,7 +149,10 @@ async fn a_conversation_no_channel_serves_and_a_bad_query_are_refused_in_json() 
         let (status, body) = app.post(path, body).await;
         assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "unknown_conversation"), "{body}");
         let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains("console:local, webhook:ops, webhook:sms"), "the channels are named: {message}");
+        assert!(
+            message.contains("console:local, web:<person>, webhook:ops, webhook:sms"),
+            "the channels are named: {message}"
+        );
     }
     let (_, all) = app.get("/api/questions?status=all").await;
     assert!(all["questions"].as_array().unwrap().is_empty(), "{all}");

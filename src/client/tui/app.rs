@@ -1,0 +1,325 @@
+//! The TUI's state and what each key does: the board of waiting questions with the selected
+//! one in the input slot, and the person's conversation with its composer.
+
+use std::collections::BTreeSet;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{Api, Heard};
+
+/// Which view is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// The waiting questions.
+    Board,
+    /// The person's own conversation.
+    Conversation,
+}
+
+/// What the text line is for, while one is open on the board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Typing {
+    /// An answer in the person's own words.
+    Answer,
+    /// Why they decline (or reject an approval).
+    Feedback,
+    /// The action as edited, for an editable approval.
+    Edit,
+}
+
+/// A waiting question, as the event stream sent it, and whether the last backlog named it.
+pub struct Card {
+    pub question: Value,
+    pub seen: bool,
+}
+
+/// The TUI.
+pub struct App {
+    api: Api,
+    tx: UnboundedSender<Heard>,
+    /// Who is signed in (`GET /api/me`).
+    pub me: Value,
+    pub view: View,
+    pub cards: Vec<Card>,
+    pub selected: usize,
+    /// The options ticked on the selected multi-select, from 0.
+    pub ticked: BTreeSet<usize>,
+    pub typing: Option<Typing>,
+    /// The text line: what is typed for the board's question, or the composer's message.
+    pub input: String,
+    pub lines: Vec<Value>,
+    /// How the event stream stands: live, or why not.
+    pub connection: Result<(), String>,
+    /// The latest thing to say on the status line.
+    pub note: String,
+    pub colour: bool,
+    pub quit: bool,
+}
+
+impl App {
+    /// The TUI for the person `me`, talking to `api`.
+    pub fn new(api: Api, me: Value, tx: UnboundedSender<Heard>, colour: bool) -> Self {
+        Self {
+            api,
+            tx,
+            me,
+            view: View::Board,
+            cards: Vec::new(),
+            selected: 0,
+            ticked: BTreeSet::new(),
+            typing: None,
+            input: String::new(),
+            lines: Vec::new(),
+            connection: Err("connecting".to_owned()),
+            note: "Tab: your conversation · q: quit".to_owned(),
+            colour,
+            quit: false,
+        }
+    }
+
+    /// The selected question, if any waits.
+    pub fn current(&self) -> Option<&Value> {
+        self.cards.get(self.selected).map(|c| &c.question)
+    }
+
+    /// Takes in what was heard.
+    pub fn hear(&mut self, heard: Heard) {
+        match heard {
+            Heard::Key(key) => self.key(key),
+            Heard::Resized => {}
+            Heard::Stream(name, data) => self.event(&name, data),
+            Heard::Connection(state) => {
+                if state.is_ok() {
+                    for card in &mut self.cards {
+                        card.seen = false;
+                    }
+                }
+                self.connection = state;
+            }
+            Heard::Lines(lines) => {
+                self.lines.extend(lines);
+                let keep = self.lines.len().saturating_sub(500);
+                self.lines.drain(..keep);
+            }
+            Heard::Note(note) => self.note = note,
+        }
+    }
+
+    fn event(&mut self, name: &str, data: Value) {
+        let id = data["id"].as_str().unwrap_or_default().to_owned();
+        let at = self.cards.iter().position(|c| c.question["id"] == id.as_str());
+        match (name, at) {
+            ("question.asked", Some(i)) => self.cards[i].seen = true,
+            ("question.asked", None) => self.cards.push(Card { question: data, seen: true }),
+            ("question.counted", Some(i)) => self.cards[i].question = data,
+            ("replay.done", _) => self.cards.retain(|c| c.seen),
+            (other, Some(i)) if other.starts_with("question.") => {
+                let card = self.cards.remove(i);
+                self.note = format!("[{}] {}", short(&card.question), outcome_line(&data));
+                if i == self.selected {
+                    self.ticked.clear();
+                    self.typing = None;
+                    self.input.clear();
+                }
+            }
+            _ => {}
+        }
+        self.selected = self.selected.min(self.cards.len().saturating_sub(1));
+    }
+
+    fn key(&mut self, key: KeyEvent) {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
+        match self.view {
+            View::Conversation => self.conversation_key(key),
+            View::Board if self.typing.is_some() => self.typing_key(key),
+            View::Board => self.board_key(key),
+        }
+    }
+
+    fn conversation_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Tab => self.view = View::Board,
+            KeyCode::Esc if self.input.is_empty() => self.view = View::Board,
+            KeyCode::Esc => self.input.clear(),
+            KeyCode::Enter => {
+                let text = std::mem::take(&mut self.input);
+                if !text.trim().is_empty() {
+                    self.post("/api/messages", json!({"text": text.trim()}), "sent");
+                }
+            }
+            KeyCode::Backspace => {
+                self.input.pop();
+            }
+            KeyCode::Char(c) => self.input.push(c),
+            _ => {}
+        }
+    }
+
+    fn typing_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Esc => {
+                self.typing = None;
+                self.input.clear();
+            }
+            KeyCode::Enter => {
+                let text = std::mem::take(&mut self.input).trim().to_owned();
+                match self.typing.take() {
+                    Some(Typing::Answer) if !text.is_empty() => self.reply(json!(format!("\"{text}\""))),
+                    Some(Typing::Edit) if !text.is_empty() => {
+                        self.reply(json!({"decision": "edited", "action": text}));
+                    }
+                    Some(Typing::Feedback) => {
+                        let feedback = if text.is_empty() { Value::Null } else { json!(text) };
+                        self.answer("reject", json!({"feedback": feedback}));
+                    }
+                    _ => {}
+                }
+            }
+            KeyCode::Backspace => {
+                self.input.pop();
+            }
+            KeyCode::Char(c) => self.input.push(c),
+            _ => {}
+        }
+    }
+
+    fn board_key(&mut self, key: KeyEvent) {
+        let Some(q) = self.current().cloned() else {
+            match key.code {
+                KeyCode::Tab => self.view = View::Conversation,
+                KeyCode::Char('q') => self.quit = true,
+                _ => {}
+            }
+            return;
+        };
+        let kind = q["kind"].as_str().unwrap_or_default();
+        let multi = q["multi"] == true;
+        let quorum = q["quorum"].as_u64().unwrap_or(1) > 1;
+        let options = q["options"].as_array().map_or(0, Vec::len);
+        match key.code {
+            KeyCode::Tab => self.view = View::Conversation,
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Up | KeyCode::Char('k') => self.select(self.selected.saturating_sub(1)),
+            KeyCode::Down | KeyCode::Char('j') => self.select(self.selected + 1),
+            KeyCode::Char(c @ '1'..='9') => {
+                let n = c.to_digit(10).map_or(0, |d| d as usize);
+                match kind {
+                    "question" if multi && n <= options => {
+                        if !self.ticked.remove(&(n - 1)) {
+                            self.ticked.insert(n - 1);
+                        }
+                    }
+                    "question" if n <= options => self.reply(json!(n)),
+                    "confirm" if n <= 2 => self.reply(json!(n == 1)),
+                    "approval" if n == 1 => self.reply(json!("once")),
+                    "approval" if n == 2 && !quorum => self.reply(json!("always")),
+                    _ => self.note = format!("{n} is not an option here"),
+                }
+            }
+            KeyCode::Enter if multi => {
+                if self.ticked.is_empty() {
+                    self.note = "Tick at least one option (1–9), then Enter".to_owned();
+                } else {
+                    let picked: Vec<usize> = self.ticked.iter().map(|i| i + 1).collect();
+                    self.reply(json!(picked));
+                }
+            }
+            KeyCode::Char('y') if kind == "confirm" => self.reply(json!(true)),
+            KeyCode::Char('n') if kind == "confirm" => self.reply(json!(false)),
+            KeyCode::Char('t') if kind == "question" && q["allow_custom"] == true => self.open(Typing::Answer, ""),
+            KeyCode::Char('e') if kind == "approval" && q["allow_custom"] == true => {
+                self.open(Typing::Edit, q["prompt"].as_str().unwrap_or_default());
+            }
+            KeyCode::Char('d' | 'r') if kind != "confirm" => self.open(Typing::Feedback, ""),
+            _ => {}
+        }
+    }
+
+    fn select(&mut self, to: usize) {
+        let to = to.min(self.cards.len().saturating_sub(1));
+        if to != self.selected {
+            self.selected = to;
+            self.ticked.clear();
+        }
+    }
+
+    fn open(&mut self, typing: Typing, text: &str) {
+        self.typing = Some(typing);
+        self.input = text.to_owned();
+    }
+
+    fn reply(&mut self, value: Value) {
+        self.answer("reply", json!({"value": value}));
+    }
+
+    /// Sends an answer to the selected question; what came of it goes to the status line.
+    fn answer(&mut self, what: &str, body: Value) {
+        let Some(q) = self.current() else { return };
+        let path = format!("/api/questions/{}/{what}", q["id"].as_str().unwrap_or_default());
+        self.ticked.clear();
+        self.post(&path, body, "sent");
+    }
+
+    fn post(&mut self, path: &str, body: Value, done: &'static str) {
+        self.note = "sending…".to_owned();
+        let (api, tx) = (self.api.clone(), self.tx.clone());
+        let request = api.request(reqwest::Method::POST, path).json(&body);
+        tokio::spawn(async move {
+            let note = match api.send(request).await {
+                Ok((status, body)) if status.is_success() => match &body["reply"] {
+                    Value::String(reply) => reply.lines().next().unwrap_or(done).to_owned(),
+                    _ => receipt_note(&body["receipt"]).unwrap_or_else(|| done.to_owned()),
+                },
+                Ok(answer) => super::super::error_message(&answer),
+                Err(e) => e,
+            };
+            let _ = tx.send(Heard::Note(note));
+        });
+    }
+}
+
+/// The 8 characters cards show of a question's id.
+pub fn short(q: &Value) -> String {
+    q["id"].as_str().unwrap_or_default().chars().take(8).collect()
+}
+
+/// What a receipt says, briefly.
+fn receipt_note(receipt: &Value) -> Option<String> {
+    match receipt["receipt"].as_str()? {
+        "resolved" => Some("answered".to_owned()),
+        "counted" => Some(format!(
+            "counted: {} of {} approvals",
+            receipt["approvals"].as_u64().unwrap_or(0),
+            receipt["quorum"].as_u64().unwrap_or(0)
+        )),
+        other => Some(other.replace('_', " ")),
+    }
+}
+
+/// How a question ended, in one line: `✅ date-fns — web:bob via api`.
+pub fn outcome_line(q: &Value) -> String {
+    let status = q["status"].as_str().unwrap_or("resolved");
+    let mark = match status {
+        "answered" => "✅",
+        "declined" => "❌",
+        "expired" => "⌛",
+        _ => "✖",
+    };
+    let value = match &q["outcome"]["value"] {
+        Value::String(s) => s.clone(),
+        Value::Bool(yes) => (if *yes { "yes" } else { "no" }).to_owned(),
+        Value::Null => status.to_owned(),
+        other => other.to_string(),
+    };
+    let by = q["answered_name"].as_str().or(q["answered_by"].as_str());
+    let via = q["answered_via"].as_str().map(|v| format!(" via {v}")).unwrap_or_default();
+    match by {
+        Some(by) => format!("{mark} {value} — {by}{via}"),
+        None => format!("{mark} {value}"),
+    }
+}

@@ -1,0 +1,215 @@
+//! `askgate tui` driven in tmux at 80×24 without colours, against the real binary: it answers
+//! a question, a multi-select and an approval by keys, starts a run in the person's
+//! conversation and answers it by a plain reply, sees a question answered elsewhere go, and
+//! says clearly when the token is wrong or askgate is not there.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::binary::{BIN, Served, write_config};
+use crate::support::eventually;
+
+/// A tmux server of the test's own, with one 80×24 window running a command.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(command: &str) -> Self {
+        let socket = format!("askgate-test-{}", uuid::Uuid::new_v4());
+        let started = std::process::Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", command])
+            .env_remove("TMUX")
+            .status()
+            .expect("tmux runs (apt-get install tmux; .ci/run installs it)");
+        assert!(started.success(), "tmux could not start `{command}`");
+        Self { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap()
+    }
+
+    /// The screen as text; with `escapes`, with the terminal's attribute codes too.
+    fn screen(&self, escapes: bool) -> String {
+        let args: &[&str] = if escapes { &["capture-pane", "-p", "-e"] } else { &["capture-pane", "-p"] };
+        String::from_utf8_lossy(&self.tmux(args).stdout).into_owned()
+    }
+
+    /// The screen once it shows `needle`.
+    async fn wait_for(&self, needle: &str) -> String {
+        let screen = eventually(|| async {
+            let screen = self.screen(false);
+            screen.contains(needle).then_some(screen)
+        });
+        match tokio::time::timeout(std::time::Duration::from_secs(20), screen).await {
+            Ok(screen) => screen,
+            Err(_) => panic!("the screen never showed `{needle}`:\n{}", self.screen(false)),
+        }
+    }
+
+    /// Presses keys, by tmux's names (`Enter`, `Tab`, `2`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        assert!(self.tmux(&args).status.success());
+    }
+
+    /// Types text as it is.
+    fn text(&self, text: &str) {
+        assert!(self.tmux(&["send-keys", "-l", text]).status.success());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// Whether the screen's attribute codes set a colour (30–38, 40–48, 90–97, 100–107); a reset
+/// to the default (39, 49), bold or reverse are not colours.
+fn coloured(screen: &str) -> bool {
+    screen.split("\u{1b}[").skip(1).any(|code| {
+        let params = code.split('m').next().unwrap_or_default();
+        params
+            .split(';')
+            .filter_map(|p| p.parse::<u32>().ok())
+            .any(|p| matches!(p, 30..=38 | 40..=48 | 90..=97 | 100..=107))
+    })
+}
+
+async fn post(base: &str, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let r = reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await.unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn question(base: &str, token: &str, id: &str) -> Value {
+    crate::support::get_json(&format!("{base}/api/questions/{id}"), token).await
+}
+
+#[tokio::test]
+async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsewhere_go() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let (status, made) = post(&base, &operator, "/api/tokens", json!({"name": "bob", "may": "answer,ask"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let bob = made["token"].as_str().unwrap();
+    let ask = |body: Value| {
+        let (base, operator) = (base.clone(), operator.clone());
+        async move {
+            let mut body = body;
+            body["conversation"] = json!("console:local");
+            body["answerers"] = json!(["web:bob"]);
+            let (status, asked) = post(&base, &operator, "/api/questions", body).await;
+            assert_eq!(status, StatusCode::CREATED, "{asked}");
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let region = ask(json!({"prompt": "Pick a region", "options": ["eu", "us", "ap"]})).await;
+    let tui = Tmux::start(&format!(
+        "env ASKGATE_TOKEN={bob} NO_COLOR=1 {BIN} tui --config {} --url {base}",
+        config.display()
+    ));
+    let screen = tui.wait_for("Pick a region").await;
+    assert!(screen.contains("web:bob · 1 waiting · ● live"), "{screen}");
+    assert!(screen.contains("1 eu   2 us   3 ap"), "{screen}");
+    assert!(!coloured(&tui.screen(true)), "NO_COLOR: no colours");
+    tui.keys(&["2"]);
+    tui.wait_for("✅ us — web:bob via api").await;
+    let answered = question(&base, &operator, &region).await;
+    assert_eq!(
+        (answered["outcome"]["value"].as_str(), answered["answered_by"].as_str()),
+        (Some("us"), Some("web:bob"))
+    );
+
+    // A multi-select: ticked by keys, sent with Enter.
+    let tools = ask(json!({"prompt": "Which tools?", "options": ["git", "make", "cargo"], "multi": true})).await;
+    tui.wait_for("1 [ ] git").await;
+    tui.keys(&["1"]);
+    tui.keys(&["3"]);
+    tui.wait_for("1 [x] git   2 [ ] make   3 [x] cargo").await;
+    tui.keys(&["Enter"]);
+    tui.wait_for("web:bob · 0 waiting").await;
+    assert_eq!(question(&base, &operator, &tools).await["outcome"]["value"], json!(["git", "cargo"]));
+
+    // An approval, rejected with feedback.
+    let deploy = ask(json!({"kind": "approval", "prompt": "deploy to production"})).await;
+    tui.wait_for("1 allow once · 2 allow always · r reject").await;
+    tui.keys(&["r"]);
+    tui.text("not on a Friday");
+    tui.keys(&["Enter"]);
+    tui.wait_for("web:bob · 0 waiting").await;
+    let rejected = question(&base, &operator, &deploy).await;
+    assert_eq!(
+        (rejected["status"].as_str(), rejected["outcome"]["feedback"].as_str()),
+        (Some("declined"), Some("not on a Friday"))
+    );
+    // And one allowed once.
+    let restart = ask(json!({"kind": "approval", "prompt": "restart the cache"})).await;
+    tui.wait_for("restart the cache").await;
+    tui.keys(&["1"]);
+    tui.wait_for("web:bob · 0 waiting").await;
+    assert_eq!(question(&base, &operator, &restart).await["outcome"]["value"], "once");
+
+    // Answered elsewhere: the card goes at once, saying how it ended.
+    let elsewhere = ask(json!({"prompt": "Coffee or tea?", "options": ["coffee", "tea"]})).await;
+    tui.wait_for("Coffee or tea?").await;
+    let (status, _) =
+        post(&base, &operator, &format!("/api/questions/{elsewhere}/reply"), json!({"value": "tea"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "the operator is not among its answerers");
+    let (status, _) = post(&base, bob, &format!("/api/questions/{elsewhere}/reply"), json!({"value": "tea"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let screen = tui.wait_for("✅ tea — web:bob via api").await;
+    assert!(screen.contains("0 waiting") && !screen.contains("▸ [question] Coffee"), "{screen}");
+
+    // The conversation: a run started there, answered by plain replies.
+    tui.keys(&["Tab"]);
+    tui.wait_for("say · Enter sends").await;
+    tui.text("/run demo");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Which library for date formatting?").await;
+    tui.text("date-fns");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Archive all 87 emails?").await;
+    tui.text("no");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("Using date-fns for dates; left the 87 emails where they are.").await;
+    assert!(screen.contains("you: /run demo"), "{screen}");
+    tui.keys(&["Tab"]);
+    tui.keys(&["q"]);
+    drop(tui);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn the_tui_says_when_the_token_is_wrong_or_askgate_is_not_there() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, _) = served.api(dir.path()).await;
+    let run = |url: String, token: &'static str| {
+        let config = config.clone();
+        async move {
+            let out = tokio::process::Command::new(BIN)
+                .args(["tui", "--config"])
+                .arg(&config)
+                .args(["--url", &url])
+                .env("ASKGATE_TOKEN", token)
+                .output()
+                .await
+                .unwrap();
+            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    };
+    let (ok, err) = run(base.clone(), "not-a-token").await;
+    assert!(!ok && err.contains("did not accept the token") && err.contains("ASKGATE_TOKEN"), "{err}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (ok, err) = run(format!("http://{closed}"), "any").await;
+    assert!(!ok && err.contains(&format!("askgate does not answer at http://{closed}")), "{err}");
+    served.terminate().await;
+}
