@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
 use super::{
-    Admin, Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
+    Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
 };
 use crate::engine::{CallbackSpec, ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
@@ -484,21 +484,42 @@ pub(super) struct GrantsQuery {
     conversation: Option<String>,
 }
 
+/// The live grants: all of them for whoever sees all; for a person, those they may take back
+/// (theirs, or given on approvals they may answer), as `/revoke` in a chat.
 pub(super) async fn grants(
-    _: Admin,
+    Reader(caller): Reader,
     State(state): State<AppState>,
     Params(query): Params<GrantsQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
-    let grants = state.engine.grants(conversation.as_ref()).await?;
+    let mut grants = state.engine.grants(conversation.as_ref()).await?;
+    if !caller.sees_all() {
+        let mut theirs = Vec::new();
+        for grant in grants {
+            if state.engine.may_revoke(&grant, &caller.user).await? {
+                theirs.push(grant);
+            }
+        }
+        grants = theirs;
+    }
     Ok(axum::Json(GrantList { grants }).into_response())
 }
 
 pub(super) async fn revoke_grant(
-    _: Admin,
+    Reader(caller): Reader,
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    if !caller.sees_all() {
+        let grant = state.engine.grants(None).await?.into_iter().find(|g| g.id == id);
+        let theirs = match &grant {
+            Some(grant) => state.engine.may_revoke(grant, &caller.user).await?,
+            None => false,
+        };
+        if !theirs {
+            return Err(ApiError::not_found(format!("no live grant `{}` of yours", crate::text::clip(&id, 40, "…"))));
+        }
+    }
     if state.engine.revoke_grant(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {

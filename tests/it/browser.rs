@@ -100,7 +100,7 @@ impl Driver {
     }
 
     /// The page as a PNG.
-    async fn screenshot(&self) -> Vec<u8> {
+    pub(crate) async fn screenshot(&self) -> Vec<u8> {
         let encoded = self.command(reqwest::Method::GET, "/screenshot", None).await;
         base64_decode(encoded.as_str().expect("a screenshot"))
     }

@@ -104,8 +104,35 @@ async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
     let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &alice, Some(run)).await;
     assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_ask"), "{body}");
     // Administering takes admin.
-    let (status, body) = call(reqwest::Method::GET, format!("{base}/api/grants"), &alice, None).await;
+    let (status, body) = call(reqwest::Method::GET, format!("{base}/api/tokens"), &alice, None).await;
     assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_admin"));
+    // A grant is taken back by the people it answers for, as /revoke in a chat.
+    let (_, approval) = call(
+        reqwest::Method::POST,
+        format!("{base}/api/questions"),
+        &operator,
+        Some(json!({"conversation": "console:local", "kind": "approval", "prompt": "rm -rf build",
+                    "answerers": ["web:alice"]})),
+    )
+    .await;
+    let approval = approval["id"].as_str().unwrap();
+    let always = Some(json!({"value": "always"}));
+    let (status, body) =
+        call(reqwest::Method::POST, format!("{base}/api/questions/{approval}/reply"), &alice, always).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let grants = |token: String| {
+        let base = base.clone();
+        async move {
+            let (_, list) = call(reqwest::Method::GET, format!("{base}/api/grants"), &token, None).await;
+            list["grants"].as_array().unwrap().iter().map(|g| g["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+        }
+    };
+    let theirs = grants(alice.clone()).await;
+    assert_eq!(theirs.len(), 1);
+    assert!(grants(bob.clone()).await.is_empty(), "not bob's to see");
+    let grant = format!("{base}/api/grants/{}", theirs[0]);
+    assert_eq!(call(reqwest::Method::DELETE, grant.clone(), &bob, None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(call(reqwest::Method::DELETE, grant, &alice, None).await.0, StatusCode::NO_CONTENT);
 
     let (status, body) =
         call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &alice, Some(json!({"value": "yes"})))
@@ -290,6 +317,11 @@ async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies
     browser
         .wait_for(&format!("{log}/li[contains(., 'Using date-fns for dates; left the 87 emails where they are.')]"))
         .await;
+    // The README's picture of the conversation: ASKGATE_SCREENSHOTS=1 writes it to docs/.
+    if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        std::fs::write(docs.join("web-conversation.png"), browser.screenshot().await).unwrap();
+    }
     // Text is text: markup typed in stays as typed.
     browser.type_into(&composer, "<b>hi</b>").await;
     browser.press("\u{E007}").await;

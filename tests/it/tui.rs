@@ -132,7 +132,12 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     tui.wait_for("1 [ ] git").await;
     tui.keys(&["1"]);
     tui.keys(&["3"]);
-    tui.wait_for("1 [x] git   2 [ ] make   3 [x] cargo").await;
+    let screen = tui.wait_for("1 [x] git   2 [ ] make   3 [x] cargo").await;
+    // The README's picture of the TUI: ASKGATE_SCREENSHOTS=1 writes the screen to docs/.
+    if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        std::fs::write(docs.join("tui.txt"), screen).unwrap();
+    }
     tui.keys(&["Enter"]);
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &tools).await["outcome"]["value"], json!(["git", "cargo"]));
