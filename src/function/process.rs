@@ -228,7 +228,27 @@ impl RateLimit {
 enum End {
     Reply(String),
     Pending(QuestionId),
+    /// The program said what went wrong, for the person (`{"type":"error","message"}`).
+    Reported(String),
     Failed(FunctionError),
+}
+
+/// The longest message of a program's own shown to the person.
+const MAX_REPORTED: usize = 500;
+
+/// A program's own error message as the person reads it: control characters gone (line breaks
+/// and tabs become spaces), at most [`MAX_REPORTED`] characters.
+fn for_the_person(message: &str) -> String {
+    let flat: String = message
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    clip(&flat, MAX_REPORTED, "…")
 }
 
 #[async_trait]
@@ -267,7 +287,7 @@ impl Function for Process {
         };
         drop(stdin);
         let status = match &end {
-            End::Failed(_) => {
+            End::Failed(_) | End::Reported(_) => {
                 let _ = child.start_kill();
                 child.wait().await.ok()
             }
@@ -290,6 +310,14 @@ impl Function for Process {
                 Ok(reply)
             }
             End::Pending(question) => Err(AskError::Pending { question }.into()),
+            End::Reported(message) => {
+                // The program's message is for the person; its stderr stays in the log.
+                let tail = tail.text();
+                tracing::warn!(run = %run.id, function = %self.name, stderr = %tail, "the program reported: {message}");
+                let shown = for_the_person(&message);
+                let shown = if shown.is_empty() { "the program failed without saying why".to_owned() } else { shown };
+                Err(FunctionError::failed(shown))
+            }
             End::Failed(FunctionError::Failed { message, .. }) => {
                 let tail = tail.text();
                 let detailed = if tail.is_empty() { message.clone() } else { format!("{message}\nstderr:\n{tail}") };
@@ -401,9 +429,7 @@ impl Process {
                     }
                 }
                 FromProgram::Done(reply) => return End::Reply(reply),
-                FromProgram::Error(message) => {
-                    return failed(format!("the program reported: {}", clip(&message, 1000, "…")));
-                }
+                FromProgram::Error(message) => return End::Reported(message),
             }
         }
     }

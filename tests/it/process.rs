@@ -147,6 +147,21 @@ async fn a_pending_program_run_finishes_after_a_restart() {
 }
 
 #[tokio::test]
+async fn a_programs_own_error_message_is_shown_to_the_person_and_its_stderr_is_not() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "read s; echo 'secret path /srv/keys' >&2; \
+                  printf '%s\\n' '{\"type\":\"error\",\"message\":\"the disk is full,\\ntry later\\u0007\"}'";
+    add(&mut f, dir.path(), "err", "sh", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "err").await;
+    assert_eq!(h.finished(run).await.status, RunStatus::Failed);
+    let told = eventually(|| async { h.recorder.texts().into_iter().find(|t| t.starts_with("⚠️ err failed")) }).await;
+    assert_eq!(told, "⚠️ err failed: the disk is full, try later", "its own words, one line, no control characters");
+    assert!(h.recorder.texts().iter().all(|t| !t.contains("/srv/keys")), "stderr reached the conversation");
+}
+
+#[tokio::test]
 async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_message() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
