@@ -16,8 +16,12 @@ def main(version, run):
     except askgate.Declined as declined:
         # A person's "no" is an answer, not a failure of the deploy.
         return f"Not deployed {version}: {declined.feedback or 'declined'}."
-    if env == "production" and not askgate.confirm(f"Deploy {version} to production now?"):
-        return f"Did not deploy {version}."
+    try:
+        if env == "production" and not askgate.confirm(f"Deploy {version} to production now?"):
+            return f"Did not deploy {version}."
+    except askgate.Declined as declined:
+        # A confirm can be declined too (Decline on a card, /decline), with the person's words.
+        return f"Did not deploy {version}: {declined.feedback or 'declined'}."
     # The deploy itself comes after every ask it depends on: a replay never repeats it.
     askgate.say(f"Deploying {version} to {env}...")
     return f"Deployed {version} to {env}."

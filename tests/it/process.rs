@@ -147,6 +147,51 @@ async fn a_pending_program_run_finishes_after_a_restart() {
 }
 
 #[tokio::test]
+async fn the_python_helpers_ask_user_and_confirm_come_back_from_a_decline_as_the_seed_says() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = r#"
+import askgate
+def main(input, run):
+    name = askgate.ask_user("Your name?")
+    try:
+        sure = askgate.confirm("Sure?")
+    except askgate.Declined as declined:
+        sure = f"declined: {declined.feedback}"
+    return f"{name!r} {sure} {askgate.Timeout is askgate.Expired} {askgate.can_ask()}"
+askgate.run(main)
+"#;
+    add(&mut f, dir.path(), "seed", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
+    let run = start(&h, "seed").await;
+    let card = h.card(1).await;
+    h.say(ALICE, &format!("/decline {}", card.id.short())).await;
+    let card = h.card(2).await;
+    h.say(ALICE, &format!("/decline {} not today", card.id.short())).await;
+    let done = h.finished(run).await;
+    assert_eq!(done.result.as_deref(), Some("None declined: not today True True"), "{done:?}");
+}
+
+#[tokio::test]
+async fn outside_a_run_the_python_helper_cannot_ask_says_so_at_once_and_never_reads_the_terminal() {
+    let code = "import askgate\nprint(askgate.can_ask(), flush=True)\n\
+                try:\n    askgate.ask('x')\nexcept askgate.NotInRun as e:\n    print('askgate.Client' in str(e))";
+    let mut child = tokio::process::Command::new("python3")
+        .args(["-c", code])
+        .env("PYTHONPATH", repo().join("clients/python"))
+        .env_remove("ASKGATE_PROTOCOL")
+        // stdin stays open and silent: a read of it would hang.
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take();
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.expect("it never hangs");
+    assert_eq!(String::from_utf8_lossy(&out.unwrap().stdout), "False\nTrue\n");
+}
+
+#[tokio::test]
 async fn a_programs_own_error_message_is_shown_to_the_person_and_its_stderr_is_not() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();

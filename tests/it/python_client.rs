@@ -23,6 +23,8 @@ def say(what, value):
     print(json.dumps([what, value]), flush=True)
 
 gate = askgate.Client(sys.argv[1], conversation="console:local")
+wrong = askgate.Client(sys.argv[1], token="wrong-token", conversation="console:local")
+say("can_ask", [askgate.can_ask(), gate.can_ask(), wrong.can_ask()])
 say("asked", gate.ask("Which database?", options=["postgres", "sqlite"]))
 say("confirmed", gate.confirm("Migrate now?", default=False))
 try:
@@ -125,6 +127,7 @@ async fn the_python_client_asks_through_the_real_binary_and_raises_typed_errors(
         serde_json::from_str(&line).unwrap()
     };
 
+    assert_eq!(next().await, json!(["can_ask", [false, true, false]]), "in a run or not, the token's, and none");
     answer("Which database?", "reply", json!({"value": "sqlite"})).await;
     assert_eq!(next().await, json!(["asked", "sqlite"]));
     answer("Migrate now?", "reply", json!({"value": true})).await;

@@ -21,13 +21,17 @@ a question is new, askgate answers "pending" and this module exits the script cl
 you write after that ask runs until the answer comes. Do side effects after the asks they
 depend on, or make them idempotent.
 
-Outcomes other than an answer raise: ``Declined`` (with the person's feedback), ``Timeout``
-(no answer and no default), ``Cancelled`` (with the reason). Only the standard library is
-used. stdout carries the protocol, so when askgate runs the script (it sets
+Outcomes other than an answer raise the same exceptions here and in ``askgate.Client``:
+``Declined`` (with the person's feedback; a ``confirm`` can be declined too, besides yes and
+no), ``Expired`` (no answer before the deadline and no default; ``Timeout`` is its old name),
+``Cancelled`` (with the reason). ``ask_user(question)`` is the seed's thin alias of ``ask``
+whose decline and expiry come back as ``None``. Only the standard library is used. stdout carries the protocol, so when askgate runs the script (it sets
 ``ASKGATE_PROTOCOL=1``) importing this module points ``sys.stdout`` at stderr: a stray
 ``print()`` lands in askgate's log instead of breaking the protocol. Use ``say`` to talk to the
 conversation, and ``can_ask()`` to know whether anyone can answer (a run without a conversation
-cannot ask: every ask ends as cancelled).
+cannot ask: every ask ends as cancelled). Outside a run askgate started, ``can_ask()`` is False
+at once (nothing is read from stdin), and ``ask``, ``confirm``, ``approve`` and ``say`` raise
+``NotInRun``, which names ``askgate.Client``.
 
 Programs that askgate does not run (agents, scripts, services) ask over HTTP instead, with
 ``askgate.Client`` (see ``askgate.client``); importing it leaves ``sys.stdout`` alone.
@@ -38,8 +42,8 @@ import os
 import sys
 
 __all__ = [
-    "ask", "confirm", "approve", "say", "run", "can_ask", "Declined", "Timeout", "Cancelled", "Protocol",
-    "Client", "Outcome", "Expired", "ApiError", "Edited",
+    "ask", "ask_user", "confirm", "approve", "say", "run", "can_ask", "in_run", "Declined", "Expired", "Timeout",
+    "Cancelled", "NotInRun", "Protocol", "Client", "Outcome", "ApiError", "Edited",
 ]
 
 
@@ -51,8 +55,23 @@ class Declined(Exception):
         self.feedback = feedback
 
 
-class Timeout(Exception):
+class Expired(Exception):
     """Nobody answered before the deadline, and the ask had no default."""
+
+
+# The name the in-run helper used before; the same exception.
+Timeout = Expired
+
+
+class NotInRun(RuntimeError):
+    """The program was not started by askgate, so there is nobody on the other end of stdin."""
+
+    def __init__(self):
+        super().__init__(
+            "this program was not started by askgate (no ASKGATE_PROTOCOL=1): ask, confirm, approve and say work "
+            "inside a process function; from any other program ask over HTTP with "
+            "askgate.Client(url, token, conversation=...)"
+        )
 
 
 class Cancelled(Exception):
@@ -108,9 +127,17 @@ def _receive():
         raise Protocol(f"not JSON from askgate: {line!r}") from e
 
 
+def in_run():
+    """Whether askgate started this program as a process function (it sets ASKGATE_PROTOCOL=1)."""
+    return os.environ.get("ASKGATE_PROTOCOL") == "1"
+
+
 def start():
-    """The start message: run, function, conversation, user, input, can_ask."""
+    """The start message: run, function, conversation, user, input, can_ask. Raises ``NotInRun``
+    outside a run askgate started (stdin is then not askgate's, and is never read)."""
     global _start
+    if not in_run():
+        raise NotInRun()
     if _start is None:
         _start = _receive()
         if _start.get("type") != "start":
@@ -119,7 +146,10 @@ def start():
 
 
 def can_ask():
-    """Whether this run has someone to ask (a conversation); without one every ask is cancelled."""
+    """Whether this run has someone to ask (a conversation); without one every ask is cancelled.
+    False at once outside a run askgate started: nothing is read from stdin."""
+    if not in_run():
+        return False
     return bool(start().get("can_ask", True))
 
 
@@ -137,7 +167,7 @@ def _outcome(message):
         return reply.get("value"), False
     if status == "expired":
         if reply.get("value") is None and message["type"] != "confirm":
-            raise Timeout()
+            raise Expired("nobody answered before the deadline")
         return reply.get("value"), True
     if status == "declined":
         raise Declined(reply.get("feedback"))
@@ -161,7 +191,7 @@ def nudges(keys):
 def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None, **nudge):
     """Asks a question. Returns the chosen option or text (a list when ``multi``).
 
-    ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Timeout``
+    ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Expired``
     is raised when there is none. ``remind_before``, ``remind_every``, ``escalate_after``,
     ``escalate_to`` and ``escalate_answerers`` nudge people while it waits (also for
     ``confirm`` and ``approve``).
@@ -174,8 +204,18 @@ def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, def
     return value
 
 
+def ask_user(question, **ask_options):
+    """The seed's ``ask_user``: ``ask(question)``, whose decline and expiry come back as ``None``
+    (a cancellation still raises ``Cancelled``)."""
+    try:
+        return ask(question, **ask_options)
+    except (Declined, Expired):
+        return None
+
+
 def confirm(prompt, detail=None, default=False, timeout=None, **nudge):
-    """Asks yes or no. A timeout returns ``default``; it never raises ``Timeout``."""
+    """Asks yes or no. A timeout returns ``default``; it never raises ``Expired``. The person may
+    also decline it (besides yes and no): that raises ``Declined`` with their feedback."""
     message = {"type": "confirm", "prompt": prompt, "default": default, "timeout": timeout, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
@@ -214,7 +254,7 @@ def run(main):
         reply = main(message.get("input", ""), message)
     except SystemExit:
         raise
-    except (Declined, Timeout, Cancelled) as e:
+    except (Declined, Expired, Cancelled) as e:
         _send({"type": "error", "message": f"{type(e).__name__}: {e}"})
         return
     except Exception as e:  # noqa: BLE001 - every failure is reported to askgate
@@ -223,4 +263,4 @@ def run(main):
     _send({"type": "done", "reply": "" if reply is None else str(reply)})
 
 
-from askgate.client import ApiError, Client, Expired, Outcome  # noqa: E402  (needs the exceptions above)
+from askgate.client import ApiError, Client, Outcome  # noqa: E402  (needs the exceptions above)

@@ -12,9 +12,11 @@ polls (``GET /api/questions/{id}/outcome?wait=…``), so it returns when someone
 surface, however long that takes. ``submit`` posts without waiting and ``outcome`` reads where
 a question stands, for callers that keep the id and come back later.
 
-Outcomes other than an answer raise: ``Declined`` (rejected, with the person's feedback),
-``Expired`` (no answer before the deadline and no default; a ``Timeout``), ``Cancelled`` (with the
-reason). A confirm never raises on expiry: its default applies. A request askgate refuses raises
+Outcomes other than an answer raise the same exceptions as inside a run: ``Declined`` (rejected
+or declined, with the person's feedback; a confirm can be declined too), ``Expired`` (no answer
+before the deadline and no default; ``Timeout`` is its old name), ``Cancelled`` (with the reason).
+A confirm never raises on expiry: its default applies. ``can_ask()`` says whether askgate answers
+and takes this token's questions. A request askgate refuses raises
 ``ApiError`` with its HTTP status, code and message.
 """
 
@@ -25,16 +27,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from askgate import Cancelled, Declined, Timeout, decision, nudges
+from askgate import Cancelled, Declined, Expired, decision, nudges
 
 __all__ = ["Client", "Outcome", "Expired", "ApiError"]
 
 # The longest long poll askgate serves, in seconds.
 _MAX_WAIT = 60
-
-
-class Expired(Timeout):
-    """Nobody answered before the deadline, and the question had no default."""
 
 
 class ApiError(Exception):
@@ -84,6 +82,15 @@ class Client:
             raise ValueError("an API token is needed: pass token= or set ASKGATE_API_TOKEN")
         self.conversation = conversation
         self.answerers = answerers
+
+    def can_ask(self):
+        """Whether a person can be asked through this client: askgate answers at ``url``, the token
+        is accepted and may ask. Never raises; False when askgate cannot be reached."""
+        try:
+            _, me = self._request("GET", "/api/me")
+        except ApiError:
+            return False
+        return bool((me.get("may") or {}).get("ask"))
 
     def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
             timeout=None, conversation=None, answerers=None, **nudge):
