@@ -255,6 +255,12 @@ impl Config {
         // Without one, the gateway names the address it listens on.
         let page_url = match gateway.public_url.as_deref().map(str::trim) {
             None | Some("") => None,
+            Some(url) if url.contains(['?', '#']) => {
+                return Err(bad((
+                    "gateway.public_url".into(),
+                    format!("`{url}` has a query or a fragment; give the page's address alone"),
+                )));
+            }
             Some(url) if url.starts_with("http://") || url.starts_with("https://") => Some(url.to_owned()),
             Some(url) => {
                 return Err(bad(("gateway.public_url".into(), format!("`{url}` is not an http:// or https:// URL"))));

@@ -57,10 +57,11 @@ pub struct WebChat {
     clock: Clock,
 }
 
-/// The conversation of `person` on the page and in the TUI.
-pub fn own_conversation(person: &UserRef) -> Conversation {
+/// The conversation of `person` on the page and in the TUI; none for an id too long to carry
+/// the `web:` in front.
+pub fn own_conversation(person: &UserRef) -> Option<Conversation> {
     let name = if person.channel() == "web" { person.as_str().to_owned() } else { format!("web:{person}") };
-    Conversation::parse(&name).unwrap_or_else(|_| unreachable!("a person's id makes a conversation"))
+    Conversation::parse(&name).ok()
 }
 
 impl WebChat {
@@ -88,20 +89,21 @@ impl WebChat {
     }
 
     /// The lines of `conversation` after `after`, waiting up to `wait` for one when there is
-    /// none yet.
-    pub async fn lines_after(&self, conversation: &Conversation, after: u64, wait: Duration) -> Vec<Line> {
+    /// none yet; and the number of its latest line. An `after` beyond the latest line is from
+    /// before a restart: every kept line is returned at once.
+    pub async fn lines_after(&self, conversation: &Conversation, after: u64, wait: Duration) -> (Vec<Line>, u64) {
         let mut latest = {
             let mut chats = self.lock();
             chats.entry(conversation.as_str().to_owned()).or_insert_with(Chat::new).latest.subscribe()
         };
-        if *latest.borrow_and_update() <= after && !wait.is_zero() {
+        let now = *latest.borrow_and_update();
+        let after = if after > now { 0 } else { after };
+        if now <= after && !wait.is_zero() {
             let _ = tokio::time::timeout(wait, latest.wait_for(|seq| *seq > after)).await;
         }
         let chats = self.lock();
-        chats
-            .get(conversation.as_str())
-            .map(|chat| chat.lines.iter().filter(|l| l.seq > after).cloned().collect())
-            .unwrap_or_default()
+        let Some(chat) = chats.get(conversation.as_str()) else { return (Vec::new(), 0) };
+        (chat.lines.iter().filter(|l| l.seq > after).cloned().collect(), *chat.latest.borrow())
     }
 }
 
@@ -150,9 +152,9 @@ mod tests {
     #[tokio::test]
     async fn lines_are_read_after_a_number_and_a_wait_ends_with_the_next_one() {
         let chat = std::sync::Arc::new(WebChat::new(Clock::manual(5)));
-        let me = own_conversation(&UserRef::parse("web:alice").unwrap());
+        let me = own_conversation(&UserRef::parse("web:alice").unwrap()).unwrap();
         assert_eq!(me.as_str(), "web:alice");
-        assert_eq!(own_conversation(&UserRef::parse("telegram:42").unwrap()).as_str(), "web:telegram:42");
+        assert_eq!(own_conversation(&UserRef::parse("telegram:42").unwrap()).unwrap().as_str(), "web:telegram:42");
         assert_eq!(chat.push(&me, "web:alice", "/run demo", None), 1);
         let waiting = tokio::spawn({
             let (chat, me) = (chat.clone(), me.clone());
@@ -160,13 +162,19 @@ mod tests {
         });
         tokio::task::yield_now().await;
         chat.push(&me, "askgate", "Started.", None);
-        let lines = waiting.await.unwrap();
+        let (lines, latest) = waiting.await.unwrap();
         assert_eq!(lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["Started."]);
-        assert_eq!(chat.lines_after(&me, 0, Duration::ZERO).await.len(), 2);
+        assert_eq!(latest, 2);
+        assert_eq!(chat.lines_after(&me, 0, Duration::ZERO).await.0.len(), 2);
+        // A number from before a restart: all that is kept comes at once.
+        assert_eq!(
+            chat.lines_after(&me, 90, Duration::from_secs(30)).await,
+            (chat.lines_after(&me, 0, Duration::ZERO).await.0, 2)
+        );
         for n in 0..KEPT {
             chat.push(&me, "askgate", &n.to_string(), None);
         }
-        let kept = chat.lines_after(&me, 0, Duration::ZERO).await;
+        let (kept, _) = chat.lines_after(&me, 0, Duration::ZERO).await;
         assert_eq!((kept.len(), kept[0].seq), (KEPT, 3), "the oldest lines go first");
     }
 }

@@ -31,6 +31,9 @@ pub enum Heard {
     Lines(Vec<serde_json::Value>),
     /// What one of its requests came to, for the status line.
     Note(String),
+    /// That a request went through, for the status line unless something newer was said
+    /// there meanwhile (the event stream's outcome of the same answer says more).
+    Sent(String),
 }
 
 /// Whether colours may be used: not when `NO_COLOR` is set to anything (no-color.org).

@@ -190,6 +190,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether `user` is among those `conversation`'s channel lets start runs
+    /// (`allowed_users`), the rule a person's own token meets to ask there.
+    pub fn lets_in(&self, conversation: &Conversation, user: &UserRef) -> bool {
+        self.policy(conversation).allowed_users.admits(user)
+    }
+
     /// Who may answer a question (or the questions of a run) posted through the API in
     /// `conversation`: the users it names; else the channel's `allowed_users` when that names
     /// people (on the console: its operator). Never anyone in a group by accident.

@@ -40,6 +40,14 @@ impl Engine {
         self.inner.store.login(&digest(secret), self.now_ms()).await
     }
 
+    /// Whether the credential whose secret has `digest` still works (not revoked, not expired).
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn login_is_live(&self, digest: &str) -> Result<bool, StoreError> {
+        Ok(self.inner.store.login(digest, self.now_ms()).await?.is_some())
+    }
+
     /// Signs a browser in with the secret of a `/web` link: the link becomes a session, once.
     /// Returns the session's secret and what it is; none when the link is unknown, used or
     /// expired.
@@ -72,6 +80,14 @@ impl Engine {
                 "Send /web to me in a private chat: a sign-in link here could be opened by anyone who reads it.",
             ));
         }
+        // Links go to the people a channel knows (closed by default, as starting runs is).
+        if !self.policy(&inbound.conversation).allowed_users.admits(&inbound.user) {
+            let key = super::access::policy_key(&inbound.conversation).replace(':', ".");
+            return Ok(Response::say(format!(
+                "You may not sign in from here. An operator can allow you with allowed_users = [\"{}\"] in [channels.{key}]",
+                inbound.user
+            )));
+        }
         let secret = new_secret();
         let now = self.now_ms();
         let login = Login {
@@ -83,7 +99,9 @@ impl Engine {
             expires_at: Some(now.saturating_add(ms(LINK_TTL))),
             link: true,
         };
-        self.inner.store.add_login(&login).await?;
+        if !self.inner.store.add_login(&login).await? {
+            return Ok(Response::say("No link could be made just now; send /web again."));
+        }
         tracing::info!(person = %inbound.user, "a sign-in link was sent");
         Ok(Response::say(format!(
             "Open this within {} minutes to answer on askgate's web page as {} (it works once):\n{}#signin={secret}",

@@ -335,10 +335,7 @@ impl Engine {
 
     /// Who may take a grant back: who set it, the console's operator, and whoever may answer
     /// the approval it was given on (the people it answers for).
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn may_revoke(&self, grant: &crate::store::Grant, user: &UserRef) -> Result<bool, StoreError> {
+    async fn may_revoke(&self, grant: &crate::store::Grant, user: &UserRef) -> Result<bool, StoreError> {
         if user.is(&grant.granted_by) || user.is_operator() {
             return Ok(true);
         }

@@ -243,7 +243,10 @@ fn for_the_person(message: &str) -> String {
         .chars()
         .filter_map(|c| match c {
             '\n' | '\r' | '\t' => Some(' '),
+            // Control characters, and the invisible ones that reorder or hide text (bidi
+            // overrides and isolates, zero-width marks).
             c if c.is_control() => None,
+            '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' => None,
             c => Some(c),
         })
         .collect();
@@ -313,7 +316,8 @@ impl Function for Process {
             End::Reported(message) => {
                 // The program's message is for the person; its stderr stays in the log.
                 let tail = tail.text();
-                tracing::warn!(run = %run.id, function = %self.name, stderr = %tail, "the program reported: {message}");
+                let logged = clip(&message, 1000, "…").replace(['\n', '\r'], " ");
+                tracing::warn!(run = %run.id, function = %self.name, stderr = %tail, "the program reported: {logged}");
                 let shown = for_the_person(&message);
                 let shown = if shown.is_empty() { "the program failed without saying why".to_owned() } else { shown };
                 Err(FunctionError::failed(shown))

@@ -202,6 +202,7 @@ pub(super) async fn create(
     let placement: Placement = serde_json::from_value(Value::Object(body)).map_err(malformed)?;
     let conversation = Conversation::parse(&placement.conversation)
         .map_err(|e| ApiError::bad_request(format!("conversation: {e}")))?;
+    operator.may_ask_in(&state.engine, &conversation)?;
     let kind = match placement.kind.as_deref() {
         None => Kind::Question,
         Some(k) => {
@@ -426,6 +427,9 @@ pub(super) async fn start_run(
     asker.asking()?;
     let operator = asker.0;
     let conversation = conversation_param(body.conversation.as_deref())?;
+    if let Some(c) = &conversation {
+        operator.may_ask_in(&state.engine, c)?;
+    }
     let named = agents_name_nobody(&operator, users_param(body.answerers.as_deref())?)?;
     let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
     match &conversation {
@@ -496,7 +500,8 @@ pub(super) async fn grants(
     if !caller.sees_all() {
         let mut theirs = Vec::new();
         for grant in grants {
-            if state.engine.may_revoke(&grant, &caller.user).await? {
+            let approval = state.engine.question(grant.question).await?;
+            if caller.may_revoke(&grant, approval.as_ref()) {
                 theirs.push(grant);
             }
         }
@@ -513,7 +518,7 @@ pub(super) async fn revoke_grant(
     if !caller.sees_all() {
         let grant = state.engine.grants(None).await?.into_iter().find(|g| g.id == id);
         let theirs = match &grant {
-            Some(grant) => state.engine.may_revoke(grant, &caller.user).await?,
+            Some(grant) => caller.may_revoke(grant, state.engine.question(grant.question).await?.as_ref()),
             None => false,
         };
         if !theirs {

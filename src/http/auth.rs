@@ -13,8 +13,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{ApiError, AppState, Role, SURFACE_HEADER};
+use crate::channel::web::own_conversation;
 use crate::engine::Resolver;
-use crate::question::{Question, Surface, UserRef};
+use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::run::Run;
 use crate::store::Powers;
 
@@ -31,6 +32,9 @@ pub struct Caller {
     pub may: Powers,
     /// Where: `web` from askgate's page, `api` otherwise.
     pub via: Surface,
+    /// A person's credential, as the store knows it (the SHA-256 of the secret): what a
+    /// long-lived request checks again, so that a revoked or expired one stops there too.
+    pub credential: Option<String>,
 }
 
 impl Caller {
@@ -52,7 +56,43 @@ impl Caller {
         self.sees_all()
             || self.role == Role::Person
                 && (question.admits(&self.user, None)
-                    || question.conversation.as_ref().is_some_and(|c| c.as_str() == self.user.as_str()))
+                    || question.conversation.is_some() && question.conversation == own_conversation(&self.user))
+    }
+
+    /// Whether it may take back `grant` (given on `approval`, when that is still stored):
+    /// everyone who sees all; a person who may answer, when they set it or may answer the
+    /// approvals it stands for (as `/revoke` in a chat, but never as "anyone in a group").
+    pub fn may_revoke(&self, grant: &crate::store::Grant, approval: Option<&Question>) -> bool {
+        self.sees_all()
+            || self.role == Role::Person
+                && self.may.answer
+                && (self.user.is(&grant.granted_by) || approval.is_some_and(|q| q.admits(&self.user, None)))
+    }
+
+    /// Refuses (403) a person asking in a conversation that is not theirs: their own web
+    /// conversation, or one whose channel lets them start runs (`allowed_users`). Everyone
+    /// else is checked as before.
+    pub(super) fn may_ask_in(
+        &self,
+        engine: &crate::engine::Engine,
+        conversation: &Conversation,
+    ) -> Result<(), ApiError> {
+        if self.role != Role::Person || self.may.admin {
+            return Ok(());
+        }
+        let own = own_conversation(&self.user).as_ref() == Some(conversation);
+        if own || conversation.channel() != "web" && engine.lets_in(conversation, &self.user) {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_your_conversation",
+            format!(
+                "{} may ask in its own conversation ({}) and where the channel's allowed_users name it",
+                self.user,
+                own_conversation(&self.user).map_or_else(|| "none".to_owned(), |c| c.to_string())
+            ),
+        ))
     }
 
     /// Whether it may see `run`: everyone who sees all, and whoever started it.
@@ -88,10 +128,17 @@ pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<C
             Role::Agent => Powers { ask: true, ..Powers::default() },
             _ => Powers { answer: true, ask: true, admin: true },
         };
-        return Ok(Caller { user, name: token.name().to_owned(), role: token.role(), may, via });
+        return Ok(Caller { user, name: token.name().to_owned(), role: token.role(), may, via, credential: None });
     }
     match state.engine.login(given).await? {
-        Some(login) => Ok(Caller { user: login.person, name: login.name, role: Role::Person, may: login.may, via }),
+        Some(login) => Ok(Caller {
+            user: login.person,
+            name: login.name,
+            role: Role::Person,
+            may: login.may,
+            via,
+            credential: Some(login.digest),
+        }),
         None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid")),
     }
 }

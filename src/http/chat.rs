@@ -64,10 +64,28 @@ pub(super) struct Lines {
     conversation: Conversation,
     /// Oldest first.
     lines: Vec<Line>,
+    /// The number of the conversation's latest line. Below `after`, askgate restarted (lines
+    /// are kept in memory): `lines` then holds all it has, and a client reads on from here.
+    latest: u64,
 }
 
 fn chat(state: &AppState) -> Result<&WebChat, ApiError> {
     state.web.as_deref().ok_or_else(|| ApiError::not_found("web conversations are not served here"))
+}
+
+fn own(user: &crate::question::UserRef) -> Result<Conversation, ApiError> {
+    own_conversation(user).ok_or_else(|| ApiError::bad_request(format!("{user} is too long an id for a conversation")))
+}
+
+/// What a person's token must be able to do to say `text`: start a run (`ask`), or anything
+/// that may answer or act on a question (`answer`); reading commands need neither.
+fn needs(text: &str) -> Option<(&'static str, &'static str)> {
+    match Command::parse(text) {
+        Some(Ok(Command::Run { .. })) => Some(("may_not_ask", "this token may not start runs (--may answer,ask)")),
+        Some(Ok(Command::Pending | Command::Help | Command::Grants | Command::Web)) | Some(Err(_)) => None,
+        // Plain words answer the question waiting here; the other commands answer or act.
+        _ => Some(("may_not_answer", "this token may not answer (--may answer)")),
+    }
 }
 
 pub(super) async fn say(
@@ -80,15 +98,13 @@ pub(super) async fn say(
     if text.is_empty() || text.chars().count() > MAX_TEXT {
         return Err(ApiError::bad_request(format!("text: say something, in at most {MAX_TEXT} characters")));
     }
-    let starts_run = matches!(Command::parse(text), Some(Ok(Command::Run { .. })));
-    if starts_run && caller.role == Role::Person && !caller.may.ask {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "may_not_ask",
-            "this token may not start runs (askgate token add <name> --may answer,ask)",
-        ));
+    if caller.role == Role::Person
+        && let Some((code, message)) = needs(text)
+        && !(if code == "may_not_ask" { caller.may.ask } else { caller.may.answer })
+    {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, code, message));
     }
-    let conversation = own_conversation(&caller.user);
+    let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);
     let inbound = Inbound::text(conversation.clone(), caller.user.clone(), Surface::Web, text).in_private(true);
     let response = state.engine.handle(inbound).await;
@@ -108,7 +124,7 @@ pub(super) async fn lines(
     if wait > MAX_WAIT {
         return Err(ApiError::bad_request(format!("wait {wait} is more than {MAX_WAIT} seconds")));
     }
-    let conversation = own_conversation(&caller.user);
-    let lines = web.lines_after(&conversation, query.after.unwrap_or(0), Duration::from_secs(wait)).await;
-    Ok(axum::Json(Lines { conversation, lines }).into_response())
+    let conversation = own(&caller.user)?;
+    let (lines, latest) = web.lines_after(&conversation, query.after.unwrap_or(0), Duration::from_secs(wait)).await;
+    Ok(axum::Json(Lines { conversation, lines, latest }).into_response())
 }

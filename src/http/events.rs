@@ -31,6 +31,10 @@ use crate::store::QuestionFilter;
 /// How many pending questions the backlog reads from the store at a time.
 const BACKLOG_PAGE: u32 = 25;
 
+/// How often a person's stream checks that their credential still works: a revoked token or
+/// an expired session is cut off within this.
+const RECHECK: Duration = Duration::from_secs(30);
+
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EventsQuery {
@@ -76,6 +80,8 @@ struct Stream {
     conversation: Option<Conversation>,
     /// Who follows it: a person sees only their own questions and runs.
     caller: Caller,
+    /// When a person's credential is checked again.
+    recheck: tokio::time::Interval,
     /// The id of the latest event before the subscription (sent with `replay.done`).
     at: String,
     /// This process's id prefix: `<boot>-`.
@@ -141,6 +147,14 @@ impl Stream {
                     let next = tokio::select! {
                         next = self.live.recv() => next,
                         () = self.stop.cancelled() => return None,
+                        _ = self.recheck.tick(), if self.caller.credential.is_some() => {
+                            let digest = self.caller.credential.as_deref().unwrap_or_default();
+                            if !self.engine.login_is_live(digest).await.unwrap_or(true) {
+                                tracing::info!(person = %self.caller.user, "an event stream's credential was revoked or expired");
+                                return None;
+                            }
+                            continue;
+                        }
                     };
                     match next {
                         Ok(logged) if concerns(&logged.event, self.conversation.as_ref(), &self.caller) => {
@@ -198,6 +212,11 @@ pub(super) async fn stream(
         phase,
         conversation,
         caller,
+        recheck: {
+            let mut recheck = tokio::time::interval(RECHECK);
+            recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            recheck
+        },
         at: subscription.at,
         prefix,
         backlog_reads: state.backlog_reads.clone(),

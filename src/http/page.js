@@ -364,6 +364,8 @@ async function signInFromLink() {
   const found = location.hash.match(/^#signin=([0-9a-f]{16,128})$/);
   if (!found) return;
   history.replaceState(null, "", location.pathname);
+  // A link someone else sent would sign this tab in as them: never without asking.
+  if (token && !window.confirm("This tab is signed in already. Sign in with the link instead?")) return;
   try {
     const response = await fetch("/api/signin", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ link: found[1] }) });
     if (response.ok) {
@@ -395,6 +397,8 @@ async function readChat() {
       if (!response.ok) throw new Error("HTTP " + response.status);
       const body = await response.json();
       $("chat-name").textContent = body.conversation;
+      // askgate restarted (its lines are kept in memory): read on from its numbers.
+      if (body.latest < chatAfter) chatAfter = 0;
       for (const line of body.lines) if (line.seq > chatAfter) addLine(line);
       wait = 25;
     } catch (e) { await new Promise((r) => setTimeout(r, 3000)); }

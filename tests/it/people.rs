@@ -93,13 +93,26 @@ async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
         call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &bob, Some(json!({"value": "no"})))
             .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "not bob's to see: {body}");
-    // Asking takes a token that may ask.
-    let ask = json!({"conversation": "console:local", "prompt": "Lunch?", "answerers": ["web:bob"]});
-    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &alice, Some(ask.clone())).await;
+    // Asking takes a token that may ask, in the person's own conversation (or where the
+    // channel lets them in): not in the console's, nor in another person's.
+    let ask = |conversation: &str| json!({"conversation": conversation, "prompt": "Lunch?", "answerers": ["web:bob"]});
+    let questions = format!("{base}/api/questions");
+    let (status, body) = call(reqwest::Method::POST, questions.clone(), &alice, Some(ask("web:alice"))).await;
     assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_ask"));
-    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &bob, Some(ask)).await;
+    for elsewhere in ["console:local", "web:alice"] {
+        let (status, body) = call(reqwest::Method::POST, questions.clone(), &bob, Some(ask(elsewhere))).await;
+        assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_your_conversation"), "{elsewhere}");
+    }
+    let (status, body) = call(reqwest::Method::POST, questions.clone(), &bob, Some(ask("web:bob"))).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["question"]["asked_by"], "web:bob", "{body}");
+    // A token that may only ask answers nothing, neither by a reply in its conversation.
+    let (ok, out, err) = token_command(&config, &base, &["add", "carol", "--may", "ask"]).await;
+    assert!(ok, "{err}");
+    let carol = out.lines().next().unwrap().trim().to_owned();
+    let plain = Some(json!({"text": "yes"}));
+    let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &carol, plain).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_answer"), "{body}");
     let run = json!({"text": "/run demo"});
     let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &alice, Some(run)).await;
     assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "may_not_ask"), "{body}");
@@ -193,12 +206,15 @@ async fn sign_in(app: &App, secret: &str) -> (StatusCode, Value) {
     (status, r.json().await.unwrap())
 }
 
-const SMS: &str = "\n[channels.webhook.sms]\nurl = \"http://127.0.0.1:9/\"\nsecret_env = \"SMS_SECRET\"\n";
+const SMS: &str = "\n[channels.webhook.sms]\nurl = \"http://127.0.0.1:9/\"\nsecret_env = \"SMS_SECRET\"\nallowed_users = [\"+1555\"]\n";
 
 #[tokio::test]
 async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_private_chat() {
     let clock = Clock::manual(Clock::system().now_ms());
     let app = App::start_clocked(SMS, Env::from_pairs([("SMS_SECRET", "hush")]), clock.clone()).await;
+    // Links go to the people the channel lets in, and only in private.
+    let stranger = from_chat(&app, "+1999", "+1999", "/web").await;
+    assert!(stranger["reply"].as_str().unwrap().contains("You may not sign in from here"), "{stranger}");
     let group = from_chat(&app, "family", "+1555", "/web").await;
     assert!(group["reply"].as_str().unwrap().contains("Send /web to me in a private chat"), "{group}");
     assert!(!group["reply"].as_str().unwrap().contains("#signin="), "{group}");

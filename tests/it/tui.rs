@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::binary::{BIN, Served, write_config};
-use crate::support::eventually;
 
 /// A tmux server of the test's own, with one 80×24 window running a command.
 struct Tmux {
@@ -37,16 +36,16 @@ impl Tmux {
         String::from_utf8_lossy(&self.tmux(args).stdout).into_owned()
     }
 
-    /// The screen once it shows `needle`.
+    /// The screen once it shows `needle` (the screen so far when it never does).
     async fn wait_for(&self, needle: &str) -> String {
-        let screen = eventually(|| async {
+        for _ in 0..300 {
             let screen = self.screen(false);
-            screen.contains(needle).then_some(screen)
-        });
-        match tokio::time::timeout(std::time::Duration::from_secs(20), screen).await {
-            Ok(screen) => screen,
-            Err(_) => panic!("the screen never showed `{needle}`:\n{}", self.screen(false)),
+            if screen.contains(needle) {
+                return screen;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        panic!("the screen never showed `{needle}`:\n{}", self.screen(false));
     }
 
     /// Presses keys, by tmux's names (`Enter`, `Tab`, `2`).

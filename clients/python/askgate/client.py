@@ -88,9 +88,9 @@ class Client:
         is accepted and may ask. Never raises; False when askgate cannot be reached."""
         try:
             _, me = self._request("GET", "/api/me")
-        except ApiError:
+            return bool((me.get("may") or {}).get("ask"))
+        except Exception:  # noqa: BLE001 - a timeout, a reset, a body that is not askgate's
             return False
-        return bool((me.get("may") or {}).get("ask"))
 
     def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
             timeout=None, conversation=None, answerers=None, **nudge):

@@ -43,7 +43,10 @@ pub struct App {
     pub me: Value,
     pub view: View,
     pub cards: Vec<Card>,
-    pub selected: usize,
+    /// The id of the question in the input slot. Kept by id, so a card that goes elsewhere
+    /// never shifts keys onto another; when it goes, nothing is selected until the person
+    /// chooses (a key pressed twice never answers the next question).
+    pub selected: Option<String>,
     /// The options ticked on the selected multi-select, from 0.
     pub ticked: BTreeSet<usize>,
     pub typing: Option<Typing>,
@@ -67,7 +70,7 @@ impl App {
             me,
             view: View::Board,
             cards: Vec::new(),
-            selected: 0,
+            selected: None,
             ticked: BTreeSet::new(),
             typing: None,
             input: String::new(),
@@ -79,9 +82,15 @@ impl App {
         }
     }
 
-    /// The selected question, if any waits.
+    /// Where the selected question is on the board.
+    pub fn selected_index(&self) -> Option<usize> {
+        let id = self.selected.as_deref()?;
+        self.cards.iter().position(|c| c.question["id"] == id)
+    }
+
+    /// The selected question, if one is.
     pub fn current(&self) -> Option<&Value> {
-        self.cards.get(self.selected).map(|c| &c.question)
+        self.selected_index().map(|i| &self.cards[i].question)
     }
 
     /// Takes in what was heard.
@@ -104,6 +113,11 @@ impl App {
                 self.lines.drain(..keep);
             }
             Heard::Note(note) => self.note = note,
+            Heard::Sent(note) => {
+                if self.note == SENDING {
+                    self.note = note;
+                }
+            }
         }
     }
 
@@ -112,21 +126,35 @@ impl App {
         let at = self.cards.iter().position(|c| c.question["id"] == id.as_str());
         match (name, at) {
             ("question.asked", Some(i)) => self.cards[i].seen = true,
-            ("question.asked", None) => self.cards.push(Card { question: data, seen: true }),
+            ("question.asked", None) => {
+                // The first question on an empty board is the one to answer.
+                if self.cards.is_empty() && self.selected.is_none() {
+                    self.selected = Some(id);
+                }
+                self.cards.push(Card { question: data, seen: true });
+            }
             ("question.counted", Some(i)) => self.cards[i].question = data,
             ("replay.done", _) => self.cards.retain(|c| c.seen),
             (other, Some(i)) if other.starts_with("question.") => {
                 let card = self.cards.remove(i);
                 self.note = format!("[{}] {}", short(&card.question), outcome_line(&data));
-                if i == self.selected {
-                    self.ticked.clear();
-                    self.typing = None;
-                    self.input.clear();
+                if self.selected.as_deref() == Some(id.as_str()) {
+                    self.unselect();
                 }
             }
             _ => {}
         }
-        self.selected = self.selected.min(self.cards.len().saturating_sub(1));
+        if self.selected.is_some() && self.selected_index().is_none() {
+            self.unselect();
+        }
+    }
+
+    /// Nothing in the input slot: what was ticked or typed for the question that went is gone.
+    fn unselect(&mut self) {
+        self.selected = None;
+        self.ticked.clear();
+        self.typing = None;
+        self.input.clear();
     }
 
     fn key(&mut self, key: KeyEvent) {
@@ -193,6 +221,8 @@ impl App {
             match key.code {
                 KeyCode::Tab => self.view = View::Conversation,
                 KeyCode::Char('q') => self.quit = true,
+                KeyCode::Up | KeyCode::Char('k') => self.step(false),
+                KeyCode::Down | KeyCode::Char('j') => self.step(true),
                 _ => {}
             }
             return;
@@ -204,8 +234,8 @@ impl App {
         match key.code {
             KeyCode::Tab => self.view = View::Conversation,
             KeyCode::Char('q') => self.quit = true,
-            KeyCode::Up | KeyCode::Char('k') => self.select(self.selected.saturating_sub(1)),
-            KeyCode::Down | KeyCode::Char('j') => self.select(self.selected + 1),
+            KeyCode::Up | KeyCode::Char('k') => self.step(false),
+            KeyCode::Down | KeyCode::Char('j') => self.step(true),
             KeyCode::Char(c @ '1'..='9') => {
                 let n = c.to_digit(10).map_or(0, |d| d as usize);
                 match kind {
@@ -240,10 +270,17 @@ impl App {
         }
     }
 
-    fn select(&mut self, to: usize) {
-        let to = to.min(self.cards.len().saturating_sub(1));
-        if to != self.selected {
-            self.selected = to;
+    /// Selects the next question (or the previous); with none selected, the first.
+    fn step(&mut self, down: bool) {
+        let to = match self.selected_index() {
+            None => 0,
+            Some(i) if down => (i + 1).min(self.cards.len().saturating_sub(1)),
+            Some(i) => i.saturating_sub(1),
+        };
+        let Some(card) = self.cards.get(to) else { return };
+        let id = card.question["id"].as_str().map(str::to_owned);
+        if id != self.selected {
+            self.selected = id;
             self.ticked.clear();
         }
     }
@@ -266,22 +303,25 @@ impl App {
     }
 
     fn post(&mut self, path: &str, body: Value, done: &'static str) {
-        self.note = "sending…".to_owned();
+        self.note = SENDING.to_owned();
         let (api, tx) = (self.api.clone(), self.tx.clone());
         let request = api.request(reqwest::Method::POST, path).json(&body);
         tokio::spawn(async move {
-            let note = match api.send(request).await {
-                Ok((status, body)) if status.is_success() => match &body["reply"] {
+            let heard = match api.send(request).await {
+                Ok((status, body)) if status.is_success() => Heard::Sent(match &body["reply"] {
                     Value::String(reply) => reply.lines().next().unwrap_or(done).to_owned(),
                     _ => receipt_note(&body["receipt"]).unwrap_or_else(|| done.to_owned()),
-                },
-                Ok(answer) => super::super::error_message(&answer),
-                Err(e) => e,
+                }),
+                Ok(answer) => Heard::Note(super::super::error_message(&answer)),
+                Err(e) => Heard::Note(e),
             };
-            let _ = tx.send(Heard::Note(note));
+            let _ = tx.send(heard);
         });
     }
 }
+
+/// What the status line says while a request is on its way.
+const SENDING: &str = "sending…";
 
 /// The 8 characters cards show of a question's id.
 pub fn short(q: &Value) -> String {

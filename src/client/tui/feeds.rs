@@ -99,6 +99,10 @@ async fn conversation(api: Api, tx: UnboundedSender<Heard>) {
         match api.send(api.request(reqwest::Method::GET, &path)).await {
             Ok((status, body)) if status.is_success() => {
                 let lines = body["lines"].as_array().cloned().unwrap_or_default();
+                // Below our number, askgate restarted (it keeps lines in memory): read on from its.
+                if body["latest"].as_u64().is_some_and(|latest| latest < after) {
+                    after = 0;
+                }
                 after = lines.iter().filter_map(|l| l["seq"].as_u64()).max().unwrap_or(after);
                 if !lines.is_empty() && tx.send(Heard::Lines(lines)).is_err() {
                     return;

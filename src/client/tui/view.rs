@@ -61,7 +61,8 @@ fn board(frame: &mut Frame<'_>, app: &App, area: Rect) {
     }
     // A window of rows that keeps the selected one in view.
     let rows = usize::from(area.height).max(1);
-    let first = app.selected.saturating_sub(rows - 1);
+    let selected = app.selected_index();
+    let first = selected.unwrap_or(0).saturating_sub(rows - 1);
     let lines: Vec<Line<'_>> = app
         .cards
         .iter()
@@ -73,12 +74,12 @@ fn board(frame: &mut Frame<'_>, app: &App, area: Rect) {
             let kind = q["kind"].as_str().unwrap_or("question");
             let row = format!(
                 "{} [{kind}] {}  · {}",
-                if i == app.selected { "▸" } else { " " },
+                if Some(i) == selected { "▸" } else { " " },
                 q["prompt"].as_str().unwrap_or_default(),
                 q["conversation"].as_str().unwrap_or("no conversation")
             );
             let style =
-                if i == app.selected { Style::default().add_modifier(Modifier::REVERSED) } else { Style::default() };
+                if Some(i) == selected { Style::default().add_modifier(Modifier::REVERSED) } else { Style::default() };
             Line::styled(row, style)
         })
         .collect();
@@ -106,7 +107,11 @@ fn keys(q: &Value) -> String {
 fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(q) = app.current() else {
         let block = Block::default().borders(Borders::ALL).title(" your answer ");
-        let text = "Nothing to answer. Tab: your conversation (/run <function>) · q: quit";
+        let text = if app.cards.is_empty() {
+            "Nothing to answer. Tab: your conversation (/run <function>) · q: quit"
+        } else {
+            "↑/↓ chooses the next question to answer · Tab: your conversation · q: quit"
+        };
         frame.render_widget(Paragraph::new(text).block(block), area);
         return;
     };
