@@ -160,6 +160,25 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &restart).await["outcome"]["value"], "once");
 
+    // A key pressed twice answers one question: after it leaves nothing is selected, until
+    // the person chooses the next.
+    let first = ask(json!({"kind": "approval", "prompt": "rotate the keys"})).await;
+    tui.wait_for("rotate the keys").await;
+    let second = ask(json!({"kind": "approval", "prompt": "purge the queue"})).await;
+    tui.wait_for("2 waiting").await;
+    tui.keys(&["1"]);
+    tui.wait_for("↑/↓ chooses the next question").await;
+    // The second press comes once the first question has left: it must not land on the next.
+    tui.keys(&["1"]);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(question(&base, &operator, &first).await["outcome"]["value"], "once");
+    assert_eq!(question(&base, &operator, &second).await["status"], "pending", "the second press answered nothing");
+    tui.keys(&["Down"]);
+    tui.wait_for("▸ [approval] purge the queue").await;
+    tui.keys(&["1"]);
+    tui.wait_for("web:bob · 0 waiting").await;
+    assert_eq!(question(&base, &operator, &second).await["outcome"]["value"], "once");
+
     // Answered elsewhere: the card goes at once, saying how it ended.
     let elsewhere = ask(json!({"prompt": "Coffee or tea?", "options": ["coffee", "tea"]})).await;
     tui.wait_for("Coffee or tea?").await;
