@@ -90,8 +90,12 @@ impl Engine {
         }
         let secret = new_secret();
         let now = self.now_ms();
+        // One unused link per person: a new one replaces the one before, so a person holds at
+        // most one, however often they ask.
+        let name = format!("link:{}", inbound.user);
+        self.inner.store.remove_login(&name).await?;
         let login = Login {
-            name: format!("link:{}", &digest(&secret)[..12]),
+            name,
             person: inbound.user.clone(),
             digest: digest(&secret),
             may: Powers::ANSWER,

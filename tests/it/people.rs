@@ -235,6 +235,13 @@ async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_
     let (status, _) = sign_in(&app, "0123456789abcdef0123456789abcdef").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
+    // A new link replaces the one before it.
+    let replaced = from_chat(&app, "+1555", "+1555", "/web").await;
+    let newer = from_chat(&app, "+1555", "+1555", "/web").await;
+    let (status, _) = sign_in(&app, &link_secret(&replaced)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "a link replaced by a newer one");
+    let (status, _) = sign_in(&app, &link_secret(&newer)).await;
+    assert_eq!(status, StatusCode::OK);
     // A link not opened within its minutes is refused; the session it would have made never is.
     let late = from_chat(&app, "+1555", "+1555", "/web").await;
     clock.advance(11 * 60 * 1000);
