@@ -160,6 +160,20 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &restart).await["outcome"]["value"], "once");
 
+    // An editable approval, allowed as edited.
+    let edited = ask(json!({"kind": "approval", "prompt": "rm -rf /tmp/cache", "editable": true})).await;
+    tui.wait_for("e edit").await;
+    tui.keys(&["e"]);
+    tui.wait_for("> rm -rf /tmp/cache").await;
+    for _ in 0.."cache".len() {
+        tui.keys(&["BSpace"]);
+    }
+    tui.text("build");
+    tui.keys(&["Enter"]);
+    tui.wait_for("web:bob · 0 waiting").await;
+    let value = question(&base, &operator, &edited).await["outcome"]["value"].clone();
+    assert_eq!(value, json!({"decision": "edited", "action": "rm -rf /tmp/build"}));
+
     // A key pressed twice answers one question: after it leaves nothing is selected, until
     // the person chooses the next.
     let first = ask(json!({"kind": "approval", "prompt": "rotate the keys"})).await;
