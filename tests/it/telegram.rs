@@ -113,6 +113,26 @@ async fn edited(fake: &FakeTelegram, chat: i64, message: i64, needle: &str) -> V
 }
 
 #[tokio::test]
+async fn web_in_a_private_chat_sends_a_sign_in_link_and_in_a_group_refuses() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let settings = Settings { page_url: Some("http://127.0.0.1:9/".into()), ..Settings::default() };
+    let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
+    fake.text(ALICE, GROUP, "/web", None);
+    let refused = fake.sent("Send /web to me in a private chat", 1).await;
+    assert!(!refused["text"].as_str().unwrap().contains("#signin="), "{refused}");
+    fake.text(ALICE, ALICE, "/web", None);
+    let sent = fake.sent("#signin=", 1).await;
+    let text = sent["text"].as_str().unwrap();
+    assert!(text.contains(&format!("as telegram:{ALICE}")), "{text}");
+    let secret = text.split("#signin=").nth(1).unwrap().trim();
+    let (_, session) = tg.engine.use_sign_in_link(secret).await.unwrap().expect("the link signs in once");
+    assert_eq!(session.person.as_str(), format!("telegram:{ALICE}"));
+    assert!(tg.engine.use_sign_in_link(secret).await.unwrap().is_none(), "and only once");
+    tg.stop().await;
+}
+
+#[tokio::test]
 async fn the_demo_runs_by_tapping_buttons() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
