@@ -11,13 +11,8 @@ use crate::config::{Config, Env};
 /// askgate's address: `url` when given, else the configured `gateway.http` (a wildcard bind
 /// is reached on loopback).
 pub fn address(config: &Config, url: Option<String>) -> String {
-    url.map(|u| u.trim_end_matches('/').to_owned()).unwrap_or_else(|| {
-        let mut http = config.http;
-        if http.ip().is_unspecified() {
-            http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        format!("http://{http}")
-    })
+    url.map(|u| u.trim_end_matches('/').to_owned())
+        .unwrap_or_else(|| format!("http://{}", crate::config::reachable(config.http)))
 }
 
 /// The askgate `config` names (or `url`), with the operator's token: `ASKGATE_API_TOKEN`, or

@@ -309,6 +309,15 @@ impl Config {
     }
 }
 
+/// Where a client on this machine reaches askgate listening on `addr`: a wildcard bind
+/// (`0.0.0.0`, `[::]`) through loopback.
+pub fn reachable(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    addr
+}
+
 /// The address to listen on: `127.0.0.1:8080`, `[::1]:8080`, or a name that resolves
 /// (`localhost:8080`, its first address).
 fn listen_address(text: &str) -> Result<SocketAddr, String> {

@@ -149,13 +149,10 @@ impl Builder {
         }
         let listener = crate::http::server::listen(config.http, config.max_connections)
             .map_err(|e| GatewayError::Bind(config.http, e))?;
-        let mut http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
+        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         if settings.page_url.is_none() {
-            // `/web` links name the address askgate listens on (a wildcard one as loopback).
-            if http.ip().is_unspecified() {
-                http.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            settings.page_url = Some(format!("http://{http}/"));
+            // `/web` links name the address askgate listens on.
+            settings.page_url = Some(format!("http://{}/", crate::config::reachable(http)));
         }
         // A person's own web conversation is theirs: anyone the HTTP surface lets in may start
         // runs there (a person's token only when it may ask), of the functions open to them.

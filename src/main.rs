@@ -444,8 +444,6 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
     result
 }
 
-/// askgate's address: `--url`, or the configured `gateway.http` (a wildcard is reached through
-/// loopback).
 /// `askgate hook claude-code`: the hook's JSON from stdin to `/hooks/claude-code`, and its
 /// answer to stdout.
 fn hook(config: &Config, url: Option<String>) -> anyhow::Result<()> {

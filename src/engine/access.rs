@@ -151,6 +151,11 @@ fn section(key: &str) -> String {
     format!("channels.{}", key.replace(':', "."))
 }
 
+/// The section of `channels.toml` that holds `conversation`'s rules.
+pub(super) fn section_of(conversation: &Conversation) -> String {
+    section(&policy_key(conversation))
+}
+
 impl Engine {
     /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
     /// endpoint, `webhook:sms`), else those of its channel; the closed default otherwise.
@@ -180,7 +185,7 @@ impl Engine {
         if let Some(c) = conversation
             && !self.policy(c).allowed_users.admits(user)
         {
-            return Err(Refusal::Channel { user: user.clone(), section: section(&policy_key(c)) });
+            return Err(Refusal::Channel { user: user.clone(), section: section_of(c) });
         }
         let narrowed = self.inner.functions.get(function).and_then(|f| f.allowed_users.as_ref());
         let headless_agent = conversation.is_none() && user.channel() == "agent";

@@ -81,11 +81,11 @@ impl Engine {
             ));
         }
         // Links go to the people a channel knows (closed by default, as starting runs is).
-        if !self.policy(&inbound.conversation).allowed_users.admits(&inbound.user) {
-            let key = super::access::policy_key(&inbound.conversation).replace(':', ".");
+        if !self.lets_in(&inbound.conversation, &inbound.user) {
             return Ok(Response::say(format!(
-                "You may not sign in from here. An operator can allow you with allowed_users = [\"{}\"] in [channels.{key}]",
-                inbound.user
+                "You may not sign in from here. An operator can allow you with allowed_users = [\"{}\"] in [{}]",
+                inbound.user,
+                super::access::section_of(&inbound.conversation)
             )));
         }
         let secret = new_secret();

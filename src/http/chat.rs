@@ -16,6 +16,7 @@ use crate::channel::web::{Line, WebChat, own_conversation};
 use crate::command::Command;
 use crate::engine::Inbound;
 use crate::question::{Conversation, Receipt, Surface};
+use crate::store::Powers;
 
 /// The longest a read waits for the next line.
 const MAX_WAIT: u64 = 30;
@@ -77,15 +78,16 @@ fn own(user: &crate::question::UserRef) -> Result<Conversation, ApiError> {
     own_conversation(user).ok_or_else(|| ApiError::bad_request(format!("{user} is too long an id for a conversation")))
 }
 
-/// What a person's token must be able to do to say `text`: start a run (`ask`), or anything
-/// that may answer or act on a question (`answer`); reading commands need neither.
-fn needs(text: &str) -> Option<(&'static str, &'static str)> {
-    match Command::parse(text) {
-        Some(Ok(Command::Run { .. })) => Some(("may_not_ask", "this token may not start runs (--may answer,ask)")),
-        Some(Ok(Command::Pending | Command::Help | Command::Grants | Command::Web)) | Some(Err(_)) => None,
-        // Plain words answer the question waiting here; the other commands answer or act.
-        _ => Some(("may_not_answer", "this token may not answer (--may answer)")),
-    }
+/// Why a person whose token may do `may` cannot say `text`, if they cannot: starting a run
+/// takes `ask`; plain words (a reply to the question waiting) and the commands that answer or
+/// act take `answer`; reading commands take neither.
+fn refusal(text: &str, may: Powers) -> Option<ApiError> {
+    let (allowed, code, message) = match Command::parse(text) {
+        Some(Ok(Command::Run { .. })) => (may.ask, "may_not_ask", "this token may not start runs (--may answer,ask)"),
+        Some(Ok(Command::Pending | Command::Help | Command::Grants | Command::Web)) | Some(Err(_)) => return None,
+        _ => (may.answer, "may_not_answer", "this token may not answer (--may answer)"),
+    };
+    (!allowed).then(|| ApiError::new(StatusCode::FORBIDDEN, code, message))
 }
 
 pub(super) async fn say(
@@ -99,10 +101,9 @@ pub(super) async fn say(
         return Err(ApiError::bad_request(format!("text: say something, in at most {MAX_TEXT} characters")));
     }
     if caller.role == Role::Person
-        && let Some((code, message)) = needs(text)
-        && !(if code == "may_not_ask" { caller.may.ask } else { caller.may.answer })
+        && let Some(refused) = refusal(text, caller.may)
     {
-        return Err(ApiError::new(StatusCode::FORBIDDEN, code, message));
+        return Err(refused);
     }
     let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);

@@ -191,8 +191,10 @@ impl ApiToken {
     /// Who holds it: `api:operator`, or `agent:<name>`.
     pub fn holder(&self) -> String {
         match self.role {
-            Role::Operator | Role::Person => format!("api:{}", self.name),
+            Role::Operator => format!("api:{}", self.name),
             Role::Agent => format!("agent:{}", self.name),
+            // A configured token is never a person's; theirs are in the store (as `web:<name>`).
+            Role::Person => format!("web:{}", self.name),
         }
     }
 
@@ -326,11 +328,9 @@ fn digest(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-/// 64 hex characters from the system's random source.
+/// 64 hex characters from the system's random source (the same secrets people's tokens get).
 fn generate() -> String {
-    let bytes: Vec<u8> =
-        uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect();
-    hex::encode(bytes)
+    crate::engine::people::new_secret()
 }
 
 #[cfg(test)]

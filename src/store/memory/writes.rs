@@ -80,6 +80,10 @@ impl Tables {
                     .iter()
                     .find(|(_, l)| l.link && l.digest == digest && l.expires_at.is_some_and(|at| at > now));
                 let Some(old) = link.map(|(name, _)| name.clone()) else { return Ok(Written::Login(None)) };
+                // The unique name and digest, as the SQL schemas keep them.
+                if self.logins.iter().any(|(n, l)| n != &old && (*n == name || l.digest == session)) {
+                    return Err(broken("a session whose name or secret another credential has"));
+                }
                 let mut login = self.logins.remove(&old).unwrap_or_else(|| unreachable!("found above"));
                 login.name = name;
                 login.digest = session;
