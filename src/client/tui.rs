@@ -14,7 +14,7 @@ use ratatui::crossterm::event::{self, Event as TermEvent, KeyEventKind};
 use tokio::sync::mpsc;
 
 use super::{Api, error_message};
-pub use app::App;
+use app::App;
 
 /// What the TUI hears: keys, the event stream, the conversation, and what its own requests did.
 #[derive(Debug)]

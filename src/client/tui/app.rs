@@ -177,7 +177,7 @@ impl App {
             KeyCode::Enter => {
                 let text = std::mem::take(&mut self.input);
                 if !text.trim().is_empty() {
-                    self.post("/api/messages", json!({"text": text.trim()}), "sent");
+                    self.post("/api/messages", json!({"text": text.trim()}));
                 }
             }
             KeyCode::Backspace => {
@@ -299,18 +299,18 @@ impl App {
         let Some(q) = self.current() else { return };
         let path = format!("/api/questions/{}/{what}", q["id"].as_str().unwrap_or_default());
         self.ticked.clear();
-        self.post(&path, body, "sent");
+        self.post(&path, body);
     }
 
-    fn post(&mut self, path: &str, body: Value, done: &'static str) {
+    fn post(&mut self, path: &str, body: Value) {
         self.note = SENDING.to_owned();
         let (api, tx) = (self.api.clone(), self.tx.clone());
         let request = api.request(reqwest::Method::POST, path).json(&body);
         tokio::spawn(async move {
             let heard = match api.send(request).await {
                 Ok((status, body)) if status.is_success() => Heard::Sent(match &body["reply"] {
-                    Value::String(reply) => reply.lines().next().unwrap_or(done).to_owned(),
-                    _ => receipt_note(&body["receipt"]).unwrap_or_else(|| done.to_owned()),
+                    Value::String(reply) => reply.lines().next().unwrap_or("sent").to_owned(),
+                    _ => receipt_note(&body["receipt"]).unwrap_or_else(|| "sent".to_owned()),
                 }),
                 Ok(answer) => Heard::Note(super::super::error_message(&answer)),
                 Err(e) => Heard::Note(e),
