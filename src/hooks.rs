@@ -219,19 +219,22 @@ impl HookInput {
 }
 
 /// A question whose options carry a description, as coding agents ask them (`{question,
-/// options: [{label, description}]}`): the labels are its options, each label with its
-/// description is a line of its detail, and `footer` the last one. None without `question`.
+/// options: [{label, description}]}`): each option with its description (shortened to what
+/// askgate keeps: an agent's long line never fails the ask), and `footer` as its detail. None
+/// without `question`.
 pub fn choices(question: &Value, multi: bool, custom: bool, footer: Option<String>) -> Option<Ask> {
     let text = question.get("question")?.as_str()?;
     let options = question.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let labels: Vec<String> = options.iter().filter_map(|o| o.get("label")?.as_str().map(str::to_owned)).collect();
-    let mut detail: Vec<String> = options
-        .iter()
-        .filter_map(|o| Some(format!("{}: {}", o.get("label")?.as_str()?, o.get("description")?.as_str()?)))
-        .collect();
-    detail.extend(footer.filter(|f| !f.is_empty()));
-    let ask = Ask::question(text).options(labels).multi(multi).allow_custom(custom);
-    Some(if detail.is_empty() { ask } else { ask.detail(detail.join("\n")) })
+    let mut ask = Ask::question(text).multi(multi).allow_custom(custom);
+    for option in options {
+        let Some(label) = option.get("label").and_then(Value::as_str) else { continue };
+        let about = option.get("description").and_then(Value::as_str).unwrap_or_default();
+        ask = ask.option(label, crate::text::clip(about, crate::question::MAX_DESCRIPTION_LEN, "…"));
+    }
+    Some(match footer.filter(|f| !f.is_empty()) {
+        Some(footer) => ask.detail(footer),
+        None => ask,
+    })
 }
 
 /// `text` as a code block, shortened to what a card shows.

@@ -34,6 +34,9 @@ pub use wire::AskWire;
 pub const MAX_OPTIONS: usize = 25;
 /// The longest option label: Discord's limit for a select option.
 pub const MAX_OPTION_LEN: usize = 100;
+/// The longest description of an option, in characters: one line under its label. Surfaces with
+/// a tighter limit (a Discord select option's 100, a Slack one's 75) shorten it further.
+pub const MAX_DESCRIPTION_LEN: usize = 200;
 /// The longest prompt or detail askgate stores; surfaces shorten further to their own limits.
 pub const MAX_TEXT_LEN: usize = 16 * 1024;
 /// The longest name of a person kept, in characters.
@@ -375,6 +378,9 @@ pub struct Question {
     pub detail: Option<String>,
     /// The options.
     pub options: Vec<String>,
+    /// One line about each option, by position (blank: none); empty when no option has one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub descriptions: Vec<String>,
     /// Pick many.
     pub multi: bool,
     /// Free text allowed.
@@ -446,6 +452,11 @@ impl Question {
             (other, _) => other.admits(user),
         };
         listed || escalated_here && self.nudges.escalate_answerers.as_ref().is_none_or(|users| lists(users, user))
+    }
+
+    /// The description of the option at `index` (from 0), when it has one.
+    pub fn description(&self, index: usize) -> Option<&str> {
+        self.descriptions.get(index).map(String::as_str).filter(|d| !d.is_empty())
     }
 
     /// Who resolved it, as people know them: the name when the surface gave one, else the id.

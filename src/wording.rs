@@ -36,6 +36,9 @@ pub fn card(q: &Question, now_ms: i64) -> String {
                 let n = i + 1;
                 let pad = " ".repeat(width - label.chars().count());
                 let _ = writeln!(out, "   {n}. {label}{pad}    /answer {id} {}", q.position_token(n));
+                if let Some(about) = q.description(i) {
+                    let _ = writeln!(out, "      {about}");
+                }
             }
             if q.multi {
                 let _ = writeln!(out, "   pick several: /answer {id} {},{}", q.position_token(1), q.position_token(3));
@@ -267,6 +270,18 @@ mod tests {
         assert!(deadline(&q, 0).ends_with(", then: b"), "{}", deadline(&q, 0));
         let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]));
         assert!(!deadline(&q, 0).contains("then"), "no default, nothing applies: {}", deadline(&q, 0));
+    }
+
+    #[test]
+    fn an_options_description_is_the_line_under_it() {
+        use crate::question::Ask;
+        let q = crate::question::test_question(Ask::question("Which?").option("dayjs", "2 kB").option("luxon", ""));
+        let id = q.id.short();
+        let text = card(&q, 0);
+        assert!(
+            text.contains(&format!("1. dayjs    /answer {id} 1\n      2 kB\n   2. luxon    /answer {id} 2\n")),
+            "{text}"
+        );
     }
 
     #[test]

@@ -210,6 +210,12 @@ async function answer(q, entry, path, body) {
   say(json.error ? json.error.message : "Could not send the answer (" + status + ").");
 }
 
+// The line about option i, under its label, when it has one.
+function about(q, i) {
+  const line = (q.descriptions || [])[i];
+  return line ? [el("span", { class: "about" }, line)] : [];
+}
+
 function render(q) {
   if (cards.has(q.id)) { cards.get(q.id).seen = true; return; }
   const title = "q-" + q.id;
@@ -219,7 +225,7 @@ function render(q) {
   const send = (value) => answer(q, entry, "reply", { value });
   if (q.kind === "question" && q.multi) {
     // Positions, sent as numbers: a label that is itself a number cannot be mistaken.
-    const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: String(i + 1), name: title }), " " + o));
+    const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: String(i + 1), name: title }), " " + o, ...about(q, i)));
     body.push(el("fieldset", {}, el("legend", { class: "meta" }, "Pick any"), ...boxes));
     body.push(el("div", { class: "row" }, el("button", { type: "button", onclick: () => {
       const picked = [...entry.node.querySelectorAll("input[type=checkbox]:checked")].map((b) => Number(b.value));
@@ -227,7 +233,7 @@ function render(q) {
       send(picked);
     } }, "Submit")));
   } else if (q.kind === "question") {
-    body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", "data-key": String(i + 1), title: "key " + (i + 1), onclick: () => send(i + 1) }, o))));
+    body.push(el("div", { class: "row" }, ...q.options.map((o, i) => el("button", { type: "button", "data-key": String(i + 1), title: "key " + (i + 1), onclick: () => send(i + 1) }, o, ...about(q, i)))));
   } else if (q.kind === "confirm") {
     body.push(el("div", { class: "row" }, el("button", { type: "button", "data-key": "1", title: "key 1", onclick: () => send(true) }, "Yes"), el("button", { type: "button", class: "secondary", "data-key": "2", title: "key 2", onclick: () => send(false) }, "No")));
   } else if (q.quorum > 1) {

@@ -155,7 +155,16 @@ fn form(question: &Question) -> Option<(String, Value)> {
             }
             json!({"answer": answer})
         }
-        Kind::Question => json!({"answer": {"type": "string", "title": "Your answer", "enum": question.options}}),
+        Kind::Question => {
+            let mut answer = json!({"type": "string", "title": "Your answer", "enum": question.options});
+            if !question.descriptions.is_empty() {
+                // Each option's title says what it is: `dayjs — 2 kB, no plugins`.
+                let titles = (question.options.iter().enumerate())
+                    .map(|(i, o)| question.description(i).map_or_else(|| o.clone(), |d| format!("{o} — {d}")));
+                answer["enumNames"] = json!(titles.collect::<Vec<_>>());
+            }
+            json!({"answer": answer})
+        }
         Kind::Confirm => json!({"answer": {"type": "boolean", "title": "Yes?"}}),
         Kind::Approval => json!({
             "decision": {"type": "string", "title": "Decision", "enum": ["once", "always", "reject"],

@@ -114,7 +114,8 @@ impl Tool {
             Self::AskUser => (
                 json!({
                     "prompt": {"type": "string", "description": "the question"},
-                    "options": {"type": "array", "items": {"type": "string"}, "maxItems": 25, "description": "choices to pick from; none: free text"},
+                    "options": {"type": "array", "maxItems": 25, "description": "choices to pick from, each a label or a label with one line about it; none: free text",
+                                "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"], "additionalProperties": false}]}},
                     "multi": {"type": "boolean", "description": "pick several options"},
                     "allow_custom": {"type": "boolean", "description": "a typed answer besides the options"},
                     "detail": detail, "default": {"description": "applied on timeout: an option, or a list with multi"},

@@ -6,8 +6,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{
-    Answerers, Conversation, Kind, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Nudges, Question, QuestionId,
-    RunId, Status, UserRef, is_invisible, millis,
+    Answerers, Conversation, Kind, MAX_DESCRIPTION_LEN, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Nudges,
+    Question, QuestionId, RunId, Status, UserRef, is_invisible, millis,
 };
 
 /// Where a question is asked: by which run, at which of its steps, in which conversation.
@@ -64,6 +64,8 @@ pub struct Ask {
     pub detail: Option<String>,
     /// The options to pick from; empty for free text.
     pub options: Vec<String>,
+    /// One line about each option, by position (blank or missing: none).
+    pub descriptions: Vec<String>,
     /// Pick many.
     pub multi: bool,
     /// Free text allowed besides the options.
@@ -105,6 +107,15 @@ impl Ask {
         S: Into<String>,
     {
         self.options = options.into_iter().map(Into::into).collect();
+        self.descriptions.clear();
+        self
+    }
+
+    /// Adds an option with one line about it, shown under or beside its label.
+    pub fn option(mut self, label: impl Into<String>, description: impl Into<String>) -> Self {
+        self.descriptions.resize(self.options.len(), String::new());
+        self.options.push(label.into());
+        self.descriptions.push(description.into());
         self
     }
 
@@ -203,6 +214,7 @@ impl Ask {
             prompt,
             detail: self.detail.filter(|d| !d.trim().is_empty()),
             options: Vec::new(),
+            descriptions: Vec::new(),
             multi: false,
             allow_custom: false,
             default: self.default,
@@ -226,6 +238,9 @@ impl Ask {
             }
             ask.quorum = n;
         }
+        if kind != Kind::Question && self.descriptions.iter().any(|d| !d.trim().is_empty()) {
+            return Err(InvalidAsk::DescriptionWithoutOption);
+        }
         match kind {
             Kind::Question => {
                 let mut options: Vec<String> = Vec::with_capacity(self.options.len());
@@ -245,6 +260,7 @@ impl Ask {
                 if options.len() > MAX_OPTIONS {
                     return Err(InvalidAsk::TooManyOptions { count: options.len(), max: MAX_OPTIONS });
                 }
+                ask.descriptions = descriptions(self.descriptions, &options)?;
                 if self.multi && options.is_empty() {
                     return Err(InvalidAsk::MultiWithoutOptions);
                 }
@@ -280,6 +296,30 @@ impl Ask {
     }
 }
 
+/// Each option's description as stored: one line (white space runs become one space, control and
+/// invisible characters go), at most [`MAX_DESCRIPTION_LEN`] characters, padded to one per
+/// option; none at all when no option has one.
+fn descriptions(given: Vec<String>, options: &[String]) -> Result<Vec<String>, InvalidAsk> {
+    if given.len() > options.len() {
+        return Err(InvalidAsk::DescriptionWithoutOption);
+    }
+    let mut out = Vec::with_capacity(options.len());
+    for (raw, label) in given.into_iter().zip(options) {
+        let line: String =
+            raw.chars().filter(|&c| !is_invisible(c)).map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        if line.chars().count() > MAX_DESCRIPTION_LEN {
+            return Err(InvalidAsk::DescriptionTooLong { label: label.clone(), max: MAX_DESCRIPTION_LEN });
+        }
+        out.push(line);
+    }
+    if out.iter().all(String::is_empty) {
+        return Ok(Vec::new());
+    }
+    out.resize(options.len(), String::new());
+    Ok(out)
+}
+
 /// Why an ask was refused before anything was persisted.
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
 pub enum InvalidAsk {
@@ -303,6 +343,18 @@ pub enum InvalidAsk {
         /// The limit.
         max: usize,
     },
+    /// An option's description is longer than one line on the surfaces.
+    #[error("the description of option `{label}` is longer than {max} characters")]
+    DescriptionTooLong {
+        /// The option's label.
+        label: String,
+        /// The limit.
+        max: usize,
+    },
+    /// A description with no option to describe: more descriptions than options, or any on a
+    /// confirm or approval, whose buttons are askgate's.
+    #[error("a description needs an option of a question to describe")]
+    DescriptionWithoutOption,
     /// Two options have the same label (case-insensitive).
     #[error("option `{0}` is listed twice")]
     DuplicateOption(String),
@@ -342,6 +394,8 @@ pub struct ValidAsk {
     pub detail: Option<String>,
     /// The options; for confirm Yes/No, for approvals the three decisions.
     pub options: Vec<String>,
+    /// One line about each option, by position; empty when none has one.
+    pub descriptions: Vec<String>,
     /// Pick many.
     pub multi: bool,
     /// Free text allowed.
@@ -423,6 +477,7 @@ impl ValidAsk {
             prompt: self.prompt,
             detail: self.detail,
             options: self.options,
+            descriptions: self.descriptions,
             multi: self.multi,
             allow_custom: self.allow_custom,
             default: self.default,
@@ -480,6 +535,23 @@ mod tests {
         assert_eq!((two.quorum, two.options.as_slice()), (2, ["Approve".to_owned(), "Reject".to_owned()].as_slice()));
         let one = Ask::approval("deploy").quorum(1).validate().unwrap();
         assert_eq!((one.quorum, one.options.len()), (1, 3), "a quorum of one is a plain approval");
+    }
+
+    #[test]
+    fn descriptions_are_one_line_each_within_their_limit_and_only_for_options() {
+        let ask =
+            Ask::question("Which?").option("a", " two\nlines\t here\u{200B} ").option("b", "").validate().unwrap();
+        assert_eq!(ask.descriptions, ["two lines here", ""]);
+        let none = Ask::question("Which?").option("a", " ").options(["a", "b"]).validate().unwrap();
+        assert!(none.descriptions.is_empty(), "none is stored as none: {none:?}");
+        let long = Ask::question("Which?").option("a", "é".repeat(MAX_DESCRIPTION_LEN + 1)).validate();
+        assert_eq!(long, Err(InvalidAsk::DescriptionTooLong { label: "a".into(), max: MAX_DESCRIPTION_LEN }));
+        let mut extra = Ask::question("Which?").options(["a"]);
+        extra.descriptions = vec!["x".into(), "y".into()];
+        assert_eq!(extra.validate(), Err(InvalidAsk::DescriptionWithoutOption));
+        let mut confirm = Ask::confirm("Sure?");
+        confirm.descriptions = vec!["x".into()];
+        assert_eq!(confirm.validate(), Err(InvalidAsk::DescriptionWithoutOption));
     }
 
     #[test]

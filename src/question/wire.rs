@@ -19,9 +19,10 @@ pub struct AskWire {
     /// More context, shown under the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    /// The options to pick from (questions only); none: free text.
+    /// The options to pick from (questions only), each a label or a label with one line about
+    /// it; none: free text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
+    pub options: Vec<WireOption>,
     /// Pick many (questions only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub multi: bool,
@@ -60,6 +61,68 @@ pub struct AskWire {
     /// Who may answer there (default: anyone in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate_answerers: Option<Vec<UserRef>>,
+}
+
+/// An option as the wire gives it: `"dayjs"`, or `{"label": "dayjs", "description": "2 kB"}`
+/// (the shape of Claude Code's AskUserQuestion options).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum WireOption {
+    /// Just the label.
+    Label(String),
+    /// A label with one line about it.
+    Described {
+        /// What is picked.
+        #[schemars(length(min = 1, max = 100))]
+        label: String,
+        /// One line about it, shown under or beside the label.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        #[schemars(length(max = 200))]
+        description: String,
+    },
+}
+
+impl WireOption {
+    /// The label.
+    pub fn label(&self) -> &str {
+        match self {
+            Self::Label(label) | Self::Described { label, .. } => label,
+        }
+    }
+}
+
+impl From<&str> for WireOption {
+    fn from(label: &str) -> Self {
+        Self::Label(label.to_owned())
+    }
+}
+
+impl<'de> Deserialize<'de> for WireOption {
+    /// By hand, for a message that names the shapes an option may take (an untagged enum only
+    /// says that nothing matched).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        const SHAPES: &str = r#"an option is a label ("dayjs") or {"label": "dayjs", "description": "one line"}"#;
+        match Value::deserialize(deserializer)? {
+            Value::String(label) => Ok(Self::Label(label)),
+            Value::Object(mut map) => {
+                let mut text = |key: &str| match map.remove(key) {
+                    None | Some(Value::Null) => Ok(String::new()),
+                    Some(Value::String(s)) => Ok(s),
+                    Some(other) => Err(D::Error::custom(format!("option {key} {other} is not text; {SHAPES}"))),
+                };
+                let (label, description) = (text("label")?, text("description")?);
+                if let Some(key) = map.keys().next() {
+                    return Err(D::Error::custom(format!("unknown option key `{key}`; {SHAPES}")));
+                }
+                if label.is_empty() {
+                    return Err(D::Error::custom(format!("an option without a label; {SHAPES}")));
+                }
+                Ok(Self::Described { label, description })
+            }
+            other => Err(D::Error::custom(format!("option {other} is neither; {SHAPES}"))),
+        }
+    }
 }
 
 /// A duration as the wire gives it.
@@ -153,11 +216,20 @@ impl AskWire {
             escalate_to: self.escalate_to,
             escalate_answerers: self.escalate_answerers,
         };
+        let descriptions = self
+            .options
+            .iter()
+            .map(|o| match o {
+                WireOption::Label(_) => String::new(),
+                WireOption::Described { description, .. } => description.clone(),
+            })
+            .collect();
         Ok(Ask {
             kind: Some(kind),
             prompt: self.prompt,
             detail: self.detail,
-            options: self.options,
+            options: self.options.into_iter().map(|o| o.label().to_owned()).collect(),
+            descriptions,
             multi: self.multi,
             allow_custom: self.allow_custom,
             default: self.default,
@@ -185,10 +257,21 @@ mod tests {
     fn the_ask_keys_are_taken_and_the_surfaces_are_left() {
         let mut body = object(json!({"conversation": "console:local", "prompt": "Ship?", "options": ["a", "b"]}));
         let wire = AskWire::take(&mut body).unwrap();
-        assert_eq!(wire.options, ["a", "b"]);
+        assert_eq!(wire.options, [WireOption::from("a"), "b".into()]);
         assert_eq!(body, object(json!({"conversation": "console:local"})));
         let ask = wire.into_ask(Kind::Question).unwrap();
         assert_eq!((ask.prompt.as_str(), ask.timeout), ("Ship?", Timeout::Default));
+    }
+
+    #[test]
+    fn options_are_labels_or_labels_with_a_line_about_them() {
+        let mut body = object(json!({"prompt": "Which?", "options": ["dayjs", {"label": "luxon", "description":
+                                     "time zones built in"}, {"label": "moment"}]}));
+        let ask = AskWire::take(&mut body).unwrap().into_ask(Kind::Question).unwrap();
+        assert_eq!(ask.options, ["dayjs", "luxon", "moment"]);
+        assert_eq!(ask.descriptions, ["", "time zones built in", ""]);
+        let stored = ask.validate().unwrap();
+        assert_eq!(stored.descriptions, ["", "time zones built in", ""]);
     }
 
     #[test]
@@ -217,6 +300,15 @@ mod tests {
         assert!(AskWire::take(&mut object(json!({"prompt": "x", "options": "a,b"}))).is_err());
         assert!(AskWire::take(&mut object(json!({"options": ["a"]}))).is_err(), "no prompt");
         let confirm = AskWire { prompt: "Sure?".into(), options: vec!["a".into()], ..AskWire::default() };
+        for bad in [
+            json!([1]),
+            json!([{"label": "a", "note": "b"}]),
+            json!([{"description": "b"}]),
+            json!([{"label": "a", "description": 2}]),
+        ] {
+            let err = AskWire::take(&mut object(json!({"prompt": "x", "options": bad}))).unwrap_err();
+            assert!(err.to_string().contains("an option is a label"), "{err}");
+        }
         assert!(confirm.into_ask(Kind::Confirm).unwrap_err().contains("`options` is for questions"));
         let bad = AskWire { prompt: "x".into(), timeout: Some(json!(-1)), ..AskWire::default() };
         assert!(bad.into_ask(Kind::Question).is_err());

@@ -62,6 +62,7 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         prompt: row.req_text("prompt")?,
         detail: row.text("detail")?,
         options: json_col(row, "options")?.unwrap_or_default(),
+        descriptions: json_col(row, "descriptions")?.unwrap_or_default(),
         multi: row.req_int("multi")? != 0,
         allow_custom: row.req_int("allow_custom")? != 0,
         default: json_col(row, "default_json")?,
@@ -219,7 +220,7 @@ impl From<Option<String>> for Bind<'_> {
 
 /// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
 /// written once.
-pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 28], StoreError> {
+pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 29], StoreError> {
     Ok([
         q.id.to_string().into(),
         q.conversation.as_ref().map(Conversation::as_str).into(),
@@ -249,6 +250,7 @@ pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 28], StoreError>
         q.nudge_at.into(),
         q.escalated_to.as_ref().map(Conversation::as_str).into(),
         q.asked_by.as_str().into(),
+        json_unless(&q.descriptions, q.descriptions.is_empty())?.into(),
     ])
 }
 

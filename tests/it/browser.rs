@@ -211,11 +211,16 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let (status, asked) = app
         .post(
             "/api/questions",
-            json!({"conversation": "console:local", "prompt": "Pick a colour", "options": ["red", "green", "blue"]}),
+            json!({"conversation": "console:local", "prompt": "Pick a colour",
+                   "options": ["red", {"label": "green", "description": "the calm one"}, "blue"]}),
         )
         .await;
     assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
     let colour = "//article[.//h2[contains(., 'Pick a colour')]]";
+    // An option's description is shown on its button, under the label.
+    browser
+        .wait_for(&format!("{colour}//button[@data-key='2'][span[@class='about'][normalize-space()='the calm one']]"))
+        .await;
     browser.click(&browser.wait_for(&format!("{colour}//h2")).await).await;
     browser.press("2").await;
     browser

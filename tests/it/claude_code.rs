@@ -187,7 +187,8 @@ async fn ask_user_question_becomes_questions_whose_answers_go_back_by_question_t
     ]);
     let pending = posted(&base, &token, hook("PreToolUse", "AskUserQuestion", json!({"questions": questions})));
     let first = served.card_id("Which test runner?").await;
-    served.stdout_line("vitest: fast, ESM").await;
+    // Each option's description is the line under it.
+    served.stdout_line("      fast, ESM").await;
     served.type_line(&format!("/answer {first} 1")).await;
     let second = served.card_id("Which checks?").await;
     served.type_line(&format!("/answer {second} 1,2")).await;
@@ -298,9 +299,11 @@ async fn an_ask_user_question_is_answered_on_the_web_page() {
     browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
     let card = "//article[.//h2[contains(., 'Which database?')]]";
     // The options' descriptions are on the card, with where Claude Code asks.
-    browser.wait_for(&format!("{card}//div[@class='detail'][contains(., 'PostgreSQL: a server')]")).await;
+    browser
+        .wait_for(&format!("{card}//button[normalize-space(text())='PostgreSQL']/span[@class='about'][.='a server']"))
+        .await;
     browser.wait_for(&format!("{card}//div[@class='detail'][contains(., 'Storage · in /home/dev/app')]")).await;
-    browser.click(&browser.wait_for(&format!("{card}//button[normalize-space()='PostgreSQL']")).await).await;
+    browser.click(&browser.wait_for(&format!("{card}//button[normalize-space(text())='PostgreSQL']")).await).await;
 
     let (status, answer) = pending.await.unwrap();
     assert_eq!(status, 200, "{answer}");

@@ -57,7 +57,8 @@ fn run(conversation: &str) -> Run {
 
 /// A pending question at `step` of `run`, with values that quoting would break.
 pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
-    let ask = Ask::question(prompt).options(["it's", "a\"b"]).allow_custom(true).validate().unwrap();
+    let ask = Ask::question(prompt).options(["it's"]).option("a\"b", "it's \"quoted\"").allow_custom(true);
+    let ask = ask.validate().unwrap();
     Question {
         id: QuestionId::new(),
         conversation: run.conversation.clone(),
@@ -69,6 +70,7 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         prompt: ask.prompt,
         detail: Some("line one\nline two; DROP TABLE runs; --".into()),
         options: ask.options,
+        descriptions: ask.descriptions,
         multi: false,
         allow_custom: true,
         default: Some(json!("it's")),

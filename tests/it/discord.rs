@@ -159,6 +159,26 @@ async fn multi_select_goes_through_a_select_menu() {
 }
 
 #[tokio::test]
+async fn options_with_descriptions_are_a_select_that_shows_them() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run described", None);
+    let card = fake.sent("Which library?", 1).await;
+    let select = &card["components"][0]["components"][0];
+    assert_eq!((select["type"].as_u64(), select["max_values"].as_u64()), (Some(3), Some(1)), "{card}");
+    let shown: Vec<(&str, Option<&str>)> = (select["options"].as_array().unwrap().iter())
+        .map(|o| (o["label"].as_str().unwrap(), o["description"].as_str()))
+        .collect();
+    assert_eq!(
+        shown,
+        [("dayjs", Some("2 kB, the Moment API")), ("luxon", Some("time zones built in")), ("date-fns", None)]
+    );
+    let interaction = fake.select(ALICE, CHANNEL, id_of(&card), select["custom_id"].as_str().unwrap(), &["#2"]);
+    assert_eq!(fake.callback(interaction).await["type"], 7);
+    fake.sent("Picked luxon.", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
 async fn free_text_and_reject_with_a_note_go_through_modals() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);

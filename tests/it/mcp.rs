@@ -361,7 +361,10 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
     // Answered in the client's form: the call returns it and the console's card is closed.
     let (client, forms) = forms_client(&served, dir.path(), Some(json!({"answer": "blue"}))).await;
     let result = client
-        .call_tool(call("ask_user", json!({"prompt": "Which colour?", "options": ["red", "blue"]})))
+        .call_tool(call(
+            "ask_user",
+            json!({"prompt": "Which colour?", "options": ["red", {"label": "blue", "description": "the calm one"}]}),
+        ))
         .await
         .unwrap();
     let outcome = structured(&result);
@@ -372,6 +375,12 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
         text(&result)
     );
     assert!(forms.shown.lock().unwrap()[0].contains(r#""enum":["red","blue"]"#), "{:?}", forms.shown);
+    // Each option's title says what it is.
+    assert!(
+        forms.shown.lock().unwrap()[0].contains(r#""enumNames":["red","blue — the calm one"]"#),
+        "{:?}",
+        forms.shown
+    );
     let line = served.stdout_line("✅ blue").await;
     assert!(line.contains("via mcp"), "{line}");
     client.cancel().await.unwrap();

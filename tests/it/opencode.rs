@@ -173,7 +173,8 @@ async fn opencodes_prompts_are_asked_on_the_console_and_the_answers_reach_it() {
         "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]});
     fake.send("/home/dev/app", "question.asked", asked);
     let id = served.card_id("Which colour?").await;
-    served.stdout_line("Blue: cool").await;
+    // Each option's description is the line under it.
+    served.stdout_line("      cool").await;
     served.type_line(&format!("/answer {id} 2")).await;
     let (_, _, body) = fake.reply("/question/que_1/reply").await;
     assert_eq!(body, json!({"answers": [["Blue"]]}));

@@ -25,7 +25,7 @@ def say(what, value):
 gate = askgate.Client(sys.argv[1], conversation="console:local")
 wrong = askgate.Client(sys.argv[1], token="wrong-token", conversation="console:local")
 say("can_ask", [askgate.can_ask(), gate.can_ask(), wrong.can_ask()])
-say("asked", gate.ask("Which database?", options=["postgres", "sqlite"]))
+say("asked", gate.ask("Which database?", options=["postgres", ("sqlite", "one file, no server")]))
 say("confirmed", gate.confirm("Migrate now?", default=False))
 try:
     gate.approve("drop table users", detail="irreversible")
@@ -128,6 +128,20 @@ async fn the_python_client_asks_through_the_real_binary_and_raises_typed_errors(
     };
 
     assert_eq!(next().await, json!(["can_ask", [false, true, false]]), "in a run or not, the token's, and none");
+    // A (label, description) pair is an option with its line.
+    let asked = eventually(|| async {
+        let page: Value = (http.get(format!("{base}/api/questions?status=pending")).bearer_auth(TOKEN).send().await)
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        page["questions"].as_array()?.iter().find(|q| q["prompt"] == "Which database?").cloned()
+    })
+    .await;
+    assert_eq!(
+        (&asked["options"], &asked["descriptions"]),
+        (&json!(["postgres", "sqlite"]), &json!(["", "one file, no server"]))
+    );
     answer("Which database?", "reply", json!({"value": "sqlite"})).await;
     assert_eq!(next().await, json!(["asked", "sqlite"]));
     answer("Migrate now?", "reply", json!({"value": true})).await;

@@ -80,6 +80,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         prompt: ask.prompt,
         detail: None,
         options: ask.options,
+        descriptions: ask.descriptions,
         multi: false,
         allow_custom: false,
         default: None,

@@ -178,6 +178,20 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
 }
 
 #[tokio::test]
+async fn options_with_descriptions_are_listed_on_the_card_and_a_button_answers() {
+    let (_dir, fake, sl) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run described", None);
+    let (ts, card) = fake.sent("Which library?", 1).await;
+    let list = card["blocks"][1]["text"]["text"].as_str().unwrap();
+    assert_eq!(list, "*1. dayjs* — 2 kB, the Moment API\n*2. luxon* — time zones built in\n*3. date-fns*", "{card}");
+    let labels: Vec<Value> = elements(&card).iter().map(|e| e["text"]["text"].clone()).collect();
+    assert_eq!(labels, ["dayjs", "luxon", "date-fns", "Decline"]);
+    fake.click(ALICE, CHANNEL, &ts, &button(&card, "luxon"));
+    fake.sent("Picked luxon.", 1).await;
+    sl.stop().await;
+}
+
+#[tokio::test]
 async fn a_static_select_and_a_rejection_with_a_note_answer() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeSlack::start().await;

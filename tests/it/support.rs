@@ -76,6 +76,26 @@ impl askgate::engine::Function for Multi {
     }
 }
 
+/// Asks which library to use, each option with a line about it, and reports the pick (for
+/// channel tests).
+pub struct Described;
+
+#[async_trait]
+impl askgate::engine::Function for Described {
+    async fn call(
+        &self,
+        ctx: &mut askgate::engine::Context,
+        _: &str,
+    ) -> Result<String, askgate::engine::FunctionError> {
+        let ask = askgate::question::Ask::question("Which library?")
+            .option("dayjs", "2 kB, the Moment API")
+            .option("luxon", "time zones built in")
+            .option("date-fns", "");
+        let picked = ctx.ask(ask).await?;
+        Ok(format!("Picked {}.", picked.text()))
+    }
+}
+
 /// Asks approval of `deploy prod` by two people in the conversation (for channel tests).
 pub struct TwoApprovers;
 
@@ -92,10 +112,11 @@ impl askgate::engine::Function for TwoApprovers {
     }
 }
 
-/// The built-ins, `multi` and `two-approvers`.
+/// The built-ins, `multi`, `described` and `two-approvers`.
 pub fn channel_functions() -> Functions {
     let mut f = builtins();
     f.insert("multi", "multi-select", Arc::new(Multi));
+    f.insert("described", "options with descriptions", Arc::new(Described));
     f.insert("two-approvers", "an approval by two people", Arc::new(TwoApprovers));
     f
 }

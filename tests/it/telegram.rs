@@ -709,11 +709,16 @@ async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retrac
         &client,
         call(
             "ask_user",
-            json!({"prompt": "Which region?", "options": ["eu-west", "us-east"], "detail": "for the new bucket"}),
+            json!({"prompt": "Which region?", "detail": "for the new bucket",
+                   "options": ["eu-west", {"label": "us-east", "description": "cheapest, <80 ms away"}]}),
         ),
     );
     let card = fake.sent("Which region?", 1).await;
-    assert!(card["text"].as_str().unwrap().contains("for the new bucket"), "{card}");
+    // The buttons show labels; the text says what each option is.
+    assert!(
+        card["text"].as_str().unwrap().contains("for the new bucket\n1. eu-west\n2. us-east — cheapest, <80 ms away"),
+        "{card}"
+    );
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "us-east"));
     let result = pending.await.unwrap();
     let outcome = structured(&result);

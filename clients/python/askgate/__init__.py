@@ -188,15 +188,33 @@ def nudges(keys):
     return {k: v for k, v in keys.items() if v is not None}
 
 
+def wire_options(options):
+    """Options as an ask carries them: each a label (``"dayjs"``), a ``(label, description)``
+    pair, or a ``{"label": ..., "description": ...}`` dict; the description is one line shown
+    under or beside the label."""
+    out = []
+    for option in options or []:
+        if isinstance(option, tuple) and len(option) == 2:
+            out.append({"label": option[0], "description": option[1]})
+        elif isinstance(option, (str, dict)):
+            out.append(option)
+        else:
+            raise TypeError(f"option {option!r} is not a label, a (label, description) pair or a dict")
+    return out
+
+
 def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None, **nudge):
-    """Asks a question. Returns the chosen option or text (a list when ``multi``).
+    """Asks a question. Returns the chosen option's label or the text (a list when ``multi``).
+
+    Each option is a label, or a ``(label, description)`` pair whose description people see
+    beside it: ``ask("Which?", options=[("dayjs", "2 kB"), "luxon"])``.
 
     ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Expired``
     is raised when there is none. ``remind_before``, ``remind_every``, ``escalate_after``,
     ``escalate_to`` and ``escalate_answerers`` nudge people while it waits (also for
     ``confirm`` and ``approve``).
     """
-    message = {"type": "ask", "prompt": prompt, "options": list(options or []), "multi": multi,
+    message = {"type": "ask", "prompt": prompt, "options": wire_options(options), "multi": multi,
                "allow_custom": allow_custom, "timeout": timeout, "default": default, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail

@@ -27,7 +27,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from askgate import Cancelled, Declined, Expired, decision, nudges
+from askgate import Cancelled, Declined, Expired, decision, nudges, wire_options
 
 __all__ = ["Client", "Outcome", "Expired", "ApiError"]
 
@@ -95,10 +95,11 @@ class Client:
     def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
             timeout=None, conversation=None, answerers=None, **nudge):
         """Asks a question and returns the answer: an option, free text, or a list when
-        ``multi``. On expiry returns ``default`` when there is one, else raises ``Expired``.
+        ``multi``. Each option is a label or a ``(label, description)`` pair, as in
+        ``askgate.ask``. On expiry returns ``default`` when there is one, else raises ``Expired``.
         ``remind_before``, ``remind_every``, ``escalate_after``, ``escalate_to`` and
         ``escalate_answerers`` nudge people while it waits (also for ``confirm`` and ``approve``)."""
-        ask = {"prompt": prompt, "options": list(options or []), "multi": multi, "allow_custom": allow_custom,
+        ask = {"prompt": prompt, "options": wire_options(options), "multi": multi, "allow_custom": allow_custom,
                **nudges(nudge)}
         return self._settle(self._ask("question", ask, detail, default, timeout, conversation, answerers))
 

@@ -24,6 +24,19 @@ pub const MAX_SELECT_OPTIONS: usize = 25;
 pub const MAX_BUTTON_LABEL: usize = 80;
 /// Characters in a message.
 pub const MAX_CONTENT: usize = 2000;
+/// Characters in a select option's label, value or description.
+pub const MAX_SELECT_TEXT: usize = 100;
+
+/// One option of a string select.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectOption {
+    /// What is shown.
+    pub label: String,
+    /// What is sent: the option's number from 1 (`#2`).
+    pub value: String,
+    /// The line shown under the label, when the option has one.
+    pub description: Option<String>,
+}
 
 /// One component.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,8 +54,8 @@ pub enum Component {
     Select {
         /// `/answer <uuid>`; the picked numbers are appended.
         custom_id: String,
-        /// (label, value) pairs.
-        options: Vec<(String, String)>,
+        /// The options.
+        options: Vec<SelectOption>,
         /// At least this many.
         min: u8,
         /// At most this many.
@@ -121,7 +134,13 @@ fn button(label: &str, custom_id: String, style: Style) -> Component {
 }
 
 fn select(q: &Question, min: u8, max: u8) -> Component {
-    let options = q.options.iter().enumerate().map(|(i, o)| (clip(o, 100, "…"), format!("#{}", i + 1))).collect();
+    let options = (q.options.iter().enumerate())
+        .map(|(i, o)| SelectOption {
+            label: clip(o, MAX_SELECT_TEXT, "…"),
+            value: format!("#{}", i + 1),
+            description: q.description(i).map(|d| clip(d, MAX_SELECT_TEXT, "…")),
+        })
+        .collect();
     let placeholder = if q.multi { "Pick one or more" } else { "Pick one" };
     Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder: placeholder.to_owned() }
 }
@@ -183,7 +202,8 @@ fn rows(q: &Question) -> Vec<Vec<Component>> {
             if q.multi {
                 let n = u8::try_from(q.options.len()).unwrap_or(u8::MAX);
                 rows.push(vec![select(q, 1, n)]);
-            } else if q.options.len() > max_buttons {
+            } else if q.options.len() > max_buttons || !q.descriptions.is_empty() {
+                // A select shows each option's description under its label; buttons have no room.
                 rows.push(vec![select(q, 1, 1)]);
             } else {
                 for (chunk_start, chunk) in
@@ -221,6 +241,10 @@ pub fn fits(layout: &Layout) -> bool {
                         custom_id.len() <= MAX_CUSTOM_ID
                             && !options.is_empty()
                             && options.len() <= MAX_SELECT_OPTIONS
+                            && options.iter().all(|o| {
+                                o.label.chars().count() <= MAX_SELECT_TEXT
+                                    && o.description.as_ref().is_none_or(|d| d.chars().count() <= MAX_SELECT_TEXT)
+                            })
                             && *min >= 1
                             && usize::from(*max) <= options.len()
                             && min <= max
@@ -236,7 +260,15 @@ pub fn components(layout: &Layout) -> Vec<CreateActionRow> {
         .iter()
         .map(|row| match row.as_slice() {
             [Component::Select { custom_id, options, min, max, placeholder }] => {
-                let options = options.iter().map(|(label, value)| CreateSelectMenuOption::new(label, value)).collect();
+                let options = (options.iter())
+                    .map(|o| {
+                        let option = CreateSelectMenuOption::new(&o.label, &o.value);
+                        match &o.description {
+                            Some(about) => option.description(about),
+                            None => option,
+                        }
+                    })
+                    .collect();
                 CreateActionRow::SelectMenu(
                     CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options })
                         .min_values(*min)
@@ -359,7 +391,21 @@ mod tests {
         let Component::Select { custom_id, min, max, options, .. } = &layout.rows[0][0] else { panic!("{layout:?}") };
         assert_eq!(custom_id, &format!("/answer {}", q.id));
         assert_eq!((*min, *max), (1, 3));
-        assert_eq!(options[2], ("Wed".to_owned(), "#3".to_owned()));
+        assert_eq!(options[2], SelectOption { label: "Wed".into(), value: "#3".into(), description: None });
+    }
+
+    #[test]
+    fn options_with_descriptions_are_a_select_showing_each_within_discords_limit() {
+        let q =
+            question(Ask::question("Which?").option("dayjs", "2 kB").option("luxon", "é".repeat(200)).option("x", ""));
+        let layout = card(&q, 0);
+        assert!(fits(&layout), "{layout:?}");
+        let Component::Select { options, max: 1, .. } = &layout.rows[0][0] else { panic!("{layout:?}") };
+        assert_eq!(options[0].description.as_deref(), Some("2 kB"));
+        assert_eq!(options[1].description.as_ref().map(|d| d.chars().count()), Some(MAX_SELECT_TEXT));
+        assert_eq!(options[2].description, None, "a blank description is none");
+        let json = serde_json::to_value(components(&layout)).unwrap();
+        assert_eq!(json[0]["components"][0]["options"][0]["description"], "2 kB", "{json}");
     }
 
     #[test]

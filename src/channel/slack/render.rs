@@ -142,6 +142,31 @@ fn options(q: &Question) -> Vec<(String, String)> {
     q.options.iter().enumerate().map(|(i, o)| (clip(o, MAX_LABEL, "…"), format!("#{}", i + 1))).collect()
 }
 
+/// The options with their descriptions, a line each (`*1. dayjs* — 2 kB, no plugins`), when any
+/// has one: Slack's menus show labels only. Each description within Slack's own limit for one
+/// (75 characters), the lines packed into sections within theirs.
+fn described(q: &Question) -> Vec<Block> {
+    if q.descriptions.is_empty() {
+        return Vec::new();
+    }
+    let mut sections: Vec<String> = Vec::new();
+    for (i, label) in q.options.iter().enumerate() {
+        let mut line = format!("*{}. {}*", i + 1, escape(&clip(label, MAX_LABEL, "…")));
+        if let Some(about) = q.description(i) {
+            line.push_str(" — ");
+            line.push_str(&escape(&clip(about, MAX_LABEL, "…")));
+        }
+        match sections.last_mut() {
+            Some(last) if last.chars().count() + 1 + line.chars().count() <= MAX_SECTION => {
+                last.push('\n');
+                last.push_str(&line);
+            }
+            _ => sections.push(line),
+        }
+    }
+    sections.into_iter().map(Block::Section).collect()
+}
+
 /// The controls of a pending question.
 fn controls(q: &Question) -> Vec<Block> {
     let id = q.id;
@@ -204,6 +229,7 @@ fn controls(q: &Question) -> Vec<Block> {
 /// Renders a pending question.
 pub fn card(q: &Question, now_ms: i64) -> Card {
     let mut blocks = text_blocks(q);
+    blocks.extend(described(q));
     blocks.push(Block::Context(escape(&wording::footer(q, now_ms))));
     let mut with_controls = blocks.clone();
     with_controls.extend(controls(q));
@@ -370,7 +396,9 @@ mod tests {
         let many: Vec<String> =
             (0..crate::question::MAX_OPTIONS).map(|i| format!("option {i} {}", "x".repeat(90))).collect();
         let long = format!("{}\n```\n{}\n```", "word ".repeat(1000), "rm -rf /; ".repeat(1000));
+        let described = many.iter().fold(Ask::question("Pick, read"), |ask, o| ask.option(o, "&<".repeat(100)));
         let asks = [
+            described,
             Ask::question("Pick").options(["a", "b", "c"]),
             Ask::question("Pick many").options(many.clone()),
             Ask::question("Pick a few").options(many[..20].to_vec()),
@@ -397,6 +425,24 @@ mod tests {
             assert!(!values.is_empty(), "{card:?}");
             assert!(values.iter().all(|v| v.starts_with('/') && v.contains(&q.id.to_string())), "{values:?}");
         }
+    }
+
+    #[test]
+    fn options_with_descriptions_are_listed_with_them_within_slacks_limit() {
+        let q =
+            question(Ask::question("Which?").option("dayjs", "2 kB").option("luxon", "é".repeat(200)).option("x", ""));
+        let card = card(&q, 0);
+        let Block::Section(list) = &card.blocks[1] else { panic!("{card:?}") };
+        let lines: Vec<&str> = list.lines().collect();
+        assert_eq!(lines[0], "*1. dayjs* — 2 kB");
+        assert_eq!(lines[1], format!("*2. luxon* — {}…", "é".repeat(MAX_LABEL - 1)));
+        assert_eq!(lines[2], "*3. x*");
+        let plain = card_of(Ask::question("Which?").options(["a", "b"]));
+        assert!(!matches!(&plain.blocks[1], Block::Section(_)), "no list without descriptions: {plain:?}");
+    }
+
+    fn card_of(ask: Ask) -> Card {
+        card(&question(ask), 0)
     }
 
     #[test]

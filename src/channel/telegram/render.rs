@@ -33,21 +33,52 @@ pub fn shorten(text: &str, max: usize) -> String {
     crate::text::clip(text, max, SHORTENED)
 }
 
-/// The visible text of a card before escaping: prompt, detail, id and expiry. Prompt and
-/// detail are shortened so that the whole message stays under Telegram's limit.
-fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> (String, String, String) {
+/// The options with their descriptions, a line each (`2. luxon — time zones built in`), when any
+/// has one: buttons show labels only. The list takes at most half of a message; each
+/// description is shortened to fit its share.
+fn described(q: &Question) -> String {
+    if q.descriptions.is_empty() {
+        return String::new();
+    }
+    let labels: usize = q.options.iter().map(|o| o.chars().count() + 8).sum();
+    let share = (MAX_TEXT / 2).saturating_sub(labels) / q.options.len().max(1);
+    let mut out = String::new();
+    for (i, label) in q.options.iter().enumerate() {
+        let _ = write!(out, "\n{}. {label}", i + 1);
+        if let Some(about) = q.description(i).filter(|_| share > 1) {
+            let _ = write!(out, " — {}", crate::text::clip(about, share, "…"));
+        }
+    }
+    out
+}
+
+/// The visible text of a card before escaping: prompt, detail with the options' descriptions, id
+/// and expiry. Prompt and detail are shortened so that the whole message stays under Telegram's
+/// limit.
+fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> Body {
     let footer = wording::footer(q, now_ms);
-    let reserved = footer.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
+    let described = described(q);
+    let reserved = footer.chars().count() + described.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
     let title = match q.kind {
         Kind::Question | Kind::Confirm => shorten(&q.prompt, budget / 2),
         Kind::Approval => shorten(&format!("Approve: {}", q.prompt), budget / 2),
     };
     let detail = q.detail.as_deref().map(|d| shorten(d, budget - title.chars().count())).unwrap_or_default();
-    (title, detail, footer)
+    Body { title, detail, described, footer }
 }
 
-fn html(title: &str, detail: &str, footer: &str, tail: &str) -> String {
+/// A card's text before escaping, in the order it is shown.
+struct Body {
+    title: String,
+    detail: String,
+    /// The options with their descriptions (see [`described`]).
+    described: String,
+    footer: String,
+}
+
+fn html(body: &Body, tail: &str) -> String {
+    let Body { title, detail, described, footer } = body;
     let mut out = format!("<b>{}</b>", escape(title));
     for piece in crate::text::pieces(detail) {
         match piece {
@@ -55,6 +86,7 @@ fn html(title: &str, detail: &str, footer: &str, tail: &str) -> String {
             Piece::Code(code) => _ = write!(out, "\n<pre>{}</pre>", escape(code)),
         }
     }
+    out.push_str(&escape(described));
     let _ = write!(out, "\n\n<i>{}</i>", escape(footer));
     if !tail.is_empty() {
         let _ = write!(out, "\n{}", escape(tail));
@@ -70,20 +102,18 @@ pub fn card(q: &Question, now_ms: i64) -> Card {
         _ => true,
     });
     if fits {
-        let (title, detail, footer) = body(q, now_ms, None);
-        return Card { text: html(&title, &detail, &footer, ""), keyboard: Some(InlineKeyboardMarkup::new(rows)) };
+        return Card { text: html(&body(q, now_ms, None), ""), keyboard: Some(InlineKeyboardMarkup::new(rows)) };
     }
     // A keyboard is never sent with a payload silently dropped: the commands go in the text.
     let commands = text_commands(q);
-    let (title, detail, footer) = body(q, now_ms, Some(&commands));
-    Card { text: html(&title, &detail, &footer, &commands), keyboard: None }
+    Card { text: html(&body(q, now_ms, Some(&commands)), &commands), keyboard: None }
 }
 
 /// The card of a resolved question: the same text with its outcome, and no buttons.
 pub fn resolved(q: &Question, now_ms: i64) -> String {
-    let (title, detail, footer) = body(q, now_ms, None);
-    let footer = footer.split(" · ").next().unwrap_or_default().to_owned();
-    html(&title, &detail, &footer, &q.outcome_line())
+    let mut body = body(q, now_ms, None);
+    body.footer = body.footer.split(" · ").next().unwrap_or_default().to_owned();
+    html(&body, &q.outcome_line())
 }
 
 fn text_commands(q: &Question) -> String {
@@ -270,6 +300,22 @@ mod tests {
         let card = super::card(&question(Ask::approval("x").detail(long)), 0);
         assert_eq!(card.text.matches("<pre>").count(), 1, "{}", card.text);
         assert!(card.text.contains(&format!("{SHORTENED}</pre>")), "the cut stays inside the block");
+    }
+
+    #[test]
+    fn option_descriptions_are_listed_and_the_card_stays_within_telegrams_limit() {
+        let q = question(Ask::question("Which?").option("dayjs", "2 kB <tiny>").option("luxon", "").detail("d"));
+        let text = card(&q, 0).text;
+        assert!(text.contains("\nd\n1. dayjs — 2 kB &lt;tiny&gt;\n2. luxon\n\n<i>id "), "{text}");
+        let long = "ü".repeat(crate::question::MAX_OPTION_LEN);
+        let all = (0..crate::question::MAX_OPTIONS)
+            .fold(Ask::question("x".repeat(5_000)).detail("y".repeat(5_000)), |ask, i| {
+                ask.option(format!("{i}{}", &long[..150]), "z".repeat(crate::question::MAX_DESCRIPTION_LEN))
+            });
+        let card = card(&question(all), 0);
+        let visible = card.text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "");
+        assert!(visible.chars().count() <= MAX_TEXT, "{}", visible.chars().count());
+        assert!(visible.contains("\n25. 24"), "every option is listed: {visible}");
     }
 
     #[test]

@@ -136,12 +136,17 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 .map(|(i, label)| {
                     let tick =
                         if q["multi"] == true { if app.ticked.contains(&i) { "[x] " } else { "[ ] " } } else { "" };
-                    format!("{} {tick}{}", i + 1, label.as_str().unwrap_or_default())
+                    let about = q["descriptions"][i].as_str().filter(|d| !d.is_empty());
+                    let about = about.map(|d| format!(" — {d}")).unwrap_or_default();
+                    format!("{} {tick}{}{about}", i + 1, label.as_str().unwrap_or_default())
                 })
                 .collect()
         })
         .unwrap_or_default();
-    if !options.is_empty() {
+    if q["descriptions"].is_array() {
+        // One line each, with what it says about itself.
+        lines.extend(options.into_iter().map(|o| Line::styled(o, fg(app, Color::Cyan))));
+    } else if !options.is_empty() {
         lines.push(Line::styled(options.join("   "), fg(app, Color::Cyan)));
     }
     let quorum = q["quorum"].as_u64().unwrap_or(1);
