@@ -138,7 +138,8 @@ async fn cycles(dir: &Path, conversations: usize, per_conversation: usize, sync:
 /// The same on any store.
 async fn cycles_on(store: Arc<dyn Store>, conversations: usize, per_conversation: usize) -> (f64, Vec<Duration>) {
     let routes: Routes = Arc::default();
-    let engine = engine_on(store, &routes, false).await;
+    let engine = engine_on(store.clone(), &routes, false).await;
+    let writes_before = store.write_stats();
     let started = Instant::now();
     let cpu_before = process_cpu_seconds();
     let drivers: Vec<_> = (0..conversations)
@@ -154,7 +155,24 @@ async fn cycles_on(store: Arc<dyn Store>, conversations: usize, per_conversation
     let cycles = (conversations * per_conversation) as f64;
     LAST_CPU_PER_CYCLE_US
         .store(((process_cpu_seconds() - cpu_before) / cycles * 1e6) as u64, std::sync::atomic::Ordering::SeqCst);
+    let writes = store.write_stats();
+    let (batches, written) = (writes.batches - writes_before.batches, writes.writes - writes_before.writes);
+    if batches > 0 {
+        LAST_WRITES.store(
+            ((written as f64 / cycles * 100.0) as u64) << 32 | (written as f64 / batches as f64 * 100.0) as u64,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
     (cycles / elapsed.as_secs_f64(), latencies)
+}
+
+/// The last `cycles` run's writes per cycle (high half) and per commit (low half), × 100.
+static LAST_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The last run's writes per cycle and per commit, as text.
+fn last_writes() -> String {
+    let w = LAST_WRITES.load(std::sync::atomic::Ordering::SeqCst);
+    format!("{:.2} writes per cycle, {:.1} per commit", (w >> 32) as f64 / 100.0, (w & 0xffff_ffff) as f64 / 100.0)
 }
 
 /// The CPU time of the last `cycles` run, per cycle, in microseconds.
@@ -296,11 +314,13 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     // One case alone, to profile it.
     for (flag, conversations, per_conversation) in [("--single-only", 1, 5000), ("--many-only", 64, 200)] {
-        if args.iter().any(|a| a == flag) {
+        if let Some(at) = args.iter().position(|a| a == flag) {
+            // A count after the flag runs that many cycles per conversation instead.
+            let per_conversation = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(per_conversation);
             let dir = tempfile::TempDir::new().unwrap();
             let (rate, _) = runtime.block_on(cycles(dir.path(), conversations, per_conversation, Synchronous::Normal));
             let cpu = LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst);
-            println!("{conversations} conversation(s): {rate:.0} cycles/s, {cpu} µs CPU per cycle");
+            println!("{conversations} conversation(s): {rate:.0} cycles/s, {cpu} µs CPU per cycle; {}", last_writes());
             return;
         }
     }
@@ -331,8 +351,9 @@ fn main() {
         let (many, mut lat64) = cycles(dir.path(), 64, per_concurrent, Synchronous::Normal).await;
         println!("engine, 64 conversations:    {many:>9.0} cycles/s  = {:>5.1}% of raw", 100.0 * many / raw);
         println!(
-            "CPU per cycle, 64 conversations: {} µs (process CPU / cycles)",
-            LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst)
+            "CPU per cycle, 64 conversations: {} µs (process CPU / cycles); {}",
+            LAST_CPU_PER_CYCLE_US.load(std::sync::atomic::Ordering::SeqCst),
+            last_writes()
         );
         // What the durable setting costs: every commit waits for an fsync.
         let (one_full, _) = cycles(dir.path(), 1, single / 10, Synchronous::Full).await;
