@@ -255,7 +255,7 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
             h.recorder.texts().into_iter().find(|t| t.starts_with(&format!("⚠️ {name} failed")))
         })
         .await;
-        let short = &run.to_string()[..8];
+        let short = run.short();
         assert_eq!(
             told,
             format!("⚠️ {name} failed: the program failed (run {short}; details are in askgate's log)"),
