@@ -27,6 +27,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection};
 use tokio::sync::mpsc;
 
+/// The allocator the `askgate` binary runs with (see `src/main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// What a conversation's driver hears back.
 enum Signal {
     Card(Box<Question>),

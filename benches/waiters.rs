@@ -18,6 +18,10 @@ use askgate::question::{Answerers, Ask, Conversation, Question, Surface, UserRef
 use askgate::store::{Delivery, SqliteStore, Synchronous};
 use async_trait::async_trait;
 
+/// The allocator the `askgate` binary runs with (see `src/main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A channel that shows nothing: the figures are the engine's and the store's.
 struct Quiet;
 
