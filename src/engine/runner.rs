@@ -392,13 +392,14 @@ impl Engine {
         let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
             let message = replies::function_gone(&run.function);
             self.notify(&run, replies::warning(&message));
-            return self.end_run(run, RunStatus::Failed, message).await;
+            return self.end_run(run, !journal.is_empty(), RunStatus::Failed, message).await;
         };
         let input = run.input.clone();
         let mut ctx = Context::new(self.clone(), run, journal);
         // A panic fails this run, not askgate: the function's future is dropped where it stood.
         let result = AssertUnwindSafe(entry.function.call(&mut ctx, &input)).catch_unwind().await;
         let (run, journal) = ctx.into_parts();
+        let asked = !journal.is_empty();
         let result = match result {
             Ok(result) => result,
             Err(panic) => {
@@ -406,7 +407,7 @@ impl Engine {
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
                 self.notify(&run, replies::run_failed(&run.function, &message));
                 // The run ends first: cancelling its question then resumes nothing.
-                let ended = self.end_run(run, RunStatus::Failed, message.clone()).await;
+                let ended = self.end_run(run, !journal.is_empty(), RunStatus::Failed, message.clone()).await;
                 self.cancel_left_pending(&journal, &message).await;
                 return ended;
             }
@@ -418,7 +419,7 @@ impl Engine {
                 {
                     self.send_text(c, reply.clone());
                 }
-                self.end_run(run, RunStatus::Finished, reply).await
+                self.end_run(run, asked, RunStatus::Finished, reply).await
             }
             Err(FunctionError::Ask(AskError::Pending { question })) => {
                 if run.mode == Mode::FollowUp {
@@ -428,18 +429,18 @@ impl Engine {
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
                 self.notify(&run, replies::run_cancelled(&run.function, &reason));
-                self.end_run(run, RunStatus::Cancelled, reason).await
+                self.end_run(run, asked, RunStatus::Cancelled, reason).await
             }
             Err(FunctionError::Hidden { public, detail }) => {
                 tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
                 self.notify(&run, replies::run_failed(&run.function, &public));
-                self.end_run(run, RunStatus::Failed, detail).await
+                self.end_run(run, asked, RunStatus::Failed, detail).await
             }
             Err(e) => {
                 let message = format!("{e:#}");
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
                 self.notify(&run, replies::run_failed(&run.function, &message));
-                self.end_run(run, RunStatus::Failed, message).await
+                self.end_run(run, asked, RunStatus::Failed, message).await
             }
         }
     }
@@ -454,11 +455,29 @@ impl Engine {
         }
     }
 
-    async fn end_run(&self, mut run: Run, status: RunStatus, result: String) -> Result<Run, (Run, StoreError)> {
+    /// Records how `run` ended. A run that asked is stored already (its first ask wrote it), so
+    /// only its end is written; one that never asked is written whole.
+    async fn end_run(
+        &self,
+        mut run: Run,
+        asked: bool,
+        status: RunStatus,
+        result: String,
+    ) -> Result<Run, (Run, StoreError)> {
         run.status = status;
-        run.result = Some(result);
         run.updated_at = self.now_ms();
-        match self.inner.store.save_run(&run).await {
+        let store = &self.inner.store;
+        let ended = match asked {
+            true => store.finish_run(run.id, status, &result, run.updated_at).await,
+            false => Ok(false),
+        };
+        run.result = Some(result);
+        let saved = match ended {
+            Ok(true) => Ok(()),
+            Ok(false) => store.save_run(&run).await,
+            Err(e) => Err(e),
+        };
+        match saved {
             Ok(()) => Ok(run),
             Err(e) => Err((run, e)),
         }

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use super::{
     Claim, Delivery, Find, Grant, GrantFind, Lease, Login, LoginFind, Pruned, Resolution, Resume, RunEvent, Store,
     StoreError, Write, Written,
@@ -33,7 +31,11 @@ fn changed(write: &str, written: Written) -> Result<bool, StoreError> {
 }
 
 /// The store's commands and reads, typed.
-#[async_trait]
+///
+/// Its futures are the callers' own (not boxed, as a `dyn` trait's must be): only [`Store`]'s
+/// methods cross the `dyn` boundary. Every caller holds a concrete store (`dyn Store`, or one
+/// of the stores), whose futures are `Send` when the store's are.
+#[allow(async_fn_in_trait)]
 pub trait StoreExt: Store {
     /// Inserts or updates a run.
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
