@@ -30,11 +30,8 @@ mod writes;
 use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
 pub use instances::{InstanceRow, instances};
 
-use super::reads::{self, Reads};
-use super::rows::{
-    Columns, delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions,
-    resume_from_rows, run_from_row, undelivered_from_row,
-};
+use super::reads::{self, Dialect, Reads, Select};
+use super::rows::{Columns, delivery_from_row, page, page_after, undelivered_from_row};
 use super::{
     Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter,
     Resume, RunEvent, Shared, Store, StoreError, Undelivered, Write, Written,
@@ -144,11 +141,6 @@ impl PostgresStore {
             Ok(said) if said.len() < 7_900 => said,
             _ => format!("{} {event} {}", self.instance, run.id),
         }
-    }
-
-    async fn select_questions(&self, sql: &'static str, text: Option<&str>) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(sql).bind(text).fetch_all(&self.pool).await?;
-        questions(&rows)
     }
 }
 
@@ -293,19 +285,11 @@ impl Store for PostgresStore {
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM questions WHERE status = 'pending'").fetch_one(&self.pool).await?;
-        Ok(u64::try_from(n).unwrap_or_default())
+        reads::pending_count(self).await
     }
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT MIN(t) FROM (\
-             SELECT MIN(expires_at) AS t FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL \
-             UNION ALL SELECT MIN(nudge_at) FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL) n",
-        )
-        .fetch_one(&self.pool)
-        .await?)
+        reads::next_deadline(self).await
     }
 
     async fn undelivered(
@@ -339,15 +323,7 @@ impl Store for PostgresStore {
         chat: &str,
         message: &str,
     ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT question_id, role FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
-        )
-        .bind(surface.as_str())
-        .bind(chat)
-        .bind(message)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
+        reads::card_at(self, surface, chat, message).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
@@ -355,8 +331,7 @@ impl Store for PostgresStore {
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = $1").bind(key).fetch_optional(&self.pool).await?;
-        Ok(row.is_some())
+        reads::seen(self, key).await
     }
 
     async fn close(&self) {
@@ -372,142 +347,11 @@ impl Store for PostgresStore {
 
 #[async_trait]
 impl Reads for PostgresStore {
-    async fn read_run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(run_from_row).transpose()
-    }
+    type Row = PgRow;
+    const DIALECT: Dialect = Dialect::Postgres;
 
-    async fn read_journaled(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = $1 ORDER BY q.step"))
-            .bind(id.to_string())
-            .fetch_all(&self.pool)
-            .await?;
-        resume_from_rows(&rows)
-    }
-
-    async fn find_id(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(question_from_row).transpose()
-    }
-
-    async fn find_prefix(
-        &self,
-        conversation: Option<&Conversation>,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
-        // A range in byte order (ids are lower-case hex and hyphens, and '~' sorts after them),
-        // on the index of ids in that order.
-        let upper = format!("{prefix}~");
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
-             AND ($3::text IS NULL OR conversation = $3 OR escalated_to = $3) ORDER BY created_at DESC LIMIT $4"
-        ))
-        .bind(prefix)
-        .bind(upper)
-        .bind(conversation.map(Conversation::as_str))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn find_pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND ($1::text IS NULL OR conversation = $1 OR escalated_to = $1) \
-             ORDER BY seq LIMIT $2"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn find_journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
-        let run = run.to_string();
-        self.select_questions(
-            concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = $1 ORDER BY step"),
-            Some(&run),
-        )
-        .await
-    }
-
-    // Questions another instance is claiming now are left out: the sweepers share the work
-    // instead of queueing on each other's row locks.
-    async fn find_due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
-             ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn find_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
-             ORDER BY nudge_at LIMIT $2"
-        ))
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn grant_for(
-        &self,
-        conversation: &Conversation,
-        grantee: &str,
-        action: &str,
-        now: i64,
-    ) -> Result<Option<Grant>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            grant_columns!(),
-            " FROM grants WHERE conversation = $1 AND grantee = $4 AND (action = $2 OR pattern = 1) \
-             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)"
-        ))
-        .bind(conversation.as_str())
-        .bind(action)
-        .bind(now)
-        .bind(grantee)
-        .fetch_all(&self.pool)
-        .await?;
-        let candidates = rows.iter().map(grant_from_row).collect::<Result<Vec<_>, _>>()?;
-        Ok(super::covering(candidates, action))
-    }
-
-    async fn live_grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            grant_columns!(),
-            " FROM grants WHERE revoked_at IS NULL AND ($1::text IS NULL OR conversation = $1) \
-             AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .bind(now)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(grant_from_row).collect()
+    async fn rows(&self, select: Select<'_>) -> Result<Vec<Self::Row>, StoreError> {
+        Ok(writes::bind_all(sqlx::query(select.sql), &select.binds).fetch_all(&self.pool).await?)
     }
 }
 

@@ -1,64 +1,244 @@
-//! How the SQL stores answer [`Store`](super::Store)'s filters: one query of their own per
-//! filter ([`Reads`]), and the one dispatch from a filter to its query, written once here.
+//! The SQL stores' reads: each filter's statement and what it binds, written once for both
+//! backends. Parameters are written `$1`, `$2`…, which PostgreSQL reads as they are and SQLite
+//! as numbered parameters (sqlx binds them by their number); a parameter that may be NULL is
+//! read through `CAST`, which both understand. Where the dialects differ (PostgreSQL's row locks
+//! and collations, SQLite's index choices), the two statements stand side by side here. A
+//! backend only runs a [`Select`] ([`Reads::rows`]) and hands back its rows.
 
 use async_trait::async_trait;
 
-use super::{Find, Grant, GrantFind, Resume, StoreError};
-use crate::question::{Conversation, Question, QuestionId, RunId};
-use crate::run::Run;
+use super::rows::{
+    Bind, Columns, grant_from_row, parse_col, questions as questions_of, resume_from_rows, run_from_row,
+};
+use super::{DeliveryRole, Find, Grant, GrantFind, Resume, StoreError};
+use crate::question::{Conversation, Question, QuestionId, Surface};
 
-/// One query per filter, each in its backend's dialect.
+/// Which SQL a backend speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A statement and its parameters, in order.
+pub(super) struct Select<'a> {
+    pub(super) sql: &'static str,
+    pub(super) binds: Vec<Bind<'a>>,
+}
+
+impl<'a> Select<'a> {
+    fn new(sql: &'static str, binds: impl IntoIterator<Item = Bind<'a>>) -> Self {
+        Self { sql, binds: binds.into_iter().collect() }
+    }
+
+    /// The same parameters for the statement of `dialect`.
+    fn per(dialect: Dialect, sqlite: &'static str, postgres: &'static str, binds: Vec<Bind<'a>>) -> Self {
+        let sql = match dialect {
+            Dialect::Sqlite => sqlite,
+            Dialect::Postgres => postgres,
+        };
+        Self { sql, binds }
+    }
+}
+
+/// What a SQL store does for the reads here: run a statement.
 #[async_trait]
 pub(super) trait Reads: Send + Sync {
-    async fn find_id(&self, id: QuestionId) -> Result<Option<Question>, StoreError>;
-    async fn find_prefix(
-        &self,
-        conversation: Option<&Conversation>,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<Question>, StoreError>;
-    async fn find_pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError>;
-    async fn find_journal(&self, run: RunId) -> Result<Vec<Question>, StoreError>;
-    async fn find_due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
-    async fn find_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError>;
-    async fn read_run(&self, id: RunId) -> Result<Option<Run>, StoreError>;
-    async fn read_journaled(&self, id: RunId) -> Result<Option<Resume>, StoreError>;
-    async fn grant_for(
-        &self,
-        conversation: &Conversation,
-        grantee: &str,
-        action: &str,
-        now: i64,
-    ) -> Result<Option<Grant>, StoreError>;
-    async fn live_grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError>;
+    /// A row of the backend.
+    type Row: Columns + Send;
+    /// The backend's SQL.
+    const DIALECT: Dialect;
+    /// Every row `select` returns.
+    async fn rows(&self, select: Select<'_>) -> Result<Vec<Self::Row>, StoreError>;
 }
 
-/// [`Store::questions`](super::Store::questions) through a backend's queries.
+fn limit(n: u32) -> Bind<'static> {
+    i64::from(n).into()
+}
+
+fn conversation(c: Option<&Conversation>) -> Bind<'_> {
+    c.map(Conversation::as_str).into()
+}
+
+/// The statement that reads the questions `find` selects.
+fn question_select<'a>(find: &Find<'a>, dialect: Dialect) -> Select<'a> {
+    match *find {
+        Find::Id(id) => Select::new(
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"),
+            [id.to_string().into()],
+        ),
+        // A range of ids (lower-case hex and hyphens; '~' sorts after both) in byte order, on
+        // the index of ids: SQLite compares bytes, PostgreSQL does under the "C" collation.
+        Find::Prefix { conversation: c, prefix, limit: n } => Select::per(
+            dialect,
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE id >= $1 AND id < $2 \
+                 AND (CAST($3 AS TEXT) IS NULL OR conversation = $3 OR escalated_to = $3) \
+                 ORDER BY created_at DESC LIMIT $4"
+            ),
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE id COLLATE \"C\" >= $1 AND id COLLATE \"C\" < $2 \
+                 AND (CAST($3 AS TEXT) IS NULL OR conversation = $3 OR escalated_to = $3) \
+                 ORDER BY created_at DESC LIMIT $4"
+            ),
+            vec![prefix.into(), format!("{prefix}~").into(), conversation(c), limit(n)],
+        ),
+        // SQLite reads a conversation's own and those escalated to it each on its index;
+        // PostgreSQL keeps them in the order they were asked (`seq`).
+        Find::Pending { conversation: Some(c), limit: n } => Select::per(
+            dialect,
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND conversation = $1 UNION ALL SELECT ",
+                question_columns!(),
+                " FROM questions WHERE escalated_to = $1 AND status = 'pending' AND conversation IS NOT $1 \
+                 ORDER BY created_at LIMIT $2"
+            ),
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND (conversation = $1 OR escalated_to = $1) \
+                 ORDER BY seq LIMIT $2"
+            ),
+            vec![c.as_str().into(), limit(n)],
+        ),
+        Find::Pending { conversation: None, limit: n } => Select::per(
+            dialect,
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT $1"
+            ),
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE status = 'pending' ORDER BY seq LIMIT $1"),
+            vec![limit(n)],
+        ),
+        Find::Journal(run) => Select::new(
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = $1 ORDER BY step"),
+            [run.to_string().into()],
+        ),
+        // On PostgreSQL, questions another instance is claiming now are left out: the sweepers
+        // share the work instead of queueing on each other's row locks.
+        Find::Due { now, limit: n } => Select::per(
+            dialect,
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
+                 ORDER BY expires_at LIMIT $2"
+            ),
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
+                 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
+            ),
+            vec![now.into(), limit(n)],
+        ),
+        Find::Nudges { now, limit: n } => Select::new(
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
+                 ORDER BY nudge_at LIMIT $2"
+            ),
+            [now.into(), limit(n)],
+        ),
+    }
+}
+
+/// [`Store::questions`](super::Store::questions) through a backend.
 pub(super) async fn questions<R: Reads + ?Sized>(r: &R, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
-    match find {
-        Find::Id(id) => Ok(r.find_id(id).await?.into_iter().collect()),
-        Find::Prefix { conversation, prefix, limit } => r.find_prefix(conversation, prefix, limit).await,
-        Find::Pending { conversation, limit } => r.find_pending(conversation, limit).await,
-        Find::Journal(run) => r.find_journal(run).await,
-        Find::Due { now, limit } => r.find_due(now, limit).await,
-        Find::Nudges { now, limit } => r.find_nudges(now, limit).await,
-    }
+    questions_of(&r.rows(question_select(&find, R::DIALECT)).await?)
 }
 
-/// [`Store::run_record`](super::Store::run_record) through a backend's queries.
-pub(super) async fn run<R: Reads + ?Sized>(r: &R, id: RunId, journal: bool) -> Result<Option<Resume>, StoreError> {
-    match journal {
-        true => r.read_journaled(id).await,
-        false => Ok(r.read_run(id).await?.map(|run| Resume { run, journal: Vec::new() })),
+/// [`Store::run_record`](super::Store::run_record) through a backend.
+pub(super) async fn run<R: Reads + ?Sized>(
+    r: &R,
+    id: crate::question::RunId,
+    journal: bool,
+) -> Result<Option<Resume>, StoreError> {
+    let id = id.to_string();
+    if journal {
+        let select =
+            Select::new(concat!("SELECT ", run_and_journal!(), " WHERE r.id = $1 ORDER BY q.step"), [id.into()]);
+        return resume_from_rows(&r.rows(select).await?);
     }
+    let select = Select::new(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1"), [id.into()]);
+    let run = r.rows(select).await?.first().map(run_from_row).transpose()?;
+    Ok(run.map(|run| Resume { run, journal: Vec::new() }))
 }
 
-/// [`Store::find_grants`](super::Store::find_grants) through a backend's queries.
+/// [`Store::find_grants`](super::Store::find_grants) through a backend.
 pub(super) async fn grants<R: Reads + ?Sized>(r: &R, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
     match find {
-        GrantFind::Live { conversation, now } => r.live_grants(conversation, now).await,
-        GrantFind::For { conversation, grantee, action, now } => {
-            Ok(r.grant_for(conversation, grantee, action, now).await?.into_iter().collect())
+        GrantFind::Live { conversation: c, now } => {
+            let select = Select::new(
+                concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants WHERE revoked_at IS NULL AND (CAST($1 AS TEXT) IS NULL OR conversation = $1) \
+                     AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at"
+                ),
+                [conversation(c), now.into()],
+            );
+            r.rows(select).await?.iter().map(grant_from_row).collect()
+        }
+        GrantFind::For { conversation: c, grantee, action, now } => {
+            let select = Select::new(
+                concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants WHERE conversation = $1 AND grantee = $2 AND (action = $3 OR pattern = 1) \
+                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)"
+                ),
+                [c.as_str().into(), grantee.into(), action.into(), now.into()],
+            );
+            let candidates = r.rows(select).await?.iter().map(grant_from_row).collect::<Result<Vec<_>, _>>()?;
+            Ok(super::covering(candidates, action).into_iter().collect())
         }
     }
+}
+
+/// [`Store::card_at`](super::Store::card_at) through a backend.
+pub(super) async fn card_at<R: Reads + ?Sized>(
+    r: &R,
+    surface: Surface,
+    chat: &str,
+    message: &str,
+) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
+    let select = Select::new(
+        "SELECT question_id, role FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
+        [surface.as_str().into(), chat.into(), message.into()],
+    );
+    let rows = r.rows(select).await?;
+    rows.first().map(|row| Ok((parse_col(row, "question_id")?, parse_col(row, "role")?))).transpose()
+}
+
+/// [`Store::seen`](super::Store::seen) through a backend.
+pub(super) async fn seen<R: Reads + ?Sized>(r: &R, key: &str) -> Result<bool, StoreError> {
+    let rows = r.rows(Select::new("SELECT 1 AS found FROM inbound WHERE key = $1", [key.into()])).await?;
+    Ok(!rows.is_empty())
+}
+
+/// [`Store::pending_count`](super::Store::pending_count) through a backend.
+pub(super) async fn pending_count<R: Reads + ?Sized>(r: &R) -> Result<u64, StoreError> {
+    let rows = r.rows(Select::new("SELECT COUNT(*) AS n FROM questions WHERE status = 'pending'", [])).await?;
+    let n = rows.first().map(|row| row.req_int("n")).transpose()?.unwrap_or(0);
+    Ok(u64::try_from(n).unwrap_or_default())
+}
+
+/// [`Store::next_deadline`](super::Store::next_deadline) through a backend.
+pub(super) async fn next_deadline<R: Reads + ?Sized>(r: &R) -> Result<Option<i64>, StoreError> {
+    let select = Select::new(
+        "SELECT MIN(t) AS next FROM (\
+         SELECT MIN(expires_at) AS t FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL \
+         UNION ALL SELECT MIN(nudge_at) FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL) n",
+        [],
+    );
+    Ok(r.rows(select).await?.first().map(|row| row.int("next")).transpose()?.flatten())
 }

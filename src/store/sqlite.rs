@@ -10,17 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::ConnectOptions;
 use sqlx::sqlite::{SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::reads::{self, Reads};
+use super::reads::{self, Dialect, Reads, Select};
 use super::{
     Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
     StoreError, Undelivered, Write, WriteStats, Written,
 };
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
-use crate::run::Run;
 
 /// How hard SQLite syncs to disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,10 +49,7 @@ mod rows;
 mod statements;
 mod writer;
 
-use super::rows::{
-    delivery_from_row, grant_from_row, page, page_after, parse_col, question_from_row, questions, resume_from_rows,
-    run_from_row, undelivered_from_row,
-};
+use super::rows::{Bind, delivery_from_row, page, page_after, questions, run_from_row, undelivered_from_row};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
 
@@ -241,22 +237,11 @@ impl Store for SqliteStore {
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM questions WHERE status = 'pending'")
-            .fetch_one(&self.readers)
-            .await?;
-        let n: i64 = row.try_get("n")?;
-        Ok(u64::try_from(n).unwrap_or_default())
+        reads::pending_count(self).await
     }
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
-        let row = sqlx::query(
-            "SELECT MIN(t) AS next FROM (\
-             SELECT MIN(expires_at) AS t FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL \
-             UNION ALL SELECT MIN(nudge_at) FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL)",
-        )
-        .fetch_one(&self.readers)
-        .await?;
-        Ok(row.try_get("next")?)
+        reads::next_deadline(self).await
     }
 
     // In id order through the primary key, so that a page stops at its 500th find instead of
@@ -293,15 +278,7 @@ impl Store for SqliteStore {
         chat: &str,
         message: &str,
     ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT question_id, role FROM deliveries WHERE surface = ? AND chat = ? AND message = ? LIMIT 1",
-        )
-        .bind(surface.as_str())
-        .bind(chat)
-        .bind(message)
-        .fetch_optional(&self.readers)
-        .await?;
-        row.as_ref().map(|r| Ok((parse_col(r, "question_id")?, parse_col(r, "role")?))).transpose()
+        reads::card_at(self, surface, chat, message).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
@@ -315,8 +292,7 @@ impl Store for SqliteStore {
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT 1 FROM inbound WHERE key = ?").bind(key).fetch_optional(&self.readers).await?;
-        Ok(row.is_some())
+        reads::seen(self, key).await
     }
 
     fn write_stats(&self) -> WriteStats {
@@ -345,156 +321,14 @@ impl Store for SqliteStore {
 
 #[async_trait]
 impl Reads for SqliteStore {
-    async fn read_run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE id = ?"))
-            .bind(id.to_string())
-            .fetch_optional(&self.readers)
-            .await?;
-        row.as_ref().map(run_from_row).transpose()
-    }
+    type Row = sqlx::sqlite::SqliteRow;
+    const DIALECT: Dialect = Dialect::Sqlite;
 
-    async fn read_journaled(&self, id: RunId) -> Result<Option<Resume>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", run_and_journal!(), " WHERE r.id = ? ORDER BY q.step"))
-            .bind(id.to_string())
-            .fetch_all(&self.readers)
-            .await?;
-        resume_from_rows(&rows)
-    }
-
-    async fn find_id(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?"))
-            .bind(id.to_string())
-            .fetch_optional(&self.readers)
-            .await?;
-        row.as_ref().map(question_from_row).transpose()
-    }
-
-    async fn find_prefix(
-        &self,
-        conversation: Option<&Conversation>,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<Question>, StoreError> {
-        // The prefix is checked to be hex and hyphens by the caller; the range scan on the
-        // primary key makes it an index lookup rather than a LIKE over the table.
-        let upper = format!("{prefix}\u{10ffff}");
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR conversation = ?3 OR escalated_to = ?3) \
-             ORDER BY created_at DESC LIMIT ?4"
-        ))
-        .bind(prefix)
-        .bind(upper)
-        .bind(conversation.map(Conversation::as_str))
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn find_pending(&self, conversation: Option<&Conversation>, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = match conversation {
-            Some(c) => {
-                // Its own, and those escalated to it, each on its index.
-                sqlx::query(concat!(
-                    "SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE status = 'pending' AND conversation = ?1 UNION ALL SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE escalated_to = ?1 AND status = 'pending' AND conversation IS NOT ?1 \
-                     ORDER BY created_at LIMIT ?2"
-                ))
-                .bind(c.as_str())
-                .bind(limit)
-                .fetch_all(&self.readers)
-                .await?
-            }
-            None => {
-                sqlx::query(concat!(
-                    "SELECT ",
-                    question_columns!(),
-                    " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT ?1"
-                ))
-                .bind(limit)
-                .fetch_all(&self.readers)
-                .await?
-            }
-        };
-        questions(&rows)
-    }
-
-    async fn find_journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
-        let rows =
-            sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE run_id = ? ORDER BY step"))
-                .bind(run.to_string())
-                .fetch_all(&self.readers)
-                .await?;
-        questions(&rows)
-    }
-
-    async fn find_due(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? \
-             ORDER BY expires_at LIMIT ?"
-        ))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn find_nudges(&self, now: i64, limit: u32) -> Result<Vec<Question>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= ? \
-             ORDER BY nudge_at LIMIT ?"
-        ))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        questions(&rows)
-    }
-
-    async fn grant_for(
-        &self,
-        conversation: &Conversation,
-        grantee: &str,
-        action: &str,
-        now: i64,
-    ) -> Result<Option<Grant>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            grant_columns!(),
-            " FROM grants WHERE conversation = ? AND grantee = ? AND (action = ? OR pattern = 1) \
-             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
-        ))
-        .bind(conversation.as_str())
-        .bind(grantee)
-        .bind(action)
-        .bind(now)
-        .fetch_all(&self.readers)
-        .await?;
-        let candidates = rows.iter().map(grant_from_row).collect::<Result<Vec<_>, _>>()?;
-        Ok(super::covering(candidates, action))
-    }
-
-    async fn live_grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            grant_columns!(),
-            " FROM grants WHERE revoked_at IS NULL AND (?1 IS NULL OR conversation = ?1) \
-             AND (expires_at IS NULL OR expires_at > ?2) ORDER BY created_at"
-        ))
-        .bind(conversation.map(Conversation::as_str))
-        .bind(now)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter().map(grant_from_row).collect()
+    async fn rows(&self, select: Select<'_>) -> Result<Vec<Self::Row>, StoreError> {
+        let query = select.binds.iter().fold(sqlx::query(select.sql), |query, bind| match bind {
+            Bind::Int(i) => query.bind(*i),
+            Bind::Text(s) => query.bind(s.as_deref()),
+        });
+        Ok(query.fetch_all(&self.readers).await?)
     }
 }

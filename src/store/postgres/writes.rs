@@ -52,7 +52,7 @@ macro_rules! inbound_key {
 }
 
 /// Binds `binds` in order, after those bound before.
-fn bind_all(query: PgQuery, binds: &[Bind<'_>]) -> PgQuery {
+pub(super) fn bind_all(query: PgQuery, binds: &[Bind<'_>]) -> PgQuery {
     binds.iter().fold(query, |query, bind| match bind {
         Bind::Int(i) => query.bind(*i),
         Bind::Text(s) => query.bind(s.as_deref()),
