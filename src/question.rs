@@ -507,6 +507,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn run_ids_sort_in_the_order_runs_start_and_are_named_by_their_random_end() {
+        // The store writes runs (and their questions' journal index) in run id order: ids made
+        // one after another must sort that way, or each write lands on a random page.
+        let ids: Vec<RunId> = (0..1000).map(|_| RunId::new()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "run ids out of their start order");
+        let (a, b) = (ids[0], ids[1]);
+        assert_eq!(a.short(), a.to_string()[28..]);
+        assert_ne!(a.short(), b.short(), "two runs started together are told apart");
+        // Question ids are typed by their first characters: those are random.
+        let questions: std::collections::HashSet<String> = (0..100).map(|_| QuestionId::new().short()).collect();
+        assert_eq!(questions.len(), 100);
+    }
+
+    #[test]
     fn names_are_cleaned_capped_and_blank_is_none() {
         assert_eq!(display_name("  @alice\u{7}\n ").as_deref(), Some("@alice"));
         assert_eq!(display_name(" \t\u{0} "), None);
