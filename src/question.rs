@@ -7,6 +7,7 @@ mod approvals;
 mod ask;
 mod choice;
 mod duration;
+pub mod form;
 mod nudge;
 mod outcome;
 mod person;
@@ -207,6 +208,8 @@ text_enum!(
         Confirm = "confirm",
         /// Allow once, allow always, or reject.
         Approval = "approval",
+        /// Several fields of one flat object, answered together.
+        Form = "form",
     }
 );
 
@@ -321,6 +324,10 @@ pub struct Question {
     pub multi: bool,
     /// Free text allowed.
     pub allow_custom: bool,
+    /// The fields of a form, or of several questions asked together (then its kind is
+    /// `question`); none for one question, a confirm or an approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form: Option<form::Form>,
     /// Applied on timeout.
     pub default: Option<Value>,
     /// Who may answer.

@@ -16,7 +16,7 @@ macro_rules! question_columns {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
          answered_via, answered_name, resolved_at, quorum, approvals, nudges, nudge_at, escalated_to, asked_by, \
-         descriptions"
+         descriptions, form"
     };
 }
 
@@ -71,6 +71,7 @@ macro_rules! run_and_journal {
 }
 
 pub mod copy;
+mod drafts;
 mod error;
 
 mod logins;
@@ -149,6 +150,8 @@ pub enum Write {
     /// `name` whose secret has `session`, until `until`. → `Login` (none: no such live link,
     /// or it was used)
     UseLink { digest: String, now: i64, name: String, session: String, until: i64 },
+    /// Sets what `person` has filled in so far of the form `question` (none: forgets it). → `Done`
+    Draft { question: QuestionId, person: String, draft: Option<crate::question::form::Draft>, at: i64 },
     /// Deletes up to `limit` runs that ended before `ended_before` (with their questions and
     /// cards) and inbound keys recorded before `seen_before`, and credentials expired before
     /// it; waiting and running runs stay. → `Pruned`
@@ -251,6 +254,12 @@ pub trait Store: Send + Sync + 'static {
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError>;
     /// Whether an inbound update key was recorded.
     async fn seen(&self, key: &str) -> Result<bool, StoreError>;
+    /// What `person` has filled in so far of the form `question`.
+    async fn draft(
+        &self,
+        question: QuestionId,
+        person: &str,
+    ) -> Result<Option<crate::question::form::Draft>, StoreError>;
     /// What the writes have cost so far, for `/metrics`.
     fn write_stats(&self) -> WriteStats {
         WriteStats::default()

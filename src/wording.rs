@@ -17,6 +17,7 @@ pub fn card(q: &Question, now_ms: i64) -> String {
         Kind::Question => "❓",
         Kind::Confirm => "❔",
         Kind::Approval => "🔐 Approve:",
+        Kind::Form => "📝",
     };
     let _ = writeln!(out, "{title} {}", q.prompt);
     for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
@@ -29,8 +30,12 @@ pub fn card(q: &Question, now_ms: i64) -> String {
         }
     }
     let _ = writeln!(out, "   {}", footer(q, now_ms));
+    if let Some(form) = &q.form {
+        form_lines(&mut out, form, &id);
+        return out;
+    }
     match q.kind {
-        Kind::Question => {
+        Kind::Question | Kind::Form => {
             let width = q.options.iter().map(|o| o.chars().count()).max().unwrap_or(0);
             for (i, label) in q.options.iter().enumerate() {
                 let n = i + 1;
@@ -67,6 +72,89 @@ pub fn card(q: &Question, now_ms: i64) -> String {
         }
     }
     out
+}
+
+/// A form's fields (or several questions) as the text card lists them, with how to answer;
+/// empty for a question without fields.
+pub fn form_text(q: &Question) -> String {
+    let mut out = String::new();
+    if let Some(form) = &q.form {
+        form_lines(&mut out, form, &q.id.short());
+    }
+    out
+}
+
+/// A form's fields (or several questions), numbered, with what each takes, and how to answer:
+/// all at once by command, or one field at a time by plain replies.
+fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str) {
+    for (i, field) in form.fields.iter().enumerate() {
+        let n = i + 1;
+        let required = if field.required { "" } else { " (optional)" };
+        match &field.description {
+            Some(about) if field.title.is_none() => {
+                let _ = writeln!(out, "   {n}. {}{required}: {about}", field.key);
+            }
+            Some(about) => {
+                let _ = writeln!(out, "   {n}. {}{required} — {about}", field.label());
+            }
+            None => {
+                let _ = writeln!(out, "   {n}. {}{required}", field.label());
+            }
+        }
+        let options = field.options();
+        if options.is_empty() {
+            let _ = writeln!(out, "      {}", field.takes());
+        }
+        for (j, option) in options.iter().enumerate() {
+            match &option.description {
+                Some(about) => {
+                    let _ = writeln!(out, "      {}) {} — {about}", j + 1, option.label());
+                }
+                None => {
+                    let _ = writeln!(out, "      {}) {}", j + 1, option.label());
+                }
+            }
+        }
+        if let crate::question::form::Input::Choice { multi, other, .. } = &field.input {
+            let how = match (multi, other) {
+                (true, true) => Some("several: 1,3; or your own words"),
+                (true, false) => Some("several: 1,3"),
+                (false, true) => Some("or your own words"),
+                (false, false) => None,
+            };
+            if let Some(how) = how {
+                let _ = writeln!(out, "      {how}");
+            }
+        }
+    }
+    let first = form.fields.first().map_or("", |f| f.label());
+    let _ = writeln!(out, "   all at once: /answer {id} {}", form.example());
+    let _ = writeln!(out, "   or reply to fill one field at a time, from {first} (- leaves an optional one out)");
+    let _ = write!(out, "   decline: /decline {id} [feedback]");
+}
+
+/// What a person filling a form one field at a time is asked next: `2/7 · Email — an email
+/// address, like ada@example.com. Reply with it (- leaves it out).` None when `next` is no
+/// field of the question's form.
+pub fn next_field(q: &Question, draft: &crate::question::form::Draft, next: &str) -> Option<String> {
+    let form = q.form.as_ref()?;
+    let (i, field) = form.fields.iter().enumerate().find(|(_, f)| f.key == next)?;
+    let filled = draft.values().filter(|v| !v.is_null()).count();
+    let mut line = format!("{}/{} · {}", i + 1, form.fields.len(), field.label());
+    if let Some(about) = &field.description {
+        let _ = write!(line, ": {about}");
+    }
+    let _ = write!(line, " — {}.", field.takes());
+    for (j, option) in field.options().iter().enumerate() {
+        let _ = write!(line, "\n   {}) {}", j + 1, option.label());
+    }
+    let _ = write!(line, "\nReply with it");
+    if !field.required {
+        line.push_str(" (- leaves it out)");
+    }
+    let _ =
+        write!(line, ". {filled} filled so far; /answer {} {} gives them all at once.", q.id.short(), form.example());
+    Some(line)
 }
 
 /// A reminder of a pending question: who it waits for (`mentions`, when there is anyone in

@@ -126,7 +126,7 @@ impl Engine {
     }
 
     /// The claim of an authorized resolver's choice.
-    async fn claim_choice(
+    pub(super) async fn claim_choice(
         &self,
         question: &Question,
         choice: Option<Choice>,

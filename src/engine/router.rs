@@ -199,6 +199,10 @@ impl Engine {
             && question.is_in(&inbound.conversation)
         {
             let text = &inbound.text;
+            if question.form.is_some() && role != DeliveryRole::Note {
+                // A reply to a form's card or its prompt fills the next field.
+                return self.form_reply(&question, &resolver, text).await;
+            }
             let receipt = match role {
                 DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
                 // Quoted: what is typed after "Other…" is the person's own words, even when
@@ -219,6 +223,7 @@ impl Engine {
         let here = Some(&inbound.conversation);
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
+            [question] if question.form.is_some() => self.form_reply(question, &resolver, &inbound.text).await,
             [question] => {
                 let receipt = self.attempt(question, &inbound.text, &resolver).await?;
                 Ok(Response::attempt(receipt, Some(question)))
@@ -230,6 +235,22 @@ impl Engine {
             [] => self.new_turn(inbound).await,
             many => Ok(Response::say(replies::which_one(many.len()))),
         }
+    }
+
+    /// A plain message toward a form: the next field (or, given whole, all of them).
+    async fn form_reply(&self, question: &Question, resolver: &Resolver, text: &str) -> Result<Response, StoreError> {
+        Ok(match self.form_step(question, resolver, None, text).await? {
+            super::FormStep::Next { draft, next } => {
+                Response::say(wording::next_field(question, &draft, &next).unwrap_or_default())
+            }
+            super::FormStep::Done { receipt, resolved } => {
+                Response::attempt(Attempt { receipt, resolved }, Some(question))
+            }
+            super::FormStep::Invalid(e) => {
+                Response::receipt(Receipt::InvalidChoice { id: question.id, hint: e.to_string() }, Some(question))
+            }
+            super::FormStep::Refused(receipt) => Response::receipt(receipt, Some(question)),
+        })
     }
 
     async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {

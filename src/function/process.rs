@@ -122,6 +122,7 @@ fn parse_line(line: &str) -> Result<FromProgram, String> {
         "ask" => ask(Kind::Question, value)?,
         "confirm" => ask(Kind::Confirm, value)?,
         "approve" => ask(Kind::Approval, value)?,
+        "form" => ask(Kind::Form, value)?,
         "say" => FromProgram::Say(serde_json::from_value::<SayLine>(value).map_err(bad)?.text),
         "done" => FromProgram::Done(serde_json::from_value::<DoneLine>(value).map_err(bad)?.reply.unwrap_or_default()),
         "error" => FromProgram::Error(serde_json::from_value::<ErrorLine>(value).map_err(bad)?.message),
@@ -529,7 +530,7 @@ mod tests {
         let e = parse_line(r#"{"type":"dance"}"#).unwrap_err();
         assert!(e.starts_with("unknown message type `dance`"), "{e}");
         let e = parse_line(r#"{"type":"ask"}"#).unwrap_err();
-        assert!(e.contains("missing field `prompt`"), "{e}");
+        assert!(e.contains("the prompt is empty"), "{e}");
         let e = parse_line(r#"{"type":"ask","prompt":"x","timeout":-3}"#).unwrap_err();
         assert!(e.contains("timeout -3"), "{e}");
         let e = parse_line(r#"{"type":"ask","prompt":"Which?","option":["a","b"]}"#).unwrap_err();

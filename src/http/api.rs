@@ -205,9 +205,9 @@ pub(super) async fn create(
     operator.may_ask_in(&state.engine, &conversation)?;
     let kind = match placement.kind.as_deref() {
         None => Kind::Question,
-        Some(k) => {
-            k.parse().map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm or approval")))?
-        }
+        Some(k) => k
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm, approval or form")))?,
     };
     let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
     let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;

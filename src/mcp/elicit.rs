@@ -146,7 +146,12 @@ fn form(question: &Question) -> Option<(String, Value)> {
         Some(detail) => format!("{}\n\n{detail}", question.prompt),
         None => question.prompt.clone(),
     };
+    if let Some(form) = &question.form {
+        // A form, or several questions: the client shows the fields as askgate has them.
+        return Some((message, form.to_schema()));
+    }
     let properties = match question.kind {
+        Kind::Form => return None,
         Kind::Question if question.multi => return None,
         Kind::Question if question.options.is_empty() || question.allow_custom => {
             let mut answer = json!({"type": "string", "title": "Your answer"});
@@ -178,6 +183,9 @@ fn form(question: &Question) -> Option<(String, Value)> {
 
 /// What the person chose in the form.
 fn choice(question: &Question, content: &Value) -> Option<Choice> {
+    if question.form.is_some() {
+        return question.choice_from_value(content).ok();
+    }
     if question.kind == Kind::Approval {
         let feedback = content.get("feedback").and_then(Value::as_str).map(str::trim).filter(|f| !f.is_empty());
         return match content.get("decision")?.as_str()? {

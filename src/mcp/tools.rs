@@ -32,7 +32,7 @@ impl Tool {
     /// The tool whose result describes a question of `kind`.
     pub(super) fn for_kind(kind: Kind) -> Self {
         match kind {
-            Kind::Question => Self::AskUser,
+            Kind::Question | Kind::Form => Self::AskUser,
             Kind::Confirm => Self::Confirm,
             Kind::Approval => Self::RequestApproval,
         }
@@ -113,12 +113,20 @@ impl Tool {
         let (properties, required) = match self {
             Self::AskUser => (
                 json!({
-                    "prompt": {"type": "string", "description": "the question"},
+                    "prompt": {"type": "string", "description": "the question (with `questions` or `schema`: what they are about)"},
                     "options": {"type": "array", "maxItems": 25, "description": "choices to pick from, each a label or a label with one line about it; none: free text",
                                 "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"], "additionalProperties": false}]}},
                     "multi": {"type": "boolean", "description": "pick several options"},
                     "allow_custom": {"type": "boolean", "description": "a typed answer besides the options"},
-                    "detail": detail, "default": {"description": "applied on timeout: an option, or a list with multi"},
+                    "questions": {"type": "array", "minItems": 1, "maxItems": 4, "description": "1 to 4 questions asked together, answered as one object keyed by their headers (instead of options)",
+                                  "items": {"type": "object", "properties": {
+                                      "header": {"type": "string", "maxLength": 30, "description": "a short unique name: its key in the answer"},
+                                      "prompt": {"type": "string", "description": "the question"},
+                                      "options": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"]}]}},
+                                      "multi": {"type": "boolean"}, "allow_custom": {"type": "boolean"}},
+                                    "required": ["header", "prompt"], "additionalProperties": false}},
+                    "schema": {"type": "object", "description": "a form: MCP elicitation's flat JSON Schema (strings, numbers, integers, booleans, enums, with required); the answer is one object"},
+                    "detail": detail, "default": {"description": "applied on timeout: an option, a list with multi, an object for a form or questions"},
                     "timeout": timeout, "conversation": conversation, "wait": wait,
                 }),
                 json!(["prompt"]),
@@ -231,6 +239,8 @@ impl Call {
                 // Each tool takes its own keys of an ask: an approval's `action`, a question's
                 // `prompt`.
                 let (kind, misplaced) = match tool {
+                    // `ask_user` with a `schema` is a form.
+                    Tool::AskUser if arguments.contains_key("schema") => (Kind::Form, "action"),
                     Tool::AskUser => (Kind::Question, "action"),
                     Tool::Confirm => (Kind::Confirm, "action"),
                     _ => (Kind::Approval, "prompt"),

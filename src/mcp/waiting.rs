@@ -242,9 +242,26 @@ impl AskKey {
         Self {
             asker: asker.to_string(),
             tool: tool.to_owned(),
-            arguments: Value::Object(arguments.clone()).to_string(),
+            arguments: canonical(&Value::Object(arguments.clone())),
         }
     }
+}
+
+/// A value as text with every object's keys in order: the same arguments in any order are the
+/// same text (askgate's JSON objects keep the order they were written in).
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 struct Open {
@@ -293,6 +310,8 @@ mod tests {
         let asker = UserRef::parse("mcp:agent.claude-code").unwrap();
         let object = |v: Value| v.as_object().cloned().unwrap();
         let key = AskKey::new(&asker, "confirm", &object(json!({"prompt": "Ship?", "timeout": 60})));
+        let nested = |a: Value| AskKey::new(&asker, "ask_user", &object(json!({"prompt": "x", "schema": a})));
+        assert_eq!(nested(json!({"a": 1, "b": {"c": 2, "d": 3}})), nested(json!({"b": {"d": 3, "c": 2}, "a": 1})));
         let same = AskKey::new(&asker, "confirm", &object(json!({"timeout": 60, "prompt": "Ship?", "wait": false})));
         assert_eq!(key, same);
         assert_ne!(key, AskKey::new(&asker, "confirm", &object(json!({"prompt": "Ship it?", "timeout": 60}))));

@@ -5,6 +5,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::form::{Form, InvalidForm, Subquestion};
 use super::{
     Answerers, Conversation, Kind, MAX_DESCRIPTION_LEN, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Nudges,
     Question, QuestionId, RunId, Status, UserRef, is_invisible, millis,
@@ -70,6 +71,8 @@ pub struct Ask {
     pub multi: bool,
     /// Free text allowed besides the options.
     pub allow_custom: bool,
+    /// A form's fields, or several questions asked together.
+    pub form: Option<Form>,
     /// Applied on timeout.
     pub default: Option<Value>,
     /// When to give up.
@@ -98,6 +101,20 @@ impl Ask {
     /// An approval of an action.
     pub fn approval(action: impl Into<String>) -> Self {
         Self { kind: Some(Kind::Approval), prompt: action.into(), ..Self::default() }
+    }
+
+    /// A form: the fields of one object, answered together (see [`Form::from_schema`]).
+    pub fn form(prompt: impl Into<String>, form: Form) -> Self {
+        Self { kind: Some(Kind::Form), prompt: prompt.into(), form: Some(form), ..Self::default() }
+    }
+
+    /// One to four questions asked together, answered as one object keyed by their headers.
+    ///
+    /// # Errors
+    /// [`InvalidAsk::Form`] naming the question that does not fit.
+    pub fn questions(prompt: impl Into<String>, questions: Vec<Subquestion>) -> Result<Self, InvalidAsk> {
+        let form = Form::from_questions(questions)?;
+        Ok(Self { kind: Some(Kind::Question), prompt: prompt.into(), form: Some(form), ..Self::default() })
     }
 
     /// Sets the options.
@@ -202,7 +219,11 @@ impl Ask {
     /// many options, a default that is not an option or has the wrong type.
     pub fn validate(self) -> Result<ValidAsk, InvalidAsk> {
         let kind = self.kind.unwrap_or(Kind::Question);
-        let prompt = self.prompt.trim().to_owned();
+        let mut prompt = self.prompt.trim().to_owned();
+        if let (Kind::Question, Some(form), true) = (kind, &self.form, prompt.is_empty()) {
+            // Several questions need no prompt of their own: their headers say what is asked.
+            prompt = form.fields.iter().map(|f| f.key.as_str()).collect::<Vec<_>>().join(" · ");
+        }
         if prompt.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
             return Err(InvalidAsk::EmptyPrompt);
         }
@@ -217,6 +238,7 @@ impl Ask {
             descriptions: Vec::new(),
             multi: false,
             allow_custom: false,
+            form: None,
             default: self.default,
             timeout: self.timeout,
             answerers: self.answerers,
@@ -241,7 +263,24 @@ impl Ask {
         if kind != Kind::Question && self.descriptions.iter().any(|d| !d.trim().is_empty()) {
             return Err(InvalidAsk::DescriptionWithoutOption);
         }
+        if let Some(form) = self.form {
+            if !matches!(kind, Kind::Question | Kind::Form) {
+                return Err(InvalidAsk::Form(InvalidForm::whole(format!("a {kind} has no fields"))));
+            }
+            if !self.options.is_empty() || self.multi {
+                return Err(InvalidAsk::Form(InvalidForm::whole(
+                    "a form's options belong to its fields, not to the ask",
+                )));
+            }
+            form.validate()?;
+            if let Some(default) = &ask.default {
+                ask.default = Some(form.check(default).map_err(|e| InvalidAsk::BadDefault(e.to_string()))?);
+            }
+            ask.form = Some(form);
+            return Ok(ask);
+        }
         match kind {
+            Kind::Form => return Err(InvalidAsk::Form(InvalidForm::whole("a form needs its fields (a schema)"))),
             Kind::Question => {
                 let mut options: Vec<String> = Vec::with_capacity(self.options.len());
                 for label in self.options {
@@ -381,6 +420,9 @@ pub enum InvalidAsk {
     /// Reminders or escalation that do not fit.
     #[error("{0}")]
     Nudge(String),
+    /// A form, or several questions, that cannot be asked.
+    #[error("{0}")]
+    Form(#[from] InvalidForm),
 }
 
 /// A checked ask, ready to persist.
@@ -400,6 +442,8 @@ pub struct ValidAsk {
     pub multi: bool,
     /// Free text allowed.
     pub allow_custom: bool,
+    /// A form's fields, or several questions asked together.
+    pub form: Option<Form>,
     /// Applied on timeout.
     pub default: Option<Value>,
     /// When to give up.
@@ -480,6 +524,7 @@ impl ValidAsk {
             descriptions: self.descriptions,
             multi: self.multi,
             allow_custom: self.allow_custom,
+            form: self.form,
             default: self.default,
             created_at: now,
             expires_at,
@@ -508,63 +553,14 @@ impl ValidAsk {
             h.update([0]);
             h.update(o);
         }
+        if let Some(form) = &self.form {
+            h.update([1]);
+            h.update(serde_json::to_vec(form).unwrap_or_default());
+        }
         let digest = h.finalize();
         hex::encode(&digest[..12])
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn origin() -> Origin {
-        Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0, asker: "test".into() }
-    }
-
-    #[test]
-    fn a_quorum_is_for_approvals_in_range_and_never_editable() {
-        let refused = |ask: Ask| match ask.validate() {
-            Err(InvalidAsk::Quorum(why)) => why,
-            other => panic!("{other:?}"),
-        };
-        assert!(refused(Ask::question("Pick").quorum(2)).contains("for approvals"));
-        assert!(refused(Ask::approval("deploy").quorum(0)).contains("give 1 to 25"));
-        assert!(refused(Ask::approval("deploy").quorum(MAX_QUORUM + 1)).contains("give 1 to 25"));
-        assert!(refused(Ask::approval("deploy").quorum(2).editable(true)).contains("editable"));
-        let two = Ask::approval("deploy").quorum(2).validate().unwrap();
-        assert_eq!((two.quorum, two.options.as_slice()), (2, ["Approve".to_owned(), "Reject".to_owned()].as_slice()));
-        let one = Ask::approval("deploy").quorum(1).validate().unwrap();
-        assert_eq!((one.quorum, one.options.len()), (1, 3), "a quorum of one is a plain approval");
-    }
-
-    #[test]
-    fn descriptions_are_one_line_each_within_their_limit_and_only_for_options() {
-        let ask =
-            Ask::question("Which?").option("a", " two\nlines\t here\u{200B} ").option("b", "").validate().unwrap();
-        assert_eq!(ask.descriptions, ["two lines here", ""]);
-        let none = Ask::question("Which?").option("a", " ").options(["a", "b"]).validate().unwrap();
-        assert!(none.descriptions.is_empty(), "none is stored as none: {none:?}");
-        let long = Ask::question("Which?").option("a", "é".repeat(MAX_DESCRIPTION_LEN + 1)).validate();
-        assert_eq!(long, Err(InvalidAsk::DescriptionTooLong { label: "a".into(), max: MAX_DESCRIPTION_LEN }));
-        let mut extra = Ask::question("Which?").options(["a"]);
-        extra.descriptions = vec!["x".into(), "y".into()];
-        assert_eq!(extra.validate(), Err(InvalidAsk::DescriptionWithoutOption));
-        let mut confirm = Ask::confirm("Sure?");
-        confirm.descriptions = vec!["x".into()];
-        assert_eq!(confirm.validate(), Err(InvalidAsk::DescriptionWithoutOption));
-    }
-
-    #[test]
-    fn a_quorum_needs_as_many_people_as_may_answer() {
-        let alice = UserRef::parse("telegram:1").unwrap();
-        let bob = UserRef::parse("telegram:2").unwrap();
-        let ask = || Ask::approval("deploy").quorum(2).validate().unwrap();
-        let alone = ask().pending(origin(), Answerers::Initiator { user: alice.clone() }, 0, None).unwrap_err();
-        assert!(alone.to_string().contains("only telegram:1 may"), "{alone}");
-        let twice = Answerers::Users { users: vec![alice.clone(), alice.clone()] };
-        assert!(ask().pending(origin(), twice, 0, None).is_err(), "the same person counts once");
-        let two = Answerers::Users { users: vec![alice, bob] };
-        assert_eq!(ask().pending(origin(), two, 0, None).unwrap().quorum, 2);
-        assert!(ask().pending(origin(), Answerers::Conversation, 0, None).is_ok(), "anyone in the chat");
-    }
-}
+mod tests;

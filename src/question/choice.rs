@@ -59,11 +59,17 @@ impl Question {
     /// [`InvalidChoice`] with a hint when the text fits nothing.
     pub fn parse_choice(&self, text: &str) -> Result<Choice, InvalidChoice> {
         let text = text.trim();
+        if let Some(form) = &self.form {
+            // A form (or several questions) takes `key=value` pairs or a JSON object.
+            return form.parse_text(text).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.to_string() });
+        }
         match self.kind {
             Kind::Confirm => parse_confirm(text),
             Kind::Approval => self.parse_approval(text),
             Kind::Question if self.multi => self.parse_many(text),
             Kind::Question => self.parse_one(text),
+            // Every form is stored with its fields (see above).
+            Kind::Form => Err(InvalidChoice { hint: "this form has no fields".to_owned() }),
         }
     }
 
@@ -75,6 +81,12 @@ impl Question {
     /// [`InvalidChoice`] when the value does not fit the question.
     pub fn choice_from_value(&self, value: &Value) -> Result<Choice, InvalidChoice> {
         let position = |n: &serde_json::Number| format!("#{n}");
+        if let Some(form) = &self.form {
+            return match value {
+                Value::String(text) => self.parse_choice(text),
+                _ => form.check(value).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.to_string() }),
+            };
+        }
         match (self.kind, value) {
             (_, Value::String(s)) => self.parse_choice(s),
             (Kind::Confirm, Value::Bool(b)) => Ok(Choice::Answer(Value::Bool(*b))),
@@ -121,6 +133,7 @@ impl Question {
             Kind::Approval => "send \"once\", \"always\" or \"reject\"".to_owned(),
             Kind::Question if self.multi => "send a list of option names or numbers".to_owned(),
             Kind::Question => "send an option's name or number, or text".to_owned(),
+            Kind::Form => "send an object with the form's fields".to_owned(),
         }
     }
 

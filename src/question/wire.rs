@@ -7,14 +7,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::form::{Form, Subquestion};
 use super::{Ask, Conversation, Kind, Nudges, Timeout, UserRef};
 
 /// An ask as written on the wire.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskWire {
-    /// What the human reads first (`action` for an approval says the same).
-    #[serde(alias = "action")]
+    /// What the human reads first (`action` for an approval says the same); may be left out
+    /// when `questions` are given.
+    #[serde(alias = "action", default)]
     pub prompt: String,
     /// More context, shown under the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,7 +31,18 @@ pub struct AskWire {
     /// Free text besides the options (questions only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_custom: bool,
-    /// Applied on timeout: an option, a list for multi-select, a boolean for a confirm.
+    /// Forms only: the fields, as MCP elicitation's flat JSON Schema (an object of strings,
+    /// numbers, integers, booleans and enums, with `required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_schema")]
+    pub schema: Option<Value>,
+    /// Questions only: 1 to 4 questions asked together, each with a short `header` (its key
+    /// in the answer), its `prompt`, and its own `options`, `multi` and `allow_custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4))]
+    pub questions: Option<Vec<Subquestion>>,
+    /// Applied on timeout: an option, a list for multi-select, a boolean for a confirm, an
+    /// object for a form or several questions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
     /// Seconds, or `"never"`; none: the gateway's default.
@@ -147,6 +160,14 @@ fn wire_duration(key: &str, value: Option<&Value>) -> Result<Option<u64>, String
     Ok(Some(super::millis(duration)))
 }
 
+/// A form's schema: a JSON object (checked when the ask is).
+fn object_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "MCP elicitation's flat JSON Schema: {\"type\": \"object\", \"properties\": {…}, \"required\": […]}.",
+        "type": ["object", "null"],
+    })
+}
+
 /// A timeout as [`Timeout::from_json`] takes it.
 fn timeout_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
@@ -163,6 +184,8 @@ const KEYS: &[&str] = &[
     "options",
     "multi",
     "allow_custom",
+    "schema",
+    "questions",
     "default",
     "timeout",
     "editable",
@@ -195,6 +218,28 @@ impl AskWire {
     /// A message when the timeout is not a positive number of seconds or `"never"`, or a
     /// confirm or approval carries keys only questions take.
     pub fn into_ask(self, kind: Kind) -> Result<Ask, String> {
+        if self.schema.is_some() && kind != Kind::Form {
+            return Err(format!("`schema` is for forms; a {kind} has none"));
+        }
+        if self.questions.is_some() && kind != Kind::Question {
+            return Err(format!("`questions` are for questions; a {kind} asks one thing"));
+        }
+        let form = match (kind, self.schema, self.questions) {
+            (Kind::Form, Some(schema), _) => Some(Form::from_schema(&schema).map_err(|e| e.to_string())?),
+            (Kind::Form, None, _) => return Err("a form needs its `schema`".to_owned()),
+            (_, _, Some(questions)) => {
+                let extra =
+                    [("options", !self.options.is_empty()), ("multi", self.multi), ("allow_custom", self.allow_custom)];
+                if let Some((key, _)) = extra.iter().find(|(_, set)| *set) {
+                    return Err(format!("`{key}` belongs to each of the `questions`"));
+                }
+                Some(Form::from_questions(questions).map_err(|e| e.to_string())?)
+            }
+            _ => None,
+        };
+        if self.prompt.trim().is_empty() && form.as_ref().is_none_or(|_| kind != Kind::Question) {
+            return Err("the prompt is empty".to_owned());
+        }
         if kind != Kind::Question {
             let extra =
                 [("options", !self.options.is_empty()), ("multi", self.multi), ("allow_custom", self.allow_custom)];
@@ -232,6 +277,7 @@ impl AskWire {
             descriptions,
             multi: self.multi,
             allow_custom: self.allow_custom,
+            form,
             default: self.default,
             timeout,
             answerers: None,
@@ -298,7 +344,8 @@ mod tests {
     #[test]
     fn wrong_types_and_misplaced_keys_are_refused() {
         assert!(AskWire::take(&mut object(json!({"prompt": "x", "options": "a,b"}))).is_err());
-        assert!(AskWire::take(&mut object(json!({"options": ["a"]}))).is_err(), "no prompt");
+        let unprompted = AskWire::take(&mut object(json!({"options": ["a"]}))).unwrap();
+        assert!(unprompted.into_ask(Kind::Question).is_err(), "no prompt");
         let confirm = AskWire { prompt: "Sure?".into(), options: vec!["a".into()], ..AskWire::default() };
         for bad in [
             json!([1]),

@@ -163,6 +163,14 @@ impl Store for MemoryStore {
         Ok(self.open()?.inbound.contains_key(key))
     }
 
+    async fn draft(
+        &self,
+        question: QuestionId,
+        person: &str,
+    ) -> Result<Option<crate::question::form::Draft>, StoreError> {
+        Ok(self.open()?.drafts.get(&(question, person.to_owned())).cloned())
+    }
+
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
         let tables = self.open()?;
         let live = |l: &&Login, now: i64| l.expires_at.is_none_or(|at| at > now);

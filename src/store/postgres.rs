@@ -36,6 +36,7 @@ use super::{
     Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter,
     Resume, RunEvent, Shared, Store, StoreError, Undelivered, Write, Written,
 };
+use crate::question::form::Draft;
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 use crate::run::{Run, RunStatus};
 
@@ -206,6 +207,19 @@ impl Store for PostgresStore {
             write @ (Write::AddLogin(_) | Write::RemoveLogin { .. } | Write::UseLink { .. }) => {
                 self.logins_write(write).await?
             }
+            Write::Draft { question, person, draft, at } => {
+                let question = question.to_string();
+                let write = match draft {
+                    Some(draft) => sqlx::query(super::drafts::SET)
+                        .bind(question)
+                        .bind(person)
+                        .bind(super::rows::to_json(&draft)?)
+                        .bind(at),
+                    None => sqlx::query(super::drafts::CLEAR).bind(question).bind(person),
+                };
+                self.writes.execute(write).await?;
+                Written::Done
+            }
             Write::Prune { ended_before, seen_before, limit } => {
                 Written::Pruned(self.prune_old(ended_before, seen_before, limit).await?)
             }
@@ -332,6 +346,10 @@ impl Store for PostgresStore {
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
         reads::seen(self, key).await
+    }
+
+    async fn draft(&self, question: QuestionId, person: &str) -> Result<Option<Draft>, StoreError> {
+        reads::draft(self, question, person).await
     }
 
     async fn close(&self) {

@@ -242,3 +242,13 @@ pub(super) async fn next_deadline<R: Reads + ?Sized>(r: &R) -> Result<Option<i64
     );
     Ok(r.rows(select).await?.first().map(|row| row.int("next")).transpose()?.flatten())
 }
+
+/// [`Store::draft`](super::Store::draft) through a backend.
+pub(super) async fn draft<R: Reads + ?Sized>(
+    r: &R,
+    question: QuestionId,
+    person: &str,
+) -> Result<Option<crate::question::form::Draft>, StoreError> {
+    let select = Select::new(super::drafts::GET, [question.to_string().into(), person.into()]);
+    r.rows(select).await?.first().map(super::drafts::from_row).transpose()
+}

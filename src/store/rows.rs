@@ -63,6 +63,7 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         detail: row.text("detail")?,
         options: json_col(row, "options")?.unwrap_or_default(),
         descriptions: json_col(row, "descriptions")?.unwrap_or_default(),
+        form: json_col(row, "form")?,
         multi: row.req_int("multi")? != 0,
         allow_custom: row.req_int("allow_custom")? != 0,
         default: json_col(row, "default_json")?,
@@ -220,7 +221,7 @@ impl From<Option<String>> for Bind<'_> {
 
 /// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
 /// written once.
-pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 29], StoreError> {
+pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 30], StoreError> {
     Ok([
         q.id.to_string().into(),
         q.conversation.as_ref().map(Conversation::as_str).into(),
@@ -251,6 +252,7 @@ pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 29], StoreError>
         q.escalated_to.as_ref().map(Conversation::as_str).into(),
         q.asked_by.as_str().into(),
         json_unless(&q.descriptions, q.descriptions.is_empty())?.into(),
+        q.form.as_ref().map(to_json).transpose()?.into(),
     ])
 }
 

@@ -19,6 +19,7 @@ use super::{
     Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
     StoreError, Undelivered, Write, WriteStats, Written,
 };
+use crate::question::form::Draft;
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
 
 /// How hard SQLite syncs to disk.
@@ -293,6 +294,10 @@ impl Store for SqliteStore {
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
         reads::seen(self, key).await
+    }
+
+    async fn draft(&self, question: QuestionId, person: &str) -> Result<Option<Draft>, StoreError> {
+        reads::draft(self, question, person).await
     }
 
     fn write_stats(&self) -> WriteStats {

@@ -104,6 +104,17 @@ pub trait StoreExt: Store {
         changed("update key", self.write(Write::Seen { key: key.to_owned(), at }).await?)
     }
 
+    /// Keeps what `person` has filled in so far of the form `question` (none: forgets it).
+    async fn set_draft(
+        &self,
+        question: QuestionId,
+        person: &str,
+        draft: Option<crate::question::form::Draft>,
+        at: i64,
+    ) -> Result<(), StoreError> {
+        done("draft", self.write(Write::Draft { question, person: person.to_owned(), draft, at }).await?)
+    }
+
     /// Records how many `say` messages a run has delivered.
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
         done("says", self.write(Write::Says { run, says }).await?)

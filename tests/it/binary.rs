@@ -98,7 +98,7 @@ impl Served {
             let at = out
                 .iter()
                 .enumerate()
-                .filter(|(_, l)| ["❓", "❔", "🔐"].iter().any(|m| l.starts_with(m)) && l.contains(prompt))
+                .filter(|(_, l)| ["❓", "❔", "🔐", "📝"].iter().any(|m| l.starts_with(m)) && l.contains(prompt))
                 .nth(n - 1)?
                 .0;
             let line = out[at..].iter().find(|l| l.trim_start().starts_with("id "))?;
@@ -110,7 +110,7 @@ impl Served {
     /// How many cards on stdout so far have a prompt that contains `prompt`.
     pub fn cards(&self, prompt: &str) -> usize {
         let out = self.out.lock().unwrap();
-        out.iter().filter(|l| ["❓", "❔", "🔐"].iter().any(|m| l.starts_with(m)) && l.contains(prompt)).count()
+        out.iter().filter(|l| ["❓", "❔", "🔐", "📝"].iter().any(|m| l.starts_with(m)) && l.contains(prompt)).count()
     }
 
     /// Waits for a stdout line containing `needle`.

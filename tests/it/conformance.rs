@@ -49,6 +49,7 @@ crate::backend::on_every_store!(
     writes_after_close_are_refused_and_earlier_ones_are_kept,
     votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
     a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names,
+    a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned,
 );
 
 fn run(conversation: &str) -> Run {
@@ -73,6 +74,7 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         descriptions: ask.descriptions,
         multi: false,
         allow_custom: true,
+        form: None,
         default: Some(json!("it's")),
         answerers: Answerers::Users { users: vec![askgate::question::UserRef::parse("test:alice").unwrap()] },
         created_at: T0 + i64::from(step),
@@ -644,5 +646,49 @@ async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_name
     assert!(b.store.remove_login("alice").await.unwrap());
     assert!(!b.store.remove_login("alice").await.unwrap());
     assert_eq!(b.store.login("d-alice", T0).await.unwrap(), None);
+    b.store.close().await;
+}
+
+async fn a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned(place: Place) {
+    use askgate::question::Kind;
+    use askgate::question::form::{Draft, Form};
+    let b = Backend::open(place).await;
+    let r = run("test:room");
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "title": "Name \"quoted\"", "maxLength": 40},
+        "plan": {"type": "string", "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}]},
+        "seats": {"type": "integer", "minimum": 1}}, "required": ["name"]});
+    let ask = Ask::form("Sign up", Form::from_schema(&schema).unwrap()).validate().unwrap();
+    let mut q = question(&r, 0, "Sign up");
+    (q.kind, q.form, q.options, q.descriptions, q.default) =
+        (Kind::Form, ask.form.clone(), Vec::new(), Vec::new(), None);
+    q.fingerprint = ask.fingerprint();
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    let b = b.reopen().await;
+    let stored = b.store.question(q.id).await.unwrap().unwrap();
+    assert_eq!((stored.kind, &stored.form), (Kind::Form, &q.form), "the form's fields come back as asked");
+
+    let mut alice = Draft::new();
+    alice.insert("name".into(), json!("Ada \"A\" L"));
+    alice.insert("plan".into(), serde_json::Value::Null);
+    b.store.set_draft(q.id, "test:alice", Some(alice.clone()), T0 + 1).await.unwrap();
+    let mut bob = Draft::new();
+    bob.insert("name".into(), json!("Bob"));
+    b.store.set_draft(q.id, "test:bob", Some(bob.clone()), T0 + 1).await.unwrap();
+    alice.insert("seats".into(), json!(3));
+    b.store.set_draft(q.id, "test:alice", Some(alice.clone()), T0 + 2).await.unwrap();
+    assert_eq!(b.store.draft(q.id, "test:alice").await.unwrap(), Some(alice), "the later draft replaces the earlier");
+    assert_eq!(b.store.draft(q.id, "test:bob").await.unwrap(), Some(bob), "each person has their own");
+    b.store.set_draft(q.id, "test:bob", None, T0 + 3).await.unwrap();
+    assert_eq!(b.store.draft(q.id, "test:bob").await.unwrap(), None);
+    assert_eq!(b.store.draft(QuestionId::new(), "test:alice").await.unwrap(), None);
+    let orphan = b.store.set_draft(QuestionId::new(), "test:alice", Some(Draft::new()), T0).await;
+    assert!(orphan.is_err(), "a draft belongs to a stored question");
+
+    b.store.resolve(answer(&q, json!({"name": "Ada"}), T0 + 4)).await.unwrap();
+    b.store.finish_run(r.id, RunStatus::Finished, "", T0 + 5).await.unwrap();
+    let pruned = b.store.prune(Some(T0 + 10), T0, 100).await.unwrap();
+    assert_eq!(pruned.runs, 1, "a question with a draft is pruned with its run");
+    assert_eq!(b.store.draft(q.id, "test:alice").await.unwrap(), None);
     b.store.close().await;
 }

@@ -13,6 +13,7 @@ mod fake_discord;
 mod fake_slack;
 mod fake_telegram;
 mod faults;
+mod forms;
 mod gate;
 mod http;
 mod instances;

@@ -83,6 +83,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         descriptions: ask.descriptions,
         multi: false,
         allow_custom: false,
+        form: None,
         default: None,
         answerers: Answerers::Conversation,
         created_at: T0,

@@ -42,7 +42,7 @@ import os
 import sys
 
 __all__ = [
-    "ask", "ask_user", "confirm", "approve", "say", "run", "can_ask", "in_run", "Declined", "Expired", "Timeout",
+    "ask", "ask_user", "confirm", "approve", "form", "say", "run", "can_ask", "in_run", "Declined", "Expired", "Timeout",
     "Cancelled", "NotInRun", "Protocol", "Client", "Outcome", "ApiError", "Edited",
 ]
 
@@ -203,19 +203,61 @@ def wire_options(options):
     return out
 
 
-def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None, **nudge):
+def wire_questions(questions):
+    """Several questions as an ask carries them: each a dict with ``header`` (a short name, its
+    key in the answer), ``prompt``, and its own ``options`` (labels or ``(label, description)``
+    pairs), ``multi`` and ``allow_custom``."""
+    out = []
+    for q in questions:
+        if not isinstance(q, dict):
+            raise TypeError(f"question {q!r} is not a dict with a header and a prompt")
+        q = dict(q)
+        if "options" in q:
+            q["options"] = wire_options(q["options"])
+        out.append(q)
+    return out
+
+
+def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None,
+        questions=None, **nudge):
     """Asks a question. Returns the chosen option's label or the text (a list when ``multi``).
 
     Each option is a label, or a ``(label, description)`` pair whose description people see
     beside it: ``ask("Which?", options=[("dayjs", "2 kB"), "luxon"])``.
+
+    ``questions`` asks 1 to 4 questions together (instead of ``options``); the answer is a dict
+    keyed by their headers: ``ask("Setup", questions=[{"header": "Library", "prompt": "Which?",
+    "options": ["dayjs", "luxon"]}, {"header": "Tests", "prompt": "Which tests?", "options":
+    ["unit", "e2e"], "multi": True}])``.
 
     ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Expired``
     is raised when there is none. ``remind_before``, ``remind_every``, ``escalate_after``,
     ``escalate_to`` and ``escalate_answerers`` nudge people while it waits (also for
     ``confirm`` and ``approve``).
     """
-    message = {"type": "ask", "prompt": prompt, "options": wire_options(options), "multi": multi,
-               "allow_custom": allow_custom, "timeout": timeout, "default": default, **nudges(nudge)}
+    message = {"type": "ask", "prompt": prompt, "timeout": timeout, "default": default, **nudges(nudge)}
+    if questions is not None:
+        if options or multi or allow_custom:
+            raise TypeError("options, multi and allow_custom belong to each of the questions")
+        message["questions"] = wire_questions(questions)
+    else:
+        message.update({"options": wire_options(options), "multi": multi, "allow_custom": allow_custom})
+    if detail is not None:
+        message["detail"] = detail
+    value, _timed_out = _outcome(message)
+    return value
+
+
+def form(prompt, schema, detail=None, timeout=None, default=None, **nudge):
+    """Asks for a form and returns the answer, a dict. ``schema`` is MCP elicitation's flat JSON
+    Schema: ``{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type":
+    "integer", "minimum": 0}}, "required": ["name"]}`` (strings with ``minLength``,
+    ``maxLength`` and ``format`` email, uri, date or date-time; numbers and integers with
+    ``minimum`` and ``maximum``; booleans; enums, single or as a list; ``default``). askgate
+    checks each field before the answer reaches you. On timeout ``default`` (a dict) is
+    returned, or ``Expired`` is raised when there is none; a decline raises ``Declined``."""
+    message = {"type": "form", "prompt": prompt, "schema": schema, "timeout": timeout, "default": default,
+               **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
     value, _timed_out = _outcome(message)

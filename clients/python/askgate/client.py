@@ -27,7 +27,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from askgate import Cancelled, Declined, Expired, decision, nudges, wire_options
+from askgate import Cancelled, Declined, Expired, decision, nudges, wire_options, wire_questions
 
 __all__ = ["Client", "Outcome", "Expired", "ApiError"]
 
@@ -93,15 +93,28 @@ class Client:
             return False
 
     def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
-            timeout=None, conversation=None, answerers=None, **nudge):
+            timeout=None, conversation=None, answerers=None, questions=None, **nudge):
         """Asks a question and returns the answer: an option, free text, or a list when
         ``multi``. Each option is a label or a ``(label, description)`` pair, as in
-        ``askgate.ask``. On expiry returns ``default`` when there is one, else raises ``Expired``.
+        ``askgate.ask``; ``questions`` asks 1 to 4 together and returns a dict keyed by their
+        headers. On expiry returns ``default`` when there is one, else raises ``Expired``.
         ``remind_before``, ``remind_every``, ``escalate_after``, ``escalate_to`` and
         ``escalate_answerers`` nudge people while it waits (also for ``confirm`` and ``approve``)."""
-        ask = {"prompt": prompt, "options": wire_options(options), "multi": multi, "allow_custom": allow_custom,
-               **nudges(nudge)}
+        ask = {"prompt": prompt, **nudges(nudge)}
+        if questions is not None:
+            if options or multi or allow_custom:
+                raise TypeError("options, multi and allow_custom belong to each of the questions")
+            ask["questions"] = wire_questions(questions)
+        else:
+            ask.update({"options": wire_options(options), "multi": multi, "allow_custom": allow_custom})
         return self._settle(self._ask("question", ask, detail, default, timeout, conversation, answerers))
+
+    def form(self, prompt, schema, detail=None, default=None, timeout=None, conversation=None, answerers=None,
+             **nudge):
+        """Asks for a form (``schema``: MCP elicitation's flat JSON Schema, as in
+        ``askgate.form``) and returns the answer, a dict whose fields askgate checked."""
+        ask = {"prompt": prompt, "schema": schema, **nudges(nudge)}
+        return self._settle(self._ask("form", ask, detail, default, timeout, conversation, answerers))
 
     def confirm(self, prompt, detail=None, default=False, timeout=None, conversation=None, answerers=None, **nudge):
         """Asks yes or no and returns a bool; on expiry ``default`` (it never raises ``Expired``)."""

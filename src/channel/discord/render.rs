@@ -121,6 +121,10 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
             }
         }
     }
+    if q.form.is_some() && tail.is_empty() {
+        // Until a form has components of its own here: its fields and the commands that answer it.
+        let _ = write!(out, "\n```\n{}\n```", wording::form_text(q));
+    }
     out.push_str(&format!("\n-# {}", escape(&footer)));
     if !tail.is_empty() {
         out.push('\n');
@@ -167,7 +171,11 @@ pub fn resolved(q: &Question, now_ms: i64) -> String {
 fn rows(q: &Question) -> Vec<Vec<Component>> {
     let id = q.id;
     let decline = button("Decline", format!("/decline {id}"), Style::Danger);
+    if q.form.is_some() {
+        return vec![vec![decline]];
+    }
     match q.kind {
+        Kind::Form => vec![vec![decline]],
         Kind::Confirm => vec![vec![
             button("Yes", format!("/answer {id} yes"), Style::Primary),
             button("No", format!("/answer {id} no"), Style::Secondary),

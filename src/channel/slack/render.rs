@@ -175,7 +175,14 @@ fn controls(q: &Question) -> Vec<Block> {
         n += 1;
         n
     };
+    if q.form.is_some() || q.kind == Kind::Form {
+        return vec![
+            Block::Section(escape(&crate::wording::form_text(q))),
+            Block::Actions(vec![button("Decline", next(), format!("/decline {id}"), Some(Style::Danger))]),
+        ];
+    }
     match q.kind {
+        Kind::Form => Vec::new(),
         Kind::Confirm => vec![Block::Actions(vec![
             button("Yes", next(), format!("/answer {id} yes"), Some(Style::Primary)),
             button("No", next(), format!("/answer {id} no"), None),

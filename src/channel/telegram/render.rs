@@ -37,6 +37,10 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// has one: buttons show labels only. The list takes at most half of a message; each
 /// description is shortened to fit its share.
 fn described(q: &Question) -> String {
+    if q.form.is_some() {
+        // Until a form has buttons of its own here: its fields and the commands that answer it.
+        return format!("\n{}", wording::form_text(q));
+    }
     if q.descriptions.is_empty() {
         return String::new();
     }
@@ -61,7 +65,7 @@ fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> Body {
     let reserved = footer.chars().count() + described.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
     let title = match q.kind {
-        Kind::Question | Kind::Confirm => shorten(&q.prompt, budget / 2),
+        Kind::Question | Kind::Confirm | Kind::Form => shorten(&q.prompt, budget / 2),
         Kind::Approval => shorten(&format!("Approve: {}", q.prompt), budget / 2),
     };
     let detail = q.detail.as_deref().map(|d| shorten(d, budget - title.chars().count())).unwrap_or_default();
@@ -129,7 +133,11 @@ fn button(label: impl Into<String>, data: String) -> InlineKeyboardButton {
 /// The keyboard rows. Options get a row each (labels can be long); actions share rows.
 pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
     let id = q.id;
+    if q.form.is_some() {
+        return vec![vec![button("Decline", format!("/decline {id}"))]];
+    }
     match q.kind {
+        Kind::Form => vec![vec![button("Decline", format!("/decline {id}"))]],
         Kind::Question if q.multi => {
             let mut rows: Vec<_> = q
                 .options

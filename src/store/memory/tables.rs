@@ -130,6 +130,8 @@ pub(super) struct Tables {
     pub(super) logins: BTreeMap<String, crate::store::Login>,
     /// The callbacks' outbox, in the order written.
     pub(super) callbacks: Vec<super::outbox::Outboxed>,
+    /// What people have filled in of forms asked one field at a time, by question and person.
+    pub(super) drafts: HashMap<(QuestionId, String), crate::question::form::Draft>,
 }
 
 impl Tables {

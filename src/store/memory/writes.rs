@@ -49,6 +49,17 @@ impl Tables {
                 self.insert_card(delivery);
                 Written::Done
             }
+            Write::Draft { question, person, draft, .. } => {
+                // The drafts' reference to their question.
+                if !self.questions.contains_key(&question) {
+                    return Err(broken(format_args!("a draft of question {question}, which is not stored")));
+                }
+                match draft {
+                    Some(draft) => self.drafts.insert((question, person), draft),
+                    None => self.drafts.remove(&(question, person)),
+                };
+                Written::Done
+            }
             Write::RevokeGrant { id, at } => Written::Changed(self.revoke(&id, at)),
             Write::Seen { key, at } => Written::Changed(self.first_seen(&key, at)),
             Write::Says { run, says } => {
@@ -63,7 +74,10 @@ impl Tables {
             Write::CallbackTried { tried, id, lease, .. } => Written::Changed(self.callback_tried(&id, lease, &tried)),
             Write::Prune { ended_before, seen_before, limit } => {
                 self.logins.retain(|_, l| l.expires_at.is_none_or(|at| at >= seen_before));
-                Written::Pruned(self.prune(ended_before, seen_before, limit as usize))
+                let pruned = self.prune(ended_before, seen_before, limit as usize);
+                let questions = &self.questions;
+                self.drafts.retain(|(question, _), _| questions.contains_key(question));
+                Written::Pruned(pruned)
             }
             Write::AddLogin(login) => {
                 let taken =

@@ -92,10 +92,10 @@ impl PostgresStore {
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, \
-             $33, $34, $35, $36, $37, $38, $39, $40, $41, $42 FROM r RETURNING id) \
-             SELECT CASE WHEN $44::boolean THEN pg_notify('askgate', $43) END FROM q"
+             $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43 FROM r RETURNING id) \
+             SELECT CASE WHEN $45::boolean THEN pg_notify('askgate', $44) END FROM q"
         ));
-        // The run as `$1`…`$13`, the question as `$14`…`$42` in `question_columns!()` order.
+        // The run as `$1`…`$13`, the question as `$14`…`$43` in `question_columns!()` order.
         let ask = bind_all(bind_run(ask, run)?, &question_binds(q)?)
             .bind(self.announcement("asked", q.id))
             .bind(self.announcing());
@@ -216,6 +216,11 @@ impl PostgresStore {
             for sql in [
                 concat!(
                     "DELETE FROM deliveries WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
+                    ended_runs_pg!(),
+                    "))"
+                ),
+                concat!(
+                    "DELETE FROM form_drafts WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
                     ended_runs_pg!(),
                     "))"
                 ),

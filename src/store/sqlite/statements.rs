@@ -9,7 +9,7 @@ use crate::store::rows::{
     approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json as json,
 };
 use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
-use crate::store::{logins, outbox};
+use crate::store::{drafts, logins, outbox};
 
 /// Every statement the writer runs, prepared once.
 pub(super) struct Statements<'d, 'h> {
@@ -30,6 +30,9 @@ pub(super) struct Statements<'d, 'h> {
     seen: Statement<'d, 'h>,
     says: Statement<'d, 'h>,
     prune_deliveries: Statement<'d, 'h>,
+    prune_drafts: Statement<'d, 'h>,
+    set_draft: Statement<'d, 'h>,
+    clear_draft: Statement<'d, 'h>,
     prune_questions: Statement<'d, 'h>,
     prune_runs: Statement<'d, 'h>,
     prune_inbound: Statement<'d, 'h>,
@@ -62,7 +65,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"
             ))?,
             // The claim answers with the row as stored: the columns another write may have set
             // meanwhile (an escalation, the next reminder, approvals) come back from the row.
@@ -104,6 +107,13 @@ impl<'d, 'h> Statements<'d, 'h> {
                 ended_runs!(),
                 "))"
             ))?,
+            prune_drafts: db.prepare(concat!(
+                "DELETE FROM form_drafts WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
+                ended_runs!(),
+                "))"
+            ))?,
+            set_draft: db.prepare(drafts::SET)?,
+            clear_draft: db.prepare(drafts::CLEAR)?,
             prune_questions: db.prepare(concat!("DELETE FROM questions WHERE run_id IN (", ended_runs!(), ")"))?,
             prune_runs: db.prepare(concat!("DELETE FROM runs WHERE id IN (", ended_runs!(), ")"))?,
             prune_inbound: db.prepare(
@@ -274,6 +284,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 if let Some(before) = *ended_before {
                     let params = [before.into(), limit.into()];
                     self.prune_deliveries.execute(&params)?;
+                    self.prune_drafts.execute(&params)?;
                     self.prune_questions.execute(&params)?;
                     pruned.runs = self.prune_runs.execute(&params)?;
                     self.prune_callbacks.execute(&params)?;
@@ -281,6 +292,24 @@ impl<'d, 'h> Statements<'d, 'h> {
                 pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
                 self.prune_logins.execute(&[(*seen_before).into()])?;
                 Written::Pruned(pruned)
+            }
+            Write::Draft { question, person, draft, at } => {
+                let question = question.to_string();
+                match draft {
+                    Some(draft) => {
+                        let draft = json(draft)?;
+                        self.set_draft.execute(&[
+                            question.as_str().into(),
+                            person.as_str().into(),
+                            draft.as_str().into(),
+                            (*at).into(),
+                        ])?;
+                    }
+                    None => {
+                        self.clear_draft.execute(&[question.as_str().into(), person.as_str().into()])?;
+                    }
+                }
+                Written::Done
             }
             Write::AddLogin(l) => {
                 let (person, may) = (l.person.as_str(), l.may.to_string());

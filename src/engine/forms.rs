@@ -1,0 +1,141 @@
+//! Forms answered one field at a time: what each person has filled in so far is kept in the
+//! store (a draft per question and person), each message or tap fills the next field (or a
+//! named one), and the field that completes the form sends the whole answer to the claim.
+//! A form answered all at once (`/answer <id> name=Ada age=36`, a JSON object, a client's
+//! form) goes to the claim directly and never has a draft.
+
+use std::sync::Arc;
+
+use super::claim::Attempt;
+use super::{Engine, Resolver};
+use crate::question::form::{Draft, FieldError};
+use crate::question::{Choice, Question, Receipt};
+use crate::store::{StoreError, StoreExt};
+
+/// Where a form stands after one step of filling it.
+#[derive(Debug)]
+pub enum FormStep {
+    /// The field was filled (or left out); `next` is the key of the field asked now.
+    Next {
+        /// What this person has filled in so far.
+        draft: Draft,
+        /// The field asked next.
+        next: String,
+    },
+    /// The step completed the form; its answer went to the claim, which says how it went.
+    Done {
+        /// What the claim's sender is told.
+        receipt: Receipt,
+        /// The question as stored once this step resolved it.
+        resolved: Option<Arc<Question>>,
+    },
+    /// What was given does not fit the field; nothing changed.
+    Invalid(FieldError),
+    /// The step was refused before anything was read: not this person's to answer, or the
+    /// question is no form.
+    Refused(Receipt),
+}
+
+impl Engine {
+    /// One step of filling `question` (a form, or several questions) as `resolver`: `text` for
+    /// the field `field` names (its key), or for the next field when none is named. A dash
+    /// leaves a field that is not required out. Text that fills every field at once (`key=value`
+    /// pairs, a JSON object) answers the form whole.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn form_step(
+        &self,
+        question: &Question,
+        resolver: &Resolver,
+        field: Option<&str>,
+        text: &str,
+    ) -> Result<FormStep, StoreError> {
+        let Some(form) = &question.form else {
+            let hint = "this question has no fields".to_owned();
+            return Ok(FormStep::Refused(Receipt::InvalidChoice { id: question.id, hint }));
+        };
+        if !resolver.may_answer(question) {
+            return Ok(FormStep::Refused(Receipt::NotAuthorized { id: question.id }));
+        }
+        if !question.is_pending() {
+            // The claim says how it ended.
+            return Ok(self.claim_choice(question, None, resolver).await?.into());
+        }
+        if field.is_none() && looks_whole(form, text) {
+            return Ok(match form.parse_text(text) {
+                Ok(answer) => self.finish_form(question, resolver, answer).await?.into(),
+                Err(e) => FormStep::Invalid(e),
+            });
+        }
+        let person = resolver.user.to_string();
+        let mut draft = self.inner.store.draft(question.id, &person).await?.unwrap_or_default();
+        let target = match field {
+            Some(key) => form.field(key),
+            None => form.next_field(&draft),
+        };
+        let Some(target) = target else {
+            let hint = format!("no field `{}`", crate::text::clip(field.unwrap_or_default(), 40, "…"));
+            return Ok(FormStep::Invalid(FieldError { key: "answer".to_owned(), hint }));
+        };
+        if let Err(e) = form.fill(&mut draft, target, text) {
+            return Ok(FormStep::Invalid(e));
+        }
+        if let Some(next) = form.next_field(&draft) {
+            let next = next.key.clone();
+            self.inner.store.set_draft(question.id, &person, Some(draft.clone()), self.now_ms()).await?;
+            return Ok(FormStep::Next { draft, next });
+        }
+        match form.finish(&draft) {
+            Ok(answer) => Ok(self.finish_form(question, resolver, answer).await?.into()),
+            Err(e) => Ok(FormStep::Invalid(e)),
+        }
+    }
+
+    /// What `user` has filled in so far of the form `question`.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn form_draft(&self, question: &Question, user: &crate::question::UserRef) -> Result<Draft, StoreError> {
+        Ok(self.inner.store.draft(question.id, user.as_str()).await?.unwrap_or_default())
+    }
+
+    /// Starts `user`'s filling of `question` over: their draft is forgotten.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn forget_draft(&self, question: &Question, user: &crate::question::UserRef) -> Result<(), StoreError> {
+        self.inner.store.set_draft(question.id, user.as_str(), None, self.now_ms()).await
+    }
+
+    async fn finish_form(
+        &self,
+        question: &Question,
+        resolver: &Resolver,
+        answer: serde_json::Value,
+    ) -> Result<Attempt, StoreError> {
+        let attempt = self.claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
+        if matches!(attempt.receipt, Receipt::Resolved { .. }) {
+            // The draft has served; a lost claim keeps it (the person may read what they gave).
+            self.inner.store.set_draft(question.id, resolver.user.as_str(), None, self.now_ms()).await?;
+        }
+        Ok(attempt)
+    }
+}
+
+impl From<Attempt> for FormStep {
+    fn from(attempt: Attempt) -> Self {
+        Self::Done { receipt: attempt.receipt, resolved: attempt.resolved }
+    }
+}
+
+/// Whether a message gives the whole form at once: a JSON object, or text that starts with
+/// `key=` for one of its fields.
+fn looks_whole(form: &crate::question::form::Form, text: &str) -> bool {
+    let text = text.trim();
+    if text.starts_with('{') {
+        return true;
+    }
+    let first = text.split(' ').next().unwrap_or_default();
+    first.split_once('=').is_some_and(|(key, _)| !key.is_empty() && form.named(key).is_some())
+}

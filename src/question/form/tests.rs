@@ -1,0 +1,141 @@
+use serde_json::json;
+
+use super::*;
+
+fn signup() -> Form {
+    Form::from_schema(&json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "minLength": 2, "maxLength": 20},
+            "email": {"type": "string", "format": "email"},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "newsletter": {"type": "boolean", "default": false},
+            "plan": {"type": "string", "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}]},
+            "topics": {"type": "array", "items": {"enum": ["rust", "go", "python"]}, "minItems": 1, "maxItems": 2},
+            "start": {"type": "string", "format": "date"}
+        },
+        "required": ["name", "email", "plan"]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_schema_becomes_fields_in_their_order_and_back() {
+    let form = signup();
+    let keys: Vec<&str> = form.fields.iter().map(|f| f.key.as_str()).collect();
+    assert_eq!(keys, ["name", "email", "age", "newsletter", "plan", "topics", "start"]);
+    assert!(form.field("name").unwrap().required && !form.field("age").unwrap().required);
+    assert_eq!(form.field("plan").unwrap().options()[1].label(), "Pro");
+    let again = Form::from_schema(&form.to_schema()).unwrap();
+    assert_eq!(again, form, "the schema askgate writes reads back as the same form");
+}
+
+#[test]
+fn a_schema_that_is_not_flat_or_is_misspelt_is_refused_naming_the_field() {
+    let refused = |schema: serde_json::Value| Form::from_schema(&schema).unwrap_err().to_string();
+    let nested = json!({"type": "object", "properties": {"address": {"type": "object"}}});
+    assert!(refused(nested).contains("`address`"));
+    let misspelt = json!({"type": "object", "properties": {"age": {"type": "integer", "minimun": 1}}});
+    assert!(refused(misspelt).contains("`minimun`"));
+    let format = json!({"type": "object", "properties": {"site": {"type": "string", "format": "hostname"}}});
+    assert!(refused(format).contains("site"));
+    let bad_default = json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "default": 1}}});
+    assert!(refused(bad_default).contains("default"));
+    let missing = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]});
+    assert!(refused(missing).contains("`b`"));
+    assert!(refused(json!({"type": "object", "properties": {}})).contains("at least one field"));
+}
+
+#[test]
+fn an_answer_is_checked_field_by_field_and_a_wrong_one_is_named() {
+    let form = signup();
+    let ok = form
+        .check(&json!({"name": "Ada", "email": "ada@example.com", "plan": "PRO", "age": 36.0, "topics": ["go", "rust", "go"]}))
+        .unwrap();
+    assert_eq!(
+        ok,
+        json!({"name": "Ada", "email": "ada@example.com", "age": 36, "newsletter": false, "plan": "pro", "topics": ["go", "rust"]}),
+        "options in their own spelling, an integer as an integer, a default filled, a repeat dropped"
+    );
+    let wrong = |answer: serde_json::Value| form.check(&answer).unwrap_err();
+    let base = json!({"name": "Ada", "email": "ada@example.com", "plan": "free"});
+    let with = |k: &str, v: serde_json::Value| {
+        let mut a = base.clone();
+        a[k] = v;
+        a
+    };
+    assert_eq!(wrong(with("email", json!("ada"))).key, "email");
+    assert_eq!(wrong(with("age", json!(151))).hint, "a whole number from 0 to 150");
+    assert_eq!(wrong(with("age", json!(3.5))).hint, "a whole number");
+    assert_eq!(wrong(with("name", json!("A"))).key, "Name", "a field is named by its title");
+    assert_eq!(wrong(with("topics", json!([]))).hint, "pick at least 1");
+    assert_eq!(wrong(with("start", json!("3rd of May"))).key, "start");
+    assert!(wrong(with("nickname", json!("x"))).hint.starts_with("no such field"));
+    assert_eq!(wrong(json!({"name": "Ada", "plan": "free"})).hint, "is required");
+    assert!(form.check(&with("start", json!("2026-12-03"))).is_ok());
+}
+
+#[test]
+fn typed_pairs_fill_a_form_in_one_message() {
+    let form = signup();
+    let answer = form.parse_text("name=Ada Lovelace Email=ada@example.com age=36 plan=2 topics=1,3").unwrap();
+    assert_eq!(answer["name"], "Ada Lovelace", "a value runs until the next key");
+    assert_eq!(answer["age"], 36);
+    assert_eq!(answer["plan"], "pro", "an option by its number");
+    assert_eq!(answer["topics"], json!(["rust", "python"]));
+    assert_eq!(form.parse_text("name=\"Ada\" email=ada@example.com plan=Free").unwrap()["name"], "Ada");
+    let wrong = form.parse_text("name=Ada email=ada@example.com plan=gold").unwrap_err();
+    assert_eq!(wrong.key, "plan");
+    assert!(wrong.hint.contains("Free, Pro"), "{}", wrong.hint);
+    assert_eq!(form.parse_text("nick=ada").unwrap_err().key, "nick");
+    assert!(form.parse_text("hello there").unwrap_err().hint.contains("name=…"));
+    let json_answer = form.parse_text(r#"{"name": "Ada", "email": "ada@example.com", "plan": "free"}"#).unwrap();
+    assert_eq!(json_answer["plan"], "free");
+}
+
+#[test]
+fn a_form_is_filled_one_field_at_a_time() {
+    let form = signup();
+    let mut draft = Draft::new();
+    assert_eq!(form.next_field(&draft).unwrap().key, "name");
+    assert!(form.fill(&mut draft, form.field("name").unwrap(), "-").is_err(), "a required field cannot be left out");
+    form.fill(&mut draft, form.field("name").unwrap(), "Ada").unwrap();
+    form.fill(&mut draft, form.field("email").unwrap(), "ada@example.com").unwrap();
+    assert_eq!(form.fill(&mut draft, form.field("age").unwrap(), "old").unwrap_err().key, "age");
+    assert_eq!(form.next_field(&draft).unwrap().key, "age", "a wrong value fills nothing");
+    form.fill(&mut draft, form.field("age").unwrap(), "-").unwrap();
+    form.fill(&mut draft, form.field("newsletter").unwrap(), "yes").unwrap();
+    form.fill(&mut draft, form.field("plan").unwrap(), "free").unwrap();
+    form.fill(&mut draft, form.field("topics").unwrap(), "rust go").unwrap();
+    form.fill(&mut draft, form.field("start").unwrap(), "-").unwrap();
+    assert!(form.next_field(&draft).is_none());
+    let answer = form.finish(&draft).unwrap();
+    assert_eq!(
+        answer,
+        json!({"name": "Ada", "email": "ada@example.com", "newsletter": true, "plan": "free", "topics": ["rust", "go"]})
+    );
+}
+
+#[test]
+fn questions_asked_together_are_fields_keyed_by_their_headers() {
+    let questions: Vec<Subquestion> = serde_json::from_value(json!([
+        {"header": "Library", "prompt": "Which date library?", "options": [{"label": "dayjs", "description": "small"}, "luxon"], "allow_custom": true},
+        {"header": "Tests", "question": "Which tests?", "options": ["unit", "e2e"], "multi": true},
+        {"header": "Name", "prompt": "What is it called?"}
+    ]))
+    .unwrap();
+    let form = Form::from_questions(questions).unwrap();
+    assert_eq!(form.fields.len(), 3);
+    assert_eq!(form.fields[0].options()[0].description.as_deref(), Some("small"));
+    let answer = form.check(&json!({"Library": "moment", "Tests": ["E2E"], "Name": "cal"})).unwrap();
+    assert_eq!(
+        answer,
+        json!({"Library": "moment", "Tests": ["e2e"], "Name": "cal"}),
+        "Other… takes words of one's own"
+    );
+    assert_eq!(form.check(&json!({"Library": "dayjs", "Tests": [], "Name": "x"})).unwrap_err().key, "Tests");
+    let five = vec![Subquestion { header: "a".into(), prompt: "b".into(), ..Subquestion::default() }; 5];
+    assert!(Form::from_questions(five).is_err());
+    let twice = vec![Subquestion { header: "a".into(), prompt: "b".into(), ..Subquestion::default() }; 2];
+    assert!(Form::from_questions(twice).unwrap_err().to_string().contains("two fields"));
+}
