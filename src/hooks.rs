@@ -135,29 +135,30 @@ impl HookInput {
         ask.editable(matches!(tool.as_str(), "Bash" | "PowerShell") && self.text("command").is_some())
     }
 
-    /// `AskUserQuestion`'s questions, one ask each (1–4 of them), each waiting at most
-    /// `wait_seconds`.
+    /// `AskUserQuestion`'s questions as one ask (1–4 of them, answered together; one alone is
+    /// an ordinary question), waiting at most `wait_seconds`.
     ///
     /// # Errors
     /// Its `questions` are missing or malformed.
-    pub fn questions(&self, wait_seconds: u64) -> Result<Vec<Ask>, String> {
+    pub fn questions(&self, wait_seconds: u64) -> Result<Ask, String> {
         let questions =
             self.tool_input.get("questions").and_then(Value::as_array).ok_or("AskUserQuestion has no `questions`")?;
         if questions.is_empty() || questions.len() > 4 {
             return Err(format!("AskUserQuestion asks 1 to 4 questions, not {}", questions.len()));
         }
         let origin = self.origin();
-        questions
-            .iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let multi = q.get("multiSelect").and_then(Value::as_bool).unwrap_or(false);
-                let header = q.get("header").and_then(Value::as_str).map(|h| format!("{h} · ")).unwrap_or_default();
-                let ask = choices(q, multi, true, Some(format!("{header}{origin}")))
-                    .ok_or(format!("question {} has no `question`", i + 1))?;
-                Ok(ask.timeout(Timeout::Seconds(wait_seconds)))
-            })
-            .collect()
+        let ask = match questions.as_slice() {
+            [one] => {
+                let multi = one.get("multiSelect").and_then(Value::as_bool).unwrap_or(false);
+                let header = one.get("header").and_then(Value::as_str).map(|h| format!("{h} · ")).unwrap_or_default();
+                choices(one, multi, true, Some(format!("{header}{origin}"))).ok_or("the question has no `question`")?
+            }
+            many => {
+                let ask = together(many, "multiSelect", true)?;
+                if origin.is_empty() { ask } else { ask.detail(origin) }
+            }
+        };
+        Ok(ask.timeout(Timeout::Seconds(wait_seconds)))
     }
 
     /// The answer an approval's outcome gives.
@@ -192,29 +193,82 @@ impl HookInput {
         }
     }
 
-    /// The answer `AskUserQuestion`'s answered questions give: its input with `answers`, each
+    /// The answer `AskUserQuestion`'s answered question gives: its input with `answers`, each
     /// question's text to the chosen label (several joined with `, `), as Claude Code documents.
-    pub fn answered(&self, questions: &[Question]) -> Answer {
-        let mut answers = Map::new();
-        for question in questions {
-            match &question.outcome {
-                Some(Outcome::Answered { value }) => {
-                    // Several labels are joined with `, `, as Claude Code reads them.
-                    let text = crate::question::display_value(Kind::Question, value);
-                    answers.insert(question.prompt.clone(), json!(text));
-                }
-                Some(Outcome::Declined { feedback }) => {
-                    let reason = feedback.clone().unwrap_or_else(|| "no reason given".to_owned());
-                    return Answer::Deny {
-                        reason: format!("the person declined to answer \"{}\": {reason}", question.prompt),
-                    };
-                }
-                _ => return Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
+    pub fn answered(&self, question: &Question) -> Answer {
+        let value = match &question.outcome {
+            Some(Outcome::Answered { value }) => value,
+            Some(Outcome::Declined { feedback }) => {
+                let reason = feedback.clone().unwrap_or_else(|| "no reason given".to_owned());
+                return Answer::Deny {
+                    reason: format!("the person declined to answer \"{}\": {reason}", question.prompt),
+                };
             }
+            _ => return Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
+        };
+        let mut answers = Map::new();
+        for (text, value) in by_question(question, value) {
+            // Several labels are joined with `, `, as Claude Code reads them.
+            answers.insert(text, json!(crate::question::display_value(Kind::Question, &value)));
         }
         let mut input = self.tool_input.clone();
         input.insert("answers".into(), Value::Object(answers));
         Answer::Allow { input: Some(input), permissions: Vec::new() }
+    }
+}
+
+/// Several questions as coding agents ask them (`{question, header, options: [{label,
+/// description}]}`, with `multi` naming their multi-select key) as one ask answered together,
+/// each keyed by its header (or `Question n`; a repeated header gets its number).
+///
+/// # Errors
+/// A question without text, or one askgate cannot ask (named).
+pub fn together(questions: &[Value], multi: &str, custom: bool) -> Result<Ask, String> {
+    use crate::question::form::{SubOption, Subquestion};
+    let mut subquestions: Vec<Subquestion> = Vec::with_capacity(questions.len());
+    for (i, q) in questions.iter().enumerate() {
+        let prompt =
+            q.get("question").and_then(Value::as_str).ok_or(format!("question {} has no `question`", i + 1))?;
+        let header = q.get("header").and_then(Value::as_str).map(str::trim).filter(|h| !h.is_empty());
+        let mut header = crate::text::clip(
+            header.unwrap_or(&format!("Question {}", i + 1)),
+            crate::question::form::MAX_HEADER_LEN - 3,
+            "…",
+        );
+        if subquestions.iter().any(|s| s.header.eq_ignore_ascii_case(&header)) {
+            header = format!("{header} {}", i + 1);
+        }
+        let options = q.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let options = options
+            .iter()
+            .filter_map(|o| {
+                let label = o.get("label").and_then(Value::as_str)?.to_owned();
+                let about = o.get("description").and_then(Value::as_str).filter(|d| !d.is_empty());
+                let description = about.map(|d| crate::text::clip(d, crate::question::MAX_DESCRIPTION_LEN, "…"));
+                Some(SubOption::Described { label, description })
+            })
+            .collect();
+        subquestions.push(Subquestion {
+            header,
+            prompt: prompt.to_owned(),
+            options,
+            multi: q.get(multi).and_then(Value::as_bool).unwrap_or(false),
+            allow_custom: q.get("custom").and_then(Value::as_bool).unwrap_or(custom),
+        });
+    }
+    Ask::questions("", subquestions).map_err(|e| e.to_string())
+}
+
+/// The answer of a question asked by a coding agent, by the agent's own question text, in its
+/// order: one for a single question, each of several asked together.
+pub fn by_question(question: &Question, value: &Value) -> Vec<(String, Value)> {
+    match &question.form {
+        Some(form) => form
+            .fields
+            .iter()
+            .filter_map(|f| Some((f.description.clone().unwrap_or_else(|| f.key.clone()), value.get(&f.key)?.clone())))
+            .collect(),
+        None => vec![(question.prompt.clone(), value.clone())],
     }
 }
 

@@ -364,16 +364,24 @@ fn reply_to_old_permission(session: &str, id: &str, question: &Question) -> (Str
     (format!("/session/{session}/permissions/{id}"), body)
 }
 
-/// A question prompt's questions, one ask each.
+/// A question prompt's questions as one ask: one alone is an ordinary question, several are
+/// answered together.
 fn questions(properties: &Value) -> Vec<Ask> {
     let questions = properties.get("questions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    questions
-        .iter()
-        .filter_map(|q| {
-            let multi = q.get("multiple").and_then(Value::as_bool).unwrap_or(false);
-            crate::hooks::choices(q, multi, q.get("custom").and_then(Value::as_bool).unwrap_or(true), None)
-        })
-        .collect()
+    let ask = match questions {
+        [one] => {
+            let multi = one.get("multiple").and_then(Value::as_bool).unwrap_or(false);
+            crate::hooks::choices(one, multi, one.get("custom").and_then(Value::as_bool).unwrap_or(true), None)
+        }
+        many => match crate::hooks::together(many, "multiple", true) {
+            Ok(ask) => Some(ask),
+            Err(e) => {
+                tracing::warn!(error = %e, "opencode's questions cannot be asked");
+                None
+            }
+        },
+    };
+    ask.into_iter().collect()
 }
 
 /// What opencode is told of a permission's approval; none when it was not decided here.
@@ -406,11 +414,51 @@ fn reply_to_question(id: &str, questions: &[Question]) -> (String, Option<Value>
     let mut answers = Vec::new();
     for question in questions {
         match &question.outcome {
-            Some(Outcome::Answered { value: Value::Array(labels) }) => answers.push(Value::Array(labels.clone())),
-            Some(Outcome::Answered { value }) => answers.push(json!([value])),
+            Some(Outcome::Answered { value }) => {
+                for (_, value) in crate::hooks::by_question(question, value) {
+                    answers.push(match value {
+                        Value::Array(labels) => Value::Array(labels),
+                        value => json!([value]),
+                    });
+                }
+            }
             Some(Outcome::Cancelled { .. }) | None => return (String::new(), None),
             Some(_) => return (format!("/question/{id}/reject"), Some(json!({}))),
         }
     }
     (format!("/question/{id}/reply"), Some(json!({"answers": answers})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::question::{Kind, Status};
+
+    fn answered(ask: Ask, value: Value) -> Question {
+        let mut q = crate::question::test_question(ask);
+        (q.status, q.outcome) = (Status::Answered, Some(Outcome::Answered { value }));
+        q
+    }
+
+    #[test]
+    fn several_questions_are_asked_together_and_answered_in_opencodes_order() {
+        let properties = json!({"questions": [
+            {"question": "Which colour?", "header": "Colour", "options": [{"label": "red"}, {"label": "blue", "description": "calm"}]},
+            {"question": "Which sizes?", "header": "Colour", "multiple": true, "options": [{"label": "S"}, {"label": "M"}]}]});
+        let asks = questions(&properties);
+        assert_eq!(asks.len(), 1, "one ask for both");
+        let form = asks[0].form.clone().unwrap();
+        assert_eq!(
+            (form.fields[0].key.as_str(), form.fields[1].key.as_str()),
+            ("Colour", "Colour 2"),
+            "headers stay apart"
+        );
+        assert_eq!(asks[0].kind, Some(Kind::Question));
+        let q = answered(asks[0].clone(), json!({"Colour": "blue", "Colour 2": ["S", "M"]}));
+        let (path, body) = reply_to_question("que_1", &[q]);
+        assert_eq!(path, "/question/que_1/reply");
+        assert_eq!(body, Some(json!({"answers": [["blue"], ["S", "M"]]})));
+        let one = questions(&json!({"questions": [{"question": "Sure?", "options": [{"label": "yes"}]}]}));
+        assert!(one[0].form.is_none(), "one question alone is an ordinary question");
+    }
 }

@@ -216,7 +216,7 @@ impl Drop for Listed<'_> {
     }
 }
 
-/// Asks the hook's approval (or its questions, one after another) and waits for the outcome;
+/// Asks the hook's approval (or its questions, together) and waits for the outcome;
 /// each expires before the hook's own timeout, which then answers `ask`.
 async fn ask(
     engine: &Engine,
@@ -230,17 +230,9 @@ async fn ask(
         let question = settle(engine, config, input.approval(wait), asker).await?;
         return Ok(input.decided(&question));
     }
-    let mut answered = Vec::new();
-    for ask in input.questions(wait).map_err(ApiError::bad_request)? {
-        let question = settle(engine, config, ask, asker.clone()).await?;
-        // A declined or unanswered question ends the ask; the rest are not asked.
-        let taken = matches!(question.outcome, Some(crate::question::Outcome::Answered { .. }));
-        answered.push(question);
-        if !taken {
-            break;
-        }
-    }
-    Ok(input.answered(&answered))
+    let ask = input.questions(wait).map_err(ApiError::bad_request)?;
+    let question = settle(engine, config, ask, asker).await?;
+    Ok(input.answered(&question))
 }
 
 /// One ask, asked and waited for until it is resolved (its expiry resolves it).

@@ -174,7 +174,7 @@ async fn a_hook_nobody_answers_in_time_answers_ask_and_its_card_is_closed() {
 }
 
 #[tokio::test]
-async fn ask_user_question_becomes_questions_whose_answers_go_back_by_question_text() {
+async fn ask_user_questions_are_asked_together_and_their_answers_go_back_by_question_text() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), HOOKS));
     let (base, token) = served.agent(dir.path()).await;
@@ -186,12 +186,13 @@ async fn ask_user_question_becomes_questions_whose_answers_go_back_by_question_t
                      {"label": "format", "description": "prettier"}]},
     ]);
     let pending = posted(&base, &token, hook("PreToolUse", "AskUserQuestion", json!({"questions": questions})));
-    let first = served.card_id("Which test runner?").await;
-    // Each option's description is the line under it.
-    served.stdout_line("      fast, ESM").await;
-    served.type_line(&format!("/answer {first} 1")).await;
-    let second = served.card_id("Which checks?").await;
-    served.type_line(&format!("/answer {second} 1,2")).await;
+    // One card for both, each question under its header.
+    let id = served.card_id("Runner · Checks").await;
+    served.stdout_line("1. Runner: Which test runner?").await;
+    served.stdout_line("2. Checks: Which checks?").await;
+    // Each option's description is on its line.
+    served.stdout_line("1) vitest — fast, ESM").await;
+    served.type_line(&format!("/answer {id} Runner=1 Checks=1,2")).await;
     let (_, answer) = pending.await.unwrap();
     assert_eq!(decision(&answer).0, "allow", "{answer}");
     let input = &answer["hookSpecificOutput"]["updatedInput"];
