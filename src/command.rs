@@ -251,31 +251,11 @@ impl Tap {
     }
 }
 
-/// The command list `/help` shows: the same text as the README's "Commands" section (a test
-/// holds them together).
-pub const HELP: &str = "\
-/answer <id> <choice>       option name (any case), option number (1-based), #n for position n
-                            whatever the labels, or free text when allowed (\"quoted\" when it
-                            looks like a number); multi-select: \"1,3\", \"1 3\" or \"dayjs, luxon\";
-                            confirm: yes|no; approval: once|always|reject [feedback]
-/decline <id> [feedback]    decline any question (for an approval: reject)
-/approve <id> [once|always] allow an approval (default once); for a quorum approval,
-                            count your approval
-/approve <id> always-like \"<pattern>\"
-                            allow it and, from now on, every action the pattern fits
-                            (* matches anything): a standing rule, listed by /grants
-/approve <id> edit <new action>
-                            allow an editable approval as edited: the function gets
-                            the new action
-/deny <id> [feedback]       reject an approval
-/pending                    this conversation's waiting questions with their commands
-/run <function> [input]     start a run
-/cancel                     cancel your waiting runs here (their questions end as cancelled)
-/grants                     this conversation's allow-always grants, with their ids
-/revoke <grant id>          take a grant back (people who may answer its approvals)
-/web                        a link that signs you in on askgate's web page (works once, for
-                            minutes; in a private chat only)
-/help                       the commands and the functions";
+/// The command list `/help` shows, in `locale`: the English one is the README's "Commands"
+/// section (a test holds them together).
+pub fn help(locale: crate::question::Locale) -> String {
+    crate::say!(locale, "help.body")
+}
 
 /// The command a submitted form stands for (its id says which: `/answer <id>`, `/deny <id>`,
 /// `/edit <id>`): an answer in the person's own words (quoted, so a
@@ -304,7 +284,8 @@ mod tests {
     #[test]
     fn help_and_the_readme_list_the_same_commands() {
         let readme = include_str!("../README.md");
-        assert!(readme.contains(&format!("```\n{HELP}\n```")), "/help and the README's Commands section differ");
+        let help = help(crate::question::Locale::En);
+        assert!(readme.contains(&format!("```\n{help}\n```")), "/help and the README's Commands section differ");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod retry;
 mod router;
 mod runner;
 mod settings;
+mod speech;
 mod sweeper;
 mod waiters;
 
@@ -51,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
-pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal};
+pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal, Speech};
 pub use callbacks::CallbackSpec;
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
@@ -124,6 +125,8 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Who listens to the plain messages of a conversation.
     listeners: listeners::Listeners,
+    /// The languages people's platforms said ([`speech`]).
+    languages: speech::Languages,
     /// Runs' turns and the engine's own tasks (sweeper, pruner, adoption).
     runs: TaskTracker,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
@@ -150,6 +153,7 @@ impl Engine {
                 leases: instances::Leases::default(),
                 metrics: metrics::Metrics::default(),
                 listeners: listeners::Listeners::default(),
+                languages: speech::Languages::default(),
                 runs: TaskTracker::new(),
                 stop,
                 abort: CancellationToken::new(),
@@ -203,7 +207,8 @@ impl Engine {
                     run.updated_at = self.now_ms();
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
-                        self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST));
+                        let l = self.presentation_for(&run).locale;
+                        self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
                     }
                 }
                 Mode::External => {}

@@ -62,6 +62,9 @@
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+// askgate's own texts in every language it speaks (`locales/askgate.yml`), compiled in.
+rust_i18n::i18n!("locales", fallback = "en");
+
 pub mod channel;
 pub mod client;
 pub mod clock;

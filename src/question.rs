@@ -8,6 +8,7 @@ mod ask;
 mod choice;
 mod duration;
 pub mod form;
+mod locale;
 mod nudge;
 mod outcome;
 mod person;
@@ -23,8 +24,9 @@ pub use approvals::Approver;
 pub use ask::{Ask, InvalidAsk, MAX_QUORUM, Origin, Timeout, ValidAsk};
 pub use choice::{Choice, InvalidChoice, edited_action};
 pub use duration::parse_duration;
+pub use locale::{Locale, Presentation, Zone, clock};
 pub use nudge::{MIN_REMIND_EVERY_MS, Nudges, millis};
-pub use outcome::{Outcome, Receipt, cancel_reason, display_value};
+pub use outcome::{Outcome, Receipt, cancel_reason, display_value, display_value_in};
 pub use person::{API_OPERATOR, CONSOLE_OPERATOR, lists};
 pub use wire::AskWire;
 
@@ -330,6 +332,9 @@ pub struct Question {
     pub form: Option<form::Form>,
     /// Applied on timeout.
     pub default: Option<Value>,
+    /// How its cards read: askgate's language there and the time zone of their times.
+    #[serde(flatten)]
+    pub presentation: Presentation,
     /// Who may answer.
     pub answerers: Answerers,
     /// The replay fingerprint of (kind, prompt, options).
@@ -407,10 +412,16 @@ impl Question {
         self.answered_name.as_deref().or(self.answered_by.as_deref())
     }
 
-    /// A one-line statement of how it ended: `✅ dayjs — @alice via telegram`.
+    /// A one-line statement of how it ended, as its cards say it (in their language):
+    /// `✅ dayjs — @alice via telegram`.
     pub fn outcome_line(&self) -> String {
+        self.outcome_line_in(self.presentation.locale)
+    }
+
+    /// [`Question::outcome_line`] in `locale` (English where programs and agents read it).
+    pub fn outcome_line_in(&self, locale: Locale) -> String {
         let Some(outcome) = &self.outcome else {
-            return "pending".to_owned();
+            return crate::say!(locale, "outcome.pending");
         };
         let mark = match outcome {
             Outcome::Answered { .. } => "✅",
@@ -418,14 +429,14 @@ impl Question {
             Outcome::Expired { .. } => "⌛",
             Outcome::Cancelled { .. } => "⛔",
         };
-        let mut line = format!("{mark} {}", outcome.summary(self.kind));
-        if let (Outcome::Answered { .. }, Some(tally)) = (outcome, self.tally()) {
+        let mut line = format!("{mark} {}", outcome.summary_in(self.kind, locale));
+        if let (Outcome::Answered { .. }, Some(tally)) = (outcome, self.tally_in(locale)) {
             // Allowed by several people: all of them.
-            line.push_str(&format!(" — {tally}"));
+            line.push_str(&crate::say!(locale, "outcome.by", by = tally));
         } else if let (Outcome::Answered { .. } | Outcome::Declined { .. }, Some(by)) = (outcome, self.answerer()) {
-            line.push_str(&format!(" — {by}"));
+            line.push_str(&crate::say!(locale, "outcome.by", by = by));
             if let Some(via) = self.answered_via {
-                line.push_str(&format!(" via {via}"));
+                line.push_str(&crate::say!(locale, "outcome.via", via = via));
             }
         }
         line
@@ -435,7 +446,14 @@ impl Question {
 /// A pending question of a throwaway run, for unit tests of rendering and matching.
 #[cfg(test)]
 pub(crate) fn test_question(ask: Ask) -> Question {
-    let origin = Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0, asker: "test".into() };
+    let origin = Origin {
+        run: RunId::new(),
+        conversation: None,
+        mode: Mode::FollowUp,
+        step: 0,
+        asker: "test".into(),
+        presentation: Presentation::default(),
+    };
     ask.validate().unwrap().pending(origin, Answerers::Conversation, 0, Some(60_000)).unwrap()
 }
 

@@ -91,7 +91,14 @@ impl Run {
 
     /// Where its ask number `step` is asked.
     pub fn origin(&self, step: u32) -> Origin {
-        Origin { run: self.id, conversation: self.conversation.clone(), mode: self.mode, step, asker: self.asker() }
+        Origin {
+            run: self.id,
+            conversation: self.conversation.clone(),
+            mode: self.mode,
+            step,
+            asker: self.asker(),
+            presentation: crate::question::Presentation::default(),
+        }
     }
 }
 

@@ -16,7 +16,7 @@ macro_rules! question_columns {
         "id, conversation, run_id, step, mode, kind, prompt, detail, options, multi, allow_custom, \
          default_json, answerers, fingerprint, created_at, expires_at, status, outcome, answered_by, \
          answered_via, answered_name, resolved_at, quorum, approvals, nudges, nudge_at, escalated_to, asked_by, \
-         descriptions, form"
+         descriptions, form, locale, time_zone"
     };
 }
 

@@ -6,18 +6,20 @@ pub mod replies;
 
 use std::fmt::Write;
 
-use crate::question::{Kind, Outcome, Question, Receipt, display_value};
+use crate::question::{Kind, Locale, Outcome, Presentation, Question, Receipt};
+use crate::say;
 use crate::text::Piece;
 
-/// Renders a question as plain text with its commands.
+/// Renders a question as plain text with its commands, in the question's language.
 pub fn card(q: &Question, now_ms: i64) -> String {
+    let l = q.presentation.locale;
     let id = q.id.short();
     let mut out = String::new();
     let title = match q.kind {
-        Kind::Question => "❓",
-        Kind::Confirm => "❔",
-        Kind::Approval => "🔐 Approve:",
-        Kind::Form => "📝",
+        Kind::Question => "❓".to_owned(),
+        Kind::Confirm => "❔".to_owned(),
+        Kind::Approval => say!(l, "card.approve_title"),
+        Kind::Form => "📝".to_owned(),
     };
     let _ = writeln!(out, "{title} {}", q.prompt);
     for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
@@ -31,9 +33,11 @@ pub fn card(q: &Question, now_ms: i64) -> String {
     }
     let _ = writeln!(out, "   {}", footer(q, now_ms));
     if let Some(form) = &q.form {
-        form_lines(&mut out, form, &id);
+        form_lines(&mut out, form, &id, l);
         return out;
     }
+    let decline = say!(l, "card.decline", id = id);
+    let feedback = say!(l, "card.feedback");
     match q.kind {
         Kind::Question | Kind::Form => {
             let width = q.options.iter().map(|o| o.chars().count()).max().unwrap_or(0);
@@ -46,32 +50,53 @@ pub fn card(q: &Question, now_ms: i64) -> String {
                 }
             }
             if q.multi {
-                let _ = writeln!(out, "   pick several: /answer {id} {},{}", q.position_token(1), q.position_token(3));
+                let example = format!("{},{}", q.position_token(1), q.position_token(3));
+                let _ = writeln!(out, "   {}", say!(l, "card.pick_several", id = id, example = example));
             }
             if q.allow_custom {
-                let _ = writeln!(out, "   your own answer: /answer {id} <text>");
+                let _ = writeln!(out, "   {}", say!(l, "card.own_answer", id = id));
             }
-            let _ = write!(out, "   decline: /decline {id} [feedback]");
+            let _ = write!(out, "   {decline}");
         }
         Kind::Confirm => {
-            let _ = writeln!(out, "   1. Yes    /answer {id} yes");
-            let _ = writeln!(out, "   2. No     /answer {id} no");
-            let _ = write!(out, "   decline: /decline {id} [feedback]");
+            let rows = [(say!(l, "button.yes"), "yes"), (say!(l, "button.no"), "no")];
+            table(&mut out, &rows.iter().map(|(a, w)| (a.clone(), format!("/answer {id} {w}"))).collect::<Vec<_>>());
+            let _ = write!(out, "\n   {decline}");
         }
         Kind::Approval if q.needs_quorum() => {
-            let _ = writeln!(out, "   1. Approve    /approve {id}");
-            let _ = write!(out, "   2. Reject     /deny {id} [feedback]");
+            let rows = [
+                (say!(l, "button.approve"), format!("/approve {id}")),
+                (say!(l, "button.reject"), format!("/deny {id} {feedback}")),
+            ];
+            table(&mut out, &rows);
         }
         Kind::Approval => {
-            let _ = writeln!(out, "   1. Allow once      /approve {id}");
-            let _ = writeln!(out, "   2. Allow always    /approve {id} always");
-            let _ = write!(out, "   3. Reject          /deny {id} [feedback]");
+            let mut rows = vec![
+                (say!(l, "button.allow_once"), format!("/approve {id}")),
+                (say!(l, "button.allow_always"), format!("/approve {id} always")),
+                (say!(l, "button.reject"), format!("/deny {id} {feedback}")),
+            ];
             if q.allow_custom {
-                let _ = write!(out, "\n   4. Edit, then allow    /approve {id} edit <new action>");
+                rows.push((
+                    say!(l, "button.edit_then_allow"),
+                    format!("/approve {id} edit {}", say!(l, "card.new_action")),
+                ));
             }
+            table(&mut out, &rows);
         }
     }
     out
+}
+
+/// Numbered choices, each with its command, the commands lined up: `   1. Yes    /answer …`.
+/// The last line has no line break.
+fn table(out: &mut String, rows: &[(String, String)]) {
+    let width = rows.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+    for (i, (label, command)) in rows.iter().enumerate() {
+        let pad = " ".repeat(width - label.chars().count());
+        let end = if i + 1 == rows.len() { "" } else { "\n" };
+        let _ = write!(out, "   {}. {label}{pad}    {command}{end}", i + 1);
+    }
 }
 
 /// A form's fields (or several questions) as the text card lists them, with how to answer;
@@ -79,17 +104,17 @@ pub fn card(q: &Question, now_ms: i64) -> String {
 pub fn form_text(q: &Question) -> String {
     let mut out = String::new();
     if let Some(form) = &q.form {
-        form_lines(&mut out, form, &q.id.short());
+        form_lines(&mut out, form, &q.id.short(), q.presentation.locale);
     }
     out
 }
 
 /// A form's fields (or several questions), numbered, with what each takes, and how to answer:
 /// all at once by command, or one field at a time by plain replies.
-fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str) {
+fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str, l: Locale) {
     for (i, field) in form.fields.iter().enumerate() {
         let n = i + 1;
-        let required = if field.required { "" } else { " (optional)" };
+        let required = if field.required { String::new() } else { say!(l, "form.optional") };
         match &field.description {
             Some(about) if field.title.is_none() => {
                 let _ = writeln!(out, "   {n}. {}{required}: {about}", field.key);
@@ -103,7 +128,7 @@ fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str) {
         }
         let options = field.options();
         if options.is_empty() {
-            let _ = writeln!(out, "      {}", field.takes());
+            let _ = writeln!(out, "      {}", field.takes(l));
         }
         for (j, option) in options.iter().enumerate() {
             match &option.description {
@@ -117,9 +142,9 @@ fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str) {
         }
         if let crate::question::form::Input::Choice { multi, other, .. } = &field.input {
             let how = match (multi, other) {
-                (true, true) => Some("several: 1,3; or your own words"),
-                (true, false) => Some("several: 1,3"),
-                (false, true) => Some("or your own words"),
+                (true, true) => Some(say!(l, "form.several_other")),
+                (true, false) => Some(say!(l, "form.several")),
+                (false, true) => Some(say!(l, "form.other")),
                 (false, false) => None,
             };
             if let Some(how) = how {
@@ -128,15 +153,15 @@ fn form_lines(out: &mut String, form: &crate::question::form::Form, id: &str) {
         }
     }
     let first = form.fields.first().map_or("", |f| f.label());
-    let _ = writeln!(out, "   all at once: /answer {id} {}", form.example());
-    let _ = writeln!(out, "   or reply to fill one field at a time, from {first} (- leaves an optional one out)");
-    let _ = write!(out, "   decline: /decline {id} [feedback]");
+    let _ = writeln!(out, "   {}", say!(l, "form.all_at_once", id = id, example = form.example()));
+    let _ = writeln!(out, "   {}", say!(l, "form.one_at_a_time", first = first));
+    let _ = write!(out, "   {}", say!(l, "card.decline", id = id));
 }
 
-/// What a person filling a form one field at a time is asked next: `2/7 · Email — an email
-/// address, like ada@example.com. Reply with it (- leaves it out).` None when `next` is no
-/// field of the question's form.
-pub fn next_field(q: &Question, draft: &crate::question::form::Draft, next: &str) -> Option<String> {
+/// What a person filling a form one field at a time is asked next, in `l`: `2/7 · Email — an
+/// email address, like ada@example.com. Reply with it (- leaves it out).` None when `next` is
+/// no field of the question's form.
+pub fn next_field(q: &Question, draft: &crate::question::form::Draft, next: &str, l: Locale) -> Option<String> {
     let form = q.form.as_ref()?;
     let (i, field) = form.fields.iter().enumerate().find(|(_, f)| f.key == next)?;
     let filled = draft.values().filter(|v| !v.is_null()).count();
@@ -144,30 +169,29 @@ pub fn next_field(q: &Question, draft: &crate::question::form::Draft, next: &str
     if let Some(about) = &field.description {
         let _ = write!(line, ": {about}");
     }
-    let _ = write!(line, " — {}.", field.takes());
+    let _ = write!(line, " — {}.", field.takes(l));
     for (j, option) in field.options().iter().enumerate() {
         let _ = write!(line, "\n   {}) {}", j + 1, option.label());
     }
-    let _ = write!(line, "\nReply with it");
+    let _ = write!(line, "\n{}", say!(l, "form.reply_with_it"));
     if !field.required {
-        line.push_str(" (- leaves it out)");
+        line.push_str(&say!(l, "form.leave_out"));
     }
-    let _ =
-        write!(line, ". {filled} filled so far; /answer {} {} gives them all at once.", q.id.short(), form.example());
+    line.push_str(&say!(l, "form.progress", filled = filled, id = q.id.short(), example = form.example()));
     Some(line)
 }
 
 /// A reminder of a pending question: who it waits for (`mentions`, when there is anyone in
 /// particular), then its card with the commands.
 pub fn reminder(q: &Question, mentions: &str, now_ms: i64) -> String {
-    format!("{}\n{}", reminder_line(mentions), card(q, now_ms))
+    format!("{}\n{}", reminder_line(mentions, q.presentation.locale), card(q, now_ms))
 }
 
 /// A reminder's first line: `⏰ Reminder @alice: this still waits for an answer.`; the
 /// mentions as the surface writes them.
-pub fn reminder_line(mentions: &str) -> String {
+pub fn reminder_line(mentions: &str, l: Locale) -> String {
     let whom = if mentions.is_empty() { String::new() } else { format!(" {mentions}:") };
-    format!("⏰ Reminder{whom} this still waits for an answer.")
+    say!(l, "card.reminder", whom = whom)
 }
 
 /// The one line a text surface prints when a question is resolved.
@@ -180,8 +204,8 @@ pub fn resolved_line(q: &Question) -> String {
 pub fn footer(q: &Question, now_ms: i64) -> String {
     let mut line = format!("id {} · {}", q.id.short(), deadline(q, now_ms));
     if !q.asked_by.is_empty() {
-        line.push_str(" · asked by ");
-        line.push_str(&q.asked_by);
+        line.push_str(" · ");
+        line.push_str(&say!(q.presentation.locale, "card.asked_by", who = q.asked_by.as_str()));
     }
     if let Some(tally) = q.tally() {
         line.push_str(" · ");
@@ -193,74 +217,88 @@ pub fn footer(q: &Question, now_ms: i64) -> String {
 /// A card's deadline: `expires in 30m (23:15 UTC), then: No` — with what applies on timeout
 /// when the question has a default.
 pub fn deadline(q: &Question, now_ms: i64) -> String {
-    let when = expiry(q.expires_at, now_ms);
+    let l = q.presentation.locale;
+    let when = expiry_in(q.expires_at, now_ms, &q.presentation);
     match (&q.default, q.expires_at) {
-        (Some(default), Some(_)) => format!("{when}, then: {}", crate::question::display_value(q.kind, default)),
+        (Some(default), Some(_)) => {
+            say!(l, "card.then", when = when, value = crate::question::display_value_in(q.kind, default, l))
+        }
         _ => when,
     }
 }
 
-/// `expires in 30m (23:15 UTC)`, or `never expires`. The time left is rounded up in the unit
-/// shown, so a card never promises less time than there is.
+/// `expires in 30m (23:15 UTC)`, or `never expires`, in English and UTC.
 pub fn expiry(expires_at: Option<i64>, now_ms: i64) -> String {
-    let Some(at) = expires_at else { return "never expires".to_owned() };
+    expiry_in(expires_at, now_ms, &Presentation::default())
+}
+
+/// `expires in 30m (23:15 UTC)`, or `never expires`, as `presentation` reads (its language,
+/// the clock in its time zone). The time left is rounded up in the unit shown, so a card never
+/// promises less time than there is.
+pub fn expiry_in(expires_at: Option<i64>, now_ms: i64, presentation: &Presentation) -> String {
+    let l = presentation.locale;
+    let Some(at) = expires_at else { return say!(l, "card.never_expires") };
     let left = ((at - now_ms).max(0) + 999) / 1000;
     let span = if left > 86_400 {
         let hours = (left + 3_599) / 3_600;
         match hours % 24 {
-            0 => format!("{}d", hours / 24),
-            h => format!("{}d{h}h", hours / 24),
+            0 => say!(l, "span.days", days = hours / 24),
+            h => say!(l, "span.days_hours", days = hours / 24, hours = h),
         }
     } else if left > 3_600 {
         let minutes = (left + 59) / 60;
-        format!("{}h{:02}m", minutes / 60, minutes % 60)
+        say!(l, "span.hours_minutes", hours = minutes / 60, minutes = format!("{:02}", minutes % 60))
     } else if left >= 60 {
-        format!("{}m", (left + 59) / 60)
+        say!(l, "span.minutes", minutes = (left + 59) / 60)
     } else {
-        format!("{left}s")
+        say!(l, "span.seconds", seconds = left)
     };
-    let secs = at.div_euclid(1000).rem_euclid(86_400);
-    format!("expires in {span} ({:02}:{:02} UTC)", secs / 3_600, secs % 3_600 / 60)
+    say!(l, "card.expires_in", span = span, clock = crate::question::clock(presentation.time_zone.as_ref(), at))
 }
 
 /// `just now`, `5m ago`, `3h ago`, `2d ago`.
-pub fn ago(at: i64, now_ms: i64) -> String {
+pub fn ago(at: i64, now_ms: i64, l: Locale) -> String {
     let secs = (now_ms - at).max(0) / 1000;
     match secs {
-        0..60 => "just now".to_owned(),
-        60..3_600 => format!("{}m ago", secs / 60),
-        3_600..86_400 => format!("{}h ago", secs / 3_600),
-        _ => format!("{}d ago", secs / 86_400),
+        0..60 => say!(l, "ago.now"),
+        60..3_600 => say!(l, "ago.minutes", n = secs / 60),
+        3_600..86_400 => say!(l, "ago.hours", n = secs / 3_600),
+        _ => say!(l, "ago.days", n = secs / 86_400),
     }
 }
 
 /// Lists a conversation's standing grants with their ids and commands, for `/grants`.
-pub fn grants_list(grants: &[crate::store::Grant], now_ms: i64) -> String {
+pub fn grants_list(grants: &[crate::store::Grant], now_ms: i64, l: Locale) -> String {
     if grants.is_empty() {
-        return "No standing grants here; \"allow always\" on an approval sets one.".to_owned();
+        return say!(l, "list.no_grants");
     }
-    let mut out = format!("{} standing grant{} here (allowed always):\n", grants.len(), plural(grants.len()));
+    let mut out = match grants.len() {
+        1 => say!(l, "list.grants_one"),
+        n => say!(l, "list.grants_many", n = n),
+    };
+    out.push('\n');
+    let presentation = Presentation { locale: l, time_zone: None };
     for g in grants {
         let short = g.short_id();
         let until = match g.expires_at {
-            Some(_) => expiry(g.expires_at, now_ms),
-            None => "until revoked".to_owned(),
+            Some(_) => expiry_in(g.expires_at, now_ms, &presentation),
+            None => say!(l, "list.until_revoked"),
         };
-        let rule = if g.pattern { "rule " } else { "" };
-        let _ = writeln!(
-            out,
-            "[{short}] {rule}\"{}\" — set by {}, {}, {until} — /revoke {short}",
-            crate::text::clip(&g.action, 200, "…"),
-            g.setter(),
-            ago(g.created_at, now_ms)
+        let rule = if g.pattern { say!(l, "list.rule") } else { String::new() };
+        let line = say!(
+            l,
+            "list.grant",
+            id = short,
+            rule = rule,
+            action = crate::text::clip(&g.action, 200, "…"),
+            setter = g.setter(),
+            ago = ago(g.created_at, now_ms, l),
+            until = until
         );
+        let _ = writeln!(out, "{line}");
     }
     out.truncate(out.trim_end().len());
     out
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// How many waiting questions a chat listing shows (the oldest); one more is read to know
@@ -274,17 +312,15 @@ pub fn listed(questions: &[Question]) -> (&[Question], bool) {
 }
 
 /// Lists pending questions with their commands, for `/pending`: read with a limit of
-/// [`LISTED`]` + 1`.
-pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
+/// [`LISTED`]` + 1`. The list's own words in `l`, each card in its question's language.
+pub fn pending_list(questions: &[Question], now_ms: i64, l: Locale) -> String {
     if questions.is_empty() {
-        return "No questions are waiting here.".to_owned();
+        return say!(l, "list.no_pending");
     }
     let (shown, more) = listed(questions);
-    let mut out = if more {
-        format!("More than {LISTED} waiting; the {LISTED} oldest (the web page lists them all):\n")
-    } else {
-        format!("{} waiting:\n", shown.len())
-    };
+    let mut out =
+        if more { say!(l, "list.more_waiting", n = LISTED) } else { say!(l, "list.waiting", n = shown.len()) };
+    out.push('\n');
     for q in shown {
         out.push_str(&card(q, now_ms));
         out.push('\n');
@@ -293,47 +329,54 @@ pub fn pending_list(questions: &[Question], now_ms: i64) -> String {
     out
 }
 
-/// The words for a receipt; none for a plain success, which the card's update shows.
-pub fn receipt(receipt: &Receipt, question: Option<&Question>) -> Option<String> {
+/// The words for a receipt, in `l`; none for a plain success, which the card's update shows.
+pub fn receipt(receipt: &Receipt, question: Option<&Question>, l: Locale) -> Option<String> {
     let kind = question.map_or(Kind::Question, |q| q.kind);
     Some(match receipt {
         Receipt::Resolved { .. } => return None,
         Receipt::AlreadyResolvedSame { by, .. } => match by {
-            Some(by) => format!("Already answered the same way by {by}."),
-            None => "Already answered the same way.".to_owned(),
+            Some(by) => say!(l, "receipt.same_by", by = by),
+            None => say!(l, "receipt.same"),
         },
         Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
             (Outcome::Answered { value }, Some(by)) => {
-                format!("Already answered: {} — by {by}.", display_value(kind, value))
+                say!(l, "receipt.answered_by", value = crate::question::display_value_in(kind, value, l), by = by)
             }
-            (other, _) => format!("Already closed: {}.", other.summary(kind)),
+            (other, _) => say!(l, "receipt.closed", summary = other.summary_in(kind, l)),
         },
-        Receipt::Expired { .. } => "This question has expired.".to_owned(),
+        Receipt::Expired { .. } => say!(l, "receipt.expired"),
         Receipt::Counted { id, approvals, quorum } => {
-            format!("Approval {approvals} of {quorum} recorded ({}); it needs {} more.", id.short(), quorum - approvals)
+            say!(
+                l,
+                "receipt.counted",
+                approvals = approvals,
+                quorum = quorum,
+                id = id.short(),
+                more = quorum - approvals
+            )
         }
-        Receipt::AlreadyCounted { id, approvals, quorum } => format!(
-            "You approved {} already; each person counts once ({approvals} of {quorum}, {} more needed).",
-            id.short(),
-            quorum - approvals
+        Receipt::AlreadyCounted { id, approvals, quorum } => say!(
+            l,
+            "receipt.already_counted",
+            id = id.short(),
+            approvals = approvals,
+            quorum = quorum,
+            more = quorum - approvals
         ),
-        Receipt::NotAuthorized { .. } => "Not yours to answer.".to_owned(),
-        Receipt::OwnRequest { id, quorum } => format!(
-            "You asked for this approval ({}): it needs {quorum} approvals from others, so yours is not counted.",
-            id.short()
-        ),
-        Receipt::Unknown { reason } => format!("{reason}."),
-        Receipt::InvalidChoice { id, hint } => format!("Not accepted ({}): {hint}.", id.short()),
+        Receipt::NotAuthorized { .. } => say!(l, "receipt.not_yours"),
+        Receipt::OwnRequest { id, quorum } => say!(l, "receipt.own_request", id = id.short(), quorum = quorum),
+        Receipt::Unknown { reason } => say!(l, "receipt.unknown", reason = reason),
+        Receipt::InvalidChoice { id, hint } => say!(l, "receipt.not_accepted", id = id.short(), hint = hint),
     })
 }
 
-/// What the sender of a tap is told in a toast or a private note: "Recorded." for a tap that
-/// resolved its question (its card shows the rest), else the words of its receipt or reply;
-/// none for a redelivered tap, which was answered when it was first applied.
-pub fn tap_note(receipt: Option<&Receipt>, text: Option<&str>) -> Option<String> {
+/// What the sender of a tap is told in a toast or a private note, in `l`: "Recorded." for a tap
+/// that resolved its question (its card shows the rest), else the words of its receipt or
+/// reply; none for a redelivered tap, which was answered when it was first applied.
+pub fn tap_note(receipt: Option<&Receipt>, text: Option<&str>, l: Locale) -> Option<String> {
     // Every other receipt carries its words in `text` (see `receipt`).
     match receipt {
-        Some(Receipt::Resolved { .. }) => Some("Recorded.".to_owned()),
+        Some(Receipt::Resolved { .. }) => Some(say!(l, "receipt.recorded")),
         _ => text.map(str::to_owned),
     }
 }
@@ -384,6 +427,22 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("always"), "{text}");
+    }
+
+    #[test]
+    fn a_card_in_chinese_has_askgates_words_in_chinese_and_its_times_in_its_zone() {
+        use crate::question::{Ask, Locale, Presentation};
+        let mut q = crate::question::test_question(Ask::confirm("Ship it?").default_value(false));
+        q.presentation = Presentation { locale: Locale::ZhCn, time_zone: Some("Asia/Shanghai".parse().unwrap()) };
+        q.expires_at = Some(1_700_000_000_000 + 30 * 60_000);
+        let text = card(&q, 1_700_000_000_000);
+        assert!(text.starts_with("❔ Ship it?\n"), "the prompt is the function's: {text}");
+        assert!(text.contains("30分钟后过期（06:43 CST），届时采用：否"), "{text}");
+        assert!(text.contains("提问者 test"), "{text}");
+        assert!(text.contains("1. 是    /answer"), "{text}");
+        assert!(text.contains("拒绝回答：/decline"), "{text}");
+        let english = card(&crate::question::test_question(Ask::confirm("Ship it?")), 0);
+        assert!(english.contains("1. Yes    /answer") && english.contains("UTC"), "{english}");
     }
 
     #[test]

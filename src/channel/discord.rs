@@ -180,7 +180,7 @@ fn channel_of(conversation: &Conversation) -> Result<ChannelId, ChannelError> {
 
 /// The private text for a receipt that did not resolve the question.
 fn receipt_text(response: &Response) -> String {
-    wording::tap_note(response.receipt.as_ref(), response.text.as_deref()).unwrap_or_default()
+    wording::tap_note(response.receipt.as_ref(), response.text.as_deref(), response.locale).unwrap_or_default()
 }
 
 struct Handler {
@@ -469,7 +469,7 @@ impl Channel for Discord {
         // Only the people it names are notified: nothing else in it may ping anyone.
         let allowed = CreateAllowedMentions::new().users(ids.into_iter().map(serenity::all::UserId::new));
         let card = render::escape(&render::shorten(&wording::card(question, now_ms), 1500));
-        let content = format!("{}\n{card}", wording::reminder_line(&mentions.join(" ")));
+        let content = format!("{}\n{card}", wording::reminder_line(&mentions.join(" "), question.presentation.locale));
         self.send(channel_of(conversation)?, CreateMessage::new().content(content).allowed_mentions(allowed)).await?;
         Ok(())
     }

@@ -301,7 +301,7 @@ impl Channel for Slack {
             .collect();
         // Only the people it names are notified: the card's own text is escaped.
         let card = render::escape(&render::shorten(&wording::card(question, now_ms), 2500));
-        let text = format!("{}\n{card}", wording::reminder_line(&mentions.join(" ")));
+        let text = format!("{}\n{card}", wording::reminder_line(&mentions.join(" "), question.presentation.locale));
         let content = SlackMessageContent::new().with_text(text);
         self.post(&Place::of(conversation)?, content).await.map(|_| ())
     }

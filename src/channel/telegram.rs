@@ -451,7 +451,11 @@ fn channel_error(e: &RequestError) -> ChannelError {
 /// The toast for a callback: the receipt's words; an alert for "not yours".
 fn callback_receipt(response: &Response) -> (String, bool) {
     let alert = matches!(response.receipt, Some(Receipt::NotAuthorized { .. }));
-    (crate::wording::tap_note(response.receipt.as_ref(), response.text.as_deref()).unwrap_or_default(), alert)
+    (
+        crate::wording::tap_note(response.receipt.as_ref(), response.text.as_deref(), response.locale)
+            .unwrap_or_default(),
+        alert,
+    )
 }
 
 /// `@name` of `/command@name …`, when the text is such a command.

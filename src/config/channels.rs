@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use super::raw::{RawChannels, RawChat, RawWebhook};
+use super::raw::{RawChannels, RawChat, RawSpeech, RawWebhook};
 use super::{Config, Env, FunctionKind};
-use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, policy_key};
+use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, Speech, policy_key};
 use crate::question::{Conversation, Nudges, UserRef, millis};
 
 /// A chat channel's configuration (Telegram, Discord, Slack).
@@ -112,7 +112,12 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
         console = c.enabled;
         let default_function = check_function(functions, c.default_function.as_ref())
             .map_err(|m| ("channels.console.default_function".to_owned(), m))?;
-        policies.insert("console".to_owned(), ChannelPolicy { default_function, ..ChannelPolicy::default() });
+        let (speech, conversations) = speeches(c.locale.as_deref(), c.time_zone.as_deref(), &c.conversations)
+            .map_err(|(k, m)| (format!("channels.console.{k}"), m))?;
+        policies.insert(
+            "console".to_owned(),
+            ChannelPolicy { default_function, speech, conversations, ..ChannelPolicy::default() },
+        );
     }
     let mut telegram = None;
     let mut discord = None;
@@ -161,8 +166,11 @@ fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, Chan
         escalate_after: c.escalate_after,
         escalate_to: c.escalate_to.as_deref(),
         escalate_answerers: c.escalate_answerers.as_deref(),
+        locale: c.locale.as_deref(),
+        time_zone: c.time_zone.as_deref(),
+        conversations: &c.conversations,
     };
-    let policy = rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
+    let policy = rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(&k), m))?;
     let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
         (None, None, None) => None,
         _ if name != "telegram" => return Err((key("webhook_url"), "webhooks are for Telegram only".to_owned())),
@@ -227,8 +235,11 @@ fn webhook(name: &str, w: &RawWebhook, functions: &[&str]) -> Result<(WebhookSpe
         escalate_after: w.escalate_after,
         escalate_to: w.escalate_to.as_deref(),
         escalate_answerers: w.escalate_answerers.as_deref(),
+        locale: w.locale.as_deref(),
+        time_zone: w.time_zone.as_deref(),
+        conversations: &w.conversations,
     };
-    let policy = rules.policy(&format!("webhook:{name}:"), functions).map_err(|(k, m)| (key(k), m))?;
+    let policy = rules.policy(&format!("webhook:{name}:"), functions).map_err(|(k, m)| (key(&k), m))?;
     Ok((WebhookSpec { name: name.to_owned(), url: w.url.clone(), secret_env: w.secret_env.clone() }, policy))
 }
 
@@ -244,11 +255,46 @@ struct Rules<'a> {
     escalate_after: Option<std::time::Duration>,
     escalate_to: Option<&'a str>,
     escalate_answerers: Option<&'a [String]>,
+    locale: Option<&'a str>,
+    time_zone: Option<&'a str>,
+    conversations: &'a std::collections::BTreeMap<String, RawSpeech>,
+}
+
+/// A channel's language and time zone, and its conversations' own; errors name the key.
+fn speeches(
+    locale: Option<&str>,
+    time_zone: Option<&str>,
+    conversations: &std::collections::BTreeMap<String, RawSpeech>,
+) -> Result<(Speech, HashMap<Conversation, Speech>), (String, String)> {
+    let one = |locale: Option<&str>, time_zone: Option<&str>, at: &str| -> Result<Speech, (String, String)> {
+        let locale = locale
+            .map(|l| {
+                crate::question::Locale::from_tag(l)
+                    .ok_or_else(|| (format!("{at}locale"), format!("`{l}`: askgate speaks \"en\" and \"zh-CN\"")))
+            })
+            .transpose()?;
+        let time_zone = time_zone.map(str::parse).transpose().map_err(|m| (format!("{at}time_zone"), m))?;
+        Ok(Speech { locale, time_zone })
+    };
+    let speech = one(locale, time_zone, "")?;
+    let mut own = HashMap::new();
+    for (id, s) in conversations {
+        let at = format!("conversations.\"{id}\".");
+        let conversation = Conversation::parse(id).map_err(|e| (format!("conversations.\"{id}\""), e.to_string()))?;
+        own.insert(conversation, one(s.locale.as_deref(), s.time_zone.as_deref(), &at)?);
+    }
+    Ok((speech, own))
 }
 
 impl Rules<'_> {
     /// The channel's policy; user ids without a channel get `user_prefix`. Errors name the key.
-    fn policy(&self, user_prefix: &str, names: &[&str]) -> Result<ChannelPolicy, (&'static str, String)> {
+    fn policy(&self, user_prefix: &str, names: &[&str]) -> Result<ChannelPolicy, (String, String)> {
+        let (speech, conversations) = speeches(self.locale, self.time_zone, self.conversations)?;
+        let policy = self.policy_of(user_prefix, names).map_err(|(k, m)| (k.to_owned(), m))?;
+        Ok(ChannelPolicy { speech, conversations, ..policy })
+    }
+
+    fn policy_of(&self, user_prefix: &str, names: &[&str]) -> Result<ChannelPolicy, (&'static str, String)> {
         let answerers = match self.answerers {
             None | Some("initiator") => AnswerersPolicy::Initiator,
             Some("conversation") => AnswerersPolicy::Conversation,
@@ -256,7 +302,13 @@ impl Rules<'_> {
         };
         let allowed_users = access(self.allowed_users, Some(user_prefix)).map_err(|m| ("allowed_users", m))?;
         let default_function = check_function(names, self.default_function).map_err(|m| ("default_function", m))?;
-        Ok(ChannelPolicy { answerers, allowed_users, default_function, nudges: self.escalation()? })
+        Ok(ChannelPolicy {
+            answerers,
+            allowed_users,
+            default_function,
+            nudges: self.escalation()?,
+            ..ChannelPolicy::default()
+        })
     }
 
     /// Where and when its questions that nobody answers are escalated, and who answers there.

@@ -160,6 +160,25 @@ pub(super) struct RawConsole {
     pub enabled: bool,
     #[serde(default)]
     pub default_function: Option<String>,
+    /// askgate's language on cards here (`en`, `zh-CN`).
+    #[serde(default)]
+    pub locale: Option<String>,
+    /// The time zone of times on cards here (an IANA name).
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// Conversations whose cards read otherwise, by id.
+    #[serde(default)]
+    pub conversations: BTreeMap<String, RawSpeech>,
+}
+
+/// A conversation's own language and time zone.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpeech {
+    #[serde(default)]
+    pub locale: Option<String>,
+    #[serde(default)]
+    pub time_zone: Option<String>,
 }
 
 fn yes() -> bool {
@@ -198,6 +217,15 @@ pub(super) struct RawChat {
     /// Slack only: the signing secret's variable (the Events API over HTTP).
     #[serde(default)]
     pub signing_secret_env: Option<String>,
+    /// askgate's language on cards here (`en`, `zh-CN`).
+    #[serde(default)]
+    pub locale: Option<String>,
+    /// The time zone of times on cards here (an IANA name).
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// Conversations whose cards read otherwise, by id.
+    #[serde(default)]
+    pub conversations: BTreeMap<String, RawSpeech>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -219,6 +247,15 @@ pub(super) struct RawWebhook {
     pub escalate_to: Option<String>,
     #[serde(default)]
     pub escalate_answerers: Option<Vec<String>>,
+    /// askgate's language on cards here (`en`, `zh-CN`).
+    #[serde(default)]
+    pub locale: Option<String>,
+    /// The time zone of times on cards here (an IANA name).
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// Conversations whose cards read otherwise, by id.
+    #[serde(default)]
+    pub conversations: BTreeMap<String, RawSpeech>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -92,6 +92,32 @@ pub struct ChannelPolicy {
     /// Escalation of its questions that nobody answers (`escalate_after`, `escalate_to`,
     /// `escalate_answerers`).
     pub nudges: crate::question::Nudges,
+    /// The language and time zone of its cards (`locale`, `time_zone`).
+    pub speech: Speech,
+    /// Conversations whose cards read otherwise (`[channels.<name>.conversations."<id>"]`).
+    pub conversations: std::collections::HashMap<Conversation, Speech>,
+}
+
+/// A configured language and time zone; what is unset comes from elsewhere (the channel's, the
+/// person's platform, English and UTC).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Speech {
+    /// `locale = "zh-CN"`.
+    pub locale: Option<crate::question::Locale>,
+    /// `time_zone = "Asia/Shanghai"`.
+    pub time_zone: Option<crate::question::Zone>,
+}
+
+impl ChannelPolicy {
+    /// The language and time zone of cards in `conversation`: its own where configured, else
+    /// the channel's.
+    pub fn speech_in(&self, conversation: &Conversation) -> Speech {
+        let own = self.conversations.get(conversation);
+        Speech {
+            locale: own.and_then(|s| s.locale).or(self.speech.locale),
+            time_zone: own.and_then(|s| s.time_zone.clone()).or_else(|| self.speech.time_zone.clone()),
+        }
+    }
 }
 
 /// Why a person may not start a run; its text tells them their id and the key that lets them in.
@@ -262,7 +288,7 @@ impl Engine {
                         "rule \"{}\" (set by {}, {})",
                         grant.action,
                         grant.setter(),
-                        crate::wording::ago(grant.created_at, now)
+                        crate::wording::ago(grant.created_at, now, crate::question::Locale::En)
                     ),
                 ),
                 Some(grant) => (format!("grant:{}", grant.id), format!("a grant set by {}", grant.setter())),

@@ -150,7 +150,7 @@ impl Engine {
         if matches!(choice, Choice::AllowLike(_)) && self.gated(question).await? {
             // A gated call's action is a tool and its arguments as JSON: a pattern over that text
             // could reach past one value into others, so its only standing rule is "always".
-            let hint = crate::wording::replies::GATED_TAKES_NO_RULE.to_owned();
+            let hint = crate::wording::replies::gated_takes_no_rule(question.presentation.locale);
             return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint }));
         }
         let rule = match &choice {

@@ -242,7 +242,9 @@ impl Context {
         let engine = self.engine.clone();
         let now = engine.now_ms();
         let expires_at = engine.deadline(ask.timeout, now);
-        let mut question = ask.pending(self.run.origin(step), engine.default_answerers(&self.run), now, expires_at)?;
+        let mut origin = self.run.origin(step);
+        origin.presentation = engine.presentation_for(&self.run);
+        let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;
         engine.schedule_nudges(&mut question)?;
         if let Some(granted) = engine.granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));

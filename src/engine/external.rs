@@ -115,7 +115,9 @@ impl Engine {
             update: None,
         };
         let expires_at = self.deadline(ask.timeout, now);
-        let mut question = ask.pending(run.origin(0), Answerers::Conversation, now, expires_at)?;
+        let mut origin = run.origin(0);
+        origin.presentation = self.presentation_of(run.conversation.as_ref(), None);
+        let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
         self.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
             self.add_callback(callback, run.id, Some(question.id)).await?;
@@ -125,7 +127,7 @@ impl Engine {
             question = granted;
             let mut run = run;
             run.status = RunStatus::Finished;
-            run.result = Some(question.outcome_line());
+            run.result = Some(question.outcome_line_in(crate::question::Locale::En));
             let question = Arc::new(question);
             self.inner.store.ask(&run, &question).await?;
             self.emit(Event::RunStarted(Arc::new(run)));

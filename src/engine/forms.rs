@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::claim::Attempt;
 use super::{Engine, Resolver};
-use crate::question::form::{Draft, FieldError};
+use crate::question::form::{Draft, FieldError, Hint};
 use crate::question::{Choice, Question, Receipt};
 use crate::store::{StoreError, StoreExt};
 
@@ -75,8 +75,9 @@ impl Engine {
             None => form.next_field(&draft),
         };
         let Some(target) = target else {
-            let hint = format!("no field `{}`", crate::text::clip(field.unwrap_or_default(), 40, "…"));
-            return Ok(FormStep::Invalid(FieldError { key: "answer".to_owned(), hint }));
+            let key = crate::text::clip(field.unwrap_or_default(), 40, "…");
+            let hint = Hint::NoSuchField(form.fields.iter().map(|f| f.key.clone()).collect());
+            return Ok(FormStep::Invalid(FieldError { key, hint }));
         };
         if let Err(e) = form.fill(&mut draft, target, text) {
             return Ok(FormStep::Invalid(e));

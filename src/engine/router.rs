@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::claim::Attempt;
 use super::{Engine, Resolver, RunRequest, StartError};
-use crate::command::{Allow, Command, HELP};
+use crate::command::{Allow, Command};
 use crate::question::{
-    Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
+    Choice, Conversation, Kind, Locale, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
 };
 use crate::store::{DeliveryRole, StoreError, StoreExt};
 use crate::wording::{self, replies};
@@ -42,6 +42,8 @@ pub struct Inbound {
     /// Said where only the sender reads the answer (a private chat, a direct message, an
     /// ephemeral reply): where a `/web` sign-in link may be sent.
     pub private: bool,
+    /// The sender's language, as their platform says it (when askgate speaks it).
+    pub locale: Option<crate::question::Locale>,
 }
 
 impl Inbound {
@@ -58,6 +60,7 @@ impl Inbound {
             card: None,
             key: None,
             private: false,
+            locale: None,
         }
     }
 
@@ -93,6 +96,14 @@ impl Inbound {
         self
     }
 
+    /// Sets the sender's language from the tag their platform gives (`zh-hans`, `en-US`); a
+    /// language askgate does not speak, or none, changes nothing.
+    #[must_use]
+    pub fn speaking(mut self, tag: Option<&str>) -> Self {
+        self.locale = tag.and_then(crate::question::Locale::from_tag);
+        self
+    }
+
     /// Marks it as said where only the sender reads the answer (see [`Inbound::private`]).
     #[must_use]
     pub fn in_private(mut self, private: bool) -> Self {
@@ -121,6 +132,8 @@ pub struct Response {
     /// The question as stored once this message resolved it, for surfaces that draw the
     /// outcome where the message came from (Discord updates the tapped card in place).
     pub resolved: Option<Arc<Question>>,
+    /// The language the sender is spoken to in (what `text` is in; a toast's words too).
+    pub locale: Locale,
 }
 
 impl Response {
@@ -128,13 +141,13 @@ impl Response {
         Self { text: Some(text.into()), ..Self::default() }
     }
 
-    fn receipt(receipt: Receipt, question: Option<&Question>) -> Self {
-        Self::attempt(receipt.into(), question)
+    fn receipt(receipt: Receipt, question: Option<&Question>, l: Locale) -> Self {
+        Self::attempt(receipt.into(), question, l)
     }
 
-    fn attempt(attempt: Attempt, question: Option<&Question>) -> Self {
-        let text = wording::receipt(&attempt.receipt, question);
-        Self { receipt: Some(attempt.receipt), text, started: false, resolved: attempt.resolved }
+    fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
+        let text = wording::receipt(&attempt.receipt, question, l);
+        Self { receipt: Some(attempt.receipt), text, started: false, resolved: attempt.resolved, locale: l }
     }
 }
 
@@ -144,13 +157,18 @@ const MIN_PREFIX: usize = 4;
 impl Engine {
     /// Handles one inbound message and says what to tell its sender.
     pub async fn handle(&self, inbound: Inbound) -> Response {
-        match self.route(&inbound).await {
+        if let Some(locale) = inbound.locale {
+            self.heard_language(&inbound.user, locale);
+        }
+        let l = self.locale_for(&inbound.user, Some(&inbound.conversation));
+        let response = match self.route(&inbound, l).await {
             Ok(response) => response,
             Err(e) => {
                 tracing::error!(error = %e, conversation = %inbound.conversation, "could not handle a message");
-                Response::say(replies::FAILED)
+                Response::say(replies::failed(l))
             }
-        }
+        };
+        Response { locale: l, ..response }
     }
 
     /// Records `key` as seen; false when it was seen before (kept a week). For one-time
@@ -162,13 +180,13 @@ impl Engine {
         self.inner.store.first_seen(key, self.now_ms()).await
     }
 
-    async fn route(&self, inbound: &Inbound) -> Result<Response, StoreError> {
-        let Some(key) = &inbound.key else { return self.dispatch(inbound).await };
+    async fn route(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
+        let Some(key) = &inbound.key else { return self.dispatch(inbound, l).await };
         if self.inner.store.seen(key).await? {
             tracing::debug!(key, "a redelivered update was ignored");
             return Ok(Response::default());
         }
-        let response = self.dispatch(inbound).await?;
+        let response = self.dispatch(inbound, l).await?;
         // A claim records the update in its own transaction, and a run with its first write;
         // whatever else an update did changed nothing that a second delivery would repeat
         // wrongly, so recording it afterwards is enough.
@@ -180,16 +198,16 @@ impl Engine {
         Ok(response)
     }
 
-    async fn dispatch(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+    async fn dispatch(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
         let mut resolver = Resolver::person(inbound.user.clone(), inbound.surface);
         resolver.name.clone_from(&inbound.name);
         resolver.update.clone_from(&inbound.key);
         resolver.conversation = Some(inbound.conversation.clone());
         if let Some(command) = &inbound.tap {
-            return self.command(inbound, &resolver, command.clone()).await;
+            return self.command(inbound, &resolver, command.clone(), l).await;
         }
         match Command::parse(&inbound.text) {
-            Some(Ok(command)) => return self.command(inbound, &resolver, command).await,
+            Some(Ok(command)) => return self.command(inbound, &resolver, command, l).await,
             Some(Err(e)) => return Ok(Response::say(replies::sentence(&e))),
             None => {}
         }
@@ -201,7 +219,7 @@ impl Engine {
             let text = &inbound.text;
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
-                return self.form_reply(&question, &resolver, text).await;
+                return self.form_reply(&question, &resolver, text, l).await;
             }
             let receipt = match role {
                 DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
@@ -216,46 +234,52 @@ impl Engine {
                     self.attempt_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?
                 }
             };
-            return Ok(Response::attempt(receipt, Some(&question)));
+            return Ok(Response::attempt(receipt, Some(&question), l));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
         let here = Some(&inbound.conversation);
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
-            [question] if question.form.is_some() => self.form_reply(question, &resolver, &inbound.text).await,
+            [question] if question.form.is_some() => self.form_reply(question, &resolver, &inbound.text, l).await,
             [question] => {
                 let receipt = self.attempt(question, &inbound.text, &resolver).await?;
-                Ok(Response::attempt(receipt, Some(question)))
+                Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
             [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
-                Ok(Response::say(replies::not_yours(others)))
+                Ok(Response::say(replies::not_yours(others, l)))
             }
-            [] => self.new_turn(inbound).await,
-            many => Ok(Response::say(replies::which_one(many.len()))),
+            [] => self.new_turn(inbound, l).await,
+            many => Ok(Response::say(replies::which_one(many.len(), l))),
         }
     }
 
     /// A plain message toward a form: the next field (or, given whole, all of them).
-    async fn form_reply(&self, question: &Question, resolver: &Resolver, text: &str) -> Result<Response, StoreError> {
+    async fn form_reply(
+        &self,
+        question: &Question,
+        resolver: &Resolver,
+        text: &str,
+        l: Locale,
+    ) -> Result<Response, StoreError> {
         Ok(match self.form_step(question, resolver, None, text).await? {
             super::FormStep::Next { draft, next } => {
-                Response::say(wording::next_field(question, &draft, &next).unwrap_or_default())
+                Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
             }
             super::FormStep::Done { receipt, resolved } => {
-                Response::attempt(Attempt { receipt, resolved }, Some(question))
+                Response::attempt(Attempt { receipt, resolved }, Some(question), l)
             }
             super::FormStep::Invalid(e) => {
-                Response::receipt(Receipt::InvalidChoice { id: question.id, hint: e.to_string() }, Some(question))
+                Response::receipt(Receipt::InvalidChoice { id: question.id, hint: e.describe(l) }, Some(question), l)
             }
-            super::FormStep::Refused(receipt) => Response::receipt(receipt, Some(question)),
+            super::FormStep::Refused(receipt) => Response::receipt(receipt, Some(question), l),
         })
     }
 
-    async fn new_turn(&self, inbound: &Inbound) -> Result<Response, StoreError> {
+    async fn new_turn(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
         match self.policy(&inbound.conversation).default_function {
-            Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned()).await,
+            Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned(), l).await,
             None => {
                 let heard = super::Heard {
                     conversation: inbound.conversation.clone(),
@@ -263,33 +287,39 @@ impl Engine {
                     name: inbound.name.clone(),
                     text: inbound.text.trim().to_owned(),
                 };
-                Ok(Response::say(if self.pass_on(heard) { replies::PASSED_ON } else { replies::NOTHING_WAITING }))
+                Ok(Response::say(if self.pass_on(heard) { replies::passed_on(l) } else { replies::nothing_waiting(l) }))
             }
         }
     }
 
-    async fn command(&self, inbound: &Inbound, resolver: &Resolver, command: Command) -> Result<Response, StoreError> {
+    async fn command(
+        &self,
+        inbound: &Inbound,
+        resolver: &Resolver,
+        command: Command,
+        l: Locale,
+    ) -> Result<Response, StoreError> {
         match command {
             Command::Answer { id, choice } => {
                 let Some(question) = self.named(inbound, &id).await? else {
-                    return self.unknown(&inbound.conversation, &id).await;
+                    return self.unknown(&inbound.conversation, &id, l).await;
                 };
                 let receipt = self.attempt(&question, &choice, resolver).await?;
-                Ok(Response::attempt(receipt, Some(&question)))
+                Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
                 let Some(question) = self.named(inbound, &id).await? else {
-                    return self.unknown(&inbound.conversation, &id).await;
+                    return self.unknown(&inbound.conversation, &id, l).await;
                 };
                 let receipt = self.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
-                Ok(Response::attempt(receipt, Some(&question)))
+                Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Approve { id, how } => {
                 let Some(question) = self.named(inbound, &id).await? else {
-                    return self.unknown(&inbound.conversation, &id).await;
+                    return self.unknown(&inbound.conversation, &id, l).await;
                 };
                 if question.kind != Kind::Approval {
-                    return Ok(Response::say(replies::not_an_approval(&question.id.short())));
+                    return Ok(Response::say(replies::not_an_approval(&question.id.short(), l)));
                 }
                 let receipt = match how {
                     Allow::Once => self.attempt(&question, "once", resolver).await?,
@@ -298,59 +328,59 @@ impl Engine {
                     Allow::Like(pattern) => {
                         // Checked for those who may answer: others learn nothing about it.
                         if resolver.may_answer(&question)
-                            && let Err(why) = rule_fits(&pattern, &question.prompt)
+                            && let Err(why) = rule_fits(&pattern, &question.prompt, l)
                         {
                             return Ok(Response::say(why));
                         }
                         self.attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
                     }
                 };
-                Ok(Response::attempt(receipt, Some(&question)))
+                Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
                 let pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
-                Ok(Response::say(wording::pending_list(&pending, self.now_ms())))
+                Ok(Response::say(wording::pending_list(&pending, self.now_ms(), l)))
             }
-            Command::Run { function, input } => self.run_command(inbound, &function, input).await,
+            Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
             Command::Cancel => {
                 let n = self.cancel_conversation(&inbound.conversation, &inbound.user).await?;
-                Ok(Response::say(replies::cancelled(n)))
+                Ok(Response::say(replies::cancelled(n, l)))
             }
-            Command::Help => Ok(Response::say(self.help())),
+            Command::Help => Ok(Response::say(self.help_in(l))),
             Command::Grants => {
                 let grants = self.grants(Some(&inbound.conversation)).await?;
-                Ok(Response::say(wording::grants_list(&grants, self.now_ms())))
+                Ok(Response::say(wording::grants_list(&grants, self.now_ms(), l)))
             }
-            Command::Revoke { id } => self.revoke_command(inbound, &id).await,
+            Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
             Command::Web => self.web_command(inbound).await,
         }
     }
 
     /// `/revoke <id>`: the grant of this conversation that `id` (or a unique prefix of it)
     /// names, taken back when the sender may answer the approvals it answers.
-    async fn revoke_command(&self, inbound: &Inbound, id: &str) -> Result<Response, StoreError> {
+    async fn revoke_command(&self, inbound: &Inbound, id: &str, l: Locale) -> Result<Response, StoreError> {
         let wanted = id.to_ascii_lowercase();
         if wanted.chars().count() < MIN_PREFIX {
-            return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX)));
+            return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX, l)));
         }
         let grants = self.grants(Some(&inbound.conversation)).await?;
         let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
             [grant] => (*grant).clone(),
             [] => {
                 let shown = crate::text::clip(id, 40, "…");
-                return Ok(Response::say(replies::no_grant(&shown)));
+                return Ok(Response::say(replies::no_grant(&shown, l)));
             }
-            _ => return Ok(Response::say(replies::AMBIGUOUS_GRANT)),
+            _ => return Ok(Response::say(replies::ambiguous_grant(l))),
         };
         if !self.may_revoke(&grant, &inbound.user).await? {
-            return Ok(Response::say(replies::NOT_YOURS_TO_REVOKE));
+            return Ok(Response::say(replies::not_yours_to_revoke(l)));
         }
         let short = grant.short_id();
         Ok(Response::say(if self.revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
-            replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern)
+            replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern, l)
         } else {
-            replies::already_revoked(short)
+            replies::already_revoked(short, l)
         }))
     }
 
@@ -364,7 +394,13 @@ impl Engine {
         Ok(question.is_some_and(|q| q.admits(user, q.conversation.as_ref())))
     }
 
-    async fn run_command(&self, inbound: &Inbound, function: &str, input: String) -> Result<Response, StoreError> {
+    async fn run_command(
+        &self,
+        inbound: &Inbound,
+        function: &str,
+        input: String,
+        l: Locale,
+    ) -> Result<Response, StoreError> {
         // Runs started from a chat never block a turn, unless the function must stay alive.
         let mode = self.inner.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
         let mut request =
@@ -373,14 +409,24 @@ impl Engine {
         let started = self.start_run(request, mode).await;
         Ok(match started {
             Ok(_) => Response { started: true, ..Response::default() },
-            Err(e @ StartError::UnknownFunction(_)) => Response::say(replies::unknown_function(&e)),
+            Err(e @ StartError::UnknownFunction(_)) => Response::say(replies::unknown_function(&e, l)),
             Err(e) => Response::say(replies::sentence(&e)),
         })
     }
 
     /// The `/help` text: commands and functions.
     pub fn help(&self) -> String {
-        let mut out = format!("Commands:\n{HELP}\n\nFunctions:");
+        self.help_in(Locale::En)
+    }
+
+    /// The `/help` text in `l`.
+    pub fn help_in(&self, l: Locale) -> String {
+        let mut out = format!(
+            "{}\n{}\n\n{}",
+            crate::say!(l, "help.commands"),
+            crate::command::help(l),
+            crate::say!(l, "help.functions")
+        );
         for (name, description) in self.inner.functions.list() {
             let _ = write!(out, "\n  {name} — {description}");
         }
@@ -407,16 +453,16 @@ impl Engine {
     }
 
     /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
-    async fn unknown(&self, conversation: &Conversation, id: &str) -> Result<Response, StoreError> {
+    async fn unknown(&self, conversation: &Conversation, id: &str, l: Locale) -> Result<Response, StoreError> {
         let reason = match normalise_prefix(id) {
-            None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id),
-            None => replies::not_an_id(&crate::text::clip(id, 40, "…")),
+            None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id, l),
+            None => replies::not_an_id(&crate::text::clip(id, 40, "…"), l),
             Some(prefix) => {
                 let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
-                if found.len() > 1 { replies::AMBIGUOUS_ID.to_owned() } else { replies::no_question(&prefix) }
+                if found.len() > 1 { replies::ambiguous_id(l) } else { replies::no_question(&prefix, l) }
             }
         };
-        Ok(Response::receipt(Receipt::Unknown { reason }, None))
+        Ok(Response::receipt(Receipt::Unknown { reason }, None, l))
     }
 }
 
@@ -426,17 +472,17 @@ const MAX_RULE: usize = 200;
 /// Checks that a rule typed with `always-like` may stand: it names something besides `*`,
 /// is not too long, and fits the action it is given on (so nobody sets a rule by mistake
 /// that does not even allow what they see).
-fn rule_fits(pattern: &str, action: &str) -> Result<(), String> {
+fn rule_fits(pattern: &str, action: &str, l: Locale) -> Result<(), String> {
     let shown = crate::text::clip(pattern, 60, "…");
     if pattern.chars().count() > MAX_RULE {
-        return Err(replies::rule_too_long(MAX_RULE));
+        return Err(replies::rule_too_long(MAX_RULE, l));
     }
     if crate::text::catches_all(pattern) {
-        return Err(replies::RULE_CATCHES_ALL.to_owned());
+        return Err(replies::rule_catches_all(l));
     }
     if !crate::question::rule::fits(pattern, action) {
         let action = crate::text::clip(action, 60, "…");
-        return Err(replies::rule_does_not_fit(&shown, &action));
+        return Err(replies::rule_does_not_fit(&shown, &action, l));
     }
     Ok(())
 }

@@ -405,7 +405,7 @@ impl Engine {
             Err(panic) => {
                 let message = format!("the function panicked: {}", panic_message(panic.as_ref()));
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &message));
+                self.notify(&run, replies::run_failed(&run.function, &message, self.presentation_for(&run).locale));
                 // The run ends first: cancelling its question then resumes nothing.
                 let ended = self.end_run(run, !journal.is_empty(), RunStatus::Failed, message.clone()).await;
                 self.cancel_left_pending(&journal, &message).await;
@@ -428,18 +428,18 @@ impl Engine {
                 Ok(run)
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
-                self.notify(&run, replies::run_cancelled(&run.function, &reason));
+                self.notify(&run, replies::run_cancelled(&run.function, &reason, self.presentation_for(&run).locale));
                 self.end_run(run, asked, RunStatus::Cancelled, reason).await
             }
             Err(FunctionError::Hidden { public, detail }) => {
                 tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &public));
+                self.notify(&run, replies::run_failed(&run.function, &public, self.presentation_for(&run).locale));
                 self.end_run(run, asked, RunStatus::Failed, detail).await
             }
             Err(e) => {
                 let message = format!("{e:#}");
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &message));
+                self.notify(&run, replies::run_failed(&run.function, &message, self.presentation_for(&run).locale));
                 self.end_run(run, asked, RunStatus::Failed, message).await
             }
         }

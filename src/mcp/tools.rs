@@ -351,7 +351,7 @@ pub(super) fn outcome(tool: Tool, question: &Question) -> CallToolResult {
     let line = if question.is_pending() {
         format!("pending: question {} waits for an answer; call get_outcome with its id", question.id)
     } else {
-        question.outcome_line()
+        question.outcome_line_in(crate::question::Locale::En)
     };
     let mut result = CallToolResult::structured(result);
     result.content = vec![ContentBlock::text(line)];

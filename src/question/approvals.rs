@@ -32,15 +32,21 @@ impl Question {
         self.quorum > 1
     }
 
-    /// A quorum approval's count so far: `1 of 2 approvals: @alice`; none for others.
+    /// A quorum approval's count so far, as its cards say it: `1 of 2 approvals: @alice`;
+    /// none for others.
     pub fn tally(&self) -> Option<String> {
+        self.tally_in(self.presentation.locale)
+    }
+
+    /// [`Question::tally`] in `locale`.
+    pub fn tally_in(&self, locale: super::Locale) -> Option<String> {
         if !self.needs_quorum() {
             return None;
         }
         let names: Vec<&str> = self.approvals.iter().map(Approver::shown).collect();
-        let mut line = format!("{} of {} approvals", names.len(), self.quorum);
+        let mut line = crate::say!(locale, "card.tally", approvals = names.len(), quorum = self.quorum);
         if !names.is_empty() {
-            line.push_str(": ");
+            line.push_str(if locale == super::Locale::ZhCn { "：" } else { ": " });
             line.push_str(&names.join(", "));
         }
         Some(line)

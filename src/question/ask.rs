@@ -24,6 +24,8 @@ pub struct Origin {
     pub step: u32,
     /// Who asks (see [`crate::run::Run::asker`]).
     pub asker: String,
+    /// How its cards read (the engine chooses: the person's language, else the conversation's).
+    pub presentation: super::Presentation,
 }
 
 /// A fallback timeout for one ask.
@@ -540,6 +542,7 @@ impl ValidAsk {
             nudge_at: None,
             escalated_to: None,
             asked_by: origin.asker,
+            presentation: origin.presentation,
         })
     }
 

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::{Kind, Outcome, Question};
+use crate::say;
 
 /// What a choice resolves a question to.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,15 +62,16 @@ impl Question {
         let text = text.trim();
         if let Some(form) = &self.form {
             // A form (or several questions) takes `key=value` pairs or a JSON object.
-            return form.parse_text(text).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.to_string() });
+            let l = self.presentation.locale;
+            return form.parse_text(text).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.describe(l) });
         }
         match self.kind {
-            Kind::Confirm => parse_confirm(text),
+            Kind::Confirm => parse_confirm(text, self.presentation.locale),
             Kind::Approval => self.parse_approval(text),
             Kind::Question if self.multi => self.parse_many(text),
             Kind::Question => self.parse_one(text),
             // Every form is stored with its fields (see above).
-            Kind::Form => Err(InvalidChoice { hint: "this form has no fields".to_owned() }),
+            Kind::Form => Err(InvalidChoice { hint: say!(self.presentation.locale, "choice.no_fields") }),
         }
     }
 
@@ -81,18 +83,19 @@ impl Question {
     /// [`InvalidChoice`] when the value does not fit the question.
     pub fn choice_from_value(&self, value: &Value) -> Result<Choice, InvalidChoice> {
         let position = |n: &serde_json::Number| format!("#{n}");
+        let l = self.presentation.locale;
         if let Some(form) = &self.form {
             return match value {
                 Value::String(text) => self.parse_choice(text),
-                _ => form.check(value).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.to_string() }),
+                _ => form.check(value).map(Choice::Answer).map_err(|e| InvalidChoice { hint: e.describe(l) }),
             };
         }
         match (self.kind, value) {
             (_, Value::String(s)) => self.parse_choice(s),
             (Kind::Confirm, Value::Bool(b)) => Ok(Choice::Answer(Value::Bool(*b))),
             (Kind::Approval, Value::Object(_)) if self.allow_custom => match edited_action(value) {
-                Some(action) => edited(action),
-                None => Err(InvalidChoice { hint: "send {\"decision\": \"edited\", \"action\": \"…\"}".to_owned() }),
+                Some(action) => edited(action, l),
+                None => Err(InvalidChoice { hint: say!(l, "choice.send_edited") }),
             },
             (Kind::Question, Value::Number(n)) if !self.multi => self.parse_one(&position(n)),
             (Kind::Question, Value::Array(items)) if self.multi => {
@@ -103,19 +106,19 @@ impl Question {
                         Value::String(s) => s.trim().to_owned(),
                         Value::Number(n) => position(n),
                         other => {
-                            return Err(InvalidChoice { hint: format!("{other} is not an option name or number") });
+                            return Err(InvalidChoice { hint: say!(l, "choice.not_option_name", value = other) });
                         }
                     };
                     // Each item is one token, whole: a label may hold commas and spaces.
                     match self.pick(&token) {
                         Pick::Option(i, _) => picked[i] = true,
                         Pick::Text if self.allow_custom && !token.is_empty() => custom.push(token),
-                        _ => return Err(InvalidChoice { hint: format!("`{}` is not an option", clip(&token)) }),
+                        _ => return Err(InvalidChoice { hint: say!(l, "choice.not_an_option", given = clip(&token)) }),
                     }
                 }
                 self.many(picked, custom)
             }
-            _ => Err(InvalidChoice { hint: format!("{value} does not fit this question: {}", self.value_hint()) }),
+            _ => Err(InvalidChoice { hint: say!(l, "choice.does_not_fit", value = value, hint = self.value_hint()) }),
         }
     }
 
@@ -127,13 +130,14 @@ impl Question {
     }
 
     fn value_hint(&self) -> String {
+        let l = self.presentation.locale;
         match self.kind {
-            Kind::Confirm => "send true or false".to_owned(),
-            Kind::Approval if self.needs_quorum() => "send \"once\" or \"reject\"".to_owned(),
-            Kind::Approval => "send \"once\", \"always\" or \"reject\"".to_owned(),
-            Kind::Question if self.multi => "send a list of option names or numbers".to_owned(),
-            Kind::Question => "send an option's name or number, or text".to_owned(),
-            Kind::Form => "send an object with the form's fields".to_owned(),
+            Kind::Confirm => say!(l, "choice.send_bool"),
+            Kind::Approval if self.needs_quorum() => say!(l, "choice.send_once_reject"),
+            Kind::Approval => say!(l, "choice.send_once_always_reject"),
+            Kind::Question if self.multi => say!(l, "choice.send_list"),
+            Kind::Question => say!(l, "choice.send_option"),
+            Kind::Form => say!(l, "choice.send_object"),
         }
     }
 
@@ -157,16 +161,29 @@ impl Question {
     }
 
     fn option_hint(&self) -> String {
+        let l = self.presentation.locale;
         let n = self.options.len();
         let range = if n == 1 { "1".to_owned() } else { format!("1–{n}") };
-        let mut hint = format!("reply with a number {range} or an option's name");
+        let mut hint = say!(l, "choice.reply_number", range = range);
         if self.multi {
-            hint.push_str(", several separated by commas");
+            hint.push_str(&say!(l, "choice.several"));
         }
         if self.allow_custom {
-            hint.push_str(", or your own text (in quotes if it is a number: \"7\")");
+            hint.push_str(&say!(l, "choice.own_text"));
         }
         hint
+    }
+
+    /// `` `x` is not an option: reply with … ``.
+    fn not_an_option(&self, given: &str) -> InvalidChoice {
+        InvalidChoice {
+            hint: say!(
+                self.presentation.locale,
+                "choice.not_an_option_hint",
+                given = clip(given),
+                hint = self.option_hint()
+            ),
+        }
     }
 
     fn parse_one(&self, text: &str) -> Result<Choice, InvalidChoice> {
@@ -181,7 +198,7 @@ impl Question {
             Pick::Text if self.allow_custom && !looks_like_positions(text) => {
                 Ok(Choice::Answer(Value::String(text.to_owned())))
             }
-            _ => Err(InvalidChoice { hint: format!("`{}` is not an option: {}", clip(text), self.option_hint()) }),
+            _ => Err(self.not_an_option(text)),
         }
     }
 
@@ -194,7 +211,7 @@ impl Question {
             let value = Value::String(text.to_owned());
             return Ok(Choice::Answer(if self.multi { Value::Array(vec![value]) } else { value }));
         }
-        Err(InvalidChoice { hint: format!("`{}` is not an option: {}", clip(text), self.option_hint()) })
+        Err(self.not_an_option(text))
     }
 
     fn parse_many(&self, text: &str) -> Result<Choice, InvalidChoice> {
@@ -219,11 +236,7 @@ impl Question {
             match self.pick(token) {
                 Pick::Option(i, _) => picked[i] = true,
                 Pick::Text if self.allow_custom => custom.push(token.to_owned()),
-                _ => {
-                    return Err(InvalidChoice {
-                        hint: format!("`{}` is not an option: {}", clip(token), self.option_hint()),
-                    });
-                }
+                _ => return Err(self.not_an_option(token)),
             }
         }
         self.many(picked, custom)
@@ -241,7 +254,7 @@ impl Question {
     }
 
     fn empty_hint(&self) -> String {
-        if self.options.is_empty() { "the answer is empty: type some text".to_owned() } else { self.option_hint() }
+        if self.options.is_empty() { say!(self.presentation.locale, "choice.empty") } else { self.option_hint() }
     }
 }
 
@@ -257,11 +270,11 @@ fn looks_like_positions(text: &str) -> bool {
         && text.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '#' || c.is_whitespace())
 }
 
-fn parse_confirm(text: &str) -> Result<Choice, InvalidChoice> {
-    match text.to_ascii_lowercase().as_str() {
-        "yes" | "y" | "1" | "true" | "ok" => Ok(Choice::Answer(Value::Bool(true))),
-        "no" | "n" | "2" | "false" => Ok(Choice::Answer(Value::Bool(false))),
-        _ => Err(InvalidChoice { hint: "reply yes or no".to_owned() }),
+fn parse_confirm(text: &str, l: super::Locale) -> Result<Choice, InvalidChoice> {
+    match text.to_lowercase().as_str() {
+        "yes" | "y" | "1" | "true" | "ok" | "是" | "好" | "对" => Ok(Choice::Answer(Value::Bool(true))),
+        "no" | "n" | "2" | "false" | "否" | "不" => Ok(Choice::Answer(Value::Bool(false))),
+        _ => Err(InvalidChoice { hint: say!(l, "choice.yes_or_no") }),
     }
 }
 
@@ -277,42 +290,42 @@ impl Question {
         let feedback = (!rest.is_empty()).then(|| rest.to_owned());
         let quorum = self.needs_quorum();
         let reject_at = if quorum { "2" } else { "3" };
+        let l = self.presentation.locale;
         let reply = match (quorum, self.allow_custom) {
-            (true, _) => "reply once, or reject [feedback]",
-            (false, true) => "reply once, always, reject [feedback], or edit <new action>",
-            (false, false) => "reply once, always, or reject [feedback]",
+            (true, _) => say!(l, "choice.once_or_reject"),
+            (false, true) => say!(l, "choice.once_always_reject_edit"),
+            (false, false) => say!(l, "choice.once_always_reject"),
         };
         match word.as_str() {
-            "once" | "allow" | "approve" | "1" | "yes" if feedback.is_none() => {
+            "once" | "allow" | "approve" | "1" | "yes" | "允许" | "批准" if feedback.is_none() => {
                 Ok(Choice::Answer(Value::String("once".into())))
             }
-            "always" | "always-like" if quorum => Err(InvalidChoice { hint: self.no_rule_hint() }),
-            "always" | "2" if feedback.is_none() && !quorum => Ok(Choice::Answer(Value::String("always".into()))),
-            "reject" | "deny" | "no" => Ok(Choice::Decline(feedback)),
+            "always" | "always-like" | "始终允许" if quorum => Err(InvalidChoice { hint: self.no_rule_hint() }),
+            "always" | "2" | "始终允许" if feedback.is_none() && !quorum => {
+                Ok(Choice::Answer(Value::String("always".into())))
+            }
+            "reject" | "deny" | "no" | "驳回" | "拒绝" => Ok(Choice::Decline(feedback)),
             position if position == reject_at => Ok(Choice::Decline(feedback)),
-            "edit" if self.allow_custom => edited(rest),
-            "edit" => Err(InvalidChoice { hint: format!("this approval cannot be edited; {reply}") }),
-            _ => Err(InvalidChoice { hint: reply.to_owned() }),
+            "edit" if self.allow_custom => edited(rest, l),
+            "edit" => Err(InvalidChoice { hint: say!(l, "choice.cannot_edit", reply = reply) }),
+            _ => Err(InvalidChoice { hint: reply }),
         }
     }
 
     /// Why a quorum approval takes no allow-always rule.
     pub(crate) fn no_rule_hint(&self) -> String {
-        format!(
-            "this approval needs {} approvers, so no one sets a standing rule on it; reply once or reject",
-            self.quorum
-        )
+        say!(self.presentation.locale, "choice.no_rule", quorum = self.quorum)
     }
 }
 
 /// The outcome value of an approval allowed as edited: `{"decision":"edited","action":…}`.
-fn edited(action: &str) -> Result<Choice, InvalidChoice> {
+fn edited(action: &str, l: super::Locale) -> Result<Choice, InvalidChoice> {
     let action = action.trim();
     if action.is_empty() {
-        return Err(InvalidChoice { hint: "edit <new action>: say what to run instead".to_owned() });
+        return Err(InvalidChoice { hint: say!(l, "choice.edit_empty") });
     }
     if action.len() > super::MAX_TEXT_LEN {
-        return Err(InvalidChoice { hint: format!("the edited action is longer than {} bytes", super::MAX_TEXT_LEN) });
+        return Err(InvalidChoice { hint: say!(l, "choice.edit_too_long", max = super::MAX_TEXT_LEN) });
     }
     Ok(Choice::Answer(serde_json::json!({"decision": "edited", "action": action})))
 }

@@ -10,7 +10,7 @@ mod schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use answer::{Draft, FieldError};
+pub use answer::{Draft, FieldError, Hint};
 
 /// The most fields a form may have.
 pub const MAX_FIELDS: usize = 20;
@@ -143,6 +143,7 @@ super::text_enum!(
         /// A date, `2026-12-03`.
         Date = "date",
         /// A date and time with its offset, `2026-12-03T09:30:00Z`.
+        #[serde(rename = "date-time")]
         DateTime = "date-time",
     }
 );

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Kind, QuestionId, Status};
+use super::{Kind, Locale, QuestionId, Status};
+use crate::say;
 
 /// How a question ended, as the function receives it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -50,18 +51,29 @@ impl Outcome {
 
     /// A short human summary: `dayjs`, `declined: not now`, `expired, used No`.
     pub fn summary(&self, kind: Kind) -> String {
+        self.summary_in(kind, Locale::En)
+    }
+
+    /// [`Outcome::summary`] in `locale`.
+    pub fn summary_in(&self, kind: Kind, locale: Locale) -> String {
         match self {
-            Self::Answered { value } => display_value(kind, value),
+            Self::Answered { value } => display_value_in(kind, value, locale),
             Self::Declined { feedback } => {
-                let word = if kind == Kind::Approval { "rejected" } else { "declined" };
+                let word = if kind == Kind::Approval {
+                    say!(locale, "outcome.rejected")
+                } else {
+                    say!(locale, "outcome.declined")
+                };
                 match feedback {
-                    Some(f) => format!("{word}: {f}"),
-                    None => word.to_owned(),
+                    Some(f) => say!(locale, "outcome.with_feedback", word = word, feedback = f),
+                    None => word,
                 }
             }
-            Self::Expired { value: Some(v) } => format!("expired, used {}", display_value(kind, v)),
-            Self::Expired { value: None } => "expired, no default".to_owned(),
-            Self::Cancelled { reason } => format!("cancelled ({})", cancel_reason(reason)),
+            Self::Expired { value: Some(v) } => {
+                say!(locale, "outcome.expired_used", value = display_value_in(kind, v, locale))
+            }
+            Self::Expired { value: None } => say!(locale, "outcome.expired_no_default"),
+            Self::Cancelled { reason } => say!(locale, "outcome.cancelled", reason = cancel_reason(reason)),
         }
     }
 }
@@ -74,19 +86,31 @@ pub fn cancel_reason(reason: &str) -> &str {
 
 /// Renders an answer value for people.
 pub fn display_value(kind: Kind, value: &Value) -> String {
+    display_value_in(kind, value, Locale::En)
+}
+
+/// [`display_value`] in `locale`: askgate's own words (an approval's decision, a confirm's
+/// Yes and No) in that language; what people chose or typed as it is. A form's answer is its
+/// fields, `key: value` each.
+pub fn display_value_in(kind: Kind, value: &Value, locale: Locale) -> String {
     if let (Kind::Approval, Some(action)) = (kind, super::edited_action(value)) {
-        return format!("allowed as edited: {action}");
+        return say!(locale, "outcome.allowed_as_edited", action = action);
     }
     match (kind, value) {
         (_, Value::String(s)) if kind == Kind::Approval => match s.as_str() {
-            "once" => "allowed once".to_owned(),
-            "always" => "allowed always".to_owned(),
+            "once" => say!(locale, "outcome.allowed_once"),
+            "always" => say!(locale, "outcome.allowed_always"),
             other => other.to_owned(),
         },
         (_, Value::String(s)) => s.clone(),
         // As a confirm's options are labelled on every surface.
-        (_, Value::Bool(true)) => "Yes".to_owned(),
-        (_, Value::Bool(false)) => "No".to_owned(),
+        (_, Value::Bool(true)) => say!(locale, "button.yes"),
+        (_, Value::Bool(false)) => say!(locale, "button.no"),
+        (_, Value::Object(fields)) => fields
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", display_value_in(Kind::Question, v, locale)))
+            .collect::<Vec<_>>()
+            .join("; "),
         (_, Value::Array(items)) => {
             items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect::<Vec<_>>().join(", ")
         }

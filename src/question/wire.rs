@@ -237,7 +237,9 @@ impl AskWire {
             }
             _ => None,
         };
-        if self.prompt.trim().is_empty() && form.as_ref().is_none_or(|_| kind != Kind::Question) {
+        // A prompt left out is refused here (blank ones when the ask is checked); several
+        // questions need none.
+        if self.prompt.is_empty() && form.as_ref().is_none_or(|_| kind != Kind::Question) {
             return Err("the prompt is empty".to_owned());
         }
         if kind != Kind::Question {

@@ -190,7 +190,7 @@ impl Resolution {
     pub fn run_after(&self, resolved: &Question) -> Option<RunAfter> {
         match self.question.mode {
             Mode::FollowUp => Some(RunAfter::Resume),
-            Mode::External => Some(RunAfter::Finish(resolved.outcome_line())),
+            Mode::External => Some(RunAfter::Finish(resolved.outcome_line_in(crate::question::Locale::En))),
             Mode::Blocking => None,
         }
     }

@@ -64,6 +64,10 @@ pub(super) fn question_from_row(row: &impl Columns) -> Result<Question, StoreErr
         options: json_col(row, "options")?.unwrap_or_default(),
         descriptions: json_col(row, "descriptions")?.unwrap_or_default(),
         form: json_col(row, "form")?,
+        presentation: crate::question::Presentation {
+            locale: row.text("locale")?.and_then(|l| l.parse().ok()).unwrap_or_default(),
+            time_zone: row.text("time_zone")?.and_then(|z| z.parse().ok()),
+        },
         multi: row.req_int("multi")? != 0,
         allow_custom: row.req_int("allow_custom")? != 0,
         default: json_col(row, "default_json")?,
@@ -221,7 +225,7 @@ impl From<Option<String>> for Bind<'_> {
 
 /// A question's values in `question_columns!()` order: what both SQL stores' inserts bind,
 /// written once.
-pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 30], StoreError> {
+pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 32], StoreError> {
     Ok([
         q.id.to_string().into(),
         q.conversation.as_ref().map(Conversation::as_str).into(),
@@ -253,6 +257,8 @@ pub(super) fn question_binds(q: &Question) -> Result<[Bind<'_>; 30], StoreError>
         q.asked_by.as_str().into(),
         json_unless(&q.descriptions, q.descriptions.is_empty())?.into(),
         q.form.as_ref().map(to_json).transpose()?.into(),
+        q.presentation.locale.as_str().into(),
+        q.presentation.time_zone.as_ref().map(crate::question::Zone::as_str).into(),
     ])
 }
 

@@ -91,6 +91,10 @@ pub fn question(run: &Run, step: u32, prompt: &str) -> Question {
         nudge_at: None,
         escalated_to: None,
         asked_by: "test".to_owned(),
+        presentation: askgate::question::Presentation {
+            locale: askgate::question::Locale::ZhCn,
+            time_zone: Some("Asia/Shanghai".parse().unwrap()),
+        },
     }
 }
 
@@ -470,7 +474,9 @@ async fn a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_s
     assert_eq!(won.outcome, Some(Outcome::Answered { value: json!("it's") }));
     let ended = b.store.run(r2.id).await.unwrap().unwrap();
     assert_eq!(ended.status, RunStatus::Finished, "the claim ended the agent's run");
-    assert_eq!(ended.result.as_deref(), Some(won.outcome_line().as_str()));
+    // In English whatever the cards' language: agents and programs read it.
+    let line = won.outcome_line_in(askgate::question::Locale::En);
+    assert_eq!(ended.result.as_deref(), Some(line.as_str()));
     assert_eq!(ended.updated_at, T0 + 1);
     // A follow-up run is resumed; a claim that loses changes no run.
     let (f, fq) = asked(&b.store, "test:room", "Follow-up asks").await;

@@ -100,6 +100,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
         nudge_at: None,
         escalated_to: None,
         asked_by: "test".to_owned(),
+        presentation: Default::default(),
     }
 }
 

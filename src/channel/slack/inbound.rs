@@ -238,7 +238,7 @@ impl Handler<'_> {
                 .keyed(format!("slack:command:{}", event.trigger_id))
                 .in_private(true);
         let response = self.engine.handle(inbound).await;
-        let note = wording::tap_note(response.receipt.as_ref(), response.text.as_deref())
+        let note = wording::tap_note(response.receipt.as_ref(), response.text.as_deref(), response.locale)
             .unwrap_or_else(|| "Started.".to_owned());
         self.slack.whisper(&place, &event.user_id.0, &note).await;
     }
@@ -249,7 +249,7 @@ impl Handler<'_> {
         if matches!(response.receipt, Some(crate::question::Receipt::Resolved { .. })) {
             return;
         }
-        if let Some(note) = wording::tap_note(response.receipt.as_ref(), response.text.as_deref()) {
+        if let Some(note) = wording::tap_note(response.receipt.as_ref(), response.text.as_deref(), response.locale) {
             self.slack.whisper(place, user, &note).await;
         }
     }

@@ -89,7 +89,7 @@ impl Channel for Telegram {
             .collect();
         let card = render::shorten(&wording::card(question, now_ms), render::MAX_TEXT - 300);
         // The line's own words need no escaping; the mentions are HTML already.
-        let line = wording::reminder_line(&mentions.join(", "));
+        let line = wording::reminder_line(&mentions.join(", "), question.presentation.locale);
         self.send(conversation, format!("{line}\n{}", render::escape(&card)), None).await.map(|_| ())
     }
 

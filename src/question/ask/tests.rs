@@ -1,7 +1,14 @@
 use super::*;
 
 fn origin() -> Origin {
-    Origin { run: RunId::new(), conversation: None, mode: Mode::FollowUp, step: 0, asker: "test".into() }
+    Origin {
+        run: RunId::new(),
+        conversation: None,
+        mode: Mode::FollowUp,
+        step: 0,
+        asker: "test".into(),
+        presentation: Default::default(),
+    }
 }
 
 #[test]

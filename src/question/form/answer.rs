@@ -4,23 +4,137 @@
 use serde_json::{Map, Value};
 
 use super::{Field, Form, Input, TextFormat};
+use crate::question::Locale;
+use crate::say;
 
 /// What a person has filled in so far, by field key; a null is a field they left out.
 pub type Draft = Map<String, Value>;
 
 /// A field that does not fit; the hint says what would.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{key}: {hint}")]
 pub struct FieldError {
-    /// The field's key (or, for an unknown name, the name given).
+    /// The field's label (or, for an unknown name, the name given).
     pub key: String,
     /// What would fit.
-    pub hint: String,
+    pub hint: Hint,
 }
 
 impl FieldError {
-    fn new(field: &Field, hint: impl Into<String>) -> Self {
-        Self { key: field.label().to_owned(), hint: hint.into() }
+    fn new(field: &Field, hint: Hint) -> Self {
+        Self { key: field.label().to_owned(), hint }
+    }
+
+    /// `age: a whole number from 0 to 150`, in `locale`.
+    pub fn describe(&self, locale: Locale) -> String {
+        let separator = if locale == Locale::ZhCn { "：" } else { ": " };
+        format!("{}{separator}{}", self.key, self.hint.text(locale))
+    }
+}
+
+/// What a field takes, or why a value did not fit it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Hint {
+    /// Text of at least this many characters.
+    AtLeastChars(u32),
+    /// Text of at most this many characters.
+    AtMostChars(u32),
+    /// Text of this format.
+    Format(TextFormat),
+    /// A whole number.
+    WholeNumber,
+    /// A number (or a whole one) within these bounds.
+    Range {
+        /// Smallest allowed.
+        minimum: Option<f64>,
+        /// Largest allowed.
+        maximum: Option<f64>,
+        /// Whole numbers only.
+        integer: bool,
+    },
+    /// One of these options (any of them, with `multi`; or one's own words, with `other`).
+    Options {
+        /// The options' labels.
+        labels: Vec<String>,
+        /// Several may be picked.
+        multi: bool,
+        /// One's own words are taken too.
+        other: bool,
+    },
+    /// `given` is not one of the options.
+    NotAnOption {
+        /// What was given.
+        given: String,
+        /// What would fit.
+        options: Box<Hint>,
+    },
+    /// Pick at least this many.
+    PickAtLeast(u32),
+    /// Pick at most this many.
+    PickAtMost(u32),
+    /// The field must be given.
+    Required,
+    /// Yes or no.
+    YesOrNo,
+    /// Text.
+    Text,
+    /// No field has this name; these are the fields.
+    NoSuchField(Vec<String>),
+    /// The answer must be an object with these fields.
+    AnObject(Vec<String>),
+    /// Fields are typed `key=value`, as in this example.
+    KeyValue(String),
+}
+
+impl Hint {
+    /// The hint in `locale`.
+    pub fn text(&self, locale: Locale) -> String {
+        let show = |n: f64, integer: bool| number(n, integer).to_string();
+        match self {
+            Self::AtLeastChars(n) => say!(locale, "hint.at_least_chars", n = n),
+            Self::AtMostChars(n) => say!(locale, "hint.at_most_chars", n = n),
+            Self::Format(TextFormat::Email) => say!(locale, "hint.email"),
+            Self::Format(TextFormat::Uri) => say!(locale, "hint.uri"),
+            Self::Format(TextFormat::Date) => say!(locale, "hint.date"),
+            Self::Format(TextFormat::DateTime) => say!(locale, "hint.date_time"),
+            Self::WholeNumber => say!(locale, "hint.whole_number"),
+            Self::Range { minimum, maximum, integer } => {
+                let what = if *integer { say!(locale, "hint.whole_number") } else { say!(locale, "hint.number") };
+                match (minimum, maximum) {
+                    (Some(lo), Some(hi)) => {
+                        say!(locale, "hint.from_to", what = what, lo = show(*lo, *integer), hi = show(*hi, *integer))
+                    }
+                    (Some(lo), None) => say!(locale, "hint.at_least", what = what, lo = show(*lo, *integer)),
+                    (None, Some(hi)) => say!(locale, "hint.at_most", what = what, hi = show(*hi, *integer)),
+                    (None, None) => what,
+                }
+            }
+            Self::Options { labels, multi, other } => {
+                let other = if *other { say!(locale, "hint.or_own_words") } else { String::new() };
+                let options = labels.join(", ");
+                match multi {
+                    true => say!(locale, "hint.any_of", options = options, other = other),
+                    false => say!(locale, "hint.one_of", options = options, other = other),
+                }
+            }
+            Self::NotAnOption { given, options } => {
+                say!(locale, "hint.not_an_option", given = given, options = options.text(locale))
+            }
+            Self::PickAtLeast(n) => say!(locale, "hint.pick_at_least", n = n),
+            Self::PickAtMost(n) => say!(locale, "hint.pick_at_most", n = n),
+            Self::Required => say!(locale, "hint.required"),
+            Self::YesOrNo => say!(locale, "hint.yes_or_no"),
+            Self::Text => say!(locale, "hint.text"),
+            Self::NoSuchField(keys) => say!(locale, "hint.no_such_field", keys = keys.join(", ")),
+            Self::AnObject(keys) => say!(locale, "hint.an_object", keys = keys.join(", ")),
+            Self::KeyValue(example) => say!(locale, "hint.key_value", example = example),
+        }
+    }
+}
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text(Locale::En))
     }
 }
 
@@ -41,25 +155,28 @@ pub(super) fn check_field(field: &Field, value: &Value) -> Result<Value, FieldEr
         (Input::Text { min_length, max_length, format, .. }, Value::String(s)) => {
             let n = s.chars().count();
             if let Some(min) = min_length.filter(|&m| n < m as usize) {
-                return Err(FieldError::new(field, format!("at least {min} characters")));
+                return Err(FieldError::new(field, Hint::AtLeastChars(min)));
             }
             if let Some(max) = max_length.filter(|&m| n > m as usize) {
-                return Err(FieldError::new(field, format!("at most {max} characters")));
+                return Err(FieldError::new(field, Hint::AtMostChars(max)));
             }
             if let Some(format) = format
                 && !fits(*format, s)
             {
-                return Err(FieldError::new(field, format_hint(*format)));
+                return Err(FieldError::new(field, Hint::Format(*format)));
             }
             Ok(Value::String(s.clone()))
         }
         (Input::Number { integer, minimum, maximum, .. }, Value::Number(n)) => {
             let n = n.as_f64().unwrap_or(f64::NAN);
             if *integer && n.fract() != 0.0 {
-                return Err(FieldError::new(field, "a whole number"));
+                return Err(FieldError::new(field, Hint::WholeNumber));
             }
             if minimum.is_some_and(|m| n < m) || maximum.is_some_and(|m| n > m) {
-                return Err(FieldError::new(field, range_hint(*minimum, *maximum, *integer)));
+                return Err(FieldError::new(
+                    field,
+                    Hint::Range { minimum: *minimum, maximum: *maximum, integer: *integer },
+                ));
             }
             Ok(number(n, *integer))
         }
@@ -77,30 +194,30 @@ pub(super) fn check_field(field: &Field, value: &Value) -> Result<Value, FieldEr
                 let Value::String(s) = item else {
                     return Err(FieldError::new(field, options_hint(field)));
                 };
-                let value = match options
-                    .iter()
-                    .find(|o| o.value.eq_ignore_ascii_case(s) || o.label().eq_ignore_ascii_case(s))
-                {
-                    Some(o) => o.value.clone(),
-                    None if *other && !s.trim().is_empty() => s.trim().to_owned(),
-                    None => {
-                        return Err(FieldError::new(field, format!("`{s}` is not an option; {}", options_hint(field))));
-                    }
-                };
+                let value =
+                    match options.iter().find(|o| o.value.eq_ignore_ascii_case(s) || o.label().eq_ignore_ascii_case(s))
+                    {
+                        Some(o) => o.value.clone(),
+                        None if *other && !s.trim().is_empty() => s.trim().to_owned(),
+                        None => {
+                            let hint = Hint::NotAnOption { given: s.clone(), options: Box::new(options_hint(field)) };
+                            return Err(FieldError::new(field, hint));
+                        }
+                    };
                 if !picked.iter().any(|p| p == &value) {
                     picked.push(Value::String(value));
                 }
             }
             let n = picked.len();
             if let Some(min) = min_items.filter(|&m| n < m as usize) {
-                return Err(FieldError::new(field, format!("pick at least {min}")));
+                return Err(FieldError::new(field, Hint::PickAtLeast(min)));
             }
             if let Some(max) = max_items.filter(|&m| n > m as usize) {
-                return Err(FieldError::new(field, format!("pick at most {max}")));
+                return Err(FieldError::new(field, Hint::PickAtMost(max)));
             }
             Ok(Value::Array(picked))
         }
-        _ => Err(FieldError::new(field, type_hint(field))),
+        _ => Err(FieldError::new(field, field.hint())),
     }
 }
 
@@ -113,47 +230,33 @@ fn fits(format: TextFormat, s: &str) -> bool {
     }
 }
 
-fn format_hint(format: TextFormat) -> &'static str {
-    match format {
-        TextFormat::Email => "an email address, like ada@example.com",
-        TextFormat::Uri => "a full address, like https://example.com/page",
-        TextFormat::Date => "a date, like 2026-12-03",
-        TextFormat::DateTime => "a date and time with its offset, like 2026-12-03T09:30:00Z",
-    }
-}
-
-fn range_hint(minimum: Option<f64>, maximum: Option<f64>, integer: bool) -> String {
-    let show = |n: f64| number(n, integer).to_string();
-    let what = if integer { "a whole number" } else { "a number" };
-    match (minimum, maximum) {
-        (Some(lo), Some(hi)) => format!("{what} from {} to {}", show(lo), show(hi)),
-        (Some(lo), None) => format!("{what} of at least {}", show(lo)),
-        (None, Some(hi)) => format!("{what} of at most {}", show(hi)),
-        (None, None) => what.to_owned(),
-    }
-}
-
-fn options_hint(field: &Field) -> String {
-    let names: Vec<&str> = field.options().iter().map(super::FieldOption::label).collect();
-    let one_of = if matches!(field.input, Input::Choice { multi: true, .. }) { "any of" } else { "one of" };
-    let other = if matches!(field.input, Input::Choice { other: true, .. }) { ", or your own words" } else { "" };
-    format!("{one_of}: {}{other}", names.join(", "))
+fn options_hint(field: &Field) -> Hint {
+    let labels = field.options().iter().map(|o| o.label().to_owned()).collect();
+    let (multi, other) = match field.input {
+        Input::Choice { multi, other, .. } => (multi, other),
+        _ => (false, false),
+    };
+    Hint::Options { labels, multi, other }
 }
 
 impl Field {
-    /// What the field takes, in a few words: `an email address, like …`, `one of: Free, Pro`.
-    pub fn takes(&self) -> String {
-        type_hint(self)
+    /// What the field takes.
+    pub fn hint(&self) -> Hint {
+        match &self.input {
+            Input::Text { format: Some(f), .. } => Hint::Format(*f),
+            Input::Text { .. } => Hint::Text,
+            Input::Number { integer, minimum, maximum, .. } => {
+                Hint::Range { minimum: *minimum, maximum: *maximum, integer: *integer }
+            }
+            Input::Boolean { .. } => Hint::YesOrNo,
+            Input::Choice { .. } => options_hint(self),
+        }
     }
-}
 
-fn type_hint(field: &Field) -> String {
-    match &field.input {
-        Input::Text { format: Some(f), .. } => format_hint(*f).to_owned(),
-        Input::Text { .. } => "text".to_owned(),
-        Input::Number { integer, minimum, maximum, .. } => range_hint(*minimum, *maximum, *integer),
-        Input::Boolean { .. } => "yes or no".to_owned(),
-        Input::Choice { .. } => options_hint(field),
+    /// What the field takes, in a few words of `locale`: `an email address, like …`,
+    /// `one of: Free, Pro`.
+    pub fn takes(&self, locale: Locale) -> String {
+        self.hint().text(locale)
     }
 }
 
@@ -177,11 +280,8 @@ impl Form {
     /// [`FieldError`] naming the first field that does not fit.
     pub fn check(&self, answer: &Value) -> Result<Value, FieldError> {
         let Value::Object(given) = answer else {
-            let keys: Vec<&str> = self.fields.iter().map(|f| f.key.as_str()).collect();
-            return Err(FieldError {
-                key: "answer".to_owned(),
-                hint: format!("an object with the fields {}", keys.join(", ")),
-            });
+            let keys = self.fields.iter().map(|f| f.key.clone()).collect();
+            return Err(FieldError { key: "answer".to_owned(), hint: Hint::AnObject(keys) });
         };
         if let Some(unknown) = given.keys().find(|k| self.field(k).is_none()) {
             return Err(self.unknown(unknown));
@@ -196,7 +296,7 @@ impl Form {
                     Some(default) => {
                         out.insert(field.key.clone(), default);
                     }
-                    None if field.required => return Err(FieldError::new(field, "is required")),
+                    None if field.required => return Err(FieldError::new(field, Hint::Required)),
                     None => {}
                 },
             }
@@ -205,11 +305,8 @@ impl Form {
     }
 
     fn unknown(&self, name: &str) -> FieldError {
-        let keys: Vec<&str> = self.fields.iter().map(|f| f.key.as_str()).collect();
-        FieldError {
-            key: crate::text::clip(name, 40, "…"),
-            hint: format!("no such field; the fields are {}", keys.join(", ")),
-        }
+        let keys = self.fields.iter().map(|f| f.key.clone()).collect();
+        FieldError { key: crate::text::clip(name, 40, "…"), hint: Hint::NoSuchField(keys) }
     }
 
     /// A value for `field` from what a person typed: a number, yes or no, an option's name or
@@ -222,13 +319,13 @@ impl Form {
         let value = match &field.input {
             Input::Text { .. } => Value::String(text.to_owned()),
             Input::Number { integer, .. } => {
-                let n: f64 = text.replace(',', ".").parse().map_err(|_| FieldError::new(field, type_hint(field)))?;
+                let n: f64 = text.replace(',', ".").parse().map_err(|_| FieldError::new(field, field.hint()))?;
                 number(n, *integer && n.fract() == 0.0)
             }
             Input::Boolean { .. } => match text.to_lowercase().as_str() {
                 "yes" | "y" | "true" | "1" | "on" | "是" | "对" => Value::Bool(true),
                 "no" | "n" | "false" | "0" | "off" | "否" | "不" => Value::Bool(false),
-                _ => return Err(FieldError::new(field, "yes or no")),
+                _ => return Err(FieldError::new(field, Hint::YesOrNo)),
             },
             Input::Choice { options, multi, .. } => {
                 let one = |token: &str| -> String {
@@ -302,10 +399,7 @@ impl Form {
                         let name = word.split_once('=').map_or(word, |(k, _)| k);
                         return Err(match word.contains('=') {
                             true => self.unknown(name),
-                            false => FieldError {
-                                key: "answer".to_owned(),
-                                hint: format!("give each field as key=value, for example {}", self.example()),
-                            },
+                            false => FieldError { key: "answer".to_owned(), hint: Hint::KeyValue(self.example()) },
                         });
                     }
                 },
@@ -334,7 +428,7 @@ impl Form {
     pub fn fill(&self, draft: &mut Draft, field: &Field, text: &str) -> Result<(), FieldError> {
         let skip = matches!(text.trim(), "-" | "—" | "skip" | "/skip");
         let value = match skip {
-            true if field.required => return Err(FieldError::new(field, "is required")),
+            true if field.required => return Err(FieldError::new(field, Hint::Required)),
             true => Value::Null,
             false => self.coerce(field, text)?,
         };

@@ -92,10 +92,10 @@ impl PostgresStore {
             " RETURNING id), q AS (INSERT INTO questions (",
             question_columns!(),
             ") SELECT $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, \
-             $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43 FROM r RETURNING id) \
-             SELECT CASE WHEN $45::boolean THEN pg_notify('askgate', $44) END FROM q"
+             $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45 FROM r RETURNING id) \
+             SELECT CASE WHEN $47::boolean THEN pg_notify('askgate', $46) END FROM q"
         ));
-        // The run as `$1`…`$13`, the question as `$14`…`$43` in `question_columns!()` order.
+        // The run as `$1`…`$13`, the question as `$14`…`$45` in `question_columns!()` order.
         let ask = bind_all(bind_run(ask, run)?, &question_binds(q)?)
             .bind(self.announcement("asked", q.id))
             .bind(self.announcing());

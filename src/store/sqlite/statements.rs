@@ -65,7 +65,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             insert_question: db.prepare(concat!(
                 "INSERT INTO questions (",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"
             ))?,
             // The claim answers with the row as stored: the columns another write may have set
             // meanwhile (an escalation, the next reminder, approvals) come back from the row.
