@@ -1,11 +1,13 @@
 //! `askgate tui`: a terminal client of a running askgate, built on ratatui. The board lists
 //! the questions the signed-in person may answer, live over the event stream (reconnecting
-//! with `Last-Event-ID`); the selected one sits in the input slot with its options as keys.
+//! with `Last-Event-ID`); the selected one sits in the input slot with its options as keys, or
+//! a form's fields asked one at a time.
 //! Tab turns to the person's own conversation, where they start runs and reply in plain words
 //! as in a chat. It works at 80×24, over SSH, and without colours (`NO_COLOR`).
 
 mod app;
 mod feeds;
+mod filling;
 mod view;
 
 use std::time::Duration;
@@ -34,6 +36,13 @@ pub enum Heard {
     /// That a request went through, for the status line unless something newer was said
     /// there meanwhile (the event stream's outcome of the same answer says more).
     Sent(String),
+    /// askgate refused a form's answer to question `id`; the hint names the field.
+    Refused {
+        /// The question.
+        id: String,
+        /// What askgate said, starting with the field's name.
+        hint: String,
+    },
 }
 
 /// Whether colours may be used: not when `NO_COLOR` is set to anything (no-color.org).

@@ -134,7 +134,8 @@ function detail(text) {
 function summary(kind, outcome) {
   if (!outcome) return "";
   const v = outcome.value;
-  const show = (x) => x && x.decision === "edited" ? "allowed as edited: " + x.action : Array.isArray(x) ? x.join(", ") : x === true ? "Yes" : x === false ? "No" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
+  // A form's answer is an object: each field as `key: value`.
+  const show = (x) => x && x.decision === "edited" ? "allowed as edited: " + x.action : Array.isArray(x) ? x.join(", ") : x && typeof x === "object" ? Object.entries(x).map(([k, y]) => k + ": " + show(y)).join(" · ") : x === true ? "Yes" : x === false ? "No" : kind === "approval" && x === "once" ? "allowed once" : kind === "approval" && x === "always" ? "allowed always" : String(x);
   switch (outcome.status) {
     case "answered": return "✅ " + show(v);
     case "declined": return "❌ " + (kind === "approval" ? "rejected" : "declined") + (outcome.feedback ? ": " + outcome.feedback : "");
@@ -144,7 +145,8 @@ function summary(kind, outcome) {
   return outcome.status;
 }
 
-function disable(card) { for (const c of card.querySelectorAll("button, input")) c.disabled = true; }
+function disable(card) { for (const c of card.querySelectorAll("button, input, select")) c.disabled = true; }
+function enable(card) { for (const c of card.querySelectorAll("button, input, select")) c.disabled = false; }
 
 // A quorum approval's count: `1 of 2 approvals: @alice`; "" for any other question.
 function tally(q) {
@@ -164,7 +166,8 @@ function outcomeLine(q) {
 // The control that stands for the answer given, whoever gave it, marked on the card.
 function markChosen(q, node) {
   const v = q.outcome && q.status === "answered" ? q.outcome.value : undefined;
-  if (v === undefined) return;
+  // A form keeps what was filled in; its outcome line says the rest.
+  if (v === undefined || q.form) return;
   const labels = q.kind === "confirm" ? [v ? "Yes" : "No"] : q.kind === "approval" ? [v === "always" ? "Allow always" : v === "once" ? (q.quorum > 1 ? "Approve" : "Allow once") : "Allow as edited"] : Array.isArray(v) ? v.map(String) : [String(v)];
   for (const b of node.querySelectorAll("button")) if (labels.includes(b.textContent)) { b.classList.add("chosen"); b.setAttribute("aria-pressed", "true"); }
   for (const l of node.querySelectorAll("label.choice")) if (labels.includes(l.textContent.trim())) l.classList.add("chosen");
@@ -197,7 +200,7 @@ async function answer(q, entry, path, body) {
     // A quorum approval: counted once; it waits for the others.
     const r = status === 202 ? json.receipt : receipt;
     say((status === 202 ? "Approval counted: " : "You approved already: ") + r.approvals + " of " + r.quorum + " — " + q.prompt);
-    for (const c of entry.node.querySelectorAll("button, input")) c.disabled = false;
+    enable(entry.node);
     return;
   }
   if (status === 409 && receipt) {
@@ -206,7 +209,8 @@ async function answer(q, entry, path, body) {
     entry.outcome.className = "outcome bad";
     return;
   }
-  for (const c of entry.node.querySelectorAll("button, input")) c.disabled = false;
+  enable(entry.node);
+  if (status === 422 && entry.refused && json.error && json.error.code === "invalid_choice") { entry.refused(json.error.message); return; }
   say(json.error ? json.error.message : "Could not send the answer (" + status + ").");
 }
 
@@ -223,7 +227,9 @@ function render(q) {
   const body = [];
   const entry = { outcome, seen: true };
   const send = (value) => answer(q, entry, "reply", { value });
-  if (q.kind === "question" && q.multi) {
+  if (q.form) {
+    body.push(...formBody(q, entry, send));
+  } else if (q.kind === "question" && q.multi) {
     // Positions, sent as numbers: a label that is itself a number cannot be mistaken.
     const boxes = q.options.map((o, i) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: String(i + 1), name: title }), " " + o, ...about(q, i)));
     body.push(el("fieldset", {}, el("legend", { class: "meta" }, "Pick any"), ...boxes));
@@ -251,7 +257,7 @@ function render(q) {
     const action = el("input", { type: "text", "aria-label": "Edited action", value: q.prompt });
     body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (action.value.trim()) send({ decision: "edited", action: action.value.trim() }); } }, action, el("button", { type: "submit", class: "secondary" }, "Allow as edited")));
   }
-  if (q.kind === "question" && q.allow_custom) {
+  if (q.kind === "question" && q.allow_custom && !q.form) {
     const input = el("input", { type: "text", "aria-label": "Your own answer", placeholder: "Your own answer" });
     // Quoted: typed text is the answer as written, even "7".
     body.push(el("form", { class: "row", onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) send('"' + input.value.trim() + '"'); } }, input, el("button", { type: "submit" }, "Send")));
@@ -266,7 +272,7 @@ function render(q) {
   const badge = el("span", { class: "badge " + q.kind }, q.kind);
   const heading = q.kind === "approval" ? el("h2", { id: title }, badge, "Approve ", el("code", {}, q.prompt)) : el("h2", { id: title }, badge, q.prompt);
   entry.tally = el("p", { class: "meta tally", "aria-live": "polite" }, tally(q));
-  const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id, "data-kind": q.kind, tabindex: "0" },
+  const node = el("li", {}, el("article", { "aria-labelledby": title, "data-id": q.id, "data-kind": q.kind, ...(q.form ? { "data-form": "" } : {}), tabindex: "0" },
     heading,
     q.detail ? detail(q.detail) : null,
     q.quorum > 1 ? entry.tally : null,
@@ -280,10 +286,11 @@ function render(q) {
 }
 
 // Keys on a focused card: 1–9 pick an option (or toggle a checkbox); Enter sends a multi-select.
+// A form's keys are its controls' own.
 document.addEventListener("keydown", (e) => {
   if (e.altKey || e.ctrlKey || e.metaKey || e.target.matches("input[type=text], input[type=password]")) return;
   const card = e.target.closest && e.target.closest("article");
-  if (!card || card.parentElement.dataset.status) return;
+  if (!card || card.parentElement.dataset.status || card.hasAttribute("data-form")) return;
   if (/^[1-9]$/.test(e.key)) {
     const box = card.querySelectorAll("input[type=checkbox]")[Number(e.key) - 1];
     const button = card.querySelector("button[data-key='" + e.key + "']");

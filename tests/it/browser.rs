@@ -11,6 +11,8 @@ use tokio::process::{Child, Command};
 use crate::http::App;
 use crate::support::eventually;
 
+mod forms;
+
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 pub(crate) struct Driver {

@@ -224,6 +224,93 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
 }
 
 #[tokio::test]
+async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "minLength": 2},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "plan": {"type": "string", "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}]},
+            "topics": {"type": "array", "items": {"enum": ["rust", "go", "zig"]}},
+            "newsletter": {"type": "boolean", "default": false}
+        },
+        "required": ["name", "plan"]
+    });
+    let ask = |prompt: &str| {
+        let body = json!({"conversation": "console:local", "kind": "form", "prompt": prompt, "schema": schema});
+        let (base, operator) = (base.clone(), operator.clone());
+        async move {
+            let (status, asked) = post(&base, &operator, "/api/questions", body).await;
+            assert_eq!(status, StatusCode::CREATED, "{asked}");
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let id = ask("Sign up for the beta").await;
+    let tui = Tmux::start(&format!(
+        "env ASKGATE_API_TOKEN={operator} NO_COLOR=1 {BIN} tui --config {} --url {base}",
+        config.display()
+    ));
+    tui.wait_for("fields: 1 Name*  2 age  3 plan*  4 topics  5 newsletter").await;
+    tui.keys(&["Enter"]);
+    tui.wait_for("1/5 · Name — text · required").await;
+    tui.text("Ada Lovelace");
+    tui.keys(&["Enter"]);
+    tui.wait_for("2/5 · age — a whole number from 0 to 150").await;
+    // A value that does not fit: said on the status line, and the field is asked again.
+    tui.text("200");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("Not accepted: age: a whole number from 0 to 150").await;
+    assert!(screen.contains("2/5 · age") && screen.contains("> 200"), "{screen}");
+    for _ in 0..3 {
+        tui.keys(&["BSpace"]);
+    }
+    tui.text("36");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("3/5 · plan — one of: Free, Pro").await;
+    assert!(screen.contains("1 Free   2 Pro"), "{screen}");
+    tui.text("2");
+    tui.keys(&["Enter"]);
+    tui.wait_for("4/5 · topics — any of: rust, go, zig").await;
+    tui.text("1,3");
+    tui.keys(&["Enter"]);
+    tui.wait_for("5/5 · newsletter — yes or no").await;
+    tui.text("y");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("0 waiting").await;
+    assert!(screen.contains("✅ name: Ada Lovelace · age: 36"), "{screen}");
+    let answered = question(&base, &operator, &id).await;
+    assert_eq!(
+        answered["outcome"]["value"],
+        json!({"name": "Ada Lovelace", "age": 36, "plan": "pro", "topics": ["rust", "zig"], "newsletter": true})
+    );
+
+    // Esc leaves the fields; d declines as for any question.
+    let declined = ask("Sign up again").await;
+    tui.wait_for("Sign up again").await;
+    tui.keys(&["Enter"]);
+    tui.wait_for("1/5 · Name").await;
+    tui.text("Grace");
+    tui.keys(&["Escape"]);
+    tui.wait_for("Enter fill in, field by field · d decline").await;
+    tui.keys(&["d"]);
+    tui.text("not now");
+    tui.keys(&["Enter"]);
+    tui.wait_for("0 waiting").await;
+    let declined = question(&base, &operator, &declined).await;
+    assert_eq!(
+        (declined["status"].as_str(), declined["outcome"]["feedback"].as_str()),
+        (Some("declined"), Some("not now"))
+    );
+    tui.keys(&["q"]);
+    drop(tui);
+    served.terminate().await;
+}
+
+#[tokio::test]
 async fn the_tui_says_when_the_token_is_wrong_or_askgate_is_not_there() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");

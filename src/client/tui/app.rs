@@ -7,6 +7,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::filling::{Filling, Step};
 use super::{Api, Heard};
 
 /// Which view is shown.
@@ -27,6 +28,8 @@ pub enum Typing {
     Feedback,
     /// The action as edited, for an editable approval.
     Edit,
+    /// The value of a form's field being asked (see [`App::filling`]).
+    Field,
 }
 
 /// A waiting question, as the event stream sent it, and whether the last backlog named it.
@@ -50,6 +53,9 @@ pub struct App {
     /// The options ticked on the selected multi-select, from 0.
     pub ticked: BTreeSet<usize>,
     pub typing: Option<Typing>,
+    /// The form being filled in, field by field; kept when the person stops typing, so Enter
+    /// goes on where they were.
+    pub filling: Option<Filling>,
     /// The text line: what is typed for the board's question, or the composer's message.
     pub input: String,
     pub lines: Vec<Value>,
@@ -73,6 +79,7 @@ impl App {
             selected: None,
             ticked: BTreeSet::new(),
             typing: None,
+            filling: None,
             input: String::new(),
             lines: Vec::new(),
             connection: Err("connecting".to_owned()),
@@ -118,6 +125,19 @@ impl App {
                     self.note = note;
                 }
             }
+            Heard::Refused { id, hint } => self.refused(&id, &hint),
+        }
+    }
+
+    /// askgate refused a form's answer: the hint goes to the status line, and the field it
+    /// names is asked again, with what was typed there.
+    fn refused(&mut self, id: &str, hint: &str) {
+        self.note = format!("Not accepted: {hint}");
+        let Some(filling) = self.filling.as_mut().filter(|f| f.id == id) else { return };
+        if self.selected.as_deref() == Some(id) && self.view == View::Board {
+            filling.refused(hint);
+            self.input = filling.typed().to_owned();
+            self.typing = Some(Typing::Field);
         }
     }
 
@@ -137,6 +157,9 @@ impl App {
             ("replay.done", _) => self.cards.retain(|c| c.seen),
             (other, Some(i)) if other.starts_with("question.") => {
                 let card = self.cards.remove(i);
+                if self.filling.as_ref().is_some_and(|f| f.id == id) {
+                    self.filling = None;
+                }
                 self.note = format!("[{}] {}", short(&card.question), outcome_line(&data));
                 if self.selected.as_deref() == Some(id.as_str()) {
                     self.unselect();
@@ -152,6 +175,7 @@ impl App {
     /// Nothing in the input slot: what was ticked or typed for the question that went is gone.
     fn unselect(&mut self) {
         self.selected = None;
+        self.filling = None;
         self.ticked.clear();
         self.typing = None;
         self.input.clear();
@@ -189,6 +213,10 @@ impl App {
     }
 
     fn typing_key(&mut self, key: KeyEvent) {
+        if self.typing == Some(Typing::Field) && key.code == KeyCode::Enter {
+            self.take_field();
+            return;
+        }
         match key.code {
             KeyCode::Esc => {
                 self.typing = None;
@@ -228,6 +256,9 @@ impl App {
             return;
         };
         let kind = q["kind"].as_str().unwrap_or_default();
+        if q.get("form").is_some_and(Value::is_object) {
+            return self.form_key(&q, key);
+        }
         let multi = q["multi"] == true;
         let quorum = q["quorum"].as_u64().unwrap_or(1) > 1;
         let options = q["options"].as_array().map_or(0, Vec::len);
@@ -270,6 +301,56 @@ impl App {
         }
     }
 
+    /// A key on a selected form: Enter fills it in from the field the person is at; the keys
+    /// that move, turn, quit and decline are those of any question.
+    fn form_key(&mut self, q: &Value, key: KeyEvent) {
+        match key.code {
+            KeyCode::Tab => self.view = View::Conversation,
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Up | KeyCode::Char('k') => self.step(false),
+            KeyCode::Down | KeyCode::Char('j') => self.step(true),
+            KeyCode::Char('d' | 'r') => self.open(Typing::Feedback, ""),
+            KeyCode::Enter | KeyCode::Char('f') => {
+                if self.filling.as_ref().is_none_or(|f| q["id"] != f.id.as_str()) {
+                    self.filling = Filling::of(q);
+                }
+                match &self.filling {
+                    Some(filling) => {
+                        self.input = filling.typed().to_owned();
+                        self.typing = Some(Typing::Field);
+                    }
+                    None => self.note = "this form cannot be read; d declines it".to_owned(),
+                }
+            }
+            KeyCode::Char(c @ '1'..='9') => self.note = format!("{c}: Enter fills in the form, field by field"),
+            _ => {}
+        }
+    }
+
+    /// Enter on a form's field: takes what was typed and asks the next field, or posts the
+    /// whole answer after the last; what does not fit is said on the status line, and the
+    /// field is asked again.
+    fn take_field(&mut self) {
+        let Some(filling) = self.filling.as_mut() else {
+            self.typing = None;
+            return;
+        };
+        let id = filling.id.clone();
+        match filling.take(&self.input) {
+            Step::Next => {
+                // What was said about the field before (a refusal) no longer holds.
+                self.note.clear();
+                self.input = filling.typed().to_owned();
+            }
+            Step::Refused(hint) => self.note = format!("Not accepted: {hint}"),
+            Step::Done(answer) => {
+                self.typing = None;
+                self.input.clear();
+                self.post_form(&id, json!({"value": answer}));
+            }
+        }
+    }
+
     /// Selects the next question (or the previous); with none selected, the first.
     fn step(&mut self, down: bool) {
         let to = match self.selected_index() {
@@ -300,6 +381,27 @@ impl App {
         let path = format!("/api/questions/{}/{what}", q["id"].as_str().unwrap_or_default());
         self.ticked.clear();
         self.post(&path, body);
+    }
+
+    /// Posts a form's answer; a refusal comes back as [`Heard::Refused`], naming its field.
+    fn post_form(&mut self, id: &str, body: Value) {
+        self.note = SENDING.to_owned();
+        let (api, tx, id) = (self.api.clone(), self.tx.clone(), id.to_owned());
+        let request = api.request(reqwest::Method::POST, &format!("/api/questions/{id}/reply")).json(&body);
+        tokio::spawn(async move {
+            let heard = match api.send(request).await {
+                Ok((status, body)) if status.is_success() => {
+                    Heard::Sent(receipt_note(&body["receipt"]).unwrap_or_else(|| "sent".to_owned()))
+                }
+                Ok((_, body)) if body["error"]["code"] == "invalid_choice" => {
+                    let hint = body["error"]["message"].as_str().unwrap_or("not accepted").to_owned();
+                    Heard::Refused { id, hint }
+                }
+                Ok(answer) => Heard::Note(super::super::error_message(&answer)),
+                Err(e) => Heard::Note(e),
+            };
+            let _ = tx.send(heard);
+        });
     }
 
     fn post(&mut self, path: &str, body: Value) {
@@ -351,15 +453,78 @@ pub fn outcome_line(q: &Value) -> String {
         _ => "✖",
     };
     let value = match &q["outcome"]["value"] {
-        Value::String(s) => s.clone(),
-        Value::Bool(yes) => (if *yes { "yes" } else { "no" }).to_owned(),
         Value::Null => status.to_owned(),
-        other => other.to_string(),
+        value => shown(value),
     };
     let by = q["answered_name"].as_str().or(q["answered_by"].as_str());
     let via = q["answered_via"].as_str().map(|v| format!(" via {v}")).unwrap_or_default();
     match by {
         Some(by) => format!("{mark} {value} — {by}{via}"),
         None => format!("{mark} {value}"),
+    }
+}
+
+/// An answer in words: `yes`, `unit, lint`, and a form's as `name: Ada · plan: pro`.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(yes) => (if *yes { "yes" } else { "no" }).to_owned(),
+        Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(", "),
+        Value::Object(fields) => {
+            fields.iter().map(|(k, v)| format!("{k}: {}", shown(v))).collect::<Vec<_>>().join(" · ")
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::crossterm::event::KeyCode;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::question::form::Form;
+
+    fn press(app: &mut App, code: KeyCode) {
+        app.hear(Heard::Key(KeyEvent::from(code)));
+    }
+
+    fn enter(app: &mut App, text: &str) {
+        for c in text.chars() {
+            press(app, KeyCode::Char(c));
+        }
+        press(app, KeyCode::Enter);
+    }
+
+    #[tokio::test]
+    async fn a_form_askgate_refuses_asks_the_field_its_hint_names_again_with_what_was_typed() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        // Nothing listens there: the post fails, and what askgate said is the refusal below.
+        let api = Api::new("http://127.0.0.1:9".to_owned(), "token".to_owned());
+        let mut app = App::new(api, json!({"user": "web:bob"}), tx, false);
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "plan": {"type": "string", "enum": ["free", "pro"]}
+        }, "required": ["name", "plan"]});
+        let form = Form::from_schema(&schema).unwrap();
+        let asked = json!({"id": "q1", "kind": "form", "prompt": "Sign up", "form": form});
+        app.hear(Heard::Stream("question.asked".to_owned(), asked));
+        press(&mut app, KeyCode::Enter);
+        enter(&mut app, "Ada");
+        enter(&mut app, "2");
+        assert_eq!((app.typing.clone(), app.note.as_str()), (None, SENDING), "posted after the last field");
+
+        // Another question's refusal changes nothing here.
+        app.hear(Heard::Refused { id: "q2".to_owned(), hint: "Name: taken".to_owned() });
+        assert_eq!(app.typing, None);
+        app.hear(Heard::Refused { id: "q1".to_owned(), hint: "Name: at least 5 characters".to_owned() });
+        assert_eq!(app.note, "Not accepted: Name: at least 5 characters");
+        assert_eq!((app.typing.clone(), app.input.as_str()), (Some(Typing::Field), "Ada"));
+        assert_eq!(app.filling.as_ref().map(Filling::position), Some((1, 2)));
+        // Typed again, Enter goes on to the next field, with what was typed there.
+        press(&mut app, KeyCode::Char('!'));
+        press(&mut app, KeyCode::Enter);
+        assert_eq!((app.filling.as_ref().map(Filling::position), app.input.as_str()), (Some((2, 2)), "2"));
     }
 }

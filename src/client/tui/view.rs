@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use serde_json::Value;
 
 use super::app::{App, Typing, View, short};
+use super::filling::{self, Filling};
 
 /// A colour, when colours are on.
 fn fg(app: &App, colour: Color) -> Style {
@@ -125,6 +126,12 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
         q["prompt"].as_str().unwrap_or_default().to_owned(),
         Style::default().add_modifier(Modifier::BOLD),
     )];
+    if q.get("form").is_some_and(Value::is_object) {
+        lines.extend(form_lines(app, q));
+        let block = Block::default().borders(Borders::ALL).title(title);
+        frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+        return;
+    }
     if let Some(detail) = q["detail"].as_str() {
         lines.extend(detail.lines().take(2).map(|l| Line::raw(l.to_owned())));
     }
@@ -157,7 +164,7 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
     match &app.typing {
         Some(typing) => {
             let label = match typing {
-                Typing::Answer => "your answer",
+                Typing::Answer | Typing::Field => "your answer",
                 Typing::Feedback => "feedback (Enter sends, empty for none)",
                 Typing::Edit => "the action, as edited",
             };
@@ -168,6 +175,56 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
     }
     let block = Block::default().borders(Borders::ALL).title(title);
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+/// A form in the input slot: the field being asked (which of how many, what it takes, its
+/// options) over the line it is typed in; otherwise its fields and how to start.
+fn form_lines<'a>(app: &'a App, q: &Value) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
+    let filling = app.filling.as_ref().filter(|f| q["id"] == f.id.as_str());
+    match (filling, &app.typing) {
+        (Some(filling), Some(Typing::Field)) => {
+            let field = filling.field();
+            let (n, of) = filling.position();
+            lines.push(Line::styled(
+                format!("{n}/{of} · {} — {}", field.label(), filling::how(field)),
+                fg(app, Color::Cyan).add_modifier(Modifier::BOLD),
+            ));
+            if let Some(about) = &field.description {
+                lines.push(Line::raw(about.clone()));
+            }
+            if let Some(options) = filling::options(field) {
+                lines.push(Line::styled(options, fg(app, Color::Cyan)));
+            }
+            lines.push(Line::styled(format!("> {}▏", app.input), fg(app, Color::Yellow)));
+            lines.push(Line::styled(
+                "Enter takes it, then the next · Esc stops (then d declines)",
+                fg(app, Color::Gray),
+            ));
+        }
+        (_, Some(Typing::Feedback)) => {
+            lines.push(Line::raw("feedback (Enter sends, empty for none) · Esc cancels"));
+            lines.push(Line::styled(format!("> {}▏", app.input), fg(app, Color::Yellow)));
+        }
+        _ => {
+            if let Some(detail) = q["detail"].as_str() {
+                lines.extend(detail.lines().take(2).map(|l| Line::raw(l.to_owned())));
+            }
+            let overview = filling.map(Filling::overview).or_else(|| Filling::of(q).map(|f| f.overview()));
+            lines.push(Line::styled(format!("fields: {}", overview.unwrap_or_default()), fg(app, Color::Cyan)));
+            let start = match filling {
+                Some(f) if f.position().0 > 1 => {
+                    format!("Enter go on from field {}/{}", f.position().0, f.position().1)
+                }
+                _ => "Enter fill in, field by field".to_owned(),
+            };
+            lines.push(Line::styled(
+                format!("{start} · d decline · ↑↓ select · Tab conversation"),
+                fg(app, Color::Gray),
+            ));
+        }
+    }
+    lines
 }
 
 fn conversation(frame: &mut Frame<'_>, app: &App, area: Rect) {
