@@ -78,7 +78,10 @@ async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command_and_a_w
         (o["status"] == "answered").then_some(o)
     })
     .await;
-    assert_eq!(answered["outcome"]["value"], json!({"name": "Ada Lovelace", "age": 36, "plan": "pro", "newsletter": false}));
+    assert_eq!(
+        answered["outcome"]["value"],
+        json!({"name": "Ada Lovelace", "age": 36, "plan": "pro", "newsletter": false})
+    );
     served.terminate().await;
 }
 
@@ -166,7 +169,10 @@ async fn several_questions_asked_together_are_answered_as_one_object_and_listed_
         (o["status"] == "answered").then_some(o)
     })
     .await;
-    assert_eq!(answered["outcome"]["value"], json!({"Library": "moment", "Tests": ["unit", "lint"], "Name": "calendar"}));
+    assert_eq!(
+        answered["outcome"]["value"],
+        json!({"Library": "moment", "Tests": ["unit", "lint"], "Name": "calendar"})
+    );
     served.stdout_line("✅").await;
 
     // Five questions are more than one ask holds.
