@@ -147,6 +147,13 @@ async fn a_form_is_filled_with_a_select_and_the_modal_and_a_wrong_value_is_named
     let values: Vec<Option<String>> = inputs(&modal).into_iter().map(|(_, _, v)| v).collect();
     assert_eq!(values, [Some("Ada Lovelace".to_owned()), None, Some("ada@example.com".to_owned())]);
 
+    // A field right before and wrong now is not answered with what it was before.
+    let swapped = [("v2", "A"), ("v3", "36"), ("v4", "ada@example.com")];
+    let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &swapped);
+    let refused = private(&fake.callback(submitted).await).to_owned();
+    assert!(refused.contains("Name: at least 2 characters"), "{refused}");
+    assert_eq!(dc.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+
     let right = [("v2", "Ada Lovelace"), ("v3", "36"), ("v4", "ada@example.com")];
     let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &right);
     let response = fake.callback(submitted).await;
