@@ -1,6 +1,7 @@
 //! Discord, through serenity: buttons and select menus whose `custom_id` values are the text
 //! commands, modals for free text and rejection notes, receipts as interaction responses,
-//! retraction by editing the cards through the REST API.
+//! retraction by editing the cards through the REST API. A form gets a select per choice and
+//! a modal for what is typed (see `filling`).
 //!
 //! Conversations are `discord:<channel id>` (a thread or a DM is its own channel, so its own
 //! conversation), users `discord:<user id>`. Messages and interactions come over the gateway;
@@ -8,6 +9,7 @@
 //! limiter is off (it would send its requests to discord.com), so askgate paces itself: a
 //! 429 is retried after a pause, and nothing is dropped.
 
+mod filling;
 pub mod render;
 
 use std::sync::Arc;
@@ -250,6 +252,9 @@ impl Handler {
     }
 
     async fn on_component(&self, ctx: &SerenityContext, interaction: &Interaction, c: &ComponentInteraction) {
+        if let Some(control) = render::form::Control::parse(&c.data.custom_id) {
+            return self.on_form_control(ctx, interaction, c, control).await;
+        }
         // A select menu's payload is its command with the picked values appended.
         let payload = match &c.data.kind {
             ComponentInteractionDataKind::StringSelect { values } => {
@@ -298,6 +303,9 @@ impl Handler {
     }
 
     async fn on_modal(&self, ctx: &SerenityContext, interaction: &Interaction, m: &ModalInteraction) {
+        if let Some(render::form::Control::Fill(id)) = render::form::Control::parse(&m.data.custom_id) {
+            return self.on_form_modal(ctx, interaction, m, id).await;
+        }
         let text: String = m
             .data
             .components

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askgate::channel::discord::{Discord, DiscordConfig};
 use askgate::clock::Clock;
-use askgate::engine::{Engine, Resolver, Settings};
+use askgate::engine::{Engine, Functions, Resolver, Settings};
 use askgate::question::{QuestionId, Status, Surface, UserRef};
 use askgate::store::{SqliteStore, Synchronous};
 use serde_json::Value;
@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 
 use crate::fake_discord::FakeDiscord;
 use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
+
+mod forms;
 
 const ALICE: u64 = 100_000_000_000_000_101;
 const BOB: u64 = 100_000_000_000_000_102;
@@ -36,9 +38,20 @@ impl Dc {
     }
 
     async fn start_with_clock(dir: &TempDir, api: &str, fake: &FakeDiscord, settings: Settings, clock: Clock) -> Self {
+        Self::start_with_functions(dir, api, fake, settings, clock, channel_functions()).await
+    }
+
+    async fn start_with_functions(
+        dir: &TempDir,
+        api: &str,
+        fake: &FakeDiscord,
+        settings: Settings,
+        clock: Clock,
+        functions: Functions,
+    ) -> Self {
         init_log();
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
+        let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
         let discord = Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, clock);
         engine.attach(discord.clone());
         engine.start().await.unwrap();

@@ -227,6 +227,25 @@ impl FakeDiscord {
         id
     }
 
+    /// A modal submitted with several text inputs, each `(custom_id, value)`.
+    pub fn submit_inputs(
+        &self,
+        user: u64,
+        channel: u64,
+        message: u64,
+        custom_id: &str,
+        inputs: &[(&str, &str)],
+    ) -> u64 {
+        let rows: Vec<Value> = (inputs.iter())
+            .map(|(id, value)| json!({"type": 1, "components": [{"type": 4, "custom_id": id, "value": value}]}))
+            .collect();
+        let data = json!({"custom_id": custom_id, "components": rows});
+        let stored = self.bot_message(message);
+        let id = self.interaction(5, user, channel, data, Some(stored));
+        self.inner.lock().unwrap().interactions.insert(id, message);
+        id
+    }
+
     /// The `/run` application command.
     pub fn run_command(&self, user: u64, channel: u64, function: &str) -> u64 {
         let data = json!({"id": "1", "name": "run", "type": 1, "options": [{"name": "function", "type": 3, "value": function}]});

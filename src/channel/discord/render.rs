@@ -2,6 +2,8 @@
 //! text commands. The layout is built as plain data first, so that Discord's limits are
 //! checked and tested without a network; then it becomes serenity's builders.
 
+pub mod form;
+
 use serenity::all::{
     ButtonStyle, CreateActionRow, CreateButton, CreateInputText, CreateModal, CreateSelectMenu, CreateSelectMenuKind,
     CreateSelectMenuOption, InputTextStyle,
@@ -102,13 +104,36 @@ pub fn shorten(text: &str, max: usize) -> String {
     clip(text, max, "… [shortened]")
 }
 
-fn content(q: &Question, now_ms: i64, tail: &str) -> String {
+/// What a card says between its detail and its footer.
+enum Body<'a> {
+    /// Nothing.
+    None,
+    /// Discord markdown, already escaped: lines that may be shortened, then one kept whole.
+    Lines(&'a str, &'a str),
+    /// Text shown verbatim in a code block.
+    Code(&'a str),
+}
+
+fn content(q: &Question, now_ms: i64, body: Body<'_>, tail: &str) -> String {
     let title = match q.kind {
         Kind::Approval => format!("Approve: {}", q.prompt),
         _ => q.prompt.clone(),
     };
     let footer = wording::footer(q, now_ms);
-    let budget = MAX_CONTENT - footer.chars().count() - tail.chars().count() - 40;
+    let room = MAX_CONTENT.saturating_sub(footer.chars().count() + tail.chars().count() + 40);
+    // The body (a form's fields) gets at most three fifths of the room; the prompt and the
+    // detail share what it leaves.
+    let body = match body {
+        Body::None => String::new(),
+        Body::Lines(lines, last) => {
+            format!("{}\n{last}", shorten(lines, (room * 3 / 5).saturating_sub(last.chars().count() + 1)))
+        }
+        Body::Code(code) => {
+            let code = code.replace("```", "`\u{200b}``");
+            format!("\n```\n{}\n```", shorten(&code, (room * 3 / 5).saturating_sub(10)))
+        }
+    };
+    let budget = room.saturating_sub(body.chars().count());
     let title = escape(&shorten(&title, budget / 2));
     let mut out = format!("**{title}**");
     if let Some(detail) = &q.detail {
@@ -121,10 +146,7 @@ fn content(q: &Question, now_ms: i64, tail: &str) -> String {
             }
         }
     }
-    if q.form.is_some() && tail.is_empty() {
-        // Until a form has components of its own here: its fields and the commands that answer it.
-        let _ = write!(out, "\n```\n{}\n```", wording::form_text(q));
-    }
+    out.push_str(&body);
     out.push_str(&format!("\n-# {}", escape(&footer)));
     if !tail.is_empty() {
         out.push('\n');
@@ -151,19 +173,44 @@ fn select(q: &Question, min: u8, max: u8) -> Component {
 
 /// Renders a pending question.
 pub fn card(q: &Question, now_ms: i64) -> Layout {
-    let layout = Layout { content: content(q, now_ms, ""), rows: rows(q) };
+    if let Some(form) = &q.form {
+        return form_card(q, form, now_ms);
+    }
+    let layout = Layout { content: content(q, now_ms, Body::None, ""), rows: rows(q) };
     if fits(&layout) {
         return layout;
     }
     // Never a card with controls silently missing: the commands go in the text instead.
     let commands =
         wording::card(q, 0).lines().filter(|l| l.contains('/')).map(str::trim).collect::<Vec<_>>().join("\n");
-    Layout { content: content(q, now_ms, &format!("```\n{commands}\n```")), rows: Vec::new() }
+    Layout { content: content(q, now_ms, Body::None, &format!("```\n{commands}\n```")), rows: Vec::new() }
+}
+
+/// A form's card: its fields, with selects and a modal to fill them in; or, when they do not
+/// fit Discord's limits, its fields and commands as text, and Decline.
+fn form_card(q: &Question, form: &crate::question::form::Form, now_ms: i64) -> Layout {
+    if let Some(rows) = form::rows(q, form) {
+        let (fields, how) = form::fields_text(form);
+        let layout = Layout { content: content(q, now_ms, Body::Lines(&fields, &how), ""), rows };
+        if fits(&layout) {
+            return layout;
+        }
+    }
+    // The text card's last three lines say how to answer: all at once, field by field, decline.
+    let text = wording::form_text(q);
+    let lines: Vec<&str> = text.lines().collect();
+    let (fields, commands) = lines.split_at(lines.len().saturating_sub(3));
+    let commands = commands.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+    let decline = vec![vec![button("Decline", format!("/decline {}", q.id), Style::Danger)]];
+    Layout {
+        content: content(q, now_ms, Body::Code(&fields.join("\n")), &format!("```\n{commands}\n```")),
+        rows: decline,
+    }
 }
 
 /// The message of a resolved question: its text with the outcome, and no components.
 pub fn resolved(q: &Question, now_ms: i64) -> String {
-    let base = content(q, now_ms, "");
+    let base = content(q, now_ms, Body::None, "");
     let base = base.split("\n-# ").next().unwrap_or_default().to_owned();
     shorten(&format!("{base}\n{}", escape(&q.outcome_line())), MAX_CONTENT)
 }
@@ -171,9 +218,6 @@ pub fn resolved(q: &Question, now_ms: i64) -> String {
 fn rows(q: &Question) -> Vec<Vec<Component>> {
     let id = q.id;
     let decline = button("Decline", format!("/decline {id}"), Style::Danger);
-    if q.form.is_some() {
-        return vec![vec![decline]];
-    }
     match q.kind {
         Kind::Form => vec![vec![decline]],
         Kind::Confirm => vec![vec![
@@ -245,8 +289,9 @@ pub fn fits(layout: &Layout) -> bool {
                             && custom_id.len() <= MAX_CUSTOM_ID
                             && label.chars().count() <= MAX_BUTTON_LABEL
                     }
-                    Component::Select { custom_id, options, min, max, .. } => {
+                    Component::Select { custom_id, options, min, max, placeholder } => {
                         custom_id.len() <= MAX_CUSTOM_ID
+                            && placeholder.chars().count() <= form::MAX_SELECT_PLACEHOLDER
                             && !options.is_empty()
                             && options.len() <= MAX_SELECT_OPTIONS
                             && options.iter().all(|o| {
@@ -343,7 +388,7 @@ mod tests {
     #[test]
     fn fenced_code_in_a_detail_is_a_code_block_that_cannot_be_closed_early() {
         let q = question(Ask::approval("files__write").detail("alice wants:\n```json\n{\"a\": \"``` *x*\"}\n```"));
-        let text = content(&q, 0, "");
+        let text = content(&q, 0, Body::None, "");
         assert!(text.contains("\nalice wants:\n```\n{\"a\": \"`\u{200b}`` *x*\"}\n```"), "{text}");
     }
 
