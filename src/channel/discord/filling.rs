@@ -115,7 +115,7 @@ impl Handler {
             Ok(step) => stepped(&question, form, step, &[]),
             Err(e) => {
                 tracing::error!(error = %e, "could not fill a form in");
-                Response { text: Some(replies::FAILED.to_owned()), ..Response::default() }
+                Response { text: Some(replies::failed(question.presentation.locale)), ..Response::default() }
             }
         };
         self.respond(ctx, interaction, &response, Some(question.id)).await;
@@ -148,7 +148,7 @@ impl Handler {
             Ok((step, errors)) => stepped(&question, form, step, &errors),
             Err(e) => {
                 tracing::error!(error = %e, "could not fill a form in");
-                Response { text: Some(replies::FAILED.to_owned()), ..Response::default() }
+                Response { text: Some(replies::failed(question.presentation.locale)), ..Response::default() }
             }
         };
         self.respond(ctx, interaction, &response, Some(question.id)).await;
@@ -215,7 +215,7 @@ impl Handler {
             Ok(first) => first,
             Err(e) => {
                 tracing::error!(error = %e, "could not record a discord interaction");
-                self.tell(ctx, interaction, replies::FAILED).await;
+                self.tell(ctx, interaction, &replies::failed(crate::question::Locale::En)).await;
                 false
             }
         }
@@ -252,25 +252,26 @@ fn entries(m: &ModalInteraction, form: &Form) -> Option<Vec<(Entry, String)>> {
 /// What the sender of a step is told: the card's update when it resolved the question, else
 /// a private note (what was refused, or what is still to fill in).
 fn stepped(question: &Question, form: &Form, step: FormStep, errors: &[FieldError]) -> Response {
+    let l = question.presentation.locale;
     let refusal = |receipt: Receipt| Response {
-        text: wording::receipt(&receipt, Some(question)),
+        text: wording::receipt(&receipt, Some(question), l),
         receipt: Some(receipt),
         ..Response::default()
     };
     if !errors.is_empty() && !matches!(step, FormStep::Done { .. } | FormStep::Refused(_)) {
-        let hint = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+        let hint = errors.iter().map(|e| e.describe(l)).collect::<Vec<_>>().join("; ");
         let mut response = refusal(Receipt::InvalidChoice { id: question.id, hint });
         if let (Some(text), FormStep::Next { draft, .. }) = (&mut response.text, &step)
             && draft.values().any(|v| !v.is_null())
         {
-            text.push_str(" The rest is kept: press Fill in… again to fix it.");
+            text.push_str(&crate::say!(l, "form.rest_kept"));
         }
         return response;
     }
     match step {
-        FormStep::Next { draft, .. } => Response { text: Some(form::progress(form, &draft)), ..Response::default() },
+        FormStep::Next { draft, .. } => Response { text: Some(form::progress(form, &draft, l)), ..Response::default() },
         FormStep::Done { receipt, resolved } => Response { resolved, ..refusal(receipt) },
-        FormStep::Invalid(e) => refusal(Receipt::InvalidChoice { id: question.id, hint: e.to_string() }),
+        FormStep::Invalid(e) => refusal(Receipt::InvalidChoice { id: question.id, hint: e.describe(l) }),
         FormStep::Refused(receipt) => refusal(receipt),
     }
 }

@@ -190,7 +190,7 @@ pub fn card(q: &Question, now_ms: i64) -> Layout {
 /// fit Discord's limits, its fields and commands as text, and Decline.
 fn form_card(q: &Question, form: &crate::question::form::Form, now_ms: i64) -> Layout {
     if let Some(rows) = form::rows(q, form) {
-        let (fields, how) = form::fields_text(form);
+        let (fields, how) = form::fields_text(form, q.presentation.locale);
         let layout = Layout { content: content(q, now_ms, Body::Lines(&fields, &how), ""), rows };
         if fits(&layout) {
             return layout;

@@ -124,7 +124,7 @@ pub fn how(field: &Field) -> String {
         None if field.required => " · required".to_owned(),
         None => " · empty leaves it out".to_owned(),
     };
-    format!("{}{typing}{empty}", field.takes())
+    format!("{}{typing}{empty}", field.takes(crate::question::Locale::En))
 }
 
 /// The options of a choice field, numbered, each with its line about it: `1 dayjs — 2 kB   2 luxon`.

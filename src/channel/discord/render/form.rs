@@ -10,7 +10,8 @@ use std::fmt::Write;
 
 use super::{Component, MAX_CUSTOM_ID, MAX_ROWS, MAX_SELECT_OPTIONS, MAX_SELECT_TEXT, SelectOption, Style, escape};
 use crate::question::form::{Draft, Field, Form, Input};
-use crate::question::{Question, QuestionId};
+use crate::question::{Locale, Question, QuestionId};
+use crate::say;
 use crate::text::clip;
 
 /// Text inputs in a modal.
@@ -148,8 +149,9 @@ fn needed(field: &Field) -> bool {
 /// selects than rows, more inputs than a modal holds), and the card lists commands instead.
 pub(super) fn rows(q: &Question, form: &Form) -> Option<Vec<Vec<Component>>> {
     let mut rows = Vec::new();
+    let l = q.presentation.locale;
     for (i, field) in form.fields.iter().enumerate().filter(|(_, f)| is_select(f)) {
-        rows.push(vec![select(q.id, i + 1, field)?]);
+        rows.push(vec![select(q.id, i + 1, field, l)?]);
     }
     let mut buttons = Vec::new();
     let modal = modal(q, form, &Draft::new());
@@ -157,26 +159,26 @@ pub(super) fn rows(q: &Question, form: &Form) -> Option<Vec<Vec<Component>>> {
         if !modal_fits(&modal) {
             return None;
         }
-        buttons.push(super::button("Fill in…", Control::Fill(q.id).custom_id(), Style::Primary));
+        buttons.push(super::button(&say!(l, "button.fill_in"), Control::Fill(q.id).custom_id(), Style::Primary));
     }
     if form.fields.iter().any(|f| !needed(f)) {
-        buttons.push(super::button("Send", Control::Send(q.id).custom_id(), Style::Secondary));
+        buttons.push(super::button(&say!(l, "button.send"), Control::Send(q.id).custom_id(), Style::Secondary));
     }
-    buttons.push(super::button("Decline", format!("/decline {}", q.id), Style::Danger));
+    buttons.push(super::button(&say!(l, "button.decline"), format!("/decline {}", q.id), Style::Danger));
     rows.push(buttons);
     (rows.len() <= MAX_ROWS).then_some(rows)
 }
 
 /// The select of field `n`: its options (or Yes and No), their values `#1`, `#2`… (`yes`, `no`).
-fn select(id: QuestionId, n: usize, field: &Field) -> Option<Component> {
-    let optional = if needed(field) { "" } else { " (optional)" };
+fn select(id: QuestionId, n: usize, field: &Field, l: Locale) -> Option<Component> {
+    let optional = if needed(field) { String::new() } else { say!(l, "form.optional") };
     let placeholder = clip(&format!("{}{optional}", field.label()), MAX_SELECT_PLACEHOLDER, "…");
     let custom_id = Control::Field { id, n }.custom_id();
     let (options, min, max) = match &field.input {
         Input::Boolean { .. } => {
             let option =
-                |label: &str| SelectOption { label: label.to_owned(), value: label.to_lowercase(), description: None };
-            (vec![option("Yes"), option("No")], 1, 1)
+                |label: String, value: &str| SelectOption { label, value: value.to_owned(), description: None };
+            (vec![option(say!(l, "button.yes"), "yes"), option(say!(l, "button.no"), "no")], 1, 1)
         }
         Input::Choice { options, multi, min_items, max_items, .. } => {
             let options: Vec<SelectOption> = (options.iter().enumerate())
@@ -205,6 +207,7 @@ fn select(id: QuestionId, n: usize, field: &Field) -> Option<Component> {
 /// The modal of a form, holding what `draft` (this person's) has: an input for each field
 /// typed as text or a number, and one for one's own words where a choice allows them.
 pub fn modal(q: &Question, form: &Form, draft: &Draft) -> Modal {
+    let l = q.presentation.locale;
     let mut inputs = Vec::new();
     for (i, field) in form.fields.iter().enumerate() {
         let label = |text: &str| clip(text, MAX_INPUT_LABEL, "…");
@@ -215,7 +218,7 @@ pub fn modal(q: &Question, form: &Form, draft: &Draft) -> Modal {
                 // The question itself says more than "text" (several questions asked together).
                 let takes = match (format, &field.description) {
                     (None, Some(about)) => about.clone(),
-                    _ => field.takes(),
+                    _ => field.takes(l),
                 };
                 let max = max_length.map_or(MAX_INPUT_TEXT, |m| m as usize).min(MAX_INPUT_TEXT);
                 let value = given.or(field.default_value().as_ref()).and_then(Value::as_str).map(|s| clip(s, max, ""));
@@ -233,7 +236,7 @@ pub fn modal(q: &Question, form: &Form, draft: &Draft) -> Modal {
             Input::Number { .. } => inputs.push(TextInput {
                 custom_id: Entry::Value(i + 1).custom_id(),
                 label: label(field.label()),
-                placeholder: placeholder(&field.takes()),
+                placeholder: placeholder(&field.takes(l)),
                 min: None,
                 max: 40,
                 required: field.required,
@@ -306,28 +309,28 @@ pub fn create_modal(modal: &Modal) -> CreateModal {
 
 /// The card's list of the fields, each with what it takes when it is typed; and a line on how
 /// to fill them in (Discord markdown, escaped).
-pub(super) fn fields_text(form: &Form) -> (String, String) {
+pub(super) fn fields_text(form: &Form, l: Locale) -> (String, String) {
     let mut out = String::new();
     for field in &form.fields {
-        let optional = if needed(field) { "" } else { " (optional)" };
+        let optional = if needed(field) { String::new() } else { say!(l, "form.optional") };
         let _ = write!(out, "\n**{}**{optional}", escape(field.label()));
         if let Some(about) = &field.description {
             let _ = write!(out, ": {}", escape(&clip(about, 200, "…")));
         }
         if !is_select(field) {
-            let _ = write!(out, " · {}", escape(&clip(&field.takes(), 120, "…")));
+            let _ = write!(out, " · {}", escape(&clip(&field.takes(l), 120, "…")));
         }
     }
     let selects = form.fields.iter().any(is_select);
     let typed = form.fields.iter().any(|f| !is_select(f));
     let how = match (selects, typed) {
-        (true, true) => "Pick from the menus, and press **Fill in…** for the rest.",
-        (true, false) => "Pick from the menus.",
-        _ => "Press **Fill in…**.",
+        (true, true) => say!(l, "discord.pick_and_fill"),
+        (true, false) => say!(l, "discord.pick"),
+        _ => say!(l, "discord.press_fill"),
     };
     let send = match form.fields.iter().any(|f| !needed(f)) {
-        true => " **Send** sends it with the optional ones left as they are.",
-        false => "",
+        true => say!(l, "discord.send_as_is"),
+        false => String::new(),
     };
     (out, format!("{how}{send}"))
 }
@@ -385,17 +388,17 @@ pub fn own_words(field: &Field, words: &str) -> String {
 }
 
 /// Where a person filling the form in stands: what is still needed, or that it may be sent.
-pub fn progress(form: &Form, draft: &Draft) -> String {
+pub fn progress(form: &Form, draft: &Draft, l: Locale) -> String {
     let missing: Vec<&str> =
         form.fields.iter().filter(|f| needed(f) && !draft.contains_key(&f.key)).map(Field::label).collect();
     if !missing.is_empty() {
-        return format!("Saved. Still to fill in: {}.", missing.join(", "));
+        return say!(l, "form.saved_missing", fields = missing.join(", "));
     }
     let open: Vec<&str> = form.fields.iter().filter(|f| !draft.contains_key(&f.key)).map(Field::label).collect();
     if open.is_empty() {
-        return "Saved.".to_owned();
+        return say!(l, "form.saved");
     }
-    format!("Saved. Press Send to send it as it is, or fill in {} first.", open.join(", "))
+    say!(l, "form.saved_send", fields = open.join(", "))
 }
 
 #[cfg(test)]

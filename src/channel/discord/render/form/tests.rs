@@ -313,7 +313,10 @@ fn the_modal_holds_what_the_person_gave_before() {
     let modal = modal(&q, form, &draft);
     let values: Vec<Option<&str>> = modal.inputs.iter().map(|i| i.value.as_deref()).collect();
     assert_eq!(values, [Some("Ada"), None, Some("36")]);
-    assert_eq!(progress(form, &draft), "Saved. Still to fill in: plan.");
+    assert_eq!(progress(form, &draft, crate::question::Locale::En), "Saved. Still to fill in: plan.");
     form.fill(&mut draft, form.field("plan").unwrap(), "#1").unwrap();
-    assert_eq!(progress(form, &draft), "Saved. Press Send to send it as it is, or fill in newsletter, topics first.");
+    assert_eq!(
+        progress(form, &draft, crate::question::Locale::En),
+        "Saved. Press Send to send it as it is, or fill in newsletter, topics first."
+    );
 }
