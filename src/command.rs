@@ -1,6 +1,10 @@
 //! The text command grammar every surface shares. Button payloads are these same commands,
 //! plus a few that change only the card they are on ([`Tap`]).
 
+mod tap;
+
+pub use tap::{CardAction, FormAction, Tap};
+
 use crate::question::QuestionId;
 
 /// One parsed command.
@@ -189,68 +193,6 @@ impl std::fmt::Display for Command {
     }
 }
 
-/// What a button on a card asks for, parsed once where the tap arrives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tap {
-    /// A command, as if typed (`/answer <id> #2`, `/approve <id> always`, `/decline <id>`).
-    Command(Command),
-    /// A button that changes only its card, or asks for the next message.
-    Card {
-        /// The card's question.
-        id: QuestionId,
-        /// What the button does.
-        action: CardAction,
-    },
-}
-
-/// A card button that is not an answer by itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CardAction {
-    /// Ticks or unticks option `n` (from 1) of a multi-select card.
-    Toggle(usize),
-    /// Answers a multi-select card with its ticked options.
-    Submit,
-    /// Asks for a free-text answer in the next message.
-    Other,
-    /// Asks for a rejection note in the next message.
-    Note,
-}
-
-impl Tap {
-    /// Parses a button's payload.
-    ///
-    /// # Errors
-    /// When the payload is neither a command nor a card action with a full question id:
-    /// a card from an older version, or a forged payload.
-    pub fn parse(payload: &str) -> Result<Self, CommandError> {
-        let mut words = payload.split_whitespace();
-        let action = match words.next() {
-            Some("/toggle") => None,
-            Some("/submit") => Some(CardAction::Submit),
-            Some("/other") => Some(CardAction::Other),
-            Some("/note") => Some(CardAction::Note),
-            _ => {
-                return match Command::parse(payload) {
-                    Some(command) => command.map(Self::Command),
-                    None => Err(CommandError::Usage("a button carries a command")),
-                };
-            }
-        };
-        let id = words.next().and_then(|id| id.parse::<QuestionId>().ok());
-        let action = match action {
-            Some(action) => action,
-            None => match words.next().and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) if n >= 1 => CardAction::Toggle(n),
-                _ => return Err(CommandError::Usage("/toggle <question id> <option number>")),
-            },
-        };
-        match (id, words.next()) {
-            (Some(id), None) => Ok(Self::Card { id, action }),
-            _ => Err(CommandError::Usage("a card button carries a full question id")),
-        }
-    }
-}
-
 /// The command list `/help` shows, in `locale`: the English one is the README's "Commands"
 /// section (a test holds them together).
 pub fn help(locale: crate::question::Locale) -> String {
@@ -360,30 +302,6 @@ mod tests {
             parse("/run deploy prod now"),
             Ok(Command::Run { function: "deploy".into(), input: "prod now".into() })
         );
-    }
-
-    #[test]
-    fn taps_are_commands_or_card_actions_with_a_full_id() {
-        let id = QuestionId::new();
-        assert_eq!(
-            Tap::parse(&format!("/answer {id} #2")),
-            Ok(Tap::Command(Command::Answer { id: id.to_string(), choice: "#2".into() }))
-        );
-        assert_eq!(Tap::parse(&format!("/toggle {id} 3")), Ok(Tap::Card { id, action: CardAction::Toggle(3) }));
-        assert_eq!(Tap::parse(&format!("/submit {id}")), Ok(Tap::Card { id, action: CardAction::Submit }));
-        assert_eq!(Tap::parse(&format!("/note {id}")), Ok(Tap::Card { id, action: CardAction::Note }));
-        for bad in [
-            format!("/toggle {id} 0"),
-            format!("/toggle {id}"),
-            format!("/other {}", id.short()),
-            format!("/submit {id} extra"),
-            "/other".to_owned(),
-            "yes".to_owned(),
-            "/answer".to_owned(),
-            "/frobnicate".to_owned(),
-        ] {
-            assert!(Tap::parse(&bad).is_err(), "{bad} was accepted");
-        }
     }
 
     mod properties {

@@ -7,6 +7,7 @@
 //! (per-chat pacing, 429 `retry_after` honoured); edits and callback answers retry on 429
 //! themselves.
 
+mod forms;
 mod outbound;
 mod polling;
 pub mod render;
@@ -36,6 +37,7 @@ use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{CardRefusal, Engine, Inbound, Response};
 use crate::engine::{ChannelError, ChannelState, Retry};
 use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
+use crate::say;
 use crate::store::Delivery;
 
 pub use polling::Timeouts;
@@ -257,8 +259,9 @@ impl Telegram {
         }
         let conversation = conversation_of(&message);
         let user = user_ref(from.id.0);
-        let mut inbound = Inbound::text(conversation, user, Surface::Telegram, text)
+        let mut inbound = Inbound::text(conversation, user.clone(), Surface::Telegram, text)
             .named(&display_name(from))
+            .speaking(from.language_code.as_deref())
             .in_private(message.chat.is_private());
         inbound.key = Some(key);
         // A reply to a card answers it, a reply to a prompt is what it asked for: both known
@@ -267,6 +270,9 @@ impl Telegram {
             inbound = inbound.replying_to(message.chat.id.0.to_string(), replied.id.0.to_string());
         }
         let response = engine.handle(inbound).await;
+        if self.after_form_message(&message, &user, &response, engine).await {
+            return; // it asked for the field again, with the refusal
+        }
         if let Some(text) = response.text {
             let send = self
                 .throttled
@@ -292,7 +298,7 @@ impl Telegram {
         let user = user_ref(query.from.id.0);
         let Some(message) = query.regular_message().cloned() else {
             // An inline-mode or inaccessible message: nothing to route it to.
-            self.answer(&query, "This message can no longer be used.", false).await;
+            self.answer(&query, &say!(tapper(&query), "tg.message_gone"), false).await;
             return;
         };
         let conversation = conversation_of(&message);
@@ -307,14 +313,14 @@ impl Telegram {
                         return;
                     }
                 };
-                match self.card_action(action, &question, &message, &query, engine).await {
+                match self.card_action(action, &question, &message, &query, &key, engine).await {
                     Some(command) => (command, Some(question)),
                     None => return,
                 }
             }
             Err(e) => {
                 tracing::warn!(payload = %data, error = %e, "a button carried a payload that is not understood");
-                self.answer(&query, "That button is not understood.", false).await;
+                self.answer(&query, &say!(tapper(&query), "tg.not_understood"), false).await;
                 return;
             }
         };
@@ -323,27 +329,33 @@ impl Telegram {
             Some(question) => Inbound::on_card(conversation, user, Surface::Telegram, question, command),
             None => Inbound::tap(conversation, user, Surface::Telegram, command),
         };
-        let inbound = inbound.named(&display_name(&query.from)).keyed(key);
+        let inbound =
+            inbound.named(&display_name(&query.from)).speaking(query.from.language_code.as_deref()).keyed(key);
         let response = engine.handle(inbound).await;
         let (text, alert) = callback_receipt(&response);
         self.answer(&query, &text, alert).await;
     }
 
-    /// Buttons that change only this card (multi-select toggles) or ask for the next message
-    /// ("Other…", "Reject with note…"), on a question the person may act on. Returns the
-    /// command to route, if any.
+    /// Buttons that change only this card (multi-select toggles, a form's fields) or ask for
+    /// the next message ("Other…", "Reject with note…"), on a question the person may act on.
+    /// Returns the command to route, if any.
     async fn card_action(
         &self,
         action: CardAction,
         question: &Question,
         message: &Message,
         query: &CallbackQuery,
+        key: &str,
         engine: &Engine,
     ) -> Option<Command> {
         match action {
+            CardAction::Form(action) => {
+                self.form_tap(action, question, message, query, key, engine).await;
+                None
+            }
             CardAction::Toggle(n) => {
                 let (true, Some(markup)) = (n <= question.options.len(), message.reply_markup()) else {
-                    self.answer(query, "That button is not understood.", false).await;
+                    self.answer(query, &say!(tapper(query), "tg.not_understood"), false).await;
                     return None;
                 };
                 let markup = render::toggle(markup, n);
@@ -357,16 +369,18 @@ impl Telegram {
             CardAction::Submit => {
                 let picked = message.reply_markup().map(render::checked).unwrap_or_default();
                 if picked.is_empty() {
-                    self.answer(query, "Pick at least one option first.", false).await;
+                    self.answer(query, &say!(tapper(query), "tg.pick_first"), false).await;
                     return None;
                 }
                 Some(Command::Answer { id: question.id.to_string(), choice: picked })
             }
             CardAction::Other | CardAction::Note => {
                 let prompt = match (action, question.kind) {
-                    (CardAction::Note, _) => render::note_prompt(question.id),
-                    (_, crate::question::Kind::Approval) => render::edit_prompt(question.id),
-                    _ => render::other_prompt(question.id),
+                    (CardAction::Note, _) => render::note_prompt(question.id, question.presentation.locale),
+                    (_, crate::question::Kind::Approval) => {
+                        render::edit_prompt(question.id, question.presentation.locale)
+                    }
+                    _ => render::other_prompt(question.id, question.presentation.locale),
                 };
                 let sent = self
                     .throttled
@@ -388,7 +402,7 @@ impl Telegram {
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
                 }
-                self.answer(query, "Reply to the message below.", false).await;
+                self.answer(query, &say!(tapper(query), "tg.reply_below"), false).await;
                 None
             }
         }
@@ -497,6 +511,11 @@ fn parse_conversation(conversation: &Conversation) -> Result<(ChatId, Option<Thr
     let chat = ChatId(chat.parse().map_err(|_| bad())?);
     let thread = thread.map(|t| t.parse().map(|t| ThreadId(MessageId(t)))).transpose().map_err(|_| bad())?;
     Ok((chat, thread))
+}
+
+/// The language a tapping person is answered in, as their Telegram says (English otherwise).
+fn tapper(query: &CallbackQuery) -> crate::question::Locale {
+    query.from.language_code.as_deref().and_then(crate::question::Locale::from_tag).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -41,6 +41,8 @@ struct Inner {
     deleted: Vec<(i64, i64)>,
     /// `getUpdates` hangs without answering (a network that swallows requests) until released.
     polls_hang: bool,
+    /// The `language_code` each user's Telegram app reports, where a test set one.
+    languages: HashMap<i64, String>,
 }
 
 /// The fake Bot API.
@@ -83,6 +85,19 @@ impl FakeTelegram {
         inner.next_update
     }
 
+    /// From now on, `user`'s updates carry `language_code` (as their Telegram app's language).
+    pub fn speaks(&self, user: i64, language_code: &str) {
+        self.inner.lock().unwrap().languages.insert(user, language_code.to_owned());
+    }
+
+    fn from(&self, user: i64) -> Value {
+        let mut from = user_json(user);
+        if let Some(code) = self.inner.lock().unwrap().languages.get(&user) {
+            from["language_code"] = json!(code);
+        }
+        from
+    }
+
     /// A user's text message; returns its update id.
     pub fn text(&self, user: i64, chat: i64, text: &str, reply_to: Option<i64>) -> i64 {
         let id = self.new_update_id();
@@ -90,7 +105,7 @@ impl FakeTelegram {
             "message_id": 10_000 + id,
             "date": 1_795_989_700,
             "chat": chat_json(chat),
-            "from": user_json(user),
+            "from": self.from(user),
             "text": text,
         });
         if text.starts_with('/') {
@@ -113,7 +128,7 @@ impl FakeTelegram {
             "update_id": id,
             "callback_query": {
                 "id": format!("cb-{id}"),
-                "from": user_json(user),
+                "from": self.from(user),
                 "chat_instance": format!("ci-{chat}"),
                 "data": data,
                 "message": stored,

@@ -18,6 +18,9 @@ use tokio::task::JoinHandle;
 use crate::fake_telegram::FakeTelegram;
 use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
 
+mod forms;
+mod language;
+
 const ALICE: i64 = 42;
 const BOB: i64 = 43;
 const GROUP: i64 = -100_123;
@@ -45,11 +48,23 @@ impl Tg {
         clock: Clock,
         timeouts: Timeouts,
     ) -> (Self, Arc<Telegram>) {
+        Self::launch(dir, api, updates, settings, clock, timeouts, channel_functions()).await
+    }
+
+    async fn launch(
+        dir: &TempDir,
+        api: &str,
+        updates: Updates,
+        settings: Settings,
+        clock: Clock,
+        timeouts: Timeouts,
+        functions: askgate::engine::Functions,
+    ) -> (Self, Arc<Telegram>) {
         init_log();
         let mut settings = settings;
         settings.channels.entry("telegram".into()).or_insert_with(anyone);
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
-        let engine = Engine::new(Arc::new(store), channel_functions(), settings, clock.clone());
+        let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
         let config = TelegramConfig {
             token: "123:fake".into(),
             api_url: Some(api.to_owned()),

@@ -8,19 +8,19 @@ use teloxide::types::{ChatId, MessageId, ParseMode};
 
 use super::{Telegram, render, retry};
 use crate::engine::{Channel, ChannelError};
-use crate::question::{Conversation, Question, Status, Surface, UserRef};
+use crate::question::{Conversation, Locale, Question, Status, Surface, UserRef};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording;
 
 impl Telegram {
     /// Deletes a prompt for the next message; one too old for Telegram to delete (48 hours) is
     /// edited to say it is closed instead, so that nobody replies to it in vain.
-    async fn remove_prompt(&self, chat: ChatId, message: MessageId) -> Result<(), RequestError> {
+    async fn remove_prompt(&self, chat: ChatId, message: MessageId, l: Locale) -> Result<(), RequestError> {
         let delete = self.bot.delete_message(chat, message);
         if retry(|| delete.clone().send()).await.is_ok() {
             return Ok(());
         }
-        let edit = self.bot.edit_message_text(chat, message, "✍️ (closed)");
+        let edit = self.bot.edit_message_text(chat, message, crate::say!(l, "tg.closed"));
         retry(|| edit.clone().send()).await.map(|_| ())
     }
 }
@@ -52,7 +52,9 @@ impl Channel for Telegram {
                     retry(|| edit.clone().send()).await.map(|_| ())
                 }
                 // The card shows the outcome; the prompt that asked for a reply goes.
-                DeliveryRole::Prompt | DeliveryRole::Note => self.remove_prompt(chat, message).await,
+                DeliveryRole::Prompt | DeliveryRole::Note => {
+                    self.remove_prompt(chat, message, question.presentation.locale).await
+                }
             }
         })
         .await;

@@ -1,11 +1,14 @@
 //! Questions as Telegram messages: HTML text and an inline keyboard whose `callback_data`
 //! values are the text commands. Pure functions, tested without a network.
 
+pub mod form;
+
 use std::fmt::Write;
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use crate::question::{Kind, Question, QuestionId};
+use crate::question::{Kind, Locale, Question, QuestionId};
+use crate::say;
 use crate::text::Piece;
 use crate::wording;
 
@@ -37,10 +40,6 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// has one: buttons show labels only. The list takes at most half of a message; each
 /// description is shortened to fit its share.
 fn described(q: &Question) -> String {
-    if q.form.is_some() {
-        // Until a form has buttons of its own here: its fields and the commands that answer it.
-        return format!("\n{}", wording::form_text(q));
-    }
     if q.descriptions.is_empty() {
         return String::new();
     }
@@ -56,17 +55,18 @@ fn described(q: &Question) -> String {
     out
 }
 
-/// The visible text of a card before escaping: prompt, detail with the options' descriptions, id
-/// and expiry. Prompt and detail are shortened so that the whole message stays under Telegram's
-/// limit.
-fn body(q: &Question, now_ms: i64, commands: Option<&str>) -> Body {
+/// The visible text of a card before escaping: prompt, detail, what `described` lists (the
+/// options' descriptions, a form's fields), id and expiry. Prompt and detail are shortened so
+/// that the whole message stays under Telegram's limit.
+fn body(q: &Question, now_ms: i64, commands: Option<&str>, described: String) -> Body {
     let footer = wording::footer(q, now_ms);
-    let described = described(q);
     let reserved = footer.chars().count() + described.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
     let title = match q.kind {
         Kind::Question | Kind::Confirm | Kind::Form => shorten(&q.prompt, budget / 2),
-        Kind::Approval => shorten(&format!("Approve: {}", q.prompt), budget / 2),
+        Kind::Approval => {
+            shorten(&say!(q.presentation.locale, "card.approve_prefix", action = q.prompt.as_str()), budget / 2)
+        }
     };
     let detail = q.detail.as_deref().map(|d| shorten(d, budget - title.chars().count())).unwrap_or_default();
     Body { title, detail, described, footer }
@@ -98,26 +98,45 @@ fn html(body: &Body, tail: &str) -> String {
     out
 }
 
-/// Renders a pending question.
+/// Renders a pending question (a form as nobody filled it yet: see [`form::card`]).
 pub fn card(q: &Question, now_ms: i64) -> Card {
+    if let Some(fields) = &q.form {
+        return form::card(q, fields, &Default::default(), now_ms);
+    }
     let rows = buttons(q);
-    let fits = rows.iter().flatten().all(|b| match &b.kind {
-        InlineKeyboardButtonKind::CallbackData(data) => !data.is_empty() && data.len() <= MAX_CALLBACK_DATA,
-        _ => true,
-    });
-    if fits {
-        return Card { text: html(&body(q, now_ms, None), ""), keyboard: Some(InlineKeyboardMarkup::new(rows)) };
+    if fits(&rows) {
+        let text = html(&body(q, now_ms, None, described(q)), "");
+        return Card { text, keyboard: Some(InlineKeyboardMarkup::new(rows)) };
     }
     // A keyboard is never sent with a payload silently dropped: the commands go in the text.
     let commands = text_commands(q);
-    Card { text: html(&body(q, now_ms, Some(&commands)), &commands), keyboard: None }
+    Card { text: html(&body(q, now_ms, Some(&commands), described(q)), &commands), keyboard: None }
 }
 
-/// The card of a resolved question: the same text with its outcome, and no buttons.
+/// The card of a resolved question: the same text with its outcome (a form's fields as they
+/// were answered), and no buttons.
 pub fn resolved(q: &Question, now_ms: i64) -> String {
-    let mut body = body(q, now_ms, None);
+    let described = match &q.form {
+        Some(fields) => form::answered(q, fields),
+        None => described(q),
+    };
+    // An answer may be long (a form's holds every field): its line is shortened, and the
+    // prompt and detail make room for it.
+    let outcome = shorten(&q.outcome_line(), MAX_OUTCOME);
+    let mut body = body(q, now_ms, Some(&outcome), described);
     body.footer = body.footer.split(" · ").next().unwrap_or_default().to_owned();
-    html(&body, &q.outcome_line())
+    html(&body, &outcome)
+}
+
+/// The longest outcome line a resolved card shows, in characters.
+const MAX_OUTCOME: usize = 1_000;
+
+/// Whether Telegram takes every payload of these rows (1 to 64 bytes each).
+fn fits(rows: &[Vec<InlineKeyboardButton>]) -> bool {
+    rows.iter().flatten().all(|b| match &b.kind {
+        InlineKeyboardButtonKind::CallbackData(data) => !data.is_empty() && data.len() <= MAX_CALLBACK_DATA,
+        _ => true,
+    })
 }
 
 fn text_commands(q: &Question) -> String {
@@ -132,12 +151,19 @@ fn button(label: impl Into<String>, data: String) -> InlineKeyboardButton {
 
 /// The keyboard rows. Options get a row each (labels can be long); actions share rows.
 pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
-    let id = q.id;
-    if q.form.is_some() {
-        return vec![vec![button("Decline", format!("/decline {id}"))]];
+    let (id, l) = (q.id, q.presentation.locale);
+    if let Some(fields) = &q.form {
+        return form::keyboard(q, fields, &Default::default());
     }
+    let decline = || button(say!(l, "button.decline"), format!("/decline {id}"));
+    let reject = || {
+        vec![
+            button(say!(l, "button.reject"), format!("/deny {id}")),
+            button(say!(l, "button.reject_with_note"), format!("/note {id}")),
+        ]
+    };
     match q.kind {
-        Kind::Form => vec![vec![button("Decline", format!("/decline {id}"))]],
+        Kind::Form => vec![vec![decline()]],
         Kind::Question if q.multi => {
             let mut rows: Vec<_> = q
                 .options
@@ -145,7 +171,7 @@ pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
                 .enumerate()
                 .map(|(i, label)| vec![button(format!("{UNCHECKED} {label}"), format!("/toggle {id} {}", i + 1))])
                 .collect();
-            rows.push(vec![button("Submit", format!("/submit {id}")), button("Decline", format!("/decline {id}"))]);
+            rows.push(vec![button(say!(l, "button.submit"), format!("/submit {id}")), decline()]);
             rows
         }
         Kind::Question => {
@@ -157,30 +183,31 @@ pub fn buttons(q: &Question) -> Vec<Vec<InlineKeyboardButton>> {
                 .collect();
             let mut actions = Vec::new();
             if q.allow_custom {
-                actions.push(button(if q.options.is_empty() { "Answer…" } else { "Other…" }, format!("/other {id}")));
+                let label = if q.options.is_empty() { say!(l, "button.answer") } else { say!(l, "button.other") };
+                actions.push(button(label, format!("/other {id}")));
             }
-            actions.push(button("Decline", format!("/decline {id}")));
+            actions.push(decline());
             rows.push(actions);
             rows
         }
-        Kind::Confirm => {
-            vec![vec![button("Yes", format!("/answer {id} yes")), button("No", format!("/answer {id} no"))]]
+        Kind::Confirm => vec![vec![
+            button(say!(l, "button.yes"), format!("/answer {id} yes")),
+            button(say!(l, "button.no"), format!("/answer {id} no")),
+        ]],
+        Kind::Approval if q.needs_quorum() => {
+            vec![vec![button(say!(l, "button.approve"), format!("/approve {id}"))], reject()]
         }
-        Kind::Approval if q.needs_quorum() => vec![
-            vec![button("Approve", format!("/approve {id}"))],
-            vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
-        ],
         Kind::Approval => {
             let mut rows = vec![
                 vec![
-                    button("Allow once", format!("/approve {id}")),
-                    button("Allow always", format!("/approve {id} always")),
+                    button(say!(l, "button.allow_once"), format!("/approve {id}")),
+                    button(say!(l, "button.allow_always"), format!("/approve {id} always")),
                 ],
-                vec![button("Reject", format!("/deny {id}")), button("Reject with note…", format!("/note {id}"))],
+                reject(),
             ];
             if q.allow_custom {
                 // An editable approval: the next message is the action to allow instead.
-                rows.push(vec![button("Edit…", format!("/other {id}"))]);
+                rows.push(vec![button(say!(l, "button.edit"), format!("/other {id}"))]);
             }
             rows
         }
@@ -220,18 +247,18 @@ pub fn checked(markup: &InlineKeyboardMarkup) -> String {
 }
 
 /// The prompt sent after "Other…": a reply to it is the answer.
-pub fn other_prompt(id: QuestionId) -> String {
-    format!("✍️ Your answer to {}:", id.short())
+pub fn other_prompt(id: QuestionId, l: Locale) -> String {
+    say!(l, "tg.your_answer", id = id.short())
 }
 
 /// The prompt sent after an editable approval's "Edit…": a reply to it is the edited action.
-pub fn edit_prompt(id: QuestionId) -> String {
-    format!("✍️ Edited action for {}:", id.short())
+pub fn edit_prompt(id: QuestionId, l: Locale) -> String {
+    say!(l, "tg.edited_action", id = id.short())
 }
 
 /// The prompt sent after "Reject with note…": a reply to it is the rejection's feedback.
-pub fn note_prompt(id: QuestionId) -> String {
-    format!("✍️ Why reject {}?", id.short())
+pub fn note_prompt(id: QuestionId, l: Locale) -> String {
+    say!(l, "tg.why_reject", id = id.short())
 }
 
 #[cfg(test)]
@@ -324,6 +351,14 @@ mod tests {
         let visible = card.text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "");
         assert!(visible.chars().count() <= MAX_TEXT, "{}", visible.chars().count());
         assert!(visible.contains("\n25. 24"), "every option is listed: {visible}");
+    }
+
+    #[test]
+    fn a_payload_over_64_bytes_or_an_empty_one_does_not_fit() {
+        let row = |data: &str| vec![vec![button("x", data.to_owned())]];
+        assert!(fits(&row(&"a".repeat(MAX_CALLBACK_DATA))));
+        assert!(!fits(&row(&"a".repeat(MAX_CALLBACK_DATA + 1))));
+        assert!(!fits(&row("")));
     }
 
     #[test]

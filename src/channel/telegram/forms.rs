@@ -1,0 +1,310 @@
+//! Forms on Telegram: one card filled field by field. A tap on the card's controls fills the
+//! field its payload names ([`Engine::form_step`]) and the card is drawn again as the draft of
+//! whoever tapped stands; "✍️ Type it…" asks for the value in a reply (which the engine routes
+//! as a reply to a prompt), and a message that filled a field redraws the card too.
+
+use teloxide::payloads::{EditMessageTextSetters, SendMessageSetters};
+use teloxide::prelude::{Request, Requester};
+use teloxide::types::{CallbackQuery, ChatId, ForceReply, Message, MessageId, ParseMode, ReplyParameters};
+
+use super::render::{self, form};
+use super::{Telegram, conversation_of, display_name, retry, user_ref};
+use crate::command::FormAction;
+use crate::engine::{Engine, FormStep, Resolver, Response};
+use crate::question::form::{Draft, Field, Form};
+use crate::question::{Question, Receipt, Surface, UserRef};
+use crate::store::{Delivery, DeliveryRole};
+use crate::wording::{self, replies};
+
+/// What a person who tapped a button that does not fit its card is told.
+const NOT_UNDERSTOOD: &str = "That button is not understood.";
+
+impl Telegram {
+    /// A tap on a form card's own button, on a question the person may act on. Always
+    /// answers the callback. The update is recorded first, so that a redelivery (after a
+    /// restart, or to another instance) changes nothing: a tap lost to a crash in between is
+    /// tapped again, where a "Start over" applied twice would wipe what was filled since.
+    pub(super) async fn form_tap(
+        &self,
+        action: FormAction,
+        question: &Question,
+        message: &Message,
+        query: &CallbackQuery,
+        key: &str,
+        engine: &Engine,
+    ) {
+        let Some(fields) = &question.form else { return self.answer(query, NOT_UNDERSTOOD, false).await };
+        let field = match action.field() {
+            Some(n) => match n.checked_sub(1).and_then(|i| fields.fields.get(i)) {
+                Some(field) => Some((n, field)),
+                None => return self.answer(query, NOT_UNDERSTOOD, false).await,
+            },
+            None => None,
+        };
+        match engine.first_sighting(key).await {
+            Ok(true) => {}
+            // Answered when it was first applied; this stops the spinner.
+            Ok(false) => return self.answer(query, "", false).await,
+            Err(e) => {
+                tracing::error!(error = %e, "could not record a tap on a form");
+                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+            }
+        }
+        let user = user_ref(query.from.id.0);
+        let Some((n, field)) = field else {
+            // Start over: this person's draft goes, and the card shows the first field again.
+            if let Err(e) = engine.forget_draft(question, &user).await {
+                tracing::error!(error = %e, "could not forget a draft");
+                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+            }
+            self.draw_form(message.chat.id, message.id, question, fields, &Draft::new(), engine).await;
+            return self.answer(query, &crate::say!(locale_of(query, question), "tg.started_over"), false).await;
+        };
+        match action {
+            FormAction::Toggle { .. } => {
+                let data = query.data.as_deref().unwrap_or_default();
+                let Some(markup) = message.reply_markup().and_then(|m| form::toggle(m, data)) else {
+                    return self.answer(query, NOT_UNDERSTOOD, false).await;
+                };
+                self.edit_keyboard(message, markup).await;
+                self.answer(query, "", false).await;
+            }
+            FormAction::Type { .. } => self.ask_for_value(question, fields, field, message, query, engine).await,
+            _ => {
+                let ticked = message.reply_markup().map(|m| form::ticked(m, question, n)).unwrap_or_default();
+                let Some(text) = form::typed(field, action, &ticked) else {
+                    return self.answer(query, NOT_UNDERSTOOD, false).await;
+                };
+                let resolver = Resolver {
+                    name: crate::question::display_name(&display_name(&query.from)),
+                    update: Some(key.to_owned()),
+                    conversation: Some(conversation_of(message)),
+                    ..Resolver::person(user, Surface::Telegram)
+                };
+                let step = engine.form_step(question, &resolver, Some(&field.key), &text).await;
+                let (note, alert) = match step {
+                    Ok(FormStep::Next { draft, .. }) => {
+                        self.draw_form(message.chat.id, message.id, question, fields, &draft, engine).await;
+                        (String::new(), false)
+                    }
+                    // The engine shows the outcome on the card once the claim is won.
+                    Ok(FormStep::Done { receipt, .. } | FormStep::Refused(receipt)) => {
+                        let l = locale_of(query, question);
+                        let words = wording::receipt(&receipt, Some(question), l);
+                        let note = wording::tap_note(Some(&receipt), words.as_deref(), l).unwrap_or_default();
+                        (note, matches!(receipt, Receipt::NotAuthorized { .. }))
+                    }
+                    // The card stays on the field; the toast names it and says what fits.
+                    Ok(FormStep::Invalid(e)) => (e.describe(locale_of(query, question)), false),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not fill a form's field");
+                        (replies::failed(question.presentation.locale), false)
+                    }
+                };
+                self.answer(query, &note, alert).await;
+            }
+        }
+    }
+
+    /// "✍️ Type it…" (or a choice's "Other…"): a prompt whose reply the engine reads as the
+    /// value of the person's next field. When that is not the field tapped (the card showed
+    /// someone else's draft), the card is drawn again for this person instead.
+    async fn ask_for_value(
+        &self,
+        question: &Question,
+        fields: &Form,
+        field: &Field,
+        message: &Message,
+        query: &CallbackQuery,
+        engine: &Engine,
+    ) {
+        let draft = match engine.form_draft(question, &user_ref(query.from.id.0)).await {
+            Ok(draft) => draft,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read a draft");
+                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+            }
+        };
+        match fields.next_field(&draft) {
+            Some(next) if next.key == field.key => {
+                self.prompt_for(question, field, None, message, engine).await;
+                self.answer(query, &crate::say!(locale_of(query, question), "tg.reply_below"), false).await;
+            }
+            next => {
+                self.draw_form(message.chat.id, message.id, question, fields, &draft, engine).await;
+                let l = locale_of(query, question);
+                let note = next.map(|f| crate::say!(l, "tg.next_field", field = f.label()));
+                self.answer(query, note.as_deref().unwrap_or(NOT_UNDERSTOOD), false).await;
+            }
+        }
+    }
+
+    /// Sends a prompt for `field` (after `before`, when given), replying to `to`, and records it
+    /// so that a reply to it is read as the field's value.
+    async fn prompt_for(
+        &self,
+        question: &Question,
+        field: &Field,
+        before: Option<&str>,
+        to: &Message,
+        engine: &Engine,
+    ) {
+        let prompt = form::prompt(question, field);
+        let text = match before {
+            Some(before) => format!("{}\n{prompt}", render::shorten(before, 1_000)),
+            None => prompt,
+        };
+        let sent = self
+            .throttled
+            .send_message(to.chat.id, text)
+            .reply_parameters(ReplyParameters::new(to.id).allow_sending_without_reply())
+            .reply_markup(ForceReply::new().selective());
+        let sent = match to.thread_id {
+            Some(thread) if to.is_topic_message => sent.message_thread_id(thread),
+            _ => sent,
+        };
+        match sent.await {
+            Ok(prompt) => {
+                let (chat, sent) = (prompt.chat.id.0.to_string(), prompt.id.0.to_string());
+                engine.record_delivery(question, Delivery::prompt(question.id, Surface::Telegram, chat, sent)).await;
+            }
+            Err(e) => tracing::warn!(error = %e, "could not ask for a field's value"),
+        }
+    }
+
+    /// After a message was handled: when it filled a field of a form (a reply to its card or
+    /// its prompt, or a plain message to the one question waiting for the sender), the form's
+    /// cards in this chat are drawn again as the sender's draft stands; when what a reply to a
+    /// prompt gave did not fit, the field is asked again with the refusal. Returns whether it
+    /// replied to the message itself.
+    pub(super) async fn after_form_message(
+        &self,
+        message: &Message,
+        user: &UserRef,
+        response: &Response,
+        engine: &Engine,
+    ) -> bool {
+        let refused = match &response.receipt {
+            // A step that filled a field says the next one, with no receipt.
+            None => false,
+            Some(Receipt::InvalidChoice { .. }) => true,
+            Some(_) => return false,
+        };
+        if response.text.is_none() || message.text().is_none_or(|t| t.trim_start().starts_with('/')) {
+            return false;
+        }
+        let found = match self.form_of(message, user, engine).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not find the form a message filled");
+                return false;
+            }
+        };
+        let Some((question, deliveries, role)) = found else { return false };
+        let Some(fields) = &question.form else { return false };
+        let draft = match engine.form_draft(&question, user).await {
+            Ok(draft) => draft,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a draft");
+                return false;
+            }
+        };
+        if refused {
+            let (Some(DeliveryRole::Prompt), Some(field)) = (role, fields.next_field(&draft)) else { return false };
+            self.prompt_for(&question, field, response.text.as_deref(), message, engine).await;
+            return true;
+        }
+        let chat = message.chat.id.0.to_string();
+        let cards = deliveries.iter().filter(|d| d.surface == Surface::Telegram && d.chat == chat);
+        for card in cards.filter(|d| d.role == DeliveryRole::Card) {
+            let Ok(id) = card.message.parse::<i32>() else { continue };
+            self.draw_form(message.chat.id, MessageId(id), &question, fields, &draft, engine).await;
+        }
+        false
+    }
+
+    /// The pending form a message is about, as the engine routes it: the question whose
+    /// message it replies to, else the one question waiting for its sender here; with that
+    /// question's messages, and the role of the one replied to.
+    async fn form_of(
+        &self,
+        message: &Message,
+        user: &UserRef,
+        engine: &Engine,
+    ) -> Result<Option<(Question, Vec<Delivery>, Option<DeliveryRole>)>, crate::store::StoreError> {
+        let conversation = conversation_of(message);
+        let waiting: Vec<Question> = engine
+            .pending_for(Some(&conversation), u32::MAX)
+            .await?
+            .into_iter()
+            .filter(|q| q.admits(user, Some(&conversation)))
+            .collect();
+        if !waiting.iter().any(|q| q.form.is_some()) {
+            return Ok(None);
+        }
+        let ids: Vec<_> = waiting.iter().map(|q| q.id).collect();
+        let deliveries = engine.deliveries(&ids).await?;
+        let chat = message.chat.id.0.to_string();
+        let replied = message.reply_to_message().map(|m| m.id.0.to_string()).and_then(|id| {
+            deliveries.iter().find(|d| d.surface == Surface::Telegram && d.chat == chat && d.message == id)
+        });
+        let (question, role) = match (replied, waiting.as_slice()) {
+            (Some(d), _) => (waiting.iter().find(|q| q.id == d.question), Some(d.role)),
+            (None, [one]) => (Some(one), None),
+            (None, _) => (None, None),
+        };
+        let Some(question) = question.filter(|q| q.form.is_some()) else { return Ok(None) };
+        let own = deliveries.iter().filter(|d| d.question == question.id).cloned().collect();
+        Ok(Some((question.clone(), own, role)))
+    }
+
+    /// Draws a form's card as `draft` fills it. A question resolved meanwhile (on another
+    /// surface) may have had its card retracted just before: it is then drawn resolved again,
+    /// so that an outcome is never covered by a keyboard.
+    async fn draw_form(
+        &self,
+        chat: ChatId,
+        message: MessageId,
+        question: &Question,
+        fields: &Form,
+        draft: &Draft,
+        engine: &Engine,
+    ) {
+        let card = form::card(question, fields, draft, self.clock.now_ms());
+        let mut edit = self.bot.edit_message_text(chat, message, card.text).parse_mode(ParseMode::Html);
+        if let Some(keyboard) = card.keyboard {
+            edit = edit.reply_markup(keyboard);
+        }
+        if let Err(e) = retry(|| edit.clone().send()).await {
+            tracing::warn!(error = %e, "could not draw a form's card");
+        }
+        if let Ok(Some(now)) = engine.question(question.id).await
+            && !now.is_pending()
+        {
+            let text = render::resolved(&now, self.clock.now_ms());
+            let edit = self.bot.edit_message_text(chat, message, text).parse_mode(ParseMode::Html);
+            if let Err(e) = retry(|| edit.clone().send()).await {
+                tracing::warn!(error = %e, "could not show a form's outcome");
+            }
+        }
+    }
+
+    /// Changes only the keyboard of a card.
+    async fn edit_keyboard(&self, message: &Message, markup: teloxide::types::InlineKeyboardMarkup) {
+        use teloxide::payloads::EditMessageReplyMarkupSetters;
+        let edit = self.bot.edit_message_reply_markup(message.chat.id, message.id).reply_markup(markup);
+        if let Err(e) = retry(|| edit.clone().send()).await {
+            tracing::warn!(error = %e, "could not update a form's ticks");
+        }
+    }
+}
+
+/// The language a tapping person is answered in: their platform's, else the question's.
+fn locale_of(query: &CallbackQuery, question: &Question) -> crate::question::Locale {
+    query
+        .from
+        .language_code
+        .as_deref()
+        .and_then(crate::question::Locale::from_tag)
+        .unwrap_or(question.presentation.locale)
+}
