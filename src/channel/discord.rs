@@ -242,10 +242,12 @@ impl Handler {
         user: &User,
         command: command::Command,
         key: String,
+        locale: &str,
     ) -> Response {
         // Every interaction is answered ephemerally: only its sender reads the reply.
         let inbound = Inbound::tap(conversation, user_ref(user.id.get()), Surface::Discord, command)
             .named(&display_name(user))
+            .speaking(Some(locale))
             .keyed(key)
             .in_private(true);
         self.engine.handle(inbound).await
@@ -281,7 +283,7 @@ impl Handler {
             }
         };
         let key = format!("discord:interaction:{}", c.id);
-        let response = self.handle(conversation_of(c.channel_id), &c.user, command, key).await;
+        let response = self.handle(conversation_of(c.channel_id), &c.user, command, key, &c.locale).await;
         self.respond(ctx, interaction, &response, question).await;
     }
 
@@ -289,12 +291,14 @@ impl Handler {
     async fn open_modal(&self, ctx: &SerenityContext, c: &ComponentInteraction, id: QuestionId, action: CardAction) {
         let opened = self.engine.open_card(id, &conversation_of(c.channel_id), &user_ref(c.user.id.get())).await;
         let reply = match (opened, action) {
-            (Ok(q), CardAction::Note) => CreateInteractionResponse::Modal(render::note_modal(q.id)),
+            (Ok(q), CardAction::Note) => CreateInteractionResponse::Modal(render::note_modal(&q)),
             (Ok(q), CardAction::Other) if q.kind == crate::question::Kind::Approval => {
-                CreateInteractionResponse::Modal(render::edit_modal(q.id, &q.prompt))
+                CreateInteractionResponse::Modal(render::edit_modal(&q))
             }
-            (Ok(q), CardAction::Other) => CreateInteractionResponse::Modal(render::other_modal(q.id, &q.prompt)),
-            (Ok(_), CardAction::Toggle(_) | CardAction::Submit) => ephemeral("That button is not understood."),
+            (Ok(q), CardAction::Other) => CreateInteractionResponse::Modal(render::other_modal(&q)),
+            (Ok(_), CardAction::Toggle(_) | CardAction::Submit | CardAction::Form(_)) => {
+                ephemeral("That button is not understood.")
+            }
             (Err(refusal), _) => ephemeral(&refusal.to_string()),
         };
         if let Err(e) = c.create_response(&ctx.http, reply).await {
@@ -325,7 +329,7 @@ impl Handler {
             return;
         };
         let key = format!("discord:interaction:{}", m.id);
-        let response = self.handle(conversation_of(m.channel_id), &m.user, command, key).await;
+        let response = self.handle(conversation_of(m.channel_id), &m.user, command, key, &m.locale).await;
         self.respond(ctx, interaction, &response, Some(question)).await;
     }
 
@@ -345,7 +349,7 @@ impl Handler {
             _ => command::Command::Help,
         };
         let key = format!("discord:interaction:{}", c.id);
-        let mut response = self.handle(conversation_of(c.channel_id), &c.user, command, key).await;
+        let mut response = self.handle(conversation_of(c.channel_id), &c.user, command, key, &c.locale).await;
         if response.text.is_none() && response.receipt.is_none() {
             response.text = Some("Started.".to_owned());
         }

@@ -16,6 +16,7 @@ use crate::fake_discord::FakeDiscord;
 use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
 
 mod forms;
+mod language;
 
 const ALICE: u64 = 100_000_000_000_000_101;
 const BOB: u64 = 100_000_000_000_000_102;

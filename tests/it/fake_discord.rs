@@ -40,6 +40,8 @@ struct Inner {
     seq: u64,
     /// The message each component interaction was on.
     interactions: HashMap<u64, u64>,
+    /// The locale each user's Discord client reports, where a test set one (`en-US` otherwise).
+    locales: HashMap<u64, String>,
 }
 
 /// The fake Discord.
@@ -173,12 +175,18 @@ impl FakeDiscord {
         id
     }
 
+    /// From now on, `user`'s interactions carry `locale` (as their Discord client's language).
+    pub fn speaks(&self, user: u64, locale: &str) {
+        self.inner.lock().unwrap().locales.insert(user, locale.to_owned());
+    }
+
     fn interaction(&self, kind: u8, user: u64, channel: u64, data: Value, message: Option<Value>) -> u64 {
         let id = self.next_id();
+        let locale = self.inner.lock().unwrap().locales.get(&user).cloned().unwrap_or_else(|| "en-US".into());
         let mut interaction = json!({
             "id": id.to_string(), "application_id": APP_ID.to_string(), "type": kind, "data": data,
             "channel_id": channel.to_string(), "token": format!("itok-{id}"), "version": 1,
-            "locale": "en-US", "entitlements": [], "attachment_size_limit": 8_388_608,
+            "locale": locale, "entitlements": [], "attachment_size_limit": 8_388_608,
             "user": user_json(user),
         });
         if let Some(message) = message {

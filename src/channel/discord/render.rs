@@ -10,7 +10,8 @@ use serenity::all::{
 };
 use std::fmt::Write;
 
-use crate::question::{Kind, Question, QuestionId};
+use crate::question::{Kind, Question};
+use crate::say;
 use crate::text::{Piece, clip};
 use crate::wording;
 
@@ -116,7 +117,7 @@ enum Body<'a> {
 
 fn content(q: &Question, now_ms: i64, body: Body<'_>, tail: &str) -> String {
     let title = match q.kind {
-        Kind::Approval => format!("Approve: {}", q.prompt),
+        Kind::Approval => say!(q.presentation.locale, "card.approve_prefix", action = q.prompt.as_str()),
         _ => q.prompt.clone(),
     };
     let footer = wording::footer(q, now_ms);
@@ -167,8 +168,9 @@ fn select(q: &Question, min: u8, max: u8) -> Component {
             description: q.description(i).map(|d| clip(d, MAX_SELECT_TEXT, "…")),
         })
         .collect();
-    let placeholder = if q.multi { "Pick one or more" } else { "Pick one" };
-    Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder: placeholder.to_owned() }
+    let l = q.presentation.locale;
+    let placeholder = if q.multi { say!(l, "discord.pick_some") } else { say!(l, "discord.pick_one") };
+    Component::Select { custom_id: format!("/answer {}", q.id), options, min, max, placeholder }
 }
 
 /// Renders a pending question.
@@ -201,7 +203,8 @@ fn form_card(q: &Question, form: &crate::question::form::Form, now_ms: i64) -> L
     let lines: Vec<&str> = text.lines().collect();
     let (fields, commands) = lines.split_at(lines.len().saturating_sub(3));
     let commands = commands.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
-    let decline = vec![vec![button("Decline", format!("/decline {}", q.id), Style::Danger)]];
+    let decline = say!(q.presentation.locale, "button.decline");
+    let decline = vec![vec![button(&decline, format!("/decline {}", q.id), Style::Danger)]];
     Layout {
         content: content(q, now_ms, Body::Code(&fields.join("\n")), &format!("```\n{commands}\n```")),
         rows: decline,
@@ -216,37 +219,38 @@ pub fn resolved(q: &Question, now_ms: i64) -> String {
 }
 
 fn rows(q: &Question) -> Vec<Vec<Component>> {
-    let id = q.id;
-    let decline = button("Decline", format!("/decline {id}"), Style::Danger);
+    let (id, l) = (q.id, q.presentation.locale);
+    let say = |key: &str| rust_i18n::t!(key, locale = l.as_str()).into_owned();
+    let decline = button(&say("button.decline"), format!("/decline {id}"), Style::Danger);
     match q.kind {
         Kind::Form => vec![vec![decline]],
         Kind::Confirm => vec![vec![
-            button("Yes", format!("/answer {id} yes"), Style::Primary),
-            button("No", format!("/answer {id} no"), Style::Secondary),
+            button(&say("button.yes"), format!("/answer {id} yes"), Style::Primary),
+            button(&say("button.no"), format!("/answer {id} no"), Style::Secondary),
         ]],
         Kind::Approval if q.needs_quorum() => vec![vec![
-            button("Approve", format!("/approve {id}"), Style::Primary),
-            button("Reject", format!("/deny {id}"), Style::Danger),
-            button("Reject with note…", format!("/note {id}"), Style::Danger),
+            button(&say("button.approve"), format!("/approve {id}"), Style::Primary),
+            button(&say("button.reject"), format!("/deny {id}"), Style::Danger),
+            button(&say("button.reject_with_note"), format!("/note {id}"), Style::Danger),
         ]],
         Kind::Approval => {
             let mut row = vec![
-                button("Allow once", format!("/approve {id}"), Style::Primary),
-                button("Allow always", format!("/approve {id} always"), Style::Secondary),
-                button("Reject", format!("/deny {id}"), Style::Danger),
-                button("Reject with note…", format!("/note {id}"), Style::Danger),
+                button(&say("button.allow_once"), format!("/approve {id}"), Style::Primary),
+                button(&say("button.allow_always"), format!("/approve {id} always"), Style::Secondary),
+                button(&say("button.reject"), format!("/deny {id}"), Style::Danger),
+                button(&say("button.reject_with_note"), format!("/note {id}"), Style::Danger),
             ];
             if q.allow_custom {
                 // An editable approval: a form with the action, to allow as edited.
-                row.push(button("Edit…", format!("/other {id}"), Style::Secondary));
+                row.push(button(&say("button.edit"), format!("/other {id}"), Style::Secondary));
             }
             vec![row]
         }
         Kind::Question => {
             let mut actions = Vec::new();
             if q.allow_custom {
-                let label = if q.options.is_empty() { "Answer…" } else { "Other…" };
-                actions.push(button(label, format!("/other {id}"), Style::Secondary));
+                let label = if q.options.is_empty() { say("button.answer") } else { say("button.other") };
+                actions.push(button(&label, format!("/other {id}"), Style::Secondary));
             }
             actions.push(decline);
             let mut rows = Vec::new();
@@ -349,28 +353,32 @@ pub fn components(layout: &Layout) -> Vec<CreateActionRow> {
 }
 
 /// The modal "Other…" opens: its submit is `/answer <uuid> <text>`.
-pub fn other_modal(id: QuestionId, prompt: &str) -> CreateModal {
-    CreateModal::new(format!("/answer {id}"), clip(&format!("Answer: {prompt}"), 45, "…")).components(vec![
-        CreateActionRow::InputText(
-            CreateInputText::new(InputTextStyle::Paragraph, "Your answer", "text").required(true),
-        ),
-    ])
+pub fn other_modal(q: &Question) -> CreateModal {
+    let (id, l) = (q.id, q.presentation.locale);
+    let title = say!(l, "discord.answer_title", prompt = q.prompt.as_str());
+    CreateModal::new(format!("/answer {id}"), clip(&title, 45, "…")).components(vec![CreateActionRow::InputText(
+        CreateInputText::new(InputTextStyle::Paragraph, say!(l, "discord.your_answer"), "text").required(true),
+    )])
 }
 
 /// The modal an editable approval's "Edit…" opens, holding the action: its submit is
 /// `/edit <uuid> <new action>`.
-pub fn edit_modal(id: QuestionId, action: &str) -> CreateModal {
-    CreateModal::new(format!("/edit {id}"), "Edit, then allow").components(vec![CreateActionRow::InputText(
-        CreateInputText::new(InputTextStyle::Paragraph, "The action to allow", "text")
-            .value(clip(action, 4000, ""))
-            .required(true),
-    )])
+pub fn edit_modal(q: &Question) -> CreateModal {
+    let (id, l) = (q.id, q.presentation.locale);
+    CreateModal::new(format!("/edit {id}"), say!(l, "button.edit_then_allow")).components(vec![
+        CreateActionRow::InputText(
+            CreateInputText::new(InputTextStyle::Paragraph, say!(l, "discord.action_to_allow"), "text")
+                .value(clip(&q.prompt, 4000, ""))
+                .required(true),
+        ),
+    ])
 }
 
 /// The modal "Reject with note…" opens: its submit is `/deny <uuid> <text>`.
-pub fn note_modal(id: QuestionId) -> CreateModal {
-    CreateModal::new(format!("/deny {id}"), "Reject with a note").components(vec![CreateActionRow::InputText(
-        CreateInputText::new(InputTextStyle::Paragraph, "Why reject?", "text").required(true),
+pub fn note_modal(q: &Question) -> CreateModal {
+    let (id, l) = (q.id, q.presentation.locale);
+    CreateModal::new(format!("/deny {id}"), say!(l, "discord.note_title")).components(vec![CreateActionRow::InputText(
+        CreateInputText::new(InputTextStyle::Paragraph, say!(l, "discord.why_reject"), "text").required(true),
     )])
 }
 
