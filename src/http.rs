@@ -172,6 +172,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/livez", get(livez)),
         ("/metrics", get(metrics)),
         ("/api/openapi.json", get(openapi::serve)),
+        ("/docs", get(openapi::reference)),
         ("/api/questions", get(api::list).post(api::create)),
         ("/api/questions/{id}", get(api::get_one)),
         ("/api/questions/{id}/outcome", get(api::outcome)),

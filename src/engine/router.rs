@@ -152,7 +152,7 @@ impl Response {
 }
 
 /// The smallest id prefix that is accepted.
-const MIN_PREFIX: usize = 4;
+const MIN_PREFIX: usize = QuestionId::MIN_PREFIX;
 
 impl Engine {
     /// Handles one inbound message and says what to tell its sender.

@@ -234,11 +234,10 @@ pub(super) fn refused(error: ExternalAskError) -> ApiError {
 
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct WaitQuery {
-    /// Seconds to wait for the outcome while the question is pending (at most 60, longer
-    /// is 60; default 0).
+    /// Seconds to wait for the outcome while the question is pending (0 to 60; default 0).
     #[serde(default)]
-    #[schemars(extend("maximum" = u64::MAX))]
-    wait: Option<u64>,
+    #[schemars(extend("maximum" = MAX_WAIT, "default" = 0))]
+    wait: u64,
 }
 
 pub(super) async fn outcome(
@@ -248,7 +247,7 @@ pub(super) async fn outcome(
     Params(query): Params<WaitQuery>,
 ) -> Result<Response, ApiError> {
     let id = find_for(&state, &caller, &id).await?.id;
-    let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_WAIT));
+    let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
     let question =
         state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };

@@ -16,6 +16,7 @@ use super::events::EventsQuery;
 
 mod mcp;
 mod people;
+mod reference;
 
 use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
@@ -140,7 +141,8 @@ fn path_param(name: &str, description: &str) -> Value {
     json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string", "minLength": 1}})
 }
 
-const QUESTION_ID: &str = "The question's id, or a unique prefix of at least 8 characters (as cards show it).";
+/// The prefix rule's number is `QuestionId::MIN_PREFIX` (a unit test holds them together).
+const QUESTION_ID: &str = "The question's id, or a unique prefix of at least 4 characters (cards show 8).";
 
 /// An operation behind the API token, with the errors every such operation may answer.
 fn operation(id: &str, summary: &str, tag: &str, mut op: Value, responses: Value) -> Value {
@@ -443,12 +445,14 @@ fn build() -> Value {
     merge(&mut responses, body_errors());
     merge(&mut responses, misdirected());
     webhook["responses"] = responses;
+    // Signed with the channel's shared secret, not a token.
+    webhook["security"] = json!([]);
 
     let text = |description: &str, media: &str| json!({"description": description, "content": {media: {"schema": {"type": "string"}}}});
     let public = |id: &str, summary: &str, tag: &str, responses: Value| {
         let mut responses = responses;
         merge(&mut responses, misdirected());
-        json!({"operationId": id, "summary": summary, "tags": [tag], "responses": responses})
+        json!({"operationId": id, "summary": summary, "tags": [tag], "security": [], "responses": responses})
     };
     let health = s.written::<Health>();
     let paths = json!({
@@ -477,6 +481,8 @@ fn build() -> Value {
         "/": {"get": public("page", "The web page of question cards", "page", json!({"200": text("The page.", "text/html")}))},
         "/page.js": {"get": public("pageScript", "The page's script", "page", json!({"200": text("The script.", "text/javascript")}))},
         "/page.css": {"get": public("pageStyles", "The page's styles", "page", json!({"200": text("The styles.", "text/css")}))},
+        "/docs": {"get": public("apiReference", "This document as a page to read", "operations",
+            json!({"200": text("The API reference.", "text/html")}))},
         "/channels/webhook/{name}": {"post": webhook},
         "/mcp": mcp::paths(),
     });
@@ -490,7 +496,11 @@ fn build() -> Value {
             "description": "Ask a person from a running function, on the chat channels where people are. \
                             Every /api route needs `Authorization: Bearer <token>`; errors are \
                             `{\"error\":{\"code\",\"message\"}}`.",
+            "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
         },
+        // Relative: the askgate that serves this document.
+        "servers": [{"url": "/", "description": "the askgate serving this document"}],
+        "security": [{"bearer": []}],
         "paths": paths,
         "components": {
             "schemas": s.components(),
@@ -517,6 +527,12 @@ pub(super) async fn serve() -> axum::Json<&'static Value> {
     axum::Json(document())
 }
 
+/// Serves the document as a page to read (`/docs`).
+pub(super) async fn reference() -> axum::response::Html<&'static str> {
+    static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    axum::response::Html(PAGE.get_or_init(|| reference::html(document())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,6 +548,25 @@ mod tests {
             std::fs::write(&path, &current).unwrap();
             panic!("docs/openapi.json was stale; it is rewritten now: commit it");
         }
+    }
+
+    /// The book's API chapter is the document rendered; a stale one is rewritten (commit it).
+    #[test]
+    fn the_books_api_reference_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/api.md");
+        let current = reference::markdown(document());
+        let stored = std::fs::read_to_string(&path).unwrap_or_default();
+        if stored != current {
+            std::fs::write(&path, &current).unwrap();
+            panic!("docs/src/api.md was stale; it is rewritten now: commit it");
+        }
+    }
+
+    /// The prefix rule is one number: the engine's, in the document's words.
+    #[test]
+    fn the_id_prefix_rule_is_the_engines() {
+        let min = crate::question::QuestionId::MIN_PREFIX;
+        assert!(QUESTION_ID.contains(&format!("at least {min} characters")), "{QUESTION_ID}");
     }
 
     /// Every `$ref` points at a schema the document holds.

@@ -62,6 +62,10 @@ uuid_id!(
 );
 
 impl QuestionId {
+    /// The fewest characters of an id that name a question (a unique prefix, as typed in
+    /// chats and in API routes); cards show [`QuestionId::short`], 8.
+    pub const MIN_PREFIX: usize = 4;
+
     /// The first eight characters, as text surfaces show the id.
     pub fn short(&self) -> String {
         let mut s = self.to_string();

@@ -57,6 +57,13 @@ async fn the_api_answers_as_its_openapi_document_says() {
     .unwrap();
     assert!(served_document == stored, "the served document is not docs/openapi.json (the unit tests rewrite it)");
     assert_eq!(served_document["openapi"], "3.1.0");
+    // The reference people read, rendered from the same document, without a token.
+    let page = reqwest::get(format!("{base}/docs")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("<h1>HTTP API reference</h1>") && page.contains("<code>GET /api/questions/{id}/outcome</code>")
+    );
     let operations: usize =
         served_document["paths"].as_object().unwrap().values().map(|p| p.as_object().unwrap().len()).sum();
 
@@ -89,4 +96,32 @@ async fn the_api_answers_as_its_openapi_document_says() {
     assert_eq!(count("Tested:"), selected, "every selected operation was tested:\n{out}");
     assert_eq!(total.parse::<usize>().unwrap() + 1, operations, "the document's operations but its own:\n{out}");
     assert!(served.log().matches(" ERROR ").count() == 0, "askgate logged errors:\n{}", served.log());
+}
+
+/// The contract is valid: openapi-spec-validator, and Redocly's recommended rules with no error
+/// and no warning (servers, security on every operation, a licence, parameter bounds).
+#[test]
+fn the_document_passes_openapi_spec_validator_and_redoclys_recommended_rules() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let validator = std::process::Command::new("python3")
+        .args(["-m", "openapi_spec_validator", "docs/openapi.json"])
+        .current_dir(root)
+        .output()
+        .expect("python3 runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&validator.stdout), String::from_utf8_lossy(&validator.stderr));
+    assert!(!said.contains("No module named"), "pip install openapi-spec-validator==0.9.0 (.ci/run installs it)");
+    assert!(validator.status.success() && said.contains("OK"), "openapi-spec-validator:\n{said}");
+
+    let redocly = std::process::Command::new("redocly")
+        .args(["lint", "docs/openapi.json", "--extends", "recommended", "--format", "stylish"])
+        .env("REDOCLY_TELEMETRY", "off")
+        .env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true")
+        .current_dir(root)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("redocly does not run ({e}): npm install @redocly/cli@2.77.0 (.ci/run installs it)")
+        });
+    let said = format!("{}{}", String::from_utf8_lossy(&redocly.stdout), String::from_utf8_lossy(&redocly.stderr));
+    assert!(redocly.status.success() && said.contains("Your API description is valid"), "redocly:\n{said}");
+    assert!(!said.contains("You have"), "redocly warned:\n{said}");
 }
