@@ -1,5 +1,5 @@
 //! A small MCP server with file tools, to put behind askgate's approvals (`[[mcp.upstream]]`;
-//! see the README's "Gating an agent's tools"): on stdin/stdout, or over streamable HTTP with
+//! see docs/src/gating.md): on stdin/stdout, or over streamable HTTP with
 //! `--http 127.0.0.1:9000` (it prints `listening on http://…/mcp`). It works inside the
 //! directory given as its last argument and writes its process id to `files_server.pid` there.
 //!

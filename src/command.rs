@@ -193,8 +193,8 @@ impl std::fmt::Display for Command {
     }
 }
 
-/// The command list `/help` shows, in `locale`: the English one is the README's "Commands"
-/// section (a test holds them together).
+/// The command list `/help` shows, in `locale`: the English one is in docs/src/commands.md
+/// (a test holds them together).
 pub fn help(locale: crate::question::Locale) -> String {
     crate::say!(locale, "help.body")
 }
@@ -224,10 +224,10 @@ mod tests {
     }
 
     #[test]
-    fn help_and_the_readme_list_the_same_commands() {
-        let readme = include_str!("../README.md");
+    fn help_and_the_docs_list_the_same_commands() {
+        let readme = include_str!("../docs/src/commands.md");
         let help = help(crate::question::Locale::En);
-        assert!(readme.contains(&format!("```\n{help}\n```")), "/help and the README's Commands section differ");
+        assert!(readme.contains(&format!("```\n{help}\n```")), "/help and docs/src/commands.md differ");
     }
 
     #[test]

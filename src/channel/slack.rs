@@ -56,7 +56,7 @@ pub fn app_needs(socket_mode: bool, http: std::net::SocketAddr) -> String {
     format!(
         "  slack app: bot scopes chat:write, commands, channels:history, groups:history, im:history, \
          mpim:history; bot events message.channels, message.groups, message.im, message.mpim; \
-         Interactivity on; a slash command /askgate; {transport} (README: a manifest to paste)"
+         Interactivity on; a slash command /askgate; {transport} (docs/src/slack.md: a manifest to paste)"
     )
 }
 

@@ -276,7 +276,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let png = browser.screenshot().await;
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
     if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
-        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images");
         std::fs::create_dir_all(&docs).unwrap();
         std::fs::write(docs.join("web-page.png"), &png).unwrap();
     }

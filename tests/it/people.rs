@@ -364,7 +364,7 @@ async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies
         .await;
     // The README's picture of the conversation: ASKGATE_SCREENSHOTS=1 writes it to docs/.
     if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
-        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images");
         std::fs::write(docs.join("web-conversation.png"), browser.screenshot().await).unwrap();
     }
     // Text is text: markup typed in stays as typed.

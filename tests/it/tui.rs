@@ -134,7 +134,7 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     let screen = tui.wait_for("1 [x] git   2 [ ] make   3 [x] cargo").await;
     // The README's picture of the TUI: ASKGATE_SCREENSHOTS=1 writes the screen to docs/.
     if std::env::var_os("ASKGATE_SCREENSHOTS").is_some() {
-        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images");
         std::fs::write(docs.join("tui.txt"), screen).unwrap();
     }
     tui.keys(&["Enter"]);

@@ -133,7 +133,8 @@ async fn a_form_is_filled_on_the_page_and_a_wrong_field_is_refused_beside_it_kee
         let png = browser.command(Method::GET, &format!("/element/{article}/screenshot"), None).await;
         let png = super::base64_decode(png.as_str().expect("a screenshot"));
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
-        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/web-form.png"), png).unwrap();
+        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images/web-form.png"), png)
+            .unwrap();
     }
 
     // Corrected, the answer is one object: numbers as numbers, the box as a boolean, the time
