@@ -92,6 +92,17 @@ impl Env {
         };
         value.filter(|v| !v.trim().is_empty())
     }
+
+    /// The names of the variables set that start with `prefix`, sorted.
+    pub fn names_starting(&self, prefix: &str) -> Vec<String> {
+        let mut names: Vec<String> = match &self.0 {
+            None => std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect(),
+            Some(map) => map.keys().cloned().collect(),
+        };
+        names.retain(|n| n.starts_with(prefix));
+        names.sort();
+        names
+    }
 }
 
 /// The validated configuration.

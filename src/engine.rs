@@ -309,6 +309,7 @@ impl Engine {
     }
 
     fn emit(&self, event: Event) {
+        event.log();
         if let Some((what, run)) = event.of_run() {
             self.inner.store.announce_run(what, run);
         }

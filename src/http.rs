@@ -5,6 +5,7 @@
 //! `api:operator`) or an agent token (`agent:<name>`, which asks and reads what it asked, and
 //! never answers); `/mcp` takes agent tokens only. Errors are `{"error":{"code","message"}}`.
 
+mod access;
 mod api;
 mod auth;
 mod bodies;
@@ -67,6 +68,8 @@ pub struct AppState {
     callback_secret: bool,
     /// Claude Code's relayed permission prompts waiting for a person.
     relayed: Arc<hooks::Relayed>,
+    /// Requests counted by route and status, for `/metrics`.
+    requests: Arc<access::Requests>,
 }
 
 /// The chat channels whose messages come over askgate's own server.
@@ -136,6 +139,7 @@ pub fn router(
         claude_code,
         callback_secret: settings.callback_secret,
         relayed: Arc::default(),
+        requests: Arc::default(),
     };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
@@ -157,6 +161,7 @@ pub fn router(
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), access::record))
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers));
     if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
@@ -416,7 +421,7 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
         env!("CARGO_PKG_VERSION"),
         env!("ASKGATE_COMMIT")
     );
-    let text = format!("{text}{}", process::metrics());
+    let text = format!("{text}{}{}", state.requests.render(), process::metrics());
     let text = match state.engine.instance() {
         Some(instance) => format!(
             "{text}# HELP askgate_instance_info This instance's id among those sharing the database.\n\

@@ -10,6 +10,9 @@ use askgate::gateway::{ConsoleIo, Gateway};
 use clap::{Parser, Subcommand};
 use tokio::io::BufReader;
 
+#[path = "cli/check.rs"]
+mod check;
+
 /// mimalloc rather than glibc's allocator: measured with 64 conversations at once (`cargo bench
 /// --bench cycles`), a cycle costs a fifth less CPU, and the resident memory is the same, with
 /// its arenas committed on demand (`MI_DEFAULT_ARENA_EAGER_COMMIT=0`, set for the build in
@@ -145,14 +148,6 @@ enum HookAgent {
     ClaudeCode,
 }
 
-/// Appends a line to a report.
-macro_rules! say {
-    ($out:expr, $($arg:tt)*) => {{
-        use std::fmt::Write as _;
-        let _ = writeln!($out, $($arg)*);
-    }};
-}
-
 /// `0.1.0 (commit 1a2b3c4d5e6f)`.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ASKGATE_COMMIT"), ")");
 
@@ -174,11 +169,13 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr);
     if cli.log_format == "json" {
-        logs.json().with_current_span(false).with_span_list(false).init();
+        logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
     } else {
         // Colours only for a person at a terminal, not in files and journals.
         logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     }
+    // Hints for a person at the console (what to type, how to stop); not in a service's JSON log.
+    let for_a_person = cli.log_format == "text" || std::io::IsTerminal::is_terminal(&std::io::stdin());
     let config_path = match &cli.command {
         Command::Serve { config, .. }
         | Command::Check { config }
@@ -206,8 +203,11 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check { .. } => {
-            check(&config, &config_path);
-            ExitCode::SUCCESS
+            if check::check(&config, &config_path) == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Command::Migrate { .. } | Command::Completions { .. } | Command::Man => {
             unreachable!("handled before the configuration is read")
@@ -230,7 +230,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Serve { exit_on_eof, .. } => match serve(config, exit_on_eof) {
+        Command::Serve { exit_on_eof, .. } => match serve(config, exit_on_eof, for_a_person) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("askgate: {e:#}");
@@ -273,144 +273,7 @@ fn finish(command: &str, done: Result<(), String>) -> ExitCode {
     }
 }
 
-fn check(config: &Config, path: &std::path::Path) {
-    let mut out = String::new();
-    say!(out, "{}: ok", path.display());
-    say!(out, "gateway:");
-    for setting in &config.gateway_values {
-        let value =
-            if setting.key == "database" { askgate::store::redact(&setting.value) } else { setting.value.clone() };
-        let from = match &setting.source {
-            askgate::config::Source::Default => "default".to_owned(),
-            askgate::config::Source::File => format!("from {}", path.display()),
-            askgate::config::Source::Env(name) => format!("from {name}"),
-        };
-        say!(out, "  {} = {value} ({from})", setting.key);
-    }
-    if askgate::store::is_memory_url(&config.database) {
-        say!(out, "database: in memory (nothing survives a restart)");
-    } else if askgate::store::is_postgres_url(&config.database) {
-        say!(
-            out,
-            "database: PostgreSQL, {} (several askgate instances may share it)",
-            askgate::store::redact(&config.database)
-        );
-        postgres_instances(&mut out, &config.database);
-    } else {
-        match askgate::store::SqliteStore::holder(&config.database) {
-            Ok(Some(holder)) => say!(out, "database: {} (in use by askgate, {holder})", config.database),
-            Ok(None) => say!(out, "database: {} (not in use)", config.database),
-            Err(e) => say!(out, "database: {} (cannot tell whether it is in use: {e})", config.database),
-        }
-    }
-    say!(out, "channels:");
-    for (name, state) in config.channel_states(&Env::process()) {
-        say!(out, "  {name}: {state}");
-    }
-    if let Some(slack) = &config.slack {
-        say!(out, "{}", askgate::channel::slack::app_needs(slack.app_token_env.is_some(), config.http));
-    }
-    let mut escalations: Vec<_> = config.settings.channels.iter().collect();
-    escalations.sort_by(|a, b| a.0.cmp(b.0));
-    for (name, policy) in escalations {
-        let nudges = &policy.nudges;
-        let Some(to) = &nudges.escalate_to else { continue };
-        let after = std::time::Duration::from_millis(nudges.escalate_after.unwrap_or(0));
-        let who = nudges.escalate_answerers.as_ref().map_or("anyone there".to_owned(), |users| join(users));
-        say!(
-            out,
-            "  {name}: unanswered after {} escalates to {to} ({who} may answer)",
-            humantime::format_duration(after)
-        );
-    }
-    match &config.mcp {
-        Some(mcp) => say!(
-            out,
-            "mcp: /mcp on http://{}/ and `askgate mcp`; questions go to {}{}",
-            config.http,
-            mcp.conversation,
-            if mcp.allowed_conversations.is_empty() {
-                String::new()
-            } else {
-                format!(" (calls may also name {})", join(&mcp.allowed_conversations))
-            }
-        ),
-        None => say!(out, "mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
-    }
-    for upstream in config.mcp.iter().flat_map(|m| &m.upstreams) {
-        let reach = match &upstream.transport {
-            askgate::config::UpstreamTransport::Stdio { command, cwd, .. } => {
-                let found = program_found(&command[0], Some(cwd));
-                format!("command `{}`{}", command.join(" "), if found { "" } else { " (program not found)" })
-            }
-            askgate::config::UpstreamTransport::Http { url } => format!("url {url}"),
-        };
-        let list = |patterns: &[String]| if patterns.is_empty() { "none".to_owned() } else { patterns.join(", ") };
-        say!(
-            out,
-            "  upstream {}: {reach}; approval for {}; never offered: {}; a call fails after {} (call_timeout) or with a result over {} (max_result)",
-            upstream.name,
-            list(&upstream.approve),
-            list(&upstream.deny),
-            humantime::format_duration(upstream.call_timeout),
-            askgate::config::UpstreamConfig::size_text(upstream.max_result)
-        );
-    }
-    // Who may ask through /mcp and the API besides the operator: never answer.
-    let mut agents = vec!["agent (ASKGATE_AGENT_TOKEN, else askgate-agent.token beside the database)".to_owned()];
-    for agent in &config.agents {
-        let set = if Env::process().get(&agent.token_env).is_some() { "set" } else { "not set: it cannot connect" };
-        agents.push(format!("{} ({}: {set})", agent.name, agent.token_env));
-    }
-    say!(out, "agent tokens (ask, never answer): {}", agents.join(", "));
-    say!(out, "functions:");
-    for f in &config.functions {
-        say!(out, "  {} ({}): {}", f.name, f.what(), f.description);
-        if !f.pre_approved.is_empty() {
-            say!(out, "    approvals allowed without asking: {}", f.pre_approved.join(", "));
-        }
-        if let askgate::config::FunctionKind::Process(p) = &f.kind
-            && !program_found(&p.command[0], Some(&p.cwd))
-        {
-            say!(
-                out,
-                "warning: function `{}`: program `{}` not found (from {})",
-                f.name,
-                p.command[0],
-                p.cwd.display()
-            );
-        }
-    }
-    let access = config.access_report();
-    say!(out, "who may start runs:");
-    for line in &access.lines {
-        say!(out, "  {line}");
-    }
-    for warning in &access.warnings {
-        say!(out, "warning: {warning}");
-    }
-    // Written at once, and quietly cut short when the reader goes (`askgate check | head`).
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
-}
-
-/// Whether a program can be started: a path (relative to `cwd`) that exists, or a name found
-/// on `PATH`.
-fn program_found(program: &str, cwd: Option<&std::path::Path>) -> bool {
-    if program.contains('/') {
-        let path = std::path::Path::new(program);
-        return match cwd {
-            Some(cwd) if path.is_relative() => cwd.join(path).exists(),
-            _ => path.exists(),
-        };
-    }
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-fn join(items: &[impl std::fmt::Display]) -> String {
-    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-}
-
-fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
+fn serve(config: Config, exit_on_eof: bool, for_a_person: bool) -> anyhow::Result<()> {
     if let Some(limit) = askgate::http::server::raise_open_files_limit() {
         tracing::debug!(limit, "open files");
     }
@@ -426,7 +289,11 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
         // Listened for from here on: a signal that comes while nothing awaits it is kept, not lost.
         let mut signals = Signals::new()?;
         let gateway = Gateway::builder(config).console(io).start().await.context("starting askgate")?;
-        tracing::info!("askgate is ready; {hint}");
+        if for_a_person {
+            tracing::info!("askgate is ready; {hint}");
+        } else {
+            tracing::info!("askgate is ready");
+        }
         let mut console_open = true;
         loop {
             tokio::select! {
@@ -436,7 +303,8 @@ fn serve(config: Config, exit_on_eof: bool) -> anyhow::Result<()> {
                         tracing::info!("console input ended; stopping (--exit-on-eof)");
                         break;
                     }
-                    tracing::info!("console input ended; askgate keeps running (Ctrl-C stops it)");
+                    let how = if for_a_person { " (Ctrl-C stops it)" } else { "" };
+                    tracing::info!("console input ended; askgate keeps running{how}");
                     console_open = false;
                 }
             }
@@ -533,29 +401,6 @@ impl Signals {
             _ = self.term.recv() => {}
             _ = self.interrupt.recv() => {}
         }
-    }
-}
-
-/// The instances signed on to a PostgreSQL database, for `check`.
-fn postgres_instances(out: &mut String, url: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-    let listed = runtime.map_err(|e| e.to_string()).and_then(|r| {
-        r.block_on(async {
-            tokio::time::timeout(std::time::Duration::from_secs(10), askgate::store::instances(url)).await
-        })
-        .map_err(|_| "no answer within 10 s".to_owned())?
-        .map_err(|e| askgate::error_chain(&e))
-    });
-    match listed {
-        Ok(rows) if rows.is_empty() => say!(out, "instances: none running"),
-        Ok(rows) => {
-            say!(out, "instances:");
-            for row in rows {
-                let state = if row.alive { "alive" } else { "silent: taken for dead" };
-                say!(out, "  {} (last heartbeat {:.0}s ago, {state})", row.id, row.silent_for);
-            }
-        }
-        Err(e) => say!(out, "instances: cannot tell ({e})"),
     }
 }
 

@@ -57,6 +57,14 @@ pub fn variable(key: &str) -> String {
 /// # Errors
 /// The dotted key and what is wrong with the variable's value, naming the variable.
 pub(super) fn apply(gateway: &mut RawGateway, text: &str, env: &Env) -> Result<Vec<GatewayValue>, (String, String)> {
+    // A misspelt variable would otherwise be ignored without a word, as an unknown key in the
+    // file is not.
+    if let Some(unknown) =
+        env.names_starting("ASKGATE_GATEWAY_").into_iter().find(|n| !KEYS.iter().any(|(k, _)| variable(k) == *n))
+    {
+        let known = KEYS.iter().map(|(k, _)| variable(k)).collect::<Vec<_>>().join(", ");
+        return Err(("gateway".to_owned(), format!("`{unknown}` is not a [gateway] key's variable; they are {known}")));
+    }
     let file: toml::Table = text.parse().unwrap_or_default();
     let in_file = file.get("gateway").and_then(toml::Value::as_table);
     let mut values = Vec::with_capacity(KEYS.len());
@@ -169,5 +177,12 @@ mod tests {
             assert!(message.contains(&format!("`gateway.{key}`")), "{message}");
             assert!(message.contains(says) && message.contains(name), "{message}");
         }
+    }
+
+    #[test]
+    fn a_misspelt_variable_is_refused_with_the_ones_there_are() {
+        let message = parse("", &[("ASKGATE_GATEWAY_HTTPP", "0.0.0.0:8080")]).unwrap_err().to_string();
+        assert!(message.contains("`ASKGATE_GATEWAY_HTTPP` is not a [gateway] key's variable"), "{message}");
+        assert!(message.contains("ASKGATE_GATEWAY_HTTP,"), "{message}");
     }
 }

@@ -33,6 +33,28 @@ pub enum Event {
 }
 
 impl Event {
+    /// One log line for a question's life on this instance (asked, counted, and how it ended),
+    /// with its ids as fields; runs at debug.
+    pub(super) fn log(&self) {
+        match self {
+            Self::Asked(q) => tracing::info!(
+                question = %q.id, run = %q.run, kind = q.kind.as_str(),
+                conversation = q.conversation.as_ref().map(crate::question::Conversation::as_str),
+                "question asked"
+            ),
+            Self::Counted(q) => tracing::info!(question = %q.id, run = %q.run, "question counted an approval"),
+            Self::Resolved(q) => tracing::info!(
+                question = %q.id, run = %q.run, status = q.status.as_str(),
+                via = q.answered_via.map(crate::question::Surface::as_str),
+                by = q.answered_by.as_deref(),
+                "question {}", q.status.as_str()
+            ),
+            Self::RunStarted(r) | Self::RunResumed(r) | Self::Run(r) => {
+                tracing::debug!(run = %r.id, function = %r.function, status = r.status.as_str(), "{}", self.name());
+            }
+        }
+    }
+
     /// The event's name: `question.asked`, `question.replied`, `run.waiting`, …
     pub fn name(&self) -> &'static str {
         if let Some((what, _)) = self.of_run() {

@@ -574,14 +574,48 @@ async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
     let mut command = Command::new(BIN);
     command.args(["serve", "--log-format", "json", "--config"]).arg(&config);
     let mut served = Served::spawn(command, &[]);
-    served.log_line("askgate is ready").await;
+    let ready = served.log_line("askgate is ready").await;
+    // A service's log (JSON, no terminal) holds no hints for a person at the console.
+    assert!(!ready.contains("type /run"), "{ready}");
     served.type_line("/run demo").await;
     served.line("Which library for date formatting?").await;
+    // One line per question asked, with its ids as fields; one per request, with its route.
+    let asked = served.log_line("question asked").await;
+    let line = served.log_line("web page on http://").await;
+    let entry: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let base = entry["message"].as_str().unwrap().split("web page on ").nth(1).unwrap().trim().to_owned();
+    // The first scrape is counted once it is answered: the second one sees it.
+    reqwest::get(format!("{base}metrics")).await.unwrap();
+    let metrics = reqwest::get(format!("{base}metrics")).await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains("askgate_http_requests_total{method=\"GET\",route=\"/metrics\",status=\"200\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("askgate_http_request_duration_seconds_count{method=\"GET\",route=\"/metrics\"} 1"),
+        "{metrics}"
+    );
+    let request = served.log_line("GET /metrics 200").await;
     let log = served.log();
     for line in log.lines() {
         let entry: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        assert!(entry["fields"]["message"].is_string(), "{line}");
+        // The message at the top level, as log shippers expect.
+        assert!(entry["message"].is_string() && entry.get("fields").is_none(), "{line}");
     }
+    let asked: serde_json::Value = serde_json::from_str(&asked).unwrap();
+    assert_eq!(asked["kind"], "question");
+    assert_eq!(asked["conversation"], "console:local");
+    assert_eq!(asked["question"].as_str().unwrap().len(), 36, "{asked}");
+    assert_eq!(asked["run"].as_str().unwrap().len(), 36, "{asked}");
+    let request: serde_json::Value = serde_json::from_str(&request).unwrap();
+    assert_eq!((request["target"].as_str(), request["route"].as_str()), (Some("askgate::access"), Some("/metrics")));
+    assert_eq!((request["method"].as_str(), request["status"].as_u64()), (Some("GET"), Some(200)));
+    assert!(request["ms"].as_f64().is_some(), "{request}");
+    // And one line when it is answered.
+    served.type_line("2").await;
+    let answered: serde_json::Value = serde_json::from_str(&served.log_line("question answered").await).unwrap();
+    assert_eq!((answered["status"].as_str(), answered["via"].as_str()), (Some("answered"), Some("console")));
+    assert_eq!(answered["question"], asked["question"]);
     served.terminate().await;
 }
 
@@ -624,6 +658,17 @@ async fn gateway_keys_come_from_the_environment_and_check_says_where_each_came_f
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("`gateway.max_connections`") && said.contains("ASKGATE_GATEWAY_MAX_CONNECTIONS"), "{said}");
+
+    // A misspelt variable is refused too, as an unknown key in the file is.
+    let out = std::process::Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&config)
+        .env("ASKGATE_GATEWAY_HTTPP", "0.0.0.0:8080")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("`ASKGATE_GATEWAY_HTTPP` is not a [gateway] key's variable"), "{said}");
 }
 
 crate::backend::on_both_backends!(a_killed_askgate_loses_no_question_and_frees_its_database);
@@ -648,22 +693,25 @@ async fn check_into_a_closed_pipe_exits_quietly() {
 }
 
 #[tokio::test]
-async fn check_warns_of_programs_it_cannot_find_and_names_functions_by_name() {
+async fn check_fails_on_programs_it_cannot_find_and_names_functions_by_name() {
     let dir = TempDir::new().unwrap();
     let extra = "\n[[functions]]\nname = \"deploy\"\ncommand = [\"./nothere.sh\"]\n\
                  \n[[functions]]\nname = \"ship\"\ncommand = [\"no-such-program-anywhere\"]\n\
                  \n[[functions]]\nname = \"fine\"\ncommand = [\"sh\", \"-c\", \"true\"]\n";
     let out =
         Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), extra)).output().await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "a warning is not an error");
+    // A function that cannot run is a problem a deployment script must see: exit code 1 (a
+    // configuration askgate refuses is 2).
+    assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning: function")).collect();
-    assert_eq!(warnings.len(), 2, "{text}");
-    assert!(warnings[0].starts_with("warning: function `deploy`: program `./nothere.sh` not found"), "{text}");
+    let problems: Vec<&str> = text.lines().filter(|l| l.starts_with("problem: function")).collect();
+    assert_eq!(problems.len(), 2, "{text}");
+    assert!(problems[0].starts_with("problem: function `deploy`: program `./nothere.sh` not found"), "{text}");
     assert!(
-        warnings[1].starts_with("warning: function `ship`: program `no-such-program-anywhere` not found"),
+        problems[1].starts_with("problem: function `ship`: program `no-such-program-anywhere` not found"),
         "{text}"
     );
+    assert!(text.ends_with("2 problem(s): askgate would start, but what is named above cannot run\n"), "{text}");
 
     let bad = "\n[[functions]]\nname = \"deploy\"\ncommand = []\n";
     let out = Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), bad)).output().await.unwrap();
