@@ -140,16 +140,18 @@ impl Builder {
             }
             registry.insert_entry(name, entry);
         }
-        let store = match store {
-            Some(store) => store,
-            None => open_store(&config).await?,
+        // The port first: a start that fails on it leaves nothing behind in the database (on
+        // PostgreSQL, opening the store signs this instance on).
+        let listener = crate::http::server::listen(config.http, config.max_connections)
+            .map_err(|e| GatewayError::Bind(config.http, e))?;
+        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
+        let (store, opened_here) = match store {
+            Some(store) => (store, false),
+            None => (open_store(&config).await?, true),
         };
         for (channel, policy) in &channels {
             settings.channels.insert(channel.name().to_owned(), policy.clone());
         }
-        let listener = crate::http::server::listen(config.http, config.max_connections)
-            .map_err(|e| GatewayError::Bind(config.http, e))?;
-        let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         if settings.page_url.is_none() {
             // `/web` links name the address askgate listens on.
             settings.page_url = Some(format!("http://{}/", crate::config::reachable(http)));
@@ -160,13 +162,18 @@ impl Builder {
             allowed_users: crate::engine::Access::Anyone,
             ..ChannelPolicy::default()
         });
-        let engine = Engine::new(store, registry, settings, clock.clone());
+        let engine = Engine::new(store.clone(), registry, settings, clock.clone());
         for (channel, _) in channels {
             let name = channel.name();
             engine.attach(channel);
             engine.set_channel_state(name, ChannelState::Up);
         }
-        Gateway::start_engine(&config, &env, clock, console, engine, listener).await
+        let started = Gateway::start_engine(&config, &env, clock, console, engine, listener).await;
+        if started.is_err() && opened_here {
+            // Signed off again: another instance must not wait for a heartbeat that never comes.
+            store.close().await;
+        }
+        started
     }
 }
 

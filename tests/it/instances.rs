@@ -599,3 +599,27 @@ async fn a_run_taken_over_and_orphaned_again_is_taken_over_again_without_waiting
     let (_, survivor) = instances.remove(0);
     assert_eq!(survivor.served.terminate().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn an_instance_that_cannot_take_its_port_leaves_no_instance_behind() {
+    let database = TestDatabase::create().await;
+    let dir = TempDir::new().unwrap();
+    let config = write_config_on(dir.path(), &database.url, "");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = taken.local_addr().unwrap().to_string();
+    let out = tokio::process::Command::new(crate::binary::BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("ASKGATE_GATEWAY_HTTP", &http)
+        .env("ASKGATE_API_TOKEN", TOKEN)
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out).await.expect("it exits").unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("cannot listen on {http}")), "{said}");
+    let check = tokio::process::Command::new(crate::binary::BIN).args(["check", "--config"]).arg(&config).output();
+    let report = String::from_utf8_lossy(&check.await.unwrap().stdout).into_owned();
+    assert!(report.contains("instances: none running"), "{report}");
+    drop(taken);
+}
