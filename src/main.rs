@@ -167,7 +167,11 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // When stderr's reader is gone (`askgate serve 2>&1 | tee log`, then Ctrl-C, which stops
+        // tee too), a log line cannot be written; the default reports that with `eprintln!`,
+        // which panics on the same closed pipe, and the panic left askgate waiting on stdin.
+        .log_internal_errors(false);
     if cli.log_format == "json" {
         logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
     } else {

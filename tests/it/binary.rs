@@ -770,3 +770,34 @@ async fn the_console_lists_grants_and_revokes_one() {
     served.line(&format!("Revoked {short}: \"rm -rf build/\" will be asked again.")).await;
     assert_eq!(served.terminate().await.code(), Some(0));
 }
+
+/// `askgate serve 2>&1 | tee log`, then Ctrl-C: the terminal stops tee too, so askgate's log has
+/// no reader while it stops. It still stops, though its stdin stays open and silent.
+#[tokio::test]
+async fn ctrl_c_stops_askgate_when_its_log_has_lost_its_reader() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take();
+    let mut log = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(line) = log.next_line().await.unwrap() {
+        if line.contains("askgate is ready") {
+            break;
+        }
+    }
+    // The reader goes, then the signal comes: the next log line meets a closed pipe.
+    drop(log);
+    drop(child.stdout.take());
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("askgate stops").unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
