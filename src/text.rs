@@ -1,15 +1,27 @@
-//! Text every surface shares: clipping to a length, the one way every part does it (by
-//! characters, never inside one, with a mark that says something was cut), and the one markup a
-//! question's detail may carry (fenced code blocks).
+//! Text every surface shares: clipping to a length, the one way every part does it (counted in
+//! characters, cut only between what a reader sees as one character, with a mark that says
+//! something was cut), and the one markup a question's detail may carry (fenced code blocks).
+
+use unicode_segmentation::UnicodeSegmentation;
 
 /// `text` cut to at most `max` characters, the last of which are `mark` when it was cut
-/// (`…`, `… [shortened]`; empty for a plain cut).
+/// (`…`, `… [shortened]`; empty for a plain cut). Platforms count their limits in characters;
+/// the cut falls between grapheme clusters (unicode-segmentation), so an emoji sequence or a
+/// letter with its accents is kept whole or left out, never split.
 pub fn clip(text: &str, max: usize, mark: &str) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }
     let keep = max.saturating_sub(mark.chars().count());
-    let mut clipped: String = text.chars().take(keep).collect();
+    let mut clipped = String::new();
+    let mut used = 0;
+    for grapheme in text.graphemes(true) {
+        used += grapheme.chars().count();
+        if used > keep {
+            break;
+        }
+        clipped.push_str(grapheme);
+    }
     clipped.push_str(mark);
     clipped
 }
@@ -125,5 +137,14 @@ mod tests {
         assert_eq!(clip("ünïcödé text", 5, "…"), "ünïc…");
         assert_eq!(clip("abcdef", 3, ""), "abc");
         assert_eq!(clip("abcdef", 2, "[cut]"), "[cut]", "a mark longer than the room is kept whole");
+    }
+
+    #[test]
+    fn never_splits_what_a_reader_sees_as_one_character() {
+        let family = "\u{1F469}\u{200D}\u{1F469}\u{200D}\u{1F467}"; // one emoji, five chars
+        assert_eq!(clip(&format!("ok {family} done"), 6, "…"), "ok …", "the emoji is left out whole");
+        assert_eq!(clip(&format!("ok {family} done"), 9, "…"), format!("ok {family}…"));
+        assert_eq!(clip("e\u{301}e\u{301}e\u{301}", 4, "…"), "e\u{301}…", "an accent stays with its letter");
+        assert_eq!(clip("\u{1F1E9}\u{1F1EA}\u{1F1EB}\u{1F1F7}", 3, ""), "\u{1F1E9}\u{1F1EA}", "flags are pairs");
     }
 }
