@@ -315,6 +315,7 @@ impl Form {
     /// # Errors
     /// [`FieldError`] when the text does not fit the field.
     pub fn coerce(&self, field: &Field, text: &str) -> Result<Value, FieldError> {
+        let typed = text;
         let text = unquote(text);
         let value = match &field.input {
             Input::Text { .. } => Value::String(text.to_owned()),
@@ -329,22 +330,36 @@ impl Form {
             },
             Input::Choice { options, multi, .. } => {
                 let one = |token: &str| -> String {
+                    // A quoted token is the person's own words, never an option's number.
+                    let quoted = unquote(token).len() != token.trim().len();
                     let token = unquote(token);
-                    let by_number = token
-                        .strip_prefix('#')
-                        .unwrap_or(token)
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|n| n.checked_sub(1))
-                        .and_then(|i| options.get(i));
+                    let by_number = (!quoted).then_some(token).and_then(|token| {
+                        token
+                            .strip_prefix('#')
+                            .unwrap_or(token)
+                            .parse::<usize>()
+                            .ok()
+                            .and_then(|n| n.checked_sub(1))
+                            .and_then(|i| options.get(i))
+                    });
                     let by_name = options
                         .iter()
                         .find(|o| o.value.eq_ignore_ascii_case(token) || o.label().eq_ignore_ascii_case(token));
                     by_name.or(by_number).map_or_else(|| token.to_owned(), |o| o.value.clone())
                 };
                 if *multi {
-                    let tokens: Vec<&str> =
-                        if text.contains(',') { text.split(',').collect() } else { text.split_whitespace().collect() };
+                    // Commas separate; without them, an option whose name has spaces ("New York")
+                    // is one choice, and otherwise words are.
+                    let whole = options
+                        .iter()
+                        .any(|o| o.value.eq_ignore_ascii_case(text) || o.label().eq_ignore_ascii_case(text));
+                    let tokens: Vec<&str> = if text.contains(',') {
+                        text.split(',').collect()
+                    } else if whole {
+                        vec![text]
+                    } else {
+                        text.split_whitespace().collect()
+                    };
                     Value::Array(
                         tokens
                             .into_iter()
@@ -354,7 +369,7 @@ impl Form {
                             .collect(),
                     )
                 } else {
-                    Value::String(one(text))
+                    Value::String(one(typed))
                 }
             }
         };
@@ -420,15 +435,15 @@ impl Form {
         self.fields.iter().find(|f| !draft.contains_key(&f.key))
     }
 
-    /// Records what a person typed for `field` in `draft`: a value, or, for a field that is not
-    /// required, a dash (`-`) to leave it out.
+    /// Records what a person typed for `field` in `draft`: a value, or a dash (`-`) to leave it
+    /// out (a required field with a default takes the default; one without cannot be left out).
     ///
     /// # Errors
     /// [`FieldError`] when the text does not fit the field; the draft is unchanged.
     pub fn fill(&self, draft: &mut Draft, field: &Field, text: &str) -> Result<(), FieldError> {
         let skip = matches!(text.trim(), "-" | "—" | "skip" | "/skip");
         let value = match skip {
-            true if field.required => return Err(FieldError::new(field, Hint::Required)),
+            true if field.required => field.default_value().ok_or_else(|| FieldError::new(field, Hint::Required))?,
             true => Value::Null,
             false => self.coerce(field, text)?,
         };

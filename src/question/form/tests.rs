@@ -139,3 +139,33 @@ fn questions_asked_together_are_fields_keyed_by_their_headers() {
     let twice = vec![Subquestion { header: "a".into(), prompt: "b".into(), ..Subquestion::default() }; 2];
     assert!(Form::from_questions(twice).unwrap_err().to_string().contains("two fields"));
 }
+
+#[test]
+fn typed_choices_keep_names_with_spaces_and_quoted_words_as_words() {
+    let questions: Vec<Subquestion> = serde_json::from_value(json!([
+        {"header": "Cities", "prompt": "Where?", "options": ["New York", "Boston", "Paris"], "multi": true},
+        {"header": "Answer", "prompt": "Which?", "options": ["yes", "no"], "allow_custom": true}
+    ]))
+    .unwrap();
+    let form = Form::from_questions(questions).unwrap();
+    let (cities, answer) = (&form.fields[0], &form.fields[1]);
+    assert_eq!(form.coerce(cities, "new york").unwrap(), json!(["New York"]), "one option, not two words");
+    assert_eq!(form.coerce(cities, "New York, Paris").unwrap(), json!(["New York", "Paris"]));
+    assert_eq!(form.coerce(cities, "Boston Paris").unwrap(), json!(["Boston", "Paris"]));
+    assert_eq!(form.coerce(answer, "2").unwrap(), json!("no"), "a number picks an option");
+    assert_eq!(form.coerce(answer, "\"2\"").unwrap(), json!("2"), "a quoted number is the person's own words");
+}
+
+#[test]
+fn a_dash_takes_a_required_fields_default() {
+    let form = Form::from_schema(&json!({
+        "type": "object",
+        "properties": {"size": {"type": "integer", "default": 3}, "name": {"type": "string"}},
+        "required": ["size", "name"]
+    }))
+    .unwrap();
+    let mut draft = Draft::new();
+    form.fill(&mut draft, form.field("size").unwrap(), "-").unwrap();
+    assert_eq!(draft["size"], json!(3));
+    assert_eq!(form.fill(&mut draft, form.field("name").unwrap(), "-").unwrap_err().key, "name");
+}
