@@ -12,6 +12,8 @@ use tokio::io::BufReader;
 
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/telemetry.rs"]
+mod telemetry;
 
 /// mimalloc rather than glibc's allocator: measured with 64 conversations at once (`cargo bench
 /// --bench cycles`), a cycle costs a fifth less CPU, and the resident memory is the same, with
@@ -162,22 +164,8 @@ fn main() -> ExitCode {
     // The TUI's terminal is its screen: logs there would draw over it.
     let quiet = matches!(cli.command, Command::Mcp { .. } | Command::Hook { .. } | Command::Tui { .. });
     let default_filter = if quiet { "warn" } else { "info,sqlx=warn,rmcp=warn" };
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .with_writer(std::io::stderr)
-        // When stderr's reader is gone (`askgate serve 2>&1 | tee log`, then Ctrl-C, which stops
-        // tee too), a log line cannot be written; the default reports that with `eprintln!`,
-        // which panics on the same closed pipe, and the panic left askgate waiting on stdin.
-        .log_internal_errors(false);
-    if cli.log_format == "json" {
-        logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
-    } else {
-        // Colours only for a person at a terminal, not in files and journals.
-        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
-    }
+    let serving = matches!(cli.command, Command::Serve { .. });
+    let telemetry = telemetry::init(cli.log_format == "json", default_filter, serving);
     // Hints for a person at the console (what to type, how to stop); not in a service's JSON log.
     let for_a_person = cli.log_format == "text" || std::io::IsTerminal::is_terminal(&std::io::stdin());
     let config_path = match &cli.command {
@@ -234,13 +222,17 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Serve { exit_on_eof, .. } => match serve(config, exit_on_eof, for_a_person) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("askgate: {e:#}");
-                ExitCode::FAILURE
+        Command::Serve { exit_on_eof, .. } => {
+            let served = serve(config, exit_on_eof, for_a_person);
+            telemetry.flush();
+            match served {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("askgate: {e:#}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
     }
 }
 

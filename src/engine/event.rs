@@ -36,6 +36,18 @@ impl Event {
     /// One log line for a question's life on this instance (asked, counted, and how it ended),
     /// with its ids as fields; runs at debug.
     pub(super) fn log(&self) {
+        // A span for traces (exported over OTLP when configured; logs do not show it), with the
+        // ids as attributes, around the log line, which becomes its event.
+        let span = match self {
+            Self::Asked(q) | Self::Counted(q) | Self::Resolved(q) => tracing::info_span!(
+                target: "askgate::otel", "question", otel.name = self.name(),
+                question.id = %q.id, run.id = %q.run, question.status = q.status.as_str()
+            ),
+            Self::RunStarted(r) | Self::RunResumed(r) | Self::Run(r) => tracing::info_span!(
+                target: "askgate::otel", "run", otel.name = self.name(), run.id = %r.id, run.function = %r.function
+            ),
+        };
+        let _in = span.enter();
         match self {
             Self::Asked(q) => tracing::info!(
                 question = %q.id, run = %q.run, kind = q.kind.as_str(),

@@ -30,8 +30,8 @@ use crate::text::clip;
 /// The longest line a program may write.
 pub const MAX_LINE: usize = 64 * 1024;
 /// How many lines a program may write in a burst, and per second after that.
-const BURST: f64 = 1000.0;
-const PER_SECOND: f64 = 200.0;
+const BURST: u32 = 1000;
+const PER_SECOND: u32 = 200;
 /// How long a program has to exit after `pending` or `done` before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
 /// How much of stderr a failure message quotes.
@@ -205,23 +205,18 @@ impl StderrTail {
     }
 }
 
-/// Limits how fast a program may write lines.
-struct RateLimit {
-    tokens: f64,
-    at: Instant,
-}
+/// The lines a program may write: [`BURST`] at once, then [`PER_SECOND`] (governor's GCRA).
+struct RateLimit(governor::DefaultDirectRateLimiter);
 
 impl RateLimit {
     fn new() -> Self {
-        Self { tokens: BURST, at: Instant::now() }
+        let per_second = std::num::NonZeroU32::new(PER_SECOND).expect("not zero");
+        let burst = std::num::NonZeroU32::new(BURST).expect("not zero");
+        Self(governor::RateLimiter::direct(governor::Quota::per_second(per_second).allow_burst(burst)))
     }
 
     fn allow(&mut self) -> bool {
-        let now = Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * PER_SECOND).min(BURST);
-        self.at = now;
-        self.tokens -= 1.0;
-        self.tokens >= 0.0
+        self.0.check().is_ok()
     }
 }
 

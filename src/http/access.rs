@@ -13,6 +13,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use tracing::Instrument;
 
 use super::AppState;
 
@@ -38,9 +39,16 @@ pub(super) async fn record(State(state): State<AppState>, request: Request, next
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
-    let response = next.run(request).await;
+    // The request's span for traces (what it does inside, such as a question answered, is a
+    // child of it); logs do not show it.
+    let span = tracing::info_span!(
+        target: "askgate::otel", "request", otel.name = format!("{method} {route}"),
+        http.request.method = %method, http.route = %route, http.response.status_code = tracing::field::Empty
+    );
+    let response = next.run(request).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
     tracing::info!(
         target: "askgate::access",
         method = %method, route = %route, status, ms = elapsed.as_secs_f64() * 1000.0,

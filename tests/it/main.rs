@@ -36,5 +36,6 @@ mod slack;
 mod store;
 mod support;
 mod telegram;
+mod traces;
 mod trust;
 mod tui;
