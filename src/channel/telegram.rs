@@ -157,7 +157,7 @@ impl Telegram {
         engine: Engine,
         stop: CancellationToken,
     ) -> Result<(), StartError> {
-        let mut wait = Duration::from_secs(1);
+        let mut pauses = crate::engine::retry::pauses(Duration::from_secs(1), Duration::from_secs(60));
         engine.set_channel_state("telegram", ChannelState::Connecting);
         let me = loop {
             let attempt = tokio::select! {
@@ -167,6 +167,7 @@ impl Telegram {
             match attempt {
                 Ok(me) => break me,
                 Err(e @ (RequestError::Network(_) | RequestError::RetryAfter(_))) => {
+                    let wait = pauses.next().unwrap_or(Duration::from_secs(60));
                     tracing::warn!(error = %e, "telegram is not reachable; retrying in {}s", wait.as_secs());
                     engine.set_channel_state(
                         "telegram",
@@ -176,7 +177,6 @@ impl Telegram {
                         () = tokio::time::sleep(wait) => {}
                         () = stop.cancelled() => return Ok(()),
                     }
-                    wait = (wait * 2).min(Duration::from_secs(60));
                 }
                 Err(e) => return Err(e.into()),
             }

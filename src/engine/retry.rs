@@ -1,8 +1,12 @@
 //! Trying again: the one backoff every adapter uses when a platform asks it to slow down
-//! (`Retry-After`, Telegram's `retry_after`) or cannot be reached for a moment.
+//! (`Retry-After`, Telegram's `retry_after`) or cannot be reached for a moment, and the pauses
+//! of the loops that reconnect for as long as askgate runs. Both are backon's exponential
+//! backoff (doubling, capped, without jitter: a platform that names a pause gets exactly it).
 
 use std::future::Future;
 use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
 
 /// Whether a failed call may succeed if tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,27 +44,34 @@ impl Backoff {
 ///
 /// # Errors
 /// The last error.
-pub async fn retrying<T, E, F, Fut>(backoff: Backoff, classify: impl Fn(&E) -> Retry, mut call: F) -> Result<T, E>
+pub async fn retrying<T, E, F, Fut>(backoff: Backoff, classify: impl Fn(&E) -> Retry, call: F) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
-    let mut attempt = 0;
-    loop {
-        let error = match call().await {
-            Ok(value) => return Ok(value),
-            Err(e) => e,
-        };
-        let Retry::Later(asked) = classify(&error) else { return Err(error) };
-        attempt += 1;
-        if attempt > backoff.retries {
-            return Err(error);
-        }
-        let pause = backoff.pause(attempt, asked);
-        tracing::info!(error = %error, "trying again in {} ms", pause.as_millis());
-        tokio::time::sleep(pause).await;
-    }
+    let pauses = ExponentialBuilder::default()
+        .with_min_delay(backoff.first)
+        .with_max_delay(backoff.max)
+        .with_max_times(backoff.retries as usize);
+    call.retry(pauses)
+        .when(|e| classify(e) != Retry::No)
+        // The pause a platform asks for replaces the backoff's, within the cap; once the
+        // retries have run out, none is made.
+        .adjust(|e, pause| {
+            pause.map(|pause| match classify(e) {
+                Retry::Later(Some(asked)) => asked.min(backoff.max),
+                _ => pause,
+            })
+        })
+        .notify(|e, pause| tracing::info!(error = %e, "trying again in {} ms", pause.as_millis()))
+        .await
+}
+
+/// Pauses for a loop that tries again for as long as askgate runs: `first`, doubling, at most
+/// `max`, without end. Start a new one after a success.
+pub fn pauses(first: Duration, max: Duration) -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::default().with_min_delay(first).with_max_delay(max).without_max_times().build()
 }
 
 /// The pause an HTTP `Retry-After` header asks for (seconds; the date form is read as none).

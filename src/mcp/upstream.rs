@@ -306,7 +306,8 @@ impl Upstream {
 
     async fn supervise(&self, engine: &Engine, stop: &CancellationToken, sessions: &Sessions, mut first: FirstTry) {
         let name = &self.config.name;
-        let mut backoff = Duration::from_secs(1);
+        let new_pauses = || crate::engine::retry::pauses(Duration::from_secs(1), MAX_BACKOFF);
+        let mut pauses = new_pauses();
         loop {
             let started = tokio::select! {
                 started = tokio::time::timeout(START_TIMEOUT, self.connect(sessions)) => started,
@@ -314,7 +315,7 @@ impl Upstream {
             };
             match started {
                 Ok(Ok((service, child))) => {
-                    backoff = Duration::from_secs(1);
+                    pauses = new_pauses();
                     engine.set_channel_state(self.health, ChannelState::Up);
                     // Counted before the wait below; the call after the match then does nothing.
                     first.done();
@@ -339,10 +340,9 @@ impl Upstream {
             }
             first.done();
             tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(pauses.next().unwrap_or(MAX_BACKOFF)) => {}
                 () = stop.cancelled() => return,
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 

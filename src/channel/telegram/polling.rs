@@ -51,8 +51,8 @@ impl Timeouts {
 /// The pause after the `n`th failed poll in a row (from 1): short for the first few, so that a
 /// blip costs a second or two, then longer, up to [`MAX_BACKOFF`].
 pub fn backoff(failures: u32) -> Duration {
-    let exp = failures.saturating_sub(1).min(5);
-    (Duration::from_secs(1) * 2u32.pow(exp)).min(MAX_BACKOFF)
+    let nth = usize::try_from(failures.saturating_sub(1).min(16)).unwrap_or(16);
+    crate::engine::retry::pauses(Duration::from_secs(1), MAX_BACKOFF).nth(nth).unwrap_or(MAX_BACKOFF)
 }
 
 /// A run of failed polls.
