@@ -88,7 +88,10 @@ pub struct Layout {
     pub rows: Vec<Vec<Component>>,
 }
 
-/// Escapes Discord markdown.
+/// Escapes Discord markdown. Not serenity's `MessageBuilder::push_safe`: it escapes only `*`,
+/// `` ` `` and `_`, so `~~strikes~~`, `||spoilers||`, `> quotes`, `# headings`, `- lists` and
+/// `[masked](links)` in a prompt would still render, and it replaces zero-width joiners with
+/// spaces, which breaks emoji sequences.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
