@@ -175,7 +175,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/page.css", get(page::style)),
         ("/healthz", get(healthz)),
         ("/livez", get(livez)),
-        ("/metrics", get(metrics)),
+        ("/metrics", get(access::metrics)),
         ("/api/openapi.json", get(openapi::serve)),
         ("/docs", get(openapi::reference)),
         ("/api/questions", get(api::list).post(api::create)),
@@ -404,33 +404,6 @@ async fn healthz(State(state): State<AppState>) -> Response {
     };
     let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
-}
-
-async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let pending = state.engine.pending_count().await?;
-    let text = state.engine.metrics().render(
-        usize::try_from(pending).unwrap_or(usize::MAX),
-        &state.engine.channel_states(),
-        &state.engine.undelivered_cards(),
-        &state.engine.write_stats(),
-    );
-    let text = format!(
-        "{text}# HELP askgate_build_info The version and the git commit askgate was built from.\n\
-         # TYPE askgate_build_info gauge\n\
-         askgate_build_info{{version=\"{}\",commit=\"{}\"}} 1\n",
-        env!("CARGO_PKG_VERSION"),
-        env!("ASKGATE_COMMIT")
-    );
-    let text = format!("{text}{}{}", state.requests.render(), process::metrics());
-    let text = match state.engine.instance() {
-        Some(instance) => format!(
-            "{text}# HELP askgate_instance_info This instance's id among those sharing the database.\n\
-             # TYPE askgate_instance_info gauge\n\
-             askgate_instance_info{{instance=\"{instance}\"}} 1\n"
-        ),
-        None => text,
-    };
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
 /// 200 while the process runs (liveness), whatever the store and channels say (that is

@@ -1,11 +1,19 @@
-//! Counters for `/metrics`: questions asked, resolved by outcome and surface, and how long a
-//! follow-up run takes to resume after its question is resolved.
+//! Counters for `/metrics` (prometheus-client, OpenMetrics text): questions asked, resolved by
+//! outcome and surface, how long a follow-up run takes to resume after its question is
+//! resolved, and the figures of the moment of a scrape (questions pending, channels, cards
+//! waiting to be delivered, the store's writer).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use super::ChannelState;
 use crate::question::{Status, Surface};
@@ -14,112 +22,129 @@ use crate::store::WriteStats;
 /// Upper bounds of the resume-latency histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
+/// A metric's labels, in the order they are written.
+pub type Labels = Vec<(&'static str, String)>;
+
 /// The engine's counters.
-#[derive(Default)]
 pub struct Metrics {
-    asked: AtomicU64,
-    resolved: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
-    resume: Mutex<Histogram>,
+    registry: Registry,
+    asked: Counter,
+    resolved: Family<Labels, Counter>,
+    resume: Histogram,
 }
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+impl Default for Metrics {
+    fn default() -> Self {
+        let (asked, resolved, resume) = (Counter::default(), Family::default(), Histogram::new(BUCKETS));
+        let mut registry = Registry::default();
+        registry.register("askgate_questions_asked", "Questions asked since start", asked.clone());
+        registry.register(
+            "askgate_questions_resolved",
+            "Questions resolved since start, by outcome and surface",
+            resolved.clone(),
+        );
+        registry.register(
+            "askgate_resume_seconds",
+            "Time from a resolution to the resumed run's replay",
+            resume.clone(),
+        );
+        Self { registry, asked, resolved, resume }
+    }
 }
 
 impl Metrics {
     pub(super) fn asked(&self) {
-        self.asked.fetch_add(1, Ordering::Relaxed);
+        self.asked.inc();
     }
 
     pub(super) fn resolved(&self, status: Status, via: Option<Surface>) {
         let via = via.map_or("unknown", Surface::as_str);
-        let mut resolved = self.resolved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *resolved.entry((status.as_str(), via)).or_default() += 1;
+        self.resolved.get_or_create(&vec![("outcome", status.as_str().to_owned()), ("surface", via.to_owned())]).inc();
     }
 
     pub(super) fn resumed_after(&self, latency: Duration) {
-        let secs = latency.as_secs_f64();
-        let mut h = self.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (bound, count) in BUCKETS.iter().zip(h.counts.iter_mut()) {
-            if secs <= *bound {
-                *count += 1;
-            }
-        }
-        h.count += 1;
-        h.sum += secs;
+        self.resume.observe(latency.as_secs_f64());
     }
 
-    /// The Prometheus text exposition, with the current number of pending questions and how
-    /// each channel stands.
-    pub fn render(
-        &self,
-        pending: usize,
+    /// The counters, and `now`'s figures, in OpenMetrics text (without the closing `# EOF`, so
+    /// that other registries can follow).
+    ///
+    /// # Errors
+    /// Only when writing to the string fails, which it does not.
+    pub fn encode(&self, out: &mut String, now: Snapshot) -> std::fmt::Result {
+        prometheus_client::encoding::text::encode_registry(out, &self.registry)?;
+        let mut scrape = Registry::default();
+        scrape.register_collector(Box::new(now));
+        prometheus_client::encoding::text::encode_registry(out, &scrape)
+    }
+}
+
+/// The figures of the moment a scrape asks for them.
+#[derive(Debug)]
+pub struct Snapshot {
+    pending: u64,
+    channels: Vec<(String, bool)>,
+    undelivered: Vec<(String, u64)>,
+    store: (u64, u64, u64, f64, bool),
+}
+
+impl Snapshot {
+    /// The questions pending, how each channel stands, the cards each could not deliver yet,
+    /// and the store's writer.
+    pub fn new(
+        pending: u64,
         channels: &[(&str, ChannelState)],
-        undelivered: &std::collections::BTreeMap<&str, usize>,
+        undelivered: &BTreeMap<&str, usize>,
         store: &WriteStats,
-    ) -> String {
-        let mut out = String::new();
+    ) -> Self {
+        Self {
+            pending,
+            channels: channels
+                .iter()
+                .map(|(name, state)| {
+                    ((*name).to_owned(), matches!(state, ChannelState::Up | ChannelState::Degraded(_)))
+                })
+                .collect(),
+            undelivered: undelivered.iter().map(|(name, n)| ((*name).to_owned(), *n as u64)).collect(),
+            store: (store.batches, store.writes, store.failed, store.busy_seconds, store.failing.is_some()),
+        }
+    }
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let (batches, writes, failed, busy, failing) = self.store;
         for (name, help, value) in [
-            (
-                "askgate_store_batches_total",
-                "Batches of writes the store's writer committed together.",
-                store.batches as f64,
-            ),
-            ("askgate_store_writes_total", "Writes; per batch, how many share a commit.", store.writes as f64),
-            ("askgate_store_write_errors_total", "Writes that failed.", store.failed as f64),
-            ("askgate_store_busy_seconds_total", "Time the writer spent in transactions.", store.busy_seconds),
+            ("askgate_store_batches", "Batches of writes the store's writer committed together.", batches),
+            ("askgate_store_writes", "Writes; per batch, how many share a commit.", writes),
+            ("askgate_store_write_errors", "Writes that failed.", failed),
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {value}");
+            ConstCounter::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Counter)?)?;
         }
-        let _ =
-            writeln!(out, "# HELP askgate_channel_up Whether a channel is connected to its platform (1) or not (0).");
-        let _ = writeln!(out, "# TYPE askgate_channel_up gauge");
-        for (name, state) in channels {
-            let up = matches!(state, ChannelState::Up | ChannelState::Degraded(_));
-            let _ = writeln!(out, "askgate_channel_up{{channel=\"{name}\"}} {}", u8::from(up));
+        let help = "Time the writer spent in transactions.";
+        ConstCounter::new(busy).encode(encoder.encode_descriptor(
+            "askgate_store_busy_seconds",
+            help,
+            None,
+            MetricType::Counter,
+        )?)?;
+        let help = "Whether the last batch of writes failed (1) or not (0).";
+        let gauge = encoder.encode_descriptor("askgate_store_writes_failing", help, None, MetricType::Gauge)?;
+        ConstGauge::new(i64::from(failing)).encode(gauge)?;
+        let help = "Questions waiting for an answer.";
+        let gauge = encoder.encode_descriptor("askgate_questions_pending", help, None, MetricType::Gauge)?;
+        ConstGauge::new(i64::try_from(self.pending).unwrap_or(i64::MAX)).encode(gauge)?;
+        let help = "Whether a channel is connected to its platform (1) or not (0).";
+        let mut up = encoder.encode_descriptor("askgate_channel_up", help, None, MetricType::Gauge)?;
+        for (name, is_up) in &self.channels {
+            ConstGauge::new(i64::from(*is_up)).encode(up.encode_family(&vec![("channel", name.clone())])?)?;
         }
-        let _ = writeln!(
-            out,
-            "# HELP askgate_cards_undelivered Cards that could not be delivered yet and are being tried again."
-        );
-        let _ = writeln!(out, "# TYPE askgate_cards_undelivered gauge");
-        for (name, n) in undelivered {
-            let _ = writeln!(out, "askgate_cards_undelivered{{channel=\"{name}\"}} {n}");
+        let help = "Cards that could not be delivered yet and are being tried again.";
+        let mut cards = encoder.encode_descriptor("askgate_cards_undelivered", help, None, MetricType::Gauge)?;
+        for (name, n) in &self.undelivered {
+            let n = i64::try_from(*n).unwrap_or(i64::MAX);
+            ConstGauge::new(n).encode(cards.encode_family(&vec![("channel", name.clone())])?)?;
         }
-        let _ = writeln!(
-            out,
-            "# HELP askgate_store_writes_failing Whether the last batch of writes failed (1) or not (0)."
-        );
-        let _ = writeln!(out, "# TYPE askgate_store_writes_failing gauge");
-        let _ = writeln!(out, "askgate_store_writes_failing {}", u8::from(store.failing.is_some()));
-        let _ = writeln!(out, "# HELP askgate_questions_asked_total Questions asked since start.");
-        let _ = writeln!(out, "# TYPE askgate_questions_asked_total counter");
-        let _ = writeln!(out, "askgate_questions_asked_total {}", self.asked.load(Ordering::Relaxed));
-        let _ = writeln!(
-            out,
-            "# HELP askgate_questions_resolved_total Questions resolved since start, by outcome and surface."
-        );
-        let _ = writeln!(out, "# TYPE askgate_questions_resolved_total counter");
-        for ((status, via), n) in self.resolved.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
-            let _ = writeln!(out, "askgate_questions_resolved_total{{outcome=\"{status}\",surface=\"{via}\"}} {n}");
-        }
-        let _ = writeln!(out, "# HELP askgate_questions_pending Questions waiting for an answer.");
-        let _ = writeln!(out, "# TYPE askgate_questions_pending gauge");
-        let _ = writeln!(out, "askgate_questions_pending {pending}");
-        let h = self.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = writeln!(out, "# HELP askgate_resume_seconds Time from a resolution to the resumed run's replay.");
-        let _ = writeln!(out, "# TYPE askgate_resume_seconds histogram");
-        for (bound, count) in BUCKETS.iter().zip(h.counts.iter()) {
-            let _ = writeln!(out, "askgate_resume_seconds_bucket{{le=\"{bound}\"}} {count}");
-        }
-        let _ = writeln!(out, "askgate_resume_seconds_bucket{{le=\"+Inf\"}} {}", h.count);
-        let _ = writeln!(out, "askgate_resume_seconds_sum {}", h.sum);
-        let _ = writeln!(out, "askgate_resume_seconds_count {}", h.count);
-        out
+        Ok(())
     }
 }

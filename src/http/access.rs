@@ -1,18 +1,21 @@
 //! What operators see of the HTTP server: one log line per request (method, route, status,
-//! duration) under the target `askgate::access`, and for `/metrics` the requests counted by
-//! route and status with a latency histogram by route.
+//! duration) under the target `askgate::access`; for `/metrics` (prometheus-client, OpenMetrics
+//! text) the requests counted by route and status with a latency histogram by route, beside the
+//! engine's counters and the process's.
 //!
 //! The route is the pattern that matched (`/api/questions/{id}`), never the path asked for, so
 //! ids do not become label values; a path no route matched counts as `unmatched`.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
 use tracing::Instrument;
 
 use super::AppState;
@@ -20,18 +23,33 @@ use super::AppState;
 /// Upper bounds of the latency histogram, in seconds (a long-poll's wait counts).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
 
-/// The counts since start.
-#[derive(Default)]
+type Labels = Vec<(&'static str, String)>;
+type Latency = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// The counts since start, in a registry of their own.
 pub(super) struct Requests {
-    counts: Mutex<BTreeMap<(String, String, u16), u64>>,
-    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    registry: Registry,
+    counts: Family<Labels, Counter>,
+    latency: Latency,
 }
 
-#[derive(Default)]
-struct Histogram {
-    buckets: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+impl Default for Requests {
+    fn default() -> Self {
+        let counts = Family::<Labels, Counter>::default();
+        let latency: Latency = Family::new_with_constructor(|| Histogram::new(BUCKETS));
+        let mut registry = Registry::default();
+        registry.register(
+            "askgate_http_requests",
+            "HTTP requests answered, by method, route and status",
+            counts.clone(),
+        );
+        registry.register(
+            "askgate_http_request_duration_seconds",
+            "Time to answer an HTTP request (to its headers)",
+            latency.clone(),
+        );
+        Self { registry, counts, latency }
+    }
 }
 
 /// Times a request, logs it and counts it.
@@ -60,52 +78,48 @@ pub(super) async fn record(State(state): State<AppState>, request: Request, next
 
 impl Requests {
     fn add(&self, method: String, route: String, status: u16, seconds: f64) {
-        *self
-            .counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry((method.clone(), route.clone(), status))
-            .or_default() += 1;
-        let mut latency = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = latency.entry((method, route)).or_default();
-        for (bound, count) in BUCKETS.iter().zip(h.buckets.iter_mut()) {
-            if seconds <= *bound {
-                *count += 1;
-            }
-        }
-        h.count += 1;
-        h.sum += seconds;
-    }
-
-    /// The counts in Prometheus' text format.
-    pub(super) fn render(&self) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP askgate_http_requests_total HTTP requests answered, by method, route and status.\n");
-        out.push_str("# TYPE askgate_http_requests_total counter\n");
-        for ((method, route, status), n) in self.counts.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            let _ = writeln!(
-                out,
-                "askgate_http_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {n}",
-                label(route)
-            );
-        }
-        out.push_str("# HELP askgate_http_request_duration_seconds Time to answer an HTTP request (to its headers).\n");
-        out.push_str("# TYPE askgate_http_request_duration_seconds histogram\n");
-        for ((method, route), h) in self.latency.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            let labels = format!("method=\"{method}\",route=\"{}\"", label(route));
-            for (bound, count) in BUCKETS.iter().zip(h.buckets.iter()) {
-                let _ =
-                    writeln!(out, "askgate_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}");
-            }
-            let _ = writeln!(out, "askgate_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(out, "askgate_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
-            let _ = writeln!(out, "askgate_http_request_duration_seconds_count{{{labels}}} {}", h.count);
-        }
-        out
+        let by_route = vec![("method", method), ("route", route)];
+        self.latency.get_or_create(&by_route).observe(seconds);
+        let mut by_status = by_route;
+        by_status.push(("status", status.to_string()));
+        self.counts.get_or_create(&by_status).inc();
     }
 }
 
-/// A label value as Prometheus' text format writes it.
-fn label(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// `/metrics`: the engine's counters and figures, the requests', the build, this instance
+/// among others, and the standard `process_*` metrics, in OpenMetrics text.
+pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, super::ApiError> {
+    use prometheus_client::encoding::text::{encode_eof, encode_registry};
+
+    let pending = state.engine.pending_count().await?;
+    let now = crate::engine::metrics::Snapshot::new(
+        pending,
+        &state.engine.channel_states(),
+        &state.engine.undelivered_cards(),
+        &state.engine.write_stats(),
+    );
+    let mut text = String::new();
+    let mut scrape = Registry::default();
+    scrape.register(
+        "askgate_build",
+        "The version and the git commit askgate was built from",
+        Info::new(vec![("version", env!("CARGO_PKG_VERSION")), ("commit", env!("ASKGATE_COMMIT"))]),
+    );
+    if let Some(instance) = state.engine.instance() {
+        let help = "This instance's id among those sharing the database";
+        scrape.register("askgate_instance", help, Info::new(vec![("instance", instance.to_string())]));
+    }
+    scrape.register_collector(Box::new(super::process::Process));
+    let written = state
+        .engine
+        .metrics()
+        .encode(&mut text, now)
+        .and_then(|()| encode_registry(&mut text, &state.requests.registry))
+        .and_then(|()| encode_registry(&mut text, &scrape))
+        .and_then(|()| encode_eof(&mut text));
+    written.map_err(|_| super::ApiError::internal("the metrics could not be written"))?;
+    Ok(([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response())
 }
+
+/// What `/metrics` answers with.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

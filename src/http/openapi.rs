@@ -475,7 +475,7 @@ fn build() -> Value {
         "/livez": {"get": public("livez", "Liveness", "operations",
             json!({"200": json_body("The process runs.", s.written::<Live>())}))},
         "/metrics": {"get": public("metrics", "Prometheus metrics", "operations", json!({
-            "200": text("Prometheus' text format 0.0.4.", "text/plain"),
+            "200": text("OpenMetrics 1.0 text (Prometheus reads it).", "application/openmetrics-text"),
             "500": error("The store failed."),
         }))},
         "/": {"get": public("page", "The web page of question cards", "page", json!({"200": text("The page.", "text/html")}))},

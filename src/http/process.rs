@@ -1,49 +1,57 @@
 //! The standard `process_*` metrics of the Prometheus client libraries, read from `/proc/self`:
 //! CPU time, resident and virtual memory, open and allowed file descriptors, start time.
 
-use std::fmt::Write;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 
-/// The metrics in Prometheus' text format; those that cannot be read here are left out.
-pub fn metrics() -> String {
-    let mut out = String::new();
-    let mut gauge = |name: &str, kind: &str, help: &str, value: Option<f64>| {
-        if let Some(value) = value {
-            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+/// The collector of these metrics, read at each scrape; those that cannot be read here are left
+/// out. (prometheus-client has no process collector of its own.)
+#[derive(Debug)]
+pub struct Process;
+
+impl Collector for Process {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let stat = Stat::read();
+        let ticks = clock_ticks();
+        if let Some(s) = &stat {
+            let help = "Total user and system CPU time spent in seconds.";
+            let cpu = encoder.encode_descriptor("process_cpu_seconds", help, None, MetricType::Counter)?;
+            ConstCounter::new((s.utime + s.stime) as f64 / ticks).encode(cpu)?;
         }
-    };
-    let stat = Stat::read();
-    let ticks = clock_ticks();
-    gauge(
-        "process_cpu_seconds_total",
-        "counter",
-        "Total user and system CPU time spent in seconds.",
-        stat.as_ref().map(|s| (s.utime + s.stime) as f64 / ticks),
-    );
-    gauge(
-        "process_resident_memory_bytes",
-        "gauge",
-        "Resident memory size in bytes.",
-        resident_kib().map(|kib| kib * 1024.0),
-    );
-    gauge(
-        "process_virtual_memory_bytes",
-        "gauge",
-        "Virtual memory size in bytes.",
-        stat.as_ref().map(|s| s.vsize as f64),
-    );
-    gauge(
-        "process_start_time_seconds",
-        "gauge",
-        "Start time of the process since unix epoch in seconds.",
-        stat.as_ref().and_then(|s| Some(boot_time()? + s.start_ticks as f64 / ticks)),
-    );
-    gauge(
-        "process_open_fds",
-        "gauge",
-        "Number of open file descriptors.",
-        std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as f64),
-    );
-    gauge("process_max_fds", "gauge", "Maximum number of open file descriptors.", max_fds());
+        let gauges = [
+            ("process_resident_memory_bytes", "Resident memory size in bytes.", resident_kib().map(|kib| kib * 1024.0)),
+            ("process_virtual_memory_bytes", "Virtual memory size in bytes.", stat.as_ref().map(|s| s.vsize as f64)),
+            (
+                "process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds.",
+                stat.as_ref().and_then(|s| Some(boot_time()? + s.start_ticks as f64 / ticks)),
+            ),
+            (
+                "process_open_fds",
+                "Number of open file descriptors.",
+                std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as f64),
+            ),
+            ("process_max_fds", "Maximum number of open file descriptors.", max_fds()),
+        ];
+        for (name, help, value) in gauges {
+            if let Some(value) = value {
+                ConstGauge::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The metrics as `/metrics` writes them (for tests).
+#[cfg(test)]
+fn metrics() -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(Process));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry).expect("a string takes it");
     out
 }
 
