@@ -66,7 +66,7 @@ pub use listeners::Heard;
 pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found};
 pub use retry::Retry;
-pub use router::{Inbound, Response};
+pub use router::{FormFilled, Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
 

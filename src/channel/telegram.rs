@@ -258,8 +258,7 @@ impl Telegram {
             return; // `/run@otherbot`: for another bot in this group
         }
         let conversation = conversation_of(&message);
-        let user = user_ref(from.id.0);
-        let mut inbound = Inbound::text(conversation, user.clone(), Surface::Telegram, text)
+        let mut inbound = Inbound::text(conversation, user_ref(from.id.0), Surface::Telegram, text)
             .named(&display_name(from))
             .speaking(from.language_code.as_deref())
             .in_private(message.chat.is_private());
@@ -270,7 +269,7 @@ impl Telegram {
             inbound = inbound.replying_to(message.chat.id.0.to_string(), replied.id.0.to_string());
         }
         let response = engine.handle(inbound).await;
-        if self.after_form_message(&message, &user, &response, engine).await {
+        if self.after_form_message(&message, &response, engine).await {
             return; // it asked for the field again, with the refusal
         }
         if let Some(text) = response.text {
@@ -513,9 +512,14 @@ fn parse_conversation(conversation: &Conversation) -> Result<(ChatId, Option<Thr
     Ok((chat, thread))
 }
 
+/// The language a tapping person's Telegram says they use, when askgate speaks it.
+fn platform_locale(query: &CallbackQuery) -> Option<crate::question::Locale> {
+    query.from.language_code.as_deref().and_then(crate::question::Locale::from_tag)
+}
+
 /// The language a tapping person is answered in, as their Telegram says (English otherwise).
 fn tapper(query: &CallbackQuery) -> crate::question::Locale {
-    query.from.language_code.as_deref().and_then(crate::question::Locale::from_tag).unwrap_or_default()
+    platform_locale(query).unwrap_or_default()
 }
 
 #[cfg(test)]

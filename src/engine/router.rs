@@ -134,6 +134,21 @@ pub struct Response {
     pub resolved: Option<Arc<Question>>,
     /// The language the sender is spoken to in (what `text` is in; a toast's words too).
     pub locale: Locale,
+    /// A plain message that went to a form, for surfaces that draw the form's card again.
+    pub form: Option<FormFilled>,
+}
+
+/// What a plain message did to a form that is still waiting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FormFilled {
+    /// The form's question.
+    pub question: Question,
+    /// The sender's draft after the message; none when what it gave did not fit.
+    pub draft: Option<crate::question::form::Draft>,
+    /// The field whose value did not fit (as the refusal names it: its title, else its key).
+    pub refused: Option<String>,
+    /// Whether the message replied to the form's prompt (rather than to its card, or to none).
+    pub to_prompt: bool,
 }
 
 impl Response {
@@ -147,7 +162,7 @@ impl Response {
 
     fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
         let text = wording::receipt(&attempt.receipt, question, l);
-        Self { receipt: Some(attempt.receipt), text, started: false, resolved: attempt.resolved, locale: l }
+        Self { receipt: Some(attempt.receipt), text, resolved: attempt.resolved, locale: l, ..Self::default() }
     }
 }
 
@@ -219,7 +234,7 @@ impl Engine {
             let text = &inbound.text;
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
-                return self.form_reply(&question, &resolver, text, l).await;
+                return self.form_reply(&question, &resolver, text, role == DeliveryRole::Prompt, l).await;
             }
             let receipt = match role {
                 DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
@@ -241,7 +256,9 @@ impl Engine {
         let here = Some(&inbound.conversation);
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
-            [question] if question.form.is_some() => self.form_reply(question, &resolver, &inbound.text, l).await,
+            [question] if question.form.is_some() => {
+                self.form_reply(question, &resolver, &inbound.text, false, l).await
+            }
             [question] => {
                 let receipt = self.attempt(question, &inbound.text, &resolver).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
@@ -261,17 +278,24 @@ impl Engine {
         question: &Question,
         resolver: &Resolver,
         text: &str,
+        to_prompt: bool,
         l: Locale,
     ) -> Result<Response, StoreError> {
+        let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
         Ok(match self.form_step(question, resolver, None, text).await? {
-            super::FormStep::Next { draft, next } => {
-                Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
-            }
+            super::FormStep::Next { draft, next } => Response {
+                form: Some(filled(Some(draft.clone()), None)),
+                ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
+            },
             super::FormStep::Done { receipt, resolved } => {
                 Response::attempt(Attempt { receipt, resolved }, Some(question), l)
             }
             super::FormStep::Invalid(e) => {
-                Response::receipt(Receipt::InvalidChoice { id: question.id, hint: e.describe(l) }, Some(question), l)
+                let hint = e.describe(l);
+                Response {
+                    form: Some(filled(None, Some(e.key))),
+                    ..Response::receipt(Receipt::InvalidChoice { id: question.id, hint }, Some(question), l)
+                }
             }
             super::FormStep::Refused(receipt) => Response::receipt(receipt, Some(question), l),
         })

@@ -12,12 +12,9 @@ use super::{Telegram, conversation_of, display_name, retry, user_ref};
 use crate::command::FormAction;
 use crate::engine::{Engine, FormStep, Resolver, Response};
 use crate::question::form::{Draft, Field, Form};
-use crate::question::{Question, Receipt, Surface, UserRef};
+use crate::question::{Question, Receipt, Surface};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording::{self, replies};
-
-/// What a person who tapped a button that does not fit its card is told.
-const NOT_UNDERSTOOD: &str = "That button is not understood.";
 
 impl Telegram {
     /// A tap on a form card's own button, on a question the person may act on. Always
@@ -33,11 +30,13 @@ impl Telegram {
         key: &str,
         engine: &Engine,
     ) {
-        let Some(fields) = &question.form else { return self.answer(query, NOT_UNDERSTOOD, false).await };
+        let Some(fields) = &question.form else {
+            return self.answer(query, &not_understood(query, question), false).await;
+        };
         let field = match action.field() {
             Some(n) => match n.checked_sub(1).and_then(|i| fields.fields.get(i)) {
                 Some(field) => Some((n, field)),
-                None => return self.answer(query, NOT_UNDERSTOOD, false).await,
+                None => return self.answer(query, &not_understood(query, question), false).await,
             },
             None => None,
         };
@@ -47,7 +46,7 @@ impl Telegram {
             Ok(false) => return self.answer(query, "", false).await,
             Err(e) => {
                 tracing::error!(error = %e, "could not record a tap on a form");
-                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+                return self.answer(query, &replies::failed(locale_of(query, question)), false).await;
             }
         }
         let user = user_ref(query.from.id.0);
@@ -55,7 +54,7 @@ impl Telegram {
             // Start over: this person's draft goes, and the card shows the first field again.
             if let Err(e) = engine.forget_draft(question, &user).await {
                 tracing::error!(error = %e, "could not forget a draft");
-                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+                return self.answer(query, &replies::failed(locale_of(query, question)), false).await;
             }
             self.draw_form(message.chat.id, message.id, question, fields, &Draft::new(), engine).await;
             return self.answer(query, &crate::say!(locale_of(query, question), "tg.started_over"), false).await;
@@ -64,7 +63,7 @@ impl Telegram {
             FormAction::Toggle { .. } => {
                 let data = query.data.as_deref().unwrap_or_default();
                 let Some(markup) = message.reply_markup().and_then(|m| form::toggle(m, data)) else {
-                    return self.answer(query, NOT_UNDERSTOOD, false).await;
+                    return self.answer(query, &not_understood(query, question), false).await;
                 };
                 self.edit_keyboard(message, markup).await;
                 self.answer(query, "", false).await;
@@ -73,7 +72,7 @@ impl Telegram {
             _ => {
                 let ticked = message.reply_markup().map(|m| form::ticked(m, question, n)).unwrap_or_default();
                 let Some(text) = form::typed(field, action, &ticked) else {
-                    return self.answer(query, NOT_UNDERSTOOD, false).await;
+                    return self.answer(query, &not_understood(query, question), false).await;
                 };
                 let resolver = Resolver {
                     name: crate::question::display_name(&display_name(&query.from)),
@@ -98,7 +97,7 @@ impl Telegram {
                     Ok(FormStep::Invalid(e)) => (e.describe(locale_of(query, question)), false),
                     Err(e) => {
                         tracing::error!(error = %e, "could not fill a form's field");
-                        (replies::failed(question.presentation.locale), false)
+                        (replies::failed(locale_of(query, question)), false)
                     }
                 };
                 self.answer(query, &note, alert).await;
@@ -122,7 +121,7 @@ impl Telegram {
             Ok(draft) => draft,
             Err(e) => {
                 tracing::error!(error = %e, "could not read a draft");
-                return self.answer(query, &replies::failed(question.presentation.locale), false).await;
+                return self.answer(query, &replies::failed(locale_of(query, question)), false).await;
             }
         };
         match fields.next_field(&draft) {
@@ -134,7 +133,8 @@ impl Telegram {
                 self.draw_form(message.chat.id, message.id, question, fields, &draft, engine).await;
                 let l = locale_of(query, question);
                 let note = next.map(|f| crate::say!(l, "tg.next_field", field = f.label()));
-                self.answer(query, note.as_deref().unwrap_or(NOT_UNDERSTOOD), false).await;
+                let note = note.unwrap_or_else(|| not_understood(query, question));
+                self.answer(query, &note, false).await;
             }
         }
     }
@@ -172,90 +172,36 @@ impl Telegram {
         }
     }
 
-    /// After a message was handled: when it filled a field of a form (a reply to its card or
-    /// its prompt, or a plain message to the one question waiting for the sender), the form's
-    /// cards in this chat are drawn again as the sender's draft stands; when what a reply to a
-    /// prompt gave did not fit, the field is asked again with the refusal. Returns whether it
-    /// replied to the message itself.
-    pub(super) async fn after_form_message(
-        &self,
-        message: &Message,
-        user: &UserRef,
-        response: &Response,
-        engine: &Engine,
-    ) -> bool {
-        let refused = match &response.receipt {
-            // A step that filled a field says the next one, with no receipt.
-            None => false,
-            Some(Receipt::InvalidChoice { .. }) => true,
-            Some(_) => return false,
-        };
-        if response.text.is_none() || message.text().is_none_or(|t| t.trim_start().starts_with('/')) {
-            return false;
-        }
-        let found = match self.form_of(message, user, engine).await {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not find the form a message filled");
-                return false;
-            }
-        };
-        let Some((question, deliveries, role)) = found else { return false };
+    /// After a message was handled: when it filled a field of a form (the engine says which in
+    /// [`Response::form`]), the form's cards in this chat are drawn again as the sender's draft
+    /// stands; when what a reply to the form's prompt gave did not fit, the field is asked
+    /// again with the refusal. Returns whether it replied to the message itself.
+    pub(super) async fn after_form_message(&self, message: &Message, response: &Response, engine: &Engine) -> bool {
+        let Some(filled) = &response.form else { return false };
+        let question = &filled.question;
         let Some(fields) = &question.form else { return false };
-        let draft = match engine.form_draft(&question, user).await {
-            Ok(draft) => draft,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read a draft");
-                return false;
-            }
-        };
-        if refused {
-            let (Some(DeliveryRole::Prompt), Some(field)) = (role, fields.next_field(&draft)) else { return false };
-            self.prompt_for(&question, field, response.text.as_deref(), message, engine).await;
+        if let Some(refused) = &filled.refused {
+            let Some(field) = fields.named(refused).filter(|_| filled.to_prompt) else { return false };
+            self.prompt_for(question, field, response.text.as_deref(), message, engine).await;
             return true;
         }
+        let Some(draft) = &filled.draft else { return false };
+        let deliveries = match engine.deliveries(&[question.id]).await {
+            Ok(deliveries) => deliveries,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not find a form's cards");
+                return false;
+            }
+        };
         let chat = message.chat.id.0.to_string();
-        let cards = deliveries.iter().filter(|d| d.surface == Surface::Telegram && d.chat == chat);
-        for card in cards.filter(|d| d.role == DeliveryRole::Card) {
+        let cards = deliveries
+            .iter()
+            .filter(|d| d.surface == Surface::Telegram && d.chat == chat && d.role == DeliveryRole::Card);
+        for card in cards {
             let Ok(id) = card.message.parse::<i32>() else { continue };
-            self.draw_form(message.chat.id, MessageId(id), &question, fields, &draft, engine).await;
+            self.draw_form(message.chat.id, MessageId(id), question, fields, draft, engine).await;
         }
         false
-    }
-
-    /// The pending form a message is about, as the engine routes it: the question whose
-    /// message it replies to, else the one question waiting for its sender here; with that
-    /// question's messages, and the role of the one replied to.
-    async fn form_of(
-        &self,
-        message: &Message,
-        user: &UserRef,
-        engine: &Engine,
-    ) -> Result<Option<(Question, Vec<Delivery>, Option<DeliveryRole>)>, crate::store::StoreError> {
-        let conversation = conversation_of(message);
-        let waiting: Vec<Question> = engine
-            .pending_for(Some(&conversation), u32::MAX)
-            .await?
-            .into_iter()
-            .filter(|q| q.admits(user, Some(&conversation)))
-            .collect();
-        if !waiting.iter().any(|q| q.form.is_some()) {
-            return Ok(None);
-        }
-        let ids: Vec<_> = waiting.iter().map(|q| q.id).collect();
-        let deliveries = engine.deliveries(&ids).await?;
-        let chat = message.chat.id.0.to_string();
-        let replied = message.reply_to_message().map(|m| m.id.0.to_string()).and_then(|id| {
-            deliveries.iter().find(|d| d.surface == Surface::Telegram && d.chat == chat && d.message == id)
-        });
-        let (question, role) = match (replied, waiting.as_slice()) {
-            (Some(d), _) => (waiting.iter().find(|q| q.id == d.question), Some(d.role)),
-            (None, [one]) => (Some(one), None),
-            (None, _) => (None, None),
-        };
-        let Some(question) = question.filter(|q| q.form.is_some()) else { return Ok(None) };
-        let own = deliveries.iter().filter(|d| d.question == question.id).cloned().collect();
-        Ok(Some((question.clone(), own, role)))
     }
 
     /// Draws a form's card as `draft` fills it. A question resolved meanwhile (on another
@@ -301,10 +247,10 @@ impl Telegram {
 
 /// The language a tapping person is answered in: their platform's, else the question's.
 fn locale_of(query: &CallbackQuery, question: &Question) -> crate::question::Locale {
-    query
-        .from
-        .language_code
-        .as_deref()
-        .and_then(crate::question::Locale::from_tag)
-        .unwrap_or(question.presentation.locale)
+    super::platform_locale(query).unwrap_or(question.presentation.locale)
+}
+
+/// What a person who tapped a button that does not fit its card is told.
+fn not_understood(query: &CallbackQuery, question: &Question) -> String {
+    crate::say!(locale_of(query, question), "tg.not_understood")
 }
