@@ -85,7 +85,7 @@ pub struct Snapshot {
     pending: u64,
     channels: Vec<(String, bool)>,
     undelivered: Vec<(String, u64)>,
-    store: (u64, u64, u64, f64, bool),
+    store: WriteStats,
 }
 
 impl Snapshot {
@@ -106,14 +106,14 @@ impl Snapshot {
                 })
                 .collect(),
             undelivered: undelivered.iter().map(|(name, n)| ((*name).to_owned(), *n as u64)).collect(),
-            store: (store.batches, store.writes, store.failed, store.busy_seconds, store.failing.is_some()),
+            store: store.clone(),
         }
     }
 }
 
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        let (batches, writes, failed, busy, failing) = self.store;
+        let WriteStats { batches, writes, failed, busy_seconds: busy, ref failing } = self.store;
         for (name, help, value) in [
             ("askgate_store_batches", "Batches of writes the store's writer committed together.", batches),
             ("askgate_store_writes", "Writes; per batch, how many share a commit.", writes),
@@ -130,7 +130,7 @@ impl Collector for Snapshot {
         )?)?;
         let help = "Whether the last batch of writes failed (1) or not (0).";
         let gauge = encoder.encode_descriptor("askgate_store_writes_failing", help, None, MetricType::Gauge)?;
-        ConstGauge::new(i64::from(failing)).encode(gauge)?;
+        ConstGauge::new(i64::from(failing.is_some())).encode(gauge)?;
         let help = "Questions waiting for an answer.";
         let gauge = encoder.encode_descriptor("askgate_questions_pending", help, None, MetricType::Gauge)?;
         ConstGauge::new(i64::try_from(self.pending).unwrap_or(i64::MAX)).encode(gauge)?;

@@ -34,8 +34,9 @@ impl Backoff {
 
     /// The pause before try number `attempt` (from 1), given what the platform asked for.
     pub fn pause(&self, attempt: u32, asked: Option<Duration>) -> Duration {
-        let doubled = self.first.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
-        asked.unwrap_or(doubled).min(self.max)
+        // The same sequence the loops use; past 64 doublings every pause is the cap anyway.
+        let nth = usize::try_from(attempt.saturating_sub(1).min(64)).unwrap_or(64);
+        asked.or_else(|| pauses(self.first, self.max).nth(nth)).unwrap_or(self.max).min(self.max)
     }
 }
 

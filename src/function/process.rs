@@ -215,7 +215,7 @@ impl RateLimit {
         Self(governor::RateLimiter::direct(governor::Quota::per_second(per_second).allow_burst(burst)))
     }
 
-    fn allow(&mut self) -> bool {
+    fn allow(&self) -> bool {
         self.0.check().is_ok()
     }
 }
@@ -347,7 +347,7 @@ impl Process {
         // The protocol is UTF-8 JSON, one object per line: a line that is too long or not
         // UTF-8 fails the run.
         let mut out = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE));
-        let mut rate = RateLimit::new();
+        let rate = RateLimit::new();
         let mut deadline = Instant::now() + self.config.timeout;
         let failed = |m: String| End::Failed(FunctionError::failed(m));
         loop {
@@ -448,7 +448,7 @@ async fn send(stdin: &mut ChildStdin, line: &str) -> std::io::Result<()> {
 /// program never blocks on a full pipe), counted, and dropped with one log line.
 async fn log_stderr(stderr: tokio::process::ChildStderr, tail: Arc<StderrTail>, run: String, function: String) {
     let mut lines = BufReader::new(stderr);
-    let mut rate = RateLimit::new();
+    let rate = RateLimit::new();
     let (mut logged, mut dropped_lines, mut dropped_bytes) = (0usize, 0u64, 0u64);
     loop {
         let (line, length) = match read_capped(&mut lines, STDERR_LINE).await {

@@ -541,25 +541,23 @@ mod tests {
     /// (commit it) and fails the test.
     #[test]
     fn the_repository_copy_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json");
-        let current = format!("{}\n", serde_json::to_string_pretty(document()).unwrap());
-        let stored = std::fs::read_to_string(&path).unwrap_or_default();
-        if stored != current {
-            std::fs::write(&path, &current).unwrap();
-            panic!("docs/openapi.json was stale; it is rewritten now: commit it");
+        current_in("docs/openapi.json", &format!("{}\n", serde_json::to_string_pretty(document()).unwrap()));
+    }
+
+    /// The file at `path` (in the repository) holds `current`; a stale one is rewritten
+    /// (commit it) and fails the test.
+    fn current_in(path: &str, current: &str) {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        if std::fs::read_to_string(&file).unwrap_or_default() != current {
+            std::fs::write(&file, current).unwrap();
+            panic!("{path} was stale; it is rewritten now: commit it");
         }
     }
 
     /// The book's API chapter is the document rendered; a stale one is rewritten (commit it).
     #[test]
     fn the_books_api_reference_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/api.md");
-        let current = reference::markdown(document());
-        let stored = std::fs::read_to_string(&path).unwrap_or_default();
-        if stored != current {
-            std::fs::write(&path, &current).unwrap();
-            panic!("docs/src/api.md was stale; it is rewritten now: commit it");
-        }
+        current_in("docs/src/api.md", &reference::markdown(document()));
     }
 
     /// The prefix rule is one number: the engine's, in the document's words.

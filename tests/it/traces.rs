@@ -86,10 +86,13 @@ async fn with_an_otlp_endpoint_a_question_answered_over_the_api_is_traced_with_i
     })
     .await;
     assert!(received.lock().unwrap().iter().all(|(kind, _)| kind == "application/x-protobuf"));
-    for needle in
-        ["askgate", "question.asked", "question.replied", id.as_str(), "run.id", "POST /api/questions/{id}/reply"]
-    {
+    for needle in ["askgate", "question.asked", "question.replied", id.as_str(), "POST /api/questions/{id}/reply"] {
         assert!(contains(&spans, needle), "no {needle:?} in what was exported");
+    }
+    // The ids are attributes by these exact keys (a KeyValue's key: field 1, its length, its bytes).
+    for key in ["question.id", "run.id"] {
+        let encoded = [&[0x0a, u8::try_from(key.len()).unwrap()], key.as_bytes()].concat();
+        assert!(spans.windows(encoded.len()).any(|w| w == encoded.as_slice()), "no attribute {key:?}");
     }
     // Logs read as without traces: the spans for traces are not in them.
     assert!(!served.log().contains("askgate::otel") && !served.log().contains("question{"), "{}", served.log());

@@ -261,6 +261,18 @@ pub fn note_prompt(id: QuestionId, l: Locale) -> String {
     say!(l, "tg.why_reject", id = id.short())
 }
 
+/// The callback data of a keyboard's buttons, in order (for tests here and in `form`).
+#[cfg(test)]
+fn callback_data(rows: &[Vec<InlineKeyboardButton>]) -> Vec<String> {
+    rows.iter()
+        .flatten()
+        .filter_map(|b| match &b.kind {
+            InlineKeyboardButtonKind::CallbackData(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,16 +280,6 @@ mod tests {
 
     fn question(ask: Ask) -> Question {
         crate::question::test_question(ask)
-    }
-
-    fn all_data(rows: &[Vec<InlineKeyboardButton>]) -> Vec<String> {
-        rows.iter()
-            .flatten()
-            .filter_map(|b| match &b.kind {
-                InlineKeyboardButtonKind::CallbackData(d) => Some(d.clone()),
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]
@@ -296,7 +298,7 @@ mod tests {
             let q = question(ask);
             let card = card(&q, 0);
             let keyboard = card.keyboard.expect("a keyboard");
-            let data = all_data(&keyboard.inline_keyboard);
+            let data = callback_data(&keyboard.inline_keyboard);
             assert!(!data.is_empty());
             for d in data {
                 assert!(d.len() <= MAX_CALLBACK_DATA, "{d} is {} bytes", d.len());
@@ -308,7 +310,7 @@ mod tests {
     #[test]
     fn option_buttons_are_answer_commands_with_the_full_id() {
         let q = question(Ask::question("Which?").options(["dayjs", "date-fns"]).allow_custom(true));
-        let data = all_data(&buttons(&q));
+        let data = callback_data(&buttons(&q));
         assert_eq!(data[0], format!("/answer {} #1", q.id));
         assert_eq!(data[1], format!("/answer {} #2", q.id));
         assert!(data.contains(&format!("/decline {}", q.id)));

@@ -152,7 +152,7 @@ fn type_of(schema: &Value) -> String {
     let mut bounds = Vec::new();
     for (key, word) in [("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤")]
     {
-        if let Some(n) = schema[key].as_u64().or_else(|| schema[key].as_i64().map(|n| n as u64)) {
+        if let Some(n) = schema[key].as_number() {
             bounds.push(format!("{word} {n}"));
         }
     }

@@ -29,16 +29,6 @@ fn labels(rows: &[Vec<InlineKeyboardButton>]) -> Vec<String> {
     rows.iter().flatten().map(|b| b.text.clone()).collect()
 }
 
-fn payloads(rows: &[Vec<InlineKeyboardButton>]) -> Vec<String> {
-    rows.iter()
-        .flatten()
-        .filter_map(|b| match &b.kind {
-            InlineKeyboardButtonKind::CallbackData(d) => Some(d.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn visible(text: &str) -> String {
     ["<b>", "</b>", "<i>", "</i>", "<pre>", "</pre>"].iter().fold(text.to_owned(), |t, tag| t.replace(tag, ""))
 }
@@ -64,7 +54,7 @@ fn the_card_marks_filled_left_out_and_later_fields_and_says_what_the_current_one
     assert_eq!(labels(&rows), ["✍️ Type it…", "Skip", "Start over", "Decline"]);
     let id = q.id;
     assert_eq!(
-        payloads(&rows),
+        super::super::callback_data(&rows),
         [format!("/ftype {id} 4"), format!("/fskip {id} 4"), format!("/freset {id}"), format!("/decline {id}")]
     );
 
@@ -79,12 +69,12 @@ fn each_kind_of_field_has_its_own_controls() {
     let id = q.id;
     let rows = keyboard(&q, form(&q), &Draft::new());
     assert_eq!(labels(&rows), ["Free", "Pro", "Start over", "Decline"], "a required choice: its options");
-    assert_eq!(payloads(&rows)[..2], [format!("/fset {id} 1 1"), format!("/fset {id} 1 2")]);
+    assert_eq!(super::super::callback_data(&rows)[..2], [format!("/fset {id} 1 1"), format!("/fset {id} 1 2")]);
     let mut draft = Draft::new();
     draft.insert("plan".into(), json!("free"));
     let rows = keyboard(&q, form(&q), &draft);
     assert_eq!(labels(&rows), ["Yes", "No", "Start over", "Decline"]);
-    assert_eq!(payloads(&rows)[..2], [format!("/fset {id} 2 1"), format!("/fset {id} 2 2")]);
+    assert_eq!(super::super::callback_data(&rows)[..2], [format!("/fset {id} 2 1"), format!("/fset {id} 2 2")]);
 
     let many = Subquestion {
         header: "Days".into(),
@@ -100,7 +90,7 @@ fn each_kind_of_field_has_its_own_controls() {
     let rows = keyboard(&q, form(&q), &Draft::new());
     assert_eq!(labels(&rows), ["☐ Mon", "☐ Tue", "Other…", "Done", "Start over", "Decline"]);
     assert_eq!(
-        payloads(&rows)[..4],
+        super::super::callback_data(&rows)[..4],
         [
             format!("/ftoggle {} 1 1", q.id),
             format!("/ftoggle {} 1 2", q.id),
@@ -172,7 +162,7 @@ fn every_payload_of_a_form_card_fits_in_64_bytes_whatever_field_is_asked() {
     for field in &form.fields {
         let card = card(&q, form, &draft, 0);
         let keyboard = card.keyboard.expect("a keyboard");
-        for data in payloads(&keyboard.inline_keyboard) {
+        for data in super::super::callback_data(&keyboard.inline_keyboard) {
             assert!(data.len() <= super::super::MAX_CALLBACK_DATA, "{data} is {} bytes", data.len());
             assert!(Tap::parse(&data).is_ok(), "{data} does not read back");
         }
