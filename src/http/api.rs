@@ -146,9 +146,9 @@ pub(super) struct Placement {
     /// Where to ask (`telegram:-100123`); its channel must be configured.
     #[schemars(with = "Conversation")]
     conversation: String,
-    /// `question` (the default), `confirm` or `approval`.
+    /// `question` (the default), `confirm`, `approval` or `form` (with `schema`).
     #[serde(default)]
-    #[schemars(extend("enum" = ["question", "confirm", "approval"]))]
+    #[schemars(extend("enum" = ["question", "confirm", "approval", "form"]))]
     kind: Option<String>,
     /// Who may answer (`telegram:42`); default: the channel's `allowed_users` when it names people.
     #[serde(default)]

@@ -3,8 +3,6 @@
 //! OpenAPI 3.1 uses it); the operations below name those types, their statuses and errors.
 //! `docs/openapi.json` holds a copy, kept current by a test.
 
-use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use super::api::{GrantsQuery, ListQuery, NewRun, Placement, Reject, Reply, WaitQuery};
@@ -17,6 +15,9 @@ use super::events::EventsQuery;
 mod mcp;
 mod people;
 mod reference;
+mod schemas;
+
+use schemas::{Schemas, enums_as_enum};
 
 use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
@@ -26,87 +27,6 @@ use crate::run::Run;
 pub fn document() -> &'static Value {
     static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     DOCUMENT.get_or_init(build)
-}
-
-/// Schemas of what askgate reads and of what it writes: a field with a default is optional
-/// to send, and a field skipped when empty may be absent from a response.
-struct Schemas {
-    reads: SchemaGenerator,
-    writes: SchemaGenerator,
-}
-
-impl Schemas {
-    fn new() -> Self {
-        let settings = SchemaSettings::draft2020_12().with(|s| {
-            s.definitions_path = "/components/schemas".into();
-            s.meta_schema = None;
-        });
-        Self {
-            reads: settings.clone().for_deserialize().into_generator(),
-            writes: settings.for_serialize().into_generator(),
-        }
-    }
-
-    fn read<T: JsonSchema>(&mut self) -> Value {
-        self.reads.subschema_for::<T>().to_value()
-    }
-
-    fn written<T: JsonSchema>(&mut self) -> Value {
-        self.writes.subschema_for::<T>().to_value()
-    }
-
-    /// The query parameters a type holds, one per property.
-    fn query<T: JsonSchema>(&mut self) -> Vec<Value> {
-        let schema = self.reads.root_schema_for::<T>().to_value();
-        let required: Vec<&str> =
-            schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        let Some(properties) = schema["properties"].as_object() else { return Vec::new() };
-        properties
-            .iter()
-            .map(|(name, property)| {
-                let mut property = property.clone();
-                let description = property.as_object_mut().and_then(|p| p.remove("description"));
-                json!({
-                    "name": name,
-                    "in": "query",
-                    "required": required.contains(&name.as_str()),
-                    "description": description.unwrap_or(Value::Null),
-                    "schema": without_null(property),
-                })
-            })
-            .map(drop_nulls)
-            .collect()
-    }
-
-    /// Every named schema, from both sides; a name both use must mean one shape.
-    fn components(mut self) -> Map<String, Value> {
-        let mut all = self.reads.take_definitions(true);
-        for (name, schema) in self.writes.take_definitions(true) {
-            if let Some(read) = all.get(&name) {
-                assert_eq!(read, &schema, "schema `{name}` differs between requests and responses");
-            }
-            all.insert(name, schema);
-        }
-        all
-    }
-}
-
-/// A query value is never null: `{"type": ["string", "null"]}` becomes `{"type": "string"}`.
-fn without_null(mut schema: Value) -> Value {
-    if let Some(types) = schema.get_mut("type").and_then(Value::as_array_mut) {
-        types.retain(|t| t != "null");
-        if types.len() == 1 {
-            schema["type"] = types[0].clone();
-        }
-    }
-    schema
-}
-
-fn drop_nulls(mut value: Value) -> Value {
-    if let Some(object) = value.as_object_mut() {
-        object.retain(|_, v| !v.is_null());
-    }
-    value
 }
 
 /// A JSON response.
@@ -199,7 +119,8 @@ fn merge(into: &mut Value, from: Value) {
     }
 }
 
-/// `POST /api/questions`' body: the API's own keys and an ask's, flat in one object.
+/// `POST /api/questions`' body: the API's own keys and an ask's, flat in one object (the
+/// component `NewQuestion`).
 fn new_question(schemas: &mut Schemas) -> Value {
     let placement = schemas.reads.root_schema_for::<Placement>().to_value();
     let ask = schemas.reads.root_schema_for::<AskWire>().to_value();
@@ -207,15 +128,22 @@ fn new_question(schemas: &mut Schemas) -> Value {
     properties.extend(ask["properties"].as_object().cloned().unwrap_or_default());
     // `action` is `prompt` by another name, as an approval says it.
     properties.insert("action".into(), json!({"description": "`prompt`, as an approval names it.", "type": "string"}));
-    json!({
+    // `prompt` (or `action`, not both) is needed unless `questions` are given: askgate answers
+    // 400 when it is missing. Said in words, not as a `oneOf` of `required`s, which generators
+    // read as a body of no type.
+    let mut schema = json!({
         "type": "object",
         "description": "A question to ask in a conversation: where (`conversation`, `kind`, \
-                        `answerers`) and what (the ask). `prompt` or `action`, not both.",
+                        `answerers`) and what (the ask). `prompt` or `action` (not both), unless \
+                        `questions` are given.",
         "properties": properties,
         "required": ["conversation"],
-        "oneOf": [{"required": ["prompt"]}, {"required": ["action"]}],
         "additionalProperties": false,
-    })
+    });
+    // No `default`s: a generator that sent `prompt`'s beside `action` would be refused (one
+    // field twice).
+    schemas::defaults_in_words(&mut schema);
+    schemas.name("NewQuestion", schema)
 }
 
 fn build() -> Value {
@@ -338,7 +266,7 @@ fn build() -> Value {
         "description": "One event. `data` is JSON: the question (`question.*`), the run (`run.*`), or `{}`.",
         "type": "object",
         "properties": {
-            "event": {"enum": ["question.asked", "question.counted", "question.replied", "question.rejected", "question.expired",
+            "event": {"type": "string", "enum": ["question.asked", "question.counted", "question.replied", "question.rejected", "question.expired",
                                "question.cancelled", "run.started", "run.resumed", "run.waiting", "run.finished",
                                "run.failed", "run.cancelled", "replay.done"]},
             "data": {"type": "string", "contentMediaType": "application/json",
@@ -348,6 +276,7 @@ fn build() -> Value {
         },
         "required": ["event", "data"],
     });
+    let event = s.name("Event", event);
     let mut events = operation(
         "streamEvents",
         "Stream events",
@@ -484,11 +413,11 @@ fn build() -> Value {
         "/docs": {"get": public("apiReference", "This document as a page to read", "operations",
             json!({"200": text("The API reference.", "text/html")}))},
         "/channels/webhook/{name}": {"post": webhook},
-        "/mcp": mcp::paths(),
+        "/mcp": mcp::paths(&mut s),
     });
     let mut paths = paths;
     merge(&mut paths, people::paths(&mut s));
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "askgate",
@@ -512,7 +441,9 @@ fn build() -> Value {
                                 (`askgate token add`, or the session a `/web` link signed in): answers as that \
                                 person, asks or administers when it may."}},
         },
-    })
+    });
+    enums_as_enum(&mut document);
+    document
 }
 
 /// The page marks its answers as given on the web; without it they are given through the API.

@@ -3,13 +3,18 @@
 
 use serde_json::{Value, json};
 
-use super::operation;
+use super::{Schemas, operation};
 
 /// `/mcp`, when `[mcp]` is on: the Model Context Protocol's streamable HTTP transport, whose
 /// messages its own specification describes.
-pub(super) fn paths() -> Value {
+pub(super) fn paths(s: &mut Schemas) -> Value {
     let described = "JSON-RPC messages of the Model Context Protocol (https://modelcontextprotocol.io), \
                      served when `[mcp]` is enabled.";
+    let message = s.name(
+        "McpMessage",
+        json!({"type": "object", "description": "A JSON-RPC 2.0 message of the Model Context Protocol, as its \
+                                                 specification describes it."}),
+    );
     let op = |id: &str, summary: &str, responses: Value| {
         let mut op = operation(id, summary, "mcp", json!({"description": described}), responses);
         op["parameters"] = json!([{"name": "Mcp-Session-Id", "in": "header", "required": false,
@@ -21,7 +26,7 @@ pub(super) fn paths() -> Value {
         "Send an MCP message",
         json!({
             "200": {"description": "The response, as JSON or as a stream.",
-                    "content": {"application/json": {"schema": {}}, "text/event-stream": {"schema": {"type": "string"}}}},
+                    "content": {"application/json": {"schema": message.clone()}, "text/event-stream": {"schema": {"type": "string"}}}},
             "202": {"description": "A notification or response was taken."},
             "400": {"description": "Not a JSON-RPC message."},
             "404": {"description": "No such session (or MCP is not enabled)."},
@@ -29,7 +34,7 @@ pub(super) fn paths() -> Value {
             "415": {"description": "The body must be application/json."},
         }),
     );
-    post["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {}}}});
+    post["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": message}}});
     let get = op(
         "mcpStream",
         "Open a session's stream of server messages",

@@ -31,7 +31,7 @@ pub fn markdown(doc: &Value) -> String {
     for (tag, ops) in by_tag {
         let _ = writeln!(out, "\n## {}\n", capitalised(&tag));
         for (method, path, op) in ops {
-            operation(&mut out, &method, &path, op);
+            operation(&mut out, doc, &method, &path, op);
         }
     }
     out.push_str("\n## Schemas\n");
@@ -39,6 +39,9 @@ pub fn markdown(doc: &Value) -> String {
         let _ = writeln!(out, "\n### {name}\n");
         if let Some(d) = schema["description"].as_str() {
             let _ = writeln!(out, "{}\n", one_line(d));
+        }
+        if schema.get("enum").is_some() {
+            let _ = writeln!(out, "One of {}.\n", type_of(schema));
         }
         properties(&mut out, schema);
     }
@@ -67,7 +70,7 @@ code{background:#f2f2f4;padding:0 .2em;border-radius:3px}\
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}\
 h3{margin-top:2rem;border-top:1px solid #eee;padding-top:1rem}";
 
-fn operation(out: &mut String, method: &str, path: &str, op: &Value) {
+fn operation(out: &mut String, doc: &Value, method: &str, path: &str, op: &Value) {
     let _ = writeln!(out, "### `{method} {path}`\n");
     let _ = writeln!(out, "{}.", text(&op["summary"]).trim_end_matches('.'));
     if let Some(d) = op["description"].as_str() {
@@ -94,7 +97,8 @@ fn operation(out: &mut String, method: &str, path: &str, op: &Value) {
     if let Some(content) = op["requestBody"]["content"].as_object() {
         for (media, body) in content {
             let _ = writeln!(out, "Body (`{media}`): {}\n", type_of(&body["schema"]));
-            properties(out, &body["schema"]);
+            // The fields here too, where the body is named: what to send, on one page.
+            properties(out, resolved(doc, &body["schema"]));
         }
     }
     out.push_str("| status | meaning | body |\n|---|---|---|\n");
@@ -109,6 +113,12 @@ fn operation(out: &mut String, method: &str, path: &str, op: &Value) {
         let _ = writeln!(out, "| {status} | {} | {body} |", cell(response["description"].as_str().unwrap_or_default()));
     }
     out.push('\n');
+}
+
+/// The schema a `$ref` names, or `schema` itself.
+fn resolved<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    let named = schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/"));
+    named.map_or(schema, |name| &doc["components"]["schemas"][name])
 }
 
 /// A table of an object schema's own properties (nothing for other schemas).
@@ -138,6 +148,9 @@ fn type_of(schema: &Value) -> String {
         if let Some(alternatives) = schema[key].as_array() {
             return alternatives.iter().map(type_of).collect::<Vec<_>>().join(" or ");
         }
+    }
+    if let Some(value) = schema.get("const") {
+        return format!("`{value}`");
     }
     if let Some(values) = schema["enum"].as_array() {
         return values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
