@@ -1,7 +1,7 @@
 //! Rebuilds when a migration is added (sqlx embeds them at compile time), names the git commit
 //! the build comes from (`askgate --version`, `askgate_build_info`), and marks the build when
-//! the browser test cannot run here, so that it reports itself as ignored rather than passed.
-//! In CI (`CI` set) it always runs: a missing browser fails it.
+//! the browser test (or a client generator's) cannot run here, so that it reports itself as
+//! ignored rather than passed. In CI (`CI` set) they always run: a missing tool fails them.
 
 use std::path::Path;
 
@@ -17,6 +17,17 @@ fn main() {
     let missing = BROWSER.iter().any(|path| !Path::new(path).exists());
     if missing && std::env::var_os("CI").is_none() {
         println!("cargo::rustc-cfg=no_browser");
+    }
+    // The client generators' tests, likewise: each tool is looked for on the PATH.
+    println!("cargo::rustc-check-cfg=cfg(no_openapi_python_client, no_openapi_typescript)");
+    println!("cargo::rerun-if-env-changed=PATH");
+    for (tool, cfg) in
+        [("openapi-python-client", "no_openapi_python_client"), ("openapi-typescript", "no_openapi_typescript")]
+    {
+        let found = std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
+        if !found && std::env::var_os("CI").is_none() {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod fake_telegram;
 mod faults;
 mod forms;
 mod gate;
+mod generated_clients;
 mod http;
 mod instances;
 mod layout;
