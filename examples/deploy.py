@@ -12,7 +12,10 @@ import askgate  # noqa: E402
 def main(version, run):
     version = version.strip() or "main"
     try:
-        env = askgate.ask("Deploy where?", options=["staging", "production"], detail=f"Version {version}")
+        # Only these two: no words of the person's own (which `ask` takes by default).
+        env = askgate.ask(
+            "Deploy where?", options=["staging", "production"], allow_custom=False, detail=f"Version {version}"
+        )
     except askgate.Declined as declined:
         # A person's "no" is an answer, not a failure of the deploy.
         return f"Not deployed {version}: {declined.feedback or 'declined'}."

@@ -33,6 +33,7 @@ mod quorum;
 mod revisions;
 mod routing;
 mod security;
+mod seed;
 mod slack;
 mod store;
 mod support;

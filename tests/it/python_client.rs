@@ -57,7 +57,7 @@ except askgate.ApiError as e:
 fn pip_install(into: &Path) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python");
     let package = into.with_file_name("package");
-    for file in ["pyproject.toml", "README.md", "askgate/__init__.py", "askgate/client.py"] {
+    for file in ["pyproject.toml", "README.md", "askgate/__init__.py", "askgate/client.py", "askgate/runtime.py"] {
         std::fs::create_dir_all(package.join(file).parent().unwrap()).unwrap();
         std::fs::copy(source.join(file), package.join(file)).unwrap();
     }
@@ -142,6 +142,7 @@ async fn the_python_client_asks_through_the_real_binary_and_raises_typed_errors(
         (&asked["options"], &asked["descriptions"]),
         (&json!(["postgres", "sqlite"]), &json!(["", "one file, no server"]))
     );
+    assert_eq!(asked["allow_custom"], true, "as in the original design, own words are taken besides the options");
     answer("Which database?", "reply", json!({"value": "sqlite"})).await;
     assert_eq!(next().await, json!(["asked", "sqlite"]));
     answer("Migrate now?", "reply", json!({"value": true})).await;

@@ -22,10 +22,15 @@ you write after that ask runs until the answer comes. Do side effects after the 
 depend on, or make them idempotent.
 
 Outcomes other than an answer raise the same exceptions here and in ``askgate.Client``:
-``Declined`` (with the person's feedback; a ``confirm`` can be declined too, besides yes and
-no), ``Expired`` (no answer before the deadline and no default; ``Timeout`` is its old name),
-``Cancelled`` (with the reason). ``ask_user(question)`` is the seed's thin alias of ``ask``
-whose decline and expiry come back as ``None``. Only the standard library is used. stdout carries the protocol, so when askgate runs the script (it sets
+``UserDeclined`` (with the person's feedback; a ``confirm`` can be declined too, besides yes
+and no; ``Declined`` is the same class), ``AskTimeout`` (no answer before the deadline and no
+default; ``Expired`` and ``Timeout`` are the same class), ``Cancelled`` (with the reason).
+``ask_user(question)`` is the seed's thin alias of ``ask`` whose decline and expiry come back as
+``None``. ``askgate.runtime`` holds the seed design's names: ``runtime.ask``, ``confirm``,
+``can_ask``, ``form`` and ``ask_user``. As in the seed, ``ask`` takes free text besides its
+options unless ``allow_custom=False``.
+
+Only the standard library is used. stdout carries the protocol, so when askgate runs the script (it sets
 ``ASKGATE_PROTOCOL=1``) importing this module points ``sys.stdout`` at stderr: a stray
 ``print()`` lands in askgate's log instead of breaking the protocol. Use ``say`` to talk to the
 conversation, and ``can_ask()`` to know whether anyone can answer (a run without a conversation
@@ -42,12 +47,13 @@ import os
 import sys
 
 __all__ = [
-    "ask", "ask_user", "confirm", "approve", "form", "say", "run", "can_ask", "in_run", "Declined", "Expired", "Timeout",
-    "Cancelled", "NotInRun", "Protocol", "Client", "Outcome", "ApiError", "Edited",
+    "ask", "ask_user", "confirm", "approve", "form", "say", "run", "can_ask", "in_run", "runtime", "UserDeclined",
+    "AskTimeout", "Declined", "Expired", "Timeout", "Cancelled", "NotInRun", "Protocol", "Client", "Outcome",
+    "ApiError", "Edited",
 ]
 
 
-class Declined(Exception):
+class UserDeclined(Exception):
     """The person declined (or rejected an approval); ``feedback`` is what they said."""
 
     def __init__(self, feedback=None):
@@ -55,12 +61,14 @@ class Declined(Exception):
         self.feedback = feedback
 
 
-class Expired(Exception):
+class AskTimeout(Exception):
     """Nobody answered before the deadline, and the ask had no default."""
 
 
-# The name the in-run helper used before; the same exception.
-Timeout = Expired
+# askgate's earlier names for the seed's exceptions: the same classes, so either name catches.
+Declined = UserDeclined
+Expired = AskTimeout
+Timeout = AskTimeout
 
 
 class NotInRun(RuntimeError):
@@ -167,10 +175,10 @@ def _outcome(message):
         return reply.get("value"), False
     if status == "expired":
         if reply.get("value") is None and message["type"] != "confirm":
-            raise Expired("nobody answered before the deadline")
+            raise AskTimeout("nobody answered before the deadline")
         return reply.get("value"), True
     if status == "declined":
-        raise Declined(reply.get("feedback"))
+        raise UserDeclined(reply.get("feedback"))
     if status == "cancelled":
         raise Cancelled(reply.get("reason", "cancelled"))
     raise Protocol(f"unknown outcome status {status!r}")
@@ -203,43 +211,47 @@ def wire_options(options):
     return out
 
 
-def wire_questions(questions):
+def wire_questions(questions, allow_custom=True):
     """Several questions as an ask carries them: each a dict with ``header`` (a short name, its
     key in the answer), ``prompt``, and its own ``options`` (labels or ``(label, description)``
-    pairs), ``multi`` and ``allow_custom``."""
+    pairs), ``multi`` and ``allow_custom`` (``allow_custom`` when it has options and says
+    nothing)."""
     out = []
     for q in questions:
         if not isinstance(q, dict):
             raise TypeError(f"question {q!r} is not a dict with a header and a prompt")
         q = dict(q)
-        if "options" in q:
+        if q.get("options"):
             q["options"] = wire_options(q["options"])
+            q.setdefault("allow_custom", bool(allow_custom))
         out.append(q)
     return out
 
 
-def ask(prompt, options=None, multi=False, allow_custom=False, timeout=None, default=None, detail=None,
+def ask(prompt, options=None, multi=False, allow_custom=True, timeout=None, default=None, detail=None,
         questions=None, **nudge):
     """Asks a question. Returns the chosen option's label or the text (a list when ``multi``).
 
     Each option is a label, or a ``(label, description)`` pair whose description people see
-    beside it: ``ask("Which?", options=[("dayjs", "2 kB"), "luxon"])``.
+    beside it: ``ask("Which?", options=[("dayjs", "2 kB"), "luxon"])``. As in the seed, people
+    may also write their own answer unless ``allow_custom=False`` (the wire's default is False:
+    this sends it every time).
 
     ``questions`` asks 1 to 4 questions together (instead of ``options``); the answer is a dict
     keyed by their headers: ``ask("Setup", questions=[{"header": "Library", "prompt": "Which?",
     "options": ["dayjs", "luxon"]}, {"header": "Tests", "prompt": "Which tests?", "options":
     ["unit", "e2e"], "multi": True}])``.
 
-    ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``Expired``
-    is raised when there is none. ``remind_before``, ``remind_every``, ``escalate_after``,
-    ``escalate_to`` and ``escalate_answerers`` nudge people while it waits (also for
-    ``confirm`` and ``approve``).
+    ``timeout`` is in seconds (or "never"); on timeout ``default`` is returned, or ``AskTimeout``
+    is raised when there is none; a decline raises ``UserDeclined``. ``remind_before``,
+    ``remind_every``, ``escalate_after``, ``escalate_to`` and ``escalate_answerers`` nudge
+    people while it waits (also for ``confirm`` and ``approve``).
     """
     message = {"type": "ask", "prompt": prompt, "timeout": timeout, "default": default, **nudges(nudge)}
     if questions is not None:
-        if options or multi or allow_custom:
-            raise TypeError("options, multi and allow_custom belong to each of the questions")
-        message["questions"] = wire_questions(questions)
+        if options or multi:
+            raise TypeError("options and multi belong to each of the questions")
+        message["questions"] = wire_questions(questions, allow_custom)
     else:
         message.update({"options": wire_options(options), "multi": multi, "allow_custom": allow_custom})
     if detail is not None:
@@ -255,7 +267,7 @@ def form(prompt, schema, detail=None, timeout=None, default=None, **nudge):
     ``maxLength`` and ``format`` email, uri, date or date-time; numbers and integers with
     ``minimum`` and ``maximum``; booleans; enums, single or as a list; ``default``). askgate
     checks each field before the answer reaches you. On timeout ``default`` (a dict) is
-    returned, or ``Expired`` is raised when there is none; a decline raises ``Declined``."""
+    returned, or ``AskTimeout`` is raised when there is none; a decline raises ``UserDeclined``."""
     message = {"type": "form", "prompt": prompt, "schema": schema, "timeout": timeout, "default": default,
                **nudges(nudge)}
     if detail is not None:
@@ -266,16 +278,17 @@ def form(prompt, schema, detail=None, timeout=None, default=None, **nudge):
 
 def ask_user(question, **ask_options):
     """The seed's ``ask_user``: ``ask(question)``, whose decline and expiry come back as ``None``
-    (a cancellation still raises ``Cancelled``)."""
+    (a cancellation still raises ``Cancelled``). The seed's older semantics: ``None`` means no
+    answer."""
     try:
         return ask(question, **ask_options)
-    except (Declined, Expired):
+    except (UserDeclined, AskTimeout):
         return None
 
 
 def confirm(prompt, detail=None, default=False, timeout=None, **nudge):
-    """Asks yes or no. A timeout returns ``default``; it never raises ``Expired``. The person may
-    also decline it (besides yes and no): that raises ``Declined`` with their feedback."""
+    """Asks yes or no. A timeout returns ``default``; it never raises ``AskTimeout``. The person
+    may also decline it (besides yes and no): that raises ``UserDeclined`` with their feedback."""
     message = {"type": "confirm", "prompt": prompt, "default": default, "timeout": timeout, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
@@ -286,7 +299,7 @@ def confirm(prompt, detail=None, default=False, timeout=None, **nudge):
 def approve(action, detail=None, timeout=None, editable=False, quorum=None, **nudge):
     """Asks approval for ``action``. Returns "once" or "always", or with ``editable`` an
     ``Edited`` whose ``action`` the approver wrote instead; with ``quorum=N`` "once" when N
-    distinct answerers approved. Raises ``Declined`` on reject."""
+    distinct answerers approved. Raises ``UserDeclined`` on reject."""
     message = {"type": "approve", "action": action, "timeout": timeout, **nudges(nudge)}
     if detail is not None:
         message["detail"] = detail
@@ -314,7 +327,7 @@ def run(main):
         reply = main(message.get("input", ""), message)
     except SystemExit:
         raise
-    except (Declined, Expired, Cancelled) as e:
+    except (UserDeclined, AskTimeout, Cancelled) as e:
         _send({"type": "error", "message": f"{type(e).__name__}: {e}"})
         return
     except Exception as e:  # noqa: BLE001 - every failure is reported to askgate
@@ -324,3 +337,4 @@ def run(main):
 
 
 from askgate.client import ApiError, Client, Outcome  # noqa: E402  (needs the exceptions above)
+from askgate import runtime  # noqa: E402  (the seed's names for the functions above)

@@ -12,9 +12,10 @@ polls (``GET /api/questions/{id}/outcome?wait=…``), so it returns when someone
 surface, however long that takes. ``submit`` posts without waiting and ``outcome`` reads where
 a question stands, for callers that keep the id and come back later.
 
-Outcomes other than an answer raise the same exceptions as inside a run: ``Declined`` (rejected
-or declined, with the person's feedback; a confirm can be declined too), ``Expired`` (no answer
-before the deadline and no default; ``Timeout`` is its old name), ``Cancelled`` (with the reason).
+Outcomes other than an answer raise the same exceptions as inside a run: ``UserDeclined``
+(rejected or declined, with the person's feedback; a confirm can be declined too; also named
+``Declined``), ``AskTimeout`` (no answer before the deadline and no default; also named
+``Expired`` and ``Timeout``), ``Cancelled`` (with the reason).
 A confirm never raises on expiry: its default applies. ``can_ask()`` says whether askgate answers
 and takes this token's questions. A request askgate refuses raises
 ``ApiError`` with its HTTP status, code and message.
@@ -92,19 +93,21 @@ class Client:
         except Exception:  # noqa: BLE001 - a timeout, a reset, a body that is not askgate's
             return False
 
-    def ask(self, prompt, options=None, multi=False, allow_custom=False, detail=None, default=None,
+    def ask(self, prompt, options=None, multi=False, allow_custom=True, detail=None, default=None,
             timeout=None, conversation=None, answerers=None, questions=None, **nudge):
         """Asks a question and returns the answer: an option, free text, or a list when
         ``multi``. Each option is a label or a ``(label, description)`` pair, as in
-        ``askgate.ask``; ``questions`` asks 1 to 4 together and returns a dict keyed by their
-        headers. On expiry returns ``default`` when there is one, else raises ``Expired``.
+        ``askgate.ask``; people may write their own answer unless ``allow_custom=False`` (as in
+        ``askgate.ask``; the API's default is False, so this sends it every time). ``questions``
+        asks 1 to 4 together and returns a dict keyed by their headers. On expiry returns
+        ``default`` when there is one, else raises ``AskTimeout``.
         ``remind_before``, ``remind_every``, ``escalate_after``, ``escalate_to`` and
         ``escalate_answerers`` nudge people while it waits (also for ``confirm`` and ``approve``)."""
         ask = {"prompt": prompt, **nudges(nudge)}
         if questions is not None:
-            if options or multi or allow_custom:
-                raise TypeError("options, multi and allow_custom belong to each of the questions")
-            ask["questions"] = wire_questions(questions)
+            if options or multi:
+                raise TypeError("options and multi belong to each of the questions")
+            ask["questions"] = wire_questions(questions, allow_custom)
         else:
             ask.update({"options": wire_options(options), "multi": multi, "allow_custom": allow_custom})
         return self._settle(self._ask("question", ask, detail, default, timeout, conversation, answerers))
