@@ -12,6 +12,8 @@ use tokio::io::BufReader;
 
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/man.rs"]
+mod man;
 #[path = "cli/telemetry.rs"]
 mod telemetry;
 
@@ -182,8 +184,12 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Man => {
-            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
-            return if page.render(&mut std::io::stdout()).is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+            let page = man::page(<Cli as clap::CommandFactory>::command());
+            return if std::io::Write::write_all(&mut std::io::stdout(), &page).is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
         }
     };
     let config = match Config::load(&config_path) {

@@ -278,3 +278,53 @@ fn the_id_prefix_rule_is_one_number_everywhere() {
         assert!(read(&root().join(file)).contains(&words), "{file} does not say {words:?}");
     }
 }
+
+/// The pages a roff text names as `name(section)`, such as `askgate-serve(1)`.
+fn page_references(roff: &str) -> BTreeSet<String> {
+    let text = roff.replace("\\-", "-");
+    let mut found = BTreeSet::new();
+    for (at, _) in text.match_indices('(') {
+        let after = &text[at + 1..];
+        if !(after.len() > 1 && after.as_bytes()[0].is_ascii_digit() && after.as_bytes()[1] == b')') {
+            continue;
+        }
+        let name: String = text[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !name.is_empty() {
+            found.insert(format!("{name}({})", &after[..1]));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_man_page_holds_every_command_the_environment_and_the_files_and_names_no_other_page() {
+    let out = Command::new(BIN).arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    for section in ["NAME", "SYNOPSIS", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS"] {
+        let heading = if section.contains(' ') { format!("\"{section}\"") } else { section.to_owned() };
+        assert!(page.contains(&format!("\n.SH {heading}\n")), "no {section} section:\n{page}");
+    }
+    // The variables and files a newcomer meets first.
+    for name in ["ASKGATE_API_TOKEN", "ASKGATE_CONFIG", "askgate.db", "askgate\\-agent.token", "channels.toml"] {
+        assert!(page.contains(name), "the page does not mention {name}");
+    }
+    // Every command (and each of its own) under its full name, as `--help` lists them.
+    let top = help(&[]);
+    for command in subcommands(&top) {
+        assert!(page.contains(&format!(".SS \"askgate {command}\"")), "no askgate {command} in:\n{page}");
+        for sub in subcommands(&help(&[&command])) {
+            assert!(page.contains(&format!(".SS \"askgate {command} {sub}\"")), "no askgate {command} {sub}");
+        }
+    }
+    let others: Vec<String> = page_references(&page).into_iter().filter(|r| r != "askgate(1)").collect();
+    assert!(others.is_empty(), "the page names pages askgate does not produce: {others:?}");
+    assert_eq!(page_references("see askgate\\-serve(1) and man(7)").len(), 2, "the scan finds references");
+}
