@@ -531,6 +531,8 @@ mod tests {
         assert_eq!(parse("[\"git push *\"]").unwrap().functions[0].pre_approved, ["git push *"]);
         let err = parse("[\"deploy\", \" * \"]").unwrap_err().to_string();
         assert!(err.contains("functions.x.pre_approved") && err.contains("every action"), "{err}");
+        let err = parse("[\"git push --*\"]").unwrap_err().to_string();
+        assert!(err.contains("`git push --*` would allow nothing: an option must be named"), "{err}");
     }
 
     #[test]

@@ -84,6 +84,11 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
     if let Some(rule) = f.pre_approved.iter().find(|r| crate::text::catches_all(r)) {
         return Err((key("pre_approved"), format!("`{rule}` would allow every action; a rule must name something")));
     }
+    for rule in &f.pre_approved {
+        if let Some(why) = crate::question::rule::never_fits(rule) {
+            return Err((key("pre_approved"), format!("`{rule}` would allow nothing: {why}")));
+        }
+    }
     let pre_approved = f.pre_approved.clone();
     let (name, description) = (f.name.clone(), f.description.clone());
     let (kind, default_description) = match (&f.builtin, &f.command) {

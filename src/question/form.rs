@@ -6,6 +6,7 @@
 
 mod answer;
 mod schema;
+mod seen;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -304,17 +305,34 @@ impl Form {
         if self.fields.len() > MAX_FIELDS {
             return Err(InvalidForm::whole(format!("{} fields: a form holds at most {MAX_FIELDS}", self.fields.len())));
         }
+        let likeness: Vec<(String, String)> =
+            self.fields.iter().map(|f| (seen::likeness(&f.key), seen::likeness(f.label()))).collect();
         for (i, field) in self.fields.iter().enumerate() {
             let key = &field.key;
-            if key.trim().is_empty() || key.chars().any(|c| c.is_control() || c.is_whitespace() && c != ' ') {
-                return Err(InvalidForm::whole(format!("field {} has no usable key", i + 1)));
+            if seen::seen_len(key) == 0 {
+                return Err(InvalidForm::whole(format!("field {} has no name you can see", i + 1)));
+            }
+            if let Some(why) = seen::unseen_in_key(key) {
+                return Err(InvalidForm::of(&key.escape_default().to_string(), why));
             }
             if key.chars().count() > MAX_KEY_LEN || key.contains('=') {
                 return Err(InvalidForm::of(key, format!("a key is at most {MAX_KEY_LEN} characters, without `=`")));
             }
-            if self.fields[..i].iter().any(|f| f.key.eq_ignore_ascii_case(key)) {
-                return Err(InvalidForm::of(key, "two fields have this key"));
+            if let Some(other) = self.fields[..i].iter().zip(&likeness).find(|(_, (k, _))| *k == likeness[i].0) {
+                let why = if other.0.key == *key {
+                    "two fields have this key".to_owned()
+                } else {
+                    format!("looks like field `{}`: give fields names that read differently", other.0.key)
+                };
+                return Err(InvalidForm::of(key, why));
             }
+            if let Some(other) = self.fields[..i].iter().zip(&likeness).find(|(_, (_, l))| *l == likeness[i].1) {
+                return Err(InvalidForm::of(
+                    key,
+                    format!("its label `{}` looks like the label of field `{}`", field.label(), other.0.key),
+                ));
+            }
+            bounds(field)?;
             let long = |t: &Option<String>| t.as_ref().is_some_and(|t| t.chars().count() > MAX_FIELD_TEXT);
             if long(&field.title) || long(&field.description) {
                 return Err(InvalidForm::of(
@@ -353,6 +371,30 @@ impl Form {
             }
         }
         Ok(())
+    }
+}
+
+/// Checks that a field's bounds can be met: a lower bound no higher than its upper bound, and
+/// no more options to pick than it has.
+fn bounds(field: &Field) -> Result<(), InvalidForm> {
+    let key = &field.key;
+    let above = |low: &str, lo: String, high: &str, hi: String| {
+        InvalidForm::of(key, format!("`{low}` ({lo}) is above `{high}` ({hi}): no answer could fit"))
+    };
+    match &field.input {
+        Input::Text { min_length: Some(lo), max_length: Some(hi), .. } if lo > hi => {
+            Err(above("minLength", lo.to_string(), "maxLength", hi.to_string()))
+        }
+        Input::Number { minimum: Some(lo), maximum: Some(hi), .. } if lo > hi => {
+            Err(above("minimum", lo.to_string(), "maximum", hi.to_string()))
+        }
+        Input::Choice { min_items: Some(lo), max_items: Some(hi), .. } if lo > hi => {
+            Err(above("minItems", lo.to_string(), "maxItems", hi.to_string()))
+        }
+        Input::Choice { options, min_items: Some(lo), other: false, .. } if *lo as usize > options.len() => {
+            Err(InvalidForm::of(key, format!("`minItems` ({lo}) is more than its {} options", options.len())))
+        }
+        _ => Ok(()),
     }
 }
 

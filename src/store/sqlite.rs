@@ -42,8 +42,9 @@ macro_rules! ended_runs {
     };
 }
 
-// The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
+mod checkpoint;
 mod file;
+// The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
 #[allow(unsafe_code)]
 mod raw;
 mod rows;
@@ -62,28 +63,13 @@ pub struct SqliteStore {
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     counters: Arc<writer::Counters>,
-    /// The task that checkpoints the WAL beside the writer; aborted when the store closes.
-    checkpoints: tokio_util::task::AbortOnDropHandle<()>,
+    /// The task that checkpoints and trims the WAL beside the writer.
+    checkpoints: checkpoint::Checkpointer,
 }
 
-/// How often the WAL is checkpointed beside the writer.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
 /// How many WAL pages the writer lets pile up before it checkpoints them itself: only when the
 /// checkpoints beside it fall this far behind (SQLite's default is 1,000).
 const WRITER_CHECKPOINTS_AFTER: &str = "100000";
-
-/// Checkpoints the WAL into the database every [`CHECKPOINT_EVERY`] on a connection of its
-/// own, passively (it never waits for the writer or a reader, and none waits for it), so that
-/// no commit of the writer carries the copying. Measured with 64 conversations, a commit that
-/// checkpointed held every conversation's next step for tens of milliseconds.
-async fn checkpoint(mut connection: sqlx::SqliteConnection) {
-    loop {
-        tokio::time::sleep(CHECKPOINT_EVERY).await;
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&mut connection).await {
-            tracing::debug!(error = %e, "a checkpoint of the WAL did not run; the next one will");
-        }
-    }
-}
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `url` (`sqlite://askgate.db`, or a path),
@@ -106,6 +92,8 @@ impl SqliteStore {
             })
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
+            // The WAL is cut back to this size whenever it starts again (see `checkpoint`).
+            .pragma("journal_size_limit", checkpoint::WAL_LIMIT.to_string())
             .disable_statement_logging();
         let exclusive = database_file(&options).map(lock_database).transpose()?;
         if let Some(file) = database_file(&options) {
@@ -116,7 +104,8 @@ impl SqliteStore {
         // The writer does it itself only if those fall far behind.
         let mut writer = options.clone().pragma("wal_autocheckpoint", WRITER_CHECKPOINTS_AFTER).connect().await?;
         sqlx::migrate!("./migrations/sqlite").run(&mut writer).await?;
-        let checkpointer = options.clone().connect().await?;
+        let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
+        raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
         // is a round trip to the connection's thread, as costly as the read itself.
         let readers = SqlitePoolOptions::new()
@@ -133,8 +122,8 @@ impl SqliteStore {
             readers,
             writes,
             writer: Mutex::new(Some(thread)),
-            counters,
-            checkpoints: tokio_util::task::AbortOnDropHandle::new(tokio::spawn(checkpoint(checkpointer))),
+            counters: counters.clone(),
+            checkpoints: checkpoint::Checkpointer::start(checkpointer, counters),
         })
     }
 
@@ -306,10 +295,8 @@ impl Store for SqliteStore {
 
     async fn close(&self) {
         let Some(writer) = self.writer.lock().await.take() else { return };
-        // Its connection closes as the task ends; whichever connection closes last checkpoints
-        // what is left of the WAL.
-        self.checkpoints.abort();
-        // The writer commits everything queued before this job, then ends.
+        self.checkpoints.stop().await;
+        // The writer commits everything queued before this job, truncates the WAL, then ends.
         let (closed, done) = oneshot::channel();
         if self.writes.send(Job::Close(closed)).is_ok() {
             let _ = done.await;

@@ -225,3 +225,56 @@ async fn an_agents_form_goes_to_its_own_client_as_the_same_schema_and_a_wrong_an
     client.cancel().await.unwrap();
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn the_api_refuses_look_alike_names_and_bounds_no_answer_meets_and_a_blank_answer_fills_nothing() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let ask =
+        |schema: Value| json!({"conversation": "console:local", "kind": "form", "prompt": "Pay", "schema": schema});
+    let text = json!({"type": "string"});
+
+    let (status, body) =
+        post(&base, &token, ask(json!({"type": "object", "properties": {"iban": text, "\u{456}ban": text}}))).await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("field `\u{456}ban`: looks like field `iban`"), "{body}");
+    let (status, body) =
+        post(&base, &token, ask(json!({"type": "object", "properties": {"i\u{200B}ban": text}}))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("U+200B"), "{body}");
+    let bounds = json!({"type": "object", "properties": {"amount": {"type": "number", "minimum": 100, "maximum": 10}}});
+    let (status, body) = post(&base, &token, ask(bounds)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("field `amount`: `minimum` (100) is above"), "{body}");
+
+    let schema = json!({"type": "object", "properties": {"iban": {"type": "string", "minLength": 5}, "note": text},
+                        "required": ["iban", "note"]});
+    let (status, body) = post(&base, &token, ask(schema)).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let reply = |value: Value| {
+        let (base, token, id) = (base.clone(), token.clone(), id.clone());
+        async move {
+            let response = reqwest::Client::new()
+                .post(format!("{base}/api/questions/{id}/reply"))
+                .bearer_auth(&token)
+                .json(&json!({"value": value}))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = reply(json!({"iban": "\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}", "note": "x"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("iban"), "{body}");
+    let (status, body) = reply(json!({"iban": "DE89 3704", "note": "\u{2800}\u{202E}"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("note"), "{body}");
+    assert_eq!(outcome(&base, &token, &id).await["status"], "pending", "a blank answer answers nothing");
+    let (status, body) = reply(json!({"iban": "DE89 3704", "note": "rent"})).await;
+    assert_eq!(status, 200, "{body}");
+    served.terminate().await;
+}

@@ -8,6 +8,7 @@ mod channel_relay;
 mod claude_code;
 mod conformance;
 mod discord;
+mod disk;
 mod docs;
 mod engine;
 mod fake_discord;

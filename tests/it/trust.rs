@@ -284,6 +284,22 @@ async fn a_rule_for_a_command_allows_it_and_asks_for_a_chained_one() {
     served.terminate().await;
 }
 
+#[tokio::test]
+async fn a_rule_with_a_star_asks_for_an_option_it_does_not_name() {
+    let dir = TempDir::new().unwrap();
+    let functions = "\n[[functions]]\nname = \"push\"\nbuiltin = \"approve-demo\"\npre_approved = [\"git push *\"]\n";
+    let mut served = Served::start(&write_config(dir.path(), functions));
+    served.type_line("/run push git push --upload-pack=x origin main").await;
+    let id = served.card_id("git push --upload-pack=x origin main").await;
+    served.type_line("/run push git push origin main").await;
+    served.stdout_line("Allowed by a standing grant: ran `git push origin main`").await;
+    served.type_line(&format!("/deny {id}")).await;
+    served.stdout_line("Rejected: did not run `git push --upload-pack=x origin main`").await;
+    assert_eq!(served.cards("git push origin main"), 0, "the plain push was pre-approved");
+    assert!(!served.stdout().contains("ran `git push --upload-pack"), "{}", served.stdout());
+    served.terminate().await;
+}
+
 /// A session opened with plain HTTP, as a client that never opens the standalone event stream
 /// and sends no progress token: only the held call's own stream carries anything.
 struct RawSession {

@@ -154,7 +154,13 @@ pub(super) fn check_field(field: &Field, value: &Value) -> Result<Value, FieldEr
     match (&field.input, value) {
         (Input::Text { min_length, max_length, format, .. }, Value::String(s)) => {
             let n = s.chars().count();
-            if let Some(min) = min_length.filter(|&m| n < m as usize) {
+            // Only what can be seen counts toward the least: zero-width or blank characters
+            // fill no required field and no `minLength`.
+            let seen = super::seen::seen_len(s);
+            if field.required && seen == 0 && min_length.is_none() {
+                return Err(FieldError::new(field, Hint::Required));
+            }
+            if let Some(min) = min_length.filter(|&m| seen < m as usize) {
                 return Err(FieldError::new(field, Hint::AtLeastChars(min)));
             }
             if let Some(max) = max_length.filter(|&m| n > m as usize) {

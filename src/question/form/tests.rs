@@ -169,3 +169,72 @@ fn a_dash_takes_a_required_fields_default() {
     assert_eq!(draft["size"], json!(3));
     assert_eq!(form.fill(&mut draft, form.field("name").unwrap(), "-").unwrap_err().key, "name");
 }
+
+#[test]
+fn invisible_or_look_alike_field_names_are_refused_naming_the_field() {
+    let refused = |properties: serde_json::Value| {
+        Form::from_schema(&json!({"type": "object", "properties": properties})).unwrap_err().to_string()
+    };
+    let text = json!({"type": "string"});
+    let err = refused(json!({"e\u{200B}mail": text}));
+    assert!(err.contains("field `e\\u{200b}mail`") && err.contains("U+200B"), "{err}");
+    let err = refused(json!({"\u{2800}": text}));
+    assert!(err.contains("no name you can see"), "{err}");
+    let err = refused(json!({"email": text, "\u{435}mail": text}));
+    assert!(err.contains("looks like field `email`"), "{err}");
+    let err = refused(json!({"email": text, "EMAIL": text}));
+    assert!(err.contains("looks like field `email`"), "{err}");
+    let err = refused(
+        json!({"to": {"type": "string", "title": "Amount"}, "sum": {"type": "string", "title": "Am\u{43E}unt"}}),
+    );
+    assert!(err.contains("field `sum`: its label `Am\u{43E}unt` looks like the label of field `to`"), "{err}");
+    let questions = |headers: [&str; 2]| {
+        Form::from_questions(
+            headers
+                .iter()
+                .map(|h| Subquestion { header: (*h).into(), prompt: "?".into(), ..Default::default() })
+                .collect(),
+        )
+    };
+    assert!(questions(["Deploy", "D\u{435}ploy"]).unwrap_err().to_string().contains("looks like field `Deploy`"));
+    assert!(questions(["Deploy", "Rollback"]).is_ok());
+}
+
+#[test]
+fn bounds_that_no_answer_could_meet_are_refused() {
+    let refused = |field: serde_json::Value| {
+        Form::from_schema(&json!({"type": "object", "properties": {"f": field}})).unwrap_err().to_string()
+    };
+    let err = refused(json!({"type": "integer", "minimum": 10, "maximum": 5}));
+    assert_eq!(err, "field `f`: `minimum` (10) is above `maximum` (5): no answer could fit");
+    let err = refused(json!({"type": "string", "minLength": 9, "maxLength": 3}));
+    assert!(err.contains("`minLength` (9) is above `maxLength` (3)"), "{err}");
+    let err = refused(json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 3, "maxItems": 2}));
+    assert!(err.contains("`minItems` (3) is above `maxItems` (2)"), "{err}");
+    let err = refused(json!({"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 3}));
+    assert!(err.contains("`minItems` (3) is more than its 2 options"), "{err}");
+    let fine = json!({"type": "object", "properties": {"n": {"type": "number", "minimum": 1.5, "maximum": 1.5}}});
+    assert!(Form::from_schema(&fine).is_ok(), "equal bounds leave one answer");
+}
+
+#[test]
+fn an_invisible_value_fills_no_required_field_and_no_min_length() {
+    let form = Form::from_schema(&json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "minLength": 2}, "note": {"type": "string"}, "tag": {"type": "string"}},
+        "required": ["name", "note"]
+    }))
+    .unwrap();
+    let check = |name: &str, note: &str| form.check(&json!({"name": name, "note": note})).map_err(|e| e.to_string());
+    assert!(check("Ada", "hi").is_ok());
+    let err = check("\u{200B}\u{200B}\u{200B}", "hi").unwrap_err();
+    assert!(err.contains("name") && err.contains("at least 2"), "{err}");
+    let err = check("A\u{200D}\u{2800}", "hi").unwrap_err();
+    assert!(err.contains("at least 2"), "one letter you can see is one: {err}");
+    let err = check("Ada", " \u{202E}\u{FEFF} ").unwrap_err();
+    assert!(err.contains("note"), "{err}");
+    assert!(
+        form.check(&json!({"name": "Ada", "note": "x", "tag": "\u{200B}"})).is_ok(),
+        "an optional field may be blank"
+    );
+}

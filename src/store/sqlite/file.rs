@@ -2,8 +2,7 @@
 //! owner-only permissions from the start.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt as _, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -74,7 +73,7 @@ const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
 pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
     let path = lock_path(database);
     let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -97,8 +96,14 @@ pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
     };
     match locked {
         Ok(()) => {
-            file.set_len(0).map_err(failed)?;
-            writeln!(file, "pid {}", std::process::id()).map_err(failed)?;
+            // Written over the last holder's pid, then cut to length: a file that had one needs
+            // no new space, so askgate starts on a full disk. The lock is what counts; a pid
+            // that cannot be written only leaves the holder unnamed.
+            let pid = format!("pid {}\n", std::process::id());
+            let named = file.write_all_at(pid.as_bytes(), 0).and_then(|()| file.set_len(pid.len() as u64));
+            if let Err(e) = named {
+                tracing::warn!(error = %e, path = %path.display(), "this askgate's pid could not be written beside its lock");
+            }
             Ok(file)
         }
         Err(TryLockError::WouldBlock) => {

@@ -36,6 +36,29 @@ pub(super) fn turn_off_memory_statistics() {
     });
 }
 
+/// Keeps the `-wal` and `-shm` files when this connection is the last to close the database
+/// (SQLite's persistent WAL): the WAL is emptied (with `journal_size_limit` set, truncated to
+/// zero bytes) instead of deleted. Without the `-shm` file, SQLite must create and size it
+/// before it reads anything, so on a full disk a database left without one cannot even be read,
+/// and askgate could not start until space is freed; with it, askgate starts, reads, and
+/// answers that writes wait for space.
+///
+/// # Errors
+/// SQLite refuses the file control (the handle has no `main` database).
+pub(super) fn keep_wal_files(locked: &mut LockedSqliteHandle<'_>) -> Result<(), StoreError> {
+    let db = locked.as_raw_handle();
+    let mut on: c_int = 1;
+    // SAFETY: the handle is valid and locked out of sqlx for this call; `main` is a
+    // NUL-terminated name; SQLITE_FCNTL_PERSIST_WAL reads and writes the one int it is given.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(db.as_ptr(), c"main".as_ptr(), ffi::SQLITE_FCNTL_PERSIST_WAL, (&raw mut on).cast())
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(error(db, rc));
+    }
+    Ok(())
+}
+
 /// A value bound to a statement parameter (`?1`, `?2`, … in order).
 #[derive(Clone, Copy)]
 pub(super) enum Param<'a> {

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;
+use sqlx::{Connection, Row as _};
 use tokio::sync::{mpsc, oneshot};
 
 use super::raw::Db;
@@ -57,6 +57,11 @@ impl Counters {
                 }
             }
         }
+    }
+
+    /// How many batches the writer has tried so far.
+    pub(super) fn batches(&self) -> u64 {
+        self.batches.load(Ordering::Relaxed)
     }
 
     fn count(&self, writes: usize, failed: usize, took: std::time::Duration) {
@@ -135,6 +140,9 @@ fn write_thread(
 ) {
     let closing = match futures_executor::block_on(conn.lock_handle()) {
         Ok(mut locked) => {
+            if let Err(e) = super::raw::keep_wal_files(&mut locked) {
+                tracing::warn!(error = %e, "the WAL files may be deleted at the stop");
+            }
             let db = Db::new(&mut locked);
             match Statements::prepare(&db) {
                 Ok(mut statements) => {
@@ -156,6 +164,17 @@ fn write_thread(
     // Writes queued after the close (or after a failed start) are refused, not lost silently.
     while let Ok(job) = queue.try_recv() {
         refuse(job);
+    }
+    if closing.is_some() {
+        // A clean stop leaves the WAL empty: everything in it is copied into the database and
+        // the file cut to zero bytes (readers that are still open keep this connection from
+        // being the last, which would do it itself).
+        let trimmed = futures_executor::block_on(sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut conn));
+        match trimmed.and_then(|row| row.try_get::<i64, _>(0)) {
+            Ok(0) => {}
+            Ok(_) => tracing::warn!("readers kept the WAL from being emptied at the stop; the next start will"),
+            Err(e) => tracing::warn!(error = %e, "the WAL could not be emptied at the stop; the next start will"),
+        }
     }
     if let Err(e) = futures_executor::block_on(conn.close()) {
         tracing::warn!(error = %e, "closing the writer connection failed");

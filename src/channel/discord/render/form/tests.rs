@@ -130,14 +130,16 @@ fn every_form_card_keeps_discords_limits() {
     let mut properties = serde_json::Map::new();
     for i in 0..4 {
         let key = format!("{i}{}", long(60));
-        properties
-            .insert(key, json!({"type": "string", "title": long(500), "description": long(500), "oneOf": options}));
+        properties.insert(
+            key,
+            json!({"type": "string", "title": format!("{i}{}", long(499)), "description": long(500), "oneOf": options}),
+        );
     }
     for i in 0..5 {
         let key = format!("t{i}{}", long(60));
         properties.insert(
             key,
-            json!({"type": "string", "title": long(500), "description": long(500), "minLength": 4000, "maxLength": 9000}),
+            json!({"type": "string", "title": format!("t{i}{}", long(498)), "description": long(500), "minLength": 4000, "maxLength": 9000}),
         );
     }
     let q = asked(&long(2000), json!({"type": "object", "properties": properties}));

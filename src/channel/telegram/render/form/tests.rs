@@ -145,6 +145,8 @@ fn every_payload_of_a_form_card_fits_in_64_bytes_whatever_field_is_asked() {
     let text = "é".repeat(crate::question::form::MAX_FIELD_TEXT);
     for i in 0..crate::question::form::MAX_FIELDS {
         let key = format!("{i}{}", "k".repeat(crate::question::form::MAX_KEY_LEN - 2));
+        // Titles that differ: fields whose labels look alike are refused.
+        let text = format!("{i:02}{}", &text[..text.len() - 4]);
         let field = match i % 4 {
             0 => json!({"type": "string", "oneOf": options, "title": text, "description": text}),
             1 => json!({"type": "array", "items": {"anyOf": options}, "title": text, "description": text}),
