@@ -42,6 +42,7 @@ mod runner;
 mod settings;
 mod speech;
 mod sweeper;
+mod typed;
 mod waiters;
 
 use std::sync::{Arc, Mutex, PoisonError};

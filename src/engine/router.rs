@@ -160,7 +160,7 @@ impl Response {
         Self::attempt(receipt.into(), question, l)
     }
 
-    fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
+    pub(super) fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
         let text = wording::receipt(&attempt.receipt, question, l);
         Self { receipt: Some(attempt.receipt), text, resolved: attempt.resolved, locale: l, ..Self::default() }
     }
@@ -234,7 +234,7 @@ impl Engine {
             let text = &inbound.text;
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
-                return self.form_reply(&question, &resolver, text, role == DeliveryRole::Prompt, l).await;
+                return self.form_reply(&question, &resolver, None, text, role == DeliveryRole::Prompt, l).await;
             }
             let receipt = match role {
                 DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
@@ -257,7 +257,7 @@ impl Engine {
         let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
         match pending.as_slice() {
             [question] if question.form.is_some() => {
-                self.form_reply(question, &resolver, &inbound.text, false, l).await
+                self.form_reply(question, &resolver, None, &inbound.text, false, l).await
             }
             [question] => {
                 let receipt = self.attempt(question, &inbound.text, &resolver).await?;
@@ -272,17 +272,19 @@ impl Engine {
         }
     }
 
-    /// A plain message toward a form: the next field (or, given whole, all of them).
-    async fn form_reply(
+    /// A message toward a form: the field `field` names, else the next field (or, given
+    /// whole, all of them).
+    pub(super) async fn form_reply(
         &self,
         question: &Question,
         resolver: &Resolver,
+        field: Option<&str>,
         text: &str,
         to_prompt: bool,
         l: Locale,
     ) -> Result<Response, StoreError> {
         let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
-        Ok(match self.form_step(question, resolver, None, text).await? {
+        Ok(match self.form_step(question, resolver, field, text).await? {
             super::FormStep::Next { draft, next } => Response {
                 form: Some(filled(Some(draft.clone()), None)),
                 ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
@@ -377,6 +379,7 @@ impl Engine {
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
             Command::Web => self.web_command(inbound).await,
+            Command::Card { id, action } => self.typed_card(inbound, resolver, &id, action, l).await,
         }
     }
 
@@ -458,7 +461,7 @@ impl Engine {
     }
 
     /// The question a command names: the opened card's, or one found by id.
-    async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
+    pub(super) async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
         match &inbound.card {
             Some(card) if card.id.to_string() == id => Ok(Some(Question::clone(card))),
             _ => self.find(&inbound.conversation, id).await,
@@ -477,7 +480,12 @@ impl Engine {
     }
 
     /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
-    async fn unknown(&self, conversation: &Conversation, id: &str, l: Locale) -> Result<Response, StoreError> {
+    pub(super) async fn unknown(
+        &self,
+        conversation: &Conversation,
+        id: &str,
+        l: Locale,
+    ) -> Result<Response, StoreError> {
         let reason = match normalise_prefix(id) {
             None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id, l),
             None => replies::not_an_id(&crate::text::clip(id, 40, "…"), l),
