@@ -92,7 +92,13 @@ async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
     let (status, body) =
         call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &bob, Some(json!({"value": "no"})))
             .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "not bob's to see: {body}");
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_authorized"), "not bob's to answer: {body}");
+    let (status, body) =
+        call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reject"), &bob, Some(json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_authorized"), "{body}");
+    assert!(!body.to_string().contains("Ship it?"), "a refusal tells nothing of the question: {body}");
+    let (status, _) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &bob, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "reading it stays hidden");
     // The event stream is filtered as the list is: bob's backlog and live events never carry
     // alice's question, though one of his own comes after it.
     let mut stream =
