@@ -44,6 +44,10 @@ pub struct Inbound {
     pub private: bool,
     /// The sender's language, as their platform says it (when askgate speaks it).
     pub locale: Option<crate::question::Locale>,
+    /// Said in the person's own place (the page's composer, the TUI): the questions they may
+    /// answer in any conversation (their board) are theirs to answer here too, by id or, when
+    /// one waits for them in all, by a plain reply.
+    pub board: bool,
 }
 
 impl Inbound {
@@ -61,6 +65,7 @@ impl Inbound {
             key: None,
             private: false,
             locale: None,
+            board: false,
         }
     }
 
@@ -108,6 +113,13 @@ impl Inbound {
     #[must_use]
     pub fn in_private(mut self, private: bool) -> Self {
         self.private = private;
+        self
+    }
+
+    /// Marks it as said in the person's own place (see [`Inbound::board`]).
+    #[must_use]
+    pub fn on_board(mut self, board: bool) -> Self {
+        self.board = board;
         self
     }
 
@@ -168,6 +180,24 @@ impl Response {
 
 /// The smallest id prefix that is accepted.
 const MIN_PREFIX: usize = QuestionId::MIN_PREFIX;
+
+/// The most questions read from elsewhere for a person's board, oldest first.
+const BOARD: u32 = 500;
+
+/// The resolver that answers `question` for the sender: from a question's own conversation as
+/// the sender wrote there; from the sender's board as from no conversation (as the API
+/// answers: "anyone in that conversation" is not someone writing from elsewhere).
+pub(super) fn answering<'a>(
+    inbound: &Inbound,
+    resolver: &'a Resolver,
+    question: &Question,
+) -> std::borrow::Cow<'a, Resolver> {
+    if inbound.board && !question.is_in(&inbound.conversation) {
+        std::borrow::Cow::Owned(Resolver { conversation: None, ..resolver.clone() })
+    } else {
+        std::borrow::Cow::Borrowed(resolver)
+    }
+}
 
 impl Engine {
     /// Handles one inbound message and says what to tell its sender.
@@ -254,13 +284,15 @@ impl Engine {
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
         let here = Some(&inbound.conversation);
-        let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
+        let mut pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
+        pending.extend(self.board(inbound).await?);
         match pending.as_slice() {
             [question] if question.form.is_some() => {
+                let resolver = answering(inbound, &resolver, question);
                 self.form_reply(question, &resolver, None, &inbound.text, false, l).await
             }
             [question] => {
-                let receipt = self.attempt(question, &inbound.text, &resolver).await?;
+                let receipt = self.attempt(question, &inbound.text, &answering(inbound, &resolver, question)).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
@@ -330,13 +362,14 @@ impl Engine {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
-                let receipt = self.attempt(&question, &choice, resolver).await?;
+                let receipt = self.attempt(&question, &choice, &answering(inbound, resolver, &question)).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
+                let resolver = &answering(inbound, resolver, &question);
                 let receipt = self.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
@@ -347,6 +380,7 @@ impl Engine {
                 if question.kind != Kind::Approval {
                     return Ok(Response::say(replies::not_an_approval(&question.id.short(), l)));
                 }
+                let resolver = &answering(inbound, resolver, &question);
                 let receipt = match how {
                     Allow::Once => self.attempt(&question, "once", resolver).await?,
                     Allow::Always => self.attempt(&question, "always", resolver).await?,
@@ -364,7 +398,10 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
-                let pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                let mut pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                pending.extend(self.board(inbound).await?);
+                pending.sort_by_key(|q| q.created_at);
+                pending.truncate(wording::LISTED as usize + 1);
                 Ok(Response::say(wording::pending_list(&pending, self.now_ms(), l)))
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
@@ -460,12 +497,40 @@ impl Engine {
         out
     }
 
-    /// The question a command names: the opened card's, or one found by id.
+    /// The question a command names: the opened card's, or one found by id (on the sender's
+    /// board too, when they write from their own place).
     pub(super) async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
         match &inbound.card {
             Some(card) if card.id.to_string() == id => Ok(Some(Question::clone(card))),
+            _ if inbound.board => self.find_on_board(inbound, id).await,
             _ => self.find(&inbound.conversation, id).await,
         }
+    }
+
+    /// The questions waiting elsewhere that the sender may answer, when they write from their
+    /// own place (see [`Inbound::board`]): the [`BOARD`] oldest. None otherwise.
+    async fn board(&self, inbound: &Inbound) -> Result<Vec<Question>, StoreError> {
+        if !inbound.board {
+            return Ok(Vec::new());
+        }
+        let everywhere = self.inner.store.pending(None, BOARD).await?;
+        Ok(everywhere
+            .into_iter()
+            .filter(|q| !q.is_in(&inbound.conversation) && q.admits(&inbound.user, None))
+            .collect())
+    }
+
+    /// Finds a question of this conversation, or of the sender's board, by full id or unique
+    /// prefix.
+    async fn find_on_board(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
+        let theirs = |q: &Question| q.is_in(&inbound.conversation) || q.admits(&inbound.user, None);
+        if let Ok(full) = id.parse::<QuestionId>() {
+            return Ok(self.inner.store.question(full).await?.filter(theirs));
+        }
+        let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
+        let found = self.inner.store.questions_by_prefix(None, &prefix, BOARD).await?;
+        let mut found: Vec<Question> = found.into_iter().filter(theirs).collect();
+        Ok(if found.len() == 1 { found.pop() } else { None })
     }
 
     /// Finds a question of this conversation by full id or unique prefix.
