@@ -44,6 +44,9 @@ pub struct Inbound {
     pub private: bool,
     /// The sender's language, as their platform says it (when askgate speaks it).
     pub locale: Option<crate::question::Locale>,
+    /// The language of the place it was said in (a Discord guild's `preferred_locale`), taken
+    /// for the sender while their own is not known: their first card reads in it.
+    pub place_locale: Option<crate::question::Locale>,
     /// Said in the person's own place (the page's composer, the TUI): the questions they may
     /// answer in any conversation (their board) are theirs to answer here too, by id or, when
     /// one waits for them in all, by a plain reply.
@@ -65,6 +68,7 @@ impl Inbound {
             key: None,
             private: false,
             locale: None,
+            place_locale: None,
             board: false,
         }
     }
@@ -106,6 +110,14 @@ impl Inbound {
     #[must_use]
     pub fn speaking(mut self, tag: Option<&str>) -> Self {
         self.locale = tag.and_then(crate::question::Locale::from_tag);
+        self
+    }
+
+    /// Sets the language of the place it was said in from the tag its platform gives (see
+    /// [`Inbound::place_locale`]); a language askgate does not speak, or none, changes nothing.
+    #[must_use]
+    pub fn said_where_they_speak(mut self, tag: Option<&str>) -> Self {
+        self.place_locale = tag.and_then(crate::question::Locale::from_tag);
         self
     }
 
@@ -204,6 +216,8 @@ impl Engine {
     pub async fn handle(&self, inbound: Inbound) -> Response {
         if let Some(locale) = inbound.locale {
             self.heard_language(&inbound.user, locale);
+        } else if let Some(locale) = inbound.place_locale {
+            self.place_language(&inbound.user, locale);
         }
         let l = self.locale_for(&inbound.user, Some(&inbound.conversation));
         let response = match self.route(&inbound, l).await {
