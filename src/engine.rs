@@ -19,6 +19,7 @@
 //! and the `pruner` (retention).
 
 mod access;
+mod board;
 mod callbacks;
 mod claim;
 mod context;

@@ -32,7 +32,7 @@ impl Engine {
         let Some(q) = self.named(inbound, id).await? else {
             return self.unknown(&inbound.conversation, id, l).await;
         };
-        let resolver = &*super::router::answering(inbound, resolver, &q);
+        let resolver = &*super::board::answering(inbound, resolver, &q);
         if !resolver.may_answer(&q) || !q.is_pending() {
             // Not theirs, or over: the attempt says which, as it would for an answer.
             let attempt = self.attempt_choice(&q, None, resolver).await?;
