@@ -1,8 +1,10 @@
 //! The text command grammar every surface shares. Button payloads are these same commands,
 //! plus a few that change only the card they are on ([`Tap`]).
 
+mod card;
 mod tap;
 
+pub use card::OnCard;
 pub use tap::{CardAction, FormAction, Tap};
 
 use crate::question::QuestionId;
@@ -53,6 +55,13 @@ pub enum Command {
     Help,
     /// `/web`: a one-time link that signs a browser in as the sender.
     Web,
+    /// A card's own button, typed (`/other <id> …`, `/toggle <id> 2`, `/fset <id> 1 2`, …).
+    Card {
+        /// The question id or prefix.
+        id: String,
+        /// What the button does.
+        action: OnCard,
+    },
 }
 
 /// A message that looks like a command but is not a valid one.
@@ -104,6 +113,7 @@ impl Command {
             "revoke" => Err(CommandError::Usage("/revoke <grant id>")),
             "help" | "start" => Ok(Self::Help),
             "web" => Ok(Self::Web),
+            word if card::WORDS.contains(&word) => card::parse(word, args),
             other => Err(CommandError::Unknown(crate::text::clip(other, 32, "…"))),
         })
     }
@@ -158,7 +168,9 @@ impl Command {
     /// The question id (or prefix) an answer, a decline or an approval names.
     pub fn question(&self) -> Option<&str> {
         match self {
-            Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } => Some(id),
+            Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } | Self::Card { id, .. } => {
+                Some(id)
+            }
             Self::Pending
             | Self::Run { .. }
             | Self::Cancel
@@ -189,6 +201,7 @@ impl std::fmt::Display for Command {
             Self::Web => f.write_str("/web"),
             Self::Grants => f.write_str("/grants"),
             Self::Revoke { id } => write!(f, "/revoke {id}"),
+            Self::Card { id, action } => action.write(id, f),
         }
     }
 }

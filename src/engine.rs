@@ -19,6 +19,7 @@
 //! and the `pruner` (retention).
 
 mod access;
+mod board;
 mod callbacks;
 mod claim;
 mod context;
@@ -42,6 +43,7 @@ mod runner;
 mod settings;
 mod speech;
 mod sweeper;
+mod typed;
 mod waiters;
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -34,29 +34,43 @@ pub enum Piece<'a> {
     Code(&'a str),
 }
 
-/// Splits a detail into prose and fenced code blocks. A fence is a line that starts with three
-/// backticks (a language tag after them is ignored); a block left open runs to the end, so a
-/// detail cut in the middle of its code still shows that code as code.
+/// Splits a detail into prose and fenced code blocks, as CommonMark reads fences
+/// (pulldown-cmark): a fence is three or more backticks or tildes (a language tag after them
+/// is ignored) and is closed by a fence of the same kind at least as long; a block left open
+/// runs to the end, so a detail cut in the middle of its code still shows that code as code.
+/// Everything else is prose, as written (indented lines stay prose).
 pub fn pieces(detail: &str) -> Vec<Piece<'_>> {
+    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
     let mut out = Vec::new();
-    let mut in_code = false;
-    let mut start = 0;
-    let mut at = 0;
-    for line in detail.split_inclusive('\n') {
-        let line_end = at + line.len();
-        if line.trim_end().starts_with("```") {
-            let body = detail[start..at].strip_suffix('\n').unwrap_or(&detail[start..at]);
-            if !body.is_empty() || in_code {
-                out.push(if in_code { Piece::Code(body) } else { Piece::Text(body) });
+    let mut prose_from = 0;
+    // While inside a fenced block: where it began, and the span of its text so far.
+    let mut code: Option<(usize, Option<std::ops::Range<usize>>)> = None;
+    for (event, at) in Parser::new(detail).into_offset_iter() {
+        match (event, &mut code) {
+            (Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))), None) => {
+                let prose = &detail[prose_from..at.start];
+                let prose = prose.strip_suffix('\n').unwrap_or(prose);
+                if !prose.is_empty() {
+                    out.push(Piece::Text(prose));
+                }
+                code = Some((at.start, None));
             }
-            in_code = !in_code;
-            start = line_end;
+            (Event::Text(_), Some((_, text))) => {
+                *text = Some(text.as_ref().map_or(at.clone(), |t| t.start..at.end));
+            }
+            (Event::End(TagEnd::CodeBlock), Some((_, text))) => {
+                let body = text.as_ref().map_or("", |t| &detail[t.clone()]);
+                out.push(Piece::Code(body.strip_suffix('\n').unwrap_or(body)));
+                prose_from = at.end;
+                code = None;
+            }
+            _ => {}
         }
-        at = line_end;
     }
-    let rest = &detail[start..];
+    let rest = &detail[prose_from.min(detail.len())..];
+    let rest = if out.is_empty() { rest } else { rest.strip_prefix('\n').unwrap_or(rest) };
     if !rest.is_empty() {
-        out.push(if in_code { Piece::Code(rest) } else { Piece::Text(rest) });
+        out.push(Piece::Text(rest));
     }
     out
 }
@@ -119,6 +133,13 @@ mod tests {
         assert_eq!(pieces("```\nopen to the end… [shortened]"), vec![Piece::Code("open to the end… [shortened]")]);
         assert_eq!(pieces("inline ``` is prose"), vec![Piece::Text("inline ``` is prose")]);
         assert_eq!(pieces(""), vec![]);
+        // As CommonMark reads fences: tildes, a longer fence holding a shorter one, indented prose.
+        assert_eq!(pieces("~~~\nls\n~~~"), vec![Piece::Code("ls")]);
+        assert_eq!(
+            pieces("````\n```\nnested\n```\n````\nafter"),
+            vec![Piece::Code("```\nnested\n```"), Piece::Text("after")]
+        );
+        assert_eq!(pieces("    four spaces stay prose"), vec![Piece::Text("    four spaces stay prose")]);
     }
 
     #[test]

@@ -15,13 +15,7 @@ pub fn card(q: &Question, now_ms: i64) -> String {
     let l = q.presentation.locale;
     let id = q.id.short();
     let mut out = String::new();
-    let title = match q.kind {
-        Kind::Question => "❓".to_owned(),
-        Kind::Confirm => "❔".to_owned(),
-        Kind::Approval => say!(l, "card.approve_title"),
-        Kind::Form => "📝".to_owned(),
-    };
-    let _ = writeln!(out, "{title} {}", q.prompt);
+    let _ = writeln!(out, "{} {}", title(q), q.prompt);
     for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
         let (indent, text) = match piece {
             Piece::Text(text) => ("   ", text),
@@ -192,6 +186,22 @@ pub fn reminder(q: &Question, mentions: &str, now_ms: i64) -> String {
 pub fn reminder_line(mentions: &str, l: Locale) -> String {
     let whom = if mentions.is_empty() { String::new() } else { format!(" {mentions}:") };
     say!(l, "card.reminder", whom = whom)
+}
+
+/// What a card's first line starts with: its kind's mark (an approval's in words).
+fn title(q: &Question) -> String {
+    match q.kind {
+        Kind::Question => "❓".to_owned(),
+        Kind::Confirm => "❔".to_owned(),
+        Kind::Approval => say!(q.presentation.locale, "card.approve_title"),
+        Kind::Form => "📝".to_owned(),
+    }
+}
+
+/// The one line a conversation's log shows for a question asked there, where its card is
+/// shown beside the log (the page's board, the TUI's): `[1a2b3c4d] ❓ Which library?`.
+pub fn asked_line(q: &Question) -> String {
+    format!("[{}] {} {}", q.id.short(), title(q), crate::text::clip(&q.prompt, 200, "…"))
 }
 
 /// The one line a text surface prints when a question is resolved.

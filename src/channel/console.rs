@@ -129,6 +129,10 @@ fn plural(n: usize) -> &'static str {
 
 /// Reads one line of at most [`MAX_LINE`] bytes. `Ok(None)` at end of input; an error message
 /// for a line that is too long or not UTF-8 (the rest of that line is skipped).
+///
+/// Written by hand rather than with `LinesCodec::new_with_max_length`: through `FramedRead`
+/// the codec's first error (a line too long, or not UTF-8) ends the stream, and the console
+/// would stop taking input at one bad line where it should say so and read on.
 async fn read_line(input: &mut (dyn AsyncBufRead + Send + Unpin), buf: &mut Vec<u8>) -> Result<Option<String>, String> {
     let mut too_long = false;
     loop {

@@ -84,10 +84,12 @@ impl Discord {
     /// With several instances on one database, one of them holds the gateway session at a time
     /// (the lease `discord:gateway`); another takes over when it stops or dies.
     pub async fn serve(self: Arc<Self>, engine: Engine, stop: CancellationToken) -> Result<(), serenity::Error> {
-        let intents =
-            GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+        let intents = GatewayIntents::GUILDS
+            | GatewayIntents::GUILD_MESSAGES
+            | GatewayIntents::DIRECT_MESSAGES
+            | GatewayIntents::MESSAGE_CONTENT;
         while let Some(held) = engine.lease("discord:gateway").await {
-            let handler = Handler { discord: self.clone(), engine: engine.clone() };
+            let handler = Handler { discord: self.clone(), engine: engine.clone(), guild_locales: Default::default() };
             let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
             let shards = client.shard_manager.clone();
             tokio::select! {
@@ -188,6 +190,9 @@ fn receipt_text(response: &Response) -> String {
 struct Handler {
     discord: Arc<Discord>,
     engine: Engine,
+    /// Each guild's `preferred_locale`, from the guild's data the gateway sends on connecting
+    /// (and when it changes): a message carries no language of its sender's, a guild does.
+    guild_locales: std::sync::Mutex<std::collections::HashMap<serenity::all::GuildId, String>>,
 }
 
 impl Handler {
@@ -389,14 +394,25 @@ impl EventHandler for Handler {
         }
     }
 
+    async fn guild_create(&self, _ctx: SerenityContext, guild: serenity::all::Guild, _new: Option<bool>) {
+        self.guild_locales
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(guild.id, guild.preferred_locale);
+    }
+
     async fn message(&self, _ctx: SerenityContext, message: Message) {
         if message.author.bot || message.content.trim().is_empty() {
             return;
         }
+        let guild_locale = message.guild_id.and_then(|guild| {
+            self.guild_locales.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&guild).cloned()
+        });
         let conversation = conversation_of(message.channel_id);
         let mut inbound =
             Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone())
                 .named(&display_name(&message.author))
+                .said_where_they_speak(guild_locale.as_deref())
                 .in_private(message.guild_id.is_none());
         inbound.key = Some(format!("discord:message:{}", message.id));
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {

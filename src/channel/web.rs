@@ -1,7 +1,7 @@
 //! The web conversations: each person's own conversation on askgate's page and in the TUI
 //! (`web:<name>` for a personal token's person, `web:<person>` for anyone else), where they
 //! start runs and reply in plain words as in a chat. What is said there (the person's lines,
-//! askgate's replies, the functions' messages, its questions and their outcomes) is kept in
+//! askgate's replies, the functions' messages, a line for each question and its outcome) is kept in
 //! memory, the latest [`KEPT`] lines of each conversation, and read by long-poll; questions
 //! and outcomes are in the store as everywhere.
 
@@ -123,8 +123,9 @@ impl Channel for WebChat {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
-        let text = wording::card(question, self.clock.now_ms());
-        let seq = self.push(conversation, "askgate", &text, Some(question.id));
+        // The card is on the board beside the log (the page's, the TUI's), with its buttons:
+        // the log says in one line that it was asked.
+        let seq = self.push(conversation, "askgate", &wording::asked_line(question), Some(question.id));
         let mut card = Delivery::card(question.id, Surface::Web, conversation.as_str(), seq.to_string());
         card.conversation = Some(conversation.clone());
         Ok(vec![card])
@@ -176,5 +177,18 @@ mod tests {
         }
         let (kept, _) = chat.lines_after(&me, 0, Duration::ZERO).await;
         assert_eq!((kept.len(), kept[0].seq), (KEPT, 3), "the oldest lines go first");
+    }
+
+    #[tokio::test]
+    async fn a_question_is_one_short_line_in_the_log_not_its_card_with_commands() {
+        use crate::question::Ask;
+        let chat = WebChat::new(Clock::manual(5));
+        let mut q = crate::question::test_question(Ask::question("Which library?").options(["dayjs", "luxon"]));
+        q.conversation = Some(Conversation::parse("web:alice").unwrap());
+        chat.show_question(&q).await.unwrap();
+        let (lines, _) = chat.lines_after(q.conversation.as_ref().unwrap(), 0, Duration::ZERO).await;
+        let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, [format!("[{}] ❓ Which library?", q.id.short())]);
+        assert_eq!(lines[0].question, Some(q.id), "the line names its question, whose card is on the board");
     }
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
+use super::board::answering;
 use super::claim::Attempt;
 use super::{Engine, Resolver, RunRequest, StartError};
 use crate::command::{Allow, Command};
@@ -44,6 +45,13 @@ pub struct Inbound {
     pub private: bool,
     /// The sender's language, as their platform says it (when askgate speaks it).
     pub locale: Option<crate::question::Locale>,
+    /// The language of the place it was said in (a Discord guild's `preferred_locale`), taken
+    /// for the sender while their own is not known: their first card reads in it.
+    pub place_locale: Option<crate::question::Locale>,
+    /// Said in the person's own place (the page's composer, the TUI): the questions they may
+    /// answer in any conversation (their board) are theirs to answer here too, by id or, when
+    /// one waits for them in all, by a plain reply.
+    pub board: bool,
 }
 
 impl Inbound {
@@ -61,6 +69,8 @@ impl Inbound {
             key: None,
             private: false,
             locale: None,
+            place_locale: None,
+            board: false,
         }
     }
 
@@ -104,10 +114,25 @@ impl Inbound {
         self
     }
 
+    /// Sets the language of the place it was said in from the tag its platform gives (see
+    /// [`Inbound::place_locale`]); a language askgate does not speak, or none, changes nothing.
+    #[must_use]
+    pub fn said_where_they_speak(mut self, tag: Option<&str>) -> Self {
+        self.place_locale = tag.and_then(crate::question::Locale::from_tag);
+        self
+    }
+
     /// Marks it as said where only the sender reads the answer (see [`Inbound::private`]).
     #[must_use]
     pub fn in_private(mut self, private: bool) -> Self {
         self.private = private;
+        self
+    }
+
+    /// Marks it as said in the person's own place (see [`Inbound::board`]).
+    #[must_use]
+    pub fn on_board(mut self, board: bool) -> Self {
+        self.board = board;
         self
     }
 
@@ -160,7 +185,7 @@ impl Response {
         Self::attempt(receipt.into(), question, l)
     }
 
-    fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
+    pub(super) fn attempt(attempt: Attempt, question: Option<&Question>, l: Locale) -> Self {
         let text = wording::receipt(&attempt.receipt, question, l);
         Self { receipt: Some(attempt.receipt), text, resolved: attempt.resolved, locale: l, ..Self::default() }
     }
@@ -174,6 +199,8 @@ impl Engine {
     pub async fn handle(&self, inbound: Inbound) -> Response {
         if let Some(locale) = inbound.locale {
             self.heard_language(&inbound.user, locale);
+        } else if let Some(locale) = inbound.place_locale {
+            self.place_language(&inbound.user, locale);
         }
         let l = self.locale_for(&inbound.user, Some(&inbound.conversation));
         let response = match self.route(&inbound, l).await {
@@ -234,7 +261,7 @@ impl Engine {
             let text = &inbound.text;
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
-                return self.form_reply(&question, &resolver, text, role == DeliveryRole::Prompt, l).await;
+                return self.form_reply(&question, &resolver, None, text, role == DeliveryRole::Prompt, l).await;
             }
             let receipt = match role {
                 DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
@@ -254,13 +281,15 @@ impl Engine {
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
         let here = Some(&inbound.conversation);
-        let pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
+        let mut pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
+        pending.extend(self.board(inbound).await?);
         match pending.as_slice() {
             [question] if question.form.is_some() => {
-                self.form_reply(question, &resolver, &inbound.text, false, l).await
+                let resolver = answering(inbound, &resolver, question);
+                self.form_reply(question, &resolver, None, &inbound.text, false, l).await
             }
             [question] => {
-                let receipt = self.attempt(question, &inbound.text, &resolver).await?;
+                let receipt = self.attempt(question, &inbound.text, &answering(inbound, &resolver, question)).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
@@ -272,17 +301,19 @@ impl Engine {
         }
     }
 
-    /// A plain message toward a form: the next field (or, given whole, all of them).
-    async fn form_reply(
+    /// A message toward a form: the field `field` names, else the next field (or, given
+    /// whole, all of them).
+    pub(super) async fn form_reply(
         &self,
         question: &Question,
         resolver: &Resolver,
+        field: Option<&str>,
         text: &str,
         to_prompt: bool,
         l: Locale,
     ) -> Result<Response, StoreError> {
         let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
-        Ok(match self.form_step(question, resolver, None, text).await? {
+        Ok(match self.form_step(question, resolver, field, text).await? {
             super::FormStep::Next { draft, next } => Response {
                 form: Some(filled(Some(draft.clone()), None)),
                 ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
@@ -328,13 +359,14 @@ impl Engine {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
-                let receipt = self.attempt(&question, &choice, resolver).await?;
+                let receipt = self.attempt(&question, &choice, &answering(inbound, resolver, &question)).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
+                let resolver = &answering(inbound, resolver, &question);
                 let receipt = self.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
@@ -345,6 +377,7 @@ impl Engine {
                 if question.kind != Kind::Approval {
                     return Ok(Response::say(replies::not_an_approval(&question.id.short(), l)));
                 }
+                let resolver = &answering(inbound, resolver, &question);
                 let receipt = match how {
                     Allow::Once => self.attempt(&question, "once", resolver).await?,
                     Allow::Always => self.attempt(&question, "always", resolver).await?,
@@ -362,7 +395,10 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
-                let pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                let mut pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                pending.extend(self.board(inbound).await?);
+                pending.sort_by_key(|q| q.created_at);
+                pending.truncate(wording::LISTED as usize + 1);
                 Ok(Response::say(wording::pending_list(&pending, self.now_ms(), l)))
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
@@ -377,6 +413,7 @@ impl Engine {
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
             Command::Web => self.web_command(inbound).await,
+            Command::Card { id, action } => self.typed_card(inbound, resolver, &id, action, l).await,
         }
     }
 
@@ -457,10 +494,12 @@ impl Engine {
         out
     }
 
-    /// The question a command names: the opened card's, or one found by id.
-    async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
+    /// The question a command names: the opened card's, or one found by id (on the sender's
+    /// board too, when they write from their own place).
+    pub(super) async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
         match &inbound.card {
             Some(card) if card.id.to_string() == id => Ok(Some(Question::clone(card))),
+            _ if inbound.board => self.find_on_board(inbound, id).await,
             _ => self.find(&inbound.conversation, id).await,
         }
     }
@@ -477,7 +516,12 @@ impl Engine {
     }
 
     /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
-    async fn unknown(&self, conversation: &Conversation, id: &str, l: Locale) -> Result<Response, StoreError> {
+    pub(super) async fn unknown(
+        &self,
+        conversation: &Conversation,
+        id: &str,
+        l: Locale,
+    ) -> Result<Response, StoreError> {
         let reason = match normalise_prefix(id) {
             None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id, l),
             None => replies::not_an_id(&crate::text::clip(id, 40, "…"), l),

@@ -49,6 +49,14 @@ impl Engine {
         self.inner.languages.heard(person, locale);
     }
 
+    /// Takes `locale`, the language of the place `person` wrote in, for theirs while their own
+    /// is not known (until a platform says theirs).
+    pub(super) fn place_language(&self, person: &UserRef, locale: Locale) {
+        if self.inner.languages.of(person).is_none() {
+            self.inner.languages.heard(person, locale);
+        }
+    }
+
     /// What askgate's texts to `person` in `conversation` read in: their language, else the
     /// conversation's.
     pub(super) fn locale_for(&self, person: &UserRef, conversation: Option<&Conversation>) -> Locale {

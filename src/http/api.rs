@@ -49,6 +49,29 @@ async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Questio
     Ok(question)
 }
 
+/// The question a person answers by its id: as [`find_for`], but one they may not answer is
+/// refused as theirs not to answer (403 `not_authorized`, as the docs promise; its id came
+/// from a card they were shown), never described.
+async fn find_to_answer(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
+    if caller.role == Role::Agent {
+        return find_for(state, caller, id).await;
+    }
+    let question = find(state, id).await?;
+    if !caller.sees(&question) {
+        return Err(not_yours());
+    }
+    Ok(question)
+}
+
+/// A question's answerers do not include the caller.
+fn not_yours() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "not_authorized",
+        "not yours to answer: the question's answerers do not include you",
+    )
+}
+
 /// A question with its rendered cards: what every surface shows.
 pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<QuestionView, ApiError> {
     let deliveries = state.engine.deliveries(&[question.id]).await?;
@@ -285,7 +308,7 @@ pub(super) async fn reply(
 ) -> Result<Response, ApiError> {
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
-    let question = find_for(&state, &caller, &id).await?;
+    let question = find_to_answer(&state, &caller, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
         Err(_) if !question.is_pending() => None,
@@ -303,7 +326,7 @@ pub(super) async fn reject(
 ) -> Result<Response, ApiError> {
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
-    let question = find_for(&state, &caller, &id).await?;
+    let question = find_to_answer(&state, &caller, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
     receipt_response(receipt)
@@ -331,11 +354,7 @@ fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
             Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_choice", hint.clone()).with_receipt(receipt))
         }
         Receipt::Unknown { ref reason } => Err(ApiError::not_found(reason.clone())),
-        Receipt::NotAuthorized { .. } => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "not_authorized",
-            "not yours to answer: the question's answerers do not include you",
-        )),
+        Receipt::NotAuthorized { .. } => Err(not_yours()),
         Receipt::OwnRequest { .. } => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "own_request",

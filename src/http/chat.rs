@@ -107,7 +107,9 @@ pub(super) async fn say(
     }
     let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);
-    let inbound = Inbound::text(conversation.clone(), caller.user.clone(), Surface::Web, text).in_private(true);
+    // Their own place: what waits for them anywhere (their board) is theirs to answer here.
+    let inbound =
+        Inbound::text(conversation.clone(), caller.user.clone(), Surface::Web, text).in_private(true).on_board(true);
     let response = state.engine.handle(inbound).await;
     if let Some(reply) = &response.text {
         web.push(&conversation, "askgate", reply, None);

@@ -3,6 +3,12 @@
 //! answer it is kept — its top-level `id`, and whether it has a `method` (a request or
 //! notification, rather than a response). The `askgate mcp` bridge reads the agent's stdin
 //! with it, and askgate reads each stdio upstream's stdout with it.
+//!
+//! Written by hand rather than with tokio-util's `LinesCodec::new_with_max_length`: the codec
+//! reports a line over the limit as `MaxLineLengthExceeded` with none of its bytes, so the
+//! request it carried could not be answered with its own `id` (JSON-RPC wants an error
+//! response, and the agent would wait for one); and `FramedRead` ends its stream after the
+//! first error, which would end the session at one long or non-UTF-8 line.
 
 use rmcp::model::RequestId;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};

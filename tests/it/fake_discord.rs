@@ -161,6 +161,33 @@ impl FakeDiscord {
         }
     }
 
+    /// The guild's data, as the gateway sends it on connecting (`GUILD_CREATE`), with its
+    /// `preferred_locale`.
+    pub fn guild(&self, guild: u64, preferred_locale: &str) {
+        let guild = json!({
+            "id": guild.to_string(), "name": "a guild", "icon": null, "splash": null, "discovery_splash": null,
+            "owner_id": "1", "afk_channel_id": null, "afk_timeout": 300, "verification_level": 0,
+            "default_message_notifications": 0, "explicit_content_filter": 0, "roles": [], "emojis": [],
+            "features": [], "mfa_level": 0, "application_id": null, "system_channel_id": null,
+            "system_channel_flags": 0, "rules_channel_id": null, "vanity_url_code": null, "description": null,
+            "banner": null, "premium_tier": 0, "preferred_locale": preferred_locale, "public_updates_channel_id": null,
+            "nsfw_level": 0, "stickers": [], "premium_progress_bar_enabled": false,
+            "joined_at": "2026-11-29T12:00:00.000000+00:00", "large": false, "unavailable": false,
+            "member_count": 1, "voice_states": [], "members": [], "channels": [], "threads": [], "presences": [],
+            "stage_instances": [], "guild_scheduled_events": [],
+        });
+        self.dispatch("GUILD_CREATE", guild);
+    }
+
+    /// A user's message in a guild's channel; returns its id.
+    pub fn guild_message(&self, user: u64, guild: u64, channel: u64, content: &str) -> u64 {
+        let id = self.next_id();
+        let mut message = message_json(id, channel, user_json(user), content);
+        message["guild_id"] = json!(guild.to_string());
+        self.dispatch("MESSAGE_CREATE", message);
+        id
+    }
+
     /// A user's message in a channel; returns its id.
     pub fn message(&self, user: u64, channel: u64, content: &str, reply_to: Option<u64>) -> u64 {
         let id = self.next_id();

@@ -3,6 +3,7 @@
 mod backend;
 mod binary;
 mod browser;
+mod buttons;
 mod callbacks;
 mod channel_relay;
 mod claude_code;

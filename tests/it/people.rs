@@ -92,7 +92,13 @@ async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
     let (status, body) =
         call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reply"), &bob, Some(json!({"value": "no"})))
             .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "not bob's to see: {body}");
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_authorized"), "not bob's to answer: {body}");
+    let (status, body) =
+        call(reqwest::Method::POST, format!("{base}/api/questions/{id}/reject"), &bob, Some(json!({}))).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::FORBIDDEN, "not_authorized"), "{body}");
+    assert!(!body.to_string().contains("Ship it?"), "a refusal tells nothing of the question: {body}");
+    let (status, _) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &bob, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "reading it stays hidden");
     // The event stream is filtered as the list is: bob's backlog and live events never carry
     // alice's question, though one of his own comes after it.
     let mut stream =
@@ -377,4 +383,82 @@ async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies
     assert_eq!((status, lines["conversation"].as_str()), (StatusCode::OK, Some("web:bob")));
     browser.quit().await;
     app.stop().await;
+}
+
+/// What the composer (`POST /api/messages`) made of `text`, said with `token`.
+async fn compose(base: &str, token: &str, text: &str) -> Value {
+    let (status, said) =
+        call(reqwest::Method::POST, format!("{base}/api/messages"), token, Some(json!({"text": text}))).await;
+    assert_eq!(status, StatusCode::OK, "{said}");
+    said
+}
+
+#[tokio::test]
+async fn the_composer_answers_what_waits_for_its_person_on_the_board_by_a_plain_reply_or_by_id() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let (ok, out, err) = token_command(&config, &base, &["add", "alice"]).await;
+    assert!(ok, "{err}");
+    let alice = out.lines().next().unwrap().trim().to_owned();
+    let ask = |body: Value| {
+        let base = base.clone();
+        let operator = operator.clone();
+        async move {
+            let (status, asked) =
+                call(reqwest::Method::POST, format!("{base}/api/questions"), &operator, Some(body)).await;
+            assert_eq!(status, StatusCode::CREATED, "{asked}");
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let status = |id: String| {
+        let base = base.clone();
+        let operator = operator.clone();
+        async move {
+            let (_, q) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &operator, None).await;
+            q
+        }
+    };
+
+    // An approval asked on the console for alice: on her board, not in her conversation.
+    let deploy = ask(json!({"conversation": "console:local", "kind": "approval", "action": "deploy prod",
+                            "answerers": ["web:alice"]}))
+    .await;
+    let said = compose(&base, &alice, "1").await;
+    assert_eq!(said["receipt"]["receipt"], "resolved", "{said}");
+    let answered = status(deploy.clone()).await;
+    assert_eq!(
+        (answered["status"].as_str(), answered["answered_by"].as_str()),
+        (Some("answered"), Some("web:alice")),
+        "{answered}"
+    );
+
+    // Two wait for her: a plain reply answers neither and says how to choose; an id does.
+    let first = ask(json!({"conversation": "console:local", "prompt": "Lunch?", "options": ["soup", "salad"],
+                           "answerers": ["web:alice"]}))
+    .await;
+    let second = ask(json!({"conversation": "console:local", "kind": "approval", "action": "rm -rf build",
+                            "answerers": ["web:alice"]}))
+    .await;
+    let bobs = ask(json!({"conversation": "console:local", "prompt": "Bob's lunch?", "options": ["soup", "salad"],
+                          "answerers": ["web:bob"]}))
+    .await;
+    let said = compose(&base, &alice, "1").await;
+    assert!(said["reply"].as_str().unwrap().contains("2 questions are waiting for you"), "{said}");
+    assert_eq!(status(first.clone()).await["status"], "pending");
+    let listed = compose(&base, &alice, "/pending").await;
+    let listed = listed["reply"].as_str().unwrap();
+    assert!(listed.contains("Lunch?") && listed.contains("rm -rf build") && !listed.contains("Bob's"), "{listed}");
+    let said = compose(&base, &alice, &format!("/answer {} 2", &first[..8])).await;
+    assert_eq!(said["receipt"]["receipt"], "resolved", "{said}");
+    assert_eq!(status(first).await["outcome"]["value"], "salad");
+    let said = compose(&base, &alice, &format!("/deny {second} not today")).await;
+    assert_eq!(said["receipt"]["receipt"], "resolved", "{said}");
+    assert_eq!(status(second).await["status"], "declined");
+    // Someone else's question is not on her board: not found, and it keeps waiting.
+    let said = compose(&base, &alice, &format!("/answer {bobs} 1")).await;
+    assert_eq!(said["receipt"]["receipt"], "unknown", "{said}");
+    assert_eq!(status(bobs).await["status"], "pending");
+    served.terminate().await;
 }

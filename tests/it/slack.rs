@@ -294,15 +294,24 @@ async fn the_http_mode_takes_signed_requests_and_refuses_replays_and_stale_ones(
     let (ts, card) = fake.sent("Which library", 1).await;
 
     // The same request again is a replay; a wrong signature and a stale timestamp are refused.
-    let replay = post(event.clone(), now, signature, false).await;
+    let replay = post(event.clone(), now, signature.clone(), false).await;
     assert_eq!(replay.status(), 401);
     assert!(replay.text().await.unwrap().contains("replay"));
+    // The same signature with its hex upper-cased is the same MAC: refused, not a new request.
+    let hex = signature.strip_prefix("v0=").unwrap();
+    let shouted = post(event.clone(), now, format!("v0={}", hex.to_uppercase()), false).await;
+    assert_eq!(shouted.status(), 401, "an upper-cased signature replays an accepted request");
     let forged = post(event.clone(), now, sign("not-the-secret", now, &event), false).await;
     assert_eq!(forged.status(), 401);
     let stale = now - 6 * 60;
     let old = post(event.clone(), stale, sign(secret, stale, &event), false).await;
     assert_eq!(old.status(), 401);
     assert!(old.text().await.unwrap().contains("5 minutes"));
+    // Slack's notice that it holds events back for a minute is taken, not refused.
+    let limited = json!({"token": "x", "type": "app_rate_limited", "team_id": "T0000TEAM",
+        "minute_rate_limited": now / 60 * 60, "api_app_id": "A1"})
+    .to_string();
+    assert_eq!(post(limited.clone(), now, sign(secret, now, &limited), false).await.status(), 200);
     let junk = "{\"type\": \"event_callback\"}".to_owned();
     assert_eq!(post(junk.clone(), now, sign(secret, now, &junk), false).await.status(), 400);
 

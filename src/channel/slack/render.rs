@@ -364,6 +364,9 @@ pub enum Form {
     Edit,
 }
 
+/// Characters a plain-text input holds (its `initial_value`, its `max_length`).
+pub const MAX_INPUT: usize = 3000;
+
 /// A modal whose submission is the command in `private_metadata` with the typed text.
 pub fn modal(form: Form, id: QuestionId, prompt: &str) -> SlackView {
     let (title, label, metadata, initial) = match form {
@@ -371,17 +374,32 @@ pub fn modal(form: Form, id: QuestionId, prompt: &str) -> SlackView {
         Form::Note => ("Reject with a note", "Why (optional)".to_owned(), format!("/deny {id}"), None),
         Form::Edit => ("Edit, then allow", "The action to allow".to_owned(), format!("/edit {id}"), Some(prompt)),
     };
-    let mut input = SlackBlockPlainTextInputElement::new().with_action_id("text".into()).with_multiline(true);
-    if let Some(initial) = initial {
-        input = input.with_initial_value(clip(initial, 3000, ""));
+    let mut blocks = Vec::new();
+    let mut input = SlackBlockPlainTextInputElement::new()
+        .with_action_id("text".into())
+        .with_multiline(true)
+        .with_max_length(MAX_INPUT as u64);
+    match initial {
+        // Cut, it would be allowed cut: the box starts empty and says why.
+        Some(action) if action.chars().count() > MAX_INPUT => {
+            let why = format!(
+                "This action is {} characters; Slack's box holds {MAX_INPUT}, so it starts empty rather than cut. \
+                 Type the action to allow here, or allow it as it is with the card's buttons.",
+                action.chars().count()
+            );
+            blocks.push(SlackBlock::Section(SlackSectionBlock::new().with_text(md!(why))));
+        }
+        Some(action) => input = input.with_initial_value(action.to_owned()),
+        None => {}
     }
     let mut block = SlackInputBlock::new(label.as_str().into(), SlackInputBlockElement::PlainTextInput(input))
         .with_block_id("text".into());
     if form == Form::Note {
         block = block.with_optional(true);
     }
+    blocks.push(SlackBlock::Input(block));
     SlackView::Modal(
-        SlackModalView::new(title.into(), vec![SlackBlock::Input(block)])
+        SlackModalView::new(title.into(), blocks)
             .with_submit("Send".into())
             .with_close("Cancel".into())
             .with_callback_id("askgate".into())
@@ -393,6 +411,25 @@ pub fn modal(form: Form, id: QuestionId, prompt: &str) -> SlackView {
 mod tests {
     use super::*;
     use crate::question::Ask;
+
+    #[test]
+    fn an_action_longer_than_slacks_box_is_not_cut_in_the_edit_box_and_the_modal_says_so() {
+        let id = QuestionId::new();
+        let inputs = |view: &SlackView| {
+            let SlackView::Modal(modal) = view else { panic!("a modal") };
+            let json = serde_json::to_value(modal).unwrap();
+            (json["blocks"].as_array().unwrap().clone(), json.to_string())
+        };
+        let short = "git push origin main";
+        let (blocks, _) = inputs(&modal(Form::Edit, id, short));
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0]["element"]["initial_value"], short);
+        let long = "x".repeat(MAX_INPUT + 1);
+        let (blocks, text) = inputs(&modal(Form::Edit, id, &long));
+        assert!(blocks[1]["element"].get("initial_value").is_none(), "the box starts empty: {text}");
+        assert_eq!(blocks[1]["element"]["max_length"], MAX_INPUT);
+        assert!(text.contains("This action is 3001 characters; Slack's box holds 3000"), "{text}");
+    }
 
     fn question(ask: Ask) -> Question {
         crate::question::test_question(ask)

@@ -187,23 +187,9 @@ pub fn keyboard(q: &Question, form: &Form, draft: &Draft) -> Vec<Vec<InlineKeybo
     rows
 }
 
-/// What a tap on `action` gives its field, as a person would type it: an option by its number
-/// (`#2`), yes or no, the ticked options (`#1,#3`), a dash to leave it out. None when `action`
-/// does not fit the field (a payload of another card, or forged) or does not fill it.
+/// What a tap on `action` gives its field ([`FormAction::text`]).
 pub fn typed(field: &Field, action: FormAction, ticked: &[usize]) -> Option<String> {
-    let options = field.options().len();
-    match (&field.input, action) {
-        (Input::Boolean { .. }, FormAction::Set { option: 1, .. }) => Some("yes".to_owned()),
-        (Input::Boolean { .. }, FormAction::Set { option: 2, .. }) => Some("no".to_owned()),
-        (Input::Choice { multi: false, .. }, FormAction::Set { option, .. }) if option <= options => {
-            Some(format!("#{option}"))
-        }
-        (Input::Choice { multi: true, .. }, FormAction::Done { .. }) => {
-            Some(ticked.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(","))
-        }
-        (_, FormAction::Skip { .. }) if !field.required => Some("-".to_owned()),
-        _ => None,
-    }
+    action.text(field, ticked)
 }
 
 /// Flips the tick of the button that carries `data` (a multi choice's option); none when the
