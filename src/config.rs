@@ -3,8 +3,10 @@
 //! variable that holds their token.
 //!
 //! The parts: `raw` (the file as serde reads it), `channels` (the `[channels.*]` sections and
-//! who may do what there), `functions` (the `[[functions]]` entries).
+//! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
+//! callbacks may go).
 
+mod callbacks;
 mod channels;
 mod claude_code;
 mod functions;
@@ -22,6 +24,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
@@ -145,6 +148,8 @@ pub struct Config {
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
     pub agents: Vec<AgentConfig>,
+    /// Where callbacks may go besides `https` on public addresses (`[callbacks]`).
+    pub callbacks: CallbacksConfig,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
     pub gateway_values: Vec<GatewayValue>,
 }
@@ -287,6 +292,7 @@ impl Config {
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
+        let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -312,6 +318,7 @@ impl Config {
             webhooks: channels.webhooks,
             functions,
             agents,
+            callbacks,
             mcp,
             claude_code,
             opencode,

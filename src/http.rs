@@ -66,6 +66,8 @@ pub struct AppState {
     claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
     /// Whether a secret is configured for callbacks without their own.
     callback_secret: bool,
+    /// Where callbacks may go.
+    callback_rules: Arc<callbacks::CallbackRules>,
     /// Claude Code's relayed permission prompts waiting for a person.
     relayed: Arc<hooks::Relayed>,
     /// Requests counted by route and status, for `/metrics`.
@@ -97,6 +99,8 @@ pub struct HttpSettings {
     /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
     /// is set); without it, a callback must bring its own.
     pub callback_secret: bool,
+    /// Where callbacks may go (`[callbacks] allow`, askgate's own address).
+    pub callbacks: callbacks::CallbackRules,
 }
 
 impl Default for HttpSettings {
@@ -106,6 +110,7 @@ impl Default for HttpSettings {
             max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
             claude_code: None,
             callback_secret: false,
+            callbacks: callbacks::CallbackRules::default(),
         }
     }
 }
@@ -138,6 +143,7 @@ pub fn router(
         upstreams,
         claude_code,
         callback_secret: settings.callback_secret,
+        callback_rules: Arc::new(settings.callbacks),
         relayed: Arc::default(),
         requests: Arc::default(),
     };

@@ -25,6 +25,14 @@ pub(super) struct RawConfig {
     pub claude_code: Option<RawClaudeCode>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
+    pub callbacks: Option<RawCallbacks>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCallbacks {
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -165,9 +165,10 @@ pub(super) struct Placement {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CallbackBody {
-    /// An `http` or `https` URL.
+    /// An `https` URL to a public address, or a target `[callbacks] allow` lists.
     url: String,
-    /// Headers sent with it (not askgate's own).
+    /// Headers sent with it (not askgate's own, nor HTTP's: `Host`, `Content-Length`,
+    /// `Transfer-Encoding`, `Connection`, `X-Askgate-*`, `X-Forwarded-*`, …).
     #[serde(default)]
     headers: std::collections::BTreeMap<String, String>,
     /// The secret that signs it; default: the one `gateway.callback_secret_env` names.
@@ -178,7 +179,7 @@ pub(super) struct CallbackBody {
 impl CallbackBody {
     /// The callback as the engine keeps it, once checked.
     fn spec(self, state: &AppState) -> Result<CallbackSpec, ApiError> {
-        callbacks::check_url(&self.url).map_err(ApiError::bad_request)?;
+        state.callback_rules.check(&self.url).map_err(ApiError::bad_request)?;
         let headers: Vec<(String, String)> = self.headers.into_iter().collect();
         callbacks::check_headers(&headers).map_err(ApiError::bad_request)?;
         if self.secret.as_deref().is_some_and(str::is_empty) || self.secret.is_none() && !state.callback_secret {
