@@ -149,10 +149,12 @@ pub fn router(
     };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
+        // The service itself too: a revoked agent's session is closed through it.
+        let closes = (state.clone(), mcp.clone());
         app = app
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn(session_ended))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), auth::agents_only));
+            .layer(axum::middleware::from_fn_with_state(closes, auth::agents_only));
     }
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
     let app = app

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::auth::Held;
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
 use super::{
     Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
@@ -249,8 +250,17 @@ pub(super) async fn outcome(
 ) -> Result<Response, ApiError> {
     let id = find_for(&state, &caller, &id).await?.id;
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
-    let question =
-        state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    // A wait ends when the token that holds it is revoked, and then says nothing of the question.
+    let held = if wait.is_zero() { Held::none() } else { Held::of(&state, &caller).await? };
+    let waited = tokio::select! {
+        biased;
+        () = held.ended() => return Err(Held::refusal()),
+        waited = state.engine.wait_outcome(id, wait) => waited?,
+    };
+    if held.is_ended() {
+        return Err(Held::refusal());
+    }
+    let question = waited.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((status, axum::Json(OutcomeView::from(&question))).into_response())
 }

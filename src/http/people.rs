@@ -1,6 +1,7 @@
 //! People's own sign-in over HTTP: who a token is (`GET /api/me`), a `/web` link exchanged
-//! for a browser session (`POST /api/signin`), and personal tokens made, listed and revoked by
-//! an administrator (`/api/tokens`, what `askgate token` calls).
+//! for a browser session (`POST /api/signin`), and personal tokens (and agents' tokens made at
+//! run time) made, listed and revoked by an administrator (`/api/tokens`, what `askgate token`
+//! calls). A revocation ends what the token holds open at once.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -87,13 +88,17 @@ pub(super) struct NewToken {
     /// What it may do: `answer`, `ask`, `admin`, comma-separated (default: `answer`).
     #[serde(default)]
     may: Option<String>,
+    /// An agent's token instead (`agent:<name>`, kept as `agent:<name>`): it asks and reads
+    /// what it asked (the API, `/mcp`), never answers, and can be revoked without a restart.
+    #[serde(default)]
+    agent: bool,
 }
 
 /// A token as listed (never its secret).
 #[derive(Serialize, JsonSchema)]
 pub(super) struct TokenView {
     /// Its name: a personal token's, `session:<id>` for a browser a link signed in, `link:<id>`
-    /// for a link not used yet.
+    /// for a link not used yet, `agent:<name>` for an agent's token.
     name: String,
     /// Whose it is.
     #[schemars(with = "String")]
@@ -106,11 +111,15 @@ pub(super) struct TokenView {
     expires_at: Option<i64>,
     /// A sign-in link not used yet.
     link: bool,
+    /// How many requests it holds open on this askgate now (event streams, long-polls, MCP
+    /// streams): what a revocation ends.
+    open: usize,
 }
 
-impl From<Login> for TokenView {
-    fn from(l: Login) -> Self {
+impl TokenView {
+    fn of(l: Login, engine: &crate::engine::Engine) -> Self {
         Self {
+            open: engine.holding(&l.name),
             name: l.name,
             user: l.person,
             may: l.may,
@@ -139,7 +148,7 @@ pub(super) struct TokenMade {
 }
 
 pub(super) async fn list_tokens(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
-    let tokens = state.engine.logins().await?.into_iter().map(TokenView::from).collect();
+    let tokens = state.engine.logins().await?.into_iter().map(|l| TokenView::of(l, &state.engine)).collect();
     Ok(axum::Json(TokenList { tokens }).into_response())
 }
 
@@ -149,19 +158,36 @@ pub(super) async fn add_token(
     JsonBody(body): JsonBody<NewToken>,
 ) -> Result<Response, ApiError> {
     valid_token_name(&body.name).map_err(ApiError::bad_request)?;
-    let may = match body.may.as_deref() {
-        None => Powers::ANSWER,
-        Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
+    let made = if body.agent {
+        if body.may.is_some() {
+            return Err(ApiError::bad_request("an agent's token asks and never answers: leave out `may`"));
+        }
+        if body.name == "agent" || state.tokens.has_agent(&body.name) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "token_exists",
+                format!("agent:{} has a configured token already ([[agents]], or the default agent's)", body.name),
+            ));
+        }
+        state.engine.add_agent_token(&body.name).await?
+    } else {
+        let may = match body.may.as_deref() {
+            None => Powers::ANSWER,
+            Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
+        };
+        state.engine.add_token(&body.name, may).await?
     };
-    match state.engine.add_token(&body.name, may).await? {
+    let name = if body.agent { crate::engine::people::agent_token_name(&body.name) } else { body.name };
+    match made {
         Some((token, login)) => {
             tracing::info!(token = %login.name, may = %login.may, by = %caller.user, "a personal token was made");
-            Ok((StatusCode::CREATED, axum::Json(TokenMade { token, view: login.into() })).into_response())
+            let view = TokenView::of(login, &state.engine);
+            Ok((StatusCode::CREATED, axum::Json(TokenMade { token, view })).into_response())
         }
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
             "token_exists",
-            format!("a token named `{}` exists already: revoke it first, or choose another name", body.name),
+            format!("a token named `{name}` exists already: revoke it first, or choose another name"),
         )),
     }
 }

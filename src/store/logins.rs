@@ -106,6 +106,11 @@ pub(super) const INSERT: &str =
 /// Deletes the credential named `$1`.
 pub(super) const REMOVE: &str = "DELETE FROM logins WHERE name = $1";
 
+/// [`REMOVE`] on PostgreSQL, telling the other instances `$2` (`NOTIFY askgate`) when a row
+/// went: one row back when one was deleted.
+pub(super) const REMOVE_NOTIFYING: &str = "WITH gone AS (DELETE FROM logins WHERE name = $1 RETURNING name) \
+     SELECT pg_notify('askgate', $2) FROM gone";
+
 /// Turns the unused link whose digest is `$4`, live at `$5`, into a session named `$1` with the
 /// secret whose digest is `$2`, until `$3`: one write, so a link signs in exactly one browser.
 pub(super) const USE_LINK: &str = concat!(
