@@ -4,12 +4,13 @@
 //!
 //! The parts: `raw` (the file as serde reads it), `channels` (the `[channels.*]` sections and
 //! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
-//! callbacks may go).
+//! callbacks may go), `limits` (how fast people may act).
 
 mod callbacks;
 mod channels;
 mod claude_code;
 mod functions;
+mod limits;
 mod mcp;
 mod opencode;
 mod overrides;
@@ -28,6 +29,7 @@ pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
+pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
 pub use overrides::{GatewayValue, Source};
@@ -150,6 +152,8 @@ pub struct Config {
     pub agents: Vec<AgentConfig>,
     /// Where callbacks may go besides `https` on public addresses (`[callbacks]`).
     pub callbacks: CallbacksConfig,
+    /// How fast people may act through the API (`[limits]`).
+    pub limits: LimitsConfig,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
     pub gateway_values: Vec<GatewayValue>,
 }
@@ -293,6 +297,7 @@ impl Config {
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
+        let limits = limits::limits(raw.limits).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -319,6 +324,7 @@ impl Config {
             functions,
             agents,
             callbacks,
+            limits,
             mcp,
             claude_code,
             opencode,

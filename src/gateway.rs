@@ -261,6 +261,7 @@ impl Gateway {
             claude_code: config.claude_code.clone(),
             callback_secret: callback_secret.is_some(),
             callbacks: callbacks.clone(),
+            limits: config.limits,
         };
         crate::http::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
         let mcp = config.mcp.clone().map(|mcp| {

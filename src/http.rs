@@ -13,6 +13,7 @@ pub mod callbacks;
 pub(super) mod chat;
 mod events;
 mod hooks;
+mod limits;
 pub mod openapi;
 mod page;
 pub(super) mod people;
@@ -68,6 +69,8 @@ pub struct AppState {
     callback_secret: bool,
     /// Where callbacks may go.
     callback_rules: Arc<callbacks::CallbackRules>,
+    /// How fast each person may act.
+    person_limits: Arc<limits::PersonLimits>,
     /// Claude Code's relayed permission prompts waiting for a person.
     relayed: Arc<hooks::Relayed>,
     /// Requests counted by route and status, for `/metrics`.
@@ -101,6 +104,8 @@ pub struct HttpSettings {
     pub callback_secret: bool,
     /// Where callbacks may go (`[callbacks] allow`, askgate's own address).
     pub callbacks: callbacks::CallbackRules,
+    /// How fast each person may act (`[limits]`).
+    pub limits: crate::config::LimitsConfig,
 }
 
 impl Default for HttpSettings {
@@ -111,6 +116,7 @@ impl Default for HttpSettings {
             claude_code: None,
             callback_secret: false,
             callbacks: callbacks::CallbackRules::default(),
+            limits: crate::config::LimitsConfig::default(),
         }
     }
 }
@@ -144,6 +150,7 @@ pub fn router(
         claude_code,
         callback_secret: settings.callback_secret,
         callback_rules: Arc::new(settings.callbacks),
+        person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
         relayed: Arc::default(),
         requests: Arc::default(),
     };
@@ -270,11 +277,18 @@ pub struct ApiError {
     receipt: Option<Box<crate::question::Receipt>>,
     /// Close the connection after this response (the rest of the request was not read).
     close: bool,
+    /// Seconds to wait before trying again (`Retry-After`).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), receipt: None, close: false }
+        Self { status, code, message: message.into(), receipt: None, close: false, retry_after: None }
+    }
+
+    fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     fn closing(mut self) -> Self {
@@ -311,6 +325,9 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, axum::Json(bodies::ErrorBody { error })).into_response();
         if self.close {
             response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
         }
         response
     }

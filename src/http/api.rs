@@ -198,6 +198,7 @@ pub(super) async fn create(
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     asker.asking()?;
+    state.person_limits.count(&asker.0)?;
     let operator = asker.0;
     let malformed = |e: serde_json::Error| ApiError::bad_request(format!("malformed JSON body: {e}"));
     let wire = AskWire::take(&mut body).map_err(malformed)?;
@@ -294,6 +295,7 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
+    state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find_for(&state, &caller, &id).await?;
@@ -312,6 +314,7 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
+    state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find_for(&state, &caller, &id).await?;
@@ -435,6 +438,7 @@ pub(super) async fn start_run(
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
     asker.asking()?;
+    state.person_limits.count(&asker.0)?;
     let operator = asker.0;
     let conversation = conversation_param(body.conversation.as_deref())?;
     if let Some(c) = &conversation {

@@ -97,6 +97,7 @@ pub(super) async fn say(
     JsonBody(body): JsonBody<Say>,
 ) -> Result<Response, ApiError> {
     let web = chat(&state)?;
+    state.person_limits.count(&caller)?;
     let text = body.text.trim();
     if text.is_empty() || text.chars().count() > MAX_TEXT {
         return Err(ApiError::bad_request(format!("text: say something, in at most {MAX_TEXT} characters")));

@@ -133,6 +133,16 @@ fn body_errors() -> Value {
     })
 }
 
+/// A person acting faster than `[limits]` lets them (429).
+fn limited() -> Value {
+    json!({
+        "description": "A person's own token acting faster than `[limits] per_person` lets one person \
+                        (`rate_limited`); nothing was done. `Retry-After` says in how many seconds to try again.",
+        "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    })
+}
+
 fn path_id(description: &str) -> Value {
     path_param("id", description)
 }
@@ -243,6 +253,7 @@ fn build() -> Value {
                 "404": error("No question has this id, or the prefix names several."),
                 "409": error("It was resolved before (`error.receipt` says how), or this approver was counted before."),
                 "422": error("The value does not fit the question (`error.receipt.hint` says what does)."),
+                "429": limited(),
             }),
         )
     };
@@ -283,6 +294,7 @@ fn build() -> Value {
             "201": json_body("Asked: stored and being shown in the conversation.", s.written::<Asked>()),
             "422": error("The ask is not valid, the conversation is not served, or nobody may answer it \
                           (`invalid_ask`, `unknown_conversation`, `answerers_required`, `invalid_answerers`)."),
+            "429": limited(),
             "503": error("askgate is shutting down."),
         }),
     );
@@ -401,6 +413,7 @@ fn build() -> Value {
             "403": error("The function may not be started here (`allowed_users`)."),
             "404": error("No function has this name."),
             "422": error("The conversation is not served, or nobody may answer its questions."),
+            "429": limited(),
             "503": error("askgate is shutting down, or the run could not be stored; nothing was started."),
         }),
     );

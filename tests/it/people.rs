@@ -378,3 +378,68 @@ async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies
     browser.quit().await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_and_nothing_is_done() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[limits]\nper_person = \"1/h\"\nper_person_burst = 3\n");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let made = |name: &'static str| {
+        let (base, operator) = (base.clone(), operator.clone());
+        async move {
+            let body = json!({"name": name, "may": "answer,ask"});
+            let (status, made) = call(reqwest::Method::POST, format!("{base}/api/tokens"), &operator, Some(body)).await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            made["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let (alice, bob) = (made("alice").await, made("bob").await);
+    let (status, asked) = call(
+        reqwest::Method::POST,
+        format!("{base}/api/questions"),
+        &operator,
+        Some(json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                    "answerers": ["web:alice"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    // The burst: three starts go through.
+    for _ in 0..3 {
+        let run = Some(json!({"text": "/run demo"}));
+        let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &alice, run).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // Then a start, an ask and an answer are all refused, each saying when to come back.
+    let tries = [
+        ("/api/messages".to_owned(), json!({"text": "/run demo"})),
+        ("/api/runs".to_owned(), json!({"function": "demo", "conversation": "web:alice"})),
+        (
+            "/api/questions".to_owned(),
+            json!({"conversation": "web:alice", "prompt": "Lunch?", "answerers": ["web:alice"]}),
+        ),
+        (format!("/api/questions/{id}/reply"), json!({"value": "yes"})),
+    ];
+    for (path, body) in tries {
+        let r =
+            reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(&alice).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+        let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!(wait >= 1, "{path}: Retry-After {wait}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(error_code(&body), "rate_limited", "{path}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("[limits] per_person"), "{body}");
+    }
+    let (_, question) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &operator, None).await;
+    assert_eq!(question["status"], "pending", "the refused answer changed nothing: {question}");
+    // Others are not held back: another person, and the operator.
+    let run = Some(json!({"text": "/run demo"}));
+    assert_eq!(call(reqwest::Method::POST, format!("{base}/api/messages"), &bob, run).await.0, StatusCode::OK);
+    for _ in 0..5 {
+        let run = Some(json!({"function": "demo", "conversation": "console:local"}));
+        let (status, body) = call(reqwest::Method::POST, format!("{base}/api/runs"), &operator, run).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    served.terminate().await;
+}

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Schemas, body_errors, error, json_body, merge, misdirected, operation, path_param, with_body};
+use super::{Schemas, body_errors, error, json_body, limited, merge, misdirected, operation, path_param, with_body};
 use crate::http::chat::{Lines, LinesQuery, Said, Say};
 use crate::http::people::{Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
 
@@ -41,7 +41,7 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
     );
     let add = with_body(
         "addToken",
-        "Make a personal token",
+        "Make a personal token (or an agent's)",
         "people",
         s.read::<NewToken>(),
         json!({
@@ -55,7 +55,8 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         "people",
         json!({}),
         json!({
-            "204": {"description": "Revoked: it is refused from its next request on."},
+            "204": {"description": "Revoked: refused from now on; what it holds open (event streams, long-polls, \
+                                     MCP sessions) ends at once."},
             "404": error("No token has this name."),
         }),
     );
@@ -68,6 +69,7 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         json!({
             "200": json_body("What askgate made of it; its reply is also a line.", s.written::<Said>()),
             "404": error("Web conversations are not served here."),
+            "429": limited(),
         }),
     );
     let mut lines = operation(
