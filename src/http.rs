@@ -206,6 +206,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/me", get(people::me)),
         ("/api/messages", get(chat::lines).post(chat::say)),
         ("/api/signin", post(people::sign_in)),
+        ("/api/signin/check", post(people::check_link)),
         ("/api/tokens", get(people::list_tokens).post(people::add_token)),
         ("/api/tokens/{name}", delete(people::revoke_token)),
         ("/channels/webhook/{name}", post(webhook)),

@@ -49,6 +49,17 @@ impl Engine {
         Ok(self.inner.store.login(digest, self.now_ms()).await?.is_some())
     }
 
+    /// Whom the unused `/web` link with `secret` would sign in, without using it: what a page
+    /// shows before it asks the person to sign in. None when the link is unknown, used or
+    /// expired.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn sign_in_link(&self, secret: &str) -> Result<Option<Login>, StoreError> {
+        let find = crate::store::LoginFind::Link { digest: &digest(secret), now: self.now_ms() };
+        Ok(self.inner.store.logins(find).await?.pop())
+    }
+
     /// Signs a browser in with the secret of a `/web` link: the link becomes a session, once.
     /// Returns the session's secret and what it is; none when the link is unknown, used or
     /// expired.

@@ -1,5 +1,6 @@
-//! People's own sign-in over HTTP: who a token is (`GET /api/me`), a `/web` link exchanged
-//! for a browser session (`POST /api/signin`), and personal tokens (and agents' tokens made at
+//! People's own sign-in over HTTP: who a token is (`GET /api/me`), whom a `/web` link signs in
+//! (`POST /api/signin/check`, which does not use it), the link exchanged for a browser session
+//! once the person agreed (`POST /api/signin`), and personal tokens (and agents' tokens made at
 //! run time) made, listed and revoked by an administrator (`/api/tokens`, what `askgate token`
 //! calls). A revocation ends what the token holds open at once.
 
@@ -44,6 +45,49 @@ pub(super) async fn me(Asker(caller): Asker) -> Response {
 pub(super) struct SignIn {
     /// What follows `#signin=` in the link.
     link: String,
+    /// Whom the person agreed to be signed in as (what `POST /api/signin/check` said): a link
+    /// of someone else's is refused (409 `not_this_person`) and stays unused.
+    #[serde(default, rename = "as")]
+    #[schemars(with = "Option<String>")]
+    signs_in_as: Option<String>,
+}
+
+/// A `/web` link's secret, to see whom it signs in.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LinkCheck {
+    /// What follows `#signin=` in the link.
+    link: String,
+}
+
+/// Whom a `/web` link signs in, before anyone uses it.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct LinkFor {
+    /// The chat identity the link signs a browser in as (`telegram:42`).
+    #[schemars(with = "String")]
+    user: UserRef,
+    /// Until when the link may be used, in unix milliseconds.
+    expires_at: Option<i64>,
+}
+
+fn link_not_valid() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "link_not_valid",
+        "this sign-in link was used already, has expired, or is not one: send /web again for a new one",
+    )
+}
+
+/// Whom a link would sign in, without using it: the page shows this and signs in only once
+/// the person agrees.
+pub(super) async fn check_link(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<LinkCheck>,
+) -> Result<Response, ApiError> {
+    match state.engine.sign_in_link(&body.link).await? {
+        Some(link) => Ok(axum::Json(LinkFor { user: link.person, expires_at: link.expires_at }).into_response()),
+        None => Err(link_not_valid()),
+    }
 }
 
 /// A browser session: its token, and whose it is.
@@ -64,17 +108,23 @@ pub(super) async fn sign_in(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<SignIn>,
 ) -> Result<Response, ApiError> {
+    if let Some(agreed) = &body.signs_in_as {
+        let link = state.engine.sign_in_link(&body.link).await?.ok_or_else(link_not_valid)?;
+        if link.person.as_str() != agreed {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "not_this_person",
+                format!("this link signs in as {}, not as {agreed}; it was not used", link.person),
+            ));
+        }
+    }
     match state.engine.use_sign_in_link(&body.link).await? {
         Some((token, login)) => {
             tracing::info!(person = %login.person, session = %login.name, "a browser signed in with a link");
             Ok(axum::Json(SignedIn { token, user: login.person, may: login.may, expires_at: login.expires_at })
                 .into_response())
         }
-        None => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "link_not_valid",
-            "this sign-in link was used already, has expired, or is not one: send /web again for a new one",
-        )),
+        None => Err(link_not_valid()),
     }
 }
 

@@ -288,6 +288,9 @@ impl PostgresStore {
             LoginFind::Secret { digest, now } => {
                 sqlx::query(logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.pool).await?
             }
+            LoginFind::Link { digest, now } => {
+                sqlx::query(logins::BY_LINK).bind(digest).bind(now).fetch_all(&self.pool).await?
+            }
             LoginFind::All { now } => sqlx::query(logins::ALL).bind(now).fetch_all(&self.pool).await?,
         };
         rows.iter().map(logins::from_row).collect()
