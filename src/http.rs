@@ -164,10 +164,13 @@ pub fn router(
             .layer(axum::middleware::from_fn_with_state(closes, auth::agents_only));
     }
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let app = app
+    let hooks = Router::new()
         .route("/hooks/claude-code", post(hooks::claude_code))
         .route("/hooks/claude-code/permission", post(hooks::permission))
         .route("/hooks/claude-code/messages", get(hooks::messages))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::until_revoked));
+    let app = app
+        .merge(hooks)
         // Slack's Events API and interactivity, whose contract is Slack's.
         .route("/channels/slack", post(slack::events))
         // The page's icon: an asset, not part of the API.

@@ -219,26 +219,18 @@ pub(super) async fn agents_only(
                 Err(e) => return e.into_response(),
             };
             let mut session = McpSession::of(request.headers());
-            let response = tokio::select! {
-                biased;
-                () = held.ended() => {
-                    session.close(mcp).await;
-                    return Held::refusal().into_response();
-                }
-                response = next.run(request) => response,
+            let Some(response) = answer_while_held(&held, next.run(request)).await else {
+                session.close(mcp).await;
+                return Held::refusal().into_response();
             };
             // A new session is named in the answer to its `initialize`.
             if session.id.is_none() {
                 session.id = response.headers().get(MCP_SESSION).cloned();
             }
-            let (parts, body) = response.into_parts();
-            let ended = async move {
-                held.ended().await;
+            cut_when_ended(response, held, async move {
                 tracing::info!(agent = %caller.name, "an agent's revoked token ended its MCP session");
                 session.close(mcp).await;
-            };
-            let body = futures_util::StreamExt::take_until(body.into_data_stream(), Box::pin(ended));
-            Response::from_parts(parts, axum::body::Body::from_stream(body))
+            })
         }
         Ok(_) => ApiError::new(
             StatusCode::FORBIDDEN,
@@ -254,6 +246,49 @@ pub(super) async fn agents_only(
             response
         }
     }
+}
+
+/// Ends what a request with a token made at run time holds when that is revoked (a Claude
+/// Code hook waiting for a person, its message stream): 401 before it answered, its answer cut
+/// after. The handler checks the token itself and answers a refusal as it does.
+pub(super) async fn until_revoked(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let held = match authorize(&state, request.headers()).await {
+        Ok(caller) if caller.credential.is_some() => match Held::of(&state, &caller).await {
+            Ok(held) => held,
+            Err(e) => return e.into_response(),
+        },
+        _ => return next.run(request).await,
+    };
+    let Some(response) = answer_while_held(&held, next.run(request)).await else {
+        return Held::refusal().into_response();
+    };
+    cut_when_ended(response, held, async {})
+}
+
+/// The answer `respond` gives, unless `held` ends first (the answer is then dropped, and with
+/// it what the handler held).
+async fn answer_while_held(held: &Held, respond: impl Future<Output = Response>) -> Option<Response> {
+    tokio::select! {
+        biased;
+        () = held.ended() => None,
+        response = respond => Some(response),
+    }
+}
+
+/// `response`, whose body ends when `held` does (an event stream, a held MCP call); `then` runs
+/// once it has.
+fn cut_when_ended(response: Response, held: Held, then: impl Future<Output = ()> + Send + 'static) -> Response {
+    let (parts, body) = response.into_parts();
+    let ended = async move {
+        held.ended().await;
+        then.await;
+    };
+    let body = futures_util::StreamExt::take_until(body.into_data_stream(), Box::pin(ended));
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// The header that names an MCP session.

@@ -1,7 +1,8 @@
 //! Revocation reaches what a token already opened, through the real binary: a person's event
 //! stream and long-polls end as the token is revoked and never carry what was asked after;
-//! an agent's MCP session made with a token of run time ends, its held call with it; on
-//! PostgreSQL a token revoked through one instance ends the stream another holds.
+//! an agent's MCP session made with a token of run time ends, its held call with it, and so
+//! does a Claude Code hook it holds (its question cancelled); on PostgreSQL a token revoked
+//! through one instance ends the stream another holds.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -166,4 +167,45 @@ async fn a_token_revoked_through_one_instance_ends_the_stream_another_holds() {
     assert!(!said.contains("Asked after the revocation"), "{said}");
     a.terminate().await;
     b.terminate().await;
+}
+
+#[tokio::test]
+async fn a_claude_code_hook_waiting_on_a_revoked_agents_token_ends_and_its_question_goes() {
+    let dir = TempDir::new().unwrap();
+    let hooks = "\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\"]\n";
+    let served = Served::start(&write_config(dir.path(), hooks));
+    let (base, operator) = served.api(dir.path()).await;
+    let agent = token(&base, &operator, json!({"name": "claude", "agent": true})).await;
+    let hook = json!({"session_id": "4f0c9a2e-1b7d-4c3a-9e55-2b8a7c6d5e4f", "cwd": "/home/dev/app",
+                      "transcript_path": "/home/dev/.claude/projects/app/4f0c9a2e.jsonl",
+                      "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "make deploy", "description": "Deploy"}, "tool_use_id": "toolu_01"});
+    let waiting = {
+        let url = format!("{base}/hooks/claude-code");
+        tokio::spawn(async move { call(reqwest::Method::POST, url, &agent, Some(hook)).await })
+    };
+    eventually(|| async {
+        assert!(!waiting.is_finished(), "the hook answered before anyone did");
+        (open(&base, &operator, "agent:claude").await == 1).then_some(())
+    })
+    .await;
+    served.card_id("Bash: make deploy").await;
+
+    revoke(&base, &operator, "agent:claude").await;
+    let (status, body) = tokio::time::timeout(DEADLINE, waiting).await.expect("the hook ended").unwrap();
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    // Nobody waits for it any more: its question is cancelled, not left on the cards.
+    let questions = format!("{base}/api/questions?status=all");
+    let cancelled = eventually(|| async {
+        let page = crate::support::get_json(&questions, &operator).await;
+        let question = page["questions"]
+            .as_array()?
+            .iter()
+            .find(|q| q["prompt"].as_str().is_some_and(|p| p.contains("make deploy")))?
+            .clone();
+        (question["status"] == "cancelled").then_some(question)
+    })
+    .await;
+    assert_eq!(cancelled["status"], "cancelled");
+    served.terminate().await;
 }
