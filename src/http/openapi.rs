@@ -21,6 +21,7 @@ mod reference;
 use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
 use crate::run::Run;
+use people::limited;
 
 /// The document, built once.
 pub fn document() -> &'static Value {
@@ -130,16 +131,6 @@ fn body_errors() -> Value {
     json!({
         "408": error(&format!("The body did not arrive within {} s.", super::server::BODY_TIMEOUT.as_secs())),
         "413": error(&format!("The body is larger than {} KiB.", super::MAX_BODY / 1024)),
-    })
-}
-
-/// A person acting faster than `[limits]` lets them (429).
-fn limited() -> Value {
-    json!({
-        "description": "A person's own token acting faster than `[limits] per_person` lets one person \
-                        (`rate_limited`); nothing was done. `Retry-After` says in how many seconds to try again.",
-        "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}},
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
     })
 }
 

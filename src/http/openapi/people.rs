@@ -3,9 +3,20 @@
 
 use serde_json::{Value, json};
 
-use super::{Schemas, body_errors, error, json_body, limited, merge, misdirected, operation, path_param, with_body};
+use super::{Schemas, body_errors, error, json_body, merge, misdirected, operation, path_param, with_body};
 use crate::http::chat::{Lines, LinesQuery, Said, Say};
 use crate::http::people::{LinkCheck, LinkFor, Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
+
+/// A person acting faster than `[limits]` lets them (429), with when to try again.
+pub(super) fn limited() -> Value {
+    let mut limited = error(
+        "A person's own token acting faster than `[limits] per_person` lets one person (`rate_limited`); nothing was \
+         done. `Retry-After` says in how many seconds to try again.",
+    );
+    limited["headers"] =
+        json!({"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}});
+    limited
+}
 
 pub(super) fn paths(s: &mut Schemas) -> Value {
     let me = operation(
