@@ -3,11 +3,14 @@
 //! variable that holds their token.
 //!
 //! The parts: `raw` (the file as serde reads it), `channels` (the `[channels.*]` sections and
-//! who may do what there), `functions` (the `[[functions]]` entries).
+//! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
+//! callbacks may go), `limits` (how fast people may act).
 
+mod callbacks;
 mod channels;
 mod claude_code;
 mod functions;
+mod limits;
 mod mcp;
 mod opencode;
 mod overrides;
@@ -22,9 +25,11 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
 pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
+pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
 pub use overrides::{GatewayValue, Source};
@@ -145,6 +150,10 @@ pub struct Config {
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
     pub agents: Vec<AgentConfig>,
+    /// Where callbacks may go besides `https` on public addresses (`[callbacks]`).
+    pub callbacks: CallbacksConfig,
+    /// How fast people may act through the API (`[limits]`).
+    pub limits: LimitsConfig,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
     pub gateway_values: Vec<GatewayValue>,
 }
@@ -287,6 +296,8 @@ impl Config {
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
+        let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
+        let limits = limits::limits(raw.limits).map_err(bad)?;
         let gateway = raw.gateway;
         Ok(Self {
             database: gateway.database,
@@ -312,6 +323,8 @@ impl Config {
             webhooks: channels.webhooks,
             functions,
             agents,
+            callbacks,
+            limits,
             mcp,
             claude_code,
             opencode,

@@ -15,8 +15,8 @@
 //! (what an inbound message means), `access` (who may start and answer), `external`
 //! (questions from agents), `records` (what the engine lets others read of the store),
 //! `event` (the events part: the live stream and the kept log), `instances` (sharing a store
-//! with other instances; the leases part), `settings`, `metrics`, the `sweeper` (timeouts)
-//! and the `pruner` (retention).
+//! with other instances; the leases part), `revocations` (what a revoked credential held
+//! open ends), `settings`, `metrics`, the `sweeper` (timeouts) and the `pruner` (retention).
 
 mod access;
 mod board;
@@ -38,6 +38,7 @@ mod pruner;
 mod quorum;
 mod records;
 pub mod retry;
+mod revocations;
 mod router;
 mod runner;
 mod settings;
@@ -68,6 +69,7 @@ pub use listeners::Heard;
 pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found};
 pub use retry::Retry;
+pub use revocations::Hold;
 pub use router::{FormFilled, Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
@@ -112,6 +114,7 @@ pub struct Engine {
 /// - `turns` ([`runner`]): parked follow-up runs and the turns executing per conversation;
 /// - `sweeper` ([`sweeper`]): when the one sweeper looks next, and when it last swept;
 /// - `leases` ([`instances`]): the platform leases this instance holds;
+/// - `revocations` ([`revocations`]): the credentials requests hold open, ended when revoked;
 /// - `metrics` ([`metrics`]): the counters `/metrics` shows.
 struct Inner {
     store: Arc<dyn Store>,
@@ -124,6 +127,7 @@ struct Inner {
     turns: runner::Turns,
     sweeper: sweeper::Sweeper,
     leases: instances::Leases,
+    revocations: revocations::Revocations,
     metrics: metrics::Metrics,
     /// Who listens to the plain messages of a conversation.
     listeners: listeners::Listeners,
@@ -153,6 +157,7 @@ impl Engine {
                 turns: runner::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
                 leases: instances::Leases::default(),
+                revocations: revocations::Revocations::default(),
                 metrics: metrics::Metrics::default(),
                 listeners: listeners::Listeners::default(),
                 languages: speech::Languages::default(),

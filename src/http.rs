@@ -13,6 +13,7 @@ pub mod callbacks;
 pub(super) mod chat;
 mod events;
 mod hooks;
+mod limits;
 pub mod openapi;
 mod page;
 pub(super) mod people;
@@ -66,6 +67,10 @@ pub struct AppState {
     claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
     /// Whether a secret is configured for callbacks without their own.
     callback_secret: bool,
+    /// Where callbacks may go.
+    callback_rules: Arc<callbacks::CallbackRules>,
+    /// How fast each person may act.
+    person_limits: Arc<limits::PersonLimits>,
     /// Claude Code's relayed permission prompts waiting for a person.
     relayed: Arc<hooks::Relayed>,
     /// Requests counted by route and status, for `/metrics`.
@@ -97,6 +102,10 @@ pub struct HttpSettings {
     /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
     /// is set); without it, a callback must bring its own.
     pub callback_secret: bool,
+    /// Where callbacks may go (`[callbacks] allow`, askgate's own address).
+    pub callbacks: callbacks::CallbackRules,
+    /// How fast each person may act (`[limits]`).
+    pub limits: crate::config::LimitsConfig,
 }
 
 impl Default for HttpSettings {
@@ -106,6 +115,8 @@ impl Default for HttpSettings {
             max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
             claude_code: None,
             callback_secret: false,
+            callbacks: callbacks::CallbackRules::default(),
+            limits: crate::config::LimitsConfig::default(),
         }
     }
 }
@@ -138,21 +149,28 @@ pub fn router(
         upstreams,
         claude_code,
         callback_secret: settings.callback_secret,
+        callback_rules: Arc::new(settings.callbacks),
+        person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
         relayed: Arc::default(),
         requests: Arc::default(),
     };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
+        // The service itself too: a revoked agent's session is closed through it.
+        let closes = (state.clone(), mcp.clone());
         app = app
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn(session_ended))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), auth::agents_only));
+            .layer(axum::middleware::from_fn_with_state(closes, auth::agents_only));
     }
     // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let app = app
+    let hooks = Router::new()
         .route("/hooks/claude-code", post(hooks::claude_code))
         .route("/hooks/claude-code/permission", post(hooks::permission))
         .route("/hooks/claude-code/messages", get(hooks::messages))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::until_revoked));
+    let app = app
+        .merge(hooks)
         // Slack's Events API and interactivity, whose contract is Slack's.
         .route("/channels/slack", post(slack::events))
         // The page's icon: an asset, not part of the API.
@@ -191,6 +209,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/me", get(people::me)),
         ("/api/messages", get(chat::lines).post(chat::say)),
         ("/api/signin", post(people::sign_in)),
+        ("/api/signin/check", post(people::check_link)),
         ("/api/tokens", get(people::list_tokens).post(people::add_token)),
         ("/api/tokens/{name}", delete(people::revoke_token)),
         ("/channels/webhook/{name}", post(webhook)),
@@ -262,11 +281,18 @@ pub struct ApiError {
     receipt: Option<Box<crate::question::Receipt>>,
     /// Close the connection after this response (the rest of the request was not read).
     close: bool,
+    /// Seconds to wait before trying again (`Retry-After`).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), receipt: None, close: false }
+        Self { status, code, message: message.into(), receipt: None, close: false, retry_after: None }
+    }
+
+    fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     fn closing(mut self) -> Self {
@@ -303,6 +329,9 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, axum::Json(bodies::ErrorBody { error })).into_response();
         if self.close {
             response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
         }
         response
     }

@@ -133,12 +133,17 @@ enum TokenAction {
         /// The person's name: lower-case letters, digits, `.`, `_`, `-`.
         name: String,
         /// What it may do: `answer`, `ask`, `admin`, comma-separated.
-        #[arg(long, default_value = "answer")]
+        #[arg(long, default_value = "answer", conflicts_with = "agent")]
         may: String,
+        /// A token for the agent `agent:<name>` instead (asks and never answers; listed and
+        /// revoked as `agent:<name>`).
+        #[arg(long)]
+        agent: bool,
     },
     /// List the tokens, the browser sessions signed in by `/web` links, and unused links.
     List,
-    /// Revoke a token or a session: it is refused from its next request on.
+    /// Revoke a token or a session: it is refused from then on, and what it holds open (event
+    /// streams, long-polls, MCP sessions, the TUI) ends.
     Revoke {
         /// Its name, as `list` shows it.
         name: String,
@@ -247,7 +252,8 @@ fn token(config: &Config, action: TokenAction, url: Option<String>) -> ExitCode 
     let done = client::with_operator(config, url).and_then(|api| {
         client::block_on(async move {
             match action {
-                TokenAction::Add { name, may } => match askgate::store::Powers::parse(&may) {
+                TokenAction::Add { name, agent: true, .. } => tokens::add_agent(&api, &name).await,
+                TokenAction::Add { name, may, agent: false } => match askgate::store::Powers::parse(&may) {
                     Ok(may) => tokens::add(&api, &name, may).await,
                     Err(e) => Err(format!("--may: {e}")),
                 },

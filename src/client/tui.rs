@@ -36,6 +36,8 @@ pub enum Heard {
     /// That a request went through, for the status line unless something newer was said
     /// there meanwhile (the event stream's outcome of the same answer says more).
     Sent(String),
+    /// askgate refuses the token (revoked, expired): the TUI ends, saying this.
+    Ended(String),
     /// askgate refused a form's answer to question `id`; the hint names the field.
     Refused {
         /// The question.
@@ -81,10 +83,20 @@ pub async fn run(api: Api) -> Result<(), String> {
             break Err(format!("cannot draw: {e}"));
         }
         let Some(heard) = rx.recv().await else { break Ok(()) };
+        if let Heard::Ended(why) = heard {
+            break Err(why);
+        }
         app.hear(heard);
         // Draw once for whatever came together.
+        let mut ended = None;
         while let Ok(more) = rx.try_recv() {
-            app.hear(more);
+            match more {
+                Heard::Ended(why) => ended = Some(why),
+                more => app.hear(more),
+            }
+        }
+        if let Some(why) = ended {
+            break Err(why);
         }
         if app.quit {
             break Ok(());

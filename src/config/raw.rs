@@ -25,6 +25,22 @@ pub(super) struct RawConfig {
     pub claude_code: Option<RawClaudeCode>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
+    pub callbacks: Option<RawCallbacks>,
+    pub limits: Option<RawLimits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCallbacks {
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub per_person: Option<String>,
+    pub per_person_burst: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

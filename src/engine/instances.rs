@@ -8,7 +8,7 @@
 //! - [`follow`] hears what the other instances ask and resolve as they commit, and what their
 //!   runs do: the event streams here carry it, a blocking ask held here wakes with the outcome,
 //!   a run parked here is forgotten (the instance whose claim won resumes it), and the sweeper
-//!   learns of a new deadline.
+//!   learns of a new deadline. A credential another revoked ends what it holds open here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,10 +55,15 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
             Change::Resolved(id) => engine.heard_resolved(*id).await,
             Change::Counted(id) => engine.heard_counted(*id).await,
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
-            // What waits here may have been resolved meanwhile: look at each again.
+            Change::Revoked(name) => {
+                engine.revoked(name);
+                Ok(())
+            }
+            // What waits here may have been resolved meanwhile, and what is held open here
+            // revoked: look at each again.
             Change::Missed => {
                 let waiting = engine.inner.waiters.held();
-                let mut read = Ok(());
+                let mut read = engine.recheck_holds().await;
                 for id in waiting {
                     read = read.and(engine.heard_resolved(id).await);
                 }

@@ -1,6 +1,7 @@
 //! People's own sign-in: the one-time links `/web` sends from a chat, the browser sessions
 //! they become, and the person a credential names. The credentials themselves are
-//! [`Login`]s in the store; personal tokens are added by `askgate token add`.
+//! [`Login`]s in the store; personal tokens are added by `askgate token add`, and agents'
+//! tokens that can be revoked without a restart by `askgate token add <name> --agent`.
 
 use std::time::Duration;
 
@@ -46,6 +47,17 @@ impl Engine {
     /// When the store fails.
     pub async fn login_is_live(&self, digest: &str) -> Result<bool, StoreError> {
         Ok(self.inner.store.login(digest, self.now_ms()).await?.is_some())
+    }
+
+    /// Whom the unused `/web` link with `secret` would sign in, without using it: what a page
+    /// shows before it asks the person to sign in. None when the link is unknown, used or
+    /// expired.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn sign_in_link(&self, secret: &str) -> Result<Option<Login>, StoreError> {
+        let find = crate::store::LoginFind::Link { digest: &digest(secret), now: self.now_ms() };
+        Ok(self.inner.store.logins(find).await?.pop())
     }
 
     /// Signs a browser in with the secret of a `/web` link: the link becomes a session, once.
@@ -136,7 +148,39 @@ pub fn valid_token_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The agent a credential's person is (`agent:ci` → `ci`): an agent's token made at run time.
+pub fn agent_name(person: &UserRef) -> Option<&str> {
+    person.as_str().strip_prefix("agent:")
+}
+
+/// The name an agent's token made at run time is kept (and revoked) under: `agent:<name>`.
+pub fn agent_token_name(agent: &str) -> String {
+    format!("agent:{agent}")
+}
+
 impl Engine {
+    /// A new token for the agent `agent:<name>`, kept as `agent:<name>`: it asks and reads what
+    /// it asked (the API, `/mcp`), never answers, and works until revoked. Its secret (shown
+    /// once) and what is kept; none when the name is taken. The name must pass
+    /// [`valid_token_name`].
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn add_agent_token(&self, name: &str) -> Result<Option<(String, Login)>, StoreError> {
+        let person = UserRef::parse(&format!("agent:{name}")).map_err(|e| StoreError::Constraint(e.to_string()))?;
+        let secret = new_secret();
+        let login = Login {
+            name: agent_token_name(name),
+            person,
+            digest: digest(&secret),
+            may: Powers { ask: true, ..Powers::default() },
+            created_at: self.now_ms(),
+            expires_at: None,
+            link: false,
+        };
+        Ok(self.inner.store.add_login(&login).await?.then_some((secret, login)))
+    }
+
     /// A new personal token for `web:<name>`: its secret (shown once) and what is kept; none
     /// when the name is taken. The name must pass [`valid_token_name`].
     ///
@@ -165,11 +209,16 @@ impl Engine {
         self.inner.store.logins(crate::store::LoginFind::All { now: self.now_ms() }).await
     }
 
-    /// Revokes the token or session `name`; false when there is none.
+    /// Revokes the token or session `name`, and ends what it holds open (event streams,
+    /// long-polls, MCP streams; on other instances as they hear it); false when there is none.
     ///
     /// # Errors
     /// When the store fails.
     pub async fn revoke_login(&self, name: &str) -> Result<bool, StoreError> {
-        self.inner.store.remove_login(name).await
+        let removed = self.inner.store.remove_login(name).await?;
+        if removed {
+            self.revoked(name);
+        }
+        Ok(removed)
     }
 }

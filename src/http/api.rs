@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::auth::Held;
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
 use super::{
     Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
@@ -188,9 +189,10 @@ pub(super) struct Placement {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CallbackBody {
-    /// An `http` or `https` URL.
+    /// An `https` URL to a public address, or a target `[callbacks] allow` lists.
     url: String,
-    /// Headers sent with it (not askgate's own).
+    /// Headers sent with it (not askgate's own, nor HTTP's: `Host`, `Content-Length`,
+    /// `Transfer-Encoding`, `Connection`, `X-Askgate-*`, `X-Forwarded-*`, …).
     #[serde(default)]
     headers: std::collections::BTreeMap<String, String>,
     /// The secret that signs it; default: the one `gateway.callback_secret_env` names.
@@ -201,7 +203,7 @@ pub(super) struct CallbackBody {
 impl CallbackBody {
     /// The callback as the engine keeps it, once checked.
     fn spec(self, state: &AppState) -> Result<CallbackSpec, ApiError> {
-        callbacks::check_url(&self.url).map_err(ApiError::bad_request)?;
+        state.callback_rules.check(&self.url).map_err(ApiError::bad_request)?;
         let headers: Vec<(String, String)> = self.headers.into_iter().collect();
         callbacks::check_headers(&headers).map_err(ApiError::bad_request)?;
         if self.secret.as_deref().is_some_and(str::is_empty) || self.secret.is_none() && !state.callback_secret {
@@ -219,6 +221,7 @@ pub(super) async fn create(
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     asker.asking()?;
+    state.person_limits.count(&asker.0)?;
     let operator = asker.0;
     let malformed = |e: serde_json::Error| ApiError::bad_request(format!("malformed JSON body: {e}"));
     let wire = AskWire::take(&mut body).map_err(malformed)?;
@@ -271,8 +274,17 @@ pub(super) async fn outcome(
 ) -> Result<Response, ApiError> {
     let id = find_for(&state, &caller, &id).await?.id;
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
-    let question =
-        state.engine.wait_outcome(id, wait).await?.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    // A wait ends when the token that holds it is revoked, and then says nothing of the question.
+    let held = if wait.is_zero() { Held::none() } else { Held::of(&state, &caller).await? };
+    let waited = tokio::select! {
+        biased;
+        () = held.ended() => return Err(Held::refusal()),
+        waited = state.engine.wait_outcome(id, wait) => waited?,
+    };
+    if held.is_ended() {
+        return Err(Held::refusal());
+    }
+    let question = waited.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((status, axum::Json(OutcomeView::from(&question))).into_response())
 }
@@ -306,6 +318,7 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reply>,
 ) -> Result<Response, ApiError> {
+    state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find_to_answer(&state, &caller, &id).await?;
@@ -324,6 +337,7 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Reject>,
 ) -> Result<Response, ApiError> {
+    state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
     resolver.name = typed_name(body.name.as_deref(), &resolver.user);
     let question = find_to_answer(&state, &caller, &id).await?;
@@ -443,6 +457,7 @@ pub(super) async fn start_run(
     JsonBody(body): JsonBody<NewRun>,
 ) -> Result<Response, ApiError> {
     asker.asking()?;
+    state.person_limits.count(&asker.0)?;
     let operator = asker.0;
     let conversation = conversation_param(body.conversation.as_deref())?;
     if let Some(c) = &conversation {

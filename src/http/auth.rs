@@ -32,9 +32,62 @@ pub struct Caller {
     pub may: Powers,
     /// Where: `web` from askgate's page, `api` otherwise.
     pub via: Surface,
-    /// A person's credential, as the store knows it (the SHA-256 of the secret): what a
-    /// long-lived request checks again, so that a revoked or expired one stops there too.
-    pub credential: Option<String>,
+    /// The credential from the store (a personal token, a browser session, an agent token
+    /// made at run time): what a long-lived request holds, so that it ends when that is
+    /// revoked or expires. None for the configured tokens, which change only with a restart.
+    pub credential: Option<Credential>,
+}
+
+/// A credential kept in the store, as a request found it.
+#[derive(Clone, Debug)]
+pub struct Credential {
+    /// Its name (`alice`, `session:…`, `agent:ci`): what a revocation names.
+    pub name: String,
+    /// The SHA-256 of its secret.
+    pub digest: String,
+    /// When it expires, in unix milliseconds.
+    pub expires_at: Option<i64>,
+    /// How many revocations askgate had heard of before it was read.
+    pub heard: u64,
+}
+
+/// What a request that outlasts its check holds of its caller's credential: [`Held::ended`]
+/// completes when that is revoked or expires, never for a configured token.
+pub(super) struct Held(Option<crate::engine::Hold>);
+
+impl Held {
+    /// Nothing held: for a request that does not wait.
+    pub(super) fn none() -> Self {
+        Self(None)
+    }
+
+    /// Holds `caller`'s credential, if it has one from the store.
+    pub(super) async fn of(state: &AppState, caller: &Caller) -> Result<Self, ApiError> {
+        let Some(c) = &caller.credential else { return Ok(Self(None)) };
+        Ok(Self(Some(state.engine.hold_login(&c.name, &c.digest, c.expires_at, c.heard).await?)))
+    }
+
+    /// Completes when the credential no longer works.
+    pub(super) async fn ended(&self) {
+        match &self.0 {
+            Some(hold) => hold.ended().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Whether the credential no longer works.
+    pub(super) fn is_ended(&self) -> bool {
+        self.0.as_ref().is_some_and(crate::engine::Hold::is_ended)
+    }
+
+    /// The answer to a request whose credential stopped working while it waited.
+    pub(super) fn refusal() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the token was revoked or expired while the request waited",
+        )
+    }
 }
 
 impl Caller {
@@ -130,31 +183,54 @@ pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<C
         };
         return Ok(Caller { user, name: token.name().to_owned(), role: token.role(), may, via, credential: None });
     }
-    match state.engine.login(given).await? {
-        Some(login) => Ok(Caller {
-            user: login.person,
-            name: login.name,
-            role: Role::Person,
-            may: login.may,
-            via,
-            credential: Some(login.digest),
-        }),
-        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid")),
-    }
+    let heard = state.engine.revocations_heard();
+    let Some(login) = state.engine.login(given).await? else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"));
+    };
+    let credential = Credential { name: login.name.clone(), digest: login.digest, expires_at: login.expires_at, heard };
+    // An agent's token made at run time (`askgate token add <name> --agent`) is an agent's
+    // like a configured one: it asks as `agent:<name>`, never answers.
+    let (role, name, may) = match crate::engine::people::agent_name(&login.person) {
+        Some(agent) => (Role::Agent, agent.to_owned(), Powers { ask: true, ..Powers::default() }),
+        None => (Role::Person, login.name, login.may),
+    };
+    Ok(Caller { user: login.person, name, role, may, via, credential: Some(credential) })
 }
 
 /// Refuses a request to `/mcp` (which has no extractor of ours) without an agent token: 401
 /// without a valid token, 403 with the operator's or a person's, which could answer the
 /// agent's own questions. The agent's name goes to the MCP server in the request's extensions.
+/// A request with an agent token made at run time ends when that is revoked: its response
+/// stops (a held call, a session's stream), and its session is closed as the client's `DELETE`
+/// would close it (`mcp`, the MCP service itself, takes that `DELETE`).
 pub(super) async fn agents_only(
-    State(state): State<AppState>,
+    State((state, mcp)): State<(AppState, crate::mcp::McpService)>,
     mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
     match authorize(&state, request.headers()).await {
         Ok(caller) if caller.role == Role::Agent => {
-            request.extensions_mut().insert(crate::mcp::AgentName(caller.name));
-            next.run(request).await
+            request.extensions_mut().insert(crate::mcp::AgentName(caller.name.clone()));
+            if caller.credential.is_none() {
+                return next.run(request).await;
+            }
+            let held = match Held::of(&state, &caller).await {
+                Ok(held) => held,
+                Err(e) => return e.into_response(),
+            };
+            let mut session = McpSession::of(request.headers());
+            let Some(response) = answer_while_held(&held, next.run(request)).await else {
+                session.close(mcp).await;
+                return Held::refusal().into_response();
+            };
+            // A new session is named in the answer to its `initialize`.
+            if session.id.is_none() {
+                session.id = response.headers().get(MCP_SESSION).cloned();
+            }
+            cut_when_ended(response, held, async move {
+                tracing::info!(agent = %caller.name, "an agent's revoked token ended its MCP session");
+                session.close(mcp).await;
+            })
         }
         Ok(_) => ApiError::new(
             StatusCode::FORBIDDEN,
@@ -168,6 +244,83 @@ pub(super) async fn agents_only(
             let mut response = e.into_response();
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             response
+        }
+    }
+}
+
+/// Ends what a request with a token made at run time holds when that is revoked (a Claude
+/// Code hook waiting for a person, its message stream): 401 before it answered, its answer cut
+/// after. The handler checks the token itself and answers a refusal as it does.
+pub(super) async fn until_revoked(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let held = match authorize(&state, request.headers()).await {
+        Ok(caller) if caller.credential.is_some() => match Held::of(&state, &caller).await {
+            Ok(held) => held,
+            Err(e) => return e.into_response(),
+        },
+        _ => return next.run(request).await,
+    };
+    let Some(response) = answer_while_held(&held, next.run(request)).await else {
+        return Held::refusal().into_response();
+    };
+    cut_when_ended(response, held, async {})
+}
+
+/// The answer `respond` gives, unless `held` ends first (the answer is then dropped, and with
+/// it what the handler held).
+async fn answer_while_held(held: &Held, respond: impl Future<Output = Response>) -> Option<Response> {
+    tokio::select! {
+        biased;
+        () = held.ended() => None,
+        response = respond => Some(response),
+    }
+}
+
+/// `response`, whose body ends when `held` does (an event stream, a held MCP call); `then` runs
+/// once it has.
+fn cut_when_ended(response: Response, held: Held, then: impl Future<Output = ()> + Send + 'static) -> Response {
+    let (parts, body) = response.into_parts();
+    let ended = async move {
+        held.ended().await;
+        then.await;
+    };
+    let body = futures_util::StreamExt::take_until(body.into_data_stream(), Box::pin(ended));
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// The header that names an MCP session.
+const MCP_SESSION: &str = "mcp-session-id";
+
+/// The MCP session a request belongs to, with the protocol revision it speaks.
+struct McpSession {
+    id: Option<header::HeaderValue>,
+    version: Option<header::HeaderValue>,
+}
+
+impl McpSession {
+    fn of(headers: &HeaderMap) -> Self {
+        Self { id: headers.get(MCP_SESSION).cloned(), version: headers.get("mcp-protocol-version").cloned() }
+    }
+
+    /// Ends the session, if there is one (2026-07-28 calls have none), as the client's
+    /// `DELETE` would.
+    async fn close(&self, mut mcp: crate::mcp::McpService) {
+        use tower_service::Service;
+        let Some(id) = &self.id else { return };
+        let mut delete = Request::new(axum::body::Body::empty());
+        *delete.method_mut() = axum::http::Method::DELETE;
+        delete.headers_mut().insert(MCP_SESSION, id.clone());
+        if let Some(version) = &self.version {
+            delete.headers_mut().insert("mcp-protocol-version", version.clone());
+        }
+        // A Router is always ready, and answers every request (an error is a response too).
+        let ready = std::future::poll_fn(|cx| Service::<Request>::poll_ready(&mut mcp, cx)).await;
+        if ready.is_ok() {
+            let closed = mcp.call(delete).await.map(|r| r.status());
+            tracing::debug!(?closed, "a revoked agent's MCP session was closed");
         }
     }
 }

@@ -10,10 +10,20 @@
 //! asks) until [`GIVE_UP_AFTER`] past the outcome; the receiver may see one body twice (a
 //! timeout after it took it, a crash before the delivery was recorded), always under the same
 //! key, and never again once one attempt succeeded.
+//!
+//! Where a callback may go is [`CallbackRules`]' (`rules`): `https` on a public address, or a
+//! target `[callbacks] allow` lists; checked when asked and again at every attempt, after the
+//! name is resolved, with no redirect followed and no proxy between.
 
+mod rules;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderName;
+
+pub use rules::CallbackRules;
+use rules::{PublicOnly, Reach};
 
 use crate::engine::Engine;
 use crate::engine::retry::Backoff;
@@ -36,18 +46,34 @@ const BATCH: u32 = 16;
 /// The pauses between attempts: 1 s, doubling, at most [`MAX_PAUSE`].
 const BACKOFF: Backoff = Backoff { first: Duration::from_secs(1), max: MAX_PAUSE, retries: u32::MAX };
 
-/// Headers askgate sets on every callback, which a caller's own headers may not replace.
-const OWN_HEADERS: [&str; 7] = [
-    "content-type",
-    "content-length",
+/// Headers an asker may not set: askgate's own (its signature, its key, `X-Askgate-*`), HTTP's
+/// framing and connection headers (which could split or smuggle a request), and those a
+/// receiver or a proxy on its side takes as said by the network (`Forwarded`, `X-Forwarded-*`).
+const RESERVED: [&str; 16] = [
     "host",
+    "content-length",
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
     "idempotency-key",
-    "x-askgate-timestamp",
-    "x-askgate-signature",
+    "forwarded",
+    "x-real-ip",
     "x-askgate-callback",
 ];
 
-/// Checks a caller's headers: valid names and values, none of askgate's own.
+/// Whether an asker may not set the header `name` (lower case, as [`HeaderName`] keeps it).
+fn reserved(name: &str) -> bool {
+    RESERVED.contains(&name) || ["x-askgate-", "x-forwarded-", "proxy-"].iter().any(|p| name.starts_with(p))
+}
+
+/// Checks a caller's headers: valid names and values, none reserved.
 ///
 /// # Errors
 /// What is wrong, naming the header.
@@ -55,8 +81,11 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
     for (name, value) in headers {
         let parsed = HeaderName::try_from(name.as_str())
             .map_err(|_| format!("callback header `{name}` is not a header name"))?;
-        if OWN_HEADERS.contains(&parsed.as_str()) {
-            return Err(format!("callback header `{name}` is set by askgate"));
+        if reserved(parsed.as_str()) {
+            return Err(format!(
+                "callback header `{name}` is reserved: askgate sets it, or it is HTTP's own (Host, Content-Length, \
+                 Transfer-Encoding, Connection, X-Askgate-*, X-Forwarded-*, …)"
+            ));
         }
         axum::http::HeaderValue::try_from(value.as_str())
             .map_err(|_| format!("callback header `{name}` has a value that is not a header value"))?;
@@ -64,28 +93,27 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a callback URL: absolute, `http` or `https`, with a host.
-///
-/// # Errors
-/// What is wrong with it.
-pub fn check_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("callback url `{url}`: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-        return Err(format!("callback url `{url}` is not an http(s) URL with a host"));
-    }
-    Ok(())
-}
-
-/// Sends the outbox's due callbacks until askgate stops.
-pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration) {
-    // A redirect would turn the POST into a GET (and carry the headers elsewhere): a receiver
-    // that moved answers 3xx, which is tried again like any other failure.
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default();
-    let deliverer = Deliverer { engine: engine.clone(), client, secret };
+/// Sends the outbox's due callbacks until askgate stops, where `rules` let them go.
+pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: CallbackRules) {
+    // A redirect would turn the POST into a GET, carry the headers elsewhere and go where the
+    // rules were not asked: a receiver that moved answers 3xx, tried again like any failure.
+    // No proxy from the environment either: the rules must see where the connection goes.
+    let client = |resolver: Option<Arc<PublicOnly>>| {
+        let builder =
+            reqwest::Client::builder().timeout(timeout).redirect(reqwest::redirect::Policy::none()).no_proxy();
+        let builder = match resolver {
+            Some(resolver) => builder.dns_resolver(resolver).https_only(true),
+            None => builder,
+        };
+        builder.build().unwrap_or_default()
+    };
+    let deliverer = Deliverer {
+        engine: engine.clone(),
+        public: client(Some(Arc::new(PublicOnly))),
+        listed: client(None),
+        rules,
+        secret,
+    };
     let stop = engine.stopping();
     tokio::spawn(async move {
         let mut events = deliverer.engine.subscribe();
@@ -127,7 +155,11 @@ fn ends_a_run(event: &crate::engine::Event) -> bool {
 
 struct Deliverer {
     engine: Engine,
-    client: reqwest::Client,
+    /// For URLs no `allow` entry lists: names resolve to public addresses only, https only.
+    public: reqwest::Client,
+    /// For the targets the operator listed.
+    listed: reqwest::Client,
+    rules: CallbackRules,
     /// The configured secret, for callbacks without one of their own.
     secret: Option<String>,
 }
@@ -163,9 +195,7 @@ impl Deliverer {
         };
         let tried = self.give_up_if_late(&callback, tried);
         // Where it goes, without the path and query, which may carry a token.
-        let to = reqwest::Url::parse(&callback.url)
-            .map(|u| format!("{}://{}", u.scheme(), u.host_str().unwrap_or_default()))
-            .unwrap_or_default();
+        let to = reqwest::Url::parse(&callback.url).map(|u| rules::origin(&u)).unwrap_or_default();
         let id = &callback.id;
         let said = match &tried {
             CallbackTry::Delivered => None,
@@ -234,17 +264,27 @@ impl Deliverer {
         let Some(secret) = callback.secret.as_deref().or(self.secret.as_deref()).filter(|s| !s.is_empty()) else {
             return retry("no secret to sign it: set the variable gateway.callback_secret_env names".to_owned(), None);
         };
+        // The rules as they are now: the operator may have closed what was open when it was asked.
+        let url = match reqwest::Url::parse(&callback.url) {
+            Ok(url) => url,
+            Err(e) => return retry(format!("callback url: {e}"), None),
+        };
+        let client = match self.rules.reach(&url) {
+            Ok(Reach::Listed) => &self.listed,
+            Ok(Reach::Public) => &self.public,
+            Err(refused) => return retry(format!("refused: {refused}"), None),
+        };
         let timestamp = self.engine.clock().now_ms() / 1000;
         let signature = crate::channel::webhook::sign(secret.as_bytes(), timestamp, body);
-        let mut request = self
-            .client
-            .post(&callback.url)
+        let mut request = client
+            .post(url)
             .header("content-type", "application/json")
             .header("idempotency-key", &callback.id)
             .header("x-askgate-callback", &callback.id)
             .header("x-askgate-timestamp", timestamp.to_string())
             .header("x-askgate-signature", signature);
-        for (name, value) in &callback.headers {
+        // Checked when asked; a row kept from before a header was reserved sends it no more.
+        for (name, value) in callback.headers.iter().filter(|(name, _)| !reserved(&name.to_ascii_lowercase())) {
             request = request.header(name, value);
         }
         match request.body(body.to_vec()).send().await {
@@ -258,7 +298,8 @@ impl Deliverer {
                     .map(Duration::from_secs);
                 retry(format!("the receiver answered {}", response.status()), asked)
             }
-            // Without the URL, which may carry a token: the error is logged and stored.
+            // Without the URL, which may carry a token: the error is logged and stored. A name
+            // that resolves only inside says so in the chain.
             Err(e) => retry(crate::error_chain(&e.without_url()), None),
         }
     }

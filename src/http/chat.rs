@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::auth::Held;
 use super::{ApiError, AppState, JsonBody, Params, Reader, Role};
 use crate::channel::web::{Line, WebChat, own_conversation};
 use crate::command::Command;
@@ -96,6 +97,7 @@ pub(super) async fn say(
     JsonBody(body): JsonBody<Say>,
 ) -> Result<Response, ApiError> {
     let web = chat(&state)?;
+    state.person_limits.count(&caller)?;
     let text = body.text.trim();
     if text.is_empty() || text.chars().count() > MAX_TEXT {
         return Err(ApiError::bad_request(format!("text: say something, in at most {MAX_TEXT} characters")));
@@ -128,6 +130,15 @@ pub(super) async fn lines(
         return Err(ApiError::bad_request(format!("wait {wait} is more than {MAX_WAIT} seconds")));
     }
     let conversation = own(&caller.user)?;
-    let (lines, latest) = web.lines_after(&conversation, query.after.unwrap_or(0), Duration::from_secs(wait)).await;
+    // A wait ends when the token that holds it is revoked, and then says nothing.
+    let held = if wait == 0 { Held::none() } else { Held::of(&state, &caller).await? };
+    let (lines, latest) = tokio::select! {
+        biased;
+        () = held.ended() => return Err(Held::refusal()),
+        read = web.lines_after(&conversation, query.after.unwrap_or(0), Duration::from_secs(wait)) => read,
+    };
+    if held.is_ended() {
+        return Err(Held::refusal());
+    }
     Ok(axum::Json(Lines { conversation, lines, latest }).into_response())
 }

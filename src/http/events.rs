@@ -6,7 +6,8 @@
 //! it missed when they are still kept, and the whole picture again otherwise. A client that
 //! falls more than [`crate::engine::EVENTS_BUFFERED`] events behind (it does not read) is
 //! dropped rather than buffered without end; it reconnects and resumes. The number of streams
-//! is capped (`gateway.max_event_streams`), with a clear 503 beyond.
+//! is capped (`gateway.max_event_streams`), with a clear 503 beyond. A stream held with a
+//! credential from the store ends as soon as that is revoked or expires.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -23,6 +24,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::Held;
 use super::{ApiError, AppState, Caller, Params, Reader, conversation_param};
 use crate::engine::{Engine, Event, Logged};
 use crate::question::{Conversation, Question, Status};
@@ -30,10 +32,6 @@ use crate::store::QuestionFilter;
 
 /// How many pending questions the backlog reads from the store at a time.
 const BACKLOG_PAGE: u32 = 25;
-
-/// How often a person's stream checks that their credential still works: a revoked token or
-/// an expired session is cut off within this.
-const RECHECK: Duration = Duration::from_secs(30);
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,8 +78,9 @@ struct Stream {
     conversation: Option<Conversation>,
     /// Who follows it: a person sees only their own questions and runs.
     caller: Caller,
-    /// When a person's credential is checked again.
-    recheck: tokio::time::Interval,
+    /// The caller's credential, held: the stream ends when it is revoked or expires, before
+    /// anything else is sent.
+    held: Held,
     /// The id of the latest event before the subscription (sent with `replay.done`).
     at: String,
     /// This process's id prefix: `<boot>-`.
@@ -101,6 +100,10 @@ impl Stream {
     /// The next event to send; none ends the stream.
     async fn next(&mut self) -> Option<SseEvent> {
         loop {
+            if self.held.is_ended() {
+                tracing::info!(user = %self.caller.user, "an event stream's credential was revoked or expired");
+                return None;
+            }
             match &mut self.phase {
                 Phase::Backlog { page, cursor, read } => {
                     if let Some(question) = page.pop_front() {
@@ -144,17 +147,12 @@ impl Stream {
                     None => self.phase = Phase::Live,
                 },
                 Phase::Live => {
+                    // Biased: an event that came after the revocation is never sent.
                     let next = tokio::select! {
-                        next = self.live.recv() => next,
+                        biased;
+                        () = self.held.ended() => continue,
                         () = self.stop.cancelled() => return None,
-                        _ = self.recheck.tick(), if self.caller.credential.is_some() => {
-                            let digest = self.caller.credential.as_deref().unwrap_or_default();
-                            if !self.engine.login_is_live(digest).await.unwrap_or(true) {
-                                tracing::info!(person = %self.caller.user, "an event stream's credential was revoked or expired");
-                                return None;
-                            }
-                            continue;
-                        }
+                        next = self.live.recv() => next,
                     };
                     match next {
                         Ok(logged) if concerns(&logged.event, self.conversation.as_ref(), &self.caller) => {
@@ -189,6 +187,7 @@ pub(super) async fn stream(
             "too many event streams are open; close one or raise gateway.max_event_streams",
         )
     })?;
+    let held = Held::of(&state, &caller).await?;
     let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let subscription = state.engine.subscribe_since(last_id);
     let phase = match subscription.missed {
@@ -212,11 +211,7 @@ pub(super) async fn stream(
         phase,
         conversation,
         caller,
-        recheck: {
-            let mut recheck = tokio::time::interval(RECHECK);
-            recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            recheck
-        },
+        held,
         at: subscription.at,
         prefix,
         backlog_reads: state.backlog_reads.clone(),

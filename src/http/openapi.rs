@@ -22,6 +22,7 @@ use schemas::{Schemas, enums_as_enum};
 use crate::channel::webhook::{InboundMessage, MAX_SKEW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::question::{AskWire, Question};
 use crate::run::Run;
+use people::limited;
 
 /// The document, built once.
 pub fn document() -> &'static Value {
@@ -171,6 +172,7 @@ fn build() -> Value {
                 "404": error("No question has this id, or the prefix names several."),
                 "409": error("It was resolved before (`error.receipt` says how), or this approver was counted before."),
                 "422": error("The value does not fit the question (`error.receipt.hint` says what does)."),
+                "429": limited(),
             }),
         )
     };
@@ -211,6 +213,7 @@ fn build() -> Value {
             "201": json_body("Asked: stored and being shown in the conversation.", s.written::<Asked>()),
             "422": error("The ask is not valid, the conversation is not served, or nobody may answer it \
                           (`invalid_ask`, `unknown_conversation`, `answerers_required`, `invalid_answerers`)."),
+            "429": limited(),
             "503": error("askgate is shutting down."),
         }),
     );
@@ -330,6 +333,7 @@ fn build() -> Value {
             "403": error("The function may not be started here (`allowed_users`)."),
             "404": error("No function has this name."),
             "422": error("The conversation is not served, or nobody may answer its questions."),
+            "429": limited(),
             "503": error("askgate is shutting down, or the run could not be stored; nothing was started."),
         }),
     );

@@ -329,7 +329,7 @@ async function connect() {
       wait = 1000;
       $("locked").hidden = true;
       if (lastEventId) setConn("live");
-      if (!me) loadMe().then(readChat);
+      if (!me) loadMe().then(readChat); else readChat();
       if (!recentLoaded) loadRecent();
       loadGrants();
       const reader = response.body.getReader();
@@ -372,21 +372,60 @@ async function loadMe() {
   } catch (e) { /* shown again on the next connection */ }
 }
 
-// A link from a chat's /web: its secret (after #signin=) becomes this tab's session, once.
-async function signInFromLink() {
+// A link from a chat's /web (`#signin=<secret>`), opened in a fresh tab or pasted into this
+// one. Whoever sent it would be who this tab answers as, so nothing signs in on its own: the
+// page asks askgate whom the link is for (without using it), says so, and signs in only when
+// the person agrees; a tab signed in already offers to switch. Resolves true once signed in.
+function linkSecret() {
   const found = location.hash.match(/^#signin=([0-9a-f]{16,128})$/);
-  if (!found) return;
-  history.replaceState(null, "", location.pathname);
-  // A link someone else sent would sign this tab in as them: never without asking.
-  if (token && !window.confirm("This tab is signed in already. Sign in with the link instead?")) return;
-  try {
-    const response = await fetch("/api/signin", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ link: found[1] }) });
-    if (response.ok) {
-      token = (await response.json()).token;
-      sessionStorage.setItem("askgate-token", token);
-    } else say("That sign-in link was used already or has expired: send /web in the chat again.");
-  } catch (e) { say("askgate could not be reached to sign in."); }
+  return found && found[1];
 }
+const linkRefused = "That sign-in link was used already or has expired: send /web in the chat again.";
+async function offerSignIn() {
+  const secret = linkSecret();
+  if (!secret) return false;
+  history.replaceState(null, "", location.pathname);
+  let link;
+  try {
+    const response = await fetch("/api/signin/check", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ link: secret }) });
+    if (!response.ok) { say(linkRefused); return false; }
+    link = await response.json();
+  } catch (e) { say("askgate could not be reached to sign in."); return false; }
+  const current = me && me.user;
+  if (current === link.user) { say("This tab is signed in as " + current + " already; the link was not used."); return false; }
+  $("signin-text").textContent = current
+    ? "That link is " + link.user + "'s. This tab is signed in as " + current + ". Switch this tab to " + link.user + "?"
+    : "This link signs this tab in as " + link.user + ". Go on only if that is you: whoever sent it would see what you answer and say here as theirs.";
+  $("signin-yes").textContent = (current ? "Switch to " : "Sign in as ") + link.user;
+  $("signin-no").textContent = current ? "Stay " + current : "Not me";
+  $("signin").hidden = false;
+  $("signin-yes").focus();
+  const agreed = await new Promise((resolve) => {
+    $("signin-yes").onclick = () => resolve(true);
+    $("signin-no").onclick = () => resolve(false);
+  });
+  $("signin").hidden = true;
+  if (!agreed) { say("Not signed in with the link."); return false; }
+  try {
+    const response = await fetch("/api/signin", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ link: secret, as: link.user }) });
+    if (!response.ok) { say(linkRefused); return false; }
+    token = (await response.json()).token;
+    sessionStorage.setItem("askgate-token", token);
+    return true;
+  } catch (e) { say("askgate could not be reached to sign in."); return false; }
+}
+// A link pasted into the address bar changes only the fragment: no new page, so it is read here.
+window.addEventListener("hashchange", async () => {
+  if (!linkSecret()) return;
+  const signedIn = !!me;
+  if (!(await offerSignIn())) return;
+  // Another person now: start over as them (cards, conversation, grants).
+  if (signedIn) { location.reload(); return; }
+  $("token-form").hidden = true;
+  say("");
+  setConn("reconnecting");
+  connect();
+});
 
 // The person's own conversation (`web:<name>`): what they say, askgate's replies, the
 // functions' messages, questions and outcomes, read by long-poll from the last line seen.
@@ -452,7 +491,8 @@ $("token-form").addEventListener("submit", (e) => {
 
 refreshEmpty();
 offerNotifications();
-signInFromLink().then(() => {
+// A tab that has a token says who it is before a link offers to replace it.
+(token && linkSecret() ? loadMe() : Promise.resolve()).then(offerSignIn).then(() => {
   if (token) connect();
   else if (!$("status").textContent) askToken("Enter your token, or the operator's (askgate prints where it is kept when it starts).");
   else askToken();

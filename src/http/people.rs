@@ -1,6 +1,8 @@
-//! People's own sign-in over HTTP: who a token is (`GET /api/me`), a `/web` link exchanged
-//! for a browser session (`POST /api/signin`), and personal tokens made, listed and revoked by
-//! an administrator (`/api/tokens`, what `askgate token` calls).
+//! People's own sign-in over HTTP: who a token is (`GET /api/me`), whom a `/web` link signs in
+//! (`POST /api/signin/check`, which does not use it), the link exchanged for a browser session
+//! once the person agreed (`POST /api/signin`), and personal tokens (and agents' tokens made at
+//! run time) made, listed and revoked by an administrator (`/api/tokens`, what `askgate token`
+//! calls). A revocation ends what the token holds open at once.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -43,6 +45,49 @@ pub(super) async fn me(Asker(caller): Asker) -> Response {
 pub(super) struct SignIn {
     /// What follows `#signin=` in the link.
     link: String,
+    /// Whom the person agreed to be signed in as (what `POST /api/signin/check` said): a link
+    /// of someone else's is refused (409 `not_this_person`) and stays unused.
+    #[serde(default, rename = "as")]
+    #[schemars(with = "Option<String>")]
+    signs_in_as: Option<String>,
+}
+
+/// A `/web` link's secret, to see whom it signs in.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LinkCheck {
+    /// What follows `#signin=` in the link.
+    link: String,
+}
+
+/// Whom a `/web` link signs in, before anyone uses it.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct LinkFor {
+    /// The chat identity the link signs a browser in as (`telegram:42`).
+    #[schemars(with = "String")]
+    user: UserRef,
+    /// Until when the link may be used, in unix milliseconds.
+    expires_at: Option<i64>,
+}
+
+fn link_not_valid() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "link_not_valid",
+        "this sign-in link was used already, has expired, or is not one: send /web again for a new one",
+    )
+}
+
+/// Whom a link would sign in, without using it: the page shows this and signs in only once
+/// the person agrees.
+pub(super) async fn check_link(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<LinkCheck>,
+) -> Result<Response, ApiError> {
+    match state.engine.sign_in_link(&body.link).await? {
+        Some(link) => Ok(axum::Json(LinkFor { user: link.person, expires_at: link.expires_at }).into_response()),
+        None => Err(link_not_valid()),
+    }
 }
 
 /// A browser session: its token, and whose it is.
@@ -63,17 +108,23 @@ pub(super) async fn sign_in(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<SignIn>,
 ) -> Result<Response, ApiError> {
+    if let Some(agreed) = &body.signs_in_as {
+        let link = state.engine.sign_in_link(&body.link).await?.ok_or_else(link_not_valid)?;
+        if link.person.as_str() != agreed {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "not_this_person",
+                format!("this link signs in as {}, not as {agreed}; it was not used", link.person),
+            ));
+        }
+    }
     match state.engine.use_sign_in_link(&body.link).await? {
         Some((token, login)) => {
             tracing::info!(person = %login.person, session = %login.name, "a browser signed in with a link");
             Ok(axum::Json(SignedIn { token, user: login.person, may: login.may, expires_at: login.expires_at })
                 .into_response())
         }
-        None => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "link_not_valid",
-            "this sign-in link was used already, has expired, or is not one: send /web again for a new one",
-        )),
+        None => Err(link_not_valid()),
     }
 }
 
@@ -87,13 +138,17 @@ pub(super) struct NewToken {
     /// What it may do: `answer`, `ask`, `admin`, comma-separated (default: `answer`).
     #[serde(default)]
     may: Option<String>,
+    /// An agent's token instead (`agent:<name>`, kept as `agent:<name>`): it asks and reads
+    /// what it asked (the API, `/mcp`), never answers, and can be revoked without a restart.
+    #[serde(default)]
+    agent: bool,
 }
 
 /// A token as listed (never its secret).
 #[derive(Serialize, JsonSchema)]
 pub(super) struct TokenView {
     /// Its name: a personal token's, `session:<id>` for a browser a link signed in, `link:<id>`
-    /// for a link not used yet.
+    /// for a link not used yet, `agent:<name>` for an agent's token.
     name: String,
     /// Whose it is.
     #[schemars(with = "String")]
@@ -106,11 +161,15 @@ pub(super) struct TokenView {
     expires_at: Option<i64>,
     /// A sign-in link not used yet.
     link: bool,
+    /// How many requests it holds open on this askgate now (event streams, long-polls, MCP
+    /// streams): what a revocation ends.
+    open: usize,
 }
 
-impl From<Login> for TokenView {
-    fn from(l: Login) -> Self {
+impl TokenView {
+    fn of(l: Login, engine: &crate::engine::Engine) -> Self {
         Self {
+            open: engine.holding(&l.name),
             name: l.name,
             user: l.person,
             may: l.may,
@@ -139,7 +198,7 @@ pub(super) struct TokenMade {
 }
 
 pub(super) async fn list_tokens(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
-    let tokens = state.engine.logins().await?.into_iter().map(TokenView::from).collect();
+    let tokens = state.engine.logins().await?.into_iter().map(|l| TokenView::of(l, &state.engine)).collect();
     Ok(axum::Json(TokenList { tokens }).into_response())
 }
 
@@ -149,19 +208,36 @@ pub(super) async fn add_token(
     JsonBody(body): JsonBody<NewToken>,
 ) -> Result<Response, ApiError> {
     valid_token_name(&body.name).map_err(ApiError::bad_request)?;
-    let may = match body.may.as_deref() {
-        None => Powers::ANSWER,
-        Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
+    let made = if body.agent {
+        if body.may.is_some() {
+            return Err(ApiError::bad_request("an agent's token asks and never answers: leave out `may`"));
+        }
+        if body.name == "agent" || state.tokens.has_agent(&body.name) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "token_exists",
+                format!("agent:{} has a configured token already ([[agents]], or the default agent's)", body.name),
+            ));
+        }
+        state.engine.add_agent_token(&body.name).await?
+    } else {
+        let may = match body.may.as_deref() {
+            None => Powers::ANSWER,
+            Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
+        };
+        state.engine.add_token(&body.name, may).await?
     };
-    match state.engine.add_token(&body.name, may).await? {
+    let name = if body.agent { crate::engine::people::agent_token_name(&body.name) } else { body.name };
+    match made {
         Some((token, login)) => {
             tracing::info!(token = %login.name, may = %login.may, by = %caller.user, "a personal token was made");
-            Ok((StatusCode::CREATED, axum::Json(TokenMade { token, view: login.into() })).into_response())
+            let view = TokenView::of(login, &state.engine);
+            Ok((StatusCode::CREATED, axum::Json(TokenMade { token, view })).into_response())
         }
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
             "token_exists",
-            format!("a token named `{}` exists already: revoke it first, or choose another name", body.name),
+            format!("a token named `{name}` exists already: revoke it first, or choose another name"),
         )),
     }
 }

@@ -68,6 +68,11 @@ impl Tokens {
         })
     }
 
+    /// Whether a configured agent token asks as `agent:<name>`.
+    pub fn has_agent(&self, name: &str) -> bool {
+        self.0.iter().any(|token| token.role == Role::Agent && token.name == name)
+    }
+
     /// The token `given` is, if any. It is digested once, and every token is compared with it,
     /// each in constant time.
     pub fn find(&self, given: &str) -> Option<&ApiToken> {

@@ -85,6 +85,14 @@ pub enum LoginFind<'a> {
         /// Now, in unix milliseconds.
         now: i64,
     },
+    /// The unused sign-in link whose secret has this digest, if it has not expired at `now`:
+    /// whom it would sign in, read without using it.
+    Link {
+        /// The link's secret's SHA-256 in hex.
+        digest: &'a str,
+        /// Now, in unix milliseconds.
+        now: i64,
+    },
     /// Every one not expired at `now` (unused links too), by name.
     All {
         /// Now, in unix milliseconds.
@@ -106,6 +114,11 @@ pub(super) const INSERT: &str =
 /// Deletes the credential named `$1`.
 pub(super) const REMOVE: &str = "DELETE FROM logins WHERE name = $1";
 
+/// [`REMOVE`] on PostgreSQL, telling the other instances `$2` (`NOTIFY askgate`) when a row
+/// went: one row back when one was deleted.
+pub(super) const REMOVE_NOTIFYING: &str = "WITH gone AS (DELETE FROM logins WHERE name = $1 RETURNING name) \
+     SELECT pg_notify('askgate', $2) FROM gone";
+
 /// Turns the unused link whose digest is `$4`, live at `$5`, into a session named `$1` with the
 /// secret whose digest is `$2`, until `$3`: one write, so a link signs in exactly one browser.
 pub(super) const USE_LINK: &str = concat!(
@@ -120,6 +133,10 @@ pub(super) const BY_SECRET: &str = concat!(
     login_columns!(),
     " FROM logins WHERE digest = $1 AND link = 0 AND (expires_at IS NULL OR expires_at > $2)"
 );
+
+/// The unused link whose digest is `$1`, live at `$2`.
+pub(super) const BY_LINK: &str =
+    concat!("SELECT ", login_columns!(), " FROM logins WHERE digest = $1 AND link = 1 AND expires_at > $2");
 
 /// Every credential live at `$1`, by name.
 pub(super) const ALL: &str =

@@ -178,6 +178,9 @@ impl Store for MemoryStore {
             LoginFind::Secret { digest, now } => {
                 tables.logins.values().filter(|l| !l.link && l.digest == digest && live(l, now)).cloned().collect()
             }
+            LoginFind::Link { digest, now } => {
+                tables.logins.values().filter(|l| l.link && l.digest == digest && live(l, now)).cloned().collect()
+            }
             LoginFind::All { now } => tables.logins.values().filter(|l| live(l, now)).cloned().collect(),
         })
     }

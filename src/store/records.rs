@@ -349,7 +349,7 @@ impl Lease {
     }
 }
 
-/// What another askgate sharing the store did to a question or a run.
+/// What another askgate sharing the store did to a question, a run or a credential.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
     /// It asked the question (and renders it).
@@ -367,6 +367,8 @@ pub enum Change {
         /// The run as the other askgate saw it then; none when too big to announce (read it).
         snapshot: Option<Box<Run>>,
     },
+    /// It revoked the person's credential of this name: what holds it open here ends.
+    Revoked(String),
     /// The store stopped hearing the others for a while (its listening connection dropped):
     /// changes may have been missed, and what waits here should be looked at again.
     Missed,

@@ -276,6 +276,9 @@ impl Store for SqliteStore {
             LoginFind::Secret { digest, now } => {
                 sqlx::query(super::logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.readers).await?
             }
+            LoginFind::Link { digest, now } => {
+                sqlx::query(super::logins::BY_LINK).bind(digest).bind(now).fetch_all(&self.readers).await?
+            }
             LoginFind::All { now } => sqlx::query(super::logins::ALL).bind(now).fetch_all(&self.readers).await?,
         };
         rows.iter().map(super::logins::from_row).collect()

@@ -1,6 +1,8 @@
 //! Callbacks through the real binary: an agent's question and a run report their outcome to
-//! a receiver on loopback, signed, from the outbox; a receiver that was down across a restart
-//! of askgate gets it once it is up, exactly once; a slow one sees the same key again.
+//! a receiver on loopback that `[callbacks] allow` lists, signed, from the outbox; a receiver
+//! that was down across a restart of askgate gets it once it is up, exactly once; a slow one
+//! sees the same key again. A callback aimed inside (loopback, link-local, private ranges,
+//! askgate itself) is refused when asked, and a name that resolves inside when it is sent.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +18,12 @@ use crate::support::eventually;
 const SECRET: &str = "callback-secret";
 /// A function that ends at once, with a reply.
 const QUICK: &str = "\n[[functions]]\nname = \"quick\"\ncommand = [\"sh\", \"-c\", \"read -r start; echo '{\\\"type\\\":\\\"done\\\",\\\"reply\\\":\\\"all done\\\"}'\"]\n";
+
+/// `[callbacks]` listing the loopback receivers at `ports`: the operator's way to reach them.
+fn allow(ports: &[u16]) -> String {
+    let listed: Vec<String> = ports.iter().map(|p| format!("\"http://127.0.0.1:{p}\"")).collect();
+    format!("\n[callbacks]\nallow = [{}]\n", listed.join(", "))
+}
 
 fn env() -> [(&'static str, &'static str); 3] {
     [
@@ -90,9 +98,9 @@ async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::Sta
 #[tokio::test]
 async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_once() {
     let dir = TempDir::new().unwrap();
-    let config = write_config(dir.path(), "");
     // A port nobody listens on yet: the receiver is down.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = write_config(dir.path(), &allow(&[port]));
     let served = Served::start_with_env(&config, &env());
     let (base, token) = served.agent(dir.path()).await;
     let url = format!("http://127.0.0.1:{port}/done");
@@ -133,12 +141,13 @@ async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_on
 #[tokio::test]
 async fn a_slow_receiver_sees_the_same_key_again_and_a_run_reports_how_it_ended() {
     let dir = TempDir::new().unwrap();
-    let served = Served::start_with_env(&write_config(dir.path(), QUICK), &env());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/done", listener.local_addr().unwrap());
+    let extra = format!("{QUICK}{}", allow(&[listener.local_addr().unwrap().port()]));
+    let served = Served::start_with_env(&write_config(dir.path(), &extra), &env());
     let (base, token) = served.api(dir.path()).await;
     // Longer than the 2 s an attempt may take: askgate gives up on it and tries again.
     let receiver = Receiver { first_takes: Duration::from_secs(4), ..Receiver::default() };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/done", listener.local_addr().unwrap());
     receiver.serve(listener);
     let own_secret = json!({"url": url, "secret": "its-own"});
     let (status, body) =
@@ -167,10 +176,10 @@ async fn a_bad_callback_is_refused_with_what_is_wrong() {
     let (base, token) = served.agent(dir.path()).await;
     for (callback, says) in [
         (json!({"url": "ftp://127.0.0.1/x", "secret": "s"}), "not an http(s) URL"),
-        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "headers": {"Idempotency-Key": "x"}}), "set by askgate"),
-        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "headers": {"bad name": "x"}}), "not a header name"),
-        (json!({"url": "http://127.0.0.1:9/x"}), "give it a \"secret\""),
-        (json!({"url": "http://127.0.0.1:9/x", "secret": "s", "retries": 3}), "unknown field"),
+        (json!({"url": "https://relay.example/x", "secret": "s", "headers": {"Idempotency-Key": "x"}}), "reserved"),
+        (json!({"url": "https://relay.example/x", "secret": "s", "headers": {"bad name": "x"}}), "not a header name"),
+        (json!({"url": "https://relay.example/x"}), "give it a \"secret\""),
+        (json!({"url": "https://relay.example/x", "secret": "s", "retries": 3}), "unknown field"),
     ] {
         let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "callback": callback});
         let (status, body) = post(&base, &token, "/api/questions", ask).await;
@@ -181,5 +190,104 @@ async fn a_bad_callback_is_refused_with_what_is_wrong() {
     let (base, operator) = served.api(dir.path()).await;
     let pending = crate::support::get_json(&format!("{base}/api/questions"), &operator).await;
     assert_eq!(pending["questions"], json!([]), "nothing was asked: {pending}");
+    served.terminate().await;
+}
+
+async fn ask_with(base: &str, token: &str, callback: Value) -> (reqwest::StatusCode, String) {
+    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                     "callback": callback});
+    let (status, body) = post(base, token, "/api/questions", ask).await;
+    (status, body["error"]["message"].as_str().map_or_else(|| body.to_string(), str::to_owned))
+}
+
+#[tokio::test]
+async fn a_callback_aimed_inside_or_at_askgate_is_refused_and_a_listed_receiver_still_gets_its_signed_callback() {
+    let dir = TempDir::new().unwrap();
+    let receiver_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let receiver_port = receiver_listener.local_addr().unwrap().port();
+    // askgate on a port of its own choosing, listed too: it never calls itself all the same.
+    let own = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let config = write_config(dir.path(), &allow(&[receiver_port, own.port()]));
+    let own_http = own.to_string();
+    let mut env = env().to_vec();
+    env.push(("ASKGATE_GATEWAY_HTTP", &own_http));
+    let served = Served::start_with_env(&config, &env);
+    let (base, token) = served.agent(dir.path()).await;
+    let receiver = Receiver::default();
+    receiver.serve(receiver_listener);
+
+    for (url, says) in [
+        ("https://169.254.169.254/latest/meta-data/iam/security-credentials/", "link-local"),
+        ("http://169.254.169.254/latest/meta-data/", "is not https"),
+        ("https://[::1]:8443/done", "loopback"),
+        ("https://[::ffff:127.0.0.1]/done", "loopback"),
+        ("https://10.0.0.7/done", "private"),
+        ("https://192.168.1.1/done", "private"),
+        ("https://172.20.0.1/done", "private"),
+        ("https://100.64.0.1/done", "shared address space"),
+        ("https://[fd00::1]/done", "unique-local"),
+        ("https://[fe80::1]/done", "link-local"),
+        ("https://0.0.0.0/done", "unspecified"),
+        (format!("https://127.0.0.1:{receiver_port}/done").as_str(), "loopback"),
+        (format!("http://127.0.0.1:{}/api/questions", own.port()).as_str(), "askgate's own address"),
+    ] {
+        let (status, message) = ask_with(&base, &token, json!({"url": url})).await;
+        assert_eq!(status, 400, "{url}: {message}");
+        assert!(message.contains(says), "{url}: {message}");
+        let rule = message.contains("[callbacks] allow");
+        assert!(rule, "{url}: the message names the key that opens a target: {message}");
+    }
+    let listed = format!("http://127.0.0.1:{receiver_port}/done");
+    for header in
+        ["Host", "Content-Length", "Transfer-Encoding", "Connection", "X-Askgate-Signature", "X-Forwarded-For"]
+    {
+        let (status, message) = ask_with(&base, &token, json!({"url": listed, "headers": {header: "x"}})).await;
+        assert_eq!(status, 400, "{header}: {message}");
+        assert!(message.contains(&format!("`{header}` is reserved")), "{header}: {message}");
+    }
+    let (operator_base, operator) = served.api(dir.path()).await;
+    let pending = crate::support::get_json(&format!("{operator_base}/api/questions"), &operator).await;
+    assert_eq!(pending["questions"], json!([]), "nothing refused was asked: {pending}");
+
+    let (status, message) =
+        ask_with(&base, &token, json!({"url": listed, "headers": {"Authorization": "Bearer receiver"}})).await;
+    assert_eq!(status, 201, "{message}");
+    let asked = crate::support::get_json(&format!("{operator_base}/api/questions"), &operator).await;
+    let id = asked["questions"][0]["id"].as_str().unwrap().to_owned();
+    let (status, body) =
+        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "no"})).await;
+    assert_eq!(status, 200, "{body}");
+    let got = eventually(|| async { receiver.seen().first().cloned() }).await;
+    assert!(got.signed(), "signed: {:?}", got.headers);
+    assert_eq!(got.header("authorization"), "Bearer receiver", "the asker's own header");
+    assert_eq!(got.json()["outcome"]["value"], "no");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_to_loopback_is_refused_when_the_callback_is_sent() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), ""), &env());
+    let (base, token) = served.agent(dir.path()).await;
+    // Something listens there: a connection would show as one accepted.
+    let inside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    inside.set_nonblocking(true).unwrap();
+    let url = format!("https://localhost:{}/done", inside.local_addr().unwrap().port());
+    // A name is not resolved when asked (what it resolves to may change by the time it is sent).
+    let (status, message) = ask_with(&base, &token, json!({"url": url})).await;
+    assert_eq!(status, 201, "{message}");
+    let (operator_base, operator) = served.api(dir.path()).await;
+    let asked = crate::support::get_json(&format!("{operator_base}/api/questions"), &operator).await;
+    let id = asked["questions"][0]["id"].as_str().unwrap().to_owned();
+    let (status, body) =
+        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    assert_eq!(status, 200, "{body}");
+    let line = served.log_line("callback not delivered").await;
+    assert!(line.contains("resolves to no public address") && line.contains("loopback"), "{line}");
+    assert_eq!(
+        inside.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "askgate connected to the loopback address the name resolved to"
+    );
     served.terminate().await;
 }

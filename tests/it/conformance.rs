@@ -638,10 +638,16 @@ async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_name
     assert!(b.store.add_login(&link).await.unwrap());
     assert_eq!(b.store.login("d-alice", T0).await.unwrap(), Some(token.clone()));
     assert_eq!(b.store.login("d-link", T0).await.unwrap(), None, "an unused link is no credential");
+    let link_of = |now: i64| b.store.logins(LoginFind::Link { digest: "d-link", now });
+    assert_eq!(link_of(T0).await.unwrap(), std::slice::from_ref(&link), "whom a link signs in, read without using it");
+    assert_eq!(link_of(T0 + 601).await.unwrap(), [], "expired");
+    let not_a_link = b.store.logins(LoginFind::Link { digest: "d-alice", now: T0 }).await.unwrap();
+    assert_eq!(not_a_link, [], "a token is no link");
     assert_eq!(b.store.use_link("d-link", T0 + 601, "session:late", "d-late", T0 + 9_999).await.unwrap(), None);
     let session = b.store.use_link("d-link", T0 + 10, "session:1", "d-session", T0 + 1_000).await.unwrap().unwrap();
     assert_eq!((session.name.as_str(), &session.person, session.link), ("session:1", &person, false));
     assert_eq!(b.store.use_link("d-link", T0 + 11, "session:2", "d-2", T0 + 1_000).await.unwrap(), None, "once");
+    assert_eq!(link_of(T0 + 12).await.unwrap(), [], "a used link is gone");
     assert_eq!(b.store.login("d-session", T0 + 999).await.unwrap().map(|l| l.name), Some("session:1".into()));
     assert_eq!(b.store.login("d-session", T0 + 1_000).await.unwrap(), None, "expired");
     let b = b.reopen().await;

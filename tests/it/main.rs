@@ -33,6 +33,7 @@ mod process;
 mod python_client;
 mod quorum;
 mod revisions;
+mod revocation;
 mod routing;
 mod security;
 mod seed;

@@ -313,10 +313,14 @@ async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quor
     first.click(&first.wait_for(&format!("{card}//button[normalize-space()='Approve']")).await).await;
     first.wait_for(&format!("{card}//*[contains(., '1 of 2')]")).await;
 
-    // The second person opens the link /web sent them: no token typed.
+    // The second person opens the link /web sent them: no token typed, but the page says whom
+    // it signs in and waits for them to agree.
     let reply = from_chat(&app, "+1555", "+1555", "/web").await;
     let second = Driver::start().await;
     second.go(&format!("{}/#signin={}", app.base, link_secret(&reply))).await;
+    second.wait_for("//p[@id='signin-text'][contains(., 'signs this tab in as webhook:sms:+1555')]").await;
+    assert!(second.find("//p[@id='me'][not(@hidden)]").await.is_none(), "signed in before agreeing");
+    second.click(&second.wait_for("//button[normalize-space()='Sign in as webhook:sms:+1555']").await).await;
     second.wait_for("//p[@id='me'][normalize-space()='Signed in as webhook:sms:+1555']").await;
     second.click(&second.wait_for(&format!("{card}//button[normalize-space()='Approve']")).await).await;
     second.wait_for(&format!("{card}//p[contains(@class, 'outcome')]")).await;
@@ -333,6 +337,42 @@ async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quor
     for driver in [first, second, third] {
         driver.quit().await;
     }
+    app.stop().await;
+}
+
+#[tokio::test]
+#[cfg_attr(
+    no_browser,
+    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+)]
+async fn someone_elses_link_signs_a_tab_in_only_when_asked_and_a_pasted_one_offers_to_switch() {
+    let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
+    let (status, made) = app.post("/api/tokens", json!({"name": "alice"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    // A fresh tab opened on someone else's link: it says whose, and "Not me" leaves it unused.
+    let theirs = from_chat(&app, "+1555", "+1555", "/web").await;
+    let browser = Driver::start().await;
+    browser.go(&format!("{}/#signin={}", app.base, link_secret(&theirs))).await;
+    browser.wait_for("//p[@id='signin-text'][contains(., 'webhook:sms:+1555')]").await;
+    browser.click(&browser.wait_for("//button[normalize-space()='Not me']").await).await;
+    browser.wait_for("//p[@id='status'][contains(., 'Not signed in with the link')]").await;
+    browser.wait_for("//form[@id='token-form'][not(@hidden)]").await;
+    let (status, _) = sign_in(&app, &link_secret(&theirs)).await;
+    assert_eq!(status, StatusCode::OK, "the link was not used");
+
+    // Signed in as alice, the person pastes a link of another identity into the address bar.
+    browser.type_into(&browser.wait_for("//input[@id='token']").await, made["token"].as_str().unwrap()).await;
+    browser.click(&browser.wait_for("//form[@id='token-form']//button").await).await;
+    browser.wait_for("//p[@id='me'][normalize-space()='Signed in as web:alice']").await;
+    let pasted = from_chat(&app, "+1555", "+1555", "/web").await;
+    browser.go(&format!("{}/#signin={}", app.base, link_secret(&pasted))).await;
+    browser
+        .wait_for("//p[@id='signin-text'][contains(., \"That link is webhook:sms:+1555's. This tab is signed in as web:alice\")]")
+        .await;
+    browser.wait_for("//button[normalize-space()='Stay web:alice']").await;
+    browser.click(&browser.wait_for("//button[normalize-space()='Switch to webhook:sms:+1555']").await).await;
+    browser.wait_for("//p[@id='me'][normalize-space()='Signed in as webhook:sms:+1555']").await;
+    browser.quit().await;
     app.stop().await;
 }
 
@@ -460,5 +500,121 @@ async fn the_composer_answers_what_waits_for_its_person_on_the_board_by_a_plain_
     let said = compose(&base, &alice, &format!("/answer {bobs} 1")).await;
     assert_eq!(said["receipt"]["receipt"], "unknown", "{said}");
     assert_eq!(status(bobs).await["status"], "pending");
+#[tokio::test]
+async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_and_nothing_is_done() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[limits]\nper_person = \"1/h\"\nper_person_burst = 3\n");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let made = |name: &'static str| {
+        let (base, operator) = (base.clone(), operator.clone());
+        async move {
+            let body = json!({"name": name, "may": "answer,ask"});
+            let (status, made) = call(reqwest::Method::POST, format!("{base}/api/tokens"), &operator, Some(body)).await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            made["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let (alice, bob) = (made("alice").await, made("bob").await);
+    let (status, asked) = call(
+        reqwest::Method::POST,
+        format!("{base}/api/questions"),
+        &operator,
+        Some(json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                    "answerers": ["web:alice"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    // The burst: three starts go through.
+    for _ in 0..3 {
+        let run = Some(json!({"text": "/run demo"}));
+        let (status, body) = call(reqwest::Method::POST, format!("{base}/api/messages"), &alice, run).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // Then a start, an ask and an answer are all refused, each saying when to come back.
+    let tries = [
+        ("/api/messages".to_owned(), json!({"text": "/run demo"})),
+        ("/api/runs".to_owned(), json!({"function": "demo", "conversation": "web:alice"})),
+        (
+            "/api/questions".to_owned(),
+            json!({"conversation": "web:alice", "prompt": "Lunch?", "answerers": ["web:alice"]}),
+        ),
+        (format!("/api/questions/{id}/reply"), json!({"value": "yes"})),
+    ];
+    for (path, body) in tries {
+        let r =
+            reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(&alice).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+        let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!(wait >= 1, "{path}: Retry-After {wait}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(error_code(&body), "rate_limited", "{path}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("[limits] per_person"), "{body}");
+    }
+    let (_, question) = call(reqwest::Method::GET, format!("{base}/api/questions/{id}"), &operator, None).await;
+    assert_eq!(question["status"], "pending", "the refused answer changed nothing: {question}");
+    // Others are not held back: another person, and the operator.
+    let run = Some(json!({"text": "/run demo"}));
+    assert_eq!(call(reqwest::Method::POST, format!("{base}/api/messages"), &bob, run).await.0, StatusCode::OK);
+    for _ in 0..5 {
+        let run = Some(json!({"function": "demo", "conversation": "console:local"}));
+        let (status, body) = call(reqwest::Method::POST, format!("{base}/api/runs"), &operator, run).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_sign_in_link_says_whom_it_signs_in_without_being_used_and_signs_in_only_as_that_person() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), SMS), &[("SMS_SECRET", "hush")]);
+    let (base, _) = served.api(dir.path()).await;
+    let client = reqwest::Client::new();
+    let chat = |text: &'static str| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let id = uuid::Uuid::new_v4().to_string();
+            let body =
+                serde_json::to_vec(&json!({"id": id, "conversation": "+1555", "user": "+1555", "text": text})).unwrap();
+            let at = now_secs();
+            let r = client
+                .post(format!("{base}/channels/webhook/sms"))
+                .header("content-type", "application/json")
+                .header(TIMESTAMP_HEADER, at.to_string())
+                .header(SIGNATURE_HEADER, sign(b"hush", at, &body))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            link_secret(&r.json().await.unwrap())
+        }
+    };
+    let post = |path: &'static str, body: Value| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let r = client.post(format!("{base}{path}")).json(&body).send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let link = chat("/web").await;
+    // Asked whom it is for, as often as the page likes: it says, and stays unused.
+    for _ in 0..2 {
+        let (status, said) = post("/api/signin/check", json!({"link": link})).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        assert_eq!(said["user"], "webhook:sms:+1555", "{said}");
+        assert!(said["expires_at"].as_i64().is_some(), "{said}");
+    }
+    // Signing in as someone else than the link's person is refused, and uses nothing.
+    let (status, body) = post("/api/signin", json!({"link": link, "as": "telegram:42"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::CONFLICT, "not_this_person"), "{body}");
+    let (status, session) = post("/api/signin", json!({"link": link, "as": "webhook:sms:+1555"})).await;
+    assert_eq!((status, session["user"].as_str()), (StatusCode::OK, Some("webhook:sms:+1555")), "{session}");
+    let (status, body) = post("/api/signin/check", json!({"link": link})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNAUTHORIZED, "link_not_valid"), "used: {body}");
+    // The page asks before it signs in: it reads whom the link is for, and signs in as that person.
+    let script = client.get(format!("{base}/page.js")).send().await.unwrap().text().await.unwrap();
+    let (check, sign) = (script.find("\"/api/signin/check\"").unwrap(), script.find("\"/api/signin\"").unwrap());
+    assert!(check < sign && script.contains("as: link.user") && !script.contains("window.confirm"));
     served.terminate().await;
 }

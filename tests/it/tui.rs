@@ -337,3 +337,28 @@ async fn the_tui_says_when_the_token_is_wrong_or_askgate_is_not_there() {
     assert!(!ok && err.contains(&format!("askgate does not answer at http://{closed}")), "{err}");
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn the_tui_ends_saying_so_when_its_token_is_revoked() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let (status, made) = post(&base, &operator, "/api/tokens", json!({"name": "carol"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let body = json!({"conversation": "console:local", "prompt": "Rotate the keys?", "answerers": ["web:carol"]});
+    assert_eq!(post(&base, &operator, "/api/questions", body).await.0, StatusCode::CREATED);
+    // The shell keeps the window open after the TUI ends, with what it printed.
+    let tui = Tmux::start(&format!(
+        "sh -c 'env ASKGATE_TOKEN={} NO_COLOR=1 {BIN} tui --config {} --url {base}; echo tui ended $?; sleep 600'",
+        made["token"].as_str().unwrap(),
+        config.display()
+    ));
+    tui.wait_for("Rotate the keys?").await;
+    let revoked =
+        reqwest::Client::new().delete(format!("{base}/api/tokens/carol")).bearer_auth(&operator).send().await.unwrap();
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    let screen = tui.wait_for("tui ended 1").await;
+    assert!(screen.contains("no longer accepts this token: it") && screen.contains("was revoked"), "{screen}");
+    served.terminate().await;
+}

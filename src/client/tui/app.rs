@@ -126,6 +126,8 @@ impl App {
                 }
             }
             Heard::Refused { id, hint } => self.refused(&id, &hint),
+            // The TUI's loop ends on it before the app hears it.
+            Heard::Ended(_) => {}
         }
     }
 

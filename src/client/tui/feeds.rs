@@ -55,10 +55,14 @@ async fn events(api: Api, tx: UnboundedSender<Heard>) {
         if let Some(id) = &last_id {
             request = request.header("Last-Event-ID", id);
         }
+        // A stream that was up and ended is followed again at once: askgate ends a revoked
+        // token's stream, and says so (401) to the next request.
+        let mut again_at_once = false;
         let why = match request.send().await {
             Ok(response) if response.status().is_success() => {
                 let _ = tx.send(Heard::Connection(Ok(())));
                 pause = Duration::from_secs(1);
+                again_at_once = true;
                 let mut body = response.bytes_stream();
                 let mut buffer = String::new();
                 loop {
@@ -79,14 +83,21 @@ async fn events(api: Api, tx: UnboundedSender<Heard>) {
                 }
             }
             Ok(response) if response.status() == reqwest::StatusCode::UNAUTHORIZED => {
-                "askgate no longer accepts this token (revoked or expired)".to_owned()
+                let _ = tx.send(Heard::Ended(format!(
+                    "askgate at {} no longer accepts this token: it was revoked or has expired. Ask for a new one \
+                     (askgate token add <name>), or sign in again with /web",
+                    api.base()
+                )));
+                return;
             }
             Ok(response) => format!("askgate answered {}", response.status()),
             Err(_) => format!("askgate does not answer at {}", api.base()),
         };
         let _ = tx.send(Heard::Connection(Err(why)));
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MAX_PAUSE);
+        if !again_at_once {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
     }
 }
 

@@ -5,7 +5,18 @@ use serde_json::{Value, json};
 
 use super::{Schemas, body_errors, error, json_body, merge, misdirected, operation, path_param, with_body};
 use crate::http::chat::{Lines, LinesQuery, Said, Say};
-use crate::http::people::{Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
+use crate::http::people::{LinkCheck, LinkFor, Me, NewToken, SignIn, SignedIn, TokenList, TokenMade};
+
+/// A person acting faster than `[limits]` lets them (429), with when to try again.
+pub(super) fn limited() -> Value {
+    let mut limited = error(
+        "A person's own token acting faster than `[limits] per_person` lets one person (`rate_limited`); nothing was \
+         done. `Retry-After` says in how many seconds to try again.",
+    );
+    limited["headers"] =
+        json!({"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer", "minimum": 1}}});
+    limited
+}
 
 pub(super) fn paths(s: &mut Schemas) -> Value {
     let me = operation(
@@ -18,7 +29,8 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
     let mut sign_in = json!({
         "operationId": "signIn",
         "summary": "Exchange a /web link for a browser session",
-        "description": "The link a chat's `/web` sends carries `#signin=<secret>`; it works once, within minutes.",
+        "description": "The link a chat's `/web` sends carries `#signin=<secret>`; it works once, within minutes. \
+                        Send `as` (whom `POST /api/signin/check` said the link signs in) once the person agreed.",
         "tags": ["people"],
         "security": [],
         "requestBody": {"required": true, "content": {"application/json": {"schema": s.read::<SignIn>()}}},
@@ -27,11 +39,30 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         "200": json_body("Signed in: the session's token.", s.written::<SignedIn>()),
         "400": error("The body is not a link's secret."),
         "401": error("The link was used, has expired, or is not one (`link_not_valid`)."),
+        "409": error("The link signs in as someone else than `as` (`not_this_person`); it was not used."),
         "500": error("The store failed; nothing was changed."),
     });
     merge(&mut responses, body_errors());
     merge(&mut responses, misdirected());
     sign_in["responses"] = responses;
+    let mut check = json!({
+        "operationId": "checkSignInLink",
+        "summary": "Whom a /web link signs in, without using it",
+        "description": "What a page shows before it asks the person whether to sign in: a link someone else sent \
+                        would sign the browser in as them.",
+        "tags": ["people"],
+        "security": [],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": s.read::<LinkCheck>()}}},
+    });
+    let mut responses = json!({
+        "200": json_body("Whom the link signs in, and until when it may be used.", s.written::<LinkFor>()),
+        "400": error("The body is not a link's secret."),
+        "401": error("The link was used, has expired, or is not one (`link_not_valid`)."),
+        "500": error("The store failed."),
+    });
+    merge(&mut responses, body_errors());
+    merge(&mut responses, misdirected());
+    check["responses"] = responses;
     let list = operation(
         "listTokens",
         "List personal tokens, sessions and unused links",
@@ -41,7 +72,7 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
     );
     let add = with_body(
         "addToken",
-        "Make a personal token",
+        "Make a personal token (or an agent's)",
         "people",
         s.read::<NewToken>(),
         json!({
@@ -55,7 +86,8 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         "people",
         json!({}),
         json!({
-            "204": {"description": "Revoked: it is refused from its next request on."},
+            "204": {"description": "Revoked: refused from now on; what it holds open (event streams, long-polls, \
+                                     MCP sessions) ends at once."},
             "404": error("No token has this name."),
         }),
     );
@@ -68,6 +100,7 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         json!({
             "200": json_body("What askgate made of it; its reply is also a line.", s.written::<Said>()),
             "404": error("Web conversations are not served here."),
+            "429": limited(),
         }),
     );
     let mut lines = operation(
@@ -86,6 +119,7 @@ pub(super) fn paths(s: &mut Schemas) -> Value {
         "/api/me": {"get": me},
         "/api/messages": {"get": lines, "post": say},
         "/api/signin": {"post": sign_in},
+        "/api/signin/check": {"post": check},
         "/api/tokens": {"get": list, "post": add},
         "/api/tokens/{name}": {"delete": revoke},
     })

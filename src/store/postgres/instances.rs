@@ -29,7 +29,8 @@ pub(super) const UNLOCKED_LAPSE: Duration = Duration::from_secs(HEARTBEAT.as_sec
 const LOCK_SPACE: i32 = 0x6173_6b67;
 /// How often an instance that waits for a lease tries it again.
 pub(super) const LEASE_RETRY: Duration = Duration::from_secs(2);
-/// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`).
+/// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`,
+/// `<instance> revoked <credential name>`, …).
 pub(super) const CHANNEL: &str = "askgate";
 
 /// An instance as `askgate check` lists it.
@@ -271,6 +272,7 @@ fn parse_change(payload: &str, me: &str) -> Option<Change> {
         "asked" => Some(Change::Asked(rest.parse().ok()?)),
         "resolved" => Some(Change::Resolved(rest.parse().ok()?)),
         "counted" => Some(Change::Counted(rest.parse().ok()?)),
+        "revoked" => Some(Change::Revoked(rest.to_owned())),
         event => {
             let event = event.parse().ok()?;
             if rest.starts_with('{') {
@@ -422,6 +424,7 @@ mod tests {
         );
         assert_eq!(parse_change(&format!("b:1:x run.exploded {run}"), "a:1:x"), None);
         assert_eq!(parse_change(&format!("a:1:x resolved {id}"), "a:1:x"), None);
+        assert_eq!(parse_change("b:1:x revoked session:ab 12", "a:1:x"), Some(Change::Revoked("session:ab 12".into())));
         for garbage in
             ["", "b:1:x", "b:1:x asked", "b:1:x asked not-an-id", &format!("b:1:x ate {id}"), "b:1:x run.started {"]
         {

@@ -264,8 +264,12 @@ impl PostgresStore {
                     .bind(i64::from(l.link));
                 Written::Changed(self.writes.execute(insert).await? == 1)
             }
+            // Every other instance hears it in the same statement, whether or not it knows of
+            // peers (revocations are rare, and one must reach what another holds open).
             Write::RemoveLogin { name } => {
-                Written::Changed(self.writes.execute(sqlx::query(logins::REMOVE).bind(name)).await? == 1)
+                let said = format!("{} revoked {name}", self.instance);
+                let remove = sqlx::query(logins::REMOVE_NOTIFYING).bind(name).bind(said);
+                Written::Changed(self.writes.fetch_optional(remove).await?.is_some())
             }
             Write::UseLink { digest, now, name, session, until } => {
                 let used = sqlx::query(logins::USE_LINK).bind(name).bind(session).bind(until).bind(digest).bind(now);
@@ -283,6 +287,9 @@ impl PostgresStore {
         let rows = match find {
             LoginFind::Secret { digest, now } => {
                 sqlx::query(logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.pool).await?
+            }
+            LoginFind::Link { digest, now } => {
+                sqlx::query(logins::BY_LINK).bind(digest).bind(now).fetch_all(&self.pool).await?
             }
             LoginFind::All { now } => sqlx::query(logins::ALL).bind(now).fetch_all(&self.pool).await?,
         };
