@@ -33,6 +33,7 @@ mod revisions;
 mod routing;
 mod security;
 mod slack;
+mod stdio_bridge;
 mod store;
 mod support;
 mod telegram;
