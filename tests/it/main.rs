@@ -28,6 +28,7 @@ mod packaging;
 mod people;
 mod process;
 mod python_client;
+mod python_mcp;
 mod quorum;
 mod revisions;
 mod routing;
