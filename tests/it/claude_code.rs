@@ -322,7 +322,7 @@ const TWO_AGENTS: &str = "\n[claude_code]\nconversation = \"console:local\"\nask
 #[tokio::test]
 async fn another_agents_stop_hook_naming_the_same_project_leaves_a_relayed_prompt_waiting() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start_with_env(
+    let served = Served::start_with_env(
         &write_config(dir.path(), TWO_AGENTS),
         &[("OTHER_TOKEN", "other-agent-token-of-at-least-32-chars")],
     );
