@@ -1,6 +1,7 @@
 //! Rebuilds when a migration is added (sqlx embeds them at compile time), names the git commit
 //! the build comes from (`askgate --version`, `askgate_build_info`), and marks the build when
-//! the browser test (or a client generator's) cannot run here, so that it reports itself as
+//! a test that needs a tool this machine lacks (a browser, a client generator, the Python MCP
+//! SDK) cannot run here, so that it reports itself as
 //! ignored rather than passed. In CI (`CI` set) they always run: a missing tool fails them.
 
 use std::path::Path;
@@ -9,6 +10,7 @@ const BROWSER: [&str; 2] = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_browser)");
+    println!("cargo::rustc-check-cfg=cfg(no_python_mcp)");
     println!("cargo::rerun-if-changed=migrations");
     println!("cargo::rerun-if-env-changed=CI");
     // Installing or removing a package changes the directory.
@@ -28,6 +30,11 @@ fn main() {
         if !found && std::env::var_os("CI").is_none() {
             println!("cargo::rustc-cfg={cfg}");
         }
+    }
+    // The official Python MCP SDK, which the MCP results' test drives.
+    let sdk = std::process::Command::new("python3").args(["-c", "import mcp"]).output();
+    if !sdk.is_ok_and(|out| out.status.success()) && std::env::var_os("CI").is_none() {
+        println!("cargo::rustc-cfg=no_python_mcp");
     }
 }
 

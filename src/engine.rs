@@ -56,7 +56,7 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal, Speech};
-pub use callbacks::CallbackSpec;
+pub use callbacks::{CallbackSpec, Courier, Sent};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;

@@ -83,6 +83,11 @@ impl HookInput {
         Ok((event, input))
     }
 
+    /// The project it comes from (`cwd`), whose approvals an allow-always covers.
+    pub fn project(&self) -> Option<&str> {
+        self.cwd.as_deref().filter(|cwd| !cwd.is_empty())
+    }
+
     /// Whether it is Claude's question to the person (`AskUserQuestion`), not a tool to allow.
     pub fn is_question(&self) -> bool {
         self.tool_name == "AskUserQuestion"

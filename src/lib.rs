@@ -17,7 +17,7 @@
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
-//! opencode  -> config, engine, hooks, question, text
+//! opencode  -> config, engine, hooks, question, store, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
 //! client    -> config, http, question, store

@@ -257,16 +257,20 @@ impl Server {
             },
             // Only the client's own questions: another's id is not found.
             Call::Outcome { id, .. } if !self.asked(id, context).await => failure(format!("no question {id}")).into(),
-            Call::Outcome { id, wait } => match self.engine.wait_outcome(id, wait).await {
-                Ok(Some(question)) => {
-                    if !question.is_pending() {
-                        self.open.taken(id);
+            Call::Outcome { id, wait } => {
+                // A client that polls has come back to its question.
+                self.open.came_back(id);
+                match self.engine.wait_outcome(id, wait).await {
+                    Ok(Some(question)) => {
+                        if !question.is_pending() {
+                            self.open.taken(id);
+                        }
+                        tools::outcome(Tool::GetOutcome, &question).into()
                     }
-                    tools::outcome(Tool::for_kind(question.kind), &question).into()
+                    Ok(None) => failure(format!("no question {id}")).into(),
+                    Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
                 }
-                Ok(None) => failure(format!("no question {id}")).into(),
-                Err(e) => failure(format!("askgate could not read the question: {e}")).into(),
-            },
+            }
         }
     }
 
@@ -333,6 +337,7 @@ impl Server {
     /// client that cancels the call, or askgate stopping, cancels the question (its cards are
     /// retracted); a client that stops waiting leaves it waiting (see [`waiting`]).
     async fn wait(&self, tool: Tool, question: Question, mut waiter: Waiter) -> CallToolResult {
+        let _waiting = self.open.waiting(question.id);
         match self.settle(question, &mut waiter).await {
             Ok(question) => {
                 self.open.taken(question.id);
@@ -391,6 +396,13 @@ impl Server {
                 self.cancel(id, reason).await;
                 failure(format!("the call was cancelled; so was the question {id}"))
             }
+            Ending::Gone => {
+                self.await_return(id);
+                failure(format!(
+                    "the call ended before the answer; the question {id} waits {} s for the same call to come back",
+                    self.config.reattach_grace.as_secs()
+                ))
+            }
             Ending::Detached(why) => {
                 tracing::info!(question = %id, why, "an MCP call stopped waiting; its question still waits");
                 failure(format!(
@@ -399,6 +411,28 @@ impl Server {
                 ))
             }
         }
+    }
+
+    /// Cancels the question of a call that went away ([`Ending::Gone`]) unless a call comes
+    /// back to it within `reattach_grace`, or one still waits on it then.
+    fn await_return(&self, id: QuestionId) {
+        let Some(back) = self.open.gone(id) else { return };
+        let grace = self.config.reattach_grace;
+        tracing::info!(question = %id, grace = ?grace, "an MCP call went away; its question waits for it to come back");
+        let (server, stop) = (self.clone(), self.engine.stopping());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = back.cancelled() => {}
+                () = tokio::time::sleep(grace) => {
+                    if server.open.is_waited_on(id) {
+                        return;
+                    }
+                    server.cancel(id, "client gone").await;
+                }
+                // Nobody would come back to it after the restart.
+                () = stop.cancelled() => server.cancel(id, "shutdown").await,
+            }
+        });
     }
 
     async fn cancel(&self, id: QuestionId, reason: &str) {

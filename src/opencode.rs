@@ -6,6 +6,13 @@
 //! stopped (`session.error`, `session.idle`), retracts its card. Servers from before opencode's
 //! permission rework send `permission.updated` instead, and take the reply at `POST
 //! /session/{session}/permissions/{id}` (`{response}`); both are read.
+//!
+//! No answer is lost on the way back: each reply is a row of the store's outbox, written before
+//! its question and sent until opencode takes it ([`reply`]). Every call to opencode has a
+//! timeout, its event lines are bounded, and `/healthz` says when it does not answer.
+
+mod prompt;
+mod reply;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,65 +20,74 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::config::OpencodeConfig;
-use crate::engine::{ChannelState, Engine};
-use crate::question::{Answerers, Ask, Outcome, Question, QuestionId, UserRef};
+use crate::engine::{CallbackSpec, ChannelState, Engine};
+use crate::question::{Answerers, QuestionId, UserRef};
+use reply::{Replier, Route};
 
 /// The longest wait between two tries to reach opencode.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long one call to opencode may take, from connecting to the last byte of its answer
+/// (for the event stream: to its headers).
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest line of the event stream read: one event is a line. A longer one (a huge tool
+/// output, or a stream that is not opencode's) is skipped without being kept.
+const MAX_LINE: usize = 8 * 1024 * 1024;
+/// The largest answer of a list opencode is asked for (its projects, its pending prompts).
+const MAX_LIST: usize = 16 * 1024 * 1024;
 
-/// Follows each configured opencode server until askgate stops.
+/// Follows each configured opencode server until askgate stops, and sends its replies.
 pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
     for config in configs {
-        let bridge = Arc::new(Bridge::new(config.clone(), engine.clone()));
+        let opencode = Arc::new(Opencode::new(config.clone(), engine.clone()));
+        // Listed at once: a server that never answers is seen as one.
+        engine.set_channel_state(opencode.health, ChannelState::Connecting);
+        let route = reply::route_of(&config.name);
+        engine.deliver(Arc::new(Replier { opencode: opencode.clone(), engine: engine.clone(), route }));
+        let bridge = Arc::new(Bridge {
+            opencode,
+            engine: engine.clone(),
+            open: Mutex::default(),
+            directories: Mutex::default(),
+        });
         tokio::spawn(bridge.run());
     }
 }
 
-/// A prompt of opencode's that a person is asked: which kind, where, and the question(s).
-#[derive(Clone)]
-struct Open {
-    session: String,
-    directory: Option<String>,
-    questions: Vec<QuestionId>,
-    /// Asked by `permission.updated`: replied to at the route of those servers.
-    legacy: bool,
-}
-
-struct Bridge {
+/// One opencode server: how it is reached, and how it stands in `/healthz`.
+struct Opencode {
     config: OpencodeConfig,
     engine: Engine,
     http: reqwest::Client,
-    /// `opencode:<name>`: who asks, and its line in `/healthz`.
-    asker: UserRef,
+    /// `opencode:<name>`: its line in `/healthz`.
     health: &'static str,
-    /// Prompts asked of a person, by opencode's request id.
-    open: Mutex<HashMap<String, Open>>,
-    /// The projects whose events came: after a reconnect, their pending prompts are read again.
-    directories: Mutex<BTreeSet<String>>,
+    /// Whether its event stream is connected (it is `up` only then).
+    following: std::sync::atomic::AtomicBool,
 }
 
-impl Bridge {
+impl Opencode {
     fn new(config: OpencodeConfig, engine: Engine) -> Self {
-        let asker = UserRef::parse(&format!("opencode:{}", config.name)).expect("a checked name makes a user");
         let health: &'static str = Box::leak(format!("opencode:{}", config.name).into_boxed_str());
-        Self {
-            config,
-            engine,
-            http: reqwest::Client::new(),
-            asker,
-            health,
-            open: Mutex::default(),
-            directories: Mutex::default(),
-        }
+        // No timeout for the whole of a request here: the event stream lasts. Each call sets
+        // its own; a connection that dies silently is found by TCP keepalive.
+        let http = reqwest::Client::builder()
+            .connect_timeout(CALL_TIMEOUT)
+            .tcp_keepalive(Duration::from_secs(30))
+            .build()
+            .unwrap_or_default();
+        Self { config, engine, http, health, following: std::sync::atomic::AtomicBool::new(false) }
     }
 
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
+    /// A call of `path` (in project `directory`), with the server's password, bounded by
+    /// [`CALL_TIMEOUT`].
     fn request(&self, method: reqwest::Method, path: &str, directory: Option<&str>) -> reqwest::RequestBuilder {
+        self.unbounded(method, path, directory).timeout(CALL_TIMEOUT)
+    }
+
+    /// As [`Opencode::request`], without a timeout: for the event stream, which lasts.
+    fn unbounded(&self, method: reqwest::Method, path: &str, directory: Option<&str>) -> reqwest::RequestBuilder {
         let mut request = self.http.request(method, format!("{}{path}", self.config.url));
         if let Some(directory) = directory {
             request = request.query(&[("directory", directory)]);
@@ -82,6 +98,81 @@ impl Bridge {
         }
     }
 
+    /// The JSON list at `path`; none when the server has no such route (404). The error says
+    /// what went wrong, naming the call.
+    async fn list(&self, path: &str, directory: Option<&str>) -> Result<Option<Vec<Value>>, String> {
+        let what = format!("GET {path}");
+        let response =
+            self.request(reqwest::Method::GET, path, directory).send().await.map_err(|e| failed(&what, e))?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            return Err(format!("{what} answered {}", response.status()));
+        }
+        let mut body = Vec::new();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            body.extend_from_slice(&chunk.map_err(|e| failed(&what, e))?);
+            if body.len() > MAX_LIST {
+                return Err(format!("{what} answered more than {} MiB", MAX_LIST >> 20));
+            }
+        }
+        match serde_json::from_slice(&body) {
+            Ok(Value::Array(items)) => Ok(Some(items)),
+            Ok(_) => Err(format!("{what} answered something other than a list")),
+            Err(e) => Err(format!("{what} answered something other than JSON: {e}")),
+        }
+    }
+
+    /// A call answered: the server is `up` again while its events are followed.
+    fn answered(&self) {
+        if self.following.load(std::sync::atomic::Ordering::Relaxed) {
+            self.engine.set_channel_state(self.health, ChannelState::Up);
+        }
+    }
+
+    /// A call was not answered: `/healthz` says so.
+    fn unanswered(&self, why: &str) {
+        self.engine.set_channel_state(self.health, ChannelState::Degraded(why.to_owned()));
+    }
+}
+
+/// What a failed call says: a timeout as one.
+fn failed(what: &str, error: reqwest::Error) -> String {
+    if error.is_timeout() {
+        format!("{what} did not answer within {} s", CALL_TIMEOUT.as_secs())
+    } else {
+        format!("{what}: {}", crate::error_chain(&error.without_url()))
+    }
+}
+
+/// A prompt of opencode's that a person is asked: where, and its question once asked.
+struct Open {
+    session: String,
+    directory: Option<String>,
+    question: Option<QuestionId>,
+}
+
+struct Bridge {
+    opencode: Arc<Opencode>,
+    engine: Engine,
+    /// Prompts asked of a person, by opencode's request id, until opencode says they are
+    /// settled (a reply it took, or an answer in opencode): one is never asked twice.
+    open: Mutex<HashMap<String, Open>>,
+    /// The projects whose events came: after a reconnect, their pending prompts are read again.
+    directories: Mutex<BTreeSet<String>>,
+}
+
+impl Bridge {
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn name(&self) -> &str {
+        &self.opencode.config.name
+    }
+
     async fn run(self: Arc<Self>) {
         let stop = self.engine.stopping();
         let mut backoff = Duration::from_secs(1);
@@ -90,12 +181,13 @@ impl Bridge {
                 ended = self.follow() => ended,
                 () = stop.cancelled() => return,
             };
+            self.opencode.following.store(false, std::sync::atomic::Ordering::Relaxed);
             let reason = match ended {
                 Ok(()) => "the event stream ended".to_owned(),
                 Err(e) => e,
             };
-            tracing::warn!(opencode = %self.config.name, reason, "opencode is not reachable; trying again");
-            self.engine.set_channel_state(self.health, ChannelState::Degraded(reason));
+            tracing::warn!(opencode = self.name(), reason, "opencode is not reachable; trying again");
+            self.opencode.unanswered(&reason);
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
                 () = stop.cancelled() => return,
@@ -104,52 +196,118 @@ impl Bridge {
         }
     }
 
-    /// Reads the event stream until it ends.
+    /// Reads the event stream until it ends, catching up on what came or went while it was
+    /// down meanwhile.
     async fn follow(self: &Arc<Self>) -> Result<(), String> {
-        let response = self
-            .request(reqwest::Method::GET, "/global/event", None)
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .send()
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.config.url))?;
+        let url = &self.opencode.config.url;
+        let request = self
+            .opencode
+            .unbounded(reqwest::Method::GET, "/global/event", None)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        // A timeout of the whole call would end the stream: only its headers are waited for.
+        let response = match tokio::time::timeout(CALL_TIMEOUT, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err(format!("cannot connect to {url}: {}", crate::error_chain(&e.without_url()))),
+            Err(_) => return Err(format!("{url}/global/event did not answer within {} s", CALL_TIMEOUT.as_secs())),
+        };
         if !response.status().is_success() {
-            return Err(format!("{}/global/event answered {}", self.config.url, response.status()));
+            return Err(format!("{url}/global/event answered {}", response.status()));
         }
-        self.engine.set_channel_state(self.health, ChannelState::Up);
-        tracing::info!(opencode = %self.config.name, url = %self.config.url, "following opencode's events");
-        // The stream replays nothing: what came or went while it was down is read from the lists,
-        // in every project opencode knows (also those askgate has not heard from yet).
-        self.projects().await;
+        self.opencode.following.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.engine.set_channel_state(self.opencode.health, ChannelState::Up);
+        tracing::info!(opencode = self.name(), url = %url, "following opencode's events");
+        // Only prompts known before this stream can have been settled unseen: one the stream
+        // brings is live, and is not retracted by a list read meanwhile.
+        let known: BTreeSet<String> = self.open().keys().cloned().collect();
+        // Both at once: a list that hangs does not hold up the events. The catch-up ends with
+        // the stream.
+        let catch_up = async {
+            self.catch_up(&known).await;
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            ended = self.events(response) => ended,
+            () = catch_up => Ok(()),
+        }
+    }
+
+    /// Reads the events, one `data:` line each, until the stream ends.
+    async fn events(self: &Arc<Self>, response: reqwest::Response) -> Result<(), String> {
+        let body = response.bytes_stream().map(|chunk| chunk.map_err(std::io::Error::other));
+        let mut lines =
+            FramedRead::new(tokio_util::io::StreamReader::new(body), LinesCodec::new_with_max_length(MAX_LINE));
+        // After a line it could not read, the codec ends its stream once and then goes on with
+        // the next line.
+        let mut skipped = false;
+        loop {
+            match lines.next().await {
+                Some(Ok(line)) => {
+                    skipped = false;
+                    let Some(data) = line.strip_prefix("data:") else { continue };
+                    match serde_json::from_str::<Value>(data) {
+                        Ok(event) => self.heard(&event),
+                        Err(e) => tracing::debug!(opencode = self.name(), error = %e, "an event that is not JSON"),
+                    }
+                }
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                    skipped = true;
+                    tracing::warn!(
+                        opencode = self.name(),
+                        max = MAX_LINE,
+                        "skipped an event line longer than askgate reads"
+                    );
+                }
+                Some(Err(LinesCodecError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    skipped = true;
+                    tracing::warn!(opencode = self.name(), "skipped an event line that is not UTF-8");
+                }
+                Some(Err(LinesCodecError::Io(e))) => return Err(format!("reading the event stream: {e}")),
+                None if skipped => skipped = false,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The stream replays nothing: what came or went while it was down is read from the lists,
+    /// in every project opencode knows (also those askgate has not heard from yet). Tried again
+    /// until it succeeds, while the stream lasts.
+    async fn catch_up(self: &Arc<Self>, known: &BTreeSet<String>) {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            match self.reconcile_all(known).await {
+                Ok(()) => {
+                    self.opencode.answered();
+                    return;
+                }
+                Err(why) => {
+                    tracing::warn!(
+                        opencode = self.name(),
+                        why,
+                        "could not read opencode's pending prompts; trying again"
+                    );
+                    self.opencode.unanswered(&why);
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    async fn reconcile_all(self: &Arc<Self>, known: &BTreeSet<String>) -> Result<(), String> {
+        self.projects().await?;
         let directories: Vec<String> =
             self.directories.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
         for directory in directories {
-            self.reconcile(&directory).await;
-        }
-        let mut body = response.bytes_stream();
-        let mut buffer = Vec::new();
-        while let Some(chunk) = body.next().await {
-            buffer.extend_from_slice(&chunk.map_err(|e| format!("reading the event stream: {e}"))?);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                if let Some(data) = line.strip_prefix(b"data:") {
-                    match serde_json::from_slice::<Value>(data) {
-                        Ok(event) => self.heard(&event),
-                        Err(e) => {
-                            tracing::debug!(opencode = %self.config.name, error = %e, "an event that is not JSON")
-                        }
-                    }
-                }
-            }
+            self.reconcile(&directory, known).await?;
         }
         Ok(())
     }
 
     /// Notes the projects opencode lists (`GET /project`, their `worktree`), whose pending
-    /// prompts are read after each reconnect. A server without the list leaves the projects
-    /// heard from.
-    async fn projects(&self) {
-        let Ok(listed) = self.request(reqwest::Method::GET, "/project", None).send().await else { return };
-        let Ok(Value::Array(projects)) = listed.json::<Value>().await else { return };
+    /// prompts are read after each reconnect. A server without the list (404) leaves the
+    /// projects heard from.
+    async fn projects(&self) -> Result<(), String> {
+        let Some(projects) = self.opencode.list("/project", None).await? else { return Ok(()) };
         let mut directories = self.directories.lock().unwrap_or_else(PoisonError::into_inner);
         for project in projects {
             // `/` is opencode's global project (no repository): not a project of its own.
@@ -159,16 +317,16 @@ impl Bridge {
                 directories.insert(worktree.to_owned());
             }
         }
+        Ok(())
     }
 
     /// Asks the prompts pending in `directory` that are not asked yet, and retracts the cards of
-    /// those that are no longer pending there.
-    async fn reconcile(self: &Arc<Self>, directory: &str) {
+    /// those of `known` that are no longer pending there.
+    async fn reconcile(self: &Arc<Self>, directory: &str, known: &BTreeSet<String>) -> Result<(), String> {
         let mut pending = BTreeSet::new();
         for (path, kind) in [("/permission", "permission.asked"), ("/question", "question.asked")] {
-            let listed = self.request(reqwest::Method::GET, path, Some(directory)).send().await;
-            let Ok(listed) = listed else { return };
-            let Ok(Value::Array(items)) = listed.json::<Value>().await else { return };
+            // A server without the list leaves its cards as they are.
+            let Some(items) = self.opencode.list(path, Some(directory)).await? else { return Ok(()) };
             for item in items {
                 if let Some(id) = item.get("id").and_then(Value::as_str) {
                     pending.insert(id.to_owned());
@@ -178,7 +336,11 @@ impl Bridge {
             }
         }
         let directory = Some(directory.to_owned());
-        self.retract(|id, open| open.directory == directory && !pending.contains(id), "answered in opencode");
+        self.retract(
+            |id, open| known.contains(id) && open.directory == directory && !pending.contains(id),
+            "answered in opencode",
+        );
+        Ok(())
     }
 
     /// One event of the global stream: `{directory, payload: {type, properties}}`.
@@ -196,12 +358,18 @@ impl Bridge {
                 if self.open().contains_key(&id) {
                     return;
                 }
-                let legacy = kind == "permission.updated";
-                let open = Open { session, directory: directory.clone(), questions: Vec::new(), legacy };
-                self.open().insert(id.clone(), open);
-                let properties = if legacy { reworked(&properties) } else { properties };
-                let (bridge, question) = (self.clone(), kind == "question.asked");
-                tokio::spawn(async move { bridge.ask(id, directory, properties, question).await });
+                let route = match kind {
+                    "question.asked" => Route::Question { id: id.clone() },
+                    "permission.updated" => Route::OldPermission { session: session.clone(), id: id.clone() },
+                    _ => Route::Permission { id: id.clone() },
+                };
+                self.open().insert(id.clone(), Open { session, directory: directory.clone(), question: None });
+                let properties = match route {
+                    Route::OldPermission { .. } => prompt::reworked(&properties),
+                    _ => properties,
+                };
+                let bridge = self.clone();
+                tokio::spawn(async move { bridge.ask(id, route, directory, properties).await });
             }
             "permission.replied" | "question.replied" | "question.rejected" => {
                 if let Some(id) = text("requestID").or_else(|| text("permissionID")) {
@@ -217,12 +385,14 @@ impl Bridge {
         }
     }
 
-    /// Cancels the questions of the prompts `which` selects.
+    /// Forgets the prompts `which` selects, and cancels their questions still pending (one
+    /// answered meanwhile keeps its reply: opencode takes a reply to a settled prompt as
+    /// nothing).
     fn retract(&self, which: impl Fn(&String, &Open) -> bool, reason: &'static str) {
         let retracted: Vec<QuestionId> = {
             let mut open = self.open();
             let ids: Vec<String> = open.iter().filter(|(id, o)| which(id, o)).map(|(id, _)| id.clone()).collect();
-            ids.iter().filter_map(|id| open.remove(id)).flat_map(|o| o.questions).collect()
+            ids.iter().filter_map(|id| open.remove(id)).filter_map(|o| o.question).collect()
         };
         for question in retracted {
             let engine = self.engine.clone();
@@ -234,231 +404,42 @@ impl Bridge {
         }
     }
 
-    /// Asks a person and replies to opencode, unless opencode settled it first.
-    async fn ask(self: Arc<Self>, id: String, directory: Option<String>, properties: Value, question: bool) {
-        let asks = if question { questions(&properties) } else { vec![permission(&properties, directory.as_deref())] };
-        let mut answered = Vec::new();
-        for mut ask in asks {
-            ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
-            let asked = self.engine.ask_external(self.config.conversation.clone(), ask, self.asker.clone()).await;
-            let asked = match asked {
-                Ok(asked) => asked,
-                Err(e) => {
-                    tracing::error!(opencode = %self.config.name, request = %id, error = %e, "could not ask opencode's prompt");
-                    self.open().remove(&id);
-                    return;
-                }
-            };
-            if !self.asked(&id, asked.id) {
-                // Settled in opencode while it was being asked.
-                let _ = self.engine.cancel_external(asked.id, "answered in opencode").await;
+    /// Asks a person; the reply goes to opencode from the outbox once they answered.
+    async fn ask(self: Arc<Self>, id: String, route: Route, directory: Option<String>, properties: Value) {
+        let ask = match route {
+            Route::Question { .. } => prompt::questions(&properties),
+            Route::Permission { .. } | Route::OldPermission { .. } => {
+                Some(prompt::permission(&properties, directory.as_deref()))
+            }
+        };
+        let Some(mut ask) = ask else {
+            self.open().remove(&id);
+            return;
+        };
+        let config = &self.opencode.config;
+        ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
+        let reply =
+            CallbackSpec { url: route.url(&config.name, directory.as_deref()), headers: Vec::new(), secret: None };
+        let asker = UserRef::parse(&format!("opencode:{}", config.name)).expect("a checked name makes a user");
+        let asked = self.engine.ask_external_with(config.conversation.clone(), ask, asker, Some(reply)).await;
+        let asked = match asked {
+            Ok(asked) => asked,
+            Err(e) => {
+                tracing::error!(opencode = self.name(), request = %id, error = %e, "could not ask opencode's prompt");
+                self.open().remove(&id);
                 return;
             }
-            let Some(resolved) = self.settle(asked).await else { return };
-            // A declined or expired question ends the prompt.
-            let done = !question || !matches!(resolved.outcome, Some(Outcome::Answered { .. }));
-            answered.push(resolved);
-            if done {
-                break;
-            }
-        }
-        let Some(open) = self.open().remove(&id) else {
-            return; // Settled in opencode meanwhile.
         };
-        let (path, body) = match question {
-            true => reply_to_question(&id, &answered),
-            false if open.legacy => reply_to_old_permission(&open.session, &id, &answered[0]),
-            false => reply_to_permission(&id, &answered[0]),
-        };
-        let Some(body) = body else { return };
-        let sent = self.request(reqwest::Method::POST, &path, directory.as_deref()).json(&body).send().await;
-        match sent {
-            Ok(response) if response.status().is_success() => {
-                tracing::info!(opencode = %self.config.name, request = %id, "replied to opencode");
-            }
-            Ok(response) => {
-                tracing::warn!(opencode = %self.config.name, request = %id, status = %response.status(), "opencode refused the reply");
-            }
-            Err(e) => {
-                tracing::warn!(opencode = %self.config.name, request = %id, error = %e, "could not reply to opencode")
-            }
-        }
-    }
-
-    /// Notes that `question` asks the prompt `id`; false when the prompt was settled meanwhile.
-    fn asked(&self, id: &str, question: QuestionId) -> bool {
-        match self.open().get_mut(id) {
+        let settled = match self.open().get_mut(&id) {
             Some(open) => {
-                open.questions.push(question);
-                true
+                open.question = Some(asked.id);
+                false
             }
-            None => false,
-        }
-    }
-
-    /// The question once resolved; none when it is gone or askgate stops.
-    async fn settle(&self, question: Question) -> Option<Question> {
-        // Still pending, askgate stops: opencode keeps the prompt, and lists it after the restart.
-        self.engine.wait_resolved(question.id).await.ok().flatten().filter(|q| !q.is_pending())
-    }
-}
-
-/// A permission prompt as an approval: what opencode would do, what "always" would allow, where.
-fn permission(properties: &Value, directory: Option<&str>) -> Ask {
-    let kind = properties.get("permission").and_then(Value::as_str).unwrap_or("permission");
-    let strings = |key: &str| -> Vec<String> {
-        properties
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    };
-    let metadata = properties.get("metadata").cloned().unwrap_or(Value::Null);
-    let what = metadata
-        .get("command")
-        .or_else(|| metadata.get("filepath"))
-        .and_then(Value::as_str)
-        .map_or_else(|| strings("patterns").join(" "), str::to_owned);
-    let mut detail = Vec::new();
-    if let Some(diff) = metadata.get("diff").and_then(Value::as_str) {
-        detail.push(format!("```\n{}\n```", crate::text::clip(diff, 3000, "…")));
-    }
-    let always = strings("always");
-    if !always.is_empty() {
-        detail.push(format!("Allow always lets {} through in opencode.", always.join(", ")));
-    }
-    let session: String =
-        properties.get("sessionID").and_then(Value::as_str).unwrap_or_default().chars().take(12).collect();
-    detail.push(match directory {
-        Some(directory) => format!("in {directory} · session {session}"),
-        None => format!("session {session}"),
-    });
-    Ask::approval(format!("{kind}: {what}")).detail(detail.join("\n"))
-}
-
-/// A `permission.updated` prompt ({id, type, pattern, title, metadata}) in the shape of
-/// `permission.asked`: its `type` is the permission, its `pattern` (one or a list) the patterns.
-fn reworked(properties: &Value) -> Value {
-    let mut reworked = properties.clone();
-    if let Some(object) = reworked.as_object_mut() {
-        let permission = properties.get("type").cloned().unwrap_or(Value::Null);
-        let patterns = match properties.get("pattern") {
-            Some(Value::String(p)) => json!([p]),
-            Some(list @ Value::Array(_)) => list.clone(),
-            _ => json!([]),
+            None => true,
         };
-        object.insert("permission".into(), permission);
-        object.insert("patterns".into(), patterns);
-    }
-    reworked
-}
-
-/// What a server from before the permission rework is told: `{response}` at the session's
-/// route, which takes no message (a reason the person gave stays on askgate).
-fn reply_to_old_permission(session: &str, id: &str, question: &Question) -> (String, Option<Value>) {
-    let (_, body) = reply_to_permission(id, question);
-    let body = body.map(|b| json!({"response": b["reply"]}));
-    (format!("/session/{session}/permissions/{id}"), body)
-}
-
-/// A question prompt's questions as one ask: one alone is an ordinary question, several are
-/// answered together.
-fn questions(properties: &Value) -> Vec<Ask> {
-    let questions = properties.get("questions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let ask = match questions {
-        [one] => {
-            let multi = one.get("multiple").and_then(Value::as_bool).unwrap_or(false);
-            crate::hooks::choices(one, multi, one.get("custom").and_then(Value::as_bool).unwrap_or(true), None)
+        if settled {
+            // Settled in opencode while it was being asked.
+            let _ = self.engine.cancel_external(asked.id, "answered in opencode").await;
         }
-        many => match crate::hooks::together(many, "multiple", true) {
-            Ok(ask) => Some(ask),
-            Err(e) => {
-                tracing::warn!(error = %e, "opencode's questions cannot be asked");
-                None
-            }
-        },
-    };
-    ask.into_iter().collect()
-}
-
-/// What opencode is told of a permission's approval; none when it was not decided here.
-fn reply_to_permission(id: &str, question: &Question) -> (String, Option<Value>) {
-    let path = format!("/permission/{id}/reply");
-    let body = match &question.outcome {
-        // askgate's own grant ("granted") lets this one through; the person's "always" is
-        // opencode's too.
-        Some(Outcome::Answered { value })
-            if value == "always" && question.answered_via != Some(crate::question::Surface::Gateway) =>
-        {
-            Some(json!({"reply": "always"}))
-        }
-        Some(Outcome::Answered { .. }) => Some(json!({"reply": "once"})),
-        Some(Outcome::Declined { feedback }) => Some(match feedback {
-            Some(feedback) => json!({"reply": "reject", "message": feedback}),
-            None => json!({"reply": "reject"}),
-        }),
-        Some(Outcome::Expired { .. }) => {
-            Some(json!({"reply": "reject", "message": "nobody answered this permission on askgate in time"}))
-        }
-        Some(Outcome::Cancelled { .. }) | None => None,
-    };
-    (path, body)
-}
-
-/// What opencode is told of its questions: the labels chosen for each, in order, or a
-/// rejection when one was declined or not answered.
-fn reply_to_question(id: &str, questions: &[Question]) -> (String, Option<Value>) {
-    let mut answers = Vec::new();
-    for question in questions {
-        match &question.outcome {
-            Some(Outcome::Answered { value }) => {
-                for (_, value) in crate::hooks::by_question(question, value) {
-                    answers.push(match value {
-                        Value::Array(labels) => Value::Array(labels),
-                        value => json!([value]),
-                    });
-                }
-            }
-            Some(Outcome::Cancelled { .. }) | None => return (String::new(), None),
-            Some(_) => return (format!("/question/{id}/reject"), Some(json!({}))),
-        }
-    }
-    (format!("/question/{id}/reply"), Some(json!({"answers": answers})))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::question::{Kind, Status};
-
-    fn answered(ask: Ask, value: Value) -> Question {
-        let mut q = crate::question::test_question(ask);
-        (q.status, q.outcome) = (Status::Answered, Some(Outcome::Answered { value }));
-        q
-    }
-
-    #[test]
-    fn several_questions_are_asked_together_and_answered_in_opencodes_order() {
-        let properties = json!({"questions": [
-            {"question": "Which colour?", "header": "Colour", "options": [{"label": "red"}, {"label": "blue", "description": "calm"}]},
-            {"question": "Which sizes?", "header": "Colour", "multiple": true, "options": [{"label": "S"}, {"label": "M"}]}]});
-        let asks = questions(&properties);
-        assert_eq!(asks.len(), 1, "one ask for both");
-        let form = asks[0].form.clone().unwrap();
-        assert_eq!(
-            (form.fields[0].key.as_str(), form.fields[1].key.as_str()),
-            ("Colour", "Colour 2"),
-            "headers stay apart"
-        );
-        assert_eq!(asks[0].kind, Some(Kind::Question));
-        let q = answered(asks[0].clone(), json!({"Colour": "blue", "Colour 2": ["S", "M"]}));
-        let (path, body) = reply_to_question("que_1", &[q]);
-        assert_eq!(path, "/question/que_1/reply");
-        assert_eq!(body, Some(json!({"answers": [["blue"], ["S", "M"]]})));
-        let one = questions(&json!({"questions": [{"question": "Sure?", "options": [{"label": "yes"}]}]}));
-        assert!(one[0].form.is_none(), "one question alone is an ordinary question");
     }
 }

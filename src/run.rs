@@ -64,6 +64,11 @@ pub struct Run {
 /// The prefix of a gated MCP upstream's runs' function: `gate:files`.
 pub const GATE_PREFIX: &str = "gate:";
 
+/// The function of an agent's question asked for one of its projects (a Claude Code hook's,
+/// `project:/home/me/app`): an allow-always on it lets through that agent in that project only
+/// (grantee `agent:ci in /home/me/app`).
+pub const PROJECT_PREFIX: &str = "project:";
+
 impl Run {
     /// Whom an allow-always given on its approvals lets through later (see
     /// [`crate::store::Grant::grantee`]): its function (`function:deploy`), a gated upstream
@@ -71,6 +76,9 @@ impl Run {
     pub fn grantee(&self) -> String {
         match self.mode {
             Mode::External if self.function.starts_with(GATE_PREFIX) => self.function.clone(),
+            Mode::External if let Some(project) = self.function.strip_prefix(PROJECT_PREFIX) => {
+                format!("{} in {project}", self.initiator)
+            }
             Mode::External => self.initiator.to_string(),
             Mode::FollowUp | Mode::Blocking => format!("function:{}", self.function),
         }

@@ -245,9 +245,9 @@ pub trait Store: Send + Sync + 'static {
         chat: &str,
         message: &str,
     ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError>;
-    /// Callbacks whose run has ended, neither delivered nor given up, whose pause is over and
-    /// which nobody holds at `now`; oldest first, at most `limit`.
-    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError>;
+    /// Callbacks whose URL starts with `to`, whose run has ended, neither delivered nor given
+    /// up, whose pause is over and which nobody holds at `now`; oldest first, at most `limit`.
+    async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError>;
     /// The grants `find` selects.
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError>;
     /// The people's credentials `find` selects.

@@ -25,6 +25,10 @@ pub struct McpConfig {
     /// How long a session without requests or traffic lives: a held call's progress or pings
     /// keep it alive, so only a session nobody uses ends.
     pub session_timeout: Duration,
+    /// How long a 2026-07-28 call whose client closed its stream may be called again (and so
+    /// attach to its question) before the question is cancelled: that revision cancels a call
+    /// by closing it, as a dropped connection does.
+    pub reattach_grace: Duration,
     /// Also show a waiting question in the agent's client, as a form, when it can show one.
     pub elicitation: bool,
     /// MCP servers whose tools askgate offers as its own, behind approvals.
@@ -113,6 +117,11 @@ impl UpstreamConfig {
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 /// The default of `mcp.session_timeout`.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of `mcp.reattach_grace`: long enough for a client to come back over a network
+/// that changed under it (a phone moving between Wi-Fi and cellular, a reconnect with backoff,
+/// an agent whose call timed out calling again), short enough that a card nobody will hear
+/// leaves people's screens within a minute.
+pub const REATTACH_GRACE: Duration = Duration::from_secs(60);
 
 impl McpConfig {
     /// Whether a tool call may send its question to `conversation`.
@@ -170,6 +179,10 @@ pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>,
             "must be longer than progress_every: a held call's traffic keeps its session alive".into(),
         ));
     }
+    let reattach_grace = raw.reattach_grace.unwrap_or(REATTACH_GRACE);
+    if reattach_grace.is_zero() {
+        return Err(("mcp.reattach_grace".into(), "must be at least 1s: a call may come back".into()));
+    }
     let mut upstreams: Vec<UpstreamConfig> = Vec::new();
     for (i, raw) in raw.upstream.into_iter().enumerate() {
         let upstream = upstream(i, raw, base)?;
@@ -184,6 +197,7 @@ pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>,
         allowed_conversations,
         progress_every,
         session_timeout,
+        reattach_grace,
         elicitation: raw.elicitation,
         upstreams,
     }))

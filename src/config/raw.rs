@@ -87,6 +87,8 @@ pub(super) struct RawMcp {
     pub progress_every: Option<Duration>,
     #[serde(default, deserialize_with = "some_duration")]
     pub session_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub reattach_grace: Option<Duration>,
     #[serde(default)]
     pub elicitation: bool,
     #[serde(default)]

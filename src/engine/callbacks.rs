@@ -1,12 +1,59 @@
 //! Callbacks in the store's outbox: written before the question or run they report on, read
-//! when due, taken for a while by whoever sends them, and settled. The sending is the HTTP
-//! API's (`http::callbacks`); the engine only keeps the rows.
+//! when due, taken for a while by whoever sends them, and settled. Agents' callbacks are sent
+//! by the HTTP API (`http::callbacks`); other rows of the outbox (the replies to an opencode
+//! server) are sent by a [`Courier`] through [`Engine::deliver`], the same durable, bounded
+//! retry: a row is tried until it is delivered, with a doubling pause between attempts
+//! ([`RETRY`]), and given up [`GIVE_UP_AFTER`] after its run ended.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
+use super::retry::Backoff;
 use crate::question::{QuestionId, RunId};
 use crate::store::{Callback, CallbackTry, StoreError, Write, Written};
+
+/// The pauses between attempts to send a row: 1 s, doubling, at most 10 minutes (or what the
+/// receiver asked, within that).
+pub const RETRY: Backoff = Backoff { first: Duration::from_secs(1), max: Duration::from_secs(600), retries: u32::MAX };
+/// How long after its run ended a row is still tried.
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(25 * 3600);
+/// How long a sender holds a row it is sending: longer than any attempt may take.
+const LEASE: Duration = Duration::from_secs(120);
+/// How often the outbox is read when nothing woke the sender: rows another instance left,
+/// and pauses that ended.
+const SCAN_EVERY: Duration = Duration::from_secs(5);
+/// How many due rows are read at once.
+const BATCH: u32 = 16;
+/// How many rows are sent at once: a receiver that hangs holds up only its own.
+const AT_ONCE: usize = 8;
+
+/// What sends one kind of the outbox's rows: those whose URL starts with [`Courier::route`].
+#[async_trait::async_trait]
+pub trait Courier: Send + Sync + 'static {
+    /// The start of the URLs of the rows it sends (`opencode://laptop/`).
+    fn route(&self) -> &str;
+
+    /// One attempt at sending `callback`, whose run has ended. It must end well within two
+    /// minutes (a row's lease).
+    async fn send(&self, callback: &Callback) -> Sent;
+}
+
+/// What came of one attempt at sending a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The receiver took it: it is never sent again.
+    Delivered,
+    /// There was nothing to send (the question was cancelled, say): settled without a word.
+    Nothing,
+    /// It failed: tried again after [`RETRY`]'s pause, or the one the receiver asked for.
+    Failed {
+        /// Why, as the log and the row keep it.
+        error: String,
+        /// The pause the receiver asked for (`Retry-After`).
+        asked: Option<Duration>,
+    },
+}
 
 /// Where an agent wants an outcome POSTed, as it asked (`callback` in the API). Not `Debug`:
 /// its URL, headers and secret may carry credentials.
@@ -46,12 +93,14 @@ impl Engine {
         Ok(())
     }
 
-    /// The callbacks due now (their run ended, their pause is over, nobody holds them).
+    /// The callbacks due now (their run ended, their pause is over, nobody holds them) whose
+    /// URL starts with `to`: each sender reads only its own (`http` for agents' callbacks,
+    /// `opencode://<name>/` for the replies to an opencode server).
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn due_callbacks(&self, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        self.inner.store.due_callbacks(self.now_ms(), limit).await
+    pub async fn due_callbacks(&self, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        self.inner.store.due_callbacks(self.now_ms(), to, limit).await
     }
 
     /// Takes a due callback for `lease` (counting an attempt): the lease it holds, to record
@@ -74,5 +123,95 @@ impl Engine {
     pub async fn callback_tried(&self, id: &str, lease: i64, tried: CallbackTry) -> Result<bool, StoreError> {
         let tried = Write::CallbackTried { id: id.to_owned(), at: self.now_ms(), lease, tried };
         Ok(matches!(self.inner.store.write(tried).await?, Written::Changed(true)))
+    }
+}
+
+impl Engine {
+    /// Sends the due rows of `courier`'s route until askgate stops: each taken for a while (one
+    /// sender at a time, also across instances sharing a database), tried again after a pause
+    /// while it fails, and given up [`GIVE_UP_AFTER`] after its run ended.
+    pub fn deliver(&self, courier: Arc<dyn Courier>) {
+        let engine = self.clone();
+        let stop = self.stopping();
+        tokio::spawn(async move {
+            let mut events = engine.subscribe();
+            loop {
+                engine.send_due(&courier).await;
+                // Woken by a resolution (it ends the run of an agent's question), else at the
+                // next read.
+                let resolved = async {
+                    loop {
+                        match events.recv().await {
+                            Ok(logged) if matches!(logged.event, super::Event::Resolved(_)) => return,
+                            Ok(_) => {}
+                            // A lagging receiver only means the next read finds more.
+                            Err(_) => {
+                                events = events.resubscribe();
+                                return;
+                            }
+                        }
+                    }
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(SCAN_EVERY) => {}
+                    () = resolved => {}
+                }
+            }
+        });
+    }
+
+    async fn send_due(&self, courier: &Arc<dyn Courier>) {
+        use futures_util::StreamExt;
+        let due = match self.due_callbacks(courier.route(), BATCH).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(to = courier.route(), error = %e, "could not read the outbox; trying again shortly");
+                return;
+            }
+        };
+        futures_util::stream::iter(due)
+            .for_each_concurrent(AT_ONCE, |callback| async move {
+                match self.take_callback(&callback.id, LEASE).await {
+                    Ok(Some(lease)) => self.send_one(courier, &callback, lease).await,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a row of the outbox"),
+                }
+            })
+            .await;
+    }
+
+    async fn send_one(&self, courier: &Arc<dyn Courier>, callback: &Callback, lease: i64) {
+        let sent = courier.send(callback).await;
+        let attempt = callback.attempts + 1;
+        let late = callback.ended_at.is_some_and(|at| self.now_ms() > Self::after(at, GIVE_UP_AFTER));
+        let tried = match &sent {
+            Sent::Delivered | Sent::Nothing => CallbackTry::Delivered,
+            Sent::Failed { error, .. } if late => CallbackTry::GaveUp { error: error.clone() },
+            Sent::Failed { error, asked } => {
+                let next_at = Self::after(self.now_ms(), RETRY.pause(attempt, *asked));
+                CallbackTry::Retry { next_at, error: error.clone() }
+            }
+        };
+        let (id, to) = (&callback.id, courier.route());
+        match self.callback_tried(id, lease, tried.clone()).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(callback = %id, to, "an attempt outlasted its lease; another sender has the row");
+                return;
+            }
+            // Its lease runs out, and it is sent again.
+            Err(e) => {
+                tracing::warn!(callback = %id, to, error = %e, "could not record an attempt");
+                return;
+            }
+        }
+        match tried {
+            CallbackTry::Delivered => {}
+            CallbackTry::GaveUp { error } => tracing::error!(callback = %id, to, error, "given up: not tried again"),
+            CallbackTry::Retry { error, .. } => {
+                tracing::warn!(callback = %id, to, attempt, error, "not delivered; it is tried again");
+            }
+        }
     }
 }

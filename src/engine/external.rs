@@ -64,6 +64,26 @@ impl Engine {
         self.ask_for(conversation, ask, asker, function, callback).await
     }
 
+    /// As [`Engine::ask_external`], for an agent working in `project` (a Claude Code hook's
+    /// `cwd`): an allow-always lets through later identical approvals of that agent in that
+    /// project only. Without a project, as [`Engine::ask_external`].
+    ///
+    /// # Errors
+    /// As [`Engine::ask_external`].
+    pub async fn ask_in_project(
+        &self,
+        conversation: Conversation,
+        ask: Ask,
+        asker: UserRef,
+        project: Option<&str>,
+    ) -> Result<Question, ExternalAskError> {
+        let function = match project {
+            Some(project) => format!("{}{project}", crate::run::PROJECT_PREFIX),
+            None => asker.channel().to_owned(),
+        };
+        self.ask_for(conversation, ask, asker, function, None).await
+    }
+
     /// As [`Engine::ask_external`], for a call of a gated MCP upstream's tool: its run's function
     /// is `gate:<upstream>`, and an allow-always lets later calls of that upstream through (never
     /// the agent's own `request_approval`s, nor another upstream's calls).

@@ -28,6 +28,10 @@ pub struct PermissionRequest {
     /// The relay's working directory: the project Claude Code started it in.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// The Claude Code session that started the relay (`CLAUDE_CODE_SESSION_ID` in its
+    /// environment), when it said.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 impl PermissionRequest {
@@ -83,13 +87,20 @@ impl PermissionRequest {
     }
 
     /// Whether `settled` says this prompt was answered in the terminal: a `Stop` (the turn
-    /// ended, so no prompt of it waits) or a `PostToolUse` of the same tool, in its project.
+    /// ended, so no prompt of it waits) or a `PostToolUse` of the same tool, in its project and,
+    /// where both name one, its Claude Code session. (That both come from the same agent is
+    /// for the caller to check: see [`Settled`].)
     ///
     /// A `PostToolUse` of another call of the same tool (an allowed `ls` beside a waiting
     /// `rm`) does not: where both show a command, the commands must be the same. Without a
     /// project on both sides nothing matches.
     pub fn settled_by(&self, settled: &Settled) -> bool {
-        let same_place = matches!((&self.cwd, &settled.cwd), (Some(mine), Some(theirs)) if mine == theirs);
+        let same_session = match (&self.session_id, &settled.session_id) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            _ => true,
+        };
+        let same_place =
+            same_session && matches!((&self.cwd, &settled.cwd), (Some(mine), Some(theirs)) if mine == theirs);
         let Some((tool, command)) = &settled.tool else { return same_place };
         let mine: Option<String> = serde_json::from_str::<Value>(&self.input_preview)
             .ok()
@@ -104,11 +115,14 @@ impl PermissionRequest {
 
 /// A hook that tells askgate a prompt was settled in Claude Code: `PostToolUse` (the tool ran,
 /// so its prompt was answered) and `PostToolUseFailure` for one tool, `Stop` and `SessionEnd`
-/// for every prompt of the project.
+/// for every prompt of the project. It settles only prompts relayed with the same agent token
+/// as it came with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settled {
     /// The project it came from.
     pub cwd: Option<String>,
+    /// Its Claude Code session.
+    pub session_id: Option<String>,
     /// The tool that ran, with its command when it has one; none: every tool.
     pub tool: Option<(String, Option<String>)>,
 }
@@ -127,6 +141,7 @@ impl Settled {
         struct Hook {
             hook_event_name: String,
             cwd: Option<String>,
+            session_id: Option<String>,
             tool_name: Option<String>,
             tool_input: Option<Input>,
         }
@@ -139,7 +154,7 @@ impl Settled {
             "Stop" | "SessionEnd" => None,
             _ => return None,
         };
-        Some(Self { cwd: hook.cwd, tool })
+        Some(Self { cwd: hook.cwd, session_id: hook.session_id.filter(|s| !s.is_empty()), tool })
     }
 }
 
@@ -181,5 +196,13 @@ mod tests {
         assert!(!r.settled_by(&hook("PostToolUse", "Edit", "/home/dev/app").unwrap()), "another tool");
         assert!(!r.settled_by(&hook("Stop", "", "/home/dev/other").unwrap()), "another project");
         assert_eq!(hook("PreToolUse", "Bash", "/home/dev/app"), None, "not a settling hook");
+        let mut in_session = r.clone();
+        in_session.session_id = Some("ses-a".into());
+        let stop = |session: &str| {
+            let body = serde_json::json!({"hook_event_name": "Stop", "cwd": "/home/dev/app", "session_id": session});
+            Settled::parse(body.to_string().as_bytes()).unwrap()
+        };
+        assert!(in_session.settled_by(&stop("ses-a")));
+        assert!(!in_session.settled_by(&stop("ses-b")), "another session of the same project");
     }
 }

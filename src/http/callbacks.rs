@@ -170,7 +170,8 @@ const AT_ONCE: usize = 8;
 impl Deliverer {
     async fn send_due(&self) {
         use futures_util::StreamExt;
-        let due = match self.engine.due_callbacks(BATCH).await {
+        // Agents' callbacks are http(s) URLs; the outbox also holds opencode's replies.
+        let due = match self.engine.due_callbacks("http", BATCH).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the callbacks' outbox; trying again shortly");

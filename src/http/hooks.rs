@@ -50,7 +50,7 @@ pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppSta
     };
     // A tool that ran, or a turn that ended: a prompt relayed meanwhile was answered there.
     if let Some(settled) = Settled::parse(&body) {
-        state.relayed.settle(&state.engine, &settled);
+        state.relayed.settle(&state.engine, &settled, &caller.user);
         return axum::Json(serde_json::json!({})).into_response();
     }
     let (event, input) = match HookInput::parse(&body) {
@@ -88,8 +88,10 @@ pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppStat
             let engine = &state.engine;
             // Listed before it is asked: a hook saying the terminal answered may come as soon
             // as the card is out, before the ask returns.
-            let listed = state.relayed.add(request);
-            let question = match engine.ask_external(config.conversation.clone(), ask, caller.user).await {
+            let project = request.cwd.clone();
+            let listed = state.relayed.add(request, caller.user.clone());
+            let asked = engine.ask_in_project(config.conversation.clone(), ask, caller.user, project.as_deref()).await;
+            let question = match asked {
                 Ok(question) => question,
                 Err(e) => return refused(e).into_response(),
             };
@@ -153,6 +155,8 @@ pub(super) struct Relayed(std::sync::Mutex<Vec<Entry>>);
 struct Entry {
     serial: u64,
     request: PermissionRequest,
+    /// The agent whose token relayed it.
+    agent: UserRef,
     question: Option<QuestionId>,
     settled: bool,
 }
@@ -163,18 +167,19 @@ impl Relayed {
     }
 
     /// Lists `request` while the guard lives.
-    fn add(&self, request: PermissionRequest) -> Listed<'_> {
+    fn add(&self, request: PermissionRequest, agent: UserRef) -> Listed<'_> {
         static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock().push(Entry { serial, request, question: None, settled: false });
+        self.lock().push(Entry { serial, request, agent, question: None, settled: false });
         Listed { relayed: self, serial }
     }
 
-    /// Cancels the questions of the prompts `settled` answered; a prompt not asked yet is
-    /// marked, and retracted once asked.
-    fn settle(&self, engine: &Engine, settled: &Settled) {
+    /// Cancels the questions of the prompts `settled` answered, among those `agent` relayed
+    /// (another agent's hook, whatever project it names, settles none of them); a prompt not
+    /// asked yet is marked, and retracted once asked.
+    fn settle(&self, engine: &Engine, settled: &Settled, agent: &UserRef) {
         let mut ids = Vec::new();
-        for entry in self.lock().iter_mut().filter(|e| e.request.settled_by(settled)) {
+        for entry in self.lock().iter_mut().filter(|e| e.agent == *agent && e.request.settled_by(settled)) {
             entry.settled = true;
             ids.extend(entry.question);
         }
@@ -227,11 +232,11 @@ async fn ask(
     let margin = MARGIN.min(config.hook_timeout / 4);
     let wait = config.hook_timeout.saturating_sub(margin).as_secs().max(1);
     if !input.is_question() {
-        let question = settle(engine, config, input.approval(wait), asker).await?;
+        let question = settle(engine, config, input.approval(wait), asker, input.project()).await?;
         return Ok(input.decided(&question));
     }
     let ask = input.questions(wait).map_err(ApiError::bad_request)?;
-    let question = settle(engine, config, ask, asker).await?;
+    let question = settle(engine, config, ask, asker, input.project()).await?;
     Ok(input.answered(&question))
 }
 
@@ -241,9 +246,10 @@ async fn settle(
     config: &ClaudeCodeConfig,
     mut ask: Ask,
     asker: UserRef,
+    project: Option<&str>,
 ) -> Result<Question, ApiError> {
     ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
-    let question = engine.ask_external(config.conversation.clone(), ask, asker).await.map_err(refused)?;
+    let question = engine.ask_in_project(config.conversation.clone(), ask, asker, project).await.map_err(refused)?;
     wait(engine, question.id).await
 }
 

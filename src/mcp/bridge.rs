@@ -3,10 +3,13 @@
 //! HTTP, with the API token) and every answer comes back, so questions live where every other
 //! question lives. It never opens the database.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcError, JsonRpcResponse, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
@@ -18,6 +21,8 @@ use super::relay::{Relay, as_channel, relayed};
 
 /// How long the first connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long ending the session with askgate may take once everything is answered.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest line read from the agent. askgate's `/mcp` takes much less and says so for
 /// each message (HTTP 413); this only bounds what the bridge holds, as rmcp's stdio does.
 const MAX_LINE: usize = DEFAULT_MAX_LINE_LENGTH;
@@ -43,7 +48,9 @@ pub enum BridgeError {
     },
 }
 
-/// Bridges stdin/stdout to `url` (askgate's `/mcp`) until either side ends.
+/// Bridges stdin/stdout to `url` (askgate's `/mcp`) until either side ends. When stdin ends,
+/// every request read before it is still answered (a held `ask_user` waits for its person),
+/// then the bridge closes its side and returns.
 ///
 /// One bad message does not end it: a line that is not JSON gets a parse error (id null), one
 /// that is not an MCP message or is too long gets an invalid-request error, and a request
@@ -51,6 +58,7 @@ pub enum BridgeError {
 ///
 /// # Errors
 /// [`BridgeError`] when askgate cannot be reached or goes away, or stdout cannot be written.
+/// Requests still owed an answer when askgate goes away are answered with an error first.
 pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeError> {
     reachable(url).await?;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
@@ -61,10 +69,16 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
     let relay = channel.then(|| Relay::new(url, token));
     let (decided, mut decisions) = tokio::sync::mpsc::unbounded_channel::<Value>();
     let mut initialize = None;
-    loop {
+    // The requests sent to askgate whose answer has not been written yet.
+    let mut owed: HashSet<RequestId> = HashSet::new();
+    let mut input_ended = false;
+    while !(input_ended && owed.is_empty()) {
         tokio::select! {
-            line = lines.next() => {
-                let Some(line) = line.map_err(|e| failed(&format!("reading stdin: {e}")))? else { break };
+            line = lines.next(), if !input_ended => {
+                let Some(line) = line.map_err(|e| failed(&format!("reading stdin: {e}")))? else {
+                    input_ended = true;
+                    continue;
+                };
                 let message = match read(line, relay.is_some()) {
                     Read::Message(message) => message,
                     Read::Answer(error) => {
@@ -86,8 +100,10 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
                     initialize = id.clone();
                 }
                 match Transport::<RoleClient>::send(&mut upstream, *message).await {
-                    Ok(()) => {}
-                    Err(e) if gone(&e) => return Err(failed(&e)),
+                    Ok(()) => owed.extend(id),
+                    Err(e) if gone(&e) => {
+                        return Err(unanswered(&mut stdout, id.into_iter().chain(owed), failed(&e)).await);
+                    }
                     Err(e) => match id {
                         Some(id) => {
                             let reason = format!("askgate did not take this message: {e}");
@@ -102,8 +118,15 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
             }
             message = Transport::<RoleClient>::receive(&mut upstream) => {
                 let Some(message) = message else {
-                    return Err(failed(&"the connection ended"));
+                    return Err(unanswered(&mut stdout, owed, failed(&"the connection ended")).await);
                 };
+                match &message {
+                    ServerJsonRpcMessage::Response(JsonRpcResponse { id, .. })
+                    | ServerJsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => {
+                        owed.remove(id);
+                    }
+                    _ => {}
+                }
                 match &message {
                     ServerJsonRpcMessage::Response(response) if relay.is_some() && initialize.as_ref() == Some(&response.id) => {
                         initialize = None;
@@ -115,13 +138,32 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
                     _ => write(&mut stdout, &message).await.map_err(|e| failed(&e))?,
                 }
             }
-            Some(decision) = decisions.recv() => {
+            Some(decision) = decisions.recv(), if !input_ended => {
                 write(&mut stdout, &decision).await.map_err(|e| failed(&e))?;
             }
         }
     }
-    let _ = Transport::<RoleClient>::close(&mut upstream).await;
+    // Ending the session is a courtesy: askgate ends an idle one by itself.
+    if tokio::time::timeout(CLOSE_TIMEOUT, Transport::<RoleClient>::close(&mut upstream)).await.is_err() {
+        tracing::debug!("askgate did not confirm the end of the session in time");
+    }
     Ok(())
+}
+
+/// Answers each of `owed` with an error saying askgate went away (as far as stdout still takes
+/// them), and returns `failed`.
+async fn unanswered(
+    stdout: &mut (impl AsyncWrite + Unpin),
+    owed: impl IntoIterator<Item = RequestId>,
+    failed: BridgeError,
+) -> BridgeError {
+    for id in owed {
+        let reason = format!("no answer: {failed}");
+        if write(stdout, &error(Some(id), ErrorCode::INTERNAL_ERROR, &reason)).await.is_err() {
+            break;
+        }
+    }
+    failed
 }
 
 /// What a line from the agent is.

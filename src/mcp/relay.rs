@@ -29,6 +29,8 @@ pub(super) struct Relay {
     token: String,
     /// The project Claude Code started the bridge in.
     cwd: Option<String>,
+    /// The Claude Code session that started the bridge, as its environment says.
+    session: Option<String>,
 }
 
 impl Relay {
@@ -37,20 +39,27 @@ impl Relay {
         let base = mcp_url.trim_end_matches('/');
         let base = base.strip_suffix("/mcp").unwrap_or(base);
         let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
+        let session = std::env::var("CLAUDE_CODE_SESSION_ID").ok().filter(|s| !s.trim().is_empty());
         Self {
             http: reqwest::Client::new(),
             url: format!("{base}/hooks/claude-code/permission"),
             messages: format!("{base}/hooks/claude-code/messages"),
             token: token.to_owned(),
             cwd,
+            session,
         }
     }
 
     /// Asks askgate about the prompt `params`; its decision, if a person made one, goes to
     /// `decided` as the notification to write.
     pub(super) fn ask(&self, mut params: Value, decided: UnboundedSender<Value>) {
-        if let (Some(object), Some(cwd)) = (params.as_object_mut(), &self.cwd) {
-            object.insert("cwd".into(), json!(cwd));
+        if let Some(object) = params.as_object_mut() {
+            if let Some(cwd) = &self.cwd {
+                object.insert("cwd".into(), json!(cwd));
+            }
+            if let Some(session) = &self.session {
+                object.insert("session_id".into(), json!(session));
+            }
         }
         let request = self.http.post(&self.url).bearer_auth(&self.token).json(&params);
         tokio::spawn(async move {

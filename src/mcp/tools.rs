@@ -29,15 +29,6 @@ impl Tool {
         ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// The tool whose result describes a question of `kind`.
-    pub(super) fn for_kind(kind: Kind) -> Self {
-        match kind {
-            Kind::Question | Kind::Form => Self::AskUser,
-            Kind::Confirm => Self::Confirm,
-            Kind::Approval => Self::RequestApproval,
-        }
-    }
-
     pub(super) fn name(self) -> &'static str {
         match self {
             Self::AskUser => "ask_user",
@@ -176,23 +167,34 @@ impl Tool {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        match self {
-            Self::AskUser | Self::GetOutcome => common(object(json!({
-                "kind": {"type": "string", "enum": ["question", "confirm", "approval"]},
-                "value": {"description": "the answer: text, a list with multi, a boolean for a confirm; the default on timeout"},
+        let asked = |kinds: &[&str]| {
+            json!({
+                "kind": {"type": "string", "enum": kinds},
+                "value": {"description": "the answer: text, a list with multi, an object for a form or several questions, a boolean for a confirm; the default on timeout"},
                 "feedback": {"type": ["string", "null"], "description": "why they declined"},
                 "timed_out": {"type": "boolean"},
                 "reason": {"type": ["string", "null"], "description": "why it was cancelled"},
-            }))),
+            })
+        };
+        let decided = json!({
+            "decision": {"type": ["string", "null"], "enum": ["once", "always", "granted", "edited", "rejected", null]},
+            "action": {"type": ["string", "null"], "description": "with `edited`: the action to take instead"},
+            "feedback": {"type": ["string", "null"]},
+        });
+        match self {
+            // What `ask_user` asks: a question (one, or several together) or a form.
+            Self::AskUser => common(object(asked(&["question", "form"]))),
+            // Any question a client asked, of every kind: an approval's also has its decision.
+            Self::GetOutcome => {
+                let mut fields = object(asked(&["question", "form", "confirm", "approval"]));
+                fields.extend(object(decided));
+                common(fields)
+            }
             Self::Confirm => common(object(json!({
                 "value": {"type": ["boolean", "null"], "description": "their answer, or the default on timeout; null while pending"},
                 "timed_out": {"type": "boolean"},
             }))),
-            Self::RequestApproval => common(object(json!({
-                "decision": {"type": ["string", "null"], "enum": ["once", "always", "granted", "edited", "rejected", null]},
-                "action": {"type": ["string", "null"], "description": "with `edited`: the action to take instead"},
-                "feedback": {"type": ["string", "null"]},
-            }))),
+            Self::RequestApproval => common(object(decided)),
             Self::Notify => json!({
                 "type": "object",
                 "properties": {"sent": {"type": "boolean"}, "conversation": {"type": "string"}},
@@ -319,34 +321,33 @@ pub(super) fn outcome(tool: Tool, question: &Question) -> CallToolResult {
         Some(Outcome::Expired { value }) => (value.clone().unwrap_or(Value::Null), None, true, None),
         Some(Outcome::Cancelled { reason }) => (Value::Null, None, false, Some(reason.clone())),
     };
+    let asked = |fields: &mut Map<String, Value>| {
+        fields.insert("kind".into(), json!(question.kind));
+        fields.insert("value".into(), value.clone());
+        fields.insert("feedback".into(), json!(feedback));
+        fields.insert("timed_out".into(), json!(timed_out));
+        fields.insert("reason".into(), json!(reason));
+    };
+    let decided = |fields: &mut Map<String, Value>| {
+        let edited = crate::question::edited_action(&value).map(str::to_owned);
+        fields.insert("decision".into(), json!(decision(question, edited.is_some())));
+        fields.insert("action".into(), json!(edited));
+        fields.insert("feedback".into(), json!(feedback));
+    };
     match tool {
-        Tool::AskUser | Tool::GetOutcome | Tool::Notify => {
-            fields.insert("kind".into(), json!(question.kind));
-            fields.insert("value".into(), value);
-            fields.insert("feedback".into(), json!(feedback));
-            fields.insert("timed_out".into(), json!(timed_out));
-            fields.insert("reason".into(), json!(reason));
+        Tool::AskUser | Tool::Notify => asked(fields),
+        // Every field its kind has, under the one schema `get_outcome` declares.
+        Tool::GetOutcome => {
+            asked(fields);
+            if question.kind == Kind::Approval {
+                decided(fields);
+            }
         }
         Tool::Confirm => {
-            fields.insert("value".into(), value);
+            fields.insert("value".into(), value.clone());
             fields.insert("timed_out".into(), json!(timed_out));
         }
-        Tool::RequestApproval => {
-            let edited = crate::question::edited_action(&value).map(str::to_owned);
-            let decision = match (&question.outcome, value.as_str()) {
-                (None, _) => None,
-                (Some(Outcome::Answered { .. }), _) if edited.is_some() => Some("edited"),
-                (Some(Outcome::Answered { .. }), Some("always")) if question.answered_via == Some(Surface::Gateway) => {
-                    Some("granted")
-                }
-                (Some(Outcome::Answered { .. }), Some("always")) => Some("always"),
-                (Some(Outcome::Answered { .. }), _) => Some("once"),
-                _ => Some("rejected"),
-            };
-            fields.insert("decision".into(), json!(decision));
-            fields.insert("action".into(), json!(edited));
-            fields.insert("feedback".into(), json!(feedback));
-        }
+        Tool::RequestApproval => decided(fields),
     }
     let line = if question.is_pending() {
         format!("pending: question {} waits for an answer; call get_outcome with its id", question.id)
@@ -356,6 +357,21 @@ pub(super) fn outcome(tool: Tool, question: &Question) -> CallToolResult {
     let mut result = CallToolResult::structured(result);
     result.content = vec![ContentBlock::text(line)];
     result
+}
+
+/// An approval's decision: none while it is pending.
+fn decision(question: &Question, edited: bool) -> Option<&'static str> {
+    let value = match &question.outcome {
+        None => return None,
+        Some(Outcome::Answered { value }) => value,
+        Some(_) => return Some("rejected"),
+    };
+    Some(match value.as_str() {
+        _ if edited => "edited",
+        Some("always") if question.answered_via == Some(Surface::Gateway) => "granted",
+        Some("always") => "always",
+        _ => "once",
+    })
 }
 
 /// The result of `notify`.

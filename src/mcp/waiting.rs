@@ -11,7 +11,10 @@
 //!
 //! A client tells the two apart only by the reason of its `notifications/cancelled`: rmcp
 //! sends `request timeout`, the TypeScript SDK `… Request timed out`; a user's cancel says
-//! something else, or nothing.
+//! something else, or nothing. A 2026-07-28 client over HTTP sends none: it cancels a call by
+//! closing its stream, as a dropped connection closes it. Such a call is *gone*
+//! ([`Ending::Gone`]): its question waits `reattach_grace` for the same call (or `get_outcome`)
+//! to come back, and is cancelled after that, so that no card waits for an answer nobody hears.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -119,9 +122,13 @@ pub(super) enum Ending {
     /// The user of the agent cancelled the call or its task: the question is cancelled with
     /// this reason (`client`).
     Deliberate(&'static str),
-    /// The client stopped waiting (a timeout, a closed session or connection): the question
-    /// goes on waiting for a call that attaches to it.
+    /// The client stopped waiting (a timeout, a closed session): the question goes on waiting
+    /// for a call that attaches to it.
     Detached(&'static str),
+    /// A 2026-07-28 client closed the call's stream without a word: a cancel, or a connection
+    /// that dropped. The question waits for the same call to come back within the grace, and is
+    /// cancelled after it.
+    Gone,
 }
 
 /// Whether a cancellation's reason is a client's timeout rather than a person's decision.
@@ -187,9 +194,9 @@ impl Waiter {
                 Some(Some(reason)) if is_timeout(&reason) => Ending::Detached("timeout"),
                 // The session ended meanwhile, which ended the call.
                 None if peer.is_transport_closed() => Ending::Detached("session_closed"),
-                // A client without a session (2026-07-28) cancels by saying so; one that only
-                // went away (its connection dropped, the agent restarted) detached.
-                None if *sessionless => Ending::Detached("disconnected"),
+                // A client without a session (2026-07-28) cancels by closing the call's stream,
+                // which is also what a dropped connection looks like: it may come back.
+                None if *sessionless => Ending::Gone,
                 _ => Ending::Deliberate("client"),
             },
             Self::Task(_) => Ending::Deliberate("client"),
@@ -267,6 +274,11 @@ fn canonical(value: &Value) -> String {
 struct Open {
     question: QuestionId,
     kept_until: i64,
+    /// Calls waiting on it now.
+    waiting: u32,
+    /// Set while its last call is gone and it waits for one to come back: cancelled when one
+    /// does.
+    back: Option<CancellationToken>,
 }
 
 /// The asks whose outcome no call has taken yet, by what was asked. An entry goes when a call
@@ -280,22 +292,83 @@ struct Open {
 pub(super) struct OpenAsks(Mutex<HashMap<AskKey, Open>>);
 
 impl OpenAsks {
-    /// The question an earlier call with the same key asked and no call took the outcome of.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AskKey, Open>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The question an earlier call with the same key asked and no call took the outcome of;
+    /// a call that finds it has come back to it.
     pub(super) fn find(&self, key: &AskKey, now: i64) -> Option<QuestionId> {
-        let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut open = self.lock();
         open.retain(|_, o| o.kept_until > now);
-        open.get(key).map(|o| o.question)
+        let found = open.get_mut(key)?;
+        if let Some(back) = found.back.take() {
+            back.cancel();
+        }
+        Some(found.question)
     }
 
     /// Keeps `question`, just asked for `key`.
     pub(super) fn asked(&self, key: AskKey, question: &Question) {
         let kept_until = question.expires_at.unwrap_or(question.created_at).saturating_add(KEPT_MS);
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, Open { question: question.id, kept_until });
+        let open = Open { question: question.id, kept_until, waiting: 0, back: None };
+        self.lock().insert(key, open);
     }
 
     /// Forgets `question`: its outcome was handed to a call, or it was cancelled.
     pub(super) fn taken(&self, question: QuestionId) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).retain(|_, o| o.question != question);
+        self.lock().retain(|_, o| {
+            let keep = o.question != question;
+            if let (false, Some(back)) = (keep, &o.back) {
+                back.cancel();
+            }
+            keep
+        });
+    }
+
+    /// A client asked for `question`'s outcome by its id (`get_outcome`): it came back to it.
+    pub(super) fn came_back(&self, question: QuestionId) {
+        for open in self.lock().values_mut().filter(|o| o.question == question) {
+            if let Some(back) = open.back.take() {
+                back.cancel();
+            }
+        }
+    }
+
+    /// Counts a call waiting on `question` while the guard lives.
+    pub(super) fn waiting(self: &Arc<Self>, question: QuestionId) -> Waiting {
+        for open in self.lock().values_mut().filter(|o| o.question == question) {
+            open.waiting += 1;
+        }
+        Waiting { open: self.clone(), question }
+    }
+
+    /// `question`'s call went away without saying why: cancelled when a call comes back (the
+    /// same call again, or `get_outcome`); none when no entry keeps it.
+    pub(super) fn gone(&self, question: QuestionId) -> Option<CancellationToken> {
+        let mut open = self.lock();
+        let entry = open.values_mut().find(|o| o.question == question)?;
+        let back = entry.back.get_or_insert_with(CancellationToken::new);
+        Some(back.clone())
+    }
+
+    /// Whether a call waits on `question` now.
+    pub(super) fn is_waited_on(&self, question: QuestionId) -> bool {
+        self.lock().values().any(|o| o.question == question && o.waiting > 0)
+    }
+}
+
+/// A call waiting on a question, counted in [`OpenAsks`] while it lives.
+pub(super) struct Waiting {
+    open: Arc<OpenAsks>,
+    question: QuestionId,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        for open in self.open.lock().values_mut().filter(|o| o.question == self.question) {
+            open.waiting = open.waiting.saturating_sub(1);
+        }
     }
 }
 

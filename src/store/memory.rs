@@ -155,8 +155,8 @@ impl Store for MemoryStore {
         Ok(self.open()?.grants(find))
     }
 
-    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        Ok(self.open()?.due_callbacks(now, limit as usize))
+    async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        Ok(self.open()?.due_callbacks(now, to, limit as usize))
     }
 
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {

@@ -17,12 +17,13 @@ pub(super) const TAKE: &str = "UPDATE callbacks SET leased_until = $1, attempts 
 pub(super) const TRIED: &str = "UPDATE callbacks SET delivered_at = $1, gave_up_at = $2, next_at = $3, last_error = $4, \
      leased_until = NULL WHERE id = $5 AND leased_until = $6 AND delivered_at IS NULL AND gave_up_at IS NULL";
 
-/// The due callbacks at `$1`, at most `$2`, with when their run ended.
+/// The due callbacks at `$1` whose URL starts with `$2`, at most `$3`, with when their run
+/// ended.
 pub(super) const DUE: &str = "SELECT c.id, c.run_id, c.question_id, c.url, c.headers, c.secret, c.created_at, \
      c.attempts, r.updated_at AS ended_at FROM callbacks c JOIN runs r ON r.id = c.run_id \
      WHERE c.delivered_at IS NULL AND c.gave_up_at IS NULL AND r.status IN ('finished', 'failed', 'cancelled') \
      AND (c.next_at IS NULL OR c.next_at <= $1) AND (c.leased_until IS NULL OR c.leased_until <= $1) \
-     ORDER BY c.created_at LIMIT $2";
+     AND substr(c.url, 1, length($2)) = $2 ORDER BY c.created_at LIMIT $3";
 
 /// Deletes up to `$2` callbacks written before `$1` that are settled, or whose run was never
 /// written (its ask failed after the callback was) or is gone.

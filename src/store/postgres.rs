@@ -242,8 +242,9 @@ impl Store for PostgresStore {
         reads::grants(self, find).await
     }
 
-    async fn due_callbacks(&self, now: i64, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        let rows = sqlx::query(super::outbox::DUE).bind(now).bind(i64::from(limit)).fetch_all(&self.pool).await?;
+    async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        let due = sqlx::query(super::outbox::DUE).bind(now).bind(to).bind(i64::from(limit));
+        let rows = due.fetch_all(&self.pool).await?;
         rows.iter().map(super::outbox::from_row).collect()
     }
 

@@ -315,3 +315,87 @@ async fn an_ask_user_question_is_answered_on_the_web_page() {
     browser.quit().await;
     app.stop().await;
 }
+
+/// `[claude_code]` with a second agent, `other`, whose token is in `OTHER_TOKEN`.
+const TWO_AGENTS: &str = "\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\"]\n\n[[agents]]\nname = \"other\"\ntoken_env = \"OTHER_TOKEN\"\n";
+
+#[tokio::test]
+async fn another_agents_stop_hook_naming_the_same_project_leaves_a_relayed_prompt_waiting() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(
+        &write_config(dir.path(), TWO_AGENTS),
+        &[("OTHER_TOKEN", "other-agent-token-of-at-least-32-chars")],
+    );
+    let (base, token) = served.agent(dir.path()).await;
+    let relayed = |id: &str, session: &str| {
+        json!({"request_id": id, "tool_name": "Bash", "description": "Deploy",
+               "input_preview": "{\"command\":\"make deploy\"}", "cwd": "/home/dev/app", "session_id": session})
+    };
+    let relay = |body: Value| {
+        let (base, token) = (base.clone(), token.clone());
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(format!("{base}/hooks/claude-code/permission"))
+                .bearer_auth(&token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            response.json::<Value>().await.unwrap()
+        })
+    };
+    let stop = |session: &str| json!({"hook_event_name": "Stop", "session_id": session, "cwd": "/home/dev/app"});
+    let pending = relay(relayed("abcde", "ses-a"));
+    let id = served.card_id("Bash: make deploy").await;
+
+    // Another agent's Stop, and another session's of the same agent, name the same project:
+    // the card stays.
+    assert_eq!(post(&base, "other-agent-token-of-at-least-32-chars", &stop("ses-a")).await.0, 200);
+    assert_eq!(post(&base, &token, &stop("ses-b")).await.0, 200);
+    let (_, operator) = served.api(dir.path()).await;
+    let listed = crate::support::get_json(&format!("{base}/api/questions?status=pending"), &operator).await;
+    assert_eq!(listed["questions"].as_array().map(Vec::len), Some(1), "still waiting: {listed}");
+    // Its own session's Stop retracts it.
+    assert_eq!(post(&base, &token, &stop("ses-a")).await.0, 200);
+    let retracted = served.stdout_line(&format!("[{id}]")).await;
+    assert!(retracted.contains("cancelled (answered in Claude Code)"), "{retracted}");
+    let lines = served.stdout();
+    assert_eq!(lines.matches(&format!("[{id}]")).count(), 1, "{lines}");
+    assert_eq!(pending.await.unwrap()["behavior"], Value::Null);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_allow_always_on_a_hook_covers_that_project_of_that_agent_only() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start_with_env(
+        &write_config(dir.path(), TWO_AGENTS),
+        &[("OTHER_TOKEN", "other-agent-token-of-at-least-32-chars")],
+    );
+    let (base, token) = served.agent(dir.path()).await;
+    let in_project = |cwd: &str| {
+        let mut body = bash("make release");
+        body["cwd"] = json!(cwd);
+        body
+    };
+    let pending = posted(&base, &token, in_project("/home/dev/app"));
+    let id = served.card_id("Bash: make release").await;
+    served.type_line(&format!("/approve {id} always")).await;
+    assert_eq!(decision(&pending.await.unwrap().1).0, "allow");
+
+    // The same agent in the same project: granted, no card.
+    let (_, again) = post(&base, &token, &in_project("/home/dev/app")).await;
+    assert_eq!(decision(&again).0, "allow", "{again}");
+    assert_eq!(served.cards("Bash: make release"), 1);
+
+    // Another project of the same agent, and the same project of another agent: asked.
+    for (who, cwd, n) in
+        [(token.as_str(), "/home/dev/other", 2), ("other-agent-token-of-at-least-32-chars", "/home/dev/app", 3)]
+    {
+        let pending = posted(&base, who, in_project(cwd));
+        let id = served.nth_card_id("Bash: make release", n).await;
+        served.type_line(&format!("/deny {id}")).await;
+        assert_eq!(decision(&pending.await.unwrap().1).0, "deny", "{who} in {cwd}");
+    }
+    served.terminate().await;
+}

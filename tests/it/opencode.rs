@@ -1,6 +1,7 @@
 //! opencode's prompts through the real binary, against a loopback server that speaks opencode's
 //! event stream (`GET /global/event`, one `data:` line per event) and its reply routes.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
@@ -23,6 +24,12 @@ struct Fake {
     authorization: Arc<Mutex<Vec<String>>>,
     /// What `GET /permission` and `GET /question` list as pending.
     pending: Arc<Mutex<Vec<Value>>>,
+    /// How many replies to refuse (500) before taking one.
+    refuse: Arc<AtomicUsize>,
+    /// Every reply that came, taken or refused: its path and whether it was taken.
+    attempts: Arc<Mutex<Vec<(String, bool)>>>,
+    /// `GET /project` never answers.
+    hang_projects: Arc<AtomicBool>,
 }
 
 impl Fake {
@@ -50,6 +57,13 @@ impl Fake {
             json!({"directory": directory, "project": "p", "payload": {"type": kind, "properties": properties}});
         for stream in self.streams.lock().unwrap().iter() {
             let _ = stream.send(format!("data: {event}\n\n"));
+        }
+    }
+
+    /// Sends `text` as it is to every open stream.
+    fn send_raw(&self, text: String) {
+        for stream in self.streams.lock().unwrap().iter() {
+            let _ = stream.send(text.clone());
         }
     }
 
@@ -95,6 +109,9 @@ async fn listed(
 
 /// The projects opencode knows: every directory a pending prompt names.
 async fn projects(State(fake): State<Fake>) -> axum::Json<Value> {
+    if fake.hang_projects.load(Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
     let pending = fake.pending.lock().unwrap().clone();
     let worktrees: Vec<Value> =
         pending.iter().filter_map(|p| p.get("directory")).map(|d| json!({"id": "p", "worktree": d})).collect();
@@ -119,10 +136,16 @@ async fn replied(
     Query(query): Query<std::collections::HashMap<String, String>>,
     uri: axum::http::Uri,
     body: axum::body::Bytes,
-) -> axum::Json<Value> {
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let refused = fake.refuse.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    fake.attempts.lock().unwrap().push((uri.path().to_owned(), !refused));
+    if refused {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "busy").into_response();
+    }
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     fake.replies.lock().unwrap().push((uri.path().to_owned(), query.get("directory").cloned(), body));
-    axum::Json(json!(true))
+    axum::Json(json!(true)).into_response()
 }
 
 #[tokio::test]
@@ -275,5 +298,126 @@ async fn an_opencode_permission_allowed_always_on_discord_reaches_opencode_as_al
     discord.click(ALICE, 555, message, always["custom_id"].as_str().unwrap());
     let (_, directory, body) = fake.reply("/permission/per_d/reply").await;
     assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "always"})));
+    served.terminate().await;
+}
+
+/// `[[opencode]]` named laptop at `url`, asking on the console.
+fn laptop(url: &str) -> String {
+    format!("\n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\nconversation = \"console:local\"\n")
+}
+
+/// `/healthz`'s line for the opencode server named laptop.
+async fn health_of_laptop(base: &str) -> String {
+    let body: Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
+    body["channels"]["opencode:laptop"].as_str().unwrap_or_default().to_owned()
+}
+
+fn permission(id: &str, command: &str) -> Value {
+    json!({"id": id, "sessionID": "ses_1", "permission": "bash", "patterns": [command], "metadata": {"command": command}})
+}
+
+#[tokio::test]
+async fn a_reply_opencode_refuses_is_sent_again_until_it_takes_it_also_across_a_restart() {
+    let (fake, url) = Fake::start().await;
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), &laptop(&url));
+    let mut served = Served::start(&config);
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    fake.refuse.store(2, Ordering::SeqCst);
+    fake.send("/home/dev/app", "permission.asked", permission("per_r", "make deploy"));
+    let id = served.card_id("bash: make deploy").await;
+    served.type_line(&format!("/approve {id}")).await;
+    let (_, directory, body) = fake.reply("/permission/per_r/reply").await;
+    assert_eq!((directory.as_deref(), body), (Some("/home/dev/app"), json!({"reply": "once"})));
+    let attempts = fake.attempts.lock().unwrap().clone();
+    assert_eq!(attempts.iter().map(|a| a.1).collect::<Vec<_>>(), [false, false, true], "{attempts:?}");
+    served.log_line("opencode refused a reply; it is sent again").await;
+
+    // Refused until askgate stops: the next askgate sends it.
+    fake.refuse.store(usize::MAX, Ordering::SeqCst);
+    fake.send("/home/dev/app", "permission.asked", permission("per_s", "make stop"));
+    let id = served.card_id("bash: make stop").await;
+    served.type_line(&format!("/deny {id} not now")).await;
+    // Its refusal recorded (a stop in the middle of an attempt leaves the reply to the next
+    // askgate only once that attempt's hold on it has run out).
+    eventually(|| async { (served.log().matches("not delivered; it is tried again").count() >= 3).then_some(()) })
+        .await;
+    assert!(served.terminate().await.success());
+    fake.refuse.store(0, Ordering::SeqCst);
+    let served = Served::start(&config);
+    let (_, _, body) = fake.reply("/permission/per_s/reply").await;
+    assert_eq!(body, json!({"reply": "reject", "message": "not now"}));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_list_that_hangs_holds_up_no_event_and_healthz_says_so() {
+    let (fake, url) = Fake::start().await;
+    fake.hang_projects.store(true, Ordering::SeqCst);
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), &laptop(&url)));
+    let (base, _) = served.api(dir.path()).await;
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    fake.send("/home/dev/app", "permission.asked", permission("per_h", "make hang"));
+    let id = served.card_id("bash: make hang").await;
+    let health = eventually(|| async {
+        let health = health_of_laptop(&base).await;
+        health.starts_with("degraded").then_some(health)
+    })
+    .await;
+    assert!(health.contains("GET /project did not answer within 10 s"), "{health}");
+    served.type_line(&format!("/approve {id}")).await;
+    fake.reply("/permission/per_h/reply").await;
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn healthz_names_an_opencode_that_never_answers() {
+    // It takes connections and never says a word.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &laptop(&url)));
+    let (base, _) = served.api(dir.path()).await;
+    let health = eventually(|| async {
+        let health = health_of_laptop(&base).await;
+        health.starts_with("degraded").then_some(health)
+    })
+    .await;
+    assert!(health.contains("/global/event did not answer within 10 s"), "{health}");
+    held.abort();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_event_line_of_100_mb_is_skipped_without_being_kept_and_the_next_event_is_heard() {
+    let (fake, url) = Fake::start().await;
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &laptop(&url)));
+    eventually(|| async { (!fake.streams.lock().unwrap().is_empty()).then_some(()) }).await;
+    let pid = served.child.id().unwrap();
+    let peak = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap().to_owned();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+    };
+    let before = peak();
+    // 100 MB of one line without a newline, a megabyte at a time, then an event.
+    let chunk = "x".repeat(1 << 20);
+    for _ in 0..100 {
+        fake.send_raw(chunk.clone());
+    }
+    fake.send_raw("\n".to_owned());
+    fake.send("/home/dev/app", "permission.asked", permission("per_big", "make after"));
+    served.card_id("bash: make after").await;
+    let grown = peak().saturating_sub(before);
+    assert!(grown < 40, "peak memory grew {grown} MB reading a 100 MB line");
+    served.log_line("skipped an event line longer than askgate reads").await;
     served.terminate().await;
 }

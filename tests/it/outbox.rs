@@ -50,7 +50,7 @@ async fn tried(store: &Arc<dyn Store>, id: &str, at: i64, lease: Option<i64>, tr
 }
 
 async fn due(store: &Arc<dyn Store>, now: i64) -> Vec<String> {
-    store.due_callbacks(now, 10).await.unwrap().into_iter().map(|c| c.id).collect()
+    store.due_callbacks(now, "http", 10).await.unwrap().into_iter().map(|c| c.id).collect()
 }
 
 /// A run that waits, stored with its question as an ask does.
@@ -70,8 +70,16 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     store.ask(&run, &Arc::new(question)).await.unwrap();
     assert_eq!(due(&store, T0 + 10).await, Vec::<String>::new(), "its run waits");
     store.finish_run(run.id, RunStatus::Finished, "done", T0 + 5).await.unwrap();
-    let read = store.due_callbacks(T0 + 10, 10).await.unwrap();
+    let read = store.due_callbacks(T0 + 10, "http", 10).await.unwrap();
     assert_eq!(read, [Callback { ended_at: Some(T0 + 5), ..callback("cb-1", run.id) }], "read back exactly");
+    // Each sender reads only the rows of its own URLs: an opencode server's replies are not
+    // an agent's callbacks, nor another server's.
+    let reply = Callback { url: "opencode://laptop/permission/per_1/reply".into(), ..callback("oc-1", run.id) };
+    add(&store, reply).await.unwrap();
+    let ids = |due: Vec<Callback>| due.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.due_callbacks(T0 + 10, "opencode://laptop/", 10).await.unwrap()), ["oc-1"]);
+    assert_eq!(ids(store.due_callbacks(T0 + 10, "opencode://lap/", 10).await.unwrap()), Vec::<String>::new());
+    assert_eq!(due(&store, T0 + 10).await, ["cb-1"], "an http sender reads no reply to opencode");
 
     let (a, b) = tokio::join!(take(&store, "cb-1", T0 + 10), take(&store, "cb-1", T0 + 10));
     assert!(a.is_some() ^ b.is_some(), "one sender takes it: {a:?} {b:?}");
@@ -88,7 +96,7 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     assert!(tried(&store, "cb-1", T0 + 60_020, next, retry).await);
     assert_eq!(due(&store, T0 + 60_999).await, Vec::<String>::new(), "it pauses between attempts");
     assert_eq!(take(&store, "cb-1", T0 + 60_999).await, None, "nor is it taken during the pause");
-    let again = store.due_callbacks(T0 + 61_000, 10).await.unwrap();
+    let again = store.due_callbacks(T0 + 61_000, "http", 10).await.unwrap();
     assert_eq!(again.iter().map(|c| c.attempts).collect::<Vec<_>>(), [2], "each attempt was counted");
     store.close().await;
 }

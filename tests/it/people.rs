@@ -500,6 +500,9 @@ async fn the_composer_answers_what_waits_for_its_person_on_the_board_by_a_plain_
     let said = compose(&base, &alice, &format!("/answer {bobs} 1")).await;
     assert_eq!(said["receipt"]["receipt"], "unknown", "{said}");
     assert_eq!(status(bobs).await["status"], "pending");
+    served.terminate().await;
+}
+
 #[tokio::test]
 async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_and_nothing_is_done() {
     let dir = TempDir::new().unwrap();

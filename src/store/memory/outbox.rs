@@ -48,7 +48,7 @@ impl Tables {
     }
 
     /// See [`crate::store::Store::due_callbacks`].
-    pub(super) fn due_callbacks(&self, now: i64, limit: usize) -> Vec<Callback> {
+    pub(super) fn due_callbacks(&self, now: i64, to: &str, limit: usize) -> Vec<Callback> {
         let ended = |k: &Outboxed| {
             let run = self.runs.get(&k.callback.run)?;
             let done = matches!(run.status, RunStatus::Finished | RunStatus::Failed | RunStatus::Cancelled);
@@ -58,6 +58,7 @@ impl Tables {
             .callbacks
             .iter()
             .filter(|k| !k.settled && k.next_at.is_none_or(|t| t <= now) && k.leased_until.is_none_or(|t| t <= now))
+            .filter(|k| k.callback.url.starts_with(to))
             .filter_map(|k| ended(k).map(|at| Callback { ended_at: Some(at), ..k.callback.clone() }))
             .collect();
         due.sort_by_key(|c| c.created_at);
