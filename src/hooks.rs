@@ -206,10 +206,28 @@ impl HookInput {
             }
             _ => return Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
         };
+        // Keyed by each question's text as Claude Code sent it: the card shows it made safe.
+        let asked: Vec<&str> = self
+            .tool_input
+            .get("questions")
+            .and_then(Value::as_array)
+            .map(|questions| {
+                questions.iter().map(|q| q.get("question").and_then(Value::as_str).unwrap_or("")).collect()
+            })
+            .unwrap_or_default();
+        let answered: Vec<(&str, Value)> = match &question.form {
+            Some(form) => form
+                .fields
+                .iter()
+                .zip(&asked)
+                .filter_map(|(field, text)| Some((*text, value.get(&field.key)?.clone())))
+                .collect(),
+            None => asked.first().map(|text| vec![(*text, value.clone())]).unwrap_or_default(),
+        };
         let mut answers = Map::new();
-        for (text, value) in by_question(question, value) {
+        for (text, value) in answered {
             // Several labels are joined with `, `, as Claude Code reads them.
-            answers.insert(text, json!(crate::question::display_value(Kind::Question, &value)));
+            answers.insert(text.to_owned(), json!(crate::question::display_value(Kind::Question, &value)));
         }
         let mut input = self.tool_input.clone();
         input.insert("answers".into(), Value::Object(answers));

@@ -96,7 +96,8 @@ pub struct Conversation(String);
 #[serde(try_from = "String", into = "String")]
 pub struct UserRef(String);
 
-/// A conversation or user reference that is not `channel:rest`.
+/// A conversation or user reference that is not `channel:rest` (without white space, control or
+/// invisible characters).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("`{0}` is not of the form channel:id (e.g. telegram:42)")]
 pub struct BadRef(pub String);
@@ -107,7 +108,7 @@ fn parse_ref(s: &str) -> Result<(), BadRef> {
             !channel.is_empty()
                 && channel.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                 && !rest.is_empty()
-                && !rest.chars().any(char::is_whitespace)
+                && !rest.chars().any(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
         }
         None => false,
     };

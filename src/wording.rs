@@ -221,7 +221,8 @@ pub fn deadline(q: &Question, now_ms: i64) -> String {
     let when = expiry_in(q.expires_at, now_ms, &q.presentation);
     match (&q.default, q.expires_at) {
         (Some(default), Some(_)) => {
-            say!(l, "card.then", when = when, value = crate::question::display_value_in(q.kind, default, l))
+            let value = crate::question::display_value_in(q.kind, default, l);
+            say!(l, "card.then", when = when, value = crate::text::safe_line(&value))
         }
         _ => when,
     }
@@ -340,7 +341,8 @@ pub fn receipt(receipt: &Receipt, question: Option<&Question>, l: Locale) -> Opt
         },
         Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
             (Outcome::Answered { value }, Some(by)) => {
-                say!(l, "receipt.answered_by", value = crate::question::display_value_in(kind, value, l), by = by)
+                let value = crate::question::display_value_in(kind, value, l);
+                say!(l, "receipt.answered_by", value = crate::text::safe(&value), by = by)
             }
             (other, _) => say!(l, "receipt.closed", summary = other.summary_in(kind, l)),
         },

@@ -32,6 +32,7 @@ mod quorum;
 mod revisions;
 mod routing;
 mod security;
+mod shown;
 mod slack;
 mod store;
 mod support;
