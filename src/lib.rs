@@ -20,7 +20,7 @@
 //! opencode  -> config, engine, hooks, question, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
-//! client    -> config, http, question, store
+//! client    -> config, http, question, store, text
 //! ```
 //!
 //! - [`text`]: clipping text to a length, and the one markup a detail may carry.

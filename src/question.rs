@@ -247,6 +247,8 @@ text_enum!(
         Webhook = "webhook",
         /// The web page.
         Web = "web",
+        /// The terminal UI, `askgate tui`.
+        Tui = "tui",
         /// The REST API.
         Api = "api",
         /// askgate itself: timeouts, cancellations, standing grants.

@@ -107,7 +107,9 @@ pub(super) async fn say(
     }
     let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);
-    let inbound = Inbound::text(conversation.clone(), caller.user.clone(), Surface::Web, text).in_private(true);
+    // The person's own conversation is on the page, or in the TUI when that is where they typed.
+    let surface = if caller.via == Surface::Tui { Surface::Tui } else { Surface::Web };
+    let inbound = Inbound::text(conversation.clone(), caller.user.clone(), surface, text).in_private(true);
     let response = state.engine.handle(inbound).await;
     if let Some(reply) = &response.text {
         web.push(&conversation, "askgate", reply, None);
