@@ -142,6 +142,53 @@ pub fn clip(text: &str, max: usize, mark: &str) -> String {
     clipped
 }
 
+/// `text` in parts of at most `max` characters, for a platform that takes a message at a time:
+/// cut at line breaks where the lines fit, else between grapheme clusters ([`clip`]'s rule). At
+/// most `most` parts; when more would be needed, the last ends with `mark` (within `max`). No
+/// part is blank, or starts or ends with a line break.
+pub fn split(text: &str, max: usize, most: usize, mark: &str) -> Vec<String> {
+    let max = max.max(1);
+    let mut parts: Vec<String> = Vec::new();
+    let mut part = String::new();
+    let mut used = 0;
+    let mut flush = |part: &mut String, used: &mut usize| {
+        let done = std::mem::take(part);
+        *used = 0;
+        let done = done.trim_matches('\n');
+        if !done.trim().is_empty() {
+            parts.push(done.to_owned());
+        }
+    };
+    for line in text.split_inclusive('\n') {
+        let length = line.chars().count();
+        if used + length > max {
+            flush(&mut part, &mut used);
+        }
+        if length <= max {
+            part.push_str(line);
+            used += length;
+            continue;
+        }
+        for grapheme in line.graphemes(true) {
+            let length = grapheme.chars().count();
+            if used + length > max {
+                flush(&mut part, &mut used);
+            }
+            part.push_str(grapheme);
+            used += length;
+        }
+    }
+    flush(&mut part, &mut used);
+    if parts.len() > most && most > 0 {
+        parts.truncate(most);
+        if let Some(last) = parts.last_mut() {
+            let keep = max.saturating_sub(mark.chars().count());
+            *last = format!("{}{mark}", clip(last, keep, ""));
+        }
+    }
+    parts
+}
+
 /// A piece of a question's detail: prose, or code that surfaces show verbatim in a fixed-width
 /// font (Telegram `<pre>`, a Discord code block, an indented block on text-only channels).
 #[derive(Debug, PartialEq, Eq)]
@@ -213,7 +260,22 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 mod tests {
     use std::ops::Add;
 
-    use super::{Piece, clip, glob, pieces, safe, safe_line, shows_hidden};
+    use super::{Piece, clip, glob, pieces, safe, safe_line, shows_hidden, split};
+
+    #[test]
+    fn a_long_text_splits_at_line_breaks_into_parts_that_fit() {
+        assert_eq!(split("one\ntwo\nthree", 8, 10, "…"), ["one\ntwo", "three"]);
+        assert_eq!(split("short", 100, 10, "…"), ["short"]);
+        assert_eq!(split("abcd\n\nef", 4, 10, "…"), ["abcd", "ef"]);
+        assert_eq!(split("abcdefgh\n\n\nij", 4, 10, "…"), ["abcd", "efgh", "ij"], "a long line is cut, blank parts go");
+        let family = "\u{1F469}\u{200D}\u{1F469}\u{200D}\u{1F467}";
+        assert_eq!(split(&format!("ab{family}"), 4, 10, "…"), ["ab", family], "an emoji is never split");
+        let many = "x\n".repeat(10);
+        assert_eq!(split(&many, 2, 3, "…"), ["x", "x", "x…"], "at most three parts, the last marked");
+        for part in split(&"ünï ".repeat(1000), 97, 100, "…") {
+            assert!(part.chars().count() <= 97);
+        }
+    }
 
     #[test]
     fn controls_and_escape_sequences_are_shown_not_obeyed() {

@@ -84,7 +84,8 @@ fn own(user: &crate::question::UserRef) -> Result<Conversation, ApiError> {
 fn refusal(text: &str, may: Powers) -> Option<ApiError> {
     let (allowed, code, message) = match Command::parse(text) {
         Some(Ok(Command::Run { .. })) => (may.ask, "may_not_ask", "this token may not start runs (--may answer,ask)"),
-        Some(Ok(Command::Pending | Command::Help | Command::Grants | Command::Web)) | Some(Err(_)) => return None,
+        Some(Ok(Command::Pending | Command::Show { .. } | Command::Help | Command::Grants | Command::Web))
+        | Some(Err(_)) => return None,
         _ => (may.answer, "may_not_answer", "this token may not answer (--may answer)"),
     };
     (!allowed).then(|| ApiError::new(StatusCode::FORBIDDEN, code, message))

@@ -232,8 +232,13 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     let screen = tui.wait_for("Using date-fns for dates; left the 87 emails where they are.").await;
     assert!(screen.contains("you: /run demo"), "{screen}");
     let runs = crate::support::get_json(&format!("{base}/api/questions?status=answered"), &operator).await;
-    let library = runs["questions"].as_array().unwrap().iter().find(|q| q["prompt"] == "Which library for date formatting?");
-    assert_eq!(library.map(|q| q["answered_via"].clone()), Some(json!("tui")), "a plain reply in the TUI is given there");
+    let library =
+        runs["questions"].as_array().unwrap().iter().find(|q| q["prompt"] == "Which library for date formatting?");
+    assert_eq!(
+        library.map(|q| q["answered_via"].clone()),
+        Some(json!("tui")),
+        "a plain reply in the TUI is given there"
+    );
 
     // askgate goes away: the title line says so first, its address whole at 80 columns.
     tui.keys(&["Tab"]);
@@ -276,7 +281,8 @@ async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
         "env ASKGATE_API_TOKEN={operator} NO_COLOR=1 {BIN} tui --config {} --url {base}",
         config.display()
     ));
-    tui.wait_for_all(&["fields: 1 Name*  2 age  3 plan*  4 topics  5 newsletter", "Enter fill in, field by field"]).await;
+    tui.wait_for_all(&["fields: 1 Name*  2 age  3 plan*  4 topics  5 newsletter", "Enter fill in, field by field"])
+        .await;
     tui.keys(&["Enter"]);
     tui.wait_for("1/5 · Name — text · required").await;
     tui.text("Ada Lovelace");
