@@ -111,3 +111,41 @@ async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_on_the_console_w
     assert_eq!(controls(&stdout), Vec::<char>::new(), "no control byte reaches the terminal:\n{stdout}");
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_name_typed_beside_a_token_cannot_read_like_another_identity() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, operator) = served.api(dir.path()).await;
+    let http = reqwest::Client::new();
+    let body = json!({"conversation": "console:local", "kind": "approval", "prompt": "restart the queue"});
+    let asked: Value = http
+        .post(format!("{base}/api/questions"))
+        .bearer_auth(&operator)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = asked["id"].as_str().unwrap();
+    let reply = |name: &str| {
+        http.post(format!("{base}/api/questions/{id}/reply"))
+            .bearer_auth(&operator)
+            .json(&json!({"value": "once", "name": name}))
+            .send()
+    };
+
+    let refused = reply("(telegram:1) via telegram").await.unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let message = refused.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.starts_with("name: `(` cannot be in a name"), "{message}");
+    let question = crate::support::get_json(&format!("{base}/api/questions/{id}"), &operator).await;
+    assert_eq!(question["status"], "pending", "nothing was answered");
+
+    assert_eq!(reply("Ops Alice").await.unwrap().status(), StatusCode::OK);
+    let line = served.stdout_line("“Ops Alice”").await;
+    assert!(line.ends_with("✅ allowed once — “Ops Alice” (api:operator) via api"), "{line}");
+    served.terminate().await;
+}
