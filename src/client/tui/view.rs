@@ -228,15 +228,21 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let fixed = Paragraph::new(fixed).wrap(Wrap { trim: false });
     let fixed_rows =
         u16::try_from(fixed.line_count(inner.width)).unwrap_or(u16::MAX).min(inner.height.saturating_sub(2));
-    let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(fixed_rows)]).areas(inner);
-    frame.render_widget(fixed, bottom);
     let body = Paragraph::new(body).wrap(Wrap { trim: false });
-    let total = body.line_count(top.width);
-    if total <= usize::from(top.height) {
+    let total = body.line_count(inner.width);
+    if total + usize::from(fixed_rows) <= usize::from(inner.height) {
+        // It all fits: the options and keys right under the text.
+        let rows = u16::try_from(total).unwrap_or(u16::MAX);
+        let [top, bottom, _] =
+            Layout::vertical([Constraint::Length(rows), Constraint::Length(fixed_rows), Constraint::Min(0)])
+                .areas(inner);
         app.page.set((total, total));
         frame.render_widget(body, top);
+        frame.render_widget(fixed, bottom);
         return;
     }
+    let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(fixed_rows)]).areas(inner);
+    frame.render_widget(fixed, bottom);
     // Longer than the room: a window of it, and a line that says where it is and how to move.
     let [text, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(top);
     let page = usize::from(text.height);
