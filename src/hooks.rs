@@ -350,3 +350,34 @@ pub fn reply(event: Event, answer: &Answer) -> Value {
     output["hookEventName"] = json!(event.name());
     json!({"hookSpecificOutput": output})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::question::Status;
+
+    fn answered(input: &HookInput, value: Value) -> Answer {
+        let mut q = crate::question::test_question(input.questions(60).unwrap());
+        (q.status, q.outcome) = (Status::Answered, Some(Outcome::Answered { value }));
+        input.answered(&q)
+    }
+
+    #[test]
+    fn claude_codes_questions_are_answered_under_the_texts_it_sent_not_as_the_card_showed_them() {
+        let hook = |questions: Value| {
+            let body = json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+                              "tool_input": {"questions": questions}});
+            HookInput::parse(body.to_string().as_bytes()).unwrap().1
+        };
+        let one = hook(json!([{"question": "Which\r one?", "options": [{"label": "a"}, {"label": "b"}]}]));
+        let Answer::Allow { input: Some(input), .. } = answered(&one, json!("b")) else { panic!() };
+        assert_eq!(input["answers"], json!({"Which\r one?": "b"}));
+
+        let two =
+            hook(json!([{"question": "First\u{200B}?", "header": "One"}, {"question": "Second?", "header": "Two"}]));
+        let Answer::Allow { input: Some(input), .. } = answered(&two, json!({"One": "x", "Two": "y"})) else {
+            panic!()
+        };
+        assert_eq!(input["answers"], json!({"First\u{200B}?": "x", "Second?": "y"}));
+    }
+}

@@ -101,6 +101,10 @@ async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_on_the_console_w
     expected.sort();
     assert_eq!(prompts, expected);
 
+    // What the console's own person types is echoed back made safe too.
+    served.type_line("/answer \x1b[31mred 1").await;
+    served.stdout_line("␛[31mred").await;
+
     served.type_line(&format!("/deny {} not this", ids[1])).await;
     for id in [&ids[0], &ids[2]] {
         served.type_line(&format!("/decline {id}")).await;
@@ -148,4 +152,54 @@ async fn a_name_typed_beside_a_token_cannot_read_like_another_identity() {
     let line = served.stdout_line("“Ops Alice”").await;
     assert!(line.ends_with("✅ allowed once — “Ops Alice” (api:operator) via api"), "{line}");
     served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_approval_whose_text_had_to_be_made_visible_is_asked_again_whatever_was_granted() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    let (base, agent) = served.agent(dir.path()).await;
+    let (_, operator) = served.api(dir.path()).await;
+    let http = reqwest::Client::new();
+    let ask = |prompt: &'static str| {
+        let body = json!({"conversation": "console:local", "kind": "approval", "prompt": prompt});
+        let request = http.post(format!("{base}/api/questions")).bearer_auth(&agent).json(&body);
+        async move {
+            let asked: Value = request.send().await.unwrap().json().await.unwrap();
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let status = |id: String| {
+        let (base, operator) = (base.clone(), operator.clone());
+        async move { crate::support::get_json(&format!("{base}/api/questions/{id}"), &operator).await["status"].clone() }
+    };
+    for (prompt, shown, granted) in
+        [("deploy now", "deploy now", true), ("deploy\u{200B} now", "deploy⟨U+200B⟩ now", false)]
+    {
+        ask(prompt).await;
+        let id = served.card_id(shown).await;
+        served.type_line(&format!("/approve {id} always")).await;
+        served.stdout_line(&format!("[{id}] ✅ allowed always")).await;
+        let again = ask(prompt).await;
+        if granted {
+            let answered =
+                crate::support::eventually(|| async { (status(again.clone()).await == "answered").then_some(()) });
+            answered.await;
+        } else {
+            // Asked again on the console.
+            crate::support::eventually(|| async { (served.cards(shown) == 2).then_some(()) }).await;
+            assert_eq!(status(again.clone()).await, "pending", "no grant answers it");
+        }
+    }
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_functions_or_agents_message_reaches_a_channel_made_safe() {
+    let harness = crate::support::Harness::new(crate::support::builtins()).await;
+    harness.engine.notify_conversation(&crate::support::room(), "done\r\x1b[2Kall good".to_owned()).unwrap();
+    crate::support::eventually(|| async {
+        harness.recorder.texts().iter().any(|t| t == "done␍␛[2Kall good").then_some(())
+    })
+    .await;
 }
