@@ -282,7 +282,7 @@ impl Ask {
             if let Some(default) = &ask.default {
                 ask.default = Some(form.check(default).map_err(|e| InvalidAsk::BadDefault(e.to_string()))?);
             }
-            ask.form = Some(shown_safely(form));
+            ask.form = Some(shown::safely(form));
             return Ok(ask);
         }
         match kind {
@@ -365,33 +365,6 @@ fn descriptions(given: Vec<String>, options: &[String]) -> Result<Vec<String>, I
     }
     out.resize(options.len(), String::new());
     Ok(out)
-}
-
-/// A form as people read it: its titles and descriptions made safe to show, and where a key or
-/// an option's value would show differently, a title that shows it safely. Keys and values
-/// themselves are what the answer holds, so they stay as the asker gave them.
-fn shown_safely(mut form: Form) -> Form {
-    let text = |t: &mut Option<String>| {
-        if let Some(t) = t {
-            *t = safe(t).into_owned();
-        }
-    };
-    let line = |t: &mut Option<String>, name: &str| match t {
-        Some(t) => *t = safe_line(t).into_owned(),
-        None if safe_line(name) != name => *t = Some(safe_line(name).into_owned()),
-        None => {}
-    };
-    for field in &mut form.fields {
-        line(&mut field.title, &field.key);
-        text(&mut field.description);
-        if let super::form::Input::Choice { options, .. } = &mut field.input {
-            for option in options {
-                line(&mut option.title, &option.value);
-                text(&mut option.description);
-            }
-        }
-    }
-    form
 }
 
 /// Why an ask was refused before anything was persisted.
@@ -608,5 +581,6 @@ impl ValidAsk {
     }
 }
 
+mod shown;
 #[cfg(test)]
 mod tests;
