@@ -51,6 +51,8 @@ pub struct Api {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// The surface its answers are recorded as given on (`X-Askgate-Surface`); none: `api`.
+    surface: Option<&'static str>,
 }
 
 /// What askgate answered: its status and its JSON body (or the text it sent instead).
@@ -59,7 +61,14 @@ pub type Answer = (reqwest::StatusCode, Value);
 impl Api {
     /// A client of the askgate at `base` (`http://127.0.0.1:8080`) with `token`.
     pub fn new(base: String, token: String) -> Self {
-        Self { base, token, http: reqwest::Client::new() }
+        Self { base, token, http: reqwest::Client::new(), surface: None }
+    }
+
+    /// The same client, its requests saying they come from `surface` (`tui`), so that answers
+    /// given through it are recorded as given there.
+    pub fn on_surface(mut self, surface: &'static str) -> Self {
+        self.surface = Some(surface);
+        self
     }
 
     /// Where it talks to.
@@ -69,7 +78,11 @@ impl Api {
 
     /// A request to `path`, with the token.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token)
+        let request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token);
+        match self.surface {
+            Some(surface) => request.header(crate::http::SURFACE_HEADER, surface),
+            None => request,
+        }
     }
 
     /// Sends `request` and reads its JSON answer.

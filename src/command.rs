@@ -35,6 +35,11 @@ pub enum Command {
     },
     /// `/pending`
     Pending,
+    /// `/show <id>`: the whole question, where a card had to cut it.
+    Show {
+        /// The question id or prefix.
+        id: String,
+    },
     /// `/run <function> [input]`
     Run {
         /// The function's name.
@@ -105,6 +110,8 @@ impl Command {
             "approve" if !first.is_empty() => Allow::parse(tail).map(|how| Self::Approve { id: first.to_owned(), how }),
             "approve" => Err(CommandError::Usage(APPROVE_USAGE)),
             "pending" => Ok(Self::Pending),
+            "show" if !first.is_empty() && tail.is_empty() => Ok(Self::Show { id: first.to_owned() }),
+            "show" => Err(CommandError::Usage("/show <id>")),
             "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
             "run" => Err(CommandError::Usage("/run <function> [input]")),
             "cancel" => Ok(Self::Cancel),
@@ -168,9 +175,11 @@ impl Command {
     /// The question id (or prefix) an answer, a decline or an approval names.
     pub fn question(&self) -> Option<&str> {
         match self {
-            Self::Answer { id, .. } | Self::Decline { id, .. } | Self::Approve { id, .. } | Self::Card { id, .. } => {
-                Some(id)
-            }
+            Self::Answer { id, .. }
+            | Self::Decline { id, .. }
+            | Self::Approve { id, .. }
+            | Self::Card { id, .. }
+            | Self::Show { id } => Some(id),
             Self::Pending
             | Self::Run { .. }
             | Self::Cancel
@@ -194,6 +203,7 @@ impl std::fmt::Display for Command {
             Self::Approve { id, how: Allow::Like(pattern) } => write!(f, "/approve {id} always-like \"{pattern}\""),
             Self::Approve { id, how: Allow::Edited(action) } => write!(f, "/approve {id} edit {action}"),
             Self::Pending => f.write_str("/pending"),
+            Self::Show { id } => write!(f, "/show {id}"),
             Self::Run { function, input } if input.is_empty() => write!(f, "/run {function}"),
             Self::Run { function, input } => write!(f, "/run {function} {input}"),
             Self::Cancel => f.write_str("/cancel"),
@@ -261,6 +271,14 @@ mod tests {
         assert_eq!(parse("/approve 1a2b edit git push --dry-run"), Ok(edit.clone()));
         assert_eq!(parse("/approve 1a2b EDIT   git push --dry-run "), Ok(edit.clone()));
         assert_eq!(parse(&edit.to_string()), Ok(edit));
+    }
+
+    #[test]
+    fn show_names_one_question() {
+        assert_eq!(parse("/show 1a2b3c4d"), Ok(Command::Show { id: "1a2b3c4d".into() }));
+        assert_eq!(parse("/show"), Err(CommandError::Usage("/show <id>")));
+        assert_eq!(parse("/show 1a2b more"), Err(CommandError::Usage("/show <id>")));
+        assert_eq!(Command::Show { id: "1a2b".into() }.to_string(), "/show 1a2b");
     }
 
     #[test]

@@ -211,10 +211,28 @@ impl HookInput {
             }
             _ => return Answer::Ask { reason: "nobody answered on askgate in time".to_owned() },
         };
+        // Keyed by each question's text as Claude Code sent it: the card shows it made safe.
+        let asked: Vec<&str> = self
+            .tool_input
+            .get("questions")
+            .and_then(Value::as_array)
+            .map(|questions| {
+                questions.iter().map(|q| q.get("question").and_then(Value::as_str).unwrap_or("")).collect()
+            })
+            .unwrap_or_default();
+        let answered: Vec<(&str, Value)> = match &question.form {
+            Some(form) => form
+                .fields
+                .iter()
+                .zip(&asked)
+                .filter_map(|(field, text)| Some((*text, value.get(&field.key)?.clone())))
+                .collect(),
+            None => asked.first().map(|text| vec![(*text, value.clone())]).unwrap_or_default(),
+        };
         let mut answers = Map::new();
-        for (text, value) in by_question(question, value) {
+        for (text, value) in answered {
             // Several labels are joined with `, `, as Claude Code reads them.
-            answers.insert(text, json!(crate::question::display_value(Kind::Question, &value)));
+            answers.insert(text.to_owned(), json!(crate::question::display_value(Kind::Question, &value)));
         }
         let mut input = self.tool_input.clone();
         input.insert("answers".into(), Value::Object(answers));
@@ -336,4 +354,35 @@ pub fn reply(event: Event, answer: &Answer) -> Value {
     };
     output["hookEventName"] = json!(event.name());
     json!({"hookSpecificOutput": output})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::question::Status;
+
+    fn answered(input: &HookInput, value: Value) -> Answer {
+        let mut q = crate::question::test_question(input.questions(60).unwrap());
+        (q.status, q.outcome) = (Status::Answered, Some(Outcome::Answered { value }));
+        input.answered(&q)
+    }
+
+    #[test]
+    fn claude_codes_questions_are_answered_under_the_texts_it_sent_not_as_the_card_showed_them() {
+        let hook = |questions: Value| {
+            let body = json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+                              "tool_input": {"questions": questions}});
+            HookInput::parse(body.to_string().as_bytes()).unwrap().1
+        };
+        let one = hook(json!([{"question": "Which\r one?", "options": [{"label": "a"}, {"label": "b"}]}]));
+        let Answer::Allow { input: Some(input), .. } = answered(&one, json!("b")) else { panic!() };
+        assert_eq!(input["answers"], json!({"Which\r one?": "b"}));
+
+        let two =
+            hook(json!([{"question": "First\u{200B}?", "header": "One"}, {"question": "Second?", "header": "Two"}]));
+        let Answer::Allow { input: Some(input), .. } = answered(&two, json!({"One": "x", "Two": "y"})) else {
+            panic!()
+        };
+        assert_eq!(input["answers"], json!({"First\u{200B}?": "x", "Second?": "y"}));
+    }
 }

@@ -20,10 +20,11 @@
 //! opencode  -> config, engine, hooks, question, store, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
-//! client    -> config, http, question, store
+//! client    -> config, http, question, store, text
 //! ```
 //!
-//! - [`text`]: clipping text to a length, and the one markup a detail may carry.
+//! - [`text`]: asker text made safe to show, clipping and splitting text, and the one markup a
+//!   detail may carry.
 //! - [`clock`]: wall-clock time, with a manual clock for tests.
 //! - [`question`]: the domain — ids, conversations, people and the operator, kinds, options,
 //!   outcomes, receipts, validating an ask, matching a typed choice, durations, and

@@ -27,7 +27,7 @@ pub use duration::parse_duration;
 pub use locale::{Locale, Presentation, Zone, clock};
 pub use nudge::{MIN_REMIND_EVERY_MS, Nudges, millis};
 pub use outcome::{Outcome, Receipt, cancel_reason, display_value, display_value_in};
-pub use person::{API_OPERATOR, CONSOLE_OPERATOR, lists};
+pub use person::{API_OPERATOR, CONSOLE_OPERATOR, display_name, lists, typed_name};
 pub use wire::AskWire;
 
 /// The most options one question may carry: what a Discord select menu holds, and well within
@@ -50,15 +50,6 @@ pub fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
         | '\u{2066}'..='\u{2069}' | '\u{180E}' | '\u{FEFF}')
-}
-
-/// A person's name as a surface or an API client gave it, cleaned to be shown with an outcome:
-/// control, bidirectional and zero-width characters dropped, whitespace trimmed, at most
-/// [`MAX_NAME`] characters; blank is none.
-pub fn display_name(raw: &str) -> Option<String> {
-    let clean: String = raw.chars().filter(|&c| !c.is_control() && !is_invisible(c)).collect();
-    let clean = crate::text::clip(clean.trim(), MAX_NAME, "");
-    (!clean.is_empty()).then_some(clean)
 }
 
 /// How many characters of a question id text surfaces show.
@@ -96,7 +87,8 @@ pub struct Conversation(String);
 #[serde(try_from = "String", into = "String")]
 pub struct UserRef(String);
 
-/// A conversation or user reference that is not `channel:rest`.
+/// A conversation or user reference that is not `channel:rest` (without white space, control or
+/// invisible characters).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("`{0}` is not of the form channel:id (e.g. telegram:42)")]
 pub struct BadRef(pub String);
@@ -107,7 +99,7 @@ fn parse_ref(s: &str) -> Result<(), BadRef> {
             !channel.is_empty()
                 && channel.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                 && !rest.is_empty()
-                && !rest.chars().any(char::is_whitespace)
+                && !rest.chars().any(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
         }
         None => false,
     };
@@ -246,6 +238,8 @@ text_enum!(
         Webhook = "webhook",
         /// The web page.
         Web = "web",
+        /// The terminal UI, `askgate tui`.
+        Tui = "tui",
         /// The REST API.
         Api = "api",
         /// askgate itself: timeouts, cancellations, standing grants.
@@ -466,7 +460,7 @@ mod tests {
         assert_eq!(display_name("  @alice\u{7}\n ").as_deref(), Some("@alice"));
         assert_eq!(display_name(" \t\u{0} "), None);
         let long = "é".repeat(MAX_NAME + 10);
-        assert_eq!(display_name(&long).map(|n| n.chars().count()), Some(MAX_NAME));
+        assert_eq!(display_name(&long).map(|n| n.chars().count()), Some(MAX_NAME + 2), "and its quotes");
     }
 
     #[test]
@@ -487,7 +481,7 @@ mod tests {
     #[test]
     fn names_lose_bidirectional_and_zero_width_characters() {
         assert_eq!(display_name("@\u{202E}ecila").as_deref(), Some("@ecila"));
-        assert_eq!(display_name("al\u{200B}ice\u{2066}").as_deref(), Some("alice"));
+        assert_eq!(display_name("al\u{200B}ice\u{2066}").as_deref(), Some("“alice”"));
         assert_eq!(display_name("\u{200B}\u{200D}"), None);
     }
 

@@ -16,15 +16,7 @@ pub fn card(q: &Question, now_ms: i64) -> String {
     let id = q.id.short();
     let mut out = String::new();
     let _ = writeln!(out, "{} {}", title(q), q.prompt);
-    for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
-        let (indent, text) = match piece {
-            Piece::Text(text) => ("   ", text),
-            Piece::Code(code) => ("       ", code),
-        };
-        for line in text.lines() {
-            let _ = writeln!(out, "{indent}{line}");
-        }
-    }
+    detail_lines(&mut out, q);
     let _ = writeln!(out, "   {}", footer(q, now_ms));
     if let Some(form) = &q.form {
         form_lines(&mut out, form, &id, l);
@@ -80,6 +72,38 @@ pub fn card(q: &Question, now_ms: i64) -> String {
         }
     }
     out
+}
+
+/// A question's detail under its prompt: prose indented, code indented further.
+fn detail_lines(out: &mut String, q: &Question) {
+    for piece in q.detail.as_deref().map(crate::text::pieces).unwrap_or_default() {
+        let (indent, text) = match piece {
+            Piece::Text(text) => ("   ", text),
+            Piece::Code(code) => ("       ", code),
+        };
+        for line in text.lines() {
+            let _ = writeln!(out, "{indent}{line}");
+        }
+    }
+}
+
+/// A question whole, for `/show`: a waiting one's text card (never cut: a surface splits it
+/// into as many messages as it needs), an ended one's prompt and detail with how it ended.
+pub fn whole(q: &Question, now_ms: i64) -> String {
+    if q.status == crate::question::Status::Pending {
+        return card(q, now_ms);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", q.prompt);
+    detail_lines(&mut out, q);
+    out.push_str(&resolved_line(q));
+    out
+}
+
+/// What a card cut to fit ends with: where to read the whole, `… [cut: /show 1a2b3c4d shows
+/// it all]`, in the question's language.
+pub fn cut_mark(q: &Question) -> String {
+    say!(q.presentation.locale, "card.cut", id = q.id.short())
 }
 
 /// Numbered choices, each with its command, the commands lined up: `   1. Yes    /answer …`.
@@ -231,7 +255,8 @@ pub fn deadline(q: &Question, now_ms: i64) -> String {
     let when = expiry_in(q.expires_at, now_ms, &q.presentation);
     match (&q.default, q.expires_at) {
         (Some(default), Some(_)) => {
-            say!(l, "card.then", when = when, value = crate::question::display_value_in(q.kind, default, l))
+            let value = crate::question::display_value_in(q.kind, default, l);
+            say!(l, "card.then", when = when, value = crate::text::safe_line(&value))
         }
         _ => when,
     }
@@ -350,7 +375,8 @@ pub fn receipt(receipt: &Receipt, question: Option<&Question>, l: Locale) -> Opt
         },
         Receipt::AlreadyResolvedConflict { outcome, by, .. } => match (outcome, by) {
             (Outcome::Answered { value }, Some(by)) => {
-                say!(l, "receipt.answered_by", value = crate::question::display_value_in(kind, value, l), by = by)
+                let value = crate::question::display_value_in(kind, value, l);
+                say!(l, "receipt.answered_by", value = crate::text::safe(&value), by = by)
             }
             (other, _) => say!(l, "receipt.closed", summary = other.summary_in(kind, l)),
         },
@@ -411,6 +437,16 @@ mod tests {
         assert!(deadline(&q, 0).ends_with(", then: b"), "{}", deadline(&q, 0));
         let q = crate::question::test_question(Ask::question("Which?").options(["a", "b"]));
         assert!(!deadline(&q, 0).contains("then"), "no default, nothing applies: {}", deadline(&q, 0));
+    }
+
+    #[test]
+    fn a_question_shown_whole_is_its_card_while_it_waits_then_its_text_and_how_it_ended() {
+        use crate::question::{Ask, Outcome, Status};
+        let mut q = crate::question::test_question(Ask::approval("deploy").detail("a\n```\nb\n```"));
+        assert_eq!(whole(&q, 0), card(&q, 0));
+        (q.status, q.outcome) = (Status::Declined, Some(Outcome::Declined { feedback: Some("no".into()) }));
+        let id = q.id.short();
+        assert_eq!(whole(&q, 0), format!("deploy\n   a\n       b\n[{id}] ❌ rejected: no"));
     }
 
     #[test]

@@ -40,7 +40,11 @@ impl Console {
         Arc::new(Self { out: Mutex::new(out), clock })
     }
 
+    /// Prints `text` and a line break. Asker text reaches it made safe already; it is made safe
+    /// again here, so that nothing printed (a person's own words echoed back included) can
+    /// move the terminal's cursor or change its screen.
     async fn print(&self, text: &str) -> Result<(), ChannelError> {
+        let text = crate::text::safe(text);
         let mut out = self.out.lock().await;
         let mut bytes = text.trim_end().as_bytes().to_vec();
         bytes.push(b'\n');

@@ -420,12 +420,15 @@ impl EventHandler for Handler {
         }
         let response = self.engine.handle(inbound).await;
         if let Some(text) = response.text {
-            let reply = CreateMessage::new()
-                .content(render::escape(&render::shorten(&text, 1900)))
-                .reference_message(&message)
-                .allowed_mentions(no_pings());
-            if let Err(e) = self.discord.send(message.channel_id, reply).await {
-                tracing::warn!(error = %e, "could not reply on discord");
+            // A reply longer than a message (`/show`) is sent in several, the first replying.
+            let parts = crate::text::split(&render::escape(&text), 1900, render::MAX_REPLY_PARTS, "… [shortened]");
+            for (i, part) in parts.into_iter().enumerate() {
+                let reply = CreateMessage::new().content(part).allowed_mentions(no_pings());
+                let reply = if i == 0 { reply.reference_message(&message) } else { reply };
+                if let Err(e) = self.discord.send(message.channel_id, reply).await {
+                    tracing::warn!(error = %e, "could not reply on discord");
+                    break;
+                }
             }
         }
     }

@@ -273,20 +273,32 @@ impl Telegram {
             return; // it asked for the field again, with the refusal
         }
         if let Some(text) = response.text {
-            let send = self
-                .throttled
-                .send_message(message.chat.id, render::escape(&render::shorten(&text, render::MAX_TEXT)))
-                .parse_mode(ParseMode::Html)
-                .reply_parameters(ReplyParameters::new(message.id).allow_sending_without_reply());
-            let send = match message.thread_id {
-                Some(thread) if message.is_topic_message => send.message_thread_id(thread),
-                _ => send,
-            };
+            // A reply longer than a message (`/show`) is sent in several, the first replying.
+            let parts = crate::text::split(&text, render::MAX_TEXT, render::MAX_REPLY_PARTS, render::SHORTENED);
+            let sends: Vec<_> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, part)| {
+                    let send =
+                        self.throttled.send_message(message.chat.id, render::escape(part)).parse_mode(ParseMode::Html);
+                    let send = match i {
+                        0 => send.reply_parameters(ReplyParameters::new(message.id).allow_sending_without_reply()),
+                        _ => send,
+                    };
+                    match message.thread_id {
+                        Some(thread) if message.is_topic_message => send.message_thread_id(thread),
+                        _ => send,
+                    }
+                })
+                .collect();
             // The update is applied; its reply waits for the chat's turn without holding up
             // the next update.
             self.replies.spawn(async move {
-                if let Err(e) = send.await {
-                    tracing::warn!(error = %e, "could not reply on telegram");
+                for send in sends {
+                    if let Err(e) = send.await {
+                        tracing::warn!(error = %e, "could not reply on telegram");
+                        break;
+                    }
                 }
             });
         }

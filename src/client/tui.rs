@@ -9,6 +9,7 @@ mod app;
 mod feeds;
 mod filling;
 mod view;
+mod words;
 
 use std::time::Duration;
 
@@ -58,6 +59,7 @@ fn colours_allowed() -> bool {
 /// When askgate does not answer, the token is refused, or the terminal fails: a message for
 /// the person, printed once the terminal is restored.
 pub async fn run(api: Api) -> Result<(), String> {
+    let api = api.on_surface("tui");
     let (status, me) = api.send(api.request(reqwest::Method::GET, "/api/me")).await?;
     match status.as_u16() {
         200 => {}
@@ -82,7 +84,15 @@ pub async fn run(api: Api) -> Result<(), String> {
         if let Err(e) = terminal.draw(|frame| view::draw(frame, &app)) {
             break Err(format!("cannot draw: {e}"));
         }
-        let Some(heard) = rx.recv().await else { break Ok(()) };
+        // Drawn again when the slot's question is armed, its keys shown.
+        let arms_at = app.arms_at();
+        let heard = tokio::select! {
+            heard = rx.recv() => heard,
+            () = tokio::time::sleep_until(arms_at.unwrap_or_else(std::time::Instant::now).into()), if arms_at.is_some() => {
+                continue;
+            }
+        };
+        let Some(heard) = heard else { break Ok(()) };
         if let Heard::Ended(why) = heard {
             break Err(why);
         }

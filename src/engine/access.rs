@@ -262,9 +262,12 @@ impl Engine {
     /// asked. The rules are the run's function's `pre_approved` ones, then the conversation's
     /// live grants for the run's grantee (its function, its gated upstream, or the agent that
     /// asked: an agent's own request never mints a grant for anyone else). Its answerer names the rule and who set it. An approval that needs several
-    /// approvers is never answered by a rule: it asked for people.
+    /// approvers is never answered by a rule: it asked for people. Nor is an action whose text
+    /// askgate had to make visible (a control or invisible character: see
+    /// [`crate::text::safe`]): what a rule or a grant saw is not what the asker's program runs.
     pub(super) async fn granted(&self, question: &Question, run: &Run) -> Result<Option<Question>, StoreError> {
-        let standing = question.kind == Kind::Approval && !question.needs_quorum();
+        let standing =
+            question.kind == Kind::Approval && !question.needs_quorum() && !crate::text::shows_hidden(&question.prompt);
         let Some(conversation) = question.conversation.as_ref().filter(|_| standing) else {
             return Ok(None);
         };

@@ -295,8 +295,13 @@ impl Engine {
         }
     }
 
-    /// Sends plain text to a conversation through its channel.
+    /// Sends plain text to a conversation through its channel, made safe to show (it is a
+    /// function's or an agent's words: see [`crate::text::safe`]).
     pub fn send_text(&self, conversation: &Conversation, text: String) {
+        let text = match crate::text::safe(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(safe) => safe,
+        };
         self.outbound(conversation, Outbound::Text(conversation.clone(), text));
     }
 

@@ -401,6 +401,12 @@ impl Engine {
                 pending.truncate(wording::LISTED as usize + 1);
                 Ok(Response::say(wording::pending_list(&pending, self.now_ms(), l)))
             }
+            Command::Show { id } => {
+                let Some(question) = self.named(inbound, &id).await? else {
+                    return self.unknown(&inbound.conversation, &id, l).await;
+                };
+                Ok(Response::say(wording::whole(&question, self.now_ms())))
+            }
             Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
             Command::Cancel => {
                 let n = self.cancel_conversation(&inbound.conversation, &inbound.user).await?;

@@ -17,7 +17,6 @@ use super::{
 use crate::engine::{CallbackSpec, ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
-    display_name,
 };
 use crate::store::{Delivery, QuestionFilter};
 
@@ -295,8 +294,10 @@ pub(super) struct Reply {
     /// An option (its label or 1-based number), a list for a multi-select, true/false for a
     /// confirm, `once`/`always` for an approval, or text where free text is allowed.
     value: Value,
-    /// A label for whoever answered with the token: shown as typed beside the token's person
-    /// (`Alice (api:operator)`); askgate does not vouch for it.
+    /// A label for whoever answered with the token: shown in quotes before the token's person
+    /// (`“Alice” (api:operator)`); askgate does not vouch for it. Letters, digits, spaces,
+    /// emoji and `.`, `-`, `_`, `'` (nothing that could make it read as an id or a surface:
+    /// no parenthesis, quote, colon or `@`), at most 64 characters.
     #[serde(default)]
     name: Option<String>,
 }
@@ -320,7 +321,7 @@ pub(super) async fn reply(
 ) -> Result<Response, ApiError> {
     state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
-    resolver.name = typed_name(body.name.as_deref(), &resolver.user);
+    resolver.name = typed_name(body.name.as_deref(), &resolver.user)?;
     let question = find_to_answer(&state, &caller, &id).await?;
     let choice = match question.choice_from_value(&body.value) {
         Ok(choice) => Some(choice),
@@ -339,7 +340,7 @@ pub(super) async fn reject(
 ) -> Result<Response, ApiError> {
     state.person_limits.count(&caller)?;
     let mut resolver = caller.resolver();
-    resolver.name = typed_name(body.name.as_deref(), &resolver.user);
+    resolver.name = typed_name(body.name.as_deref(), &resolver.user)?;
     let question = find_to_answer(&state, &caller, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
     let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
@@ -378,13 +379,19 @@ fn receipt_response(receipt: Receipt) -> Result<Response, ApiError> {
     }
 }
 
-/// A name typed beside a token: a label, shown as typed beside who the token says answered
-/// (`Alice (api:operator)`), never as a platform handle (a leading `@` is dropped), since the
-/// token does not vouch for it.
-fn typed_name(name: Option<&str>, user: &UserRef) -> Option<String> {
-    let name = display_name(name?)?;
-    let name = name.trim_start_matches('@').trim();
-    (!name.is_empty()).then(|| format!("{name} ({user})"))
+/// A name typed beside a token: a label, shown in quotes before who the token says answered
+/// (`“Alice” (api:operator)`), never as a platform handle (a leading `@` is dropped), since the
+/// token does not vouch for it. One that could read as another identity is refused (400).
+fn typed_name(name: Option<&str>, user: &UserRef) -> Result<Option<String>, ApiError> {
+    let Some(name) = name else { return Ok(None) };
+    match crate::question::typed_name(name) {
+        Ok(name) => Ok(name.map(|name| format!("{name} ({user})"))),
+        Err(c) => Err(ApiError::bad_request(format!(
+            "name: `{}` cannot be in a name (letters, digits, spaces, emoji and . - _ ' can: a name must not read \
+             like an id or a surface)",
+            crate::text::safe(&c.to_string())
+        ))),
+    }
 }
 
 /// `answerers` as the caller named them: an agent names nobody (403 `agent_answerers`). Who

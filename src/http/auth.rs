@@ -170,10 +170,13 @@ fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
 /// credentials in the store, so a token added or revoked while askgate runs counts at once.
 pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let given = bearer(headers)?;
+    // The surfaces an API client can be: the page, the TUI, or any other client. A client
+    // names its own surface (the token still says who answers); none of the platforms'.
     let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
         None | Some(Ok("api")) => Surface::Api,
         Some(Ok("web")) => Surface::Web,
-        Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web` or `api`"))),
+        Some(Ok("tui")) => Surface::Tui,
+        Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web`, `tui` or `api`"))),
     };
     if let Some(token) = state.tokens.find(given) {
         let user = UserRef::parse(&token.holder()).map_err(ApiError::internal)?;

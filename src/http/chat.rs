@@ -85,7 +85,8 @@ fn own(user: &crate::question::UserRef) -> Result<Conversation, ApiError> {
 fn refusal(text: &str, may: Powers) -> Option<ApiError> {
     let (allowed, code, message) = match Command::parse(text) {
         Some(Ok(Command::Run { .. })) => (may.ask, "may_not_ask", "this token may not start runs (--may answer,ask)"),
-        Some(Ok(Command::Pending | Command::Help | Command::Grants | Command::Web)) | Some(Err(_)) => return None,
+        Some(Ok(Command::Pending | Command::Show { .. } | Command::Help | Command::Grants | Command::Web))
+        | Some(Err(_)) => return None,
         _ => (may.answer, "may_not_answer", "this token may not answer (--may answer)"),
     };
     (!allowed).then(|| ApiError::new(StatusCode::FORBIDDEN, code, message))
@@ -109,9 +110,10 @@ pub(super) async fn say(
     }
     let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);
-    // Their own place: what waits for them anywhere (their board) is theirs to answer here.
+    // The person's own conversation is on the page, or in the TUI when that is where they typed.
+    let surface = if caller.via == Surface::Tui { Surface::Tui } else { Surface::Web };
     let inbound =
-        Inbound::text(conversation.clone(), caller.user.clone(), Surface::Web, text).in_private(true).on_board(true);
+        Inbound::text(conversation.clone(), caller.user.clone(), surface, text).in_private(true).on_board(true);
     let response = state.engine.handle(inbound).await;
     if let Some(reply) = &response.text {
         web.push(&conversation, "askgate", reply, None);

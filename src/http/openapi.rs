@@ -450,11 +450,12 @@ fn build() -> Value {
     document
 }
 
-/// The page marks its answers as given on the web; without it they are given through the API.
+/// The page marks its answers as given on the web, the TUI as given in the TUI; without it they
+/// are given through the API.
 fn surface_header() -> Value {
     json!({"name": super::SURFACE_HEADER, "in": "header", "required": false,
-           "description": "`web` when a person answers on askgate's page.",
-           "schema": {"type": "string", "enum": ["web", "api"]}})
+           "description": "`web` when a person answers on askgate's page, `tui` in `askgate tui`.",
+           "schema": {"type": "string", "enum": ["web", "tui", "api"]}})
 }
 
 /// Serves the document (no token: it describes, it does not reveal).

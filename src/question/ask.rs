@@ -10,6 +10,7 @@ use super::{
     Answerers, Conversation, Kind, MAX_DESCRIPTION_LEN, MAX_OPTION_LEN, MAX_OPTIONS, MAX_TEXT_LEN, Mode, Nudges,
     Question, QuestionId, RunId, Status, UserRef, is_invisible, millis,
 };
+use crate::text::{safe, safe_line};
 
 /// Where a question is asked: by which run, at which of its steps, in which conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,11 +215,14 @@ impl Ask {
         self
     }
 
-    /// Checks the ask and returns its validated form.
+    /// Checks the ask and returns its validated form, its text made safe to show on every
+    /// surface ([`crate::text::safe`]): the prompt, the detail, the options' descriptions, a
+    /// form's titles and descriptions. Options come back to the asker as the answer, so they are
+    /// never changed: one that would show differently is refused.
     ///
     /// # Errors
-    /// [`InvalidAsk`] naming what is wrong: an empty prompt, empty or duplicate options, too
-    /// many options, a default that is not an option or has the wrong type.
+    /// [`InvalidAsk`] naming what is wrong: an empty prompt, empty, duplicate or hidden-text
+    /// options, too many options, a default that is not an option or has the wrong type.
     pub fn validate(self) -> Result<ValidAsk, InvalidAsk> {
         let kind = self.kind.unwrap_or(Kind::Question);
         let mut prompt = self.prompt.trim().to_owned();
@@ -234,8 +238,8 @@ impl Ask {
         }
         let mut ask = ValidAsk {
             kind,
-            prompt,
-            detail: self.detail.filter(|d| !d.trim().is_empty()),
+            prompt: safe(&prompt).into_owned(),
+            detail: self.detail.filter(|d| !d.trim().is_empty()).map(|d| safe(&d).into_owned()),
             options: Vec::new(),
             descriptions: Vec::new(),
             multi: false,
@@ -278,7 +282,7 @@ impl Ask {
             if let Some(default) = &ask.default {
                 ask.default = Some(form.check(default).map_err(|e| InvalidAsk::BadDefault(e.to_string()))?);
             }
-            ask.form = Some(form);
+            ask.form = Some(shown::safely(form));
             return Ok(ask);
         }
         match kind {
@@ -289,6 +293,9 @@ impl Ask {
                     let label = label.trim().to_owned();
                     if label.is_empty() {
                         return Err(InvalidAsk::EmptyOption);
+                    }
+                    if safe_line(&label) != label.as_str() {
+                        return Err(InvalidAsk::HiddenInOption { label: safe_line(&label).into_owned() });
                     }
                     if label.chars().count() > MAX_OPTION_LEN {
                         return Err(InvalidAsk::OptionTooLong { label, max: MAX_OPTION_LEN });
@@ -337,18 +344,17 @@ impl Ask {
     }
 }
 
-/// Each option's description as stored: one line (white space runs become one space, control and
-/// invisible characters go), at most [`MAX_DESCRIPTION_LEN`] characters, padded to one per
-/// option; none at all when no option has one.
+/// Each option's description as stored: one line made safe to show (white space runs become one
+/// space, control and invisible characters are shown: [`safe_line`]), at most
+/// [`MAX_DESCRIPTION_LEN`] characters, padded to one per option; none at all when no option has
+/// one.
 fn descriptions(given: Vec<String>, options: &[String]) -> Result<Vec<String>, InvalidAsk> {
     if given.len() > options.len() {
         return Err(InvalidAsk::DescriptionWithoutOption);
     }
     let mut out = Vec::with_capacity(options.len());
     for (raw, label) in given.into_iter().zip(options) {
-        let line: String =
-            raw.chars().filter(|&c| !is_invisible(c)).map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = safe_line(&raw).split_whitespace().collect::<Vec<_>>().join(" ");
         if line.chars().count() > MAX_DESCRIPTION_LEN {
             return Err(InvalidAsk::DescriptionTooLong { label: label.clone(), max: MAX_DESCRIPTION_LEN });
         }
@@ -396,6 +402,16 @@ pub enum InvalidAsk {
     /// confirm or approval, whose buttons are askgate's.
     #[error("a description needs an option of a question to describe")]
     DescriptionWithoutOption,
+    /// An option would not show as it is (a control, bidi or zero-width character, or a line
+    /// break): it comes back to the asker as the answer, so askgate does not change it.
+    #[error(
+        "option `{label}` has characters no surface shows as they are (shown here made visible): an option is the \
+         answer the asker gets back, so askgate does not change it; take them out"
+    )]
+    HiddenInOption {
+        /// The label, made visible.
+        label: String,
+    },
     /// Two options have the same label (case-insensitive).
     #[error("option `{0}` is listed twice")]
     DuplicateOption(String),
@@ -541,7 +557,7 @@ impl ValidAsk {
             nudges: self.nudges,
             nudge_at: None,
             escalated_to: None,
-            asked_by: origin.asker,
+            asked_by: safe_line(&origin.asker).into_owned(),
             presentation: origin.presentation,
         })
     }
@@ -565,5 +581,6 @@ impl ValidAsk {
     }
 }
 
+mod shown;
 #[cfg(test)]
 mod tests;

@@ -54,8 +54,13 @@ impl Outcome {
         self.summary_in(kind, Locale::En)
     }
 
-    /// [`Outcome::summary`] in `locale`.
+    /// [`Outcome::summary`] in `locale`. What people typed (an answer, feedback) is made safe to
+    /// show ([`crate::text::safe`]): it is shown on every surface, not only where it was typed.
     pub fn summary_in(&self, kind: Kind, locale: Locale) -> String {
+        crate::text::safe(&self.summary_raw(kind, locale)).into_owned()
+    }
+
+    fn summary_raw(&self, kind: Kind, locale: Locale) -> String {
         match self {
             Self::Answered { value } => display_value_in(kind, value, locale),
             Self::Declined { feedback } => {

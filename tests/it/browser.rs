@@ -146,7 +146,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     assert!(browser.displayed(&browser.wait_for("//p[@id='empty']").await).await, "askgate said nothing waits");
     browser
         .wait_for(
-            "//details[@id='recent']//li[contains(., 'Pick a region')][contains(., 'eu — Bob (api:operator) via api')]",
+            "//details[@id='recent']//li[contains(., 'Pick a region')][contains(., 'eu — “Bob” (api:operator) via api')]",
         )
         .await;
     let displayed = browser.command(reqwest::Method::GET, &format!("/element/{token}/displayed"), None).await;
@@ -167,7 +167,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     assert_eq!(icon.headers()["content-type"], "image/svg+xml");
     browser.click(&option).await;
     let line = "//article[.//h2[contains(., 'Which library')]]//p[@class='outcome good']";
-    browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — Alice (api:operator) via web']")).await;
+    browser.wait_for(&format!("{line}[normalize-space()='✅ date-fns — “Alice” (api:operator) via web']")).await;
     // The chosen option stays marked while the outcome shows.
     browser
         .wait_for("//article[.//h2[contains(., 'Which library')]]//button[contains(@class, 'chosen')][@aria-pressed='true'][normalize-space()='date-fns']")
@@ -191,7 +191,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
         .clone();
     assert_eq!(answered["outcome"]["value"], "date-fns");
     assert_eq!(answered["answered_via"], "web");
-    assert_eq!(answered["answered_name"], "Alice (api:operator)");
+    assert_eq!(answered["answered_name"], "“Alice” (api:operator)");
     assert_eq!(answered["answered_by"], "api:operator");
 
     // Answered through the API, the second card disappears without a reload.
@@ -206,7 +206,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     .await;
     // What was answered stays in "Recently answered", with who answered.
     browser
-        .wait_for("//details[@id='recent']//li[contains(., 'Which library')][contains(., 'date-fns — Alice (api:operator) via web')]")
+        .wait_for("//details[@id='recent']//li[contains(., 'Which library')][contains(., 'date-fns — “Alice” (api:operator) via web')]")
         .await;
 
     // Keys: on a focused card, 2 picks the second option.
@@ -227,7 +227,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.press("2").await;
     browser
         .wait_for(&format!(
-            "{colour}//p[@class='outcome good'][normalize-space()='✅ green — Alice (api:operator) via web']"
+            "{colour}//p[@class='outcome good'][normalize-space()='✅ green — “Alice” (api:operator) via web']"
         ))
         .await;
 
@@ -245,7 +245,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.press("\u{E007}").await;
     browser
         .wait_for(&format!(
-            "{sizes}//p[@class='outcome good'][normalize-space()='✅ M, L — Alice (api:operator) via web']"
+            "{sizes}//p[@class='outcome good'][normalize-space()='✅ M, L — “Alice” (api:operator) via web']"
         ))
         .await;
 
@@ -305,7 +305,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.type_into(&field, "deploy staging").await;
     browser.click(&browser.wait_for(&format!("{editable}//button[normalize-space()='Allow as edited']")).await).await;
     browser
-        .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — Alice (api:operator) via web']"))
+        .wait_for(&format!("{editable}//p[@class='outcome good'][normalize-space()='✅ allowed as edited: deploy staging — “Alice” (api:operator) via web']"))
         .await;
 
     // A quorum approval (the requester counting, as configured): the page's approval (the
@@ -324,7 +324,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     browser.click(&browser.wait_for(&format!("{quorum}//button[normalize-space()='Approve']")).await).await;
     browser
         .wait_for(&format!(
-            "{quorum}//p[contains(@class, 'tally')][normalize-space()='1 of 2 approvals: Alice (api:operator)']"
+            "{quorum}//p[contains(@class, 'tally')][normalize-space()='1 of 2 approvals: “Alice” (api:operator)']"
         ))
         .await;
     let engine = app.gateway.as_ref().unwrap().engine().clone();
@@ -338,7 +338,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let bob = askgate::question::UserRef::parse("test:bob").unwrap();
     engine.handle(askgate::engine::Inbound::text(console, bob, surface, format!("/approve {}", &id[..8]))).await;
     browser
-        .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: Alice (api:operator), test:bob']"))
+        .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: “Alice” (api:operator), test:bob']"))
         .await;
     browser.quit().await;
     app.stop().await;

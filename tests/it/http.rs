@@ -222,11 +222,11 @@ async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
     })
     .await;
     // The typed name is a label beside the token's person, not a handle.
-    assert_eq!(done["run"]["result"], "✅ green — Alice (api:operator) via api", "{done}");
+    assert_eq!(done["run"]["result"], "✅ green — “Alice” (api:operator) via api", "{done}");
     let (_, outcome) = app.get(&format!("/api/questions/{id}/outcome")).await;
     assert_eq!(
         (outcome["answered_by"].as_str(), outcome["answered_name"].as_str()),
-        (Some("api:operator"), Some("Alice (api:operator)"))
+        (Some("api:operator"), Some("“Alice” (api:operator)"))
     );
 
     // A rejection names its author the same way.
@@ -234,7 +234,7 @@ async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
     let (status, _) = app.post(&format!("/api/questions/{other}/reject"), json!({"name": "Bob"})).await;
     assert_eq!(status, StatusCode::OK);
     let (_, outcome) = app.get(&format!("/api/questions/{other}/outcome")).await;
-    assert_eq!(outcome["answered_name"], "Bob (api:operator)", "{outcome}");
+    assert_eq!(outcome["answered_name"], "“Bob” (api:operator)", "{outcome}");
     app.stop().await;
 }
 
@@ -606,7 +606,7 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     assert_eq!(got.lock().unwrap()[0].conversation, "+15550001");
     assert_eq!(inbound("2", Some("hush")).await.unwrap().status(), StatusCode::OK);
     eventually(|| async {
-        got.lock().unwrap().iter().any(|m| m.text.contains("✅ date-fns — Alice via webhook")).then_some(())
+        got.lock().unwrap().iter().any(|m| m.text.contains("✅ date-fns — “Alice” via webhook")).then_some(())
     })
     .await;
     eventually(|| async {
@@ -634,7 +634,7 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     let short = grants["grants"][0]["id"].as_str().unwrap()[..8].to_owned();
     inbound("/grants", Some("hush")).await.unwrap();
     let listed = said("1 standing grant here".into()).await;
-    assert!(listed.contains("\"rm -rf build/\" — set by Alice"), "{listed}");
+    assert!(listed.contains("\"rm -rf build/\" — set by “Alice”"), "{listed}");
     inbound(&format!("/revoke {short}"), Some("hush")).await.unwrap();
     said(format!("Revoked {short}: \"rm -rf build/\" will be asked again.")).await;
     let r = app

@@ -38,6 +38,7 @@ mod revocation;
 mod routing;
 mod security;
 mod seed;
+mod shown;
 mod slack;
 mod stdio_bridge;
 mod store;

@@ -20,6 +20,7 @@ use crate::support::{anyone, channel_functions, db_path, eventually, init_log};
 
 mod forms;
 mod language;
+mod show;
 
 const ALICE: i64 = 42;
 const BOB: i64 = 43;
@@ -702,7 +703,7 @@ async fn polling_that_fails_backs_off_briefly_shows_down_only_when_it_persists_a
 
 /// The real binary with Telegram pointed at `url` (Alice may start runs) and agents' MCP
 /// questions sent to Alice's chat; `mcp` adds keys to `[mcp]` and tables after it.
-fn binary_with_mcp(dir: &TempDir, url: &str, mcp: &str) -> crate::binary::Served {
+pub(crate) fn binary_with_mcp(dir: &TempDir, url: &str, mcp: &str) -> crate::binary::Served {
     let extra = format!(
         "\n[channels.telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napi_url = \"{url}\"\nallowed_users = [\"{ALICE}\"]\n\n[mcp]\nconversation = \"telegram:{ALICE}\"\n{mcp}"
     );

@@ -211,7 +211,7 @@ async fn an_agent_token_asks_and_reads_its_own_but_never_answers_and_mcp_refuses
     assert_eq!(status, reqwest::StatusCode::OK);
     let (_, answered) = get(&base, &operator, &format!("/api/questions/{id}")).await;
     assert_eq!(answered["answered_by"], "api:operator");
-    assert_eq!(answered["answered_name"], "bob (api:operator)");
+    assert_eq!(answered["answered_name"], "“bob” (api:operator)");
 
     // /mcp takes agent tokens only.
     let response = RawSession::post_to(&format!("{base}/mcp"), &operator, None, RawSession::INITIALIZE).await;

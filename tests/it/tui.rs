@@ -1,7 +1,9 @@
 //! `askgate tui` driven in tmux at 80×24 without colours, against the real binary: it answers
-//! a question, a multi-select and an approval by keys, starts a run in the person's
-//! conversation and answers it by a plain reply, sees a question answered elsewhere go, and
-//! says clearly when the token is wrong or askgate is not there.
+//! a question, a multi-select and an approval by keys (recorded `via tui`), starts a run in the
+//! person's conversation and answers it by a plain reply, sees a question answered elsewhere go,
+//! and says clearly when the token is wrong or askgate is not there (its address whole). A key
+//! acts only on a question shown for a second (`1 1` with a question arriving between the
+//! presses answers only the first), a long detail scrolls, and hidden text is shown whole.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -16,9 +18,14 @@ struct Tmux {
 
 impl Tmux {
     fn start(command: &str) -> Self {
+        Self::sized(command, 80, 24)
+    }
+
+    fn sized(command: &str, width: u16, height: u16) -> Self {
         let socket = format!("askgate-test-{}", uuid::Uuid::new_v4());
+        let (width, height) = (width.to_string(), height.to_string());
         let started = std::process::Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", command])
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", &width, "-y", &height, command])
             .env_remove("TMUX")
             .status()
             .expect("tmux runs (apt-get install tmux; .ci/run installs it)");
@@ -38,14 +45,19 @@ impl Tmux {
 
     /// The screen once it shows `needle` (the screen so far when it never does).
     async fn wait_for(&self, needle: &str) -> String {
+        self.wait_for_all(&[needle]).await
+    }
+
+    /// The screen once it shows every one of `needles` at once.
+    async fn wait_for_all(&self, needles: &[&str]) -> String {
         for _ in 0..300 {
             let screen = self.screen(false);
-            if screen.contains(needle) {
+            if needles.iter().all(|n| screen.contains(n)) {
                 return screen;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        panic!("the screen never showed `{needle}`:\n{}", self.screen(false));
+        panic!("the screen never showed all of {needles:?}:\n{}", self.screen(false));
     }
 
     /// Presses keys, by tmux's names (`Enter`, `Tab`, `2`).
@@ -118,17 +130,19 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     assert!(screen.contains("web:bob · 1 waiting · ● live"), "{screen}");
     assert!(screen.contains("1 eu   2 us   3 ap"), "{screen}");
     assert!(!coloured(&tui.screen(true)), "NO_COLOR: no colours");
+    // Its keys work once it has been shown for a second (the line says so until then).
+    tui.wait_for("1–9 pick · d decline").await;
     tui.keys(&["2"]);
-    tui.wait_for("✅ us — web:bob via api").await;
+    tui.wait_for("✅ us — web:bob via tui").await;
     let answered = question(&base, &operator, &region).await;
     assert_eq!(
-        (answered["outcome"]["value"].as_str(), answered["answered_by"].as_str()),
-        (Some("us"), Some("web:bob"))
+        (answered["outcome"]["value"].as_str(), answered["answered_by"].as_str(), answered["answered_via"].as_str()),
+        (Some("us"), Some("web:bob"), Some("tui"))
     );
 
     // A multi-select: ticked by keys, sent with Enter.
     let tools = ask(json!({"prompt": "Which tools?", "options": ["git", "make", "cargo"], "multi": true})).await;
-    tui.wait_for("1 [ ] git").await;
+    tui.wait_for_all(&["1 [ ] git", "1–9 tick"]).await;
     tui.keys(&["1"]);
     tui.keys(&["3"]);
     let screen = tui.wait_for("1 [x] git   2 [ ] make   3 [x] cargo").await;
@@ -155,7 +169,7 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     );
     // And one allowed once.
     let restart = ask(json!({"kind": "approval", "prompt": "restart the cache"})).await;
-    tui.wait_for("restart the cache").await;
+    tui.wait_for_all(&["restart the cache", "1 allow once"]).await;
     tui.keys(&["1"]);
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &restart).await["outcome"]["value"], "once");
@@ -179,7 +193,7 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     let first = ask(json!({"kind": "approval", "prompt": "rotate the keys"})).await;
     tui.wait_for("rotate the keys").await;
     let second = ask(json!({"kind": "approval", "prompt": "purge the queue"})).await;
-    tui.wait_for("2 waiting").await;
+    tui.wait_for_all(&["2 waiting", "1 allow once"]).await;
     tui.keys(&["1"]);
     tui.wait_for("↑/↓ chooses the next question").await;
     // The second press comes once the first question has left: it must not land on the next.
@@ -188,7 +202,7 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     assert_eq!(question(&base, &operator, &first).await["outcome"]["value"], "once");
     assert_eq!(question(&base, &operator, &second).await["status"], "pending", "the second press answered nothing");
     tui.keys(&["Down"]);
-    tui.wait_for("▸ [approval] purge the queue").await;
+    tui.wait_for_all(&["▸ [approval] purge the queue", "1 allow once"]).await;
     tui.keys(&["1"]);
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &second).await["outcome"]["value"], "once");
@@ -217,10 +231,23 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     tui.keys(&["Enter"]);
     let screen = tui.wait_for("Using date-fns for dates; left the 87 emails where they are.").await;
     assert!(screen.contains("you: /run demo"), "{screen}");
+    let runs = crate::support::get_json(&format!("{base}/api/questions?status=answered"), &operator).await;
+    let library =
+        runs["questions"].as_array().unwrap().iter().find(|q| q["prompt"] == "Which library for date formatting?");
+    assert_eq!(
+        library.map(|q| q["answered_via"].clone()),
+        Some(json!("tui")),
+        "a plain reply in the TUI is given there"
+    );
+
+    // askgate goes away: the title line says so first, its address whole at 80 columns.
     tui.keys(&["Tab"]);
+    served.terminate().await;
+    let address = base.trim_start_matches("http://");
+    let screen = tui.wait_for(&format!("does not answer at http://{address} ·")).await;
+    assert!(screen.starts_with("○ askgate does not answer at"), "{screen}");
     tui.keys(&["q"]);
     drop(tui);
-    served.terminate().await;
 }
 
 #[tokio::test]
@@ -254,7 +281,8 @@ async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
         "env ASKGATE_API_TOKEN={operator} NO_COLOR=1 {BIN} tui --config {} --url {base}",
         config.display()
     ));
-    tui.wait_for("fields: 1 Name*  2 age  3 plan*  4 topics  5 newsletter").await;
+    tui.wait_for_all(&["fields: 1 Name*  2 age  3 plan*  4 topics  5 newsletter", "Enter fill in, field by field"])
+        .await;
     tui.keys(&["Enter"]);
     tui.wait_for("1/5 · Name — text · required").await;
     tui.text("Ada Lovelace");
@@ -290,7 +318,7 @@ async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
 
     // Esc leaves the fields; d declines as for any question.
     let declined = ask("Sign up again").await;
-    tui.wait_for("Sign up again").await;
+    tui.wait_for_all(&["Sign up again", "Enter fill in, field by field"]).await;
     tui.keys(&["Enter"]);
     tui.wait_for("1/5 · Name").await;
     tui.text("Grace");
@@ -335,6 +363,116 @@ async fn the_tui_says_when_the_token_is_wrong_or_askgate_is_not_there() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let (ok, err) = run(format!("http://{closed}"), "any").await;
     assert!(!ok && err.contains(&format!("askgate does not answer at http://{closed}")), "{err}");
+    served.terminate().await;
+}
+
+/// The TUI of the operator, against the askgate of `config` at `base`, `width` columns wide.
+fn operator_tui(config: &std::path::Path, base: &str, operator: &str, width: u16, height: u16) -> Tmux {
+    Tmux::sized(
+        &format!("env ASKGATE_API_TOKEN={operator} NO_COLOR=1 {BIN} tui --config {} --url {base}", config.display()),
+        width,
+        height,
+    )
+}
+
+#[tokio::test]
+async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_in_the_tui() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), crate::shown::DOORS);
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let (_, agent) = served.agent(dir.path()).await;
+    let hidden = crate::shown::Hidden::ask(&base, &agent).await;
+    // Wide enough for each whole on its row of the board; the slot shows the selected one whole.
+    let tui = operator_tui(&config, &base, &operator, 120, 30);
+    let screen = tui.wait_for_all(&crate::shown::SHOWN).await;
+    assert!(screen.contains("3 waiting"), "{screen}");
+    let slot = screen.split("asked by").nth(1).unwrap_or_default();
+    assert!(crate::shown::SHOWN.iter().any(|s| slot.contains(s)), "the slot shows its question whole:\n{screen}");
+    // Declined on the console, so that the waiting hook and MCP call end.
+    for q in crate::support::get_json(&format!("{base}/api/questions?status=pending"), &operator).await["questions"]
+        .as_array()
+        .unwrap()
+    {
+        let id = q["id"].as_str().unwrap();
+        let (status, _) = post(&base, &operator, &format!("/api/questions/{id}/reject"), json!({})).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    hidden.finished().await;
+    tui.keys(&["q"]);
+    drop(tui);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn one_one_with_a_question_arriving_between_the_presses_answers_only_the_first() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let ask = |body: Value| {
+        let (base, operator) = (base.clone(), operator.clone());
+        async move {
+            let mut body = body;
+            body["conversation"] = json!("console:local");
+            let (status, asked) = post(&base, &operator, "/api/questions", body).await;
+            assert_eq!(status, StatusCode::CREATED, "{asked}");
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let environment = ask(json!({"prompt": "Which environment?", "options": ["staging", "production"]})).await;
+    let tui = operator_tui(&config, &base, &operator, 80, 24);
+    tui.wait_for_all(&["Which environment?", "1–9 pick"]).await;
+    tui.keys(&["1"]);
+    tui.wait_for("✅ staging").await;
+    // The board is empty; the next question is shown in the slot at once, and the second press
+    // lands while it has been shown for less than a second.
+    let drop_it = ask(json!({"kind": "approval", "prompt": "DROP DATABASE production"})).await;
+    tui.wait_for("▸ [approval] DROP DATABASE production").await;
+    tui.keys(&["1"]);
+    tui.wait_for("Just shown: read it first").await;
+    assert_eq!(question(&base, &operator, &environment).await["outcome"]["value"], "staging");
+    assert_eq!(question(&base, &operator, &drop_it).await["status"], "pending", "the second press answered nothing");
+    // Seen for a second, its keys work.
+    tui.wait_for("1 allow once").await;
+    tui.keys(&["r", "Enter"]);
+    tui.wait_for("0 waiting").await;
+    assert_eq!(question(&base, &operator, &drop_it).await["status"], "declined");
+    tui.keys(&["q"]);
+    drop(tui);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_approvals_long_detail_scrolls_in_the_tui_with_its_keys_in_view() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
+    let served = Served::start(&config);
+    let (base, operator) = served.api(dir.path()).await;
+    let diff: Vec<String> = (1..=60).map(|n| format!("+ line {n:02} of the change")).collect();
+    let body = json!({"conversation": "console:local", "kind": "approval", "prompt": "Edit: src/main.rs",
+                      "detail": format!("```\n{}\n```", diff.join("\n"))});
+    let (status, asked) = post(&base, &operator, "/api/questions", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    let tui = operator_tui(&config, &base, &operator, 80, 24);
+    let screen = tui.wait_for_all(&["+ line 01 of the change", "PgDn/PgUp scroll", "1 allow once"]).await;
+    assert!(!screen.contains("+ line 60"), "{screen}");
+    for _ in 0..10 {
+        if tui.screen(false).contains("+ line 60 of the change") {
+            break;
+        }
+        let before = tui.screen(false);
+        tui.keys(&["PageDown"]);
+        crate::support::eventually(|| async { (tui.screen(false) != before).then_some(()) }).await;
+    }
+    let screen = tui.wait_for_all(&["+ line 60 of the change", "of 61 ·", "1 allow once"]).await;
+    assert!(!screen.contains("+ line 01"), "scrolled: {screen}");
+    tui.keys(&["Home"]);
+    tui.wait_for("+ line 01 of the change").await;
+    tui.keys(&["1"]);
+    tui.wait_for("0 waiting").await;
+    tui.keys(&["q"]);
+    drop(tui);
     served.terminate().await;
 }
 

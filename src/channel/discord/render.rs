@@ -103,6 +103,9 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The most messages one reply is sent in (a question shown whole by `/show`).
+pub const MAX_REPLY_PARTS: usize = 24;
+
 /// Shortens text to `max` characters with a clear marker.
 pub fn shorten(text: &str, max: usize) -> String {
     clip(text, max, "… [shortened]")
@@ -138,10 +141,12 @@ fn content(q: &Question, now_ms: i64, body: Body<'_>, tail: &str) -> String {
         }
     };
     let budget = room.saturating_sub(body.chars().count());
-    let title = escape(&shorten(&title, budget / 2));
+    // Cut where it must be, saying where the whole is.
+    let cut = wording::cut_mark(q);
+    let title = escape(&clip(&title, budget / 2, &cut));
     let mut out = format!("**{title}**");
     if let Some(detail) = &q.detail {
-        let detail = shorten(detail, budget.saturating_sub(title.chars().count()));
+        let detail = clip(detail, budget.saturating_sub(title.chars().count()), &cut);
         for piece in crate::text::pieces(&detail) {
             match piece {
                 Piece::Text(text) => _ = write!(out, "\n{}", escape(text)),
@@ -401,6 +406,14 @@ mod tests {
         let q = question(Ask::approval("files__write").detail("alice wants:\n```json\n{\"a\": \"``` *x*\"}\n```"));
         let text = content(&q, 0, Body::None, "");
         assert!(text.contains("\nalice wants:\n```\n{\"a\": \"`\u{200b}`` *x*\"}\n```"), "{text}");
+    }
+
+    #[test]
+    fn a_card_cut_to_fit_says_that_show_shows_it_all() {
+        let q = question(Ask::approval("deploy").detail("line\n".repeat(1_000)));
+        let text = content(&q, 0, Body::None, "");
+        assert!(text.contains(&format!("… \\[cut to fit: /show {} shows it all\\]", q.id.short())), "{text}");
+        assert!(text.chars().count() <= MAX_CONTENT);
     }
 
     #[test]

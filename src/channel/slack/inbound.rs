@@ -29,8 +29,8 @@ pub enum Incoming {
 
 /// The command words accepted without their slash in a direct message or after a mention:
 /// Slack keeps a leading `/` for its own slash commands.
-const WORDS: [&str; 10] =
-    ["answer", "approve", "deny", "decline", "run", "pending", "cancel", "grants", "revoke", "help"];
+const WORDS: [&str; 11] =
+    ["answer", "approve", "deny", "decline", "run", "pending", "show", "cancel", "grants", "revoke", "help"];
 
 /// Applies what the transports queue, in order, until `stop` fires.
 pub(super) async fn apply(

@@ -106,7 +106,8 @@ fn title(q: &Question) -> String {
 /// The prompt, bold, and the detail: text as text, code as code blocks, each section within
 /// Slack's limit, and the whole within [`MAX_DETAIL_SECTIONS`] with a note where it was cut.
 fn text_blocks(q: &Question) -> Vec<Block> {
-    let mut blocks = vec![Block::Section(format!("*{}*", escape(&shorten(&title(q), 2000))))];
+    let cut = crate::wording::cut_mark(q);
+    let mut blocks = vec![Block::Section(format!("*{}*", escape(&clip(&title(q), 2000, &cut))))];
     let Some(detail) = &q.detail else { return blocks };
     let mut sections = Vec::new();
     for piece in crate::text::pieces(detail) {
@@ -124,11 +125,8 @@ fn text_blocks(q: &Question) -> Vec<Block> {
         }
     }
     if sections.len() > MAX_DETAIL_SECTIONS {
-        let hidden: usize = sections[MAX_DETAIL_SECTIONS..].iter().map(|s| s.chars().count()).sum();
         sections.truncate(MAX_DETAIL_SECTIONS);
-        sections.push(format!(
-            "_… [shortened: {hidden} more characters; the whole text is on askgate's web page and API]_"
-        ));
+        sections.push(format!("_{}_", escape(&cut)));
     }
     blocks.extend(sections.into_iter().map(Block::Section));
     blocks
@@ -259,10 +257,10 @@ pub fn resolved(q: &Question) -> Card {
     Card { text: shorten(&format!("{} — {}", title(q), q.outcome_line()), 300), blocks }
 }
 
-/// A plain message.
+/// A plain message; a long one (`/show`) in as many sections as a message holds.
 pub fn plain(text: &str) -> Card {
-    let text = shorten(text, MAX_SECTION);
-    Card { text: text.clone(), blocks: vec![Block::Section(escape(&text))] }
+    let sections = crate::text::split(&escape(text), MAX_SECTION, MAX_BLOCKS, "… [shortened]");
+    Card { text: shorten(text, MAX_SECTION), blocks: sections.into_iter().map(Block::Section).collect() }
 }
 
 /// Whether a card keeps every Slack limit.
@@ -503,7 +501,7 @@ mod tests {
             })
             .collect();
         assert!(text[0].contains("&lt;!channel&gt;"), "{text:?}");
-        assert!(text.last().unwrap().contains("shortened"), "{text:?}");
+        assert!(text.last().unwrap().contains(&format!("/show {} shows it all", q.id.short())), "{text:?}");
         assert!(text.iter().all(|t| t.chars().count() <= MAX_SECTION));
     }
 }

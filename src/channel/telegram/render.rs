@@ -18,6 +18,9 @@ pub const MAX_CALLBACK_DATA: usize = 64;
 pub const MAX_TEXT: usize = 4096;
 /// What a shortened text ends with.
 pub const SHORTENED: &str = "… [shortened]";
+/// The most messages one reply is sent in (a question shown whole by `/show`: at most 16 KiB
+/// of prompt and 16 KiB of detail, in 4,096-character messages).
+pub const MAX_REPLY_PARTS: usize = 12;
 
 /// A question's message.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,11 +60,15 @@ fn described(q: &Question) -> String {
 
 /// The visible text of a card before escaping: prompt, detail, what `described` lists (the
 /// options' descriptions, a form's fields), id and expiry. Prompt and detail are shortened so
-/// that the whole message stays under Telegram's limit.
+/// that the whole message stays under Telegram's limit, ending with where to read them whole
+/// (`/show <id>`).
 fn body(q: &Question, now_ms: i64, commands: Option<&str>, described: String) -> Body {
     let footer = wording::footer(q, now_ms);
     let reserved = footer.chars().count() + described.chars().count() + commands.map_or(0, |c| c.chars().count()) + 16;
     let budget = MAX_TEXT.saturating_sub(reserved);
+    // Cut where it must be, saying where the whole is.
+    let cut = wording::cut_mark(q);
+    let shorten = |text: &str, max: usize| crate::text::clip(text, max, &cut);
     let title = match q.kind {
         Kind::Question | Kind::Confirm | Kind::Form => shorten(&q.prompt, budget / 2),
         Kind::Approval => {
@@ -322,7 +329,8 @@ mod tests {
         let q = question(Ask::question("Use <b> & co?").detail("x".repeat(10_000)));
         let card = card(&q, 0);
         assert!(card.text.starts_with("<b>Use &lt;b&gt; &amp; co?</b>"), "{}", card.text);
-        assert!(card.text.contains(SHORTENED));
+        let cut = format!("x… [cut to fit: /show {} shows it all]\n", q.id.short());
+        assert!(card.text.contains(&cut), "the cut says where the whole is: {}", card.text);
         let visible = card.text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "");
         assert!(visible.chars().count() <= MAX_TEXT, "{}", visible.chars().count());
     }
@@ -336,7 +344,7 @@ mod tests {
         let long = format!("see:\n```\n{}\n```", "y".repeat(10_000));
         let card = super::card(&question(Ask::approval("x").detail(long)), 0);
         assert_eq!(card.text.matches("<pre>").count(), 1, "{}", card.text);
-        assert!(card.text.contains(&format!("{SHORTENED}</pre>")), "the cut stays inside the block");
+        assert!(card.text.contains("shows it all]</pre>"), "the cut stays inside the block");
     }
 
     #[test]

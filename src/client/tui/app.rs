@@ -1,14 +1,26 @@
 //! The TUI's state and what each key does: the board of waiting questions with the selected
 //! one in the input slot, and the person's conversation with its composer.
+//!
+//! A key acts only on a question the person has seen: keys that answer (or start answering)
+//! the question in the slot work once it has been shown there for [`ARM`]; before that they
+//! are refused on the status line, never kept for later. The slot's question is chosen by id,
+//! and only by the person, but for the first question on an empty board, which is shown in
+//! the slot at once and armed like any other.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::filling::{Filling, Step};
+use super::words::{outcome_line, receipt_note, short};
 use super::{Api, Heard};
+
+/// What the status line says while a request is on its way.
+pub(super) const SENDING: &str = "sending…";
 
 /// Which view is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +30,13 @@ pub enum View {
     /// The person's own conversation.
     Conversation,
 }
+
+/// How long a question is shown in the input slot before a key answers it: one second, as
+/// browsers hold the buttons of a prompt that just appeared (Firefox's
+/// `security.dialog_enable_delay`). Longer than the gap of a key pressed twice (the one
+/// reported answered a question that arrived 350 ms after the first press) and than the time it
+/// takes to notice that the screen changed; short enough that a person who reads it never waits.
+pub const ARM: Duration = Duration::from_secs(1);
 
 /// What the text line is for, while one is open on the board.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +69,15 @@ pub struct App {
     /// never shifts keys onto another; when it goes, nothing is selected until the person
     /// chooses (a key pressed twice never answers the next question).
     pub selected: Option<String>,
+    /// Since when the slot has shown its question (see [`ARM`]).
+    shown_since: Instant,
+    /// How long a question is shown before its keys work: [`ARM`].
+    arm: Duration,
+    /// How far the slot's prompt and detail are scrolled, in rows from the top.
+    pub scroll: usize,
+    /// How many rows of prompt and detail the slot showed when last drawn (a page), and how
+    /// many there are.
+    pub page: Cell<(usize, usize)>,
     /// The options ticked on the selected multi-select, from 0.
     pub ticked: BTreeSet<usize>,
     pub typing: Option<Typing>,
@@ -77,6 +105,10 @@ impl App {
             view: View::Board,
             cards: Vec::new(),
             selected: None,
+            shown_since: Instant::now(),
+            arm: ARM,
+            scroll: 0,
+            page: Cell::new((1, 1)),
             ticked: BTreeSet::new(),
             typing: None,
             filling: None,
@@ -98,6 +130,37 @@ impl App {
     /// The selected question, if one is.
     pub fn current(&self) -> Option<&Value> {
         self.selected_index().map(|i| &self.cards[i].question)
+    }
+
+    /// Whether the slot's question has been shown long enough for keys to act on it.
+    pub fn armed(&self) -> bool {
+        self.shown_since.elapsed() >= self.arm
+    }
+
+    /// When the slot's question will be armed, while it is not yet: the screen changes then.
+    pub fn arms_at(&self) -> Option<Instant> {
+        let at = self.shown_since + self.arm;
+        (self.current().is_some() && self.view == View::Board && at > Instant::now()).then_some(at)
+    }
+
+    /// Puts the question `id` in the slot (none: empty), shown from now: what was ticked,
+    /// typed or scrolled for another is gone.
+    fn select(&mut self, id: Option<String>) {
+        if id == self.selected {
+            return;
+        }
+        self.selected = id;
+        self.shown_since = Instant::now();
+        self.scroll = 0;
+        self.ticked.clear();
+        self.typing = None;
+        self.input.clear();
+    }
+
+    /// The board is shown again: its question counts as shown from now.
+    fn back_to_board(&mut self) {
+        self.view = View::Board;
+        self.shown_since = Instant::now();
     }
 
     /// Takes in what was heard.
@@ -149,11 +212,12 @@ impl App {
         match (name, at) {
             ("question.asked", Some(i)) => self.cards[i].seen = true,
             ("question.asked", None) => {
-                // The first question on an empty board is the one to answer.
-                if self.cards.is_empty() && self.selected.is_none() {
-                    self.selected = Some(id);
-                }
+                // The first question on an empty board is shown in the slot, armed after ARM.
+                let first = self.cards.is_empty() && self.selected.is_none();
                 self.cards.push(Card { question: data, seen: true });
+                if first {
+                    self.select(Some(id));
+                }
             }
             ("question.counted", Some(i)) => self.cards[i].question = data,
             ("replay.done", _) => self.cards.retain(|c| c.seen),
@@ -176,11 +240,8 @@ impl App {
 
     /// Nothing in the input slot: what was ticked or typed for the question that went is gone.
     fn unselect(&mut self) {
-        self.selected = None;
+        self.select(None);
         self.filling = None;
-        self.ticked.clear();
-        self.typing = None;
-        self.input.clear();
     }
 
     fn key(&mut self, key: KeyEvent) {
@@ -197,8 +258,8 @@ impl App {
 
     fn conversation_key(&mut self, key: KeyEvent) {
         match key.code {
-            KeyCode::Tab => self.view = View::Board,
-            KeyCode::Esc if self.input.is_empty() => self.view = View::Board,
+            KeyCode::Tab => self.back_to_board(),
+            KeyCode::Esc if self.input.is_empty() => self.back_to_board(),
             KeyCode::Esc => self.input.clear(),
             KeyCode::Enter => {
                 let text = std::mem::take(&mut self.input);
@@ -246,17 +307,28 @@ impl App {
         }
     }
 
+    /// A key on the board: moving, turning, scrolling and quitting work at any time; the keys
+    /// that act on the slot's question only once it is armed.
     fn board_key(&mut self, key: KeyEvent) {
-        let Some(q) = self.current().cloned() else {
-            match key.code {
-                KeyCode::Tab => self.view = View::Conversation,
-                KeyCode::Char('q') => self.quit = true,
-                KeyCode::Up | KeyCode::Char('k') => self.step(false),
-                KeyCode::Down | KeyCode::Char('j') => self.step(true),
-                _ => {}
-            }
+        let (page, rows) = self.page.get();
+        let last = rows.saturating_sub(page);
+        let step = page.saturating_sub(1).max(1);
+        match key.code {
+            KeyCode::Tab => return self.view = View::Conversation,
+            KeyCode::Char('q') => return self.quit = true,
+            KeyCode::Up | KeyCode::Char('k') => return self.step(false),
+            KeyCode::Down | KeyCode::Char('j') => return self.step(true),
+            KeyCode::PageDown | KeyCode::Char(' ') => return self.scroll = (self.scroll + step).min(last),
+            KeyCode::PageUp => return self.scroll = self.scroll.min(last).saturating_sub(step),
+            KeyCode::Home => return self.scroll = 0,
+            KeyCode::End => return self.scroll = last,
+            _ => {}
+        }
+        let Some(q) = self.current().cloned() else { return };
+        if !self.armed() {
+            self.note = format!("Just shown: read it first, its keys work after {} s", self.arm.as_secs_f32());
             return;
-        };
+        }
         let kind = q["kind"].as_str().unwrap_or_default();
         if q.get("form").is_some_and(Value::is_object) {
             return self.form_key(&q, key);
@@ -265,10 +337,6 @@ impl App {
         let quorum = q["quorum"].as_u64().unwrap_or(1) > 1;
         let options = q["options"].as_array().map_or(0, Vec::len);
         match key.code {
-            KeyCode::Tab => self.view = View::Conversation,
-            KeyCode::Char('q') => self.quit = true,
-            KeyCode::Up | KeyCode::Char('k') => self.step(false),
-            KeyCode::Down | KeyCode::Char('j') => self.step(true),
             KeyCode::Char(c @ '1'..='9') => {
                 let n = c.to_digit(10).map_or(0, |d| d as usize);
                 match kind {
@@ -303,14 +371,10 @@ impl App {
         }
     }
 
-    /// A key on a selected form: Enter fills it in from the field the person is at; the keys
-    /// that move, turn, quit and decline are those of any question.
+    /// A key on a selected form: Enter fills it in from the field the person is at; d
+    /// declines, as for any question.
     fn form_key(&mut self, q: &Value, key: KeyEvent) {
         match key.code {
-            KeyCode::Tab => self.view = View::Conversation,
-            KeyCode::Char('q') => self.quit = true,
-            KeyCode::Up | KeyCode::Char('k') => self.step(false),
-            KeyCode::Down | KeyCode::Char('j') => self.step(true),
             KeyCode::Char('d' | 'r') => self.open(Typing::Feedback, ""),
             KeyCode::Enter | KeyCode::Char('f') => {
                 if self.filling.as_ref().is_none_or(|f| q["id"] != f.id.as_str()) {
@@ -362,10 +426,7 @@ impl App {
         };
         let Some(card) = self.cards.get(to) else { return };
         let id = card.question["id"].as_str().map(str::to_owned);
-        if id != self.selected {
-            self.selected = id;
-            self.ticked.clear();
-        }
+        self.select(id);
     }
 
     fn open(&mut self, typing: Typing, text: &str) {
@@ -424,61 +485,6 @@ impl App {
     }
 }
 
-/// What the status line says while a request is on its way.
-const SENDING: &str = "sending…";
-
-/// The 8 characters cards show of a question's id.
-pub fn short(q: &Value) -> String {
-    q["id"].as_str().unwrap_or_default().chars().take(8).collect()
-}
-
-/// What a receipt says, briefly.
-fn receipt_note(receipt: &Value) -> Option<String> {
-    match receipt["receipt"].as_str()? {
-        "resolved" => Some("answered".to_owned()),
-        "counted" => Some(format!(
-            "counted: {} of {} approvals",
-            receipt["approvals"].as_u64().unwrap_or(0),
-            receipt["quorum"].as_u64().unwrap_or(0)
-        )),
-        other => Some(other.replace('_', " ")),
-    }
-}
-
-/// How a question ended, in one line: `✅ date-fns — web:bob via api`.
-pub fn outcome_line(q: &Value) -> String {
-    let status = q["status"].as_str().unwrap_or("resolved");
-    let mark = match status {
-        "answered" => "✅",
-        "declined" => "❌",
-        "expired" => "⌛",
-        _ => "✖",
-    };
-    let value = match &q["outcome"]["value"] {
-        Value::Null => status.to_owned(),
-        value => shown(value),
-    };
-    let by = q["answered_name"].as_str().or(q["answered_by"].as_str());
-    let via = q["answered_via"].as_str().map(|v| format!(" via {v}")).unwrap_or_default();
-    match by {
-        Some(by) => format!("{mark} {value} — {by}{via}"),
-        None => format!("{mark} {value}"),
-    }
-}
-
-/// An answer in words: `yes`, `unit, lint`, and a form's as `name: Ada · plan: pro`.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Bool(yes) => (if *yes { "yes" } else { "no" }).to_owned(),
-        Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(", "),
-        Value::Object(fields) => {
-            fields.iter().map(|(k, v)| format!("{k}: {}", shown(v))).collect::<Vec<_>>().join(" · ")
-        }
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use ratatui::crossterm::event::KeyCode;
@@ -499,12 +505,51 @@ mod tests {
         press(app, KeyCode::Enter);
     }
 
+    /// A TUI whose posts go nowhere (nothing listens there).
+    fn app() -> App {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let api = Api::new("http://127.0.0.1:9".to_owned(), "token".to_owned());
+        App::new(api, json!({"user": "web:bob"}), tx, false)
+    }
+
+    fn asked(app: &mut App, id: &str, kind: &str) {
+        app.hear(Heard::Stream("question.asked".to_owned(), json!({"id": id, "kind": kind, "prompt": id})));
+    }
+
+    #[tokio::test]
+    async fn a_question_just_shown_takes_no_key_and_the_key_is_not_kept_for_later() {
+        let mut app = app();
+        asked(&mut app, "q1", "approval");
+        assert_eq!(app.selected.as_deref(), Some("q1"), "the first on an empty board is shown in the slot");
+        press(&mut app, KeyCode::Char('1'));
+        assert!(app.note.starts_with("Just shown"), "{}", app.note);
+        app.shown_since -= ARM;
+        assert!(app.armed() && app.note.starts_with("Just shown"), "nothing was sent when it armed");
+        press(&mut app, KeyCode::Char('1'));
+        assert_eq!(app.note, SENDING);
+    }
+
+    #[tokio::test]
+    async fn a_new_question_never_takes_the_selection_and_one_chosen_is_shown_anew() {
+        let mut app = app();
+        asked(&mut app, "q1", "approval");
+        app.shown_since -= ARM;
+        asked(&mut app, "q2", "approval");
+        assert_eq!(app.selected.as_deref(), Some("q1"), "a question arriving keeps its place in the list");
+        assert!(app.armed());
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.selected.as_deref(), Some("q2"));
+        press(&mut app, KeyCode::Char('1'));
+        assert!(app.note.starts_with("Just shown"), "chosen just now: not seen yet ({})", app.note);
+        // Gone: nothing is in the slot, and the next key acts on nothing.
+        app.hear(Heard::Stream("question.answered".to_owned(), json!({"id": "q2", "status": "answered"})));
+        assert_eq!(app.selected, None);
+    }
+
     #[tokio::test]
     async fn a_form_askgate_refuses_asks_the_field_its_hint_names_again_with_what_was_typed() {
-        let (tx, _rx) = mpsc::unbounded_channel();
-        // Nothing listens there: the post fails, and what askgate said is the refusal below.
-        let api = Api::new("http://127.0.0.1:9".to_owned(), "token".to_owned());
-        let mut app = App::new(api, json!({"user": "web:bob"}), tx, false);
+        let mut app = app();
+        app.arm = Duration::ZERO;
         let schema = json!({"type": "object", "properties": {
             "name": {"type": "string", "title": "Name"},
             "plan": {"type": "string", "enum": ["free", "pro"]}

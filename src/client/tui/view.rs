@@ -1,6 +1,8 @@
 //! Drawing the TUI: a title line, the board (or the conversation), the input slot and a status
 //! line, laid out for 80×24 and up. Colours only where they are allowed (`NO_COLOR` turns them
-//! off); the selection is shown reversed either way.
+//! off); the selection is shown reversed either way. The input slot grows with its question,
+//! leaving the board a few rows; a prompt and detail longer than it has room for scroll, with
+//! the options and keys kept in view below them.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,16 +11,26 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use serde_json::Value;
 
-use super::app::{App, Typing, View, short};
+use crate::text::{Piece, safe, safe_line};
+
+use super::app::{App, Typing, View};
 use super::filling::{self, Filling};
+use super::words::short;
 
 /// A colour, when colours are on.
 fn fg(app: &App, colour: Color) -> Style {
     if app.colour { Style::default().fg(colour) } else { Style::default() }
 }
 
+/// The fewest rows the board keeps when the input slot grows.
+const BOARD_ROWS: u16 = 3;
+
 pub(super) fn draw(frame: &mut Frame<'_>, app: &App) {
-    let slot = if app.view == View::Board { 10 } else { 3 };
+    let room = frame.area().height.saturating_sub(2 + BOARD_ROWS);
+    let slot = match app.view {
+        View::Board => slot_height(app, frame.area().width).clamp(10.min(room), room.max(3)),
+        View::Conversation => 3,
+    };
     let [title, body, input, status] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(slot), Constraint::Length(1)])
             .areas(frame.area());
@@ -33,25 +45,32 @@ pub(super) fn draw(frame: &mut Frame<'_>, app: &App) {
             composer(frame, app, input);
         }
     }
-    frame.render_widget(Paragraph::new(app.note.as_str()), status);
+    frame.render_widget(Paragraph::new(safe_line(&app.note)), status);
 }
 
+/// The title line: who is signed in, how many wait, and how the connection stands. When it is
+/// not live, why comes first (it names askgate's address, port and all), so that a narrow
+/// terminal cuts the rest, not that.
 fn title_line(app: &App) -> Line<'_> {
     let who = app.me["user"].as_str().unwrap_or("?");
-    let (dot, state) = match &app.connection {
-        Ok(()) => (Span::styled("● ", fg(app, Color::Green)), "live".to_owned()),
-        Err(why) => (Span::styled("○ ", fg(app, Color::Yellow)), why.clone()),
-    };
     let view = match app.view {
         View::Board => format!("{} waiting", app.cards.len()),
         View::Conversation => "conversation".to_owned(),
     };
-    Line::from(vec![
-        Span::styled("askgate", Style::default().add_modifier(Modifier::BOLD)),
-        Span::raw(format!(" · {who} · {view} · ")),
-        dot,
-        Span::raw(state),
-    ])
+    match &app.connection {
+        Ok(()) => Line::from(vec![
+            Span::styled("askgate", Style::default().add_modifier(Modifier::BOLD)),
+            Span::raw(format!(" · {who} · {view} · ")),
+            Span::styled("● ", fg(app, Color::Green)),
+            Span::raw("live"),
+        ]),
+        Err(why) => Line::from(vec![
+            Span::styled("○ ", fg(app, Color::Yellow)),
+            Span::raw(safe_line(why).into_owned()),
+            Span::raw(format!(" · {who} · {view} · ")),
+            Span::styled("askgate", Style::default().add_modifier(Modifier::BOLD)),
+        ]),
+    }
 }
 
 fn board(frame: &mut Frame<'_>, app: &App, area: Rect) {
@@ -73,11 +92,14 @@ fn board(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .map(|(i, card)| {
             let q = &card.question;
             let kind = q["kind"].as_str().unwrap_or("question");
+            // A row per question: the prompt's first line, marked when there is more.
+            let prompt = q["prompt"].as_str().unwrap_or_default();
+            let more = if prompt.trim_end().contains('\n') { " …" } else { "" };
             let row = format!(
-                "{} [{kind}] {}  · {}",
+                "{} [{kind}] {}{more}  · {}",
                 if Some(i) == selected { "▸" } else { " " },
-                q["prompt"].as_str().unwrap_or_default(),
-                q["conversation"].as_str().unwrap_or("no conversation")
+                safe_line(prompt.lines().next().unwrap_or_default()),
+                safe_line(q["conversation"].as_str().unwrap_or("no conversation"))
             );
             let style =
                 if Some(i) == selected { Style::default().add_modifier(Modifier::REVERSED) } else { Style::default() };
@@ -87,8 +109,11 @@ fn board(frame: &mut Frame<'_>, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
-/// The keys the selected question takes.
-fn keys(q: &Value) -> String {
+/// The keys the selected question takes, once it is armed; until then, that they will.
+fn keys(app: &App, q: &Value) -> String {
+    if !app.armed() {
+        return "⏳ just shown: read it, its keys work in a moment · ↑↓ select · Tab conversation".to_owned();
+    }
     let custom = q["allow_custom"] == true;
     let mut keys = match (q["kind"].as_str(), q["multi"] == true, q["quorum"].as_u64().unwrap_or(1) > 1) {
         (Some("confirm"), ..) => "1/y yes · 2/n no".to_owned(),
@@ -103,6 +128,80 @@ fn keys(q: &Value) -> String {
         _ => {}
     }
     keys + " · ↑↓ select · Tab conversation"
+}
+
+/// The slot's question: its prompt and detail (whole, scrolled when longer than the slot), then
+/// what stays in view below them: options, approvals so far, keys or the line being typed.
+fn slot_parts<'a>(app: &'a App, q: &Value) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
+    let mut body = vec![Line::styled(
+        safe(q["prompt"].as_str().unwrap_or_default()).into_owned(),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    // The detail as its pieces: prose as it is, code (a diff, a command's output) indented.
+    let detail = safe(q["detail"].as_str().unwrap_or_default()).into_owned();
+    for piece in crate::text::pieces(&detail) {
+        match piece {
+            Piece::Text(text) => body.extend(text.lines().map(|l| Line::raw(l.to_owned()))),
+            Piece::Code(code) => body.extend(code.lines().map(|l| Line::raw(format!("  {l}")))),
+        }
+    }
+    if q.get("form").is_some_and(Value::is_object) {
+        return (body, form_lines(app, q));
+    }
+    let mut fixed = Vec::new();
+    let options: Vec<String> = q["options"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .enumerate()
+                .map(|(i, label)| {
+                    let tick =
+                        if q["multi"] == true { if app.ticked.contains(&i) { "[x] " } else { "[ ] " } } else { "" };
+                    let about = q["descriptions"][i].as_str().filter(|d| !d.is_empty());
+                    let about = about.map(|d| format!(" — {}", safe_line(d))).unwrap_or_default();
+                    format!("{} {tick}{}{about}", i + 1, safe_line(label.as_str().unwrap_or_default()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if q["descriptions"].is_array() {
+        // One line each, with what it says about itself.
+        fixed.extend(options.into_iter().map(|o| Line::styled(o, fg(app, Color::Cyan))));
+    } else if !options.is_empty() {
+        fixed.push(Line::styled(options.join("   "), fg(app, Color::Cyan)));
+    }
+    let quorum = q["quorum"].as_u64().unwrap_or(1);
+    if quorum > 1 {
+        let approvals = q["approvals"].as_array().map_or(0, Vec::len);
+        fixed.push(Line::raw(format!("{approvals} of {quorum} approvals")));
+    }
+    match &app.typing {
+        Some(typing) => {
+            let label = match typing {
+                Typing::Answer | Typing::Field => "your answer",
+                Typing::Feedback => "feedback (Enter sends, empty for none)",
+                Typing::Edit => "the action, as edited",
+            };
+            fixed.push(Line::raw(format!("{label} · Esc cancels")));
+            fixed.push(Line::styled(format!("> {}▏", app.input), fg(app, Color::Yellow)));
+        }
+        None => fixed.push(Line::styled(keys(app, q), fg(app, Color::Gray))),
+    }
+    (body, fixed)
+}
+
+/// How many rows the input slot would take to show its question whole, at `width` columns.
+fn slot_height(app: &App, width: u16) -> u16 {
+    let Some(q) = app.current() else { return 3 };
+    let (body, fixed) = slot_parts(app, q);
+    let inner = width.saturating_sub(2);
+    let rows = rows(body, inner) + rows(fixed, inner) + 2;
+    u16::try_from(rows).unwrap_or(u16::MAX)
+}
+
+/// How many rows `lines` take wrapped at `width` columns.
+fn rows(lines: Vec<Line<'_>>, width: u16) -> usize {
+    Paragraph::new(lines).wrap(Wrap { trim: false }).line_count(width)
 }
 
 fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
@@ -120,65 +219,44 @@ fn question_slot(frame: &mut Frame<'_>, app: &App, area: Rect) {
         " {} · {} · asked by {} ",
         short(q),
         q["kind"].as_str().unwrap_or("question"),
-        q["asked_by"].as_str().unwrap_or("a run")
+        safe_line(q["asked_by"].as_str().unwrap_or("a run"))
     );
-    let mut lines = vec![Line::styled(
-        q["prompt"].as_str().unwrap_or_default().to_owned(),
-        Style::default().add_modifier(Modifier::BOLD),
-    )];
-    if q.get("form").is_some_and(Value::is_object) {
-        lines.extend(form_lines(app, q));
-        let block = Block::default().borders(Borders::ALL).title(title);
-        frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let (body, fixed) = slot_parts(app, q);
+    let fixed = Paragraph::new(fixed).wrap(Wrap { trim: false });
+    let fixed_rows =
+        u16::try_from(fixed.line_count(inner.width)).unwrap_or(u16::MAX).min(inner.height.saturating_sub(2));
+    let body = Paragraph::new(body).wrap(Wrap { trim: false });
+    let total = body.line_count(inner.width);
+    if total + usize::from(fixed_rows) <= usize::from(inner.height) {
+        // It all fits: the options and keys right under the text.
+        let rows = u16::try_from(total).unwrap_or(u16::MAX);
+        let [top, bottom, _] =
+            Layout::vertical([Constraint::Length(rows), Constraint::Length(fixed_rows), Constraint::Min(0)])
+                .areas(inner);
+        app.page.set((total, total));
+        frame.render_widget(body, top);
+        frame.render_widget(fixed, bottom);
         return;
     }
-    if let Some(detail) = q["detail"].as_str() {
-        lines.extend(detail.lines().take(2).map(|l| Line::raw(l.to_owned())));
-    }
-    let options: Vec<String> = q["options"]
-        .as_array()
-        .map(|o| {
-            o.iter()
-                .enumerate()
-                .map(|(i, label)| {
-                    let tick =
-                        if q["multi"] == true { if app.ticked.contains(&i) { "[x] " } else { "[ ] " } } else { "" };
-                    let about = q["descriptions"][i].as_str().filter(|d| !d.is_empty());
-                    let about = about.map(|d| format!(" — {d}")).unwrap_or_default();
-                    format!("{} {tick}{}{about}", i + 1, label.as_str().unwrap_or_default())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if q["descriptions"].is_array() {
-        // One line each, with what it says about itself.
-        lines.extend(options.into_iter().map(|o| Line::styled(o, fg(app, Color::Cyan))));
-    } else if !options.is_empty() {
-        lines.push(Line::styled(options.join("   "), fg(app, Color::Cyan)));
-    }
-    let quorum = q["quorum"].as_u64().unwrap_or(1);
-    if quorum > 1 {
-        let approvals = q["approvals"].as_array().map_or(0, Vec::len);
-        lines.push(Line::raw(format!("{approvals} of {quorum} approvals")));
-    }
-    match &app.typing {
-        Some(typing) => {
-            let label = match typing {
-                Typing::Answer | Typing::Field => "your answer",
-                Typing::Feedback => "feedback (Enter sends, empty for none)",
-                Typing::Edit => "the action, as edited",
-            };
-            lines.push(Line::raw(format!("{label} · Esc cancels")));
-            lines.push(Line::styled(format!("> {}▏", app.input), fg(app, Color::Yellow)));
-        }
-        None => lines.push(Line::styled(keys(q), fg(app, Color::Gray))),
-    }
-    let block = Block::default().borders(Borders::ALL).title(title);
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(fixed_rows)]).areas(inner);
+    frame.render_widget(fixed, bottom);
+    // Longer than the room: a window of it, and a line that says where it is and how to move.
+    let [text, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(top);
+    let page = usize::from(text.height);
+    let from = app.scroll.min(total.saturating_sub(page));
+    app.page.set((page, total));
+    frame.render_widget(body.scroll((u16::try_from(from).unwrap_or(u16::MAX), 0)), text);
+    let to = (from + page).min(total);
+    let line = format!("── rows {}–{to} of {total} · PgDn/PgUp scroll · Home/End ──", from + 1);
+    frame.render_widget(Paragraph::new(Line::styled(line, fg(app, Color::Gray))), hint);
 }
 
-/// A form in the input slot: the field being asked (which of how many, what it takes, its
-/// options) over the line it is typed in; otherwise its fields and how to start.
+/// A form in the input slot, below its prompt and detail: the field being asked (which of how
+/// many, what it takes, its options) over the line it is typed in; otherwise its fields and how
+/// to start.
 fn form_lines<'a>(app: &'a App, q: &Value) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     let filling = app.filling.as_ref().filter(|f| q["id"] == f.id.as_str());
@@ -207,9 +285,6 @@ fn form_lines<'a>(app: &'a App, q: &Value) -> Vec<Line<'a>> {
             lines.push(Line::styled(format!("> {}▏", app.input), fg(app, Color::Yellow)));
         }
         _ => {
-            if let Some(detail) = q["detail"].as_str() {
-                lines.extend(detail.lines().take(2).map(|l| Line::raw(l.to_owned())));
-            }
             let overview = filling.map(Filling::overview).or_else(|| Filling::of(q).map(|f| f.overview()));
             lines.push(Line::styled(format!("fields: {}", overview.unwrap_or_default()), fg(app, Color::Cyan)));
             let start = match filling {
@@ -218,10 +293,12 @@ fn form_lines<'a>(app: &'a App, q: &Value) -> Vec<Line<'a>> {
                 }
                 _ => "Enter fill in, field by field".to_owned(),
             };
-            lines.push(Line::styled(
-                format!("{start} · d decline · ↑↓ select · Tab conversation"),
-                fg(app, Color::Gray),
-            ));
+            let keys = if app.armed() {
+                format!("{start} · d decline · ↑↓ select · Tab conversation")
+            } else {
+                keys(app, q)
+            };
+            lines.push(Line::styled(keys, fg(app, Color::Gray)));
         }
     }
     lines
