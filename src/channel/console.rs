@@ -32,12 +32,16 @@ type Output = Box<dyn AsyncWrite + Send + Unpin>;
 pub struct Console {
     out: Mutex<Output>,
     clock: Clock,
+    /// When it was made: the questions it lists at start are those asked before, whose cards
+    /// an earlier askgate printed. One asked since has its card printed through the outbox.
+    made_at: i64,
 }
 
 impl Console {
     /// A console writing to `out` (stdout in the binary).
     pub fn new(out: Output, clock: Clock) -> Arc<Self> {
-        Arc::new(Self { out: Mutex::new(out), clock })
+        let made_at = clock.now_ms();
+        Arc::new(Self { out: Mutex::new(out), clock, made_at })
     }
 
     /// Prints `text` and a line break. Asker text reaches it made safe already; it is made safe
@@ -101,7 +105,13 @@ impl Console {
     /// printed before it have scrolled away or are in another terminal).
     async fn show_waiting(&self, engine: &Engine, conversation: &Conversation) {
         match engine.pending_for(Some(conversation), wording::LISTED + 1).await {
-            Ok(waiting) if !waiting.is_empty() => {
+            Ok(mut waiting) => {
+                // Asked since askgate started (an agent can ask before this loop runs): its
+                // card is printed already, or on its way.
+                waiting.retain(|q| q.created_at < self.made_at);
+                if waiting.is_empty() {
+                    return;
+                }
                 let (shown, more) = wording::listed(&waiting);
                 let n = shown.len();
                 self.report(&if more {
@@ -115,7 +125,6 @@ impl Console {
                     self.report(&wording::card(q, now)).await;
                 }
             }
-            Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not list the questions waiting on the console"),
         }
     }
