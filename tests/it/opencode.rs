@@ -416,8 +416,11 @@ async fn an_event_line_of_100_mb_is_skipped_without_being_kept_and_the_next_even
     fake.send_raw("\n".to_owned());
     fake.send("/home/dev/app", "permission.asked", permission("per_big", "make after"));
     served.card_id("bash: make after").await;
+    // Reading is bounded by the 8 MiB line limit, not by the line: the read buffer doubles
+    // past the limit once before the line is dropped (37–41 MB measured). A reader that kept
+    // the line would grow by more than its 100 MB.
     let grown = peak().saturating_sub(before);
-    assert!(grown < 40, "peak memory grew {grown} MB reading a 100 MB line");
+    assert!(grown < 64, "peak memory grew {grown} MB reading a 100 MB line");
     served.log_line("skipped an event line longer than askgate reads").await;
     served.terminate().await;
 }
