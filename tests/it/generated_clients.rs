@@ -142,7 +142,7 @@ async fn a_client_generated_by_openapi_python_client_asks_and_reads_the_outcome(
     let id = served.card_id("Which database?").await;
     served.type_line(&format!("/answer {id} sqlite")).await;
     assert_eq!(next(&mut said).await, json!(["outcome", "answered", "sqlite", "console"]));
-    assert_eq!(next(&mut said).await, json!(["confirmed", true, true, "the script (api:operator)"]));
+    assert_eq!(next(&mut said).await, json!(["confirmed", true, true, "“the script” (api:operator)"]));
     assert_eq!(next(&mut said).await, json!(["refused", "not_found"]));
     assert!(
         script.wait().await.unwrap().success(),
