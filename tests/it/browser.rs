@@ -116,7 +116,7 @@ impl Driver {
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let browser = Driver::start().await;

@@ -282,7 +282,7 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn an_ask_user_question_is_answered_on_the_web_page() {
     let browser = crate::browser::Driver::start().await;

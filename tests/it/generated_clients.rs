@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::binary::{Served, write_config};
+use crate::tools::node_bin;
 
 const TOKEN: &str = "generated-client-test-token-0123456789abcdef";
 
@@ -110,7 +111,8 @@ async fn next(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
 #[tokio::test]
 #[cfg_attr(
     no_openapi_python_client,
-    ignore = "openapi-python-client is not installed (pip install openapi-python-client==0.29.1)"
+    ignore = "needs openapi-python-client 0.29.1 in python3: pip install openapi-python-client==0.29.1 \
+              (or run .ci/run)"
 )]
 async fn a_client_generated_by_openapi_python_client_asks_and_reads_the_outcome() {
     let dir = TempDir::new().unwrap();
@@ -151,15 +153,13 @@ async fn a_client_generated_by_openapi_python_client_asks_and_reads_the_outcome(
 }
 
 /// The `node_modules` folder openapi-typescript was installed in, with openapi-fetch and
-/// TypeScript beside it (the PATH holds its `.bin`).
+/// TypeScript beside it.
 fn node_modules() -> PathBuf {
-    const INSTALL: &str = "npm install openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3, and put \
-                           its node_modules/.bin on the PATH (.ci/run does)";
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let bin = std::env::split_paths(&path)
-        .find(|dir| dir.join("openapi-typescript").is_file())
-        .unwrap_or_else(|| panic!("openapi-typescript is not on the PATH: {INSTALL}"));
-    let modules = bin.parent().unwrap().to_path_buf();
+    const INSTALL: &str = "npm install --prefix ~/.cache/askgate-ci openapi-typescript@7.13.0 openapi-fetch@0.17.0 \
+                           typescript@5.9.3 (.ci/run does)";
+    let program = node_bin("openapi-typescript").unwrap_or_else(|| panic!("openapi-typescript is missing: {INSTALL}"));
+    // `node_modules/.bin/openapi-typescript`
+    let modules = program.parent().and_then(Path::parent).unwrap().to_path_buf();
     for needed in ["openapi-fetch/package.json", ".bin/tsc"] {
         assert!(modules.join(needed).exists(), "{} is missing: {INSTALL}", modules.join(needed).display());
     }
@@ -169,8 +169,9 @@ fn node_modules() -> PathBuf {
 #[tokio::test]
 #[cfg_attr(
     no_openapi_typescript,
-    ignore = "openapi-typescript is not installed (npm install openapi-typescript@7.13.0 openapi-fetch@0.17.0 \
-              typescript@5.9.3, with its node_modules/.bin on the PATH)"
+    ignore = "needs node and openapi-typescript 7.13.0, openapi-fetch 0.17.0 and typescript 5.9.3: npm install \
+              --prefix ~/.cache/askgate-ci openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3 \
+              (or run .ci/run)"
 )]
 async fn a_typescript_client_from_openapi_typescript_type_checks_asks_and_reads_the_outcome() {
     let modules = node_modules();

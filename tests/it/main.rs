@@ -45,6 +45,7 @@ mod stdio_bridge;
 mod store;
 mod support;
 mod telegram;
+mod tools;
 mod traces;
 mod trust;
 mod tui;

@@ -287,7 +287,7 @@ async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quorum_on_the_page() {
     let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
@@ -343,7 +343,7 @@ async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quor
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn someone_elses_link_signs_a_tab_in_only_when_asked_and_a_pasted_one_offers_to_switch() {
     let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
@@ -379,7 +379,7 @@ async fn someone_elses_link_signs_a_tab_in_only_when_asked_and_a_pasted_one_offe
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies() {
     let app = App::start("", Env::default()).await;

@@ -74,6 +74,10 @@ fn pip_install(into: &Path) {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    no_pip_wheel,
+    ignore = "needs pip, setuptools and wheel in python3: pip install setuptools wheel (or run .ci/run)"
+)]
 async fn the_python_client_asks_through_the_real_binary_and_raises_typed_errors() {
     let dir = TempDir::new().unwrap();
     let site = dir.path().join("site");

@@ -107,7 +107,10 @@ async fn line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout
 }
 
 #[tokio::test]
-#[cfg_attr(no_python_mcp, ignore = "the official Python MCP SDK is not installed: pip install mcp==2.3.0")]
+#[cfg_attr(
+    no_python_mcp,
+    ignore = "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)"
+)]
 async fn the_python_sdk_reads_every_kind_of_result_in_both_revisions() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), MCP));
@@ -155,7 +158,10 @@ async fn the_python_sdk_reads_every_kind_of_result_in_both_revisions() {
 }
 
 #[tokio::test]
-#[cfg_attr(no_python_mcp, ignore = "the official Python MCP SDK is not installed: pip install mcp==2.3.0")]
+#[cfg_attr(
+    no_python_mcp,
+    ignore = "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)"
+)]
 async fn a_2026_call_its_cancel_scope_ends_is_cancelled_once_the_grace_has_passed() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &format!("{MCP}reattach_grace = \"6s\"\n")));

@@ -102,6 +102,7 @@ async fn question(base: &str, token: &str, id: &str) -> Value {
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsewhere_go() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
@@ -251,6 +252,7 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
@@ -339,6 +341,7 @@ async fn the_tui_fills_a_form_field_by_field_and_asks_a_refused_field_again() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn the_tui_says_when_the_token_is_wrong_or_askgate_is_not_there() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
@@ -376,6 +379,7 @@ fn operator_tui(config: &std::path::Path, base: &str, operator: &str, width: u16
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_in_the_tui() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), crate::shown::DOORS);
@@ -405,6 +409,7 @@ async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_in_the_tui() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn one_one_with_a_question_arriving_between_the_presses_answers_only_the_first() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
@@ -444,6 +449,7 @@ async fn one_one_with_a_question_arriving_between_the_presses_answers_only_the_f
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn an_approvals_long_detail_scrolls_in_the_tui_with_its_keys_in_view() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
@@ -477,6 +483,7 @@ async fn an_approvals_long_detail_scrolls_in_the_tui_with_its_keys_in_view() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
 async fn the_tui_ends_saying_so_when_its_token_is_revoked() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");

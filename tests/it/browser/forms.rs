@@ -52,7 +52,7 @@ async fn outcome(app: &App, id: &str) -> Value {
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn a_form_is_filled_on_the_page_and_a_wrong_field_is_refused_beside_it_keeping_what_was_typed() {
     let browser = Driver::start().await;
@@ -160,7 +160,7 @@ async fn a_form_is_filled_on_the_page_and_a_wrong_field_is_refused_beside_it_kee
 #[tokio::test]
 #[cfg_attr(
     no_browser,
-    ignore = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+    ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
 async fn several_questions_asked_together_are_answered_on_the_page_as_one_object() {
     let browser = Driver::start().await;
