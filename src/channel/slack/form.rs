@@ -99,8 +99,10 @@ fn field_blocks(i: usize, field: &Field, l: Locale, notes: &mut Vec<String>) -> 
     let placeholder = plain(&field.takes(l), MAX_PLACEHOLDER);
     let action = SlackActionId::from(ACTION);
     let element: SlackInputBlockElement = match &field.input {
-        Input::Text { format: Some(TextFormat::Email), .. } => {
-            SlackBlockEmailInputElement::new().with_action_id(action).with_placeholder(placeholder).into()
+        Input::Text { format: Some(TextFormat::Email), default, .. } => {
+            let mut input = SlackBlockEmailInputElement::new().with_action_id(action).with_placeholder(placeholder);
+            input.initial_value = default.clone().map(EmailAddress);
+            input.into()
         }
         Input::Text { format: Some(TextFormat::Uri), default, .. } => {
             let mut input = SlackBlockUrlInputElement::new().with_action_id(action).with_placeholder(placeholder);

@@ -451,6 +451,12 @@ mod tests {
             Ask::question("Several").options(["a", "b"]).multi(true),
             Ask::confirm("Sure?"),
             Ask::approval("deploy").detail(long),
+            Ask::form(
+                "Sign up",
+                crate::question::form::Form::from_schema(&serde_json::json!({"type": "object",
+                "properties": {"name": {"type": "string"}}}))
+                .unwrap(),
+            ),
         ];
         for ask in asks {
             let q = question(ask);
