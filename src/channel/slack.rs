@@ -1,6 +1,7 @@
 //! Slack, through slack-morphism: Block Kit cards whose buttons carry the text commands as
 //! their `value`, modals (`views.open`) for free text, notes and edits, ephemeral notes for
-//! receipts, and retraction by `chat.update`.
+//! receipts, forms filled in a modal of inputs (see [`form`]), and retraction by
+//! `chat.update`.
 //!
 //! Conversations are `slack:<team>:<channel>`, and a thread started elsewhere is its own,
 //! `slack:<team>:<channel>:<thread_ts>`; a reply in a card's thread belongs to the card's
@@ -9,6 +10,8 @@
 //! (`crate::http`); both hand them to one queue, applied in order, each once. Web API calls
 //! are paced per method tier, and a 429 waits as long as `Retry-After` says.
 
+mod filling;
+pub mod form;
 pub mod inbound;
 pub mod render;
 pub mod socket;
@@ -79,6 +82,16 @@ pub struct Slack {
     received: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Incoming>>>,
 }
 
+/// How long a form's submission may take to be applied before its reply is given up on:
+/// Slack waits 3 s for it.
+pub const FORM_REPLY_WITHIN: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// Whether a submitted modal is a form's (not "Other…", a note or an edit).
+fn is_form(submission: &SlackInteractionViewSubmissionEvent) -> bool {
+    let SlackView::Modal(modal) = &submission.view.view else { return false };
+    modal.callback_id.as_ref().is_some_and(|c| form::question_of(&c.0).is_some())
+}
+
 /// How many times a 429 is waited out before a call is handed back to the delivery lane.
 const RATE_LIMIT_RETRIES: usize = 5;
 
@@ -117,6 +130,24 @@ impl Slack {
     /// Takes an event from either transport; it is applied after the ones before it.
     pub fn accept(&self, incoming: Incoming) {
         let _ = self.queue.send(incoming);
+    }
+
+    /// Takes a click, a pick or a submitted modal from either transport. A form's modal is
+    /// applied in its turn, and what Slack is to answer in its reply is returned: the fields
+    /// that do not fit, or the modal closed, or saying that the question had ended. None for
+    /// everything else (applied after the reply), and when the form's turn did not come within
+    /// [`FORM_REPLY_WITHIN`]: the person is then told in a note.
+    pub async fn interact(&self, interaction: SlackInteractionEvent) -> Option<SlackViewSubmissionResponse> {
+        let submission = match interaction {
+            SlackInteractionEvent::ViewSubmission(s) if is_form(&s) => s,
+            other => {
+                self.accept(Incoming::Interaction(Box::new(other)));
+                return None;
+            }
+        };
+        let (reply, replied) = tokio::sync::oneshot::channel();
+        self.accept(Incoming::Form(Box::new(submission), reply));
+        tokio::time::timeout(FORM_REPLY_WITHIN, replied).await.ok()?.ok()
     }
 
     /// Learns who the bot is, then applies what the transports receive until `stop` fires;

@@ -5,7 +5,8 @@
 //! minutes, checked by slack-morphism's verifier (which takes the signature exactly as Slack
 //! writes it, lower-case hex, so one request has one signature); a signature seen before is
 //! refused. It is answered at once (Slack waits 3 s); what it carries is applied after, in
-//! order (see [`crate::channel::slack::inbound`]). Slack's `app_rate_limited` notice is
+//! order (see [`crate::channel::slack::inbound`]), except a form's submitted modal, answered in
+//! the response's body once it is applied. Slack's `app_rate_limited` notice is
 //! answered 200 and logged.
 
 use std::collections::HashMap;
@@ -136,6 +137,11 @@ pub(super) async fn events(State(state): State<AppState>, headers: HeaderMap, re
         return ApiError::new(StatusCode::UNAUTHORIZED, "bad_signature", why).into_response();
     }
     match incoming(&headers, &body) {
+        Ok(Read::Incoming(Incoming::Interaction(interaction))) => match door.slack.interact(*interaction).await {
+            // A form's modal: Slack reads what it is to show in the response's body.
+            Some(reply) => axum::Json(reply).into_response(),
+            None => StatusCode::OK.into_response(),
+        },
         Ok(Read::Incoming(incoming)) => {
             door.slack.accept(incoming);
             StatusCode::OK.into_response()

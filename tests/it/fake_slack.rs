@@ -3,7 +3,7 @@
 //! `chat.postEphemeral`, `views.open`) with 429 injection and a log of every call, and a plain
 //! `ws://` Socket Mode server (`hello` with `connection_info.app_id`, envelopes with
 //! `envelope_id` and `accepts_response_payload`, `disconnect`, dropped sockets), which records
-//! every acknowledgement.
+//! every acknowledgement with its payload.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +38,8 @@ struct Inner {
     socket: Option<mpsc::UnboundedSender<Ws>>,
     connections: u32,
     acks: Vec<String>,
+    /// Each acknowledgement's payload, by envelope id (null when it had none).
+    ack_payloads: HashMap<String, Value>,
     next_envelope: u64,
     /// Envelopes sent while no socket was up: Slack holds them for the next connection.
     held: Vec<String>,
@@ -97,7 +99,9 @@ impl FakeSlack {
             let Ws::Text(text) = message else { continue };
             let Ok(ack) = serde_json::from_str::<Value>(&text) else { continue };
             if let Some(id) = ack["envelope_id"].as_str() {
-                self.inner.lock().unwrap().acks.push(id.to_owned());
+                let mut inner = self.inner.lock().unwrap();
+                inner.acks.push(id.to_owned());
+                inner.ack_payloads.insert(id.to_owned(), ack["payload"].clone());
             }
         }
         writer.abort();
@@ -188,16 +192,26 @@ impl FakeSlack {
 
     /// A person submits the modal `view` (as `views.open` got it) with `text` typed in.
     pub fn submit(&self, user: &str, view: &Value, text: &str) -> String {
+        self.submit_form(user, view, json!({"text": {"text": {"type": "plain_text_input", "value": text}}}))
+    }
+
+    /// A person submits the form modal `view` (as `views.open` got it) with `values` as its
+    /// state: `{"f1": {"v": {"type": "plain_text_input", "value": "Ada"}}, …}`.
+    pub fn submit_form(&self, user: &str, view: &Value, values: Value) -> String {
         let n = self.inner.lock().unwrap().next_envelope + 1;
+        self.envelope("interactive", Self::form_payload(user, view, values, n))
+    }
+
+    /// The `view_submission` payload of the form modal `view` with `values` as its state.
+    pub fn form_payload(user: &str, view: &Value, values: Value, n: u64) -> Value {
         let mut view = view.clone();
         view["id"] = json!(format!("V{n:08}"));
         view["team_id"] = json!(TEAM);
         view["hash"] = json!("h");
-        view["state"] = json!({"values": {"text": {"text": {"type": "plain_text_input", "value": text}}}});
-        let payload = json!({"type": "view_submission", "team": {"id": TEAM, "domain": "fake"},
+        view["state"] = json!({ "values": values });
+        json!({"type": "view_submission", "team": {"id": TEAM, "domain": "fake"},
             "user": {"id": user, "username": format!("user{user}"), "team_id": TEAM},
-            "api_app_id": "A0000APP", "token": "x", "trigger_id": format!("trigger.{n}"), "view": view});
-        self.envelope("interactive", payload)
+            "api_app_id": "A0000APP", "token": "x", "trigger_id": format!("trigger.{n}"), "view": view})
     }
 
     /// Slack asks the client to reconnect (`disconnect`, as before a refresh).
@@ -228,6 +242,12 @@ impl FakeSlack {
     /// Whether envelope `id` was acknowledged.
     pub async fn acked(&self, id: &str) {
         eventually(|| async { self.inner.lock().unwrap().acks.iter().any(|a| a == id).then_some(()) }).await;
+    }
+
+    /// The payload of envelope `id`'s acknowledgement, once it came (null when it had none):
+    /// what Slack shows in answer to a submitted modal.
+    pub async fn ack_payload(&self, id: &str) -> Value {
+        eventually(|| async { self.inner.lock().unwrap().ack_payloads.get(id).cloned() }).await
     }
 
     /// The `n`th (from 1) bot message whose text contains `needle`: (ts, latest content).

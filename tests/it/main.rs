@@ -41,6 +41,7 @@ mod security;
 mod seed;
 mod shown;
 mod slack;
+mod slack_forms;
 mod stdio_bridge;
 mod store;
 mod support;

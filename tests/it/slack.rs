@@ -247,7 +247,8 @@ async fn a_429_is_waited_out_and_a_dropped_socket_reconnects_and_loses_nothing()
     sl.stop().await;
 }
 
-fn sign(secret: &str, timestamp: i64, body: &str) -> String {
+/// Slack's signature of `body` sent at `timestamp`.
+pub fn sign(secret: &str, timestamp: i64, body: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("v0:{timestamp}:{body}").as_bytes());
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))
@@ -329,7 +330,7 @@ async fn the_http_mode_takes_signed_requests_and_refuses_replays_and_stale_ones(
     sl.stop().await;
 }
 
-fn url_encode(text: &str) -> String {
+pub fn url_encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use slack_morphism::prelude::*;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{Place, Slack, render, user_ref};
-use crate::command::{self, CardAction, Tap};
+use crate::command::{self, CardAction, Command, OnCard, Tap};
 use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Kind, Surface};
+use crate::question::{Conversation, Kind, QuestionId, Surface};
 use crate::wording;
 
 /// One thing Slack sent, from either transport.
@@ -25,6 +25,8 @@ pub enum Incoming {
     Interaction(Box<SlackInteractionEvent>),
     /// `/askgate …`.
     Command(Box<SlackCommandEvent>),
+    /// A form's modal submitted; what Slack is to answer in its reply goes back on the sender.
+    Form(Box<SlackInteractionViewSubmissionEvent>, oneshot::Sender<SlackViewSubmissionResponse>),
 }
 
 /// The command words accepted without their slash in a direct message or after a mention:
@@ -50,13 +52,14 @@ pub(super) async fn apply(
             Incoming::Event(event) => handler.on_event(*event).await,
             Incoming::Interaction(interaction) => handler.on_interaction(*interaction).await,
             Incoming::Command(command) => handler.on_command(*command).await,
+            Incoming::Form(submission, reply) => handler.on_form(*submission, reply).await,
         }
     }
 }
 
-struct Handler<'a> {
-    slack: &'a Slack,
-    engine: &'a Engine,
+pub(super) struct Handler<'a> {
+    pub(super) slack: &'a Slack,
+    pub(super) engine: &'a Engine,
 }
 
 impl Handler<'_> {
@@ -160,6 +163,11 @@ impl Handler<'_> {
             return;
         };
         let command = match Tap::parse(&payload) {
+            // "Fill in…" on a form's card opens its modal; typed, `/fill` shows the fields as text.
+            Ok(Tap::Command(Command::Card { id, action: OnCard::Show })) if id.parse::<QuestionId>().is_ok() => {
+                let Ok(id) = id.parse() else { return };
+                return self.open_form(&event.trigger_id, id, &conversation, &who, &place, &user.id.0).await;
+            }
             Ok(Tap::Command(command)) => command,
             Ok(Tap::Card { id, action: card_action }) => {
                 let opened = self.engine.open_card(id, &conversation, &who).await;
@@ -257,7 +265,7 @@ impl Handler<'_> {
 
 /// How people in the workspace know a user: `@name` (interactions say it; messages do not,
 /// and their answers show the user's id).
-fn name(user: &SlackBasicUserInfo) -> String {
+pub(super) fn name(user: &SlackBasicUserInfo) -> String {
     user.username.as_ref().or(user.name.as_ref()).map(|n| format!("@{n}")).unwrap_or_default()
 }
 

@@ -176,7 +176,11 @@ fn controls(q: &Question) -> Vec<Block> {
     if q.form.is_some() || q.kind == Kind::Form {
         return vec![
             Block::Section(escape(&crate::wording::form_text(q))),
-            Block::Actions(vec![button("Decline", next(), format!("/decline {id}"), Some(Style::Danger))]),
+            Block::Actions(vec![
+                // The typed `/fill` shows the fields as text; on Slack the button opens a modal.
+                button("Fill in…", next(), format!("/fill {id}"), Some(Style::Primary)),
+                button("Decline", next(), format!("/decline {id}"), Some(Style::Danger)),
+            ]),
         ];
     }
     match q.kind {
@@ -447,6 +451,12 @@ mod tests {
             Ask::question("Several").options(["a", "b"]).multi(true),
             Ask::confirm("Sure?"),
             Ask::approval("deploy").detail(long),
+            Ask::form(
+                "Sign up",
+                crate::question::form::Form::from_schema(&serde_json::json!({"type": "object",
+                "properties": {"name": {"type": "string"}}}))
+                .unwrap(),
+            ),
         ];
         for ask in asks {
             let q = question(ask);

@@ -1,7 +1,9 @@
 //! Socket Mode: slack-morphism's client opens the URL `apps.connections.open` returns with the
 //! app-level token, reconnects on a `disconnect` envelope or a dropped socket, and acknowledges
 //! each envelope once its callback returns. The callbacks only queue what came (see
-//! [`super::inbound`]), so every envelope is acknowledged at once and the work goes on after.
+//! [`super::inbound`]), so every envelope is acknowledged at once and the work goes on after;
+//! but a form's submitted modal waits for its turn, as Slack reads the answer to it in the
+//! acknowledgement's payload.
 //! With several instances on one database, one of them holds the connection at a time (the
 //! lease `slack:socket`); another takes over when it stops or dies.
 
@@ -88,12 +90,14 @@ async fn on_push(
     queue(&states, Incoming::Event(Box::new(event))).await
 }
 
+/// Queues a click or a pick; a form's submission is answered in the acknowledgement's payload.
 async fn on_interaction(
     event: SlackInteractionEvent,
     _client: Arc<SlackHyperClient>,
     states: SlackClientEventsUserState,
-) -> UserCallbackResult<()> {
-    queue(&states, Incoming::Interaction(Box::new(event))).await
+) -> UserCallbackResult<SlackInteractionResponse> {
+    let Some((slack, _)) = inbox(&states).await else { return Ok(SlackInteractionResponse::Empty) };
+    Ok(slack.interact(event).await.map_or(SlackInteractionResponse::Empty, SlackInteractionResponse::from))
 }
 
 async fn on_command(

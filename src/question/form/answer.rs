@@ -285,29 +285,42 @@ impl Form {
     /// # Errors
     /// [`FieldError`] naming the first field that does not fit.
     pub fn check(&self, answer: &Value) -> Result<Value, FieldError> {
+        // The first of them: a name that is no field, else the first field in order.
+        self.check_each(answer).map_err(|mut errors| errors.swap_remove(0).1)
+    }
+
+    /// Checks an answer as [`Form::check`] does, but names every field that does not fit, not
+    /// only the first: a form shown whole (a modal) marks each of them at once. Each error comes
+    /// with the index of its field in [`Form::fields`]; none for a name that is no field.
+    ///
+    /// # Errors
+    /// Every field that does not fit, in the form's order (names that are no field first).
+    pub fn check_each(&self, answer: &Value) -> Result<Value, Vec<(Option<usize>, FieldError)>> {
         let Value::Object(given) = answer else {
             let keys = self.fields.iter().map(|f| f.key.clone()).collect();
-            return Err(FieldError { key: "answer".to_owned(), hint: Hint::AnObject(keys) });
+            return Err(vec![(None, FieldError { key: "answer".to_owned(), hint: Hint::AnObject(keys) })]);
         };
-        if let Some(unknown) = given.keys().find(|k| self.field(k).is_none()) {
-            return Err(self.unknown(unknown));
-        }
+        let mut errors: Vec<(Option<usize>, FieldError)> =
+            given.keys().filter(|k| self.field(k).is_none()).map(|k| (None, self.unknown(k))).collect();
         let mut out = Map::new();
-        for field in &self.fields {
-            match given.get(&field.key).filter(|v| !v.is_null()) {
-                Some(value) => {
-                    out.insert(field.key.clone(), check_field(field, value)?);
-                }
+        for (i, field) in self.fields.iter().enumerate() {
+            let checked = match given.get(&field.key).filter(|v| !v.is_null()) {
+                Some(value) => check_field(field, value).map(Some),
                 None => match field.default_value() {
-                    Some(default) => {
-                        out.insert(field.key.clone(), default);
-                    }
-                    None if field.required => return Err(FieldError::new(field, Hint::Required)),
-                    None => {}
+                    Some(default) => Ok(Some(default)),
+                    None if field.required => Err(FieldError::new(field, Hint::Required)),
+                    None => Ok(None),
                 },
+            };
+            match checked {
+                Ok(Some(value)) => {
+                    out.insert(field.key.clone(), value);
+                }
+                Ok(None) => {}
+                Err(e) => errors.push((Some(i), e)),
             }
         }
-        Ok(Value::Object(out))
+        if errors.is_empty() { Ok(Value::Object(out)) } else { Err(errors) }
     }
 
     fn unknown(&self, name: &str) -> FieldError {

@@ -238,3 +238,19 @@ fn an_invisible_value_fills_no_required_field_and_no_min_length() {
         "an optional field may be blank"
     );
 }
+
+#[test]
+fn check_each_names_every_field_that_does_not_fit_and_check_the_first() {
+    let form = signup();
+    let answer = json!({"name": "A", "email": "not an address", "age": 200, "plan": "pro"});
+    let errors = form.check_each(&answer).unwrap_err();
+    let named: Vec<(Option<usize>, &str)> = errors.iter().map(|(i, e)| (*i, e.key.as_str())).collect();
+    assert_eq!(named, [(Some(0), "Name"), (Some(1), "email"), (Some(2), "age")]);
+    assert_eq!(errors[2].1.hint, Hint::Range { minimum: Some(0.0), maximum: Some(150.0), integer: true });
+    assert_eq!(form.check(&answer).unwrap_err().key, "Name", "check gives the first of them");
+    let unknown = form.check_each(&json!({"nope": 1, "name": "Ada", "email": "ada@example.com"})).unwrap_err();
+    assert_eq!(unknown[0].0, None, "a name that is no field comes first: {unknown:?}");
+    assert_eq!(unknown[1], (Some(4), FieldError { key: "plan".into(), hint: Hint::Required }));
+    let fine = form.check_each(&json!({"name": "Ada", "email": "ada@example.com", "plan": "PRO"})).unwrap();
+    assert_eq!(fine, json!({"name": "Ada", "email": "ada@example.com", "newsletter": false, "plan": "pro"}));
+}
