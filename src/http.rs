@@ -179,7 +179,7 @@ pub fn router(
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
-        .layer(axum::middleware::from_fn_with_state(state.clone(), access::record))
+        .layer(access::layer(state.requests.clone()))
         .with_state(state)
         .layer(axum::middleware::map_response(security_headers));
     if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }

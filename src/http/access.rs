@@ -1,29 +1,38 @@
 //! What operators see of the HTTP server: one log line per request (method, route, status,
 //! duration) under the target `askgate::access`; for `/metrics` (prometheus-client, OpenMetrics
 //! text) the requests counted by route and status with a latency histogram by route, beside the
-//! engine's counters and the process's.
+//! engine's counters and the process's; and for traces, a span `request` around each request.
 //!
 //! The route is the pattern that matched (`/api/questions/{id}`), never the path asked for, so
 //! ids do not become label values; a path no route matched counts as `unmatched`.
 //!
-//! A middleware of its own rather than tower-http's `TraceLayer`: the trace layer hands its
-//! `on_response` only the response, the latency and the span (tower-http 0.6), while the log
-//! line's fields and the metrics' labels are the request's method and matched route, which a
-//! span's recorded fields cannot be read back from. Carrying them across would take a side
-//! table keyed by span id (which a disabled span does not have) or a response classifier used
-//! as a hook: more code than this, and less plain.
+//! All three come from tower-http's `TraceLayer` ([`layer`]). Its hooks see either the request
+//! (`make_span_with`, and the classifier made for each request) or the response and its latency
+//! (`on_response`, `on_failure`); what one hands the other is the classifier's verdict, the only
+//! per-request value it carries across. So the classifier here is the request's method and
+//! route ([`Seen`]), and its verdict on every response is [`Answered`], which `on_failure`
+//! (called with it and the latency) logs and counts: a "failure" in tower-http's words only.
+//!
+//! It replaced a hand-written `from_fn` middleware that did the same: 51 more lines, for less
+//! CPU (`benches/access.rs`, 200,000 × `GET /livez`, interleaved runs on two cores: 2.40–2.60
+//! µs per request against 2.95–3.05 without a subscriber, 3.10–3.35 against 3.65–3.90 with the
+//! log layer).
 
-use std::time::Instant;
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use tracing::Instrument;
+use tower_http::classify::{ClassifiedResponse, ClassifyResponse, MakeClassifier, NeverClassifyEos};
+use tower_http::trace::{OnFailure, TraceLayer};
+use tracing::Span;
 
 use super::AppState;
 
@@ -59,37 +68,106 @@ impl Default for Requests {
     }
 }
 
-/// Times a request, logs it and counts it.
-pub(super) async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
-    // The request's span for traces (what it does inside, such as a question answered, is a
-    // child of it); logs do not show it.
-    let span = tracing::info_span!(
-        target: "askgate::otel", "request", otel.name = format!("{method} {route}"),
-        http.request.method = %method, http.route = %route, http.response.status_code = tracing::field::Empty
-    );
-    let response = next.run(request).instrument(span.clone()).await;
-    let elapsed = started.elapsed();
-    let status = response.status().as_u16();
-    span.record("http.response.status_code", status);
-    tracing::info!(
-        target: "askgate::access",
-        method = %method, route = %route, status, ms = elapsed.as_secs_f64() * 1000.0,
-        "{method} {route} {status}"
-    );
-    state.requests.add(method, route, status, elapsed.as_secs_f64());
-    response
-}
-
 impl Requests {
-    fn add(&self, method: String, route: String, status: u16, seconds: f64) {
-        let by_route = vec![("method", method), ("route", route)];
+    fn add(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let by_route = vec![("method", method.to_owned()), ("route", route.to_owned())];
         self.latency.get_or_create(&by_route).observe(seconds);
         let mut by_status = by_route;
         by_status.push(("status", status.to_string()));
         self.counts.get_or_create(&by_status).inc();
+    }
+}
+
+/// The layer that traces, logs and counts each request. It goes inside the router (routes'
+/// layer), where a matched route's pattern is known.
+pub(super) type Layer = TraceLayer<Read, fn(&Request) -> Span, (), (), (), (), Record>;
+
+/// The trace layer with askgate's hooks, and none of tower-http's own log lines.
+pub(super) fn layer(requests: Arc<Requests>) -> Layer {
+    TraceLayer::new(Read)
+        .make_span_with(span as fn(&Request) -> Span)
+        .on_request(())
+        .on_response(())
+        .on_body_chunk(())
+        .on_eos(())
+        .on_failure(Record(requests))
+}
+
+/// The request's span for traces (what it does inside, such as a question answered, is a
+/// child of it); logs do not show it.
+fn span(request: &Request) -> Span {
+    let (method, route) = (request.method(), route(request.extensions().get()));
+    tracing::info_span!(
+        target: "askgate::otel", "request", otel.name = format!("{method} {route}"),
+        http.request.method = %method, http.route = %route, http.response.status_code = tracing::field::Empty
+    )
+}
+
+fn route(matched: Option<&MatchedPath>) -> &str {
+    matched.map_or("unmatched", MatchedPath::as_str)
+}
+
+/// Reads each request's method and route, to be carried to its response.
+#[derive(Clone, Copy)]
+pub(super) struct Read;
+
+impl MakeClassifier for Read {
+    type Classifier = Seen;
+    type FailureClass = Answered;
+    type ClassifyEos = NeverClassifyEos<Answered>;
+
+    fn make_classifier<B>(&self, request: &axum::http::Request<B>) -> Seen {
+        Seen { method: request.method().clone(), route: request.extensions().get().cloned() }
+    }
+}
+
+/// A request's method and matched route (none when no route matched).
+#[derive(Clone)]
+pub(super) struct Seen {
+    method: Method,
+    route: Option<MatchedPath>,
+}
+
+impl ClassifyResponse for Seen {
+    type FailureClass = Answered;
+    type ClassifyEos = NeverClassifyEos<Answered>;
+
+    fn classify_response<B>(
+        self,
+        response: &axum::http::Response<B>,
+    ) -> ClassifiedResponse<Answered, Self::ClassifyEos> {
+        ClassifiedResponse::Ready(Err(Answered { seen: self, status: response.status() }))
+    }
+
+    fn classify_error<E: Display + 'static>(self, _: &E) -> Answered {
+        // Never called: axum's routes answer every request (their error is `Infallible`).
+        Answered { seen: self, status: StatusCode::INTERNAL_SERVER_ERROR }
+    }
+}
+
+/// A request and the status it was answered with.
+pub(super) struct Answered {
+    seen: Seen,
+    status: StatusCode,
+}
+
+/// Logs and counts each request answered.
+#[derive(Clone)]
+pub(super) struct Record(Arc<Requests>);
+
+impl OnFailure<Answered> for Record {
+    fn on_failure(&mut self, answered: Answered, latency: Duration, span: &Span) {
+        let Answered { seen: Seen { method, route: matched }, status } = answered;
+        let (route, status) = (route(matched.as_ref()), status.as_u16());
+        span.record("http.response.status_code", status);
+        // Not an event of the request's span (tower-http calls this inside it): the line stays
+        // a log line only, as it was before traces.
+        tracing::info!(
+            target: "askgate::access", parent: None,
+            method = %method, route = %route, status, ms = latency.as_secs_f64() * 1000.0,
+            "{method} {route} {status}"
+        );
+        self.0.add(method.as_str(), route, status, latency.as_secs_f64());
     }
 }
 

@@ -206,6 +206,26 @@ async fn healthz_and_metrics_say_which_channel_is_down_and_why() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn requests_are_counted_by_the_route_that_matched_never_by_the_path_asked_for() {
+    let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
+    let (status, _) = app.get("/api/questions/00000000-0000-4000-8000-000000000000").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.post("/nowhere/00000000-0000-4000-8000-000000000000", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for counted in [
+        "askgate_http_requests_total{method=\"GET\",route=\"/api/questions/{id}\",status=\"404\"} 1",
+        "askgate_http_requests_total{method=\"POST\",route=\"unmatched\",status=\"404\"} 1",
+        "askgate_http_request_duration_seconds_count{method=\"POST\",route=\"unmatched\"} 1",
+    ] {
+        assert!(metrics.contains(counted), "{counted} in\n{metrics}");
+    }
+    // No id becomes a label value.
+    assert!(!metrics.contains("00000000-"), "{metrics}");
+    app.stop().await;
+}
+
 async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
     let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
