@@ -33,6 +33,7 @@ mod people;
 mod process;
 mod python_client;
 mod python_mcp;
+mod quickstart;
 mod quorum;
 mod revisions;
 mod revocation;
