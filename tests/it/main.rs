@@ -42,6 +42,7 @@ mod security;
 mod seed;
 mod shown;
 mod slack;
+mod startup;
 mod stdio_bridge;
 mod store;
 mod support;
