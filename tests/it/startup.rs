@@ -61,3 +61,20 @@ async fn a_database_folder_askgate_cannot_write_is_named() {
     assert!(said.contains("cannot create files in /sys, the database's folder"), "{said}");
     assert!(!said.contains("cannot lock"), "{said}");
 }
+
+#[tokio::test]
+async fn check_connects_to_postgresql_and_fails_naming_what_does_not_answer() {
+    let dir = TempDir::new().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = write_config_on(dir.path(), &format!("postgres://postgres@127.0.0.1:{port}/askgate"), "");
+    let out = Command::new(BIN).args(["check", "--config"]).arg(&config).output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out).await.expect("it exits").unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains(&format!(
+            "problem: database: cannot connect to the database: PostgreSQL at 127.0.0.1:{port}: nothing listens there"
+        )),
+        "{report}"
+    );
+}
