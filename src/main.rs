@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use askgate::channel::console::terminal::console_input;
 use askgate::config::{Config, Env};
 use askgate::gateway::{ConsoleIo, Gateway};
 use clap::{Parser, Subcommand};
-use tokio::io::BufReader;
 
 #[path = "cli/check.rs"]
 mod check;
@@ -140,6 +140,10 @@ enum TokenAction {
         #[arg(long)]
         agent: bool,
     },
+    /// Print the agents' default token (ASKGATE_AGENT_TOKEN, else askgate-agent.token beside the
+    /// database, created if it is not there yet): what `/mcp` and `askgate mcp` take. Needs no
+    /// running askgate: `--header "Authorization: Bearer $(askgate token agent)"`.
+    Agent,
     /// List the tokens, the browser sessions signed in by `/web` links, and unused links.
     List,
     /// Revoke a token or a session: it is refused from then on, and what it holds open (event
@@ -249,6 +253,10 @@ fn main() -> ExitCode {
 
 fn token(config: &Config, action: TokenAction, url: Option<String>) -> ExitCode {
     use askgate::client::{self, tokens};
+    if let TokenAction::Agent = action {
+        let secret = askgate::http::token::agent_secret(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database);
+        return finish("token agent", secret.map(|(secret, _)| println!("{secret}")).map_err(|e| e.to_string()));
+    }
     let done = client::with_operator(config, url).and_then(|api| {
         client::block_on(async move {
             match action {
@@ -258,6 +266,7 @@ fn token(config: &Config, action: TokenAction, url: Option<String>) -> ExitCode 
                     Err(e) => Err(format!("--may: {e}")),
                 },
                 TokenAction::List => tokens::list(&api).await,
+                TokenAction::Agent => unreachable!("answered above without the API"),
                 TokenAction::Revoke { name } => tokens::revoke(&api, &name).await,
             }
         })
@@ -285,10 +294,10 @@ fn serve(config: Config, exit_on_eof: bool, for_a_person: bool) -> anyhow::Resul
     if let Some(limit) = askgate::http::server::raise_open_files_limit() {
         tracing::debug!(limit, "open files");
     }
+    ignore_terminal_stops();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let result = runtime.block_on(async {
-        let io =
-            ConsoleIo { input: Box::new(BufReader::new(tokio::io::stdin())), output: Box::new(tokio::io::stdout()) };
+        let io = ConsoleIo { input: console_input(), output: Box::new(tokio::io::stdout()) };
         // Suggest a function that exists: `demo` when there is one.
         let hint = match config.functions.iter().find(|f| f.name == "demo").or(config.functions.first()) {
             Some(f) => format!("type /run {} (or /help)", f.name),
@@ -331,6 +340,19 @@ fn serve(config: Config, exit_on_eof: bool, for_a_person: bool) -> anyhow::Resul
     // A read of stdin may still be parked in a blocking thread; it holds nothing.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
+}
+
+/// Ignores SIGTTIN and SIGTTOU: a background job that reads its terminal (or writes to one set
+/// to `tostop`) is stopped by them, the whole gateway with it. Ignored, the read fails with EIO,
+/// which the console takes as "not in the foreground" (and the write goes through).
+#[allow(unsafe_code)]
+fn ignore_terminal_stops() {
+    for signal in [libc::SIGTTIN, libc::SIGTTOU] {
+        // SAFETY: `SIG_IGN` installs no handler, so no code of ours runs in a signal context;
+        // it is set before the runtime starts any thread. Programs askgate starts inherit it,
+        // which only spares them the same stop.
+        unsafe { libc::signal(signal, libc::SIG_IGN) };
+    }
 }
 
 /// `askgate hook claude-code`: the hook's JSON from stdin to `/hooks/claude-code`, and its

@@ -17,6 +17,8 @@ use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::store::Delivery;
 use crate::wording;
 
+pub mod terminal;
+
 /// The console's conversation and user id.
 pub const LOCAL: &str = crate::question::CONSOLE_OPERATOR;
 

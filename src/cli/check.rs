@@ -11,7 +11,8 @@ macro_rules! say {
 }
 
 /// `askgate check`: the report on stdout. Returns how many problems it found (a function or an
-/// upstream whose program is missing), which make the exit code 1.
+/// upstream whose program is missing, a PostgreSQL database that does not answer or refuses
+/// the login), which make the exit code 1.
 pub fn check(config: &Config, path: &std::path::Path) -> usize {
     let mut out = String::new();
     let mut problems = 0;
@@ -35,7 +36,7 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
             "database: PostgreSQL, {} (several askgate instances may share it)",
             askgate::store::redact(&config.database)
         );
-        postgres_instances(&mut out, &config.database);
+        problems += postgres_instances(&mut out, &config.database);
     } else {
         match askgate::store::SqliteStore::holder(&config.database) {
             Ok(Some(holder)) => say!(out, "database: {} (in use by askgate, {holder})", config.database),
@@ -156,8 +157,9 @@ fn join(items: &[impl std::fmt::Display]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// The instances signed on to a PostgreSQL database, for `check`.
-fn postgres_instances(out: &mut String, url: &str) {
+/// The instances signed on to a PostgreSQL database, for `check`; 1 (a problem) when the
+/// database does not answer or refuses the login.
+fn postgres_instances(out: &mut String, url: &str) -> usize {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     let listed = runtime.map_err(|e| e.to_string()).and_then(|r| {
         r.block_on(async {
@@ -175,6 +177,10 @@ fn postgres_instances(out: &mut String, url: &str) {
                 say!(out, "  {} (last heartbeat {:.0}s ago, {state})", row.id, row.silent_for);
             }
         }
-        Err(e) => say!(out, "instances: cannot tell ({e})"),
+        Err(e) => {
+            say!(out, "problem: database: {e}");
+            return 1;
+        }
     }
+    0
 }

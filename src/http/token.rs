@@ -155,6 +155,9 @@ pub enum TokenError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The database keeps no token file (PostgreSQL, in memory): the variable names the token.
+    #[error("this database keeps no token file; set {0} (the same value for askgate and its agents)")]
+    NotKept(&'static str),
     /// Two configured tokens are the same secret: askgate could not tell their holders apart.
     #[error("the token of {0} is also another token; give each agent a token of its own")]
     Reused(String),
@@ -235,42 +238,74 @@ impl ApiToken {
 }
 
 fn load_or_create(kind: &Kind, env: Option<String>, database: &str) -> Result<(ApiToken, TokenSource), TokenError> {
-    let token = |secret: &str| ApiToken { digest: digest(secret), name: kind.name.to_owned(), role: kind.role };
+    let (secret, source) = secret_or_create(kind, env, database)?;
+    Ok((ApiToken { digest: digest(&secret), name: kind.name.to_owned(), role: kind.role }, source))
+}
+
+/// The agents' default token itself, as askgate reads or creates it ([`ApiToken::load_or_create_agent`]):
+/// what `askgate token agent` prints for an agent's configuration.
+///
+/// # Errors
+/// As [`ApiToken::load_or_create`]; and [`TokenError::NotKept`] for a database that keeps no
+/// token file (PostgreSQL, in memory), where only `ASKGATE_AGENT_TOKEN` names the token.
+pub fn agent_secret(env: Option<String>, database: &str) -> Result<(String, TokenSource), TokenError> {
+    match secret_or_create(&AGENT, env, database)? {
+        (_, TokenSource::Ephemeral) => Err(TokenError::NotKept(AGENT.variable)),
+        kept => Ok(kept),
+    }
+}
+
+fn secret_or_create(kind: &Kind, env: Option<String>, database: &str) -> Result<(String, TokenSource), TokenError> {
     if let Some(secret) = env.filter(|s| !s.trim().is_empty()) {
         let secret = secret.trim();
         if secret.chars().count() < MIN_TOKEN_LEN {
             return Err(TokenError::ShortVariable { variable: kind.variable.to_owned(), len: secret.chars().count() });
         }
-        return Ok((token(secret), TokenSource::Environment));
+        return Ok((secret.to_owned(), TokenSource::Environment));
     }
     let Some(path) = token_path(database, kind.file) else {
-        return Ok((token(&generate()), TokenSource::Ephemeral));
+        return Ok((generate(), TokenSource::Ephemeral));
     };
     let shown = path.display().to_string();
     let io = |source| TokenError::Io { path: shown.clone(), source };
-    match std::fs::read_to_string(&path) {
-        Ok(secret) if !secret.trim().is_empty() => {
-            let mode = std::fs::metadata(&path).map_err(io)?.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(TokenError::Readable { path: shown, mode });
+    // Twice at most: a file another askgate process created between the read and the create is
+    // read, not overwritten (`askgate token agent` while askgate starts).
+    for _ in 0..2 {
+        let empty = match std::fs::read_to_string(&path) {
+            Ok(secret) if !secret.trim().is_empty() => {
+                let mode = std::fs::metadata(&path).map_err(io)?.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    return Err(TokenError::Readable { path: shown, mode });
+                }
+                let secret = secret.trim();
+                if secret.chars().count() < MIN_TOKEN_LEN {
+                    return Err(TokenError::ShortFile { path: shown, len: secret.chars().count() });
+                }
+                return Ok((secret.to_owned(), TokenSource::File(path)));
             }
-            let secret = secret.trim();
-            if secret.chars().count() < MIN_TOKEN_LEN {
-                return Err(TokenError::ShortFile { path: shown, len: secret.chars().count() });
-            }
-            return Ok((token(secret), TokenSource::File(path)));
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io(e)),
+        };
+        let secret = generate();
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).mode(0o600);
+        if empty {
+            options.truncate(true);
+        } else {
+            options.create_new(true);
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(e)),
+        let mut file = match options.open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(e)),
+        };
+        // An empty file that existed keeps its mode through `open`: make it owner-only.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        file.write_all(format!("{secret}\n").as_bytes()).map_err(io)?;
+        return Ok((secret, TokenSource::Created(path)));
     }
-    let secret = generate();
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).map_err(io)?;
-    // An empty file that existed keeps its mode through `open`: make it owner-only.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-    file.write_all(format!("{secret}\n").as_bytes()).map_err(io)?;
-    Ok((token(&secret), TokenSource::Created(path)))
+    Err(io(std::io::Error::other("it changed while askgate read it; try again")))
 }
 
 /// The token a client of a running askgate uses (`askgate mcp`, which asks as an agent):

@@ -32,6 +32,21 @@ pub enum StoreError {
         /// Who holds it: `pid N` as the holder wrote it in the lock file.
         holder: String,
     },
+    /// The database server cannot be reached or refuses the login: the text names which (the
+    /// host name, the port, the user, the database) and where it is configured.
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    /// The database's folder cannot be written (or is not there): the database, its lock and
+    /// the token files are kept in it.
+    #[error(
+        "cannot create files in {folder}, the database's folder (gateway.database): make it writable for this user, or put the database in a folder that is"
+    )]
+    Folder {
+        /// The folder.
+        folder: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// The lock file beside the database could not be created or locked.
     #[error("cannot lock {path}")]
     Lock {

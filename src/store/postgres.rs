@@ -24,6 +24,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow}
 use sqlx::{ConnectOptions, Row};
 
 mod batch;
+mod connect;
 mod instances;
 mod writes;
 
@@ -75,6 +76,7 @@ impl PostgresStore {
         let options = options.application_name("askgate").disable_statement_logging();
         let (host, instance) = instance_id();
         let named = instance.clone();
+        connect::first_connection(&options).await?;
         let pool = PgPoolOptions::new()
             .min_connections(1)
             .max_connections(8)

@@ -53,7 +53,12 @@ impl Served {
     }
 
     /// Runs `command` with its output collected, as askgate runs in a terminal.
-    pub fn spawn(mut command: Command, env: &[(&str, &str)]) -> Self {
+    pub fn spawn(command: Command, env: &[(&str, &str)]) -> Self {
+        Self::spawn_with_stdin(command, env, Stdio::piped())
+    }
+
+    /// Runs `command` with `stdin` and its output collected.
+    pub fn spawn_with_stdin(mut command: Command, env: &[(&str, &str)], stdin: Stdio) -> Self {
         let mut child = command
             .env("RUST_LOG", std::env::var("ASKGATE_TEST_LOG").unwrap_or_else(|_| "info".into()))
             .env_remove("TELEGRAM_BOT_TOKEN")
@@ -61,7 +66,7 @@ impl Served {
             .env_remove("SLACK_BOT_TOKEN")
             .env_remove("SLACK_APP_TOKEN")
             .envs(env.iter().copied())
-            .stdin(Stdio::piped())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

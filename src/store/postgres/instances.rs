@@ -54,6 +54,8 @@ pub async fn instances(url: &str) -> Result<Vec<InstanceRow>, StoreError> {
     let options: PgConnectOptions = url
         .parse()
         .map_err(|e: sqlx::Error| StoreError::Database(format!("`{}` is not a PostgreSQL URL: {e}", redact(url))))?;
+    // What does not answer, or refuses, is named as at start-up.
+    super::connect::first_connection(&options).await?;
     let mut connection = options.disable_statement_logging().connect().await?;
     let exists: Option<String> =
         sqlx::query_scalar("SELECT to_regclass('instances')::text").fetch_one(&mut connection).await?;

@@ -73,6 +73,16 @@ const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
 pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
     let path = lock_path(database);
     let failed = |source| StoreError::Lock { path: path.display().to_string(), source };
+    // The first file askgate makes there: a folder it may not write in is named as such.
+    let folder = |source: std::io::Error| match source.kind() {
+        std::io::ErrorKind::PermissionDenied
+        | std::io::ErrorKind::ReadOnlyFilesystem
+        | std::io::ErrorKind::NotFound => {
+            let folder = database.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            StoreError::Folder { folder: folder.display().to_string(), source }
+        }
+        _ => failed(source),
+    };
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -80,7 +90,7 @@ pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
         .truncate(false)
         .mode(0o600)
         .open(&path)
-        .map_err(failed)?;
+        .map_err(folder)?;
     // A lock just released may still be held for a moment by a child that a process forked
     // while it held it (the child's copy of the descriptor lives until it execs): try a few
     // times over half a second before naming the holder.
