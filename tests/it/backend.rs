@@ -103,7 +103,7 @@ pub struct TestDatabase {
     admin: String,
 }
 
-fn admin_url() -> String {
+pub fn admin_url() -> String {
     std::env::var("ASKGATE_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 

@@ -47,7 +47,10 @@ async fn a_postgresql_host_name_that_does_not_resolve_is_named() {
 
 #[tokio::test]
 async fn a_role_the_local_postgresql_does_not_know_is_named_as_a_refused_login() {
-    let (code, said) = serve_on("postgres://askgate_no_such_role@127.0.0.1:5432/postgres").await;
+    // The tests' own PostgreSQL (its Unix socket under CI's loopback-only namespace), another user.
+    let mut url = url::Url::parse(&crate::backend::admin_url()).expect("ASKGATE_TEST_POSTGRES is a URL");
+    url.set_username("askgate_no_such_role").unwrap();
+    let (code, said) = serve_on(url.as_str()).await;
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("the login of user `askgate_no_such_role` is refused"), "{said}");
     assert!(said.contains("PostgreSQL 28000"), "{said}");
