@@ -140,6 +140,9 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     // Its delivery is recorded after it was shown (on PostgreSQL in a later batch); answered
     // before that, the late card is retracted on its own, a second retraction.
     eventually(|| async { (h.store.deliveries(card.id).await.unwrap().len() == 2).then_some(()) }).await;
+    // And the escalation's lane is done with it: right after recording the card it checks whether
+    // the question ended meanwhile (a resolution now would have that lane retract its card too).
+    h.engine.outbound_idle().await;
     assert_eq!(h.question(&card).await.escalated_to.as_ref().map(Conversation::as_str), Some(OPS));
     assert!(
         h.recorder.texts().contains(&format!("⬆️ Nobody answered this in {ROOM} for 10m:")),
