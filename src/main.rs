@@ -203,6 +203,10 @@ fn main() -> ExitCode {
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
+        Err(e @ askgate::config::ConfigError::Missing { .. }) => {
+            eprintln!("askgate: {e}");
+            return ExitCode::from(BAD_CONFIG);
+        }
         Err(e) => {
             eprintln!("askgate: invalid configuration: {e}");
             return ExitCode::from(BAD_CONFIG);
