@@ -3,7 +3,9 @@
 #   docker run -d --name askgate -p 8080:8080 -v askgate-data:/var/lib/askgate \
 #     -e TELEGRAM_BOT_TOKEN=… askgate
 # The database (and the generated API token, askgate.token) live on the volume; mount your own
-# channels.toml over /etc/askgate/channels.toml. See docs/src/deploying.md.
+# channels.toml over /etc/askgate/channels.toml. Beside it are the programs the bundled one
+# names and the Python helper they import (what `askgate init` writes); mount yours beside it
+# too. See docs/src/deploying.md.
 
 FROM rust:1-trixie AS build
 # The commit `askgate --version` names (.git is not copied in):
@@ -30,6 +32,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/askgate --create-home askgate
 COPY --from=build /usr/local/bin/askgate /usr/local/bin/askgate
+# The configuration and what it names: `askgate check` in the image finds every program.
 COPY channels.toml /etc/askgate/channels.toml
 COPY examples /etc/askgate/examples
 COPY clients/python /etc/askgate/clients/python

@@ -41,6 +41,16 @@ use raw::RawConfig;
 /// A configuration file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// There is no file there: where askgate looked, and the `askgate init` that writes one.
+    #[error(
+        "no configuration file at {path}: `{init}` writes a commented channels.toml there, with the demo functions it names"
+    )]
+    Missing {
+        /// The file, as an absolute path.
+        path: String,
+        /// The command that writes one into its folder.
+        init: String,
+    },
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -214,7 +224,16 @@ impl Config {
     /// [`ConfigError`] naming the file, and the key where one is at fault.
     pub fn load_with(path: &Path, env: &Env) -> Result<Self, ConfigError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ConfigError::Missing {
+                path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
+                init: match path.parent().filter(|p| !p.as_os_str().is_empty() && *p != Path::new(".")) {
+                    Some(folder) => format!("askgate init {}", folder.display()),
+                    None => "askgate init".to_owned(),
+                },
+            },
+            _ => ConfigError::Read { path: shown.clone(), source },
+        })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Self::parse_with(&text, &shown, base, env)
     }

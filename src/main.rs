@@ -1,4 +1,5 @@
-//! The `askgate` binary: `serve` runs the gateway, `check` validates a configuration.
+//! The `askgate` binary: `serve` runs the gateway, `check` validates a configuration, `init`
+//! writes one to start from.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,8 @@ use clap::{Parser, Subcommand};
 
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/init.rs"]
+mod init;
 #[path = "cli/man.rs"]
 mod man;
 #[path = "cli/telemetry.rs"]
@@ -47,11 +50,19 @@ enum Command {
         #[arg(long)]
         exit_on_eof: bool,
     },
-    /// Validate a configuration file and list channels and functions.
+    /// Validate a configuration file, list channels and functions, and name what would not work
+    /// (exit code 1): the database, programs and files the functions name, HTTP upstreams.
     Check {
         /// The configuration file.
         #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
         config: PathBuf,
+    },
+    /// Write a commented channels.toml, the demo functions it names and their Python helper into
+    /// FOLDER (made when missing); when any of these files is there, write nothing.
+    Init {
+        /// Where to write them.
+        #[arg(default_value = ".")]
+        folder: PathBuf,
     },
     /// Copy a SQLite database into an empty PostgreSQL database (stop askgate first; the copy
     /// lands whole or not at all). Then point gateway.database at the PostgreSQL URL.
@@ -187,6 +198,7 @@ fn main() -> ExitCode {
         | Command::Token { config, .. }
         | Command::Tui { config, .. } => config.clone(),
         Command::Migrate { from, to } => return migrate(from, to),
+        Command::Init { folder } => return finish("init", init::init(folder).map(|report| print!("{report}"))),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut command, "askgate", &mut std::io::stdout());
@@ -203,6 +215,10 @@ fn main() -> ExitCode {
     };
     let config = match Config::load(&config_path) {
         Ok(c) => c,
+        Err(e @ askgate::config::ConfigError::Missing { .. }) => {
+            eprintln!("askgate: {e}");
+            return ExitCode::from(BAD_CONFIG);
+        }
         Err(e) => {
             eprintln!("askgate: invalid configuration: {e}");
             return ExitCode::from(BAD_CONFIG);
@@ -216,7 +232,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Command::Migrate { .. } | Command::Completions { .. } | Command::Man => {
+        Command::Migrate { .. } | Command::Init { .. } | Command::Completions { .. } | Command::Man => {
             unreachable!("handled before the configuration is read")
         }
         Command::Hook { agent: HookAgent::ClaudeCode, url, .. } => match hook(&config, url) {

@@ -1,5 +1,9 @@
 //! `askgate check`: validates a configuration and reports what it enables, where each
-//! `[gateway]` value came from, and what cannot work (a program that is not there).
+//! `[gateway]` value came from, and what cannot work: a database folder askgate cannot write,
+//! a database that does not answer, a program or a file it names that is not there (or not
+//! executable), an upstream MCP server that does not answer.
+
+use std::path::Path;
 
 use askgate::config::{Config, Env};
 
@@ -10,12 +14,15 @@ macro_rules! say {
     }};
 }
 
-/// `askgate check`: the report on stdout. Returns how many problems it found (a function or an
-/// upstream whose program is missing, a PostgreSQL database that does not answer or refuses
-/// the login), which make the exit code 1.
-pub fn check(config: &Config, path: &std::path::Path) -> usize {
+/// `askgate check`: the report on stdout. Returns how many problems it found (a database
+/// folder askgate cannot write, a PostgreSQL database that does not answer or refuses the
+/// login, a function or an upstream whose program or files are missing, an HTTP upstream that
+/// does not answer), which make the exit code 1.
+pub fn check(config: &Config, path: &Path) -> usize {
     let mut out = String::new();
     let mut problems = 0;
+    // askgate would not start at all.
+    let mut database_fails = false;
     say!(out, "{}: ok", path.display());
     say!(out, "gateway:");
     for setting in &config.gateway_values {
@@ -36,14 +43,19 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
             "database: PostgreSQL, {} (several askgate instances may share it)",
             askgate::store::redact(&config.database)
         );
-        problems += postgres_instances(&mut out, &config.database);
+        database_fails = !postgres_instances(&mut out, &config.database);
     } else {
         match askgate::store::SqliteStore::holder(&config.database) {
             Ok(Some(holder)) => say!(out, "database: {} (in use by askgate, {holder})", config.database),
             Ok(None) => say!(out, "database: {} (not in use)", config.database),
             Err(e) => say!(out, "database: {} (cannot tell whether it is in use: {e})", config.database),
         }
+        if let Err(e) = askgate::store::SqliteStore::check_folder(&config.database) {
+            say!(out, "problem: database: {e}");
+            database_fails = true;
+        }
     }
+    problems += usize::from(database_fails);
     say!(out, "channels:");
     for (name, state) in config.channel_states(&Env::process()) {
         say!(out, "  {name}: {state}");
@@ -78,15 +90,17 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
         ),
         None => say!(out, "mcp: off (add an [mcp] table with a conversation to serve /mcp)"),
     }
+    let mut upstream_problems = Vec::new();
     for upstream in config.mcp.iter().flat_map(|m| &m.upstreams) {
+        let faults = match &upstream.transport {
+            askgate::config::UpstreamTransport::Stdio { command, cwd, .. } => command_faults(command, cwd),
+            askgate::config::UpstreamTransport::Http { url } => http_fault(url).into_iter().collect(),
+        };
         let reach = match &upstream.transport {
-            askgate::config::UpstreamTransport::Stdio { command, cwd, .. } => {
-                let found = program_found(&command[0], Some(cwd));
-                problems += usize::from(!found);
-                format!("command `{}`{}", command.join(" "), if found { "" } else { " (program not found)" })
-            }
+            askgate::config::UpstreamTransport::Stdio { command, .. } => format!("command `{}`", command.join(" ")),
             askgate::config::UpstreamTransport::Http { url } => format!("url {url}"),
         };
+        upstream_problems.extend(faults.into_iter().map(|fault| format!("upstream `{}`: {fault}", upstream.name)));
         let list = |patterns: &[String]| if patterns.is_empty() { "none".to_owned() } else { patterns.join(", ") };
         say!(
             out,
@@ -98,6 +112,10 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
             askgate::config::UpstreamConfig::size_text(upstream.max_result)
         );
     }
+    for problem in &upstream_problems {
+        say!(out, "problem: {problem}");
+    }
+    problems += upstream_problems.len();
     // Who may ask through /mcp and the API besides the operator: never answer.
     let mut agents = vec!["agent (ASKGATE_AGENT_TOKEN, else askgate-agent.token beside the database)".to_owned()];
     for agent in &config.agents {
@@ -111,17 +129,11 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
         if !f.pre_approved.is_empty() {
             say!(out, "    approvals allowed without asking: {}", f.pre_approved.join(", "));
         }
-        if let askgate::config::FunctionKind::Process(p) = &f.kind
-            && !program_found(&p.command[0], Some(&p.cwd))
-        {
-            problems += 1;
-            say!(
-                out,
-                "problem: function `{}`: program `{}` not found (from {})",
-                f.name,
-                p.command[0],
-                p.cwd.display()
-            );
+        if let askgate::config::FunctionKind::Process(p) = &f.kind {
+            for fault in command_faults(&p.command, &p.cwd) {
+                problems += 1;
+                say!(out, "problem: function `{}`: {fault}", f.name);
+            }
         }
     }
     let access = config.access_report();
@@ -132,7 +144,9 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
     for warning in &access.warnings {
         say!(out, "warning: {warning}");
     }
-    if problems > 0 {
+    if database_fails {
+        say!(out, "{problems} problem(s): askgate would not start; see the problems above");
+    } else if problems > 0 {
         say!(out, "{problems} problem(s): askgate would start, but what is named above cannot run");
     }
     // Written at once, and quietly cut short when the reader goes (`askgate check | head`).
@@ -140,26 +154,75 @@ pub fn check(config: &Config, path: &std::path::Path) -> usize {
     problems
 }
 
-/// Whether a program can be started: a path (relative to `cwd`) that exists, or a name found
-/// on `PATH`.
-fn program_found(program: &str, cwd: Option<&std::path::Path>) -> bool {
-    if program.contains('/') {
-        let path = std::path::Path::new(program);
-        return match cwd {
-            Some(cwd) if path.is_relative() => cwd.join(path).exists(),
-            _ => path.exists(),
-        };
+/// What keeps `command` from starting in `cwd`: its program not found (a path from `cwd`, or a
+/// name on `PATH`) or not executable, and arguments that name files (see [`names_a_file`])
+/// that are not there.
+fn command_faults(command: &[String], cwd: &Path) -> Vec<String> {
+    let mut faults = Vec::new();
+    let program = &command[0];
+    let path = std::env::var_os("PATH");
+    if which::which_in(program, path.as_ref(), cwd).is_err() {
+        let from = if program.contains('/') { format!("from {}", cwd.display()) } else { "on PATH".to_owned() };
+        if program.contains('/') && cwd.join(program).is_file() {
+            faults.push(format!(
+                "program `{program}` is not executable (from {}): `chmod +x` it, or start it with its interpreter",
+                cwd.display()
+            ));
+        } else {
+            faults.push(format!("program `{program}` not found ({from})"));
+        }
     }
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    for file in command[1..].iter().filter(|a| names_a_file(a)) {
+        if !cwd.join(file).exists() {
+            faults.push(format!("file `{file}` not found (from {}), given to `{program}`", cwd.display()));
+        }
+    }
+    faults
+}
+
+/// Whether an argument of a command names a file the program will open, as the script of
+/// `python3 examples/deploy.py` does: a path with a `/` in it (not at the end), not an option
+/// (`-…`), a URL (`…://…`), or words with spaces (`sh -c "…"`). A bare name (`python3 -m
+/// module`) is not checked.
+fn names_a_file(argument: &str) -> bool {
+    argument.contains('/')
+        && !argument.ends_with('/')
+        && !argument.starts_with('-')
+        && !argument.contains("://")
+        && !argument.contains(char::is_whitespace)
+}
+
+/// Whether the MCP server at `url` answers an HTTP request within 5 s: any answer but 404
+/// (a wrong path) or a 5xx (a proxy in front of a server that is down) will do, as a request
+/// without MCP's headers may well be refused.
+fn http_fault(url: &str) -> Option<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let answered = runtime.map_err(|e| e.to_string()).and_then(|r| {
+        r.block_on(async {
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(5))
+                .build()
+                .map_err(|e| e.to_string())?;
+            let response = client.get(url).send().await.map_err(|e| askgate::error_chain(&e))?;
+            Ok(response.status())
+        })
+    });
+    match answered {
+        Ok(status) if status == reqwest::StatusCode::NOT_FOUND || status.is_server_error() => {
+            Some(format!("{url} answers {status}"))
+        }
+        Ok(_) => None,
+        Err(e) => Some(format!("{url} does not answer: {e}")),
+    }
 }
 
 fn join(items: &[impl std::fmt::Display]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// The instances signed on to a PostgreSQL database, for `check`; 1 (a problem) when the
+/// The instances signed on to a PostgreSQL database, for `check`; false (a problem) when the
 /// database does not answer or refuses the login.
-fn postgres_instances(out: &mut String, url: &str) -> usize {
+fn postgres_instances(out: &mut String, url: &str) -> bool {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     let listed = runtime.map_err(|e| e.to_string()).and_then(|r| {
         r.block_on(async {
@@ -179,8 +242,8 @@ fn postgres_instances(out: &mut String, url: &str) -> usize {
         }
         Err(e) => {
             say!(out, "problem: database: {e}");
-            return 1;
+            return false;
         }
     }
-    0
+    true
 }

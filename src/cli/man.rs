@@ -37,7 +37,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
 const FILES: &[(&str, &str)] = &[
     (
         "channels.toml",
-        "The configuration: the gateway, the channels and the functions. Read from the working directory unless --config or ASKGATE_CONFIG names another.",
+        "The configuration: the gateway, the channels and the functions. Read from the working directory unless --config or ASKGATE_CONFIG names another. askgate init writes one, with the demo functions it names.",
     ),
     (
         "askgate.db",

@@ -21,6 +21,7 @@ mod forms;
 mod gate;
 mod generated_clients;
 mod http;
+mod init;
 mod instances;
 mod layout;
 mod mcp;

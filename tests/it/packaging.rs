@@ -1,8 +1,9 @@
 //! The container image and the systemd unit: what each promises (a non-root user, the database
-//! on a volume or in the state directory, a health check, the unit's process handling), and that
-//! askgate accepts the environment each runs it with; hadolint finds nothing in the Dockerfile and
-//! `systemd-analyze security` rates the unit 2.0 or less. (Building the image needs a Docker
-//! engine, which the test machines do not have.)
+//! on a volume or in the state directory, a health check, the unit's process handling), that
+//! askgate accepts the environment each runs it with, and that each ships the files its
+//! configuration names (`askgate check` finds no problem in the layout); hadolint finds nothing
+//! in the Dockerfile and `systemd-analyze security` rates the unit 2.0 or less. (Building the
+//! image needs a Docker engine, which the test machines do not have.)
 
 use std::path::Path;
 
@@ -15,11 +16,11 @@ fn read(path: &str) -> String {
 }
 
 /// `askgate check` with `env`, its paths moved from the image's or the unit's into a
-/// directory of the test's own: its report.
-fn check_with(env: &[(String, String)]) -> (TempDir, String) {
+/// directory of the test's own, after `install` has laid out `/etc/askgate` there as the recipe
+/// does: its report, in which nothing is a problem.
+fn check_with(env: &[(String, String)], install: impl FnOnce(&Path)) -> (TempDir, String) {
     let dir = TempDir::new().unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("channels.toml"), dir.path().join("channels.toml"))
-        .unwrap();
+    install(dir.path());
     let moved = |value: &str| {
         value
             .replace("/etc/askgate", &dir.path().display().to_string())
@@ -32,9 +33,26 @@ fn check_with(env: &[(String, String)]) -> (TempDir, String) {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = String::from_utf8_lossy(&out.stdout).replace(&dir.path().display().to_string(), "<dir>");
+    assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!report.contains("problem"), "{report}");
     (dir, report)
+}
+
+/// What the Dockerfile's `COPY <path> /etc/askgate/…` lines (from the build context) put
+/// there, copied into `dir` in place of `/etc/askgate`.
+fn copy_as_the_image_does(dockerfile: &str, dir: &Path) {
+    for line in dockerfile.lines().filter(|l| l.starts_with("COPY ") && !l.contains("--from")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [_, from, to] = words[..] else { panic!("COPY with one source: {line}") };
+        let Some(to) = to.strip_prefix("/etc/askgate/") else { continue };
+        let to = dir.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(from);
+        // cp -R as COPY does: folders whole, each file's mode kept.
+        let copied = std::process::Command::new("cp").arg("-R").arg(&from).arg(&to).status().unwrap();
+        assert!(copied.success(), "{line}");
+    }
 }
 
 #[test]
@@ -64,7 +82,8 @@ fn the_container_image_runs_askgate_unprivileged_with_its_database_on_the_volume
     let volume = lines.iter().find_map(|l| l.strip_prefix("VOLUME ")).expect("a VOLUME").trim();
     assert_eq!(Path::new(&get("ASKGATE_GATEWAY_DATABASE")).parent().unwrap(), Path::new(volume));
 
-    let (_dir, report) = check_with(&env);
+    // The image holds what its configuration names: check finds each function's files.
+    let (_dir, report) = check_with(&env, |dir| copy_as_the_image_does(&file, dir));
     assert!(report.starts_with("<dir>/channels.toml: ok"), "{report}");
     for line in [
         "  database = <dir>/askgate.db (from ASKGATE_GATEWAY_DATABASE)",
@@ -101,7 +120,15 @@ fn the_systemd_unit_keeps_state_in_its_state_directory_and_stops_askgate_with_it
             (k.to_owned(), v.to_owned())
         })
         .collect();
-    let (_dir, report) = check_with(&env);
+    // Installed as the recipe says (`askgate init /etc/askgate`), check finds what the
+    // configuration names.
+    let recipe = "askgate init /etc/askgate";
+    assert!(unit.contains(recipe), "the unit's install lines say {recipe:?}");
+    assert!(read("docs/src/deploying.md").contains(recipe), "Deploying's install lines say {recipe:?}");
+    let (_dir, report) = check_with(&env, |dir| {
+        let out = std::process::Command::new(BIN).arg("init").arg(dir).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    });
     assert!(report.starts_with("<dir>/channels.toml: ok"), "{report}");
     assert!(report.lines().any(|l| l == "  database = <dir>/askgate.db (from ASKGATE_GATEWAY_DATABASE)"), "{report}");
 }

@@ -35,6 +35,32 @@ impl SqliteStore {
             Err(TryLockError::Error(e)) => Err(failed(e)),
         }
     }
+
+    /// Whether askgate could make its files in the folder of the database at `url`, for
+    /// `askgate check`: a file is created there and removed again. `Ok` for an in-memory
+    /// database.
+    ///
+    /// # Errors
+    /// A malformed URL, or [`StoreError::Folder`] (as `serve` reports it at start-up) when the
+    /// folder is missing or refuses new files.
+    pub fn check_folder(url: &str) -> Result<(), StoreError> {
+        let options = parse_url(url)?;
+        let Some(database) = database_file(&options) else { return Ok(()) };
+        // The lock file is not the probe: removing it could unlink a lock an askgate starting
+        // this instant has just taken.
+        let probe = tempfile::Builder::new().prefix(".askgate-check-").tempfile_in(folder_of(database));
+        probe.map(drop).map_err(|source| folder_error(database, source))
+    }
+}
+
+/// The folder the database's files are kept in: `.` for a bare file name.
+fn folder_of(database: &Path) -> &Path {
+    database.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// The folder named as such: askgate cannot make its files there.
+fn folder_error(database: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Folder { folder: folder_of(database).display().to_string(), source }
 }
 
 /// The connection options for `url`: `sqlite://askgate.db`, `sqlite::memory:`, or a path.
@@ -77,10 +103,7 @@ pub(super) fn lock_database(database: &Path) -> Result<File, StoreError> {
     let folder = |source: std::io::Error| match source.kind() {
         std::io::ErrorKind::PermissionDenied
         | std::io::ErrorKind::ReadOnlyFilesystem
-        | std::io::ErrorKind::NotFound => {
-            let folder = database.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            StoreError::Folder { folder: folder.display().to_string(), source }
-        }
+        | std::io::ErrorKind::NotFound => folder_error(database, source),
         _ => failed(source),
     };
     let file = OpenOptions::new()
