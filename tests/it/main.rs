@@ -40,6 +40,7 @@ mod revocation;
 mod routing;
 mod security;
 mod seed;
+mod sessions;
 mod shown;
 mod slack;
 mod slack_forms;
