@@ -1,14 +1,16 @@
 //! MCP sessions (protocol revision 2025-11-25) that cost little while idle. An rmcp session
 //! that runs holds a worker and a serve task with six channels, each allocating a first block
-//! of 32 messages of about 500 bytes as it is made: about 95 KB a session, idle or not (the
+//! of 32 messages of about 500 bytes as it is made: about 100 KB a session, idle or not (the
 //! session benchmark measured it). [`Sessions`] keeps rmcp's [`LocalSessionManager`] for the
 //! sessions that are doing something (a request in flight, an event stream open), and puts a
 //! session away as soon as it is doing nothing: its running part ends, and a small record stays
 //! (the client's `initialize` parameters, the token that opened it, when it was last used). The
 //! next request on its `Mcp-Session-Id` starts it again with the same id, replaying the
 //! client's `initialize` and `notifications/initialized` to a new handler, as rmcp's own
-//! session restore does. A session put away is forgotten once it was unused for
-//! `session_timeout`, as a running one ends.
+//! session restore does. (That restore, `StreamableHttpServerConfig::session_store`, starts a
+//! session only from `has_session`, before the request is counted on it, so a session put away
+//! in between would drop the request; here counting and starting are one step.) A session put
+//! away is forgotten once it was unused for `session_timeout`, as a running one ends.
 //!
 //! A session is put away only with nothing in flight, so held calls, their progress,
 //! elicitation and cancellation run in a running session as before. What a session put away

@@ -1,9 +1,9 @@
 //! Revocation reaches what a token already opened, through the real binary: a person's event
 //! stream and long-polls end as the token is revoked and never carry what was asked after;
 //! an agent's MCP session made with a token of run time ends, its held call with it (an idle
-//! one takes no request after, with any token), and so
-//! does a Claude Code hook it holds (its question cancelled); on PostgreSQL a token revoked
-//! through one instance ends the stream another holds.
+//! one takes no request after, with any token), and so does a Claude Code hook it holds (its
+//! question cancelled); on PostgreSQL a token revoked through one instance ends the stream
+//! another holds.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
