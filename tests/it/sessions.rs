@@ -121,3 +121,46 @@ async fn an_idle_session_put_away_answers_a_tool_call_in_the_same_session() {
     assert_eq!(status, 404);
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn requests_at_once_on_a_session_put_away_are_all_answered_in_it() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let session = raw.idle_session().await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    // Each finds the session starting (or closing again) and waits for it; none is refused.
+    let calls = (0..20u64).map(|i| {
+        let (raw, session) = (&raw, &session);
+        async move { raw.post(Some(session), notify(10 + i, &format!("Step {i} done"))).await }
+    });
+    for (i, (status, id, answer)) in futures_util::future::join_all(calls).await.into_iter().enumerate() {
+        assert_eq!((status, id), (200, None), "call {i}: {answer:?}");
+        let answer = answer.expect("an answer");
+        assert_eq!(answer["id"], 10 + i, "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    for i in 0..20 {
+        served.stdout_line(&format!("Step {i} done")).await;
+    }
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_session_put_away_and_unused_for_session_timeout_is_gone() {
+    let dir = TempDir::new().unwrap();
+    let mcp = format!("{MCP}progress_every = \"1s\"\nsession_timeout = \"2s\"\n");
+    let served = Served::start_with_env(&write_config(dir.path(), &mcp), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let session = raw.idle_session().await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+    // Only the time since its last request counts; every request would count as a use.
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let (status, _, _) = raw.post(Some(&session), notify(3, "Too late")).await;
+    assert_eq!(status, 404, "the session ended as a running one would have");
+    assert!(!served.stdout().contains("Too late"));
+    served.terminate().await;
+}
