@@ -164,3 +164,36 @@ async fn a_session_put_away_and_unused_for_session_timeout_is_gone() {
     assert!(!served.stdout().contains("Too late"));
     served.terminate().await;
 }
+
+#[tokio::test]
+async fn a_task_outlives_its_session_put_away_and_is_polled_in_it() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let (_, session, _) = raw.post(None, init).await;
+    let session = session.expect("a session id");
+    raw.post(Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {"prompt": "Tea or coffee?"}}});
+    let (_, _, created) = raw.post(Some(&session), ask).await;
+    let created = created.expect("an answer");
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    // The call returned: nothing is in flight, and the session is put away while its task waits.
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    let id = served.card_id("Tea or coffee?").await;
+    served.type_line(&format!("/answer {id} tea")).await;
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": task}});
+    let done = crate::support::eventually(|| async {
+        let (_, _, polled) = raw.post(Some(&session), get.clone()).await;
+        let polled = polled?;
+        (polled["result"]["status"] != "working").then_some(polled)
+    })
+    .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(done.to_string().contains(r#""value":"tea""#), "{done}");
+    served.terminate().await;
+}
