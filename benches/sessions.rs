@@ -6,7 +6,8 @@
 //! Afterwards one of the first sessions calls a tool, to show that they still work.
 //!
 //! `cargo bench --bench sessions` (2,000 then 10,000 sessions, each in a fresh askgate; add
-//! `-- --quick` for 2,000 only). `ASKGATE_BENCH_BIN` runs another askgate binary (an earlier
+//! `-- --quick` for 2,000 only, `-- --streams` for 2,000 then 2,000 whose clients keep the
+//! session's event stream, `GET /mcp`, open). `ASKGATE_BENCH_BIN` runs another askgate binary (an earlier
 //! build, to compare). Figures go to stdout. Traffic stays on 127.0.0.1.
 
 use std::path::Path;
@@ -127,8 +128,25 @@ async fn open_many(client: &reqwest::Client, served: &Served, n: usize) -> Vec<S
     futures_util::stream::iter(0..n).map(|_| open(client, served)).buffered(CONCURRENCY).collect().await
 }
 
-/// Opens `n` idle sessions in a fresh askgate and prints what they cost.
-async fn measure(n: usize) {
+/// Opens the event stream (`GET /mcp`) of `session`, as clients that listen for the server's
+/// notifications keep one open; it stays open while the response is kept.
+async fn listen(client: &reqwest::Client, served: &Served, session: &str) -> reqwest::Response {
+    let response = client
+        .get(&served.url)
+        .bearer_auth(&served.token)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "GET /mcp: {}", response.status());
+    response
+}
+
+/// Opens `n` idle sessions in a fresh askgate (each with its event stream open, when
+/// `streams`) and prints what they cost.
+async fn measure(n: usize, streams: bool) {
     let dir = tempfile::TempDir::new().unwrap();
     let mut served = serve(dir.path()).await;
     let pid = served.child.id().unwrap();
@@ -137,14 +155,27 @@ async fn measure(n: usize) {
     let mut ids = open_many(&client, &served, 100).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (before, cpu_before) = (status_kb(pid, "VmRSS:"), cpu_ms(pid));
-    ids.extend(open_many(&client, &served, n).await);
+    let opened = open_many(&client, &served, n).await;
+    let listener = reqwest::Client::new();
+    let listening: Vec<reqwest::Response> = match streams {
+        true => {
+            futures_util::stream::iter(&opened)
+                .map(|id| listen(&listener, &served, id))
+                .buffered(CONCURRENCY)
+                .collect()
+                .await
+        }
+        false => Vec::new(),
+    };
+    ids.extend(opened);
     let cpu = cpu_ms(pid) - cpu_before;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (after, peak) = (status_kb(pid, "VmRSS:"), status_kb(pid, "VmHWM:"));
     let per = after.saturating_sub(before) as f64 / n as f64;
     println!(
-        "{n:>6} idle sessions: {:.1} → {:.1} MB resident (peak {:.1} MB), {per:.1} KB per session; \
+        "{n:>6} idle sessions{}: {:.1} → {:.1} MB resident (peak {:.1} MB), {per:.1} KB per session; \
          askgate's CPU {:.2} ms per session opened",
+        if streams { " with their event streams open" } else { "" },
         before as f64 / 1024.0,
         after as f64 / 1024.0,
         peak as f64 / 1024.0,
@@ -156,17 +187,23 @@ async fn measure(n: usize) {
     let (_, called) = post(&client, &served, Some(&ids[0]), call).await;
     let called = called.expect("an answer to tools/call");
     assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    drop(listening);
     served.child.kill().await.unwrap();
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let streams = std::env::args().any(|a| a == "--streams");
+    // With their event streams open, 2,000 sessions are 2,000 sockets in this process.
+    askgate::http::server::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         println!("askgate idle MCP sessions ({})", bin());
-        measure(2_000).await;
-        if !quick {
-            measure(10_000).await;
+        measure(2_000, false).await;
+        if streams {
+            measure(2_000, true).await;
+        } else if !quick {
+            measure(10_000, false).await;
         }
     });
 }
