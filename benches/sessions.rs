@@ -3,7 +3,8 @@
 //! leaves behind when it has started and looked: `initialize`, `notifications/initialized`,
 //! `tools/list` (protocol revision 2025-11-25, which has sessions), then nothing. The client
 //! keeps a pool of at most 8 connections, so the figures are the sessions', not sockets'.
-//! Afterwards one of the first sessions calls a tool, to show that they still work.
+//! Afterwards one of the first sessions calls a tool 1,000 times, one call after another: they
+//! still work, and the time per call says what a call on an idle session costs.
 //!
 //! `cargo bench --bench sessions` (2,000 then 10,000 sessions, each in a fresh askgate; add
 //! `-- --quick` for 2,000 only, `-- --streams` for 2,000 then 2,000 whose clients keep the
@@ -25,6 +26,9 @@ fn bin() -> String {
 
 /// Sessions opened at once (and connections kept) by the bench.
 const CONCURRENCY: usize = 8;
+
+/// Tool calls made one after another in one session at the end.
+const CALLS: u64 = 1_000;
 
 /// A field of `/proc/<pid>/status` in KB (`VmRSS:`, `VmHWM:`).
 fn status_kb(pid: u32, field: &str) -> u64 {
@@ -181,12 +185,21 @@ async fn measure(n: usize, streams: bool) {
         peak as f64 / 1024.0,
         cpu as f64 / n as f64
     );
-    // The first session (idle all along) still calls a tool.
-    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "notify", "arguments": {"message": "still here"}}});
-    let (_, called) = post(&client, &served, Some(&ids[0]), call).await;
-    let called = called.expect("an answer to tools/call");
-    assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    // The first session (idle all along) still calls a tool, and calls it again one call
+    // after another (each finding it idle).
+    let started = std::time::Instant::now();
+    for i in 0..CALLS {
+        let call = json!({"jsonrpc": "2.0", "id": 3 + i, "method": "tools/call",
+            "params": {"name": "notify", "arguments": {"message": "still here"}}});
+        let (_, called) = post(&client, &served, Some(&ids[0]), call).await;
+        let called = called.expect("an answer to tools/call");
+        assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    }
+    println!(
+        "{:>6} notify calls one after another in a session opened first: {:.2} ms each",
+        CALLS,
+        started.elapsed().as_secs_f64() * 1000.0 / CALLS as f64
+    );
     drop(listening);
     served.child.kill().await.unwrap();
 }
