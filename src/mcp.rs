@@ -14,6 +14,7 @@ mod elicit;
 mod gate;
 mod lines;
 mod relay;
+mod sessions;
 mod tools;
 pub mod upstream;
 mod waiting;
@@ -25,7 +26,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::task_manager::{TaskExit, TaskOptions};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
@@ -43,6 +43,12 @@ use waiting::{AskKey, Cancels, Ending, OpenAsks, TaskLists, Waiter};
 /// put in the request's extensions by the HTTP surface that checked the token.
 #[derive(Clone, Debug)]
 pub struct AgentName(pub String);
+
+/// The token a `/mcp` request carries (a token made at run time by its digest, a configured
+/// one by its agent's name), put in the request's extensions beside [`AgentName`]: a session
+/// takes requests only with the token that opened it.
+#[derive(Clone, Debug)]
+pub struct Token(pub String);
 
 /// The longest `get_outcome` waits.
 pub const MAX_WAIT: u64 = 60;
@@ -85,14 +91,14 @@ pub fn service(
         .disable_allowed_hosts()
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(max_body)
-        .with_cancellation_token(stop);
+        .with_cancellation_token(stop.clone());
     // A session with nothing in flight and no request for `session_timeout` ends; a held call's
     // progress or pings (every `progress_every`, shorter) keep its session.
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(session_timeout);
-    let rmcp = StreamableHttpService::new(move || Ok(server()), Arc::new(sessions), settings);
+    let sessions = sessions::Sessions::new(server(), stop, session_timeout);
+    let rmcp = StreamableHttpService::new(move || Ok(server()), Arc::new(sessions.clone()), settings);
     axum::Router::new()
         .fallback_service(rmcp)
+        .layer(axum::middleware::from_fn_with_state(sessions, sessions::owned))
         .layer(axum::middleware::from_fn_with_state((heard, max_body), waiting::sessionless_cancels))
 }
 

@@ -214,6 +214,11 @@ pub(super) async fn agents_only(
     match authorize(&state, request.headers()).await {
         Ok(caller) if caller.role == Role::Agent => {
             request.extensions_mut().insert(crate::mcp::AgentName(caller.name.clone()));
+            let token = crate::mcp::Token(match &caller.credential {
+                Some(credential) => credential.digest.clone(),
+                None => format!("configured:{}", caller.name),
+            });
+            request.extensions_mut().insert(token.clone());
             if caller.credential.is_none() {
                 return next.run(request).await;
             }
@@ -221,7 +226,7 @@ pub(super) async fn agents_only(
                 Ok(held) => held,
                 Err(e) => return e.into_response(),
             };
-            let mut session = McpSession::of(request.headers());
+            let mut session = McpSession::of(request.headers(), token);
             let Some(response) = answer_while_held(&held, next.run(request)).await else {
                 session.close(mcp).await;
                 return Held::refusal().into_response();
@@ -297,15 +302,17 @@ fn cut_when_ended(response: Response, held: Held, then: impl Future<Output = ()>
 /// The header that names an MCP session.
 const MCP_SESSION: &str = "mcp-session-id";
 
-/// The MCP session a request belongs to, with the protocol revision it speaks.
+/// The MCP session a request belongs to, with the protocol revision it speaks and the token
+/// it was opened with.
 struct McpSession {
     id: Option<header::HeaderValue>,
     version: Option<header::HeaderValue>,
+    token: crate::mcp::Token,
 }
 
 impl McpSession {
-    fn of(headers: &HeaderMap) -> Self {
-        Self { id: headers.get(MCP_SESSION).cloned(), version: headers.get("mcp-protocol-version").cloned() }
+    fn of(headers: &HeaderMap, token: crate::mcp::Token) -> Self {
+        Self { id: headers.get(MCP_SESSION).cloned(), version: headers.get("mcp-protocol-version").cloned(), token }
     }
 
     /// Ends the session, if there is one (2026-07-28 calls have none), as the client's
@@ -319,6 +326,8 @@ impl McpSession {
         if let Some(version) = &self.version {
             delete.headers_mut().insert("mcp-protocol-version", version.clone());
         }
+        // The session takes a DELETE only with its own token.
+        delete.extensions_mut().insert(self.token.clone());
         // A Router is always ready, and answers every request (an error is a response too).
         let ready = std::future::poll_fn(|cx| Service::<Request>::poll_ready(&mut mcp, cx)).await;
         if ready.is_ok() {

@@ -41,6 +41,7 @@ mod revocation;
 mod routing;
 mod security;
 mod seed;
+mod sessions;
 mod shown;
 mod slack;
 mod slack_forms;

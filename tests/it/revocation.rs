@@ -1,8 +1,9 @@
 //! Revocation reaches what a token already opened, through the real binary: a person's event
 //! stream and long-polls end as the token is revoked and never carry what was asked after;
-//! an agent's MCP session made with a token of run time ends, its held call with it, and so
-//! does a Claude Code hook it holds (its question cancelled); on PostgreSQL a token revoked
-//! through one instance ends the stream another holds.
+//! an agent's MCP session made with a token of run time ends, its held call with it (an idle
+//! one takes no request after, with any token), and so does a Claude Code hook it holds (its
+//! question cancelled); on PostgreSQL a token revoked through one instance ends the stream
+//! another holds.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,6 +141,30 @@ async fn an_agents_token_revoked_while_a_call_waits_ends_its_mcp_session() {
     assert!(again.is_err(), "the session is over: {again:?}");
     let (status, body) = call(reqwest::Method::POST, format!("{base}/api/questions"), &agent, Some(json!({}))).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_idle_mcp_session_of_a_revoked_agents_token_takes_no_request_with_any_token() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), "\n[mcp]\nconversation = \"console:local\"\n"));
+    let (base, operator) = served.api(dir.path()).await;
+    let ci = token(&base, &operator, json!({"name": "ci", "agent": true})).await;
+    let (_, agent) = served.agent(dir.path()).await;
+    let mine = crate::sessions::Raw::new(&base, &ci);
+    let other = crate::sessions::Raw::new(&base, &agent);
+    let session = mine.idle_session().await;
+    // A session is its token's: another agent's token does not reach it.
+    assert_eq!(other.post(Some(&session), crate::sessions::notify(3, "Not mine")).await.0, 404);
+    assert_eq!(mine.post(Some(&session), crate::sessions::notify(4, "Still mine")).await.0, 200);
+    served.stdout_line("Still mine").await;
+
+    // Revoked with nothing in flight: the session takes nothing more, with any token.
+    revoke(&base, &operator, "agent:ci").await;
+    assert_eq!(mine.post(Some(&session), crate::sessions::notify(5, "Revoked")).await.0, 401);
+    assert_eq!(other.post(Some(&session), crate::sessions::notify(6, "Taken over")).await.0, 404);
+    let shown = served.stdout();
+    assert!(!shown.contains("Not mine") && !shown.contains("Revoked") && !shown.contains("Taken over"), "{shown}");
     served.terminate().await;
 }
 

@@ -1,0 +1,199 @@
+//! Idle MCP sessions (protocol revision 2025-11-25), through the real binary: a session with
+//! nothing in flight is put away, and the next request on its `Mcp-Session-Id` finds it again,
+//! as the client left it.
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::binary::{Served, write_config};
+
+const MCP: &str = "\n[mcp]\nconversation = \"console:local\"\n";
+
+/// A client speaking MCP over plain HTTP, as the session benchmark does, with no event stream
+/// of its own open.
+pub struct Raw {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Raw {
+    pub fn new(base: &str, token: &str) -> Self {
+        Self { http: reqwest::Client::new(), url: format!("{base}/mcp"), token: token.to_owned() }
+    }
+
+    /// Posts `message` in `session` (none for `initialize`): the answer's status, the session id
+    /// it names, and its JSON-RPC message, if any.
+    pub async fn post(&self, session: Option<&str>, message: Value) -> (u16, Option<String>, Option<Value>) {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let id = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        let body = response.text().await.unwrap();
+        let answer =
+            body.lines().filter_map(|l| l.strip_prefix("data:")).find_map(|d| serde_json::from_str(d.trim()).ok());
+        (status, id, answer)
+    }
+
+    /// Opens a session and leaves it idle: `initialize`, `notifications/initialized`,
+    /// `tools/list`. Its id.
+    pub async fn idle_session(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        let (status, id, answer) = self.post(None, init).await;
+        assert_eq!(status, 200, "{answer:?}");
+        let id = id.expect("a session id");
+        let (status, _, _) =
+            self.post(Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        assert_eq!(status, 202);
+        let (status, _, listed) =
+            self.post(Some(&id), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+        assert_eq!(status, 200);
+        let tools = listed.as_ref().and_then(|l| l["result"]["tools"].as_array()).map(Vec::len);
+        assert_eq!(tools, Some(5), "{listed:?}");
+        id
+    }
+}
+
+/// A `notify` call's message.
+pub fn notify(id: u64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "notify", "arguments": {"message": message}}})
+}
+
+#[tokio::test]
+async fn an_idle_session_put_away_answers_a_tool_call_in_the_same_session() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let session = raw.idle_session().await;
+    // Nothing in flight: the session's running part ended (after tools/list, at the latest).
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    let (status, id, answer) = raw.post(Some(&session), notify(3, "Deploy finished")).await;
+    assert_eq!(status, 200);
+    assert_eq!(id, None, "no new session was made");
+    let answer = answer.expect("an answer");
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    served.stdout_line("Deploy finished").await;
+    // The session's client is the one that initialized it: its name, kept while it was away,
+    // is who asked.
+    let ask = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {"prompt": "Ship it?", "wait": false}}});
+    let (_, _, asked) = raw.post(Some(&session), ask).await;
+    let asked = asked.expect("an answer");
+    assert_eq!(asked["result"]["structuredContent"]["status"], "pending", "{asked}");
+    let (_, operator) = served.api(dir.path()).await;
+    let id = asked["result"]["structuredContent"]["id"].as_str().unwrap().to_owned();
+    let question: Value = reqwest::Client::new()
+        .get(format!("{base}/api/questions/{id}"))
+        .bearer_auth(&operator)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(question["asked_by"], "mcp:agent.raw", "{question}");
+
+    // Ended by its client, it is gone.
+    let ended = reqwest::Client::new()
+        .delete(format!("{base}/mcp"))
+        .bearer_auth(&token)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    let (status, _, _) = raw.post(Some(&session), notify(5, "after")).await;
+    assert_eq!(status, 404);
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn requests_at_once_on_a_session_put_away_are_all_answered_in_it() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let session = raw.idle_session().await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    // Each finds the session starting (or closing again) and waits for it; none is refused.
+    let calls = (0..20u64).map(|i| {
+        let (raw, session) = (&raw, &session);
+        async move { raw.post(Some(session), notify(10 + i, &format!("Step {i} done"))).await }
+    });
+    for (i, (status, id, answer)) in futures_util::future::join_all(calls).await.into_iter().enumerate() {
+        assert_eq!((status, id), (200, None), "call {i}: {answer:?}");
+        let answer = answer.expect("an answer");
+        assert_eq!(answer["id"], 10 + i, "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    for i in 0..20 {
+        served.stdout_line(&format!("Step {i} done")).await;
+    }
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_session_put_away_and_unused_for_session_timeout_is_gone() {
+    let dir = TempDir::new().unwrap();
+    let mcp = format!("{MCP}progress_every = \"1s\"\nsession_timeout = \"2s\"\n");
+    let served = Served::start_with_env(&write_config(dir.path(), &mcp), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let session = raw.idle_session().await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+    // Only the time since its last request counts; every request would count as a use.
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let (status, _, _) = raw.post(Some(&session), notify(3, "Too late")).await;
+    assert_eq!(status, 404, "the session ended as a running one would have");
+    assert!(!served.stdout().contains("Too late"));
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_session_put_away_and_is_polled_in_it() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let (_, session, _) = raw.post(None, init).await;
+    let session = session.expect("a session id");
+    raw.post(Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {"prompt": "Tea or coffee?"}}});
+    let (_, _, created) = raw.post(Some(&session), ask).await;
+    let created = created.expect("an answer");
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    // The call returned: nothing is in flight, and the session is put away while its task waits.
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    let id = served.card_id("Tea or coffee?").await;
+    served.type_line(&format!("/answer {id} tea")).await;
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": task}});
+    let done = crate::support::eventually(|| async {
+        let (_, _, polled) = raw.post(Some(&session), get.clone()).await;
+        let polled = polled?;
+        (polled["result"]["status"] != "working").then_some(polled)
+    })
+    .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(done.to_string().contains(r#""value":"tea""#), "{done}");
+    served.terminate().await;
+}
