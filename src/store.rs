@@ -1,5 +1,6 @@
-//! Persistence behind a trait that fits on a page: [`Store`] takes writes as commands
-//! ([`Write`]) and answers reads through filter values ([`Find`], [`GrantFind`]); what only a
+//! Persistence behind a trait that fits on a page: [`Store`] takes writes as commands (each a
+//! type that names its reply, [`Command`], carried as a [`Write`]) and answers reads through
+//! filter values ([`Find`], [`CardFind`], [`GrantFind`]); what only a
 //! store several askgates share can do (leases, instance ids, the change feed) is a trait of
 //! its own, [`Shared`]. [`StoreExt`] gives each command and filter a typed method of its own,
 //! which is what the rest of askgate calls. Three stores implement it: [`SqliteStore`],
@@ -41,6 +42,17 @@ macro_rules! run_columns {
     };
 }
 
+/// The oldest ended runs before `$1`, at most `$2` of them, whose callbacks are settled: what
+/// pruning deletes, the same runs in each of its statements (nothing between them changes
+/// `runs`). Both backends read `$1` as the first parameter.
+macro_rules! ended_runs {
+    () => {
+        "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < $1 \
+         AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.run_id = runs.id AND c.delivered_at IS NULL \
+         AND c.gave_up_at IS NULL) ORDER BY updated_at, id LIMIT $2"
+    };
+}
+
 /// Whether a pending question `q` has no card recorded in the conversation its column
 /// `$place` names (`conversation`, or `escalated_to`), as 1 or 0 in a column both backends read
 /// as an integer. A card recorded before cards kept their conversation (NULL) counts as shown
@@ -70,12 +82,14 @@ macro_rules! run_and_journal {
     };
 }
 
+pub mod command;
 pub mod copy;
 mod drafts;
 mod error;
 
 mod logins;
 mod memory;
+mod named;
 mod outbox;
 mod postgres;
 mod reads;
@@ -84,16 +98,15 @@ mod rows;
 mod sqlite;
 mod typed;
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
-use crate::question::{Approver, Conversation, Question, QuestionId, RunId, Surface};
-use crate::run::{Run, RunStatus};
+use crate::question::{Conversation, Question, QuestionId, RunId, Surface};
+use crate::run::Run;
 
 pub use error::StoreError;
 pub use logins::{Login, LoginFind, Powers};
 
+pub use command::{Command, Write};
 pub use memory::{MEMORY_URL, MemoryStore, is_memory_url};
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
 use records::covering;
@@ -103,75 +116,6 @@ pub use records::{
 };
 pub use sqlite::{SqliteStore, Synchronous};
 pub use typed::StoreExt;
-
-/// A write, as a command. Each is applied in one transaction, alone or beside others
-/// (group commit), and answered with a [`Written`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum Write {
-    /// Inserts or updates a run. → `Done`
-    SaveRun(Box<Run>),
-    /// Sets a stored run's status and result without reading it. → `Changed` (false: no
-    /// such run)
-    FinishRun { id: RunId, status: RunStatus, result: String, at: i64 },
-    /// Saves the run (inserting it on its first ask) and inserts its new question. → `Done`
-    Ask { run: Box<Run>, question: Arc<Question> },
-    /// The claim-once write: closes the question if it is still pending, with the grant, the
-    /// update and the run's change ([`Resolution::run_after`]). → `Claim`
-    Resolve(Box<Resolution>),
-    /// Records one more approval of a pending quorum approval: `approvals` replaces `seen`
-    /// only if exactly `seen` is recorded (racing approvals each count once), with the
-    /// update. → `Changed` (false: it changed first; read it again)
-    Vote { question: QuestionId, seen: Vec<Approver>, approvals: Vec<Approver>, update: Option<String> },
-    /// Moves a pending question's next reminder or escalation from `seen` to `next` (and
-    /// records where it was escalated to), only if it is still pending at `seen`: whoever
-    /// moves it sends what was due. → `Changed`
-    Nudge { question: QuestionId, seen: i64, next: Option<i64>, escalated_to: Option<Conversation> },
-    /// Records a rendered card. → `Done`
-    Deliver(Delivery),
-    /// Revokes a live grant. → `Changed` (false: no live grant with that id)
-    RevokeGrant { id: String, at: i64 },
-    /// Records an inbound update key. → `Changed` (false: seen before)
-    Seen { key: String, at: i64 },
-    /// Records how many `say` messages a run has delivered. → `Done`
-    Says { run: RunId, says: u32 },
-    /// Adds a callback to the outbox. → `Done`
-    Callback(Box<Callback>),
-    /// Takes a due callback until `until` (another taker waits until then), counting one
-    /// more attempt. → `Changed` (false: delivered, given up, or taken by another meanwhile)
-    TakeCallback { id: String, now: i64, until: i64 },
-    /// Records what came of the attempt that took the callback until `lease`, and lets go of
-    /// it. → `Changed` (false: that lease had run out and another sender took it)
-    CallbackTried { id: String, at: i64, lease: i64, tried: CallbackTry },
-    /// Adds a person's credential. → `Changed` (false: its name or its secret is taken)
-    AddLogin(Box<Login>),
-    /// Deletes the credential `name`. → `Changed` (false: no such credential)
-    RemoveLogin { name: String },
-    /// Turns the unused sign-in link whose secret has `digest`, live at `now`, into the session
-    /// `name` whose secret has `session`, until `until`. → `Login` (none: no such live link,
-    /// or it was used)
-    UseLink { digest: String, now: i64, name: String, session: String, until: i64 },
-    /// Sets what `person` has filled in so far of the form `question` (none: forgets it). → `Done`
-    Draft { question: QuestionId, person: String, draft: Option<crate::question::form::Draft>, at: i64 },
-    /// Deletes up to `limit` runs that ended before `ended_before` (with their questions and
-    /// cards) and inbound keys recorded before `seen_before`, and credentials expired before
-    /// it; waiting and running runs stay. → `Pruned`
-    Prune { ended_before: Option<i64>, seen_before: i64, limit: u32 },
-}
-
-/// What a [`Write`] did.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Written {
-    /// It was applied.
-    Done,
-    /// Whether its condition held, so that it changed something.
-    Changed(bool),
-    /// What the claim found.
-    Claim(Box<Claim>),
-    /// What was deleted.
-    Pruned(Pruned),
-    /// The session a sign-in link became.
-    Login(Option<Box<Login>>),
-}
 
 /// Which questions to read. Lists of pending questions are oldest first.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -191,6 +135,15 @@ pub enum Find<'a> {
     Nudges { now: i64, limit: u32 },
 }
 
+/// Which recorded messages to read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CardFind<'a> {
+    /// Those of these questions, oldest first.
+    Of(&'a [QuestionId]),
+    /// The one at this place (a card or a prompt), if any.
+    At { surface: Surface, chat: &'a str, message: &'a str },
+}
+
 /// Which grants to read: only live ones (neither revoked nor expired at `now`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum GrantFind<'a> {
@@ -204,8 +157,9 @@ pub enum GrantFind<'a> {
 /// The persistence askgate needs.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Applies one write.
-    async fn write(&self, write: Write) -> Result<Written, StoreError>;
+    /// Applies one write, alone or beside others (group commit), and answers its caller once
+    /// it committed (see [`Command`]).
+    async fn write(&self, write: Write);
     /// The questions `find` selects.
     async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError>;
     /// A page of questions: pending ones oldest first, others newest first, after `cursor`
@@ -231,20 +185,8 @@ pub trait Store: Send + Sync + 'static {
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
     /// One run, with its journal when `journal` (read together: what a replay needs).
     async fn run_record(&self, id: RunId, journal: bool) -> Result<Option<Resume>, StoreError>;
-    /// What askgates that are gone left: pending questions of blocking runs and runs in status
-    /// `running`. A store one askgate holds returns all of them (asked once at start); a
-    /// shared one what instances whose heartbeat lapsed left, each to exactly one instance.
-    async fn orphans(&self) -> Result<Orphans, StoreError>;
-    /// The recorded cards of these questions.
-    async fn cards(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError>;
-    /// The question a recorded message (a card or a prompt) belongs to, and which it is,
-    /// found by where the message is.
-    async fn card_at(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError>;
+    /// The recorded messages (cards and prompts) `find` selects.
+    async fn cards(&self, find: CardFind<'_>) -> Result<Vec<Delivery>, StoreError>;
     /// Callbacks whose URL starts with `to`, whose run has ended, neither delivered nor given
     /// up, whose pause is over and which nobody holds at `now`; oldest first, at most `limit`.
     async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError>;

@@ -11,7 +11,8 @@ use std::time::Duration;
 use super::Engine;
 use super::retry::Backoff;
 use crate::question::{QuestionId, RunId};
-use crate::store::{Callback, CallbackTry, StoreError, Write, Written};
+use crate::store::command::{AddCallback, CallbackTried, TakeCallback};
+use crate::store::{Callback, CallbackTry, StoreError, StoreExt};
 
 /// The pauses between attempts to send a row: 1 s, doubling, at most 10 minutes (or what the
 /// receiver asked, within that).
@@ -89,7 +90,7 @@ impl Engine {
             attempts: 0,
             ended_at: None,
         };
-        self.inner.store.write(Write::Callback(Box::new(callback))).await?;
+        self.inner.store.run_command(AddCallback(Box::new(callback))).await?;
         Ok(())
     }
 
@@ -111,8 +112,8 @@ impl Engine {
     pub async fn take_callback(&self, id: &str, lease: Duration) -> Result<Option<i64>, StoreError> {
         let now = self.now_ms();
         let until = Self::after(now, lease);
-        let written = self.inner.store.write(Write::TakeCallback { id: id.to_owned(), now, until }).await?;
-        Ok(matches!(written, Written::Changed(true)).then_some(until))
+        let taken = self.inner.store.run_command(TakeCallback { id: id.to_owned(), now, until }).await?;
+        Ok(taken.then_some(until))
     }
 
     /// Records what came of the attempt that holds `lease`, and lets go of the callback;
@@ -121,8 +122,8 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn callback_tried(&self, id: &str, lease: i64, tried: CallbackTry) -> Result<bool, StoreError> {
-        let tried = Write::CallbackTried { id: id.to_owned(), at: self.now_ms(), lease, tried };
-        Ok(matches!(self.inner.store.write(tried).await?, Written::Changed(true)))
+        let tried = CallbackTried { id: id.to_owned(), at: self.now_ms(), lease, tried };
+        self.inner.store.run_command(tried).await
     }
 }
 

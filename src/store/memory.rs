@@ -19,10 +19,10 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::{
-    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
-    StoreError, Undelivered, Write, WriteStats, Written,
+    Callback, CardFind, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, Store, StoreError,
+    Undelivered, Write, WriteStats,
 };
-use crate::question::{Question, QuestionId, RunId, Surface};
+use crate::question::{Question, QuestionId, RunId};
 use tables::Tables;
 
 /// What `gateway.database` says for the memory store.
@@ -81,23 +81,25 @@ impl MemoryStore {
         Ok(tables)
     }
 
-    fn count(&self, written: &Result<Written, StoreError>, started: Instant) {
+    fn count(&self, applied: bool, started: Instant) {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         // Each write is its own commit.
         stats.batches += 1;
         stats.writes += 1;
-        stats.failed += u64::from(written.is_err());
+        stats.failed += u64::from(!applied);
         stats.busy_seconds += started.elapsed().as_secs_f64();
     }
 }
 
 #[async_trait]
 impl Store for MemoryStore {
-    async fn write(&self, write: Write) -> Result<Written, StoreError> {
+    async fn write(&self, write: Write) {
         let started = Instant::now();
-        let written = self.open()?.apply(write);
-        self.count(&written, started);
-        written
+        let applied = match self.open() {
+            Ok(mut tables) => tables.apply(write),
+            Err(closed) => return write.refuse(closed),
+        };
+        self.count(applied, started);
     }
 
     async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
@@ -134,21 +136,12 @@ impl Store for MemoryStore {
         Ok(self.open()?.run_record(id, journal))
     }
 
-    async fn orphans(&self) -> Result<Orphans, StoreError> {
-        Ok(self.open()?.orphans())
-    }
-
-    async fn cards(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
-        Ok(self.open()?.cards_of(questions))
-    }
-
-    async fn card_at(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
-        Ok(self.open()?.card_at(surface, chat, message))
+    async fn cards(&self, find: CardFind<'_>) -> Result<Vec<Delivery>, StoreError> {
+        let tables = self.open()?;
+        Ok(match find {
+            CardFind::Of(questions) => tables.cards_of(questions),
+            CardFind::At { surface, chat, message } => tables.card_at(surface, chat, message).into_iter().collect(),
+        })
     }
 
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {

@@ -31,15 +31,16 @@ mod writes;
 use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
 pub use instances::{InstanceRow, instances};
 
+use super::command::{Deliver, FinishRun, Nudge, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans};
 use super::reads::{self, Dialect, Reads, Select};
 use super::rows::{Columns, delivery_from_row, page, page_after, undelivered_from_row};
 use super::{
-    Callback, Change, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter,
-    Resume, RunEvent, Shared, Store, StoreError, Undelivered, Write, Written,
+    Callback, CardFind, Change, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, RunEvent,
+    Shared, Store, StoreError, Undelivered, Write,
 };
 use crate::question::form::Draft;
-use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
-use crate::run::{Run, RunStatus};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status};
+use crate::run::Run;
 
 /// PostgreSQL through sqlx.
 pub struct PostgresStore {
@@ -173,59 +174,28 @@ impl Columns for PgRow {
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn write(&self, write: Write) -> Result<Written, StoreError> {
-        Ok(match write {
-            Write::SaveRun(run) => {
-                self.upsert_run(&run).await?;
-                Written::Done
-            }
-            Write::FinishRun { id, status, result, at } => {
-                Written::Changed(self.end_run(id, status, &result, at).await?)
-            }
-            Write::Ask { run, question } => {
-                self.ask_once(&run, &question).await?;
-                Written::Done
-            }
-            Write::Resolve(resolution) => Written::Claim(Box::new(self.claim(*resolution).await?)),
-            Write::Vote { question, seen, approvals, update } => {
-                Written::Changed(self.count_vote(question, &seen, &approvals, update.as_deref()).await?)
-            }
-            Write::Nudge { question, seen, next, escalated_to } => {
-                Written::Changed(self.move_nudge(question, seen, next, escalated_to.as_ref()).await?)
-            }
-            Write::Deliver(delivery) => {
-                self.record_delivery(&delivery).await?;
-                Written::Done
-            }
-            Write::RevokeGrant { id, at } => Written::Changed(self.revoke(&id, at).await?),
-            Write::Seen { key, at } => Written::Changed(self.record_seen(&key, at).await?),
-            Write::Says { run, says } => {
-                self.record_says(run, says).await?;
-                Written::Done
-            }
-            write @ (Write::Callback(_) | Write::TakeCallback { .. } | Write::CallbackTried { .. }) => {
-                self.outbox(write).await?
-            }
-            write @ (Write::AddLogin(_) | Write::RemoveLogin { .. } | Write::UseLink { .. }) => {
-                self.logins_write(write).await?
-            }
-            Write::Draft { question, person, draft, at } => {
-                let question = question.to_string();
-                let write = match draft {
-                    Some(draft) => sqlx::query(super::drafts::SET)
-                        .bind(question)
-                        .bind(person)
-                        .bind(super::rows::to_json(&draft)?)
-                        .bind(at),
-                    None => sqlx::query(super::drafts::CLEAR).bind(question).bind(person),
-                };
-                self.writes.execute(write).await?;
-                Written::Done
-            }
-            Write::Prune { ended_before, seen_before, limit } => {
-                Written::Pruned(self.prune_old(ended_before, seen_before, limit).await?)
-            }
-        })
+    async fn write(&self, write: Write) {
+        match write {
+            Write::SaveRun(call) => call.answer_async(|SaveRun(run)| async move { self.upsert_run(&run).await }).await,
+            Write::FinishRun(call) => call.answer_async(|finish| self.end_run(finish)).await,
+            Write::Ask(call) => call.answer_async(|ask| self.ask_once(ask)).await,
+            Write::Resolve(call) => call.answer_async(|resolve| self.claim(resolve)).await,
+            Write::Vote(call) => call.answer_async(|vote| self.count_vote(vote)).await,
+            Write::Nudge(call) => call.answer_async(|nudge| self.move_nudge(nudge)).await,
+            Write::Deliver(call) => call.answer_async(|Deliver(d)| async move { self.record_delivery(&d).await }).await,
+            Write::RevokeGrant(call) => call.answer_async(|revoke| self.revoke(revoke)).await,
+            Write::Seen(call) => call.answer_async(|seen| self.record_seen(seen)).await,
+            Write::Says(call) => call.answer_async(|says| self.record_says(says)).await,
+            Write::AddCallback(call) => call.answer_async(|callback| self.add_callback(callback)).await,
+            Write::TakeCallback(call) => call.answer_async(|take| self.take_callback(take)).await,
+            Write::CallbackTried(call) => call.answer_async(|tried| self.callback_tried(tried)).await,
+            Write::AddLogin(call) => call.answer_async(|login| self.add_login(login)).await,
+            Write::RemoveLogin(call) => call.answer_async(|remove| self.remove_login(remove)).await,
+            Write::UseLink(call) => call.answer_async(|link| self.use_link(link)).await,
+            Write::SetDraft(call) => call.answer_async(|draft| self.set_draft(draft)).await,
+            Write::Prune(call) => call.answer_async(|prune| self.prune_old(prune)).await,
+            Write::TakeOrphans(call) => call.answer_async(|TakeOrphans| self.take_orphans()).await,
+        }
     }
 
     fn sharing(&self) -> Option<&dyn Shared> {
@@ -245,13 +215,7 @@ impl Store for PostgresStore {
     }
 
     async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        let due = sqlx::query(super::outbox::DUE).bind(now).bind(to).bind(i64::from(limit));
-        let rows = due.fetch_all(&self.pool).await?;
-        rows.iter().map(super::outbox::from_row).collect()
-    }
-
-    async fn orphans(&self) -> Result<Orphans, StoreError> {
-        self.take_orphans().await
+        reads::due_callbacks(self, now, to, limit).await
     }
 
     async fn questions_page(
@@ -289,7 +253,11 @@ impl Store for PostgresStore {
         page(&rows, limit)
     }
 
-    async fn cards(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+    async fn cards(&self, find: CardFind<'_>) -> Result<Vec<Delivery>, StoreError> {
+        let ids = match find {
+            CardFind::Of(ids) => ids,
+            CardFind::At { surface, chat, message } => return reads::card_at(self, surface, chat, message).await,
+        };
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let rows = sqlx::query(
             "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
@@ -334,15 +302,6 @@ impl Store for PostgresStore {
         rows.iter().map(undelivered_from_row).collect()
     }
 
-    async fn card_at(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
-        reads::card_at(self, surface, chat, message).await
-    }
-
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
         self.find_logins(find).await
     }
@@ -378,7 +337,7 @@ impl Reads for PostgresStore {
 
 /// The writes [`Store::write`] hands on, each one statement.
 impl PostgresStore {
-    async fn end_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
+    async fn end_run(&self, FinishRun { id, status, result, at }: FinishRun) -> Result<bool, StoreError> {
         let finish = sqlx::query("UPDATE runs SET status = $1, result = $2, updated_at = $3 WHERE id = $4")
             .bind(status.as_str())
             .bind(result)
@@ -387,19 +346,13 @@ impl PostgresStore {
         Ok(self.writes.execute(finish).await? == 1)
     }
 
-    async fn move_nudge(
-        &self,
-        question: QuestionId,
-        seen: i64,
-        next: Option<i64>,
-        escalated_to: Option<&Conversation>,
-    ) -> Result<bool, StoreError> {
+    async fn move_nudge(&self, Nudge { question, seen, next, escalated_to }: Nudge) -> Result<bool, StoreError> {
         let moved = sqlx::query(
             "UPDATE questions SET nudge_at = $1, escalated_to = COALESCE($2, escalated_to) \
              WHERE id = $3 AND status = 'pending' AND nudge_at = $4",
         )
         .bind(next)
-        .bind(escalated_to.map(Conversation::as_str))
+        .bind(escalated_to.as_ref().map(Conversation::as_str))
         .bind(question.to_string())
         .bind(seen);
         Ok(self.writes.execute(moved).await? == 1)
@@ -421,7 +374,7 @@ impl PostgresStore {
         Ok(())
     }
 
-    async fn revoke(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+    async fn revoke(&self, RevokeGrant { id, at }: RevokeGrant) -> Result<bool, StoreError> {
         let revoke = sqlx::query(
             "UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL \
              AND (expires_at IS NULL OR expires_at > $1)",
@@ -431,14 +384,26 @@ impl PostgresStore {
         Ok(self.writes.execute(revoke).await? == 1)
     }
 
-    async fn record_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
+    async fn record_seen(&self, Seen { key, at }: Seen) -> Result<bool, StoreError> {
         let first = sqlx::query("INSERT INTO inbound (key, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(key)
             .bind(at);
         Ok(self.writes.execute(first).await? == 1)
     }
 
-    async fn record_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
+    async fn set_draft(&self, SetDraft { question, person, draft, at }: SetDraft) -> Result<(), StoreError> {
+        let question = question.to_string();
+        let write = match draft {
+            Some(draft) => {
+                sqlx::query(super::drafts::SET).bind(question).bind(person).bind(super::rows::to_json(&draft)?).bind(at)
+            }
+            None => sqlx::query(super::drafts::CLEAR).bind(question).bind(person),
+        };
+        self.writes.execute(write).await?;
+        Ok(())
+    }
+
+    async fn record_says(&self, Says { run, says }: Says) -> Result<(), StoreError> {
         let says = sqlx::query("UPDATE runs SET says = GREATEST(says, $1) WHERE id = $2")
             .bind(i64::from(says))
             .bind(run.to_string());

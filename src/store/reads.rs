@@ -8,9 +8,9 @@
 use async_trait::async_trait;
 
 use super::rows::{
-    Bind, Columns, grant_from_row, parse_col, questions as questions_of, resume_from_rows, run_from_row,
+    Bind, Columns, delivery_from_row, grant_from_row, questions as questions_of, resume_from_rows, run_from_row,
 };
-use super::{DeliveryRole, Find, Grant, GrantFind, Resume, StoreError};
+use super::{Delivery, Find, Grant, GrantFind, Resume, StoreError};
 use crate::question::{Conversation, Question, QuestionId, Surface};
 
 /// Which SQL a backend speaks.
@@ -87,17 +87,19 @@ fn question_select<'a>(find: &Find<'a>, dialect: Dialect) -> Select<'a> {
             ),
             vec![prefix.into(), format!("{prefix}~").into(), conversation(c), limit(n)],
         ),
-        // SQLite reads a conversation's own and those escalated to it each on its index;
-        // PostgreSQL keeps them in the order they were asked (`seq`).
+        // In the order they were asked (SQLite's rowid, PostgreSQL's `seq`), as every store
+        // lists them: unique where `created_at` ties within a millisecond, the order the pages
+        // of pending questions use, and the order their indexes keep. SQLite reads a
+        // conversation's own and those escalated to it each on its index.
         Find::Pending { conversation: Some(c), limit: n } => Select::per(
             dialect,
             concat!(
-                "SELECT ",
+                "SELECT rowid AS seq, ",
                 question_columns!(),
-                " FROM questions WHERE status = 'pending' AND conversation = $1 UNION ALL SELECT ",
+                " FROM questions WHERE status = 'pending' AND conversation = $1 UNION ALL SELECT rowid, ",
                 question_columns!(),
                 " FROM questions WHERE escalated_to = $1 AND status = 'pending' AND conversation IS NOT $1 \
-                 ORDER BY created_at LIMIT $2"
+                 ORDER BY seq LIMIT $2"
             ),
             concat!(
                 "SELECT ",
@@ -109,11 +111,7 @@ fn question_select<'a>(find: &Find<'a>, dialect: Dialect) -> Select<'a> {
         ),
         Find::Pending { conversation: None, limit: n } => Select::per(
             dialect,
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions WHERE status = 'pending' ORDER BY created_at LIMIT $1"
-            ),
+            concat!("SELECT ", question_columns!(), " FROM questions WHERE status = 'pending' ORDER BY rowid LIMIT $1"),
             concat!("SELECT ", question_columns!(), " FROM questions WHERE status = 'pending' ORDER BY seq LIMIT $1"),
             vec![limit(n)],
         ),
@@ -204,19 +202,30 @@ pub(super) async fn grants<R: Reads + ?Sized>(r: &R, find: GrantFind<'_>) -> Res
     }
 }
 
-/// [`Store::card_at`](super::Store::card_at) through a backend.
+/// [`CardFind::At`]: the recorded message at a place, through a backend.
 pub(super) async fn card_at<R: Reads + ?Sized>(
     r: &R,
     surface: Surface,
     chat: &str,
     message: &str,
-) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
+) -> Result<Vec<Delivery>, StoreError> {
     let select = Select::new(
-        "SELECT question_id, role FROM deliveries WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
+        "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
+         WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
         [surface.as_str().into(), chat.into(), message.into()],
     );
-    let rows = r.rows(select).await?;
-    rows.first().map(|row| Ok((parse_col(row, "question_id")?, parse_col(row, "role")?))).transpose()
+    r.rows(select).await?.iter().map(delivery_from_row).collect()
+}
+
+/// [`Store::due_callbacks`](super::Store::due_callbacks) through a backend.
+pub(super) async fn due_callbacks<R: Reads + ?Sized>(
+    r: &R,
+    now: i64,
+    to: &str,
+    n: u32,
+) -> Result<Vec<super::Callback>, StoreError> {
+    let select = Select::new(super::outbox::DUE, [now.into(), to.into(), limit(n)]);
+    r.rows(select).await?.iter().map(super::outbox::from_row).collect()
 }
 
 /// [`Store::seen`](super::Store::seen) through a backend.

@@ -16,11 +16,11 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::reads::{self, Dialect, Reads, Select};
 use super::{
-    Callback, Delivery, DeliveryRole, Find, Grant, GrantFind, Login, LoginFind, Orphans, QuestionFilter, Resume, Store,
-    StoreError, Undelivered, Write, WriteStats, Written,
+    Callback, CardFind, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, Store, StoreError,
+    Undelivered, Write, WriteStats,
 };
 use crate::question::form::Draft;
-use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status, Surface};
+use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status};
 
 /// How hard SQLite syncs to disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,15 +33,6 @@ pub enum Synchronous {
     Full,
 }
 
-/// The oldest ended runs before `?1`, at most `?2` of them.
-macro_rules! ended_runs {
-    () => {
-        "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < ?1 \
-         AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.run_id = runs.id AND c.delivered_at IS NULL \
-         AND c.gave_up_at IS NULL) ORDER BY updated_at, id LIMIT ?2"
-    };
-}
-
 mod checkpoint;
 mod file;
 // The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
@@ -51,7 +42,7 @@ mod rows;
 mod statements;
 mod writer;
 
-use super::rows::{Bind, delivery_from_row, page, page_after, questions, run_from_row, undelivered_from_row};
+use super::rows::{Bind, delivery_from_row, page, page_after, undelivered_from_row};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
 
@@ -136,10 +127,10 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn write(&self, write: Write) -> Result<Written, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.writes.send(Job::Write(writer::Queued::new(write, reply))).map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+    async fn write(&self, write: Write) {
+        if let Err(refused) = self.writes.send(Job::Write(writer::Queued::new(write))) {
+            writer::refuse(refused.0);
+        }
     }
 
     async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
@@ -155,26 +146,7 @@ impl Store for SqliteStore {
     }
 
     async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        let due = sqlx::query(super::outbox::DUE).bind(now).bind(to).bind(i64::from(limit));
-        let rows = due.fetch_all(&self.readers).await?;
-        rows.iter().map(super::outbox::from_row).collect()
-    }
-
-    // One askgate holds the file: everything running or blocking was left by the last one.
-    async fn orphans(&self) -> Result<Orphans, StoreError> {
-        // Named: SQLite otherwise prefers the index of all pending questions and reads each of them.
-        let blocking = sqlx::query(concat!(
-            "SELECT ",
-            question_columns!(),
-            " FROM questions INDEXED BY questions_pending_blocking WHERE status = 'pending' AND mode = 'blocking'"
-        ))
-        .fetch_all(&self.readers)
-        .await?;
-        let runs =
-            sqlx::query(concat!("SELECT ", run_columns!(), " FROM runs WHERE status = 'running' ORDER BY created_at"))
-                .fetch_all(&self.readers)
-                .await?;
-        Ok(Orphans { blocking: questions(&blocking)?, runs: runs.iter().map(run_from_row).collect::<Result<_, _>>()? })
+        reads::due_callbacks(self, now, to, limit).await
     }
 
     async fn questions_page(
@@ -215,7 +187,11 @@ impl Store for SqliteStore {
         page(&rows, limit)
     }
 
-    async fn cards(&self, ids: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
+    async fn cards(&self, find: CardFind<'_>) -> Result<Vec<Delivery>, StoreError> {
+        let ids = match find {
+            CardFind::Of(ids) => ids,
+            CardFind::At { surface, chat, message } => return reads::card_at(self, surface, chat, message).await,
+        };
         let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Decode(e.to_string()))?;
         let rows = sqlx::query(
             "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
@@ -261,15 +237,6 @@ impl Store for SqliteStore {
         .fetch_all(&self.readers)
         .await?;
         rows.iter().map(undelivered_from_row).collect()
-    }
-
-    async fn card_at(
-        &self,
-        surface: Surface,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<(QuestionId, DeliveryRole)>, StoreError> {
-        reads::card_at(self, surface, chat, message).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {

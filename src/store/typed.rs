@@ -3,32 +3,19 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+use tokio::sync::oneshot;
+
+use super::command::{
+    Ask, Command, Deliver, FinishRun, Nudge, Prune, Resolve, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans,
+    UseLink, Vote,
+};
 use super::{
-    Claim, Delivery, Find, Grant, GrantFind, Lease, Login, LoginFind, Pruned, Resolution, Resume, RunEvent, Store,
-    StoreError, Write, Written,
+    CardFind, Claim, Delivery, Find, Grant, GrantFind, Lease, Login, LoginFind, Orphans, Pruned, Resolution, Resume,
+    RunEvent, Store, StoreError,
 };
 use crate::question::{Approver, Conversation, Question, QuestionId, RunId};
 use crate::run::{Run, RunStatus};
-
-/// A store's answer to a write that does not fit the write: a broken store, never a person's
-/// fault.
-fn unexpected(write: &str, written: &Written) -> StoreError {
-    StoreError::Database(format!("the store answered a {write} with {written:?}"))
-}
-
-fn done(write: &str, written: Written) -> Result<(), StoreError> {
-    match written {
-        Written::Done => Ok(()),
-        other => Err(unexpected(write, &other)),
-    }
-}
-
-fn changed(write: &str, written: Written) -> Result<bool, StoreError> {
-    match written {
-        Written::Changed(changed) => Ok(changed),
-        other => Err(unexpected(write, &other)),
-    }
-}
 
 /// The store's commands and reads, typed.
 ///
@@ -37,30 +24,39 @@ fn changed(write: &str, written: Written) -> Result<bool, StoreError> {
 /// of the stores), whose futures are `Send` when the store's are.
 #[allow(async_fn_in_trait)]
 pub trait StoreExt: Store {
+    /// Applies `command` and answers what it answers, once it committed.
+    // Boxed, not an `async fn`: the compiler does not prove a future that holds the reply's
+    // associated type `Send` for every lifetime of its callers' borrows.
+    fn run_command<C: Command>(&self, command: C) -> BoxFuture<'_, Result<C::Reply, StoreError>> {
+        let (reply, answer) = oneshot::channel();
+        let written = self.write(command.call(reply));
+        Box::pin(async move {
+            written.await;
+            answer.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+
     /// Inserts or updates a run.
     async fn save_run(&self, run: &Run) -> Result<(), StoreError> {
-        done("run", self.write(Write::SaveRun(Box::new(run.clone()))).await?)
+        self.run_command(SaveRun(Box::new(run.clone()))).await
     }
 
     /// Ends a stored run without reading it; false when there is no such run.
     async fn finish_run(&self, id: RunId, status: RunStatus, result: &str, at: i64) -> Result<bool, StoreError> {
-        changed("finish", self.write(Write::FinishRun { id, status, result: result.to_owned(), at }).await?)
+        self.run_command(FinishRun { id, status, result: result.to_owned(), at }).await
     }
 
     /// Saves the run and inserts its new question, in one transaction.
     async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
-        done("ask", self.write(Write::Ask { run: Box::new(run.clone()), question: question.clone() }).await?)
+        self.run_command(Ask { run: Box::new(run.clone()), question: question.clone() }).await
     }
 
-    /// The claim-once write (see [`Write::Resolve`]).
+    /// The claim-once write (see [`Resolve`]).
     async fn resolve(&self, resolution: Resolution) -> Result<Claim, StoreError> {
-        match self.write(Write::Resolve(Box::new(resolution))).await? {
-            Written::Claim(claim) => Ok(*claim),
-            other => Err(unexpected("claim", &other)),
-        }
+        Ok(*self.run_command(Resolve(Box::new(resolution))).await?)
     }
 
-    /// See [`Write::Vote`].
+    /// See [`Vote`].
     async fn vote(
         &self,
         question: QuestionId,
@@ -68,16 +64,12 @@ pub trait StoreExt: Store {
         approvals: &[Approver],
         update: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let write = Write::Vote {
-            question,
-            seen: seen.to_vec(),
-            approvals: approvals.to_vec(),
-            update: update.map(str::to_owned),
-        };
-        changed("vote", self.write(write).await?)
+        let vote =
+            Vote { question, seen: seen.to_vec(), approvals: approvals.to_vec(), update: update.map(str::to_owned) };
+        self.run_command(vote).await
     }
 
-    /// See [`Write::Nudge`].
+    /// See [`Nudge`].
     async fn advance_nudge(
         &self,
         question: QuestionId,
@@ -85,23 +77,22 @@ pub trait StoreExt: Store {
         next: Option<i64>,
         escalated_to: Option<&Conversation>,
     ) -> Result<bool, StoreError> {
-        let write = Write::Nudge { question, seen, next, escalated_to: escalated_to.cloned() };
-        changed("nudge", self.write(write).await?)
+        self.run_command(Nudge { question, seen, next, escalated_to: escalated_to.cloned() }).await
     }
 
     /// Records a rendered card.
     async fn add_delivery(&self, delivery: &Delivery) -> Result<(), StoreError> {
-        done("card", self.write(Write::Deliver(delivery.clone())).await?)
+        self.run_command(Deliver(delivery.clone())).await
     }
 
     /// Revokes a grant; false when there was no live grant with that id.
     async fn revoke_grant(&self, id: &str, at: i64) -> Result<bool, StoreError> {
-        changed("revocation", self.write(Write::RevokeGrant { id: id.to_owned(), at }).await?)
+        self.run_command(RevokeGrant { id: id.to_owned(), at }).await
     }
 
     /// Records an inbound update key; false when it was seen before.
     async fn first_seen(&self, key: &str, at: i64) -> Result<bool, StoreError> {
-        changed("update key", self.write(Write::Seen { key: key.to_owned(), at }).await?)
+        self.run_command(Seen { key: key.to_owned(), at }).await
     }
 
     /// Keeps what `person` has filled in so far of the form `question` (none: forgets it).
@@ -112,33 +103,30 @@ pub trait StoreExt: Store {
         draft: Option<crate::question::form::Draft>,
         at: i64,
     ) -> Result<(), StoreError> {
-        done("draft", self.write(Write::Draft { question, person: person.to_owned(), draft, at }).await?)
+        self.run_command(SetDraft { question, person: person.to_owned(), draft, at }).await
     }
 
     /// Records how many `say` messages a run has delivered.
     async fn set_says(&self, run: RunId, says: u32) -> Result<(), StoreError> {
-        done("says", self.write(Write::Says { run, says }).await?)
+        self.run_command(Says { run, says }).await
     }
 
-    /// See [`Write::Prune`].
+    /// See [`Prune`].
     async fn prune(&self, ended_before: Option<i64>, seen_before: i64, limit: u32) -> Result<Pruned, StoreError> {
-        match self.write(Write::Prune { ended_before, seen_before, limit }).await? {
-            Written::Pruned(pruned) => Ok(pruned),
-            other => Err(unexpected("prune", &other)),
-        }
+        self.run_command(Prune { ended_before, seen_before, limit }).await
     }
 
     /// Adds a person's credential; false when its name or its secret is taken.
     async fn add_login(&self, login: &Login) -> Result<bool, StoreError> {
-        changed("login", self.write(Write::AddLogin(Box::new(login.clone()))).await?)
+        self.run_command(super::command::AddLogin(Box::new(login.clone()))).await
     }
 
     /// Deletes the credential `name`; false when there is none.
     async fn remove_login(&self, name: &str) -> Result<bool, StoreError> {
-        changed("logout", self.write(Write::RemoveLogin { name: name.to_owned() }).await?)
+        self.run_command(super::command::RemoveLogin { name: name.to_owned() }).await
     }
 
-    /// See [`Write::UseLink`].
+    /// See [`UseLink`].
     async fn use_link(
         &self,
         digest: &str,
@@ -147,17 +135,9 @@ pub trait StoreExt: Store {
         session: &str,
         until: i64,
     ) -> Result<Option<Login>, StoreError> {
-        let write = Write::UseLink {
-            digest: digest.to_owned(),
-            now,
-            name: name.to_owned(),
-            session: session.to_owned(),
-            until,
-        };
-        match self.write(write).await? {
-            Written::Login(login) => Ok(login.map(|l| *l)),
-            other => Err(unexpected("sign-in", &other)),
-        }
+        let link =
+            UseLink { digest: digest.to_owned(), now, name: name.to_owned(), session: session.to_owned(), until };
+        Ok(self.run_command(link).await?.map(|login| *login))
     }
 
     /// See [`LoginFind::Secret`].
@@ -212,22 +192,24 @@ pub trait StoreExt: Store {
 
     /// A question's rendered cards.
     async fn deliveries(&self, question: QuestionId) -> Result<Vec<Delivery>, StoreError> {
-        self.cards(&[question]).await
+        self.cards(CardFind::Of(&[question])).await
     }
 
     /// The rendered cards of several questions, in one read.
     async fn deliveries_of(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
-        self.cards(questions).await
+        self.cards(CardFind::Of(questions)).await
     }
 
-    /// The question a recorded message belongs to, and which it is (see [`Store::card_at`]).
+    /// The question a recorded message (a card or a prompt) belongs to, and which it is,
+    /// found by where the message is.
     async fn question_for_card(
         &self,
         surface: crate::question::Surface,
         chat: &str,
         message: &str,
     ) -> Result<Option<(QuestionId, super::DeliveryRole)>, StoreError> {
-        self.card_at(surface, chat, message).await
+        let card = self.cards(CardFind::At { surface, chat, message }).await?.pop();
+        Ok(card.map(|card| (card.question, card.role)))
     }
 
     /// See [`GrantFind::For`].
@@ -244,6 +226,11 @@ pub trait StoreExt: Store {
     /// See [`GrantFind::Live`].
     async fn grants(&self, conversation: Option<&Conversation>, now: i64) -> Result<Vec<Grant>, StoreError> {
         self.find_grants(GrantFind::Live { conversation, now }).await
+    }
+
+    /// See [`TakeOrphans`].
+    async fn orphans(&self) -> Result<Orphans, StoreError> {
+        self.run_command(TakeOrphans).await
     }
 
     /// Whether several askgates share this store.

@@ -50,6 +50,8 @@ crate::backend::on_every_store!(
     votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
     a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names,
     a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned,
+    a_claim_changes_its_run_only_while_the_run_waits,
+    pending_questions_are_listed_in_the_order_they_were_asked,
 );
 
 fn run(conversation: &str) -> Run {
@@ -702,5 +704,36 @@ async fn a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned(place: P
     let pruned = b.store.prune(Some(T0 + 10), T0, 100).await.unwrap();
     assert_eq!(pruned.runs, 1, "a question with a draft is pruned with its run");
     assert_eq!(b.store.draft(q.id, "test:alice").await.unwrap(), None);
+    b.store.close().await;
+}
+
+/// The claim's guard: a won claim resumes or finishes its run only while the run waits. An
+/// answer that arrives after the run was cancelled closes the question and leaves the run ended.
+async fn a_claim_changes_its_run_only_while_the_run_waits(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, q) = asked(&b.store, "test:room", "Still wanted?").await;
+    assert!(b.store.finish_run(r.id, RunStatus::Cancelled, "stopped", T0 + 1).await.unwrap());
+    assert!(matches!(b.store.resolve(answer(&q, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(_)));
+    let run = b.store.run(r.id).await.unwrap().unwrap();
+    assert_eq!((run.status, run.result.as_deref(), run.updated_at), (RunStatus::Cancelled, Some("stopped"), T0 + 1));
+    b.store.close().await;
+}
+
+/// Every store lists pending questions in the order they were asked, not by their clocks: a
+/// question asked later with an earlier `created_at` (another instance's clock) comes later.
+async fn pending_questions_are_listed_in_the_order_they_were_asked(place: Place) {
+    let b = Backend::open(place).await;
+    let mut ids = Vec::new();
+    for (prompt, at) in [("First", T0 + 50), ("Second", T0 + 10), ("Third", T0 + 30)] {
+        let r = run("test:room");
+        let mut q = question(&r, 0, prompt);
+        q.created_at = at;
+        b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+        ids.push(q.id);
+    }
+    let listed = |questions: Vec<Question>| questions.into_iter().map(|q| q.id).collect::<Vec<_>>();
+    assert_eq!(listed(b.store.pending(Some(&conversation("test:room")), 10).await.unwrap()), ids);
+    assert_eq!(listed(b.store.pending(None, 10).await.unwrap()), ids);
+    assert_eq!(listed(b.store.pending(None, 2).await.unwrap()), ids[..2]);
     b.store.close().await;
 }

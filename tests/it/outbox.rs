@@ -8,7 +8,8 @@ use crate::backend::Place;
 use crate::support::{T0, waiting_run};
 use askgate::question::RunId;
 use askgate::run::{Run, RunStatus};
-use askgate::store::{Callback, CallbackTry, Store, StoreError, StoreExt, Write, Written};
+use askgate::store::command::{AddCallback, CallbackTried, TakeCallback};
+use askgate::store::{Callback, CallbackTry, Store, StoreError, StoreExt};
 
 crate::backend::on_every_store!(
     a_callback_is_due_once_its_run_ended_and_one_sender_takes_it,
@@ -30,23 +31,20 @@ fn callback(id: &str, run: RunId) -> Callback {
     }
 }
 
-async fn add(store: &Arc<dyn Store>, callback: Callback) -> Result<Written, StoreError> {
-    store.write(Write::Callback(Box::new(callback))).await
+async fn add(store: &Arc<dyn Store>, callback: Callback) -> Result<(), StoreError> {
+    store.run_command(AddCallback(Box::new(callback))).await
 }
 
 /// Takes it at `now` for a minute: the lease, when it was taken.
 async fn take(store: &Arc<dyn Store>, id: &str, now: i64) -> Option<i64> {
-    let take = Write::TakeCallback { id: id.to_owned(), now, until: now + 60_000 };
-    matches!(store.write(take).await.unwrap(), Written::Changed(true)).then_some(now + 60_000)
+    let take = TakeCallback { id: id.to_owned(), now, until: now + 60_000 };
+    store.run_command(take).await.unwrap().then_some(now + 60_000)
 }
 
 /// Records an attempt under `lease`: whether it was recorded.
 async fn tried(store: &Arc<dyn Store>, id: &str, at: i64, lease: Option<i64>, tried: CallbackTry) -> bool {
     let lease = lease.expect("taken");
-    matches!(
-        store.write(Write::CallbackTried { id: id.to_owned(), at, lease, tried }).await.unwrap(),
-        Written::Changed(true)
-    )
+    store.run_command(CallbackTried { id: id.to_owned(), at, lease, tried }).await.unwrap()
 }
 
 async fn due(store: &Arc<dyn Store>, now: i64) -> Vec<String> {

@@ -170,13 +170,13 @@ impl Tables {
         cards.into_iter().map(|c| c.delivery.clone()).collect()
     }
 
-    pub(super) fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Option<(QuestionId, DeliveryRole)> {
+    pub(super) fn card_at(&self, surface: Surface, chat: &str, message: &str) -> Option<Delivery> {
         let question = *self.card_places.get(&(surface, chat.to_owned(), message.to_owned()))?.first()?;
         let card = self.cards.get(&question)?.iter().find(|c| {
             let d = &c.delivery;
             d.surface == surface && d.chat == chat && d.message == message
         })?;
-        Some((question, card.delivery.role))
+        Some(card.delivery.clone())
     }
 
     pub(super) fn grants(&self, find: GrantFind<'_>) -> Vec<Grant> {

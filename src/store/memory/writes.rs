@@ -9,7 +9,11 @@ use std::sync::Arc;
 use super::tables::Tables;
 use crate::question::{Approver, Conversation, Question, QuestionId, Status};
 use crate::run::{Run, RunStatus};
-use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
+use crate::store::command::{
+    AddCallback, AddLogin, Ask, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, Resolve, RevokeGrant,
+    SaveRun, Says, Seen, SetDraft, TakeCallback, TakeOrphans, UseLink, Vote,
+};
+use crate::store::{Claim, Login, Pruned, Resolution, RunAfter, StoreError, Write};
 
 /// A write that breaks a rule the SQL schemas keep (a unique key, a reference, a check): the
 /// write's own fault, as the SQL stores report it.
@@ -18,38 +22,37 @@ fn broken(rule: impl std::fmt::Display) -> StoreError {
 }
 
 impl Tables {
-    /// Applies one write.
-    pub(super) fn apply(&mut self, write: Write) -> Result<Written, StoreError> {
-        Ok(match write {
-            Write::SaveRun(run) => {
+    /// Applies one write and answers it; returns whether it was applied.
+    pub(super) fn apply(&mut self, write: Write) -> bool {
+        match write {
+            Write::SaveRun(call) => call.answer(|SaveRun(run)| {
                 self.save_run(*run);
-                Written::Done
-            }
-            Write::FinishRun { id, status, result, at } => Written::Changed(self.change_run(id, |run| {
-                run.status = status;
-                run.result = Some(result);
-                run.updated_at = at;
-            })),
-            Write::Ask { run, question } => {
-                self.ask(*run, &question)?;
-                Written::Done
-            }
-            Write::Resolve(resolution) => Written::Claim(Box::new(self.claim(&resolution)?)),
-            Write::Vote { question, seen, approvals, update } => {
-                Written::Changed(self.vote(question, &seen, approvals, update.as_deref()))
-            }
-            Write::Nudge { question, seen, next, escalated_to } => {
-                Written::Changed(self.nudge(question, seen, next, escalated_to))
-            }
-            Write::Deliver(delivery) => {
+                Ok(())
+            }),
+            Write::FinishRun(call) => call.answer(|FinishRun { id, status, result, at }| {
+                Ok(self.change_run(id, |run| {
+                    run.status = status;
+                    run.result = Some(result);
+                    run.updated_at = at;
+                }))
+            }),
+            Write::Ask(call) => call.answer(|Ask { run, question }| self.ask(*run, &question)),
+            Write::Resolve(call) => call.answer(|Resolve(resolution)| self.claim(&resolution).map(Box::new)),
+            Write::Vote(call) => call.answer(|Vote { question, seen, approvals, update }| {
+                Ok(self.vote(question, &seen, approvals, update.as_deref()))
+            }),
+            Write::Nudge(call) => call.answer(|Nudge { question, seen, next, escalated_to }| {
+                Ok(self.nudge(question, seen, next, escalated_to))
+            }),
+            Write::Deliver(call) => call.answer(|Deliver(delivery)| {
                 // The deliveries' reference to their question.
                 if !self.questions.contains_key(&delivery.question) {
                     return Err(broken(format_args!("a card of question {}, which is not stored", delivery.question)));
                 }
                 self.insert_card(delivery);
-                Written::Done
-            }
-            Write::Draft { question, person, draft, .. } => {
+                Ok(())
+            }),
+            Write::SetDraft(call) => call.answer(|SetDraft { question, person, draft, .. }| {
                 // The drafts' reference to their question.
                 if !self.questions.contains_key(&question) {
                     return Err(broken(format_args!("a draft of question {question}, which is not stored")));
@@ -58,55 +61,62 @@ impl Tables {
                     Some(draft) => self.drafts.insert((question, person), draft),
                     None => self.drafts.remove(&(question, person)),
                 };
-                Written::Done
-            }
-            Write::RevokeGrant { id, at } => Written::Changed(self.revoke(&id, at)),
-            Write::Seen { key, at } => Written::Changed(self.first_seen(&key, at)),
-            Write::Says { run, says } => {
+                Ok(())
+            }),
+            Write::RevokeGrant(call) => call.answer(|RevokeGrant { id, at }| Ok(self.revoke(&id, at))),
+            Write::Seen(call) => call.answer(|Seen { key, at }| Ok(self.first_seen(&key, at))),
+            Write::Says(call) => call.answer(|Says { run, says }| {
                 self.change_run(run, |run| run.says = run.says.max(says));
-                Written::Done
+                Ok(())
+            }),
+            Write::AddCallback(call) => call.answer(|AddCallback(callback)| self.add_callback(*callback)),
+            Write::TakeCallback(call) => {
+                call.answer(|TakeCallback { id, now, until }| Ok(self.take_callback(&id, now, until)))
             }
-            Write::Callback(callback) => {
-                self.add_callback(*callback)?;
-                Written::Done
+            Write::CallbackTried(call) => {
+                call.answer(|CallbackTried { tried, id, lease, .. }| Ok(self.callback_tried(&id, lease, &tried)))
             }
-            Write::TakeCallback { id, now, until } => Written::Changed(self.take_callback(&id, now, until)),
-            Write::CallbackTried { tried, id, lease, .. } => Written::Changed(self.callback_tried(&id, lease, &tried)),
-            Write::Prune { ended_before, seen_before, limit } => {
+            Write::Prune(call) => call.answer(|Prune { ended_before, seen_before, limit }| {
                 self.logins.retain(|_, l| l.expires_at.is_none_or(|at| at >= seen_before));
                 let pruned = self.prune(ended_before, seen_before, limit as usize);
                 let questions = &self.questions;
                 self.drafts.retain(|(question, _), _| questions.contains_key(question));
-                Written::Pruned(pruned)
-            }
-            Write::AddLogin(login) => {
+                Ok(pruned)
+            }),
+            Write::AddLogin(call) => call.answer(|AddLogin(login)| {
                 let taken =
                     self.logins.contains_key(&login.name) || self.logins.values().any(|l| l.digest == login.digest);
                 if !taken {
                     self.logins.insert(login.name.clone(), *login);
                 }
-                Written::Changed(!taken)
-            }
-            Write::RemoveLogin { name } => Written::Changed(self.logins.remove(&name).is_some()),
-            Write::UseLink { digest, now, name, session, until } => {
-                let link = self
-                    .logins
-                    .iter()
-                    .find(|(_, l)| l.link && l.digest == digest && l.expires_at.is_some_and(|at| at > now));
-                let Some(old) = link.map(|(name, _)| name.clone()) else { return Ok(Written::Login(None)) };
-                // The unique name and digest, as the SQL schemas keep them.
-                if self.logins.iter().any(|(n, l)| n != &old && (*n == name || l.digest == session)) {
-                    return Err(broken("a session whose name or secret another credential has"));
-                }
-                let mut login = self.logins.remove(&old).unwrap_or_else(|| unreachable!("found above"));
-                login.name = name;
-                login.digest = session;
-                login.expires_at = Some(until);
-                login.link = false;
-                self.logins.insert(login.name.clone(), login.clone());
-                Written::Login(Some(Box::new(login)))
-            }
-        })
+                Ok(!taken)
+            }),
+            Write::RemoveLogin(call) => call.answer(|RemoveLogin { name }| Ok(self.logins.remove(&name).is_some())),
+            Write::UseLink(call) => call.answer(|link| Ok(self.use_link(link)?.map(Box::new))),
+            // One askgate holds the memory: everything running or blocking was left by the last one.
+            Write::TakeOrphans(call) => call.answer(|TakeOrphans| Ok(self.orphans())),
+        }
+    }
+
+    /// Turns an unused sign-in link into a session.
+    fn use_link(
+        &mut self,
+        UseLink { digest, now, name, session, until }: UseLink,
+    ) -> Result<Option<Login>, StoreError> {
+        let link =
+            self.logins.iter().find(|(_, l)| l.link && l.digest == digest && l.expires_at.is_some_and(|at| at > now));
+        let Some(old) = link.map(|(name, _)| name.clone()) else { return Ok(None) };
+        // The unique name and digest, as the SQL schemas keep them.
+        if self.logins.iter().any(|(n, l)| n != &old && (*n == name || l.digest == session)) {
+            return Err(broken("a session whose name or secret another credential has"));
+        }
+        let mut login = self.logins.remove(&old).unwrap_or_else(|| unreachable!("found above"));
+        login.name = name;
+        login.digest = session;
+        login.expires_at = Some(until);
+        login.link = false;
+        self.logins.insert(login.name.clone(), login.clone());
+        Ok(Some(login))
     }
 
     /// Inserts or updates a run: an update changes only what a run's later writes change

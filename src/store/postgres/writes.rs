@@ -4,51 +4,95 @@
 
 use super::PostgresStore;
 use super::batch::PgQuery;
-use crate::question::{Approver, Outcome, Question, QuestionId};
+use std::sync::LazyLock;
+
+use crate::question::Outcome;
 use crate::run::{Run, RunStatus};
+use crate::store::command::{
+    AddCallback, AddLogin, Ask, CallbackTried, Prune, RemoveLogin, Resolve, TakeCallback, UseLink, Vote,
+};
+use crate::store::named::{Named, row_names, row_params};
+use crate::store::reads::Dialect;
 use crate::store::rows::{
     Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
 };
-use crate::store::{Claim, Login, LoginFind, Pruned, Resolution, RunAfter, StoreError, Write, Written};
+use crate::store::{Claim, Login, LoginFind, Pruned, RunAfter, StoreError};
+use crate::store::{logins, outbox};
 
-/// Inserts or updates the run bound as `$1`…`$12` (in `run_columns!()` order), recording this
-/// instance as its owner.
-macro_rules! upsert_run {
-    () => {
-        concat!(
-            "INSERT INTO runs (",
-            run_columns!(),
-            ", owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, current_setting('askgate.instance', true)) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = GREATEST(runs.says, excluded.says), \
-             result = excluded.result, updated_at = excluded.updated_at, owner = excluded.owner"
-        )
-    };
+/// The claim-once write, in one statement with what a won claim carries: its run's change
+/// (only a waiting run's; see `Resolution::run_after`), the inbound update, the grant, and the
+/// announcement (when other instances listen); the question's row comes back only when the
+/// claim won. `{pending}` is which pending question it closes (see [`claim_sql`]).
+const CLAIM: &str = concat!(
+    "WITH c AS (UPDATE questions SET status = :status, outcome = :outcome, answered_by = :by, \
+     answered_via = :via, resolved_at = :at, answered_name = :name, approvals = COALESCE(:approvals, approvals) \
+     WHERE {pending} RETURNING run_id, ",
+    claim_returns!(),
+    "), r AS (UPDATE runs SET status = :run_status, result = COALESCE(:run_result, result), updated_at = :at, \
+     owner = CASE WHEN :run_status = 'running' THEN current_setting('askgate.instance', true) ELSE owner END \
+     WHERE :run_status::text IS NOT NULL AND id = (SELECT run_id FROM c) AND status = 'waiting'), \
+     i AS (INSERT INTO inbound (key, created_at) SELECT :update, :at FROM c WHERE :update::text IS NOT NULL \
+     ON CONFLICT DO NOTHING), \
+     g AS (INSERT INTO grants (",
+    grant_columns!(),
+    ") SELECT :g_id, :g_conversation, :g_action, :g_granted_by, :g_question_id, :g_created_at::bigint, \
+     :g_expires_at::bigint, :g_granted_name, :g_pattern::bigint, :g_grantee FROM c WHERE :g_id::text IS NOT NULL) \
+     SELECT c.*, CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END AS notified FROM c"
+);
+
+/// The claim's statement: a person's claim waits for a racing one to commit, so that it loses
+/// with the winner's outcome; an expiry skips a question another instance is claiming now (that
+/// one ends it either way, and no sweeper waits on another's locks).
+fn claim_sql(expiry: bool) -> &'static Named {
+    static WAITING: LazyLock<Named> =
+        LazyLock::new(|| Named::new(Dialect::Postgres, &CLAIM.replace("{pending}", "id = :id AND status = 'pending'")));
+    static SKIPPING: LazyLock<Named> = LazyLock::new(|| {
+        let pending = "id = (SELECT id FROM questions WHERE id = :id AND status = 'pending' FOR UPDATE SKIP LOCKED)";
+        Named::new(Dialect::Postgres, &CLAIM.replace("{pending}", pending))
+    });
+    if expiry { &SKIPPING } else { &WAITING }
 }
 
-/// What a won claim `c` carries: its run's change (`$22` the status, `$23` the result; see
-/// `Resolution::run_after`), the inbound update `$9`, the grant `$10`…`$15` (and `$17`…`$19`,
-/// `$21`), and the announcement `$8` (when `$16`: other instances listen); the question's row
-/// comes back only when the claim won.
-macro_rules! claim_tail {
-    () => {
-        "r AS (UPDATE runs SET status = $22, result = COALESCE($23, result), updated_at = $5, \
-         owner = CASE WHEN $22 = 'running' THEN current_setting('askgate.instance', true) ELSE owner END \
-         WHERE $22::text IS NOT NULL AND id = (SELECT run_id FROM c) AND status = 'waiting'), \
-         i AS (INSERT INTO inbound (key, created_at) SELECT $9, $5 FROM c WHERE $9::text IS NOT NULL \
-         ON CONFLICT DO NOTHING), \
-         g AS (INSERT INTO grants (id, conversation, action, granted_by, question_id, created_at, expires_at, \
-         granted_name, pattern, grantee) SELECT $10, $11, $12, $13, $14, $15::bigint, $17::bigint, $18, $19::bigint, \
-         $21 FROM c \
-         WHERE $10::text IS NOT NULL) \
-         SELECT c.*, CASE WHEN $16::boolean THEN pg_notify('askgate', $8) END AS notified FROM c"
-    };
+/// A run and its new question, and the announcement of it, in one statement: the run's
+/// values as `:r_<column>`, the question's as `:q_<column>`.
+fn ask_sql() -> &'static Named {
+    static ASK: LazyLock<Named> = LazyLock::new(|| {
+        let sql = format!(
+            concat!(
+                "WITH {inbound}, r AS ({run} RETURNING id), q AS (INSERT INTO questions (",
+                question_columns!(),
+                ") SELECT {question} FROM r RETURNING id) \
+                 SELECT CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END FROM q"
+            ),
+            inbound = INBOUND_KEY,
+            run = upsert_run(),
+            question = row_params("q_", question_columns!()),
+        );
+        Named::new(Dialect::Postgres, &sql)
+    });
+    &ASK
 }
 
-/// Records the inbound update `$13` that brought the run bound as `$1`…`$12`, if any.
-macro_rules! inbound_key {
-    () => {
-        "i AS (INSERT INTO inbound (key, created_at) SELECT $13, $11 WHERE $13::text IS NOT NULL ON CONFLICT DO NOTHING)"
-    };
+/// A value bound by name to a PostgreSQL statement.
+#[derive(Clone, Debug)]
+enum Value<'a> {
+    Bind(Bind<'a>),
+    Bool(bool),
+}
+
+impl<'a, T: Into<Bind<'a>>> From<T> for Value<'a> {
+    fn from(value: T) -> Self {
+        Self::Bind(value.into())
+    }
+}
+
+/// `statement` with `values` bound by name.
+fn bind_named(statement: &'static Named, values: &[(&str, Value<'_>)]) -> Result<PgQuery, StoreError> {
+    Ok(statement.order(values)?.into_iter().fold(sqlx::query(statement.sql()), |query, value| match value {
+        Value::Bind(Bind::Int(i)) => query.bind(*i),
+        Value::Bind(Bind::Text(s)) => query.bind(s.as_deref()),
+        Value::Bool(b) => query.bind(*b),
+    }))
 }
 
 /// Binds `binds` in order, after those bound before.
@@ -59,130 +103,118 @@ pub(super) fn bind_all(query: PgQuery, binds: &[Bind<'_>]) -> PgQuery {
     })
 }
 
-/// Binds a run as `$1`…`$12` (in `run_columns!()` order) and its inbound update as `$13`.
-fn bind_run(query: PgQuery, run: &Run) -> Result<PgQuery, StoreError> {
-    Ok(bind_all(query, &run_binds(run)?).bind(run.update.as_deref()))
+/// Records the inbound update that brought the run, if any: a clause of a statement that
+/// saves a run.
+const INBOUND_KEY: &str = "i AS (INSERT INTO inbound (key, created_at) SELECT :update, :r_updated_at \
+     WHERE :update::text IS NOT NULL ON CONFLICT DO NOTHING)";
+
+/// Inserts or updates the run (its values as `:r_<column>`), recording this instance as its
+/// owner.
+fn upsert_run() -> String {
+    format!(
+        concat!(
+            "INSERT INTO runs (",
+            run_columns!(),
+            ", owner) VALUES ({}, current_setting('askgate.instance', true)) ON CONFLICT (id) DO UPDATE \
+             SET status = excluded.status, says = GREATEST(runs.says, excluded.says), result = excluded.result, \
+             updated_at = excluded.updated_at, owner = excluded.owner"
+        ),
+        row_params("r_", run_columns!())
+    )
 }
 
-/// The oldest ended runs before `$1`, at most `$2` of them.
-macro_rules! ended_runs_pg {
-    () => {
-        "SELECT id FROM runs WHERE status IN ('finished', 'failed', 'cancelled') AND updated_at < $1 \
-         AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.run_id = runs.id AND c.delivered_at IS NULL \
-         AND c.gave_up_at IS NULL) ORDER BY updated_at, id LIMIT $2"
-    };
+/// A run's values by name, and the inbound update that brought it.
+fn run_values(run: &Run) -> Result<Vec<(&'static str, Value<'_>)>, StoreError> {
+    static RUN: LazyLock<Vec<String>> = LazyLock::new(|| row_names("r_", run_columns!()));
+    let mut values = Vec::with_capacity(RUN.len() + 1 + QUESTION.len() + 2);
+    values.push(("update", run.update.as_deref().into()));
+    values.extend(RUN.iter().map(String::as_str).zip(run_binds(run)?.map(Value::Bind)));
+    Ok(values)
 }
+
+/// The names of a question's values (`:q_<column>`).
+static QUESTION: LazyLock<Vec<String>> = LazyLock::new(|| row_names("q_", question_columns!()));
 
 impl PostgresStore {
     /// Saves a run in one statement (with the inbound update that started it, if any).
     pub(super) async fn upsert_run(&self, run: &Run) -> Result<(), StoreError> {
-        let upsert = bind_run(sqlx::query(concat!("WITH ", inbound_key!(), " ", upsert_run!())), run)?;
-        self.writes.execute(upsert).await?;
+        static SAVE: LazyLock<Named> =
+            LazyLock::new(|| Named::new(Dialect::Postgres, &format!("WITH {INBOUND_KEY} {}", upsert_run())));
+        self.writes.execute(bind_named(&SAVE, &run_values(run)?)?).await?;
         Ok(())
     }
 
     /// A run and its new question, and the announcement of it, in one statement: one round trip
     /// and one commit, shared with the writes beside it (see `batch`).
-    pub(super) async fn ask_once(&self, run: &Run, q: &Question) -> Result<(), StoreError> {
-        let ask = sqlx::query(concat!(
-            "WITH ",
-            inbound_key!(),
-            ", r AS (",
-            upsert_run!(),
-            " RETURNING id), q AS (INSERT INTO questions (",
-            question_columns!(),
-            ") SELECT $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, \
-             $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45 FROM r RETURNING id) \
-             SELECT CASE WHEN $47::boolean THEN pg_notify('askgate', $46) END FROM q"
-        ));
-        // The run as `$1`…`$13`, the question as `$14`…`$45` in `question_columns!()` order.
-        let ask = bind_all(bind_run(ask, run)?, &question_binds(q)?)
-            .bind(self.announcement("asked", q.id))
-            .bind(self.announcing());
-        self.writes.execute(ask).await?;
+    pub(super) async fn ask_once(&self, Ask { run, question }: Ask) -> Result<(), StoreError> {
+        let mut values = run_values(&run)?;
+        values.extend(QUESTION.iter().map(String::as_str).zip(question_binds(&question)?.map(Value::Bind)));
+        values.push(("announcing", Value::Bool(self.announcing())));
+        values.push(("announcement", self.announcement("asked", question.id).into()));
+        self.writes.execute(bind_named(ask_sql(), &values)?).await?;
         Ok(())
     }
 
     /// The claim-once write (see [`crate::store::StoreExt::resolve`]), in one statement with what
     /// it carries (the run's change, the inbound update, the grant) and its announcement: each
     /// of those only when the claim won.
-    pub(super) async fn claim(&self, r: Resolution) -> Result<Claim, StoreError> {
+    pub(super) async fn claim(&self, Resolve(r): Resolve) -> Result<Box<Claim>, StoreError> {
         let id = r.question.id.to_string();
-        // A person's claim waits for a racing one to commit, so that it loses with the winner's outcome; an
-        // expiry skips a question another instance is claiming now (that one ends it either way,
-        // and no sweeper waits on another's locks).
-        let sql = if matches!(r.outcome, Outcome::Expired { .. }) {
-            concat!(
-                "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-                 resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = \
-                 (SELECT id FROM questions WHERE id = $6 AND status = 'pending' FOR UPDATE SKIP LOCKED) RETURNING run_id, ",
-                claim_returns!(),
-                "), ",
-                claim_tail!()
-            )
-        } else {
-            concat!(
-                "WITH c AS (UPDATE questions SET status = $1, outcome = $2, answered_by = $3, answered_via = $4, \
-                 resolved_at = $5, answered_name = $7, approvals = COALESCE($20, approvals) WHERE id = $6 \
-                 AND status = 'pending' RETURNING run_id, ",
-                claim_returns!(),
-                "), ",
-                claim_tail!()
-            )
-        };
         let grant = r.grant.as_ref();
-        // One statement: the run's result is written from the claimer's copy with the outcome
-        // applied (the approvals a quorum claim brings are its own).
+        // The run's result is written from the claimer's copy with the outcome applied (the
+        // approvals a quorum claim brings are its own).
         let (run_status, run_result) = match r.run_after(&r.resolved()) {
             Some(RunAfter::Resume) => (Some(RunStatus::Running.as_str()), None),
             Some(RunAfter::Finish(result)) => (Some(RunStatus::Finished.as_str()), Some(result)),
             None => (None, None),
         };
-        let claim = sqlx::query(sql)
-            .bind(r.outcome.status().as_str())
-            .bind(to_json(&r.outcome)?)
-            .bind(r.by.as_deref())
-            .bind(r.via.as_str())
-            .bind(r.at)
-            .bind(&id)
-            .bind(r.name.as_deref())
-            .bind(self.announcement("resolved", r.question.id))
-            .bind(r.update.as_deref())
-            .bind(grant.map(|g| g.id.as_str()))
-            .bind(grant.map(|g| g.conversation.as_str()))
-            .bind(grant.map(|g| g.action.as_str()))
-            .bind(grant.map(|g| g.granted_by.as_str()))
-            .bind(grant.map(|g| g.question.to_string()))
-            .bind(grant.map(|g| g.created_at))
-            .bind(self.announcing())
-            .bind(grant.and_then(|g| g.expires_at))
-            .bind(grant.and_then(|g| g.granted_name.as_deref()))
-            .bind(grant.map(|g| i64::from(g.pattern)))
-            .bind(r.approvals.as_deref().map(approvals_json).transpose()?.flatten())
-            .bind(grant.map(|g| g.grantee.as_str()))
-            .bind(run_status)
-            .bind(run_result);
+        let statement = claim_sql(matches!(r.outcome, Outcome::Expired { .. }));
+        let claim = bind_named(
+            statement,
+            &[
+                ("status", r.outcome.status().as_str().into()),
+                ("outcome", to_json(&r.outcome)?.into()),
+                ("by", r.by.as_deref().into()),
+                ("via", r.via.as_str().into()),
+                ("at", r.at.into()),
+                ("name", r.name.as_deref().into()),
+                ("approvals", r.approvals.as_deref().map(approvals_json).transpose()?.flatten().into()),
+                ("id", id.as_str().into()),
+                ("run_status", run_status.into()),
+                ("run_result", run_result.into()),
+                ("update", r.update.as_deref().into()),
+                ("g_id", grant.map(|g| g.id.as_str()).into()),
+                ("g_conversation", grant.map(|g| g.conversation.as_str()).into()),
+                ("g_action", grant.map(|g| g.action.as_str()).into()),
+                ("g_granted_by", grant.map(|g| g.granted_by.as_str()).into()),
+                ("g_question_id", grant.map(|g| g.question.to_string()).into()),
+                ("g_created_at", grant.map(|g| g.created_at).into()),
+                ("g_expires_at", grant.and_then(|g| g.expires_at).into()),
+                ("g_granted_name", grant.and_then(|g| g.granted_name.as_deref()).into()),
+                ("g_pattern", grant.map(|g| i64::from(g.pattern)).into()),
+                ("g_grantee", grant.map(|g| g.grantee.as_str()).into()),
+                ("announcing", Value::Bool(self.announcing())),
+                ("announcement", self.announcement("resolved", r.question.id).into()),
+            ],
+        )?;
         // A won claim answers with the row as stored.
         if let Some(row) = self.writes.fetch_optional(claim).await? {
-            return Ok(Claim::Won(claimed_from_row(&r, &row)?));
+            return Ok(Box::new(Claim::Won(claimed_from_row(&r, &row)?)));
         }
         let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
             .bind(&id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(match row {
+        Ok(Box::new(match row {
             Some(row) => Claim::Lost(question_from_row(&row)?),
             None => Claim::Missing,
-        })
+        }))
     }
 
     /// See [`crate::store::StoreExt::vote`]: one conditional update, announced when it counts.
     pub(super) async fn count_vote(
         &self,
-        question: QuestionId,
-        seen: &[Approver],
-        approvals: &[Approver],
-        update: Option<&str>,
+        Vote { question, seen, approvals, update }: Vote,
     ) -> Result<bool, StoreError> {
         let vote = sqlx::query(
             "WITH v AS (UPDATE questions SET approvals = $2 WHERE id = $1 AND status = 'pending' \
@@ -192,8 +224,8 @@ impl PostgresStore {
              SELECT CASE WHEN $7::boolean THEN pg_notify('askgate', $6) END FROM v",
         )
         .bind(question.to_string())
-        .bind(approvals_json(approvals)?)
-        .bind(approvals_json(seen)?)
+        .bind(approvals_json(&approvals)?)
+        .bind(approvals_json(&seen)?)
         .bind(update)
         .bind(approvals.last().map_or(0, |a| a.at))
         .bind(self.announcement("counted", question))
@@ -204,9 +236,7 @@ impl PostgresStore {
     /// See [`crate::store::StoreExt::prune`].
     pub(super) async fn prune_old(
         &self,
-        ended_before: Option<i64>,
-        seen_before: i64,
-        limit: u32,
+        Prune { ended_before, seen_before, limit }: Prune,
     ) -> Result<Pruned, StoreError> {
         let limit = i64::from(limit);
         let mut pruned = Pruned::default();
@@ -216,19 +246,19 @@ impl PostgresStore {
             for sql in [
                 concat!(
                     "DELETE FROM deliveries WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
-                    ended_runs_pg!(),
+                    ended_runs!(),
                     "))"
                 ),
                 concat!(
                     "DELETE FROM form_drafts WHERE question_id IN (SELECT id FROM questions WHERE run_id IN (",
-                    ended_runs_pg!(),
+                    ended_runs!(),
                     "))"
                 ),
-                concat!("DELETE FROM questions WHERE run_id IN (", ended_runs_pg!(), ")"),
+                concat!("DELETE FROM questions WHERE run_id IN (", ended_runs!(), ")"),
             ] {
                 sqlx::query(sql).bind(before).bind(limit).execute(&mut *tx).await?;
             }
-            let runs = sqlx::query(concat!("DELETE FROM runs WHERE id IN (", ended_runs_pg!(), ")"))
+            let runs = sqlx::query(concat!("DELETE FROM runs WHERE id IN (", ended_runs!(), ")"))
                 .bind(before)
                 .bind(limit)
                 .execute(&mut *tx)
@@ -249,41 +279,36 @@ impl PostgresStore {
         Ok(pruned)
     }
 
-    /// The people's credentials' writes (see [`crate::store::logins`]).
-    pub(super) async fn logins_write(&self, write: Write) -> Result<Written, StoreError> {
-        use crate::store::logins;
-        Ok(match write {
-            Write::AddLogin(l) => {
-                let insert = sqlx::query(logins::INSERT)
-                    .bind(l.name)
-                    .bind(l.person.as_str().to_owned())
-                    .bind(l.digest)
-                    .bind(l.may.to_string())
-                    .bind(l.created_at)
-                    .bind(l.expires_at)
-                    .bind(i64::from(l.link));
-                Written::Changed(self.writes.execute(insert).await? == 1)
-            }
-            // Every other instance hears it in the same statement, whether or not it knows of
-            // peers (revocations are rare, and one must reach what another holds open).
-            Write::RemoveLogin { name } => {
-                let said = format!("{} revoked {name}", self.instance);
-                let remove = sqlx::query(logins::REMOVE_NOTIFYING).bind(name).bind(said);
-                Written::Changed(self.writes.fetch_optional(remove).await?.is_some())
-            }
-            Write::UseLink { digest, now, name, session, until } => {
-                let used = sqlx::query(logins::USE_LINK).bind(name).bind(session).bind(until).bind(digest).bind(now);
-                let row = self.writes.fetch_optional(used).await?;
-                Written::Login(row.as_ref().map(logins::from_row).transpose()?.map(Box::new))
-            }
-            // Only the credentials' writes come here (see `PostgresStore::write`).
-            other => return Err(StoreError::Database(format!("not a credential's write: {other:?}"))),
-        })
+    /// See [`AddLogin`].
+    pub(super) async fn add_login(&self, AddLogin(l): AddLogin) -> Result<bool, StoreError> {
+        let insert = sqlx::query(logins::INSERT)
+            .bind(l.name)
+            .bind(l.person.as_str().to_owned())
+            .bind(l.digest)
+            .bind(l.may.to_string())
+            .bind(l.created_at)
+            .bind(l.expires_at)
+            .bind(i64::from(l.link));
+        Ok(self.writes.execute(insert).await? == 1)
+    }
+
+    /// See [`RemoveLogin`]. Every other instance hears it in the same statement, whether or not
+    /// it knows of peers (revocations are rare, and one must reach what another holds open).
+    pub(super) async fn remove_login(&self, RemoveLogin { name }: RemoveLogin) -> Result<bool, StoreError> {
+        let said = format!("{} revoked {name}", self.instance);
+        let remove = sqlx::query(logins::REMOVE_NOTIFYING).bind(name).bind(said);
+        Ok(self.writes.fetch_optional(remove).await?.is_some())
+    }
+
+    /// See [`UseLink`].
+    pub(super) async fn use_link(&self, link: UseLink) -> Result<Option<Box<Login>>, StoreError> {
+        let UseLink { digest, now, name, session, until } = link;
+        let used = sqlx::query(logins::USE_LINK).bind(name).bind(session).bind(until).bind(digest).bind(now);
+        Ok(self.writes.fetch_optional(used).await?.as_ref().map(logins::from_row).transpose()?.map(Box::new))
     }
 
     /// The credentials `find` selects.
     pub(super) async fn find_logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
-        use crate::store::logins;
         let rows = match find {
             LoginFind::Secret { digest, now } => {
                 sqlx::query(logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.pool).await?
@@ -296,40 +321,36 @@ impl PostgresStore {
         rows.iter().map(logins::from_row).collect()
     }
 
-    /// The callbacks' outbox writes (see [`crate::store::outbox`]).
-    pub(super) async fn outbox(&self, write: Write) -> Result<Written, StoreError> {
-        use crate::store::outbox;
-        Ok(match write {
-            Write::Callback(c) => {
-                let insert = sqlx::query(outbox::INSERT)
-                    .bind(c.id)
-                    .bind(c.run.to_string())
-                    .bind(c.question.map(|q| q.to_string()))
-                    .bind(c.url)
-                    .bind(outbox::headers_json(&c.headers)?)
-                    .bind(c.secret)
-                    .bind(c.created_at);
-                self.writes.execute(insert).await?;
-                Written::Done
-            }
-            Write::TakeCallback { id, now, until } => {
-                let take = sqlx::query(outbox::TAKE).bind(until).bind(id).bind(now);
-                Written::Changed(self.writes.execute(take).await? == 1)
-            }
-            Write::CallbackTried { id, at, lease, tried } => {
-                let (delivered, gave_up, next, error) = outbox::tried_binds(&tried, at);
-                let error = error.map(str::to_owned);
-                let tried = sqlx::query(outbox::TRIED)
-                    .bind(delivered)
-                    .bind(gave_up)
-                    .bind(next)
-                    .bind(error)
-                    .bind(id)
-                    .bind(lease);
-                Written::Changed(self.writes.execute(tried).await? == 1)
-            }
-            // Only the outbox's writes come here (see `PostgresStore::write`).
-            _ => Written::Done,
-        })
+    /// See [`AddCallback`].
+    pub(super) async fn add_callback(&self, AddCallback(c): AddCallback) -> Result<(), StoreError> {
+        let insert = sqlx::query(outbox::INSERT)
+            .bind(c.id)
+            .bind(c.run.to_string())
+            .bind(c.question.map(|q| q.to_string()))
+            .bind(c.url)
+            .bind(outbox::headers_json(&c.headers)?)
+            .bind(c.secret)
+            .bind(c.created_at);
+        self.writes.execute(insert).await?;
+        Ok(())
+    }
+
+    /// See [`TakeCallback`].
+    pub(super) async fn take_callback(
+        &self,
+        TakeCallback { id, now, until }: TakeCallback,
+    ) -> Result<bool, StoreError> {
+        let take = sqlx::query(outbox::TAKE).bind(until).bind(id).bind(now);
+        Ok(self.writes.execute(take).await? == 1)
+    }
+
+    /// See [`CallbackTried`].
+    pub(super) async fn callback_tried(&self, tried: CallbackTried) -> Result<bool, StoreError> {
+        let CallbackTried { id, at, lease, tried } = tried;
+        let (delivered, gave_up, next, error) = outbox::tried_binds(&tried, at);
+        let error = error.map(str::to_owned);
+        let tried =
+            sqlx::query(outbox::TRIED).bind(delivered).bind(gave_up).bind(next).bind(error).bind(id).bind(lease);
+        Ok(self.writes.execute(tried).await? == 1)
     }
 }

@@ -5,11 +5,31 @@ use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::{Run, RunStatus};
-use crate::store::rows::{
-    approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json as json,
+use crate::store::command::{
+    AddCallback, AddLogin, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, RevokeGrant, Says, Seen,
+    SetDraft, TakeCallback, UseLink, Vote,
 };
-use crate::store::{Claim, Pruned, Resolution, RunAfter, StoreError, Write, Written};
+use crate::store::named::{Named, row_params};
+use crate::store::reads::Dialect;
+use crate::store::rows::{
+    approvals_json, claimed_from_row, question_binds, question_from_row, questions, run_binds, run_from_row,
+    to_json as json,
+};
+use crate::store::{Claim, Orphans, Pruned, Resolution, RunAfter, StoreError, Write};
 use crate::store::{drafts, logins, outbox};
+
+/// The claim-once write: closes the question only while it is pending, and answers with the
+/// columns other writes may have set meanwhile (an escalation, the next reminder, approvals).
+const CLAIM: &str = concat!(
+    "UPDATE questions SET status = :status, outcome = :outcome, answered_by = :by, answered_via = :via, \
+     resolved_at = :at, answered_name = :name, approvals = COALESCE(:approvals, approvals) \
+     WHERE id = :id AND status = 'pending' RETURNING ",
+    claim_returns!()
+);
+
+/// What a won claim does to its run (see `Resolution::run_after`): only a waiting run changes.
+const RUN_AFTER: &str = "UPDATE runs SET status = :status, result = COALESCE(:result, result), updated_at = :at \
+     WHERE id = :run AND status = 'waiting'";
 
 /// Every statement the writer runs, prepared once.
 pub(super) struct Statements<'d, 'h> {
@@ -20,7 +40,11 @@ pub(super) struct Statements<'d, 'h> {
     finish_run: Statement<'d, 'h>,
     insert_question: Statement<'d, 'h>,
     claim: Statement<'d, 'h>,
+    claim_params: Named,
     run_after: Statement<'d, 'h>,
+    run_after_params: Named,
+    orphan_questions: Statement<'d, 'h>,
+    orphan_runs: Statement<'d, 'h>,
     vote: Statement<'d, 'h>,
     nudge: Statement<'d, 'h>,
     select_question: Statement<'d, 'h>,
@@ -48,38 +72,51 @@ pub(super) struct Statements<'d, 'h> {
 
 impl<'d, 'h> Statements<'d, 'h> {
     pub(super) fn prepare(db: &'d Db<'h>) -> Result<Self, StoreError> {
+        let upsert_run = Named::new(
+            Dialect::Sqlite,
+            &format!(
+                concat!(
+                    "INSERT INTO runs (",
+                    run_columns!(),
+                    ") VALUES ({}) ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+                     says = MAX(runs.says, excluded.says), result = excluded.result, updated_at = excluded.updated_at"
+                ),
+                row_params("", run_columns!())
+            ),
+        );
+        let insert_question = Named::new(
+            Dialect::Sqlite,
+            &format!(
+                concat!("INSERT INTO questions (", question_columns!(), ") VALUES ({})"),
+                row_params("", question_columns!())
+            ),
+        );
+        let (claim, run_after) = (Named::new(Dialect::Sqlite, CLAIM), Named::new(Dialect::Sqlite, RUN_AFTER));
         Ok(Self {
             begin: db.prepare("BEGIN IMMEDIATE")?,
             commit: db.prepare("COMMIT")?,
             rollback: db.prepare("ROLLBACK")?,
-            upsert_run: db.prepare(concat!(
-                "INSERT INTO runs (",
-                run_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, says = MAX(runs.says, excluded.says), \
-                 result = excluded.result, updated_at = excluded.updated_at"
-            ))?,
+            // A run's and a question's values are bound in column order.
+            upsert_run: db.prepare(upsert_run.sql())?,
             finish_run: db.prepare(
                 "UPDATE runs SET status = ?1, result = ?2, updated_at = ?3 WHERE id = ?4",
             )?,
-            insert_question: db.prepare(concat!(
-                "INSERT INTO questions (",
+            insert_question: db.prepare(insert_question.sql())?,
+            claim: db.prepare(claim.sql())?,
+            claim_params: claim,
+            run_after: db.prepare(run_after.sql())?,
+            run_after_params: run_after,
+            // Named: SQLite otherwise prefers the index of all pending questions and reads each of them.
+            orphan_questions: db.prepare(concat!(
+                "SELECT ",
                 question_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"
+                " FROM questions INDEXED BY questions_pending_blocking WHERE status = 'pending' AND mode = 'blocking'"
             ))?,
-            // The claim answers with the row as stored: the columns another write may have set
-            // meanwhile (an escalation, the next reminder, approvals) come back from the row.
-            claim: db.prepare(concat!(
-                "UPDATE questions SET status = ?1, outcome = ?2, answered_by = ?3, answered_via = ?4, \
-                 resolved_at = ?5, answered_name = ?7, approvals = COALESCE(?8, approvals) \
-                 WHERE id = ?6 AND status = 'pending' RETURNING ",
-                claim_returns!()
+            orphan_runs: db.prepare(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE status = 'running' ORDER BY created_at"
             ))?,
-            // What a won claim does to its run (see `Resolution::run_after`).
-            run_after: db.prepare(
-                "UPDATE runs SET status = ?1, result = COALESCE(?2, result), updated_at = ?3 \
-                 WHERE id = ?4 AND status = 'waiting'",
-            )?,
             nudge: db.prepare(
                 "UPDATE questions SET nudge_at = ?1, escalated_to = COALESCE(?2, escalated_to) \
                  WHERE id = ?3 AND status = 'pending' AND nudge_at = ?4",
@@ -158,8 +195,8 @@ impl<'d, 'h> Statements<'d, 'h> {
         self.begin.execute(&[]).map_err(Failure::Database)?;
         let mut failure = None;
         for (at, &i) in todo.iter().enumerate() {
-            match self.apply(&batch[i].write) {
-                Ok(answer) => batch[i].set(answer),
+            match self.apply(&mut batch[i].write) {
+                Ok(()) => {}
                 Err(e) if e.blames_the_write() => {
                     failure = Some(Failure::Write(at, e));
                     break;
@@ -184,14 +221,15 @@ impl<'d, 'h> Statements<'d, 'h> {
         Err(failure)
     }
 
-    /// Applies one write in the open transaction; what it answers once that commits.
-    fn apply(&mut self, write: &Write) -> Result<Written, StoreError> {
-        Ok(match write {
-            Write::SaveRun(run) => {
-                self.upsert_run(run)?;
-                Written::Done
+    /// Applies one write in the open transaction, keeping what it answers once that commits.
+    fn apply(&mut self, write: &mut Write) -> Result<(), StoreError> {
+        match write {
+            Write::SaveRun(call) => {
+                self.upsert_run(&call.command.0)?;
+                call.set(());
             }
-            Write::FinishRun { id, status, result, at } => {
+            Write::FinishRun(call) => {
+                let FinishRun { id, status, result, at } = &call.command;
                 let id = id.to_string();
                 let changed = self.finish_run.execute(&[
                     status.as_str().into(),
@@ -199,15 +237,19 @@ impl<'d, 'h> Statements<'d, 'h> {
                     (*at).into(),
                     id.as_str().into(),
                 ])?;
-                Written::Changed(changed == 1)
+                call.set(changed == 1);
             }
-            Write::Ask { run, question } => {
-                self.upsert_run(run)?;
-                self.insert_question(question)?;
-                Written::Done
+            Write::Ask(call) => {
+                self.upsert_run(&call.command.run)?;
+                self.insert_question(&call.command.question)?;
+                call.set(());
             }
-            Write::Resolve(resolution) => Written::Claim(Box::new(self.resolve(resolution)?)),
-            Write::Vote { question, seen, approvals, update } => {
+            Write::Resolve(call) => {
+                let claim = self.resolve(&call.command.0)?;
+                call.set(Box::new(claim));
+            }
+            Write::Vote(call) => {
+                let Vote { question, seen, approvals, update } = &call.command;
                 let id = question.to_string();
                 let (seen, now) = (approvals_json(seen)?, approvals_json(approvals)?);
                 let counted =
@@ -216,9 +258,10 @@ impl<'d, 'h> Statements<'d, 'h> {
                     let at = approvals.last().map_or(0, |a| a.at);
                     self.seen.execute(&[update.as_str().into(), at.into()])?;
                 }
-                Written::Changed(counted)
+                call.set(counted);
             }
-            Write::Nudge { question, seen, next, escalated_to } => {
+            Write::Nudge(call) => {
+                let Nudge { question, seen, next, escalated_to } = &call.command;
                 let id = question.to_string();
                 let moved = self.nudge.execute(&[
                     (*next).into(),
@@ -226,9 +269,10 @@ impl<'d, 'h> Statements<'d, 'h> {
                     id.as_str().into(),
                     (*seen).into(),
                 ])?;
-                Written::Changed(moved == 1)
+                call.set(moved == 1);
             }
-            Write::Deliver(d) => {
+            Write::Deliver(call) => {
+                let Deliver(d) = &call.command;
                 let question = d.question.to_string();
                 self.delivery.execute(&[
                     question.as_str().into(),
@@ -238,18 +282,26 @@ impl<'d, 'h> Statements<'d, 'h> {
                     d.role.as_str().into(),
                     d.conversation.as_ref().map(Conversation::as_str).into(),
                 ])?;
-                Written::Done
+                call.set(());
             }
-            Write::RevokeGrant { id, at } => {
-                Written::Changed(self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1)
+            Write::RevokeGrant(call) => {
+                let RevokeGrant { id, at } = &call.command;
+                let revoked = self.revoke_grant.execute(&[(*at).into(), id.as_str().into()])? == 1;
+                call.set(revoked);
             }
-            Write::Seen { key, at } => Written::Changed(self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1),
-            Write::Says { run, says } => {
+            Write::Seen(call) => {
+                let Seen { key, at } = &call.command;
+                let first = self.seen.execute(&[key.as_str().into(), (*at).into()])? == 1;
+                call.set(first);
+            }
+            Write::Says(call) => {
+                let Says { run, says } = &call.command;
                 let run = run.to_string();
                 self.says.execute(&[i64::from(*says).into(), run.as_str().into()])?;
-                Written::Done
+                call.set(());
             }
-            Write::Callback(c) => {
+            Write::AddCallback(call) => {
+                let AddCallback(c) = &call.command;
                 let (run, question) = (c.run.to_string(), c.question.map(|q| q.to_string()));
                 let headers = outbox::headers_json(&c.headers)?;
                 self.insert_callback.execute(&[
@@ -261,12 +313,15 @@ impl<'d, 'h> Statements<'d, 'h> {
                     c.secret.as_deref().into(),
                     c.created_at.into(),
                 ])?;
-                Written::Done
+                call.set(());
             }
-            Write::TakeCallback { id, now, until } => Written::Changed(
-                self.take_callback.execute(&[(*until).into(), id.as_str().into(), (*now).into()])? == 1,
-            ),
-            Write::CallbackTried { id, at, lease, tried } => {
+            Write::TakeCallback(call) => {
+                let TakeCallback { id, now, until } = &call.command;
+                let taken = self.take_callback.execute(&[(*until).into(), id.as_str().into(), (*now).into()])? == 1;
+                call.set(taken);
+            }
+            Write::CallbackTried(call) => {
+                let CallbackTried { id, at, lease, tried } = &call.command;
                 let (delivered, gave_up, next, error) = outbox::tried_binds(tried, *at);
                 let changed = self.callback_tried.execute(&[
                     delivered.into(),
@@ -276,24 +331,14 @@ impl<'d, 'h> Statements<'d, 'h> {
                     id.as_str().into(),
                     (*lease).into(),
                 ])?;
-                Written::Changed(changed == 1)
+                call.set(changed == 1);
             }
-            Write::Prune { ended_before, seen_before, limit } => {
-                let limit = i64::from(*limit);
-                let mut pruned = Pruned::default();
-                if let Some(before) = *ended_before {
-                    let params = [before.into(), limit.into()];
-                    self.prune_deliveries.execute(&params)?;
-                    self.prune_drafts.execute(&params)?;
-                    self.prune_questions.execute(&params)?;
-                    pruned.runs = self.prune_runs.execute(&params)?;
-                    self.prune_callbacks.execute(&params)?;
-                }
-                pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
-                self.prune_logins.execute(&[(*seen_before).into()])?;
-                Written::Pruned(pruned)
+            Write::Prune(call) => {
+                let pruned = self.prune(&call.command)?;
+                call.set(pruned);
             }
-            Write::Draft { question, person, draft, at } => {
+            Write::SetDraft(call) => {
+                let SetDraft { question, person, draft, at } = &call.command;
                 let question = question.to_string();
                 match draft {
                     Some(draft) => {
@@ -309,24 +354,29 @@ impl<'d, 'h> Statements<'d, 'h> {
                         self.clear_draft.execute(&[question.as_str().into(), person.as_str().into()])?;
                     }
                 }
-                Written::Done
+                call.set(());
             }
-            Write::AddLogin(l) => {
+            Write::AddLogin(call) => {
+                let AddLogin(l) = &call.command;
                 let (person, may) = (l.person.as_str(), l.may.to_string());
-                Written::Changed(
-                    self.add_login.execute(&[
-                        l.name.as_str().into(),
-                        person.into(),
-                        l.digest.as_str().into(),
-                        may.as_str().into(),
-                        l.created_at.into(),
-                        l.expires_at.into(),
-                        i64::from(l.link).into(),
-                    ])? == 1,
-                )
+                let added = self.add_login.execute(&[
+                    l.name.as_str().into(),
+                    person.into(),
+                    l.digest.as_str().into(),
+                    may.as_str().into(),
+                    l.created_at.into(),
+                    l.expires_at.into(),
+                    i64::from(l.link).into(),
+                ])? == 1;
+                call.set(added);
             }
-            Write::RemoveLogin { name } => Written::Changed(self.remove_login.execute(&[name.as_str().into()])? == 1),
-            Write::UseLink { digest, now, name, session, until } => {
+            Write::RemoveLogin(call) => {
+                let RemoveLogin { name } = &call.command;
+                let removed = self.remove_login.execute(&[name.as_str().into()])? == 1;
+                call.set(removed);
+            }
+            Write::UseLink(call) => {
+                let UseLink { digest, now, name, session, until } = &call.command;
                 let rows = self.use_link.query(&[
                     name.as_str().into(),
                     session.as_str().into(),
@@ -335,9 +385,36 @@ impl<'d, 'h> Statements<'d, 'h> {
                     (*now).into(),
                 ])?;
                 let login = rows.iter().next().map(|row| logins::from_row(&row)).transpose()?;
-                Written::Login(login.map(Box::new))
+                call.set(login.map(Box::new));
             }
-        })
+            // One askgate holds the file: everything running or blocking was left by the last one.
+            Write::TakeOrphans(call) => {
+                let blocking = self.orphan_questions.query(&[])?;
+                let runs = self.orphan_runs.query(&[])?;
+                let orphans = Orphans {
+                    blocking: questions(&blocking.iter().collect::<Vec<_>>())?,
+                    runs: runs.iter().map(|row| run_from_row(&row)).collect::<Result<_, _>>()?,
+                };
+                call.set(orphans);
+            }
+        }
+        Ok(())
+    }
+
+    fn prune(&mut self, Prune { ended_before, seen_before, limit }: &Prune) -> Result<Pruned, StoreError> {
+        let limit = i64::from(*limit);
+        let mut pruned = Pruned::default();
+        if let Some(before) = *ended_before {
+            let params = [before.into(), limit.into()];
+            self.prune_deliveries.execute(&params)?;
+            self.prune_drafts.execute(&params)?;
+            self.prune_questions.execute(&params)?;
+            pruned.runs = self.prune_runs.execute(&params)?;
+            self.prune_callbacks.execute(&params)?;
+        }
+        pruned.inbound = self.prune_inbound.execute(&[(*seen_before).into(), limit.into()])?;
+        self.prune_logins.execute(&[(*seen_before).into()])?;
+        Ok(pruned)
     }
 
     /// The claim: one conditional update that returns the row. When it wins, the grant, the
@@ -347,16 +424,22 @@ impl<'d, 'h> Statements<'d, 'h> {
         let outcome = json(&r.outcome)?;
         let id = r.question.id.to_string();
         let approvals = r.approvals.as_deref().map(approvals_json).transpose()?.flatten();
-        let claimed = self.claim.query(&[
-            r.outcome.status().as_str().into(),
-            outcome.as_str().into(),
-            r.by.as_deref().into(),
-            r.via.as_str().into(),
-            r.at.into(),
-            id.as_str().into(),
-            r.name.as_deref().into(),
-            approvals.as_deref().into(),
-        ])?;
+        let params: Vec<Param<'_>> = self
+            .claim_params
+            .order(&[
+                ("status", r.outcome.status().as_str().into()),
+                ("outcome", outcome.as_str().into()),
+                ("by", r.by.as_deref().into()),
+                ("via", r.via.as_str().into()),
+                ("at", r.at.into()),
+                ("name", r.name.as_deref().into()),
+                ("approvals", approvals.as_deref().into()),
+                ("id", id.as_str().into()),
+            ])?
+            .into_iter()
+            .copied()
+            .collect();
+        let claimed = self.claim.query(&params)?;
         let Some(row) = claimed.iter().next() else {
             let rows = self.select_question.query(&[id.as_str().into()])?;
             return Ok(match rows.iter().next() {
@@ -371,7 +454,18 @@ impl<'d, 'h> Statements<'d, 'h> {
                 RunAfter::Finish(result) => (RunStatus::Finished, Some(result.as_str())),
             };
             let run = resolved.run.to_string();
-            self.run_after.execute(&[status.as_str().into(), result.into(), r.at.into(), run.as_str().into()])?;
+            let params: Vec<Param<'_>> = self
+                .run_after_params
+                .order(&[
+                    ("status", status.as_str().into()),
+                    ("result", result.into()),
+                    ("at", r.at.into()),
+                    ("run", run.as_str().into()),
+                ])?
+                .into_iter()
+                .copied()
+                .collect();
+            self.run_after.execute(&params)?;
         }
         if let Some(update) = &r.update {
             self.seen.execute(&[update.as_str().into(), r.at.into()])?;

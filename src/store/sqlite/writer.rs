@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::raw::Db;
 use super::statements::Statements;
-use crate::store::{StoreError, Write, WriteStats, Written};
+use crate::store::{StoreError, Write, WriteStats};
 
 /// What the writer has done, counted as it goes (read by `/metrics`).
 #[derive(Default)]
@@ -75,37 +75,22 @@ impl Counters {
 /// The most writes that share one transaction.
 const MAX_BATCH: usize = 256;
 
-/// A write waiting for its transaction: the command, its answer once applied in the open
-/// transaction, and where the answer goes once that transaction committed.
+/// A write waiting for its transaction: the command, whose reply is kept once applied in the
+/// open transaction and sent once that transaction committed.
 pub(crate) struct Queued {
     pub(super) write: Write,
-    answer: Option<Written>,
-    reply: oneshot::Sender<Result<Written, StoreError>>,
     /// Why it failed, if it did.
     pub(super) failure: Option<StoreError>,
 }
 
 impl Queued {
-    pub(crate) fn new(write: Write, reply: oneshot::Sender<Result<Written, StoreError>>) -> Self {
-        Self { write, answer: None, reply, failure: None }
+    pub(crate) fn new(write: Write) -> Self {
+        Self { write, failure: None }
     }
 
-    /// Records what the write gave in the open transaction.
-    pub(super) fn set(&mut self, answer: Written) {
-        self.answer = Some(answer);
-    }
-
-    /// Answers the caller: the answer applied, or the failure.
+    /// Answers the caller: the reply kept, or the failure.
     fn answer(self, failure: Option<StoreError>) {
-        let result = match (failure.or(self.failure), self.answer) {
-            (Some(e), _) => Err(e),
-            (None, Some(answer)) => Ok(answer),
-            // A write is answered without failure only after it was applied in the
-            // transaction that committed, which set its answer.
-            (None, None) => Err(StoreError::Database("a write was answered before it was applied".into())),
-        };
-        // A caller that stopped waiting no longer needs the answer; the write stands.
-        let _ = self.reply.send(result);
+        self.write.finish(failure.or(self.failure));
     }
 }
 
@@ -184,7 +169,7 @@ fn write_thread(
     }
 }
 
-fn refuse(job: Job) {
+pub(super) fn refuse(job: Job) {
     match job {
         Job::Write(queued) => queued.answer(Some(StoreError::Closed)),
         Job::Close(closed) => {
