@@ -91,6 +91,13 @@ impl<'d, 'h> Statements<'d, 'h> {
                 row_params("", question_columns!())
             ),
         );
+        let insert_grant = Named::new(
+            Dialect::Sqlite,
+            &format!(
+                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES ({})"),
+                row_params("", grant_columns!())
+            ),
+        );
         let (claim, run_after) = (Named::new(Dialect::Sqlite, CLAIM), Named::new(Dialect::Sqlite, RUN_AFTER));
         Ok(Self {
             begin: db.prepare("BEGIN IMMEDIATE")?,
@@ -125,9 +132,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 "UPDATE questions SET approvals = ?1 WHERE id = ?2 AND status = 'pending' AND approvals IS ?3",
             )?,
             select_question: db.prepare(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = ?1"))?,
-            insert_grant: db.prepare(
-                concat!("INSERT INTO grants (", grant_columns!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
-            )?,
+            insert_grant: db.prepare(insert_grant.sql())?,
             delivery: db.prepare(
                 "INSERT OR IGNORE INTO deliveries (question_id, surface, chat, message, role, conversation, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
