@@ -1,5 +1,5 @@
-//! Rebuilds when a migration is added (sqlx embeds them at compile time), names the git commit
-//! the build comes from (`askgate --version`, `askgate_build_info`), and looks for every tool a
+//! Embeds the migrations (the table `migrations.rs` in `OUT_DIR`, read by `store/migrations.rs`),
+//! names the git commit the build comes from (`askgate --version`, `askgate_build_info`), and looks for every tool a
 //! test needs beyond cargo, python3 and PostgreSQL (the table `TOOLS`). Where one is missing the
 //! build sets the tool's `cfg`, and its tests report themselves ignored with the reason and the
 //! install command, rather than fail or pass. In CI (`CI` set) nothing is set: they always run,
@@ -120,9 +120,42 @@ const TOOLS: &[Tool] = &[
 ];
 
 fn main() {
-    println!("cargo::rerun-if-changed=migrations");
+    migrations();
     println!("cargo::rustc-env=ASKGATE_COMMIT={}", commit());
     tools();
+}
+
+/// Writes each dialect's migrations as a table of (version, description, SQL): what sqlx's
+/// `migrate!` macro would embed, without building sqlx's macros (and with them a second sqlx and
+/// SQLite for the build machine) in every clean build. `store/migrations.rs` turns the table into
+/// sqlx's `Migrator`; its test checks the result against sqlx's own reading of the folders.
+fn migrations() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let mut table = String::new();
+    for (name, folder) in [("SQLITE", "sqlite"), ("POSTGRES", "postgres")] {
+        let folder = root.join("migrations").join(folder);
+        println!("cargo::rerun-if-changed={}", folder.display());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .expect("the migrations folder is readable")
+            .map(|entry| entry.expect("the migrations folder is readable").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+            .collect();
+        files.sort();
+        table.push_str(&format!("pub(super) const {name}: &[(i64, &str, &str)] = &[\n"));
+        for path in files {
+            let file = path.file_name().and_then(|n| n.to_str()).expect("migration names are UTF-8");
+            let (version, description) = file
+                .trim_end_matches(".sql")
+                .split_once('_')
+                .unwrap_or_else(|| panic!("a migration is named <version>_<description>.sql, not {file}"));
+            let version: i64 = version.parse().unwrap_or_else(|_| panic!("{file}: the version is a number"));
+            let description = description.replace('_', " ");
+            table.push_str(&format!("    ({version}, {description:?}, include_str!({:?})),\n", path.display().to_string()));
+        }
+        table.push_str("];\n");
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("migrations.rs"), table).expect("OUT_DIR is writable");
 }
 
 /// Sets each missing tool's `cfg` (outside CI), and writes the table for the tests to read.

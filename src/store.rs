@@ -89,6 +89,7 @@ mod error;
 
 mod logins;
 mod memory;
+mod migrations;
 mod named;
 mod outbox;
 mod postgres;

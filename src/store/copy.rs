@@ -73,7 +73,7 @@ async fn copy(source: &SqliteStore, from: &str, to: &str) -> Result<Copied, Copy
         .connect_with(options.disable_statement_logging())
         .await
         .map_err(|e| failed(&shown, e.into()))?;
-    sqlx::migrate!("./migrations/postgres").run(&target).await.map_err(|e| failed(&shown, e.into()))?;
+    super::migrations::postgres().run(&target).await.map_err(|e| failed(&shown, e.into()))?;
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs")
         .fetch_one(&target)
         .await

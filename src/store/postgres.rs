@@ -95,7 +95,7 @@ impl PostgresStore {
             })
             .connect_with(options.clone())
             .await?;
-        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        super::migrations::postgres().run(&pool).await?;
         let (lock, lock_key) = sign_on(&pool, &options, &instance, &host).await?;
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;

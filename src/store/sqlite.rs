@@ -94,7 +94,7 @@ impl SqliteStore {
         // copying was a sixth of the writer's time, in the commits that happened to carry it.
         // The writer does it itself only if those fall far behind.
         let mut writer = options.clone().pragma("wal_autocheckpoint", WRITER_CHECKPOINTS_AFTER).connect().await?;
-        sqlx::migrate!("./migrations/sqlite").run(&mut writer).await?;
+        super::migrations::sqlite().run(&mut writer).await?;
         let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
         // No ping before each acquire: a reader on a local file does not go stale, and the ping
