@@ -8,6 +8,7 @@ mod callbacks;
 mod channel_relay;
 mod claude_code;
 mod conformance;
+mod contract;
 mod console;
 mod discord;
 mod disk;
