@@ -22,10 +22,10 @@ impl Console {
         self.askgate.served().stdout().lines().map(str::to_owned).collect()
     }
 
-    /// The card that starts at line `at`: its lines up to the next blank line.
+    /// The card that starts at line `at`: its first line and the indented ones under it.
     fn card_at(lines: &[String], at: usize) -> Card {
-        let text: Vec<&str> =
-            lines[at..].iter().take_while(|l| !l.trim().is_empty()).map(String::as_str).collect();
+        let under = lines[at + 1..].iter().take_while(|l| l.starts_with(' '));
+        let text: Vec<&str> = std::iter::once(&lines[at]).chain(under).map(String::as_str).collect();
         let id = text.iter().find_map(|l| l.trim_start().strip_prefix("id ")).expect("a card shows its id");
         let text = text.join("\n");
         Card { at: id.split_whitespace().next().unwrap().to_owned(), choices: text_choices(&text), text }
@@ -80,8 +80,9 @@ impl Driver for Console {
         eventually(|| async {
             let lines = self.lines();
             let at = lines.iter().position(|l| is_card(l) && l.contains(prompt))?;
-            // Wait for the whole card, up to its blank line.
-            lines[at..].iter().any(|l| l.trim().is_empty()).then(|| Self::card_at(&lines, at))
+            // Wait for the whole card: every card's last line is how to decline it.
+            let card = Self::card_at(&lines, at);
+            card.text.contains("/decline ").then_some(card)
         })
         .await
     }

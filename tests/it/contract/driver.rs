@@ -33,9 +33,11 @@ pub struct Card {
 }
 
 impl Card {
-    /// The choice whose label contains `label`.
+    /// The choice whose label contains `label`, in any case (`Yes` finds a text card's `yes`).
     pub fn choice(&self, label: &str) -> &Choice {
-        self.choices.iter().find(|c| c.label.contains(label)).unwrap_or_else(|| panic!("no choice {label} on {self:?}"))
+        let label = label.to_lowercase();
+        let found = self.choices.iter().find(|c| c.label.to_lowercase().contains(&label));
+        found.unwrap_or_else(|| panic!("no choice {label} on {self:?}"))
     }
 
     pub fn labels(&self) -> Vec<&str> {
@@ -218,10 +220,11 @@ pub fn short(id: &str) -> &str {
 }
 
 /// A text card's choices: each line that ends in a command (`2. date-fns   /answer 0b6f12ab 2`).
+/// (`拒绝回答：/decline 0b6f12ab [理由]` has its command after a full-width colon.)
 pub fn text_choices(text: &str) -> Vec<Choice> {
     text.lines()
         .filter_map(|line| {
-            let at = line.find(" /")?;
+            let at = line.find(" /").map(|at| at + 1).or_else(|| line.find("：/").map(|at| at + "：".len()))?;
             let (label, payload) = line.split_at(at);
             Some(Choice { label: label.trim().to_owned(), payload: payload.trim().to_owned() })
         })

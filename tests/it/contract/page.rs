@@ -56,7 +56,7 @@ impl Page {
 /// A personal token for `name`, made with `askgate token add`.
 async fn token(askgate: &Askgate, name: &str) -> String {
     let out = tokio::process::Command::new(BIN)
-        .args(["token", "add", name, "--config"])
+        .args(["token", "add", name, "--may", "answer,ask", "--config"])
         .arg(&askgate.config)
         .args(["--url", &askgate.base])
         .env_remove("ASKGATE_API_TOKEN")
@@ -93,10 +93,10 @@ fn card_of(q: &Value) -> Card {
     let mut text = vec![q["prompt"].as_str().unwrap_or_default().to_owned()];
     text.extend(q["detail"].as_str().map(str::to_owned));
     if let Some(fields) = q["form"]["fields"].as_array() {
-        text.extend(fields.iter().filter_map(|f| f["title"].as_str().or(f["name"].as_str()).map(str::to_owned)));
-    }
-    for sub in q["questions"].as_array().into_iter().flatten() {
-        text.extend(sub["prompt"].as_str().map(str::to_owned));
+        for field in fields {
+            let words = ["key", "title", "description"].map(|k| field[k].as_str().unwrap_or_default());
+            text.push(words.join(" ").trim().to_owned());
+        }
     }
     if q["status"] != "pending" {
         text.push(format!("{} {}", q["status"], q["outcome"]));
