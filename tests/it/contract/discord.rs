@@ -44,6 +44,11 @@ impl Discord {
         Card { at: message["id"].as_str().unwrap().to_owned(), text: plain(&message["content"]), choices }
     }
 
+    /// Waits for the first bot message whose words contain `needle`.
+    async fn sent(&self, needle: &str) -> Value {
+        eventually(|| async { self.fake.messages().into_iter().find(|m| plain(&m["content"]).contains(needle)) }).await
+    }
+
     fn posted(&self) -> usize {
         self.fake.calls("/messages").iter().filter(|(method, _, _)| method == "POST").count()
     }
@@ -110,7 +115,7 @@ impl Driver for Discord {
     }
 
     async fn card(&self, prompt: &str) -> Card {
-        Self::card_of(&self.fake.sent(prompt, 1).await)
+        Self::card_of(&self.sent(prompt).await)
     }
 
     async fn settled(&self, card: &Card, needle: &str) -> String {
@@ -123,7 +128,7 @@ impl Driver for Discord {
     }
 
     async fn shown(&self, needle: &str) -> String {
-        plain(&self.fake.sent(needle, 1).await["content"])
+        plain(&self.sent(needle).await["content"])
     }
 
     fn posts(&self, needle: &str) -> usize {

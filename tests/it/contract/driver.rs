@@ -167,11 +167,11 @@ impl Askgate {
         std::fs::write(&self.config, config.replacen(from, to, 1)).unwrap();
     }
 
-    /// Asks `body` (the API's `POST /api/questions`) in `conversation` of `person`; the
-    /// question's id.
+    /// Asks `body` (the API's `POST /api/questions`) in `conversation` of `person` (and of the
+    /// operator, who answers elsewhere); the question's id.
     pub async fn ask(&self, conversation: &str, person: &str, mut body: Value) -> String {
         body["conversation"] = json!(conversation);
-        body["answerers"] = json!([person]);
+        body["answerers"] = json!([person, "api:operator"]);
         let r = reqwest::Client::new()
             .post(format!("{}/api/questions", self.base))
             .bearer_auth(&self.token)

@@ -1,7 +1,8 @@
 //! The webhook channel: a bridge POSTs signed messages in and receives signed messages out,
 //! text only. A "tap" is the choice's command typed; a card cannot change once sent, so its
 //! outcome is a later message; a message the bridge sends again carries the same `id`. The
-//! bridge reports no language: the person's language is the endpoint's `locale`.
+//! bridge reports no language: the person's language is the endpoint's `locale`. A bridge
+//! takes text of any length, so nothing is cut.
 
 use std::sync::{Arc, Mutex};
 
@@ -36,10 +37,10 @@ impl Webhook {
         self.got.lock().unwrap().iter().map(|m| m.text.clone()).collect()
     }
 
-    /// POSTs `body` as the bridge does, signed now; askgate's reply.
-    async fn post(&self, body: &Value) -> Value {
+    /// POSTs `body` as the bridge does, signed `ago` seconds ago; askgate's reply.
+    async fn post(&self, body: &Value, ago: i64) -> Value {
         let body = serde_json::to_vec(body).unwrap();
-        let at = crate::http::now_secs();
+        let at = crate::http::now_secs() - ago;
         let r = reqwest::Client::new()
             .post(format!("{}/channels/webhook/sms", self.askgate.base))
             .header("content-type", "application/json")
@@ -73,7 +74,7 @@ impl Driver for Webhook {
         let n = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let body = json!({"conversation": PERSON, "user": user, "text": text, "id": format!("m{n}")});
         // askgate answers the POST once it has handled the message.
-        self.post(&body).await;
+        self.post(&body, 0).await;
         Delivered(body.to_string())
     }
 
@@ -87,7 +88,8 @@ impl Driver for Webhook {
     }
 
     async fn redeliver(&self, delivered: &Delivered) {
-        self.post(&serde_json::from_str(&delivered.0).unwrap()).await;
+        // Signed anew, as a bridge does when it sends again: a signature is taken once.
+        self.post(&serde_json::from_str(&delivered.0).unwrap(), 1).await;
     }
 
     async fn card(&self, prompt: &str) -> Card {
@@ -111,6 +113,10 @@ impl Driver for Webhook {
 
     fn posts(&self, needle: &str) -> usize {
         self.texts().iter().filter(|t| t.contains(needle)).count()
+    }
+
+    fn cuts(&self) -> bool {
+        false
     }
 
     async fn restart(&mut self) {
