@@ -169,9 +169,14 @@ impl Askgate {
 
     /// Asks `body` (the API's `POST /api/questions`) in `conversation` of `person` (and of the
     /// operator, who answers elsewhere); the question's id.
-    pub async fn ask(&self, conversation: &str, person: &str, mut body: Value) -> String {
+    pub async fn ask(&self, conversation: &str, person: &str, body: Value) -> String {
+        self.ask_of(conversation, &[person, "api:operator"], body).await
+    }
+
+    /// Asks `body` in `conversation` of `answerers` only; the question's id.
+    pub async fn ask_of(&self, conversation: &str, answerers: &[&str], mut body: Value) -> String {
         body["conversation"] = json!(conversation);
-        body["answerers"] = json!([person, "api:operator"]);
+        body["answerers"] = json!(answerers);
         let r = reqwest::Client::new()
             .post(format!("{}/api/questions", self.base))
             .bearer_auth(&self.token)
@@ -198,14 +203,35 @@ impl Askgate {
 
     /// Answers `id` through the API, as the operator: an answer given elsewhere.
     pub async fn answer(&self, id: &str, value: Value) {
+        self.answer_with(&self.token, id, value).await;
+    }
+
+    /// Answers `id` through the API with `token`.
+    pub async fn answer_with(&self, token: &str, id: &str, value: Value) {
         let r = reqwest::Client::new()
             .post(format!("{}/api/questions/{id}/reply", self.base))
-            .bearer_auth(&self.token)
+            .bearer_auth(token)
             .json(&json!({ "value": value }))
             .send()
             .await
             .unwrap();
         assert!(r.status().is_success(), "{:?}", r.text().await);
+    }
+}
+
+impl Askgate {
+    /// A personal token for `web:<name>`, made with `askgate token add`, that may answer and ask.
+    pub async fn person_token(&self, name: &str) -> String {
+        let out = tokio::process::Command::new(crate::binary::BIN)
+            .args(["token", "add", name, "--may", "answer,ask", "--config"])
+            .arg(&self.config)
+            .args(["--url", &self.base])
+            .env_remove("ASKGATE_API_TOKEN")
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().next().unwrap().trim().to_owned()
     }
 }
 

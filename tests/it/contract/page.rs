@@ -9,7 +9,6 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::driver::{Askgate, Card, Choice, Delivered, Driver, Who};
-use crate::binary::BIN;
 use crate::support::{eventually, get_json};
 
 pub struct Page {
@@ -21,7 +20,7 @@ pub struct Page {
 impl Page {
     pub async fn start() -> Self {
         let askgate = Askgate::start("", &[]).await;
-        let (alice, bob) = (token(&askgate, "alice").await, token(&askgate, "bob").await);
+        let (alice, bob) = (askgate.person_token("alice").await, askgate.person_token("bob").await);
         Self { askgate, alice, bob }
     }
 
@@ -51,20 +50,6 @@ impl Page {
             .unwrap();
         (r.status(), r.json().await.unwrap_or(Value::Null))
     }
-}
-
-/// A personal token for `name`, made with `askgate token add`.
-async fn token(askgate: &Askgate, name: &str) -> String {
-    let out = tokio::process::Command::new(BIN)
-        .args(["token", "add", name, "--may", "answer,ask", "--config"])
-        .arg(&askgate.config)
-        .args(["--url", &askgate.base])
-        .env_remove("ASKGATE_API_TOKEN")
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().next().unwrap().trim().to_owned()
 }
 
 /// The card the page draws for `q` (see `render` in the page's script).
