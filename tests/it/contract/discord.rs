@@ -110,7 +110,8 @@ impl Driver for Discord {
     async fn redeliver(&self, delivered: &Delivered) {
         let words: Vec<&str> = delivered.0.splitn(5, ' ').collect();
         let [_, interaction, user, message, custom_id] = words[..] else { panic!("not a tap: {delivered:?}") };
-        let (interaction, user, message) = (interaction.parse().unwrap(), user.parse().unwrap(), message.parse().unwrap());
+        let (interaction, user, message) =
+            (interaction.parse().unwrap(), user.parse().unwrap(), message.parse().unwrap());
         self.fake.redeliver_click(interaction, user, CHANNEL, message, custom_id);
     }
 
@@ -136,7 +137,11 @@ impl Driver for Discord {
         calls
             .iter()
             .filter(|(method, _, body)| {
-                let content = if method == "POST" && body.get("data").is_some() { &body["data"]["content"] } else { &body["content"] };
+                let content = if method == "POST" && body.get("data").is_some() {
+                    &body["data"]["content"]
+                } else {
+                    &body["content"]
+                };
                 plain(content).contains(needle)
             })
             .count()

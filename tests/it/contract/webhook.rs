@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use askgate::channel::webhook::{OutboundMessage, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::driver::{Askgate, Card, Delivered, Driver, Who, text_choices};
@@ -94,7 +94,10 @@ impl Driver for Webhook {
 
     async fn card(&self, prompt: &str) -> Card {
         let text = eventually(|| async { self.texts().into_iter().find(|t| t.contains(prompt)) }).await;
-        let id = text.lines().find_map(|l| l.trim_start().strip_prefix("id ")).map(|l| l.split_whitespace().next().unwrap().to_owned());
+        let id = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("id "))
+            .map(|l| l.split_whitespace().next().unwrap().to_owned());
         Card { at: id.unwrap_or_default(), choices: text_choices(&text), text }
     }
 
