@@ -79,6 +79,11 @@ impl Served {
         Self { stdin: child.stdin.take(), child, out, err }
     }
 
+    /// The console's input, for a caller that types from elsewhere.
+    pub fn take_input(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
     /// Ends the console's input, as the end of a pipe does.
     pub fn close_input(&mut self) {
         self.stdin = None;

@@ -296,6 +296,13 @@ impl FakeDiscord {
         self.inner.lock().unwrap().messages.get(&id).cloned().expect("a bot message")
     }
 
+    /// Every bot message as it stands now, in the order they were sent.
+    pub fn messages(&self) -> Vec<Value> {
+        let mut all: Vec<Value> = self.inner.lock().unwrap().messages.values().cloned().collect();
+        all.sort_by_key(|m| m["id"].as_str().unwrap().parse::<u64>().unwrap());
+        all
+    }
+
     /// Waits for the `n`th bot message whose content contains `needle`.
     pub async fn sent(&self, needle: &str, n: usize) -> Value {
         eventually(|| async {

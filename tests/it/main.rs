@@ -9,6 +9,7 @@ mod channel_relay;
 mod claude_code;
 mod conformance;
 mod console;
+mod contract;
 mod discord;
 mod disk;
 mod docs;

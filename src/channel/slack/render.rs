@@ -6,6 +6,7 @@
 use slack_morphism::prelude::*;
 
 use crate::question::{Kind, Question, QuestionId};
+use crate::say;
 use crate::text::{Piece, clip};
 use crate::wording;
 
@@ -167,7 +168,7 @@ fn described(q: &Question) -> Vec<Block> {
 
 /// The controls of a pending question.
 fn controls(q: &Question) -> Vec<Block> {
-    let id = q.id;
+    let (id, l) = (q.id, q.presentation.locale);
     let mut n = 0;
     let mut next = || {
         n += 1;
@@ -178,16 +179,16 @@ fn controls(q: &Question) -> Vec<Block> {
             Block::Section(escape(&crate::wording::form_text(q))),
             Block::Actions(vec![
                 // The typed `/fill` shows the fields as text; on Slack the button opens a modal.
-                button("Fill in…", next(), format!("/fill {id}"), Some(Style::Primary)),
-                button("Decline", next(), format!("/decline {id}"), Some(Style::Danger)),
+                button(&say!(l, "button.fill_in"), next(), format!("/fill {id}"), Some(Style::Primary)),
+                button(&say!(l, "button.decline"), next(), format!("/decline {id}"), Some(Style::Danger)),
             ]),
         ];
     }
     match q.kind {
         Kind::Form => Vec::new(),
         Kind::Confirm => vec![Block::Actions(vec![
-            button("Yes", next(), format!("/answer {id} yes"), Some(Style::Primary)),
-            button("No", next(), format!("/answer {id} no"), None),
+            button(&say!(l, "button.yes"), next(), format!("/answer {id} yes"), Some(Style::Primary)),
+            button(&say!(l, "button.no"), next(), format!("/answer {id} no"), None),
         ])],
         Kind::Approval => {
             let mut row = Vec::new();
@@ -225,10 +226,10 @@ fn controls(q: &Question) -> Vec<Block> {
                 }
             }
             if q.allow_custom {
-                let label = if q.options.is_empty() { "Answer…" } else { "Other…" };
-                last.push(button(label, next(), format!("/other {id}"), None));
+                let label = if q.options.is_empty() { say!(l, "button.answer") } else { say!(l, "button.other") };
+                last.push(button(&label, next(), format!("/other {id}"), None));
             }
-            last.push(button("Decline", next(), format!("/decline {id}"), Some(Style::Danger)));
+            last.push(button(&say!(l, "button.decline"), next(), format!("/decline {id}"), Some(Style::Danger)));
             blocks.push(Block::Actions(last));
             blocks
         }
