@@ -142,12 +142,8 @@ pub struct Config {
     pub settings: Settings,
     /// Whether the console runs.
     pub console: bool,
-    /// Telegram, when configured.
-    pub telegram: Option<ChatConfig>,
-    /// Discord, when configured.
-    pub discord: Option<ChatConfig>,
-    /// Slack, when configured.
-    pub slack: Option<ChatConfig>,
+    /// The chat platforms' sections the file has, by platform name.
+    pub chats: Vec<(&'static str, ChatConfig)>,
     /// Named webhook text channels.
     pub webhooks: Vec<WebhookSpec>,
     /// The functions, in file order.
@@ -336,9 +332,7 @@ impl Config {
                 page_url,
             },
             console: channels.console,
-            telegram: channels.telegram,
-            discord: channels.discord,
-            slack: channels.slack,
+            chats: channels.chats,
             webhooks: channels.webhooks,
             functions,
             agents,

@@ -10,10 +10,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::channel::console::Console;
-use crate::channel::discord::{Discord, DiscordConfig};
-use crate::channel::slack::{Slack, SlackConfig};
-use crate::channel::telegram::{self, Telegram, TelegramConfig};
 use crate::channel::webhook::{Endpoint, Webhooks};
+use crate::channel::{PLATFORMS, Serve};
 use crate::clock::Clock;
 use crate::config::{Config, Env, FunctionKind};
 use crate::engine::{Channel, ChannelState};
@@ -208,14 +206,15 @@ impl Gateway {
             }
             _ => None,
         };
-        let telegram = telegram(config, env, &clock, &engine)?;
-        let discord = config.discord.as_ref().and_then(|chat| {
-            let token = chat.token(env)?;
-            let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, clock.clone());
-            engine.attach(adapter.clone());
-            Some(adapter)
-        });
-        let slack = slack(config, env, &clock, &engine)?;
+        let mut serves: Vec<(&'static str, Serve)> = Vec::new();
+        let mut routes = Vec::new();
+        for platform in PLATFORMS {
+            let name = platform.name();
+            let cx = crate::channel::Context { section: config.chat(name), env, clock: &clock, engine: &engine };
+            let started = platform.start(&cx).map_err(|source| GatewayError::Platform { name, source })?;
+            serves.extend(started.serve.map(|serve| (name, serve)));
+            routes.extend(started.routes);
+        }
         let web = Arc::new(crate::channel::web::WebChat::new(clock.clone()));
         engine.attach(web.clone());
         engine.set_channel_state("web", ChannelState::Up);
@@ -273,10 +272,7 @@ impl Gateway {
             (service, upstreams)
         });
         crate::opencode::start(&config.opencode, &engine);
-        let slack_events = slack.as_ref().and_then(|(adapter, secret)| {
-            secret.clone().map(|secret| crate::http::slack::SlackEvents::new(adapter.clone(), secret))
-        });
-        let surfaces = crate::http::Surfaces { webhooks, slack: slack_events, web: Some(web) };
+        let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web) };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();
@@ -294,27 +290,11 @@ impl Gateway {
                 ended.cancel();
             }));
         }
-        if let Some((telegram, updates)) = telegram {
-            let (engine, stop) = (engine.clone(), engine.stopping());
+        for (name, serve) in serves {
+            let engine = engine.clone();
             inbound.push(tokio::spawn(async move {
-                if let Err(e) = telegram.serve(updates, engine.clone(), stop).await {
-                    stopped(&engine, "telegram", &e);
-                }
-            }));
-        }
-        if let Some(discord) = discord {
-            let (engine, stop) = (engine.clone(), engine.stopping());
-            inbound.push(tokio::spawn(async move {
-                if let Err(e) = discord.serve(engine.clone(), stop).await {
-                    stopped(&engine, "discord", &e);
-                }
-            }));
-        }
-        if let Some((slack, _)) = slack {
-            let (engine, stop) = (engine.clone(), engine.stopping());
-            inbound.push(tokio::spawn(async move {
-                if let Err(e) = slack.serve(engine.clone(), stop).await {
-                    stopped(&engine, "slack", &e);
+                if let Err(e) = serve.await {
+                    stopped(&engine, name, e.as_ref());
                 }
             }));
         }
@@ -405,35 +385,6 @@ fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error
     engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {}", crate::error_chain(error))));
 }
 
-/// The Telegram channel, attached, with how its updates arrive; none when it is disabled.
-fn telegram(
-    config: &Config,
-    env: &Env,
-    clock: &Clock,
-    engine: &Engine,
-) -> Result<Option<(Arc<Telegram>, telegram::Updates)>, GatewayError> {
-    let Some(chat) = &config.telegram else { return Ok(None) };
-    let Some(token) = chat.token(env) else { return Ok(None) };
-    let updates = match &chat.webhook {
-        None => telegram::Updates::Polling,
-        Some(w) => match env.get(&w.secret_env) {
-            Some(secret) => telegram::Updates::Webhook { url: w.url.clone(), listen: w.listen, secret },
-            None => return Ok(None),
-        },
-    };
-    let adapter = Telegram::new(
-        &TelegramConfig {
-            token,
-            api_url: chat.api_url.clone(),
-            updates: updates.clone(),
-            timeouts: telegram::Timeouts::default(),
-        },
-        clock.clone(),
-    )?;
-    engine.attach(adapter.clone());
-    Ok(Some((adapter, updates)))
-}
-
 /// The functions the configuration names, ready to run.
 pub fn functions(config: &Config) -> Functions {
     let mut registry = Functions::new();
@@ -462,22 +413,6 @@ pub fn functions(config: &Config) -> Functions {
 }
 
 /// The webhook channel with every endpoint whose secret is set; none when there is none.
-/// The Slack adapter and, when its events come over HTTP, its signing secret.
-type SlackParts = (Arc<Slack>, Option<String>);
-
-/// The Slack channel, attached, with its signing secret when events come over HTTP; none when
-/// it is disabled.
-fn slack(config: &Config, env: &Env, clock: &Clock, engine: &Engine) -> Result<Option<SlackParts>, GatewayError> {
-    let Some(chat) = config.slack.as_ref().filter(|c| c.unset(env).is_none()) else { return Ok(None) };
-    let Some(token) = chat.token(env) else { return Ok(None) };
-    let app_token = chat.app_token_env.as_ref().and_then(|name| env.get(name));
-    let secret = chat.signing_secret_env.as_ref().and_then(|name| env.get(name));
-    let adapter = Slack::new(&SlackConfig { token, app_token, api_url: chat.api_url.clone() }, clock.clone())
-        .map_err(GatewayError::Slack)?;
-    engine.attach(adapter.clone());
-    Ok(Some((adapter, secret)))
-}
-
 fn webhooks(config: &Config, env: &Env, clock: &Clock) -> Option<Arc<Webhooks>> {
     let endpoints: HashMap<String, Endpoint> = config
         .webhooks
@@ -519,10 +454,13 @@ pub enum GatewayError {
     /// A program registered a function under a name the configuration already uses.
     #[error("a function named `{0}` is registered twice")]
     FunctionTaken(String),
-    /// The Telegram channel's configuration is unusable.
-    #[error("telegram: {0}")]
-    Telegram(#[from] telegram::StartError),
-    /// The Slack client cannot be built (the system's root certificates cannot be read).
-    #[error("slack: {0}")]
-    Slack(#[source] std::io::Error),
+    /// A chat platform's settings are unusable, or its client cannot be built.
+    #[error("{name}: {source}")]
+    Platform {
+        /// The platform.
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: crate::channel::PlatformError,
+    },
 }

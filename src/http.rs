@@ -19,7 +19,6 @@ mod page;
 pub(super) mod people;
 mod process;
 pub mod server;
-pub mod slack;
 pub mod token;
 
 use std::sync::Arc;
@@ -53,8 +52,6 @@ pub struct AppState {
     engine: Engine,
     tokens: Arc<Tokens>,
     webhooks: Option<Arc<Webhooks>>,
-    /// Slack's events over HTTP, when that is how they come.
-    slack: Option<Arc<slack::SlackEvents>>,
     /// The web conversations.
     web: Option<Arc<crate::channel::web::WebChat>>,
     /// One permit per open event stream.
@@ -82,8 +79,8 @@ pub struct AppState {
 pub struct Surfaces {
     /// The webhook text channels.
     pub webhooks: Option<Arc<Webhooks>>,
-    /// Slack, in its HTTP mode.
-    pub slack: Option<Arc<slack::SlackEvents>>,
+    /// The chat platforms' own routes (a platform's events over HTTP).
+    pub routes: Vec<Router>,
     /// People's own conversations on the page and in the TUI.
     pub web: Option<Arc<crate::channel::web::WebChat>>,
 }
@@ -142,7 +139,6 @@ pub fn router(
         engine,
         tokens: Arc::new(tokens.into()),
         webhooks: surfaces.webhooks,
-        slack: surfaces.slack,
         web: surfaces.web,
         streams,
         backlog_reads,
@@ -171,16 +167,19 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::until_revoked));
     let app = app
         .merge(hooks)
-        // Slack's Events API and interactivity, whose contract is Slack's.
-        .route("/channels/slack", post(slack::events))
         // The page's icon: an asset, not part of the API.
         .route("/favicon.svg", get(page::favicon));
     let app = routes()
         .into_iter()
         .fold(app, |app, (path, route)| app.route(path, route))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
-        .layer(access::layer(state.requests.clone()))
-        .with_state(state)
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route") });
+    let requests = state.requests.clone();
+    // The platforms' routes, whose contracts are the platforms'.
+    let app = surfaces
+        .routes
+        .into_iter()
+        .fold(app.with_state(state), Router::merge)
+        .layer(access::layer(requests))
         .layer(axum::middleware::map_response(security_headers));
     if settings.loopback { app.layer(axum::middleware::from_fn(loopback_hosts_only)) } else { app }
 }

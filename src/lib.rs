@@ -15,7 +15,7 @@
 //! engine    -> clock, command, question, run, store, text, wording
 //! function  -> engine, question, text
 //! config    -> engine, function, question, store, text
-//! channel   -> clock, command, engine, question, store, text, wording
+//! channel   -> clock, command, config, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
 //! opencode  -> config, engine, hooks, question, store, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text

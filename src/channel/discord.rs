@@ -9,8 +9,11 @@
 //! limiter is off (it would send its requests to discord.com), so askgate paces itself: a
 //! 429 is retried after a pause, and nothing is dropped.
 
+mod component;
 mod filling;
 pub mod render;
+
+pub use component::Platform;
 
 use std::sync::Arc;
 

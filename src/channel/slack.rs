@@ -10,6 +10,8 @@
 //! (`crate::http`); both hand them to one queue, applied in order, each once. Web API calls
 //! are paced per method tier, and a 429 waits as long as `Retry-After` says.
 
+mod component;
+pub mod events;
 mod filling;
 pub mod form;
 pub mod inbound;
@@ -30,6 +32,7 @@ use crate::question::{Conversation, Question, Status, Surface, UserRef};
 use crate::store::Delivery;
 use crate::wording;
 
+pub use component::Platform;
 pub use inbound::Incoming;
 
 /// The client type: HTTPS to Slack, or plain HTTP to a configured test double.

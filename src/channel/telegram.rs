@@ -7,6 +7,7 @@
 //! (per-chat pacing, 429 `retry_after` honoured); edits and callback answers retry on 429
 //! themselves.
 
+mod component;
 mod forms;
 mod outbound;
 mod polling;
@@ -40,6 +41,7 @@ use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
 use crate::say;
 use crate::store::Delivery;
 
+pub use component::Platform;
 pub use polling::Timeouts;
 
 /// How updates arrive.

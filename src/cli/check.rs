@@ -60,8 +60,11 @@ pub fn check(config: &Config, path: &Path) -> usize {
     for (name, state) in config.channel_states(&Env::process()) {
         say!(out, "  {name}: {state}");
     }
-    if let Some(slack) = &config.slack {
-        say!(out, "{}", askgate::channel::slack::app_needs(slack.app_token_env.is_some(), config.http));
+    for platform in askgate::channel::PLATFORMS {
+        let advice = config.chat(platform.name()).and_then(|section| platform.advice(section, config.http));
+        if let Some(advice) = advice {
+            say!(out, "{advice}");
+        }
     }
     let mut escalations: Vec<_> = config.settings.channels.iter().collect();
     escalations.sort_by(|a, b| a.0.cmp(b.0));

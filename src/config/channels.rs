@@ -94,9 +94,7 @@ impl fmt::Display for ChannelState {
 /// `telegram`, `webhook:<name>`, …).
 pub(super) struct Channels {
     pub console: bool,
-    pub telegram: Option<ChatConfig>,
-    pub discord: Option<ChatConfig>,
-    pub slack: Option<ChatConfig>,
+    pub chats: Vec<(&'static str, ChatConfig)>,
     pub webhooks: Vec<WebhookSpec>,
     pub policies: HashMap<String, ChannelPolicy>,
 }
@@ -119,18 +117,12 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
             ChannelPolicy { default_function, speech, conversations, ..ChannelPolicy::default() },
         );
     }
-    let mut telegram = None;
-    let mut discord = None;
-    let mut slack = None;
-    for (name, raw, slot) in [
-        ("telegram", &raw.telegram, &mut telegram),
-        ("discord", &raw.discord, &mut discord),
-        ("slack", &raw.slack, &mut slack),
-    ] {
+    let mut chats = Vec::new();
+    for (name, raw) in [("telegram", &raw.telegram), ("discord", &raw.discord), ("slack", &raw.slack)] {
         if let Some(c) = raw {
             let (config, policy) = chat(name, c, functions)?;
             policies.insert(name.to_owned(), policy);
-            *slot = Some(config);
+            chats.push((name, config));
         }
     }
     let mut webhooks = Vec::new();
@@ -146,7 +138,7 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
             return Err((format!("{section}.escalate_to"), format!("no enabled channel here serves `{to}`")));
         }
     }
-    Ok(Channels { console, telegram, discord, slack, webhooks, policies })
+    Ok(Channels { console, chats, webhooks, policies })
 }
 
 fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, ChannelPolicy), Fault> {
@@ -372,14 +364,19 @@ pub struct AccessReport {
 }
 
 impl Config {
+    /// The `[channels.<name>]` section of the chat platform `name`, when the file has one.
+    pub fn chat(&self, name: &str) -> Option<&ChatConfig> {
+        self.chats.iter().find(|(n, _)| *n == name).map(|(_, chat)| chat)
+    }
+
     /// Each channel with whether it runs and why not.
     pub fn channel_states(&self, env: &Env) -> Vec<(String, ChannelState)> {
         let mut states = vec![(
             "console".to_owned(),
             if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
         )];
-        for (name, chat) in [("telegram", &self.telegram), ("discord", &self.discord), ("slack", &self.slack)] {
-            let state = match chat.as_ref().map(|c| c.unset(env)) {
+        for name in ["telegram", "discord", "slack"] {
+            let state = match self.chat(name).map(|c| c.unset(env)) {
                 None => ChannelState::Disabled("not configured".to_owned()),
                 Some(Some(name)) => ChannelState::Disabled(format!("{name} is unset")),
                 Some(None) => ChannelState::Enabled,

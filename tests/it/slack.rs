@@ -262,7 +262,10 @@ async fn the_http_mode_takes_signed_requests_and_refuses_replays_and_stale_ones(
     let secret = "8f742231b10e8888abcd99yyyzzz85a5";
     let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
     let surfaces = askgate::http::Surfaces {
-        slack: Some(askgate::http::slack::SlackEvents::new(sl.slack.clone(), secret.into())),
+        routes: vec![askgate::channel::slack::events::routes(
+            Some(askgate::channel::slack::events::SlackEvents::new(sl.slack.clone(), secret.into())),
+            sl.engine.clock().clone(),
+        )],
         ..Default::default()
     };
     let router =

@@ -5,21 +5,29 @@
 //! minutes, checked by slack-morphism's verifier (which takes the signature exactly as Slack
 //! writes it, lower-case hex, so one request has one signature); a signature seen before is
 //! refused. It is answered at once (Slack waits 3 s); what it carries is applied after, in
-//! order (see [`crate::channel::slack::inbound`]), except a form's submitted modal, answered in
+//! order (see [`super::inbound`]), except a form's submitted modal, answered in
 //! the response's body once it is applied. Slack's `app_rate_limited` notice is
 //! answered 200 and logged.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
 use slack_morphism::prelude::*;
 use slack_morphism::signature_verifier::{SlackEventSignatureVerifier, SlackEventSignatureVerifierError};
 
-use super::{ApiError, AppState, MAX_BODY, read_body};
-use crate::channel::slack::{Incoming, Slack};
+use super::{Incoming, Slack};
+use crate::clock::Clock;
+
+/// The largest request body accepted (the API's limit).
+const MAX_BODY: usize = 64 * 1024;
+/// How long a body may take to arrive (the API's limit).
+const BODY_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How far a request's timestamp may be from now (slack-morphism's window, which is Slack's).
 pub const MAX_SKEW_SECS: i64 = SlackEventSignatureVerifier::MAX_TIMESTAMP_AGE_SECONDS;
@@ -121,20 +129,61 @@ fn incoming(headers: &HeaderMap, body: &[u8]) -> Result<Read, String> {
     Err("a form with neither `payload` nor `command`".to_owned())
 }
 
-/// `POST /channels/slack`.
-pub(super) async fn events(State(state): State<AppState>, headers: HeaderMap, request: Request) -> Response {
-    let Some(door) = &state.slack else {
-        return ApiError::not_found("Slack's events over HTTP are off: set signing_secret_env in [channels.slack]")
-            .into_response();
+/// What `POST /channels/slack` is answered from: the door when events come over HTTP.
+#[derive(Clone)]
+struct Door {
+    events: Option<Arc<SlackEvents>>,
+    clock: Clock,
+}
+
+/// The route `POST /channels/slack`, answered through `door` (none: the HTTP mode is off, and
+/// the route says so).
+pub fn routes(door: Option<Arc<SlackEvents>>, clock: Clock) -> Router {
+    Router::new().route("/channels/slack", post(events)).with_state(Door { events: door, clock })
+}
+
+/// An error in the API's shape: `{"error":{"code","message"}}`.
+fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// The body, within the API's size and time limits; the connection is closed after a refusal
+/// (the rest of the body was not read).
+async fn read_body(request: Request) -> Result<Bytes, Response> {
+    let refusal = match tokio::time::timeout(BODY_WITHIN, axum::body::to_bytes(request.into_body(), MAX_BODY)).await {
+        Ok(Ok(bytes)) => return Ok(bytes),
+        Ok(Err(_)) => {
+            refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the body is larger than {MAX_BODY} bytes"))
+        }
+        Err(_) => refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!("the body did not arrive within {}s", BODY_WITHIN.as_secs()),
+        ),
     };
-    let body = match read_body(request, MAX_BODY).await {
+    let mut refusal = refusal;
+    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Err(refusal)
+}
+
+/// `POST /channels/slack`.
+async fn events(State(state): State<Door>, headers: HeaderMap, request: Request) -> Response {
+    let Some(door) = &state.events else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Slack's events over HTTP are off: set signing_secret_env in [channels.slack]",
+        );
+    };
+    let body = match read_body(request).await {
         Ok(body) => body,
-        Err(e) => return e.into_response(),
+        Err(refusal) => return refusal,
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let now = state.engine.clock().now_ms() / 1000;
+    let now = state.clock.now_ms() / 1000;
     if let Err(why) = door.verify(header("x-slack-request-timestamp"), header("x-slack-signature"), &body, now) {
-        return ApiError::new(StatusCode::UNAUTHORIZED, "bad_signature", why).into_response();
+        return refuse(StatusCode::UNAUTHORIZED, "bad_signature", why);
     }
     match incoming(&headers, &body) {
         Ok(Read::Incoming(Incoming::Interaction(interaction))) => match door.slack.interact(*interaction).await {
@@ -156,7 +205,7 @@ pub(super) async fn events(State(state): State<AppState>, headers: HeaderMap, re
             );
             StatusCode::OK.into_response()
         }
-        Err(why) => ApiError::bad_request(why).into_response(),
+        Err(why) => refuse(StatusCode::BAD_REQUEST, "bad_request", why),
     }
 }
 

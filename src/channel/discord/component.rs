@@ -1,0 +1,23 @@
+//! Discord as a component: its section read, the adapter attached, its gateway session held.
+
+use super::{Discord, DiscordConfig};
+use crate::channel::{Context, PlatformError, Started};
+
+/// The Discord platform.
+pub struct Platform;
+
+impl crate::channel::Component for Platform {
+    fn name(&self) -> &'static str {
+        "discord"
+    }
+
+    fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
+        let Some(chat) = cx.section else { return Ok(Started::default()) };
+        let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
+        let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, cx.clock.clone());
+        cx.engine.attach(adapter.clone());
+        let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
+        let serve = async move { adapter.serve(engine, stop).await.map_err(Into::into) };
+        Ok(Started { serve: Some(Box::pin(serve)), routes: None })
+    }
+}

@@ -1,0 +1,36 @@
+//! Telegram as a component: its section read, the adapter attached, its updates received.
+
+use super::{Telegram, TelegramConfig, Timeouts, Updates};
+use crate::channel::{Context, PlatformError, Started};
+
+/// The Telegram platform.
+pub struct Platform;
+
+impl crate::channel::Component for Platform {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
+        let Some(chat) = cx.section else { return Ok(Started::default()) };
+        let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
+        let updates = match &chat.webhook {
+            None => Updates::Polling,
+            Some(w) => match cx.env.get(&w.secret_env) {
+                Some(secret) => Updates::Webhook { url: w.url.clone(), listen: w.listen, secret },
+                None => return Ok(Started::default()),
+            },
+        };
+        let config = TelegramConfig {
+            token,
+            api_url: chat.api_url.clone(),
+            updates: updates.clone(),
+            timeouts: Timeouts::default(),
+        };
+        let adapter = Telegram::new(&config, cx.clock.clone())?;
+        cx.engine.attach(adapter.clone());
+        let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
+        let serve = async move { adapter.serve(updates, engine, stop).await.map_err(Into::into) };
+        Ok(Started { serve: Some(Box::pin(serve)), routes: None })
+    }
+}
