@@ -150,7 +150,10 @@ fn migrations() {
                 .unwrap_or_else(|| panic!("a migration is named <version>_<description>.sql, not {file}"));
             let version: i64 = version.parse().unwrap_or_else(|_| panic!("{file}: the version is a number"));
             let description = description.replace('_', " ");
-            table.push_str(&format!("    ({version}, {description:?}, include_str!({:?})),\n", path.display().to_string()));
+            table.push_str(&format!(
+                "    ({version}, {description:?}, include_str!({:?})),\n",
+                path.display().to_string()
+            ));
         }
         table.push_str("];\n");
     }

@@ -40,7 +40,9 @@ mod tests {
 
     /// What sqlx reads from a folder, as the `migrate!` macro of earlier builds embedded it.
     async fn read_by_sqlx(folder: &str) -> Migrator {
-        Migrator::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(folder)).await.expect("sqlx reads the folder")
+        Migrator::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(folder))
+            .await
+            .expect("sqlx reads the folder")
     }
 
     fn shown(migrator: &Migrator) -> Vec<(i64, String, MigrationType, Vec<u8>, bool)> {
