@@ -2,7 +2,7 @@
 //! that runs holds a worker and a serve task with six channels, each allocating a first block
 //! of 32 messages of about 500 bytes as it is made: about 100 KB a session, idle or not (the
 //! session benchmark measured it). [`Sessions`] keeps rmcp's [`LocalSessionManager`] for the
-//! sessions that are doing something (a request in flight, an event stream open), and puts a
+//! sessions that are doing something (a request in flight, a response's stream open), and puts a
 //! session away as soon as it is doing nothing: its running part ends, and a small record stays
 //! (the client's `initialize` parameters, the token that opened it, when it was last used). The
 //! next request on its `Mcp-Session-Id` starts it again with the same id, replaying the
