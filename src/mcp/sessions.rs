@@ -2,7 +2,7 @@
 //! that runs holds a worker and a serve task with six channels, each allocating a first block
 //! of 32 messages of about 500 bytes as it is made: about 100 KB a session, idle or not (the
 //! session benchmark measured it). [`Sessions`] keeps rmcp's [`LocalSessionManager`] for the
-//! sessions that are doing something (a request in flight, an event stream open), and puts a
+//! sessions that are doing something (a request in flight, a response's stream open), and puts a
 //! session away as soon as it is doing nothing: its running part ends, and a small record stays
 //! (the client's `initialize` parameters, the token that opened it, when it was last used). The
 //! next request on its `Mcp-Session-Id` starts it again with the same id, replaying the
@@ -12,11 +12,15 @@
 //! in between would drop the request; here counting and starting are one step.) A session put
 //! away is forgotten once it was unused for `session_timeout`, as a running one ends.
 //!
-//! A session is put away only with nothing in flight, so held calls, their progress,
-//! elicitation and cancellation run in a running session as before. What a session put away
-//! loses: a `tools/list_changed` sent while it was away (a client that listens for it keeps an
-//! event stream open, which keeps its session running), and the replay of a finished
-//! response's stream by `Last-Event-ID`.
+//! A session is put away only with nothing in flight (no request of the client's unanswered,
+//! no request of askgate's, such as a form, unanswered by the client), so held calls, their
+//! progress, elicitation and cancellation run in a running session as before. The client's
+//! standalone event stream (`GET /mcp`), which clients keep open all along, does not keep it
+//! running: askgate holds that stream itself ([`listening`]). What a session put away loses:
+//! the replay of a finished response's stream by `Last-Event-ID`.
+
+mod listening;
+mod run;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,15 +29,14 @@ use std::time::{Duration, Instant};
 use futures_util::{Stream, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, InitializeRequest, InitializeRequestParams,
-    InitializedNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, InitializeRequestParams, JsonRpcMessage,
+    RequestId, ServerJsonRpcMessage, ServerNotification,
 };
-use rmcp::service::serve_server_with_ct;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
-use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSseMessage, SessionId, SessionManager};
-use rmcp::transport::{Transport, TransportAdapterIdentity, WorkerTransport};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use rmcp::transport::{Transport, WorkerTransport};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -71,12 +74,16 @@ struct Record {
     run: u64,
     state: State,
     used: Instant,
+    /// The standalone event stream its client holds (none until it opened one).
+    listening: Option<Box<listening::Listener>>,
 }
 
 enum State {
-    /// rmcp's session runs: `busy` holds the requests it has yet to answer, `streams` counts
-    /// the event streams open on it, `ready` says whether the client's `initialized` came.
-    Running { busy: Vec<RequestId>, streams: usize, ready: bool },
+    /// rmcp's session runs: `busy` holds the requests it has yet to answer, `asked` its own
+    /// requests the client has yet to answer, `streams` counts the streams of its responses
+    /// open on it (resumed by `Last-Event-ID`), `ready` says whether the client's
+    /// `initialized` came.
+    Running { busy: Vec<RequestId>, asked: Vec<RequestId>, streams: usize, ready: bool },
     /// Its running part is ending.
     Closing,
     /// Being started again.
@@ -104,6 +111,8 @@ pub(super) enum SessionsError {
 enum Use {
     /// A request, until it is answered.
     Request(RequestId),
+    /// A request of askgate's to the client, until the client answers it or askgate cancels it.
+    Asked(RequestId),
     /// An event stream, until it closes.
     Stream,
     /// A notification or an answer, only while it is taken.
@@ -117,7 +126,10 @@ impl Sessions {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(timeout);
         let records = Mutex::new(Records { by_id: HashMap::new(), prune_at: PRUNE_MIN });
-        Self(Arc::new(Shared { local, records, changed: Notify::new(), server, stop, timeout }))
+        let changes = server.upstreams.sessions().changes();
+        let shared = Arc::new(Shared { local, records, changed: Notify::new(), server, stop, timeout });
+        tokio::spawn(shared.clone().background(changes));
+        Self(shared)
     }
 
     /// Whether a request with `token` may use the session `id`: only the token that opened it
@@ -157,11 +169,11 @@ impl Shared {
                         match what {
                             Use::Request(request) => busy.push(request),
                             Use::Stream => *streams += 1,
-                            Use::Message => {}
+                            Use::Asked(_) | Use::Message => {}
                         }
                         return Ok(Some(record.run));
                     }
-                    State::Away if matches!(what, Use::Message) => return Ok(None),
+                    State::Away if matches!(what, Use::Message | Use::Asked(_)) => return Ok(None),
                     State::Away => {
                         let Some(params) = record.params.clone() else {
                             return Err(SessionsError::Unknown(id.clone()));
@@ -181,100 +193,20 @@ impl Shared {
         }
     }
 
-    /// Starts the session `id` again as its run `run`, and says so to those waiting.
-    async fn restart(
-        self: &Arc<Self>,
-        id: &SessionId,
-        run: u64,
-        params: InitializeRequestParams,
-        parts: Option<&axum::http::request::Parts>,
-    ) -> Result<(), SessionsError> {
-        let started = self.start(id, run, params, parts).await;
-        let closed = {
-            let mut records = self.lock();
-            match records.by_id.get_mut(id).filter(|r| r.run == run) {
-                Some(record) => {
-                    record.state = match started {
-                        Ok(()) => State::Running { busy: Vec::new(), streams: 0, ready: true },
-                        Err(_) => State::Away,
-                    };
-                    false
-                }
-                // Closed (a DELETE) while it started.
-                None => true,
-            }
-        };
-        self.changed.notify_waiters();
-        // What did start of it is ended: a later request starts it afresh.
-        if closed || started.is_err() {
-            self.close_local(id).await;
-        }
-        if closed {
-            return Err(SessionsError::Unknown(id.clone()));
-        }
-        started
-    }
-
-    /// Starts the session `id` again as its run `run`: a new handler, and the client's
-    /// handshake replayed to it.
-    async fn start(
-        self: &Arc<Self>,
-        id: &SessionId,
-        run: u64,
-        params: InitializeRequestParams,
-        parts: Option<&axum::http::request::Parts>,
-    ) -> Result<(), SessionsError> {
-        let RestoreOutcome::Restored(transport) = self.local.restore_session(id.clone()).await? else {
-            return Err(SessionsError::Restart(id.clone()));
-        };
-        let transport = Watched { inner: transport, sessions: self.clone(), id: id.clone(), run };
-        let (server, stop, shared, session) = (self.server.clone(), self.stop.child_token(), self.clone(), id.clone());
-        let (served, started) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            match serve_server_with_ct::<_, _, _, TransportAdapterIdentity>(server, transport, stop).await {
-                Ok(running) => {
-                    let _ = served.send(());
-                    if let Err(e) = running.waiting().await {
-                        tracing::error!(session = %session, error = %e, "an MCP session's task failed");
-                    }
-                }
-                Err(e) => tracing::warn!(session = %session, error = %e, "an MCP session could not be started again"),
-            }
-            shared.ended(&session, run).await;
-        });
-        let mut initialize = ClientJsonRpcMessage::request(
-            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
-            RequestId::Number(0),
-        );
-        let mut initialized = ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(
-            InitializedNotification::default(),
-        ));
-        if let Some(parts) = parts {
-            initialize.insert_extension(parts.clone());
-            initialized.insert_extension(parts.clone());
-        }
-        self.local.initialize_session(id, initialize).await?;
-        self.local.accept_message(id, initialized).await?;
-        started.await.map_err(|_| SessionsError::Restart(id.clone()))
-    }
-
     /// What ended: the request `request` was answered, an event stream closed, or nothing
     /// (`Use::Message`); a session left with nothing to do is put away.
     fn release(self: &Arc<Self>, id: &SessionId, run: u64, what: Use) {
         let mut records = self.lock();
         let Some(record) = records.by_id.get_mut(id).filter(|r| r.run == run) else { return };
-        let State::Running { busy, streams, ready } = &mut record.state else { return };
+        let State::Running { busy, asked, streams, ready } = &mut record.state else { return };
         match what {
-            Use::Request(request) => {
-                if let Some(at) = busy.iter().position(|r| *r == request) {
-                    busy.swap_remove(at);
-                }
-            }
+            Use::Request(request) => forget(busy, &request),
+            Use::Asked(request) => forget(asked, &request),
             Use::Stream => *streams = streams.saturating_sub(1),
             Use::Message => {}
         }
         record.used = Instant::now();
-        if !(*ready && busy.is_empty() && *streams == 0 && record.params.is_some()) {
+        if !(*ready && busy.is_empty() && asked.is_empty() && *streams == 0 && record.params.is_some()) {
             return;
         }
         // Dropped as askgate stops (outside its runtime), it is ending anyway.
@@ -283,6 +215,17 @@ impl Shared {
         drop(records);
         let (shared, id) = (self.clone(), id.clone());
         runtime.spawn(async move { shared.close_local(&id).await });
+    }
+
+    /// askgate's run `run` of the session `id` sent the client its request `request`: the
+    /// session is not put away until the client answers it (or askgate cancels it).
+    fn asking(&self, id: &SessionId, run: u64, request: RequestId) {
+        let mut records = self.lock();
+        if let Some(record) = records.by_id.get_mut(id).filter(|r| r.run == run)
+            && let State::Running { asked, .. } = &mut record.state
+        {
+            asked.push(request);
+        }
     }
 
     /// The run `run` of the session `id` ended (one started again here; rmcp tells of its
@@ -330,8 +273,9 @@ impl SessionManager for Sessions {
             records.by_id.retain(|_, r| !(matches!(r.state, State::Away) && r.used.elapsed() >= timeout));
             records.prune_at = (records.by_id.len() * 2).max(PRUNE_MIN);
         }
-        let state = State::Running { busy: Vec::new(), streams: 0, ready: false };
-        records.by_id.insert(id.clone(), Record { params: None, owner: None, run: 1, state, used: Instant::now() });
+        let state = State::Running { busy: Vec::new(), asked: Vec::new(), streams: 0, ready: false };
+        let record = Record { params: None, owner: None, run: 1, state, used: Instant::now(), listening: None };
+        records.by_id.insert(id.clone(), record);
         Ok((id.clone(), Watched { inner: transport, sessions: self.0.clone(), id, run: 1 }))
     }
 
@@ -408,11 +352,14 @@ impl SessionManager for Sessions {
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), SessionsError> {
         let initialized = matches!(&message, JsonRpcMessage::Notification(n)
             if matches!(n.notification, ClientNotification::InitializedNotification(_)));
-        let cancelled = match &message {
+        let done = match &message {
             JsonRpcMessage::Notification(n) => match &n.notification {
-                ClientNotification::CancelledNotification(c) => c.params.request_id.clone(),
+                ClientNotification::CancelledNotification(c) => c.params.request_id.clone().map(Use::Request),
                 _ => None,
             },
+            // The client answered a request of askgate's.
+            JsonRpcMessage::Response(response) => Some(Use::Asked(response.id.clone())),
+            JsonRpcMessage::Error(error) => error.id.clone().map(Use::Asked),
             _ => None,
         };
         // A session put away has nothing in flight for a notification or an answer to be about.
@@ -424,7 +371,7 @@ impl SessionManager for Sessions {
         {
             *ready = true;
         }
-        self.0.release(id, run, cancelled.map_or(Use::Message, Use::Request));
+        self.0.release(id, run, done.unwrap_or(Use::Message));
         Ok(accepted?)
     }
 
@@ -432,13 +379,18 @@ impl SessionManager for Sessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
-        let run = self.0.hold(id, Use::Stream, None).await?.ok_or_else(|| SessionsError::Unknown(id.clone()))?;
-        let open = OpenStream { sessions: self.0.clone(), id: id.clone(), run };
-        let stream = self.0.local.create_standalone_stream(id).await?;
-        Ok(stream.map(move |message| {
-            let _open = &open;
-            message
-        }))
+        let (stream, running) = {
+            let mut records = self.0.lock();
+            let Some(record) = records.by_id.get_mut(id) else { return Err(SessionsError::Unknown(id.clone())) };
+            record.used = Instant::now();
+            let stream = run::listener(&mut record.listening).open();
+            (stream, matches!(record.state, State::Running { .. }).then_some(record.run))
+        };
+        // A session put away forwards once it starts again.
+        if let Some(run) = running {
+            self.0.forward(id, run).await;
+        }
+        Ok(stream)
     }
 
     async fn resume(
@@ -446,13 +398,26 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
+        // The standalone stream's events are not kept: the client gets a new stream.
+        if listening::is_standalone(&last_event_id) {
+            return Ok(self.create_standalone_stream(id).await?.left_stream());
+        }
         let run = self.0.hold(id, Use::Stream, None).await?.ok_or_else(|| SessionsError::Unknown(id.clone()))?;
         let open = OpenStream { sessions: self.0.clone(), id: id.clone(), run };
         let stream = self.0.local.resume(id, last_event_id).await?;
-        Ok(stream.map(move |message| {
-            let _open = &open;
-            message
-        }))
+        Ok(stream
+            .map(move |message| {
+                let _open = &open;
+                message
+            })
+            .right_stream())
+    }
+}
+
+/// Takes `request` out of `requests`.
+fn forget(requests: &mut Vec<RequestId>, request: &RequestId) {
+    if let Some(at) = requests.iter().position(|r| r == request) {
+        requests.swap_remove(at);
     }
 }
 
@@ -490,17 +455,26 @@ impl Transport<RoleServer> for Watched {
     type Error = <WorkerTransport<LocalSessionWorker> as Transport<RoleServer>>::Error;
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(response.id.clone()),
-            JsonRpcMessage::Error(error) => error.id.clone(),
-            _ => None,
+        let done = match &item {
+            JsonRpcMessage::Response(response) => Some(Use::Request(response.id.clone())),
+            JsonRpcMessage::Error(error) => error.id.clone().map(Use::Request),
+            JsonRpcMessage::Request(request) => {
+                // Counted before it leaves, so the client's answer finds the session running.
+                self.sessions.asking(&self.id, self.run, request.id.clone());
+                None
+            }
+            // askgate took its request back (a form answered elsewhere).
+            JsonRpcMessage::Notification(n) => match &n.notification {
+                ServerNotification::CancelledNotification(c) => c.params.request_id.clone().map(Use::Asked),
+                _ => None,
+            },
         };
         let sent = self.inner.send(item);
         let (sessions, id, run) = (self.sessions.clone(), self.id.clone(), self.run);
         async move {
             let result = sent.await;
-            if let Some(request) = answered {
-                sessions.release(&id, run, Use::Request(request));
+            if let Some(done) = done {
+                sessions.release(&id, run, done);
             }
             result
         }

@@ -53,10 +53,11 @@ pub struct Upstreams {
     untried: Arc<watch::Sender<usize>>,
 }
 
-/// Who to tell when the gated tools change: the peers of 2025-11-25 sessions, and the
-/// `subscriptions/listen` streams of 2026-07-28 clients (which have no session).
+/// Who to tell when the gated tools change: the peers of 2025-11-25 sessions, the
+/// `subscriptions/listen` streams of 2026-07-28 clients (which have no session), and whoever
+/// watches [`Sessions::changes`] (the event streams of sessions put away).
 #[derive(Clone, Default)]
-pub(super) struct Sessions(Arc<Mutex<Listeners>>);
+pub(super) struct Sessions(Arc<Mutex<Listeners>>, Arc<watch::Sender<u64>>);
 
 #[derive(Default)]
 struct Listeners {
@@ -80,7 +81,13 @@ impl Sessions {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).streams.retain(|s| s.id() != sink.id());
     }
 
+    /// Changes whenever the gated tools do (a count of the changes).
+    pub(super) fn changes(&self) -> watch::Receiver<u64> {
+        self.1.subscribe()
+    }
+
     async fn tools_changed(&self) {
+        self.1.send_modify(|changes| *changes += 1);
         let (peers, streams) = {
             let mut listeners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             listeners.peers.retain(|p| !p.is_transport_closed());

@@ -13,7 +13,7 @@ use crate::binary::{BIN, Served, example, write_config};
 use crate::mcp::{call, call_in_background, http_client, text};
 use crate::support::eventually;
 
-fn gated_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+pub fn gated_config(dir: &Path, extra: &str) -> std::path::PathBuf {
     gated_config_with(dir, r#"["delete_*"]"#, extra)
 }
 

@@ -169,6 +169,28 @@ async fn an_idle_mcp_session_of_a_revoked_agents_token_takes_no_request_with_any
 }
 
 #[tokio::test]
+async fn the_event_stream_of_a_revoked_agents_session_put_away_ends_within_a_second() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[mcp]\nconversation = \"console:local\"\n");
+    let served = Served::start_with_env(&config, &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, operator) = served.api(dir.path()).await;
+    let ci = token(&base, &operator, json!({"name": "ci", "agent": true})).await;
+    let raw = crate::sessions::Raw::new(&base, &ci);
+    let session = raw.idle_session().await;
+    let listening = crate::sessions::Listening::open(&base, &ci, &session).await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+    assert!(!listening.ended.is_finished());
+
+    let revoked = std::time::Instant::now();
+    revoke(&base, &operator, "agent:ci").await;
+    tokio::time::timeout(DEADLINE, listening.ended).await.expect("the stream ended").unwrap();
+    let took = revoked.elapsed();
+    assert!(took < Duration::from_secs(1), "the stream ended {took:?} after the revocation");
+    assert_eq!(raw.post(Some(&session), crate::sessions::notify(3, "Revoked")).await.0, 401);
+    served.terminate().await;
+}
+
+#[tokio::test]
 async fn a_token_revoked_through_one_instance_ends_the_stream_another_holds() {
     const OPERATOR: &str = "0123456789abcdef0123456789abcdef-revocation";
     let database = TestDatabase::create().await;

@@ -1,11 +1,17 @@
 //! Idle MCP sessions (protocol revision 2025-11-25), through the real binary: a session with
 //! nothing in flight is put away, and the next request on its `Mcp-Session-Id` finds it again,
-//! as the client left it.
+//! as the client left it. Its client's event stream (`GET /mcp`) stays open meanwhile and
+//! still hears what is sent to it.
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::binary::{Served, write_config};
+use crate::support::eventually;
 
 const MCP: &str = "\n[mcp]\nconversation = \"console:local\"\n";
 
@@ -44,23 +50,77 @@ impl Raw {
         (status, id, answer)
     }
 
-    /// Opens a session and leaves it idle: `initialize`, `notifications/initialized`,
-    /// `tools/list`. Its id.
-    pub async fn idle_session(&self) -> String {
+    /// Opens a session whose client has `capabilities`: `initialize`, then
+    /// `notifications/initialized`. Its id.
+    pub async fn initialize(&self, capabilities: Value) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+            "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}});
         let (status, id, answer) = self.post(None, init).await;
         assert_eq!(status, 200, "{answer:?}");
         let id = id.expect("a session id");
         let (status, _, _) =
             self.post(Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         assert_eq!(status, 202);
+        id
+    }
+
+    /// Opens a session and leaves it idle: `initialize`, `notifications/initialized`,
+    /// `tools/list`. Its id.
+    pub async fn idle_session(&self) -> String {
+        let id = self.initialize(json!({})).await;
         let (status, _, listed) =
             self.post(Some(&id), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
         assert_eq!(status, 200);
         let tools = listed.as_ref().and_then(|l| l["result"]["tools"].as_array()).map(Vec::len);
         assert_eq!(tools, Some(5), "{listed:?}");
         id
+    }
+}
+
+/// The event stream (`GET /mcp`) of a session, read in the background: what it sent so far,
+/// and its whole text once it ends.
+pub struct Listening {
+    pub heard: Arc<Mutex<String>>,
+    pub ended: tokio::task::JoinHandle<String>,
+}
+
+impl Listening {
+    /// Opens the stream of `session` with `token` (answered before this returns).
+    pub async fn open(base: &str, token: &str, session: &str) -> Self {
+        let response = reqwest::Client::new()
+            .get(format!("{base}/mcp"))
+            .bearer_auth(token)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "GET /mcp");
+        let heard = Arc::new(Mutex::new(String::new()));
+        let into = heard.clone();
+        let ended = tokio::spawn(async move {
+            let mut body = response.bytes_stream();
+            while let Some(Ok(chunk)) = body.next().await {
+                into.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk));
+            }
+            into.lock().unwrap().clone()
+        });
+        Self { heard, ended }
+    }
+
+    /// The first message it sent that `pick` picks, with the id of its event.
+    pub async fn message(&self, pick: impl Fn(&Value) -> bool) -> (String, Value) {
+        eventually(|| async {
+            let heard = self.heard.lock().unwrap().clone();
+            // An event is its lines up to a blank one, its fields in any order.
+            heard.split("\n\n").find_map(|event| {
+                let field = |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+                let message = serde_json::from_str::<Value>(field("data:")?).ok().filter(|m| pick(m))?;
+                Some((field("id:").unwrap_or_default().to_owned(), message))
+            })
+        })
+        .await
     }
 }
 
@@ -195,5 +255,70 @@ async fn a_task_outlives_its_session_put_away_and_is_polled_in_it() {
     .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert!(done.to_string().contains(r#""value":"tea""#), "{done}");
+    served.terminate().await;
+}
+
+/// How many times the session `session` was put away, as the log says.
+fn put_away(served: &Served, session: &str) -> usize {
+    served.log().matches(&format!("an idle MCP session was put away session={session}")).count()
+}
+
+#[tokio::test]
+async fn a_held_event_stream_hears_tools_list_changed_while_its_session_is_put_away() {
+    let dir = TempDir::new().unwrap();
+    let config = crate::gate::gated_config(dir.path(), "");
+    let served = Served::start_with_env(&config, &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Raw::new(&base, &token);
+    let listener = raw.initialize(json!({})).await;
+    let listening = Listening::open(&base, &token, &listener).await;
+    // Nothing in flight: put away, its stream open all along.
+    served.log_line(&format!("an idle MCP session was put away session={listener}")).await;
+
+    // Another session has the upstream change its tools.
+    let other = raw.initialize(json!({})).await;
+    let grow =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "files__grow", "arguments": {}}});
+    eventually(|| async {
+        let (_, _, grown) = raw.post(Some(&other), grow.clone()).await;
+        (grown?["result"]["isError"] == false).then_some(())
+    })
+    .await;
+    let (id, _) = listening.message(|m| m["method"] == "notifications/tools/list_changed").await;
+    assert_eq!(id, "1", "the stream's first event after rmcp's priming one");
+    assert_eq!(put_away(&served, &listener), 1, "askgate wrote it; the session was not started for it");
+    assert!(!listening.ended.is_finished(), "the stream stays open");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_form_reaches_the_held_event_stream_of_a_session_that_was_put_away() {
+    let dir = TempDir::new().unwrap();
+    let mcp = format!("{MCP}elicitation = true\n");
+    let served = Served::start_with_env(&write_config(dir.path(), &mcp), &[("RUST_LOG", "info,askgate::mcp=debug")]);
+    let (base, token) = served.agent(dir.path()).await;
+    let raw = Arc::new(Raw::new(&base, &token));
+    let session = raw.initialize(json!({"elicitation": {}})).await;
+    let listening = Listening::open(&base, &token, &session).await;
+    served.log_line(&format!("an idle MCP session was put away session={session}")).await;
+
+    // The call starts the session again; its form (sent on the session's own stream) reaches
+    // the stream askgate held meanwhile.
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": {"prompt": "Tea or coffee?"}}});
+    let call = tokio::spawn({
+        let (raw, session) = (raw.clone(), session.clone());
+        async move { raw.post(Some(&session), ask).await }
+    });
+    let (_, form) = listening.message(|m| m["method"] == "elicitation/create").await;
+    assert!(form.to_string().contains("Tea or coffee?"), "{form}");
+    let answer =
+        json!({"jsonrpc": "2.0", "id": form["id"], "result": {"action": "accept", "content": {"answer": "tea"}}});
+    let (status, _, _) = raw.post(Some(&session), answer).await;
+    assert_eq!(status, 202);
+    let (status, _, answered) = tokio::time::timeout(Duration::from_secs(20), call).await.unwrap().unwrap();
+    assert_eq!(status, 200);
+    let answered = answered.expect("an answer");
+    assert_eq!(answered["result"]["structuredContent"]["value"], "tea", "{answered}");
     served.terminate().await;
 }
