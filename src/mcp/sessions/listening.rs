@@ -128,7 +128,7 @@ mod tests {
         sender.send(event).await.unwrap();
         assert!(first.next().await.unwrap().message.is_some_and(|m| is_tools_changed(&m)));
         assert!(futures_util::poll!(shadow.next()).is_pending(), "the shadow stays open and silent");
-        drop(listener);
+        drop((sender, listener));
         assert!(first.next().await.is_none(), "a listener dropped with its session ends its streams");
         assert!(shadow.next().await.is_none());
     }
