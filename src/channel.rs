@@ -20,17 +20,29 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::clock::Clock;
-use crate::config::{ChatConfig, Env};
+use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
 pub const PLATFORMS: &[&dyn Component] = &[&telegram::Platform, &discord::Platform, &slack::Platform];
 
-/// A chat platform, as the gateway sees it: a name and a start.
+/// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
     /// The platform's name: its `[channels.<name>]` section and the first part of its
     /// conversations and users.
     fn name(&self) -> &'static str;
+
+    /// Reads the keys of its section that are its own (those all platforms share are read
+    /// with the file).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the key at fault.
+    fn check(&self, section: &ChatConfig) -> Result<(), ConfigError>;
+
+    /// The first variable its section names that is unset, without which it does not run.
+    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
+        section.token(env).is_none().then(|| section.token_env.clone())
+    }
 
     /// Builds the adapter from the platform's section and attaches it to `cx.engine`, when
     /// the section is there and its secrets are set; says what is left to run and serve.
@@ -45,6 +57,44 @@ pub trait Component: Sync {
         let _ = (section, http);
         None
     }
+}
+
+/// Checks the platforms' sections of `config`: each is a platform's, which reads its own keys.
+///
+/// # Errors
+/// A [`ConfigError`] naming the section or key at fault.
+pub fn check(config: &Config) -> Result<(), ConfigError> {
+    for section in &config.chats {
+        match PLATFORMS.iter().find(|p| p.name() == section.name) {
+            Some(platform) => platform.check(section)?,
+            None => {
+                let names: Vec<String> = PLATFORMS.iter().map(|p| format!("`{}`", p.name())).collect();
+                let message = format!(
+                    "unknown field `{}`, expected one of `console`, {}, `webhook`",
+                    section.name,
+                    names.join(", ")
+                );
+                return Err(section.refuse(&message));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each channel of `config` with whether it runs and why not: the console, the platforms,
+/// then the webhooks.
+pub fn states(config: &Config, env: &Env) -> Vec<(String, ChannelState)> {
+    let mut states = config.channel_states(env);
+    let platforms = PLATFORMS.iter().map(|platform| {
+        let state = match config.chat(platform.name()).map(|section| platform.unset(section, env)) {
+            None => ChannelState::Disabled("not configured".to_owned()),
+            Some(Some(name)) => ChannelState::Disabled(format!("{name} is unset")),
+            Some(None) => ChannelState::Enabled,
+        };
+        (platform.name().to_owned(), state)
+    });
+    states.splice(1..1, platforms.collect::<Vec<_>>());
+    states
 }
 
 /// What a platform starts with.
@@ -77,3 +127,55 @@ pub struct Started {
 
 /// A platform's settings are unusable.
 pub type PlatformError = Box<dyn std::error::Error + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn checked(text: &str) -> Result<Config, String> {
+        let config = Config::parse(text, "c.toml", Path::new(".")).map_err(|e| e.to_string())?;
+        check(&config).map_err(|e| e.to_string())?;
+        Ok(config)
+    }
+
+    #[test]
+    fn a_platform_reads_its_own_keys_and_errors_say_where() {
+        for (text, says) in [
+            (
+                "[channels.telegram]\ntoken_env = \"T\"\nwebhook_url = \"https://x\"\n",
+                "`channels.telegram.webhook_url`",
+            ),
+            ("[channels.telegram]\ntoken_env = \"T\"\napp_token_env = \"A\"\n", "line 3"),
+            ("[channels.telegram]\ntoken_env = \"T\"\napp_token_env = \"A\"\n", "unknown field `app_token_env`"),
+            ("[channels.discord]\ntoken_env = \"D\"\n\nwebhook_url = \"https://x\"\n", "line 4"),
+            ("[channels.slack]\ntoken_env = \"S\"\n", "`channels.slack.app_token_env`: set app_token_env"),
+            ("[channels.slack]\ntoken_env = \"S\"\napp_token_env = \"\"\n", "`channels.slack.app_token_env`: is empty"),
+            ("[gateway]\n[channels.nope]\ntoken_env = \"N\"\n", "line 2"),
+            ("[channels.nope]\ntoken_env = \"N\"\n", "unknown field `nope`, expected one of `console`, `telegram`"),
+            ("[channels.discord]\ntoken_env = \"D\"\nescalate_after = \"soon\"\n", "line 3"),
+            ("[channels.discord]\nescalate_after = \"1m\"\n", "missing field `token_env`"),
+        ] {
+            let err = checked(text).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        let listen = "webhook_url = \"https://x\"\nwebhook_listen = \"0.0.0.0:8443\"\nwebhook_secret_env = \"W\"\n";
+        let text = format!(
+            "[channels.telegram]\ntoken_env = \"T\"\n{listen}[channels.slack]\ntoken_env = \"S\"\nsigning_secret_env = \"G\"\nallowed_users = [\"7\"]\n"
+        );
+        let config = checked(&text).unwrap();
+        let env = Env::from_pairs([("T", "t"), ("S", "s")]);
+        let states: Vec<String> = states(&config, &env).iter().map(|(n, s)| format!("{n}: {s}")).collect();
+        assert_eq!(
+            states,
+            [
+                "console: disabled: enabled = false",
+                "telegram: disabled: W is unset",
+                "discord: disabled: not configured",
+                "slack: disabled: G is unset"
+            ]
+        );
+        assert_eq!(config.settings.channels["slack"].allowed_users.to_string(), "slack:7");
+    }
+}

@@ -8,6 +8,7 @@
 
 mod callbacks;
 mod channels;
+mod chats;
 mod claude_code;
 mod functions;
 mod limits;
@@ -26,7 +27,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 pub use callbacks::{CallbackTarget, CallbacksConfig};
-pub use channels::{AccessReport, ChannelState, ChatConfig, WebhookConfig, WebhookSpec};
+pub use channels::{AccessReport, ChannelState, WebhookSpec};
+pub use chats::ChatConfig;
 pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
 pub use functions::{FunctionKind, FunctionSpec};
 pub use limits::{LimitsConfig, PersonRate};
@@ -142,8 +144,8 @@ pub struct Config {
     pub settings: Settings,
     /// Whether the console runs.
     pub console: bool,
-    /// The chat platforms' sections the file has, by platform name.
-    pub chats: Vec<(&'static str, ChatConfig)>,
+    /// The chat platforms' sections the file has, by name.
+    pub chats: Vec<ChatConfig>,
     /// Named webhook text channels.
     pub webhooks: Vec<WebhookSpec>,
     /// The functions, in file order.
@@ -306,7 +308,8 @@ impl Config {
         }
         let functions = functions::functions(raw.functions, base).map_err(bad)?;
         let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
-        let channels = channels::channels(&raw.channels, &names).map_err(bad)?;
+        let chats = chats::chats(text, path)?;
+        let channels = channels::channels(&raw.channels, chats, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;

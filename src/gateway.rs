@@ -130,6 +130,7 @@ impl Builder {
     /// or a channel's settings are unusable.
     pub async fn start(self) -> Result<Gateway, GatewayError> {
         let Self { config, env, clock, console, functions: added, channels, store } = self;
+        crate::channel::check(&config)?;
         let mut registry = functions(&config);
         let mut settings = config.settings.clone();
         for (name, entry) in added {
@@ -228,7 +229,7 @@ impl Gateway {
         let tokens = agent_tokens(config, env, token)?;
         let http = listener.local_addr().map_err(|e| GatewayError::Bind(config.http, e))?;
         engine.start().await?;
-        let states = config.channel_states(env);
+        let states = crate::channel::states(config, env);
         for (name, state) in &states {
             tracing::info!(channel = name, "{state}");
         }
@@ -451,6 +452,9 @@ pub enum GatewayError {
     /// The store could not be opened or read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A chat platform's section names no platform, or its own keys are unusable.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     /// A program registered a function under a name the configuration already uses.
     #[error("a function named `{0}` is registered twice")]
     FunctionTaken(String),

@@ -213,7 +213,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    let config = match Config::load(&config_path) {
+    let config = match Config::load(&config_path).and_then(|c| askgate::channel::check(&c).map(|()| c)) {
         Ok(c) => c,
         Err(e @ askgate::config::ConfigError::Missing { .. }) => {
             eprintln!("askgate: {e}");

@@ -10,6 +10,7 @@
 //! 429 is retried after a pause, and nothing is dropped.
 
 mod component;
+pub mod config;
 mod filling;
 pub mod render;
 

@@ -11,6 +11,7 @@
 //! are paced per method tier, and a 429 waits as long as `Retry-After` says.
 
 mod component;
+pub mod config;
 pub mod events;
 mod filling;
 pub mod form;

@@ -8,6 +8,7 @@
 //! themselves.
 
 mod component;
+pub mod config;
 mod forms;
 mod outbound;
 mod polling;

@@ -57,7 +57,7 @@ pub fn check(config: &Config, path: &Path) -> usize {
     }
     problems += usize::from(database_fails);
     say!(out, "channels:");
-    for (name, state) in config.channel_states(&Env::process()) {
+    for (name, state) in askgate::channel::states(config, &Env::process()) {
         say!(out, "  {name}: {state}");
     }
     for platform in askgate::channel::PLATFORMS {

@@ -4,55 +4,11 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use super::chats::ChatConfig;
 use super::raw::{RawChannels, RawChat, RawSpeech, RawWebhook};
 use super::{Config, Env, FunctionKind};
 use crate::engine::{Access, AnswerersPolicy, ChannelPolicy, Speech, policy_key};
 use crate::question::{Conversation, Nudges, UserRef, millis};
-
-/// A chat channel's configuration (Telegram, Discord, Slack).
-#[derive(Clone, Debug)]
-pub struct ChatConfig {
-    /// The environment variable holding the token.
-    pub token_env: String,
-    /// A different API base URL (a self-hosted server, or a test double).
-    pub api_url: Option<String>,
-    /// Telegram only: receive updates by webhook instead of long polling.
-    pub webhook: Option<WebhookConfig>,
-    /// Slack only: the app-level token's variable; set, events come over Socket Mode.
-    pub app_token_env: Option<String>,
-    /// Slack only: the signing secret's variable, for events over HTTP.
-    pub signing_secret_env: Option<String>,
-}
-
-impl ChatConfig {
-    /// The token, when its variable is set and not empty.
-    pub fn token(&self, env: &Env) -> Option<String> {
-        env.get(&self.token_env)
-    }
-
-    /// The first variable the channel needs that is unset: the token, Telegram's webhook
-    /// secret, Slack's app-level token or (without one) its signing secret.
-    pub fn unset(&self, env: &Env) -> Option<&str> {
-        let needed = [
-            Some(&self.token_env),
-            self.webhook.as_ref().map(|w| &w.secret_env),
-            self.app_token_env.as_ref(),
-            self.signing_secret_env.as_ref().filter(|_| self.app_token_env.is_none()),
-        ];
-        needed.into_iter().flatten().find(|name| env.get(name).is_none()).map(String::as_str)
-    }
-}
-
-/// Where Telegram delivers updates in webhook mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WebhookConfig {
-    /// The public HTTPS URL Telegram POSTs to.
-    pub url: String,
-    /// The local address askgate listens on.
-    pub listen: std::net::SocketAddr,
-    /// The environment variable holding the secret token Telegram sends with each update.
-    pub secret_env: String,
-}
 
 /// A named webhook text channel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +50,7 @@ impl fmt::Display for ChannelState {
 /// `telegram`, `webhook:<name>`, …).
 pub(super) struct Channels {
     pub console: bool,
-    pub chats: Vec<(&'static str, ChatConfig)>,
+    pub chats: Vec<ChatConfig>,
     pub webhooks: Vec<WebhookSpec>,
     pub policies: HashMap<String, ChannelPolicy>,
 }
@@ -102,8 +58,13 @@ pub(super) struct Channels {
 /// A key at fault (relative to the file) and what is wrong with it.
 pub(super) type Fault = (String, String);
 
-/// Validates `[channels.*]`; `functions` are the names a `default_function` may take.
-pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels, Fault> {
+/// Validates `[channels.*]`, the platforms' sections `chats` (their own keys are the
+/// platforms' to read); `functions` are the names a `default_function` may take.
+pub(super) fn channels(
+    raw: &RawChannels,
+    chats: Vec<(RawChat, ChatConfig)>,
+    functions: &[&str],
+) -> Result<Channels, Fault> {
     let mut policies = HashMap::new();
     let mut console = false;
     if let Some(c) = &raw.console {
@@ -117,13 +78,10 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
             ChannelPolicy { default_function, speech, conversations, ..ChannelPolicy::default() },
         );
     }
-    let mut chats = Vec::new();
-    for (name, raw) in [("telegram", &raw.telegram), ("discord", &raw.discord), ("slack", &raw.slack)] {
-        if let Some(c) = raw {
-            let (config, policy) = chat(name, c, functions)?;
-            policies.insert(name.to_owned(), policy);
-            chats.push((name, config));
-        }
+    let mut configs = Vec::new();
+    for (raw, config) in chats {
+        policies.insert(config.name.clone(), chat(&config.name, &raw, functions)?);
+        configs.push(config);
     }
     let mut webhooks = Vec::new();
     for (name, w) in &raw.webhook {
@@ -138,10 +96,11 @@ pub(super) fn channels(raw: &RawChannels, functions: &[&str]) -> Result<Channels
             return Err((format!("{section}.escalate_to"), format!("no enabled channel here serves `{to}`")));
         }
     }
-    Ok(Channels { console, chats, webhooks, policies })
+    Ok(Channels { console, chats: configs, webhooks, policies })
 }
 
-fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, ChannelPolicy), Fault> {
+/// A platform's policy from the keys every platform has.
+fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<ChannelPolicy, Fault> {
     let key = |k: &str| format!("channels.{name}.{k}");
     if c.token_env.is_empty() {
         return Err((key("token_env"), "is empty".to_owned()));
@@ -162,51 +121,7 @@ fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<(ChatConfig, Chan
         time_zone: c.time_zone.as_deref(),
         conversations: &c.conversations,
     };
-    let policy = rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(&k), m))?;
-    let webhook = match (&c.webhook_url, &c.webhook_listen, &c.webhook_secret_env) {
-        (None, None, None) => None,
-        _ if name != "telegram" => return Err((key("webhook_url"), "webhooks are for Telegram only".to_owned())),
-        (Some(url), Some(listen), Some(secret_env)) => {
-            if !is_http_url(url) {
-                return Err((key("webhook_url"), format!("`{url}` is not an http(s) URL")));
-            }
-            let listen = listen
-                .parse()
-                .map_err(|_| (key("webhook_listen"), format!("`{listen}` is not an address like 0.0.0.0:8443")))?;
-            Some(WebhookConfig { url: url.clone(), listen, secret_env: secret_env.clone() })
-        }
-        _ => {
-            return Err((
-                key("webhook_url"),
-                "webhook mode needs webhook_url, webhook_listen and webhook_secret_env together".to_owned(),
-            ));
-        }
-    };
-    let (app_token_env, signing_secret_env) = (c.app_token_env.clone(), c.signing_secret_env.clone());
-    if name != "slack" && (app_token_env.is_some() || signing_secret_env.is_some()) {
-        let which = if app_token_env.is_some() { "app_token_env" } else { "signing_secret_env" };
-        return Err((key(which), "is for Slack only".to_owned()));
-    }
-    for (which, value) in [("app_token_env", &app_token_env), ("signing_secret_env", &signing_secret_env)] {
-        if value.as_deref().is_some_and(str::is_empty) {
-            return Err((key(which), "is empty".to_owned()));
-        }
-    }
-    if name == "slack" && app_token_env.is_none() && signing_secret_env.is_none() {
-        return Err((
-            key("app_token_env"),
-            "set app_token_env (Socket Mode, no public URL) or signing_secret_env (the Events API over HTTP)"
-                .to_owned(),
-        ));
-    }
-    let config = ChatConfig {
-        token_env: c.token_env.clone(),
-        api_url: c.api_url.clone(),
-        webhook,
-        app_token_env,
-        signing_secret_env,
-    };
-    Ok((config, policy))
+    rules.policy(&format!("{name}:"), functions).map_err(|(k, m)| (key(&k), m))
 }
 
 fn webhook(name: &str, w: &RawWebhook, functions: &[&str]) -> Result<(WebhookSpec, ChannelPolicy), Fault> {
@@ -366,23 +281,16 @@ pub struct AccessReport {
 impl Config {
     /// The `[channels.<name>]` section of the chat platform `name`, when the file has one.
     pub fn chat(&self, name: &str) -> Option<&ChatConfig> {
-        self.chats.iter().find(|(n, _)| *n == name).map(|(_, chat)| chat)
+        self.chats.iter().find(|chat| chat.name == name)
     }
 
-    /// Each channel with whether it runs and why not.
+    /// Each channel but the chat platforms with whether it runs and why not: the console
+    /// first, then the webhooks (the platforms say theirs, between the two).
     pub fn channel_states(&self, env: &Env) -> Vec<(String, ChannelState)> {
         let mut states = vec![(
             "console".to_owned(),
             if self.console { ChannelState::Enabled } else { ChannelState::Disabled("enabled = false".to_owned()) },
         )];
-        for name in ["telegram", "discord", "slack"] {
-            let state = match self.chat(name).map(|c| c.unset(env)) {
-                None => ChannelState::Disabled("not configured".to_owned()),
-                Some(Some(name)) => ChannelState::Disabled(format!("{name} is unset")),
-                Some(None) => ChannelState::Enabled,
-            };
-            states.push((name.to_owned(), state));
-        }
         for w in &self.webhooks {
             let state = if w.secret(env).is_some() {
                 ChannelState::Enabled

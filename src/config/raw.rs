@@ -160,13 +160,11 @@ impl Default for RawGateway {
     }
 }
 
+/// `[channels]`: the console and the webhooks. Every other section is a chat platform's, read
+/// from the file's tree (see `chats`): its name is checked by whoever knows the platforms.
 #[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct RawChannels {
     pub console: Option<RawConsole>,
-    pub telegram: Option<RawChat>,
-    pub discord: Option<RawChat>,
-    pub slack: Option<RawChat>,
     #[serde(default)]
     pub webhook: BTreeMap<String, RawWebhook>,
 }
@@ -203,6 +201,23 @@ fn yes() -> bool {
     true
 }
 
+/// The keys of [`RawChat`]: a platform's section holds these and its own keys, which the
+/// platform reads.
+pub(super) const CHAT_KEYS: &[&str] = &[
+    "token_env",
+    "api_url",
+    "allowed_users",
+    "answerers",
+    "default_function",
+    "escalate_after",
+    "escalate_to",
+    "escalate_answerers",
+    "locale",
+    "time_zone",
+    "conversations",
+];
+
+/// The keys every chat platform's section has.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChat {
@@ -223,18 +238,6 @@ pub(super) struct RawChat {
     pub escalate_to: Option<String>,
     #[serde(default)]
     pub escalate_answerers: Option<Vec<String>>,
-    #[serde(default)]
-    pub webhook_url: Option<String>,
-    #[serde(default)]
-    pub webhook_listen: Option<String>,
-    #[serde(default)]
-    pub webhook_secret_env: Option<String>,
-    /// Slack only: the app-level token's variable (Socket Mode).
-    #[serde(default)]
-    pub app_token_env: Option<String>,
-    /// Slack only: the signing secret's variable (the Events API over HTTP).
-    #[serde(default)]
-    pub signing_secret_env: Option<String>,
     /// askgate's language on cards here (`en`, `zh-CN`).
     #[serde(default)]
     pub locale: Option<String>,

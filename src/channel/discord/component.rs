@@ -2,6 +2,7 @@
 
 use super::{Discord, DiscordConfig};
 use crate::channel::{Context, PlatformError, Started};
+use crate::config::{ChatConfig, ConfigError};
 
 /// The Discord platform.
 pub struct Platform;
@@ -11,8 +12,13 @@ impl crate::channel::Component for Platform {
         "discord"
     }
 
+    fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {
+        super::config::check(section)
+    }
+
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
         let Some(chat) = cx.section else { return Ok(Started::default()) };
+        super::config::check(chat)?;
         let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
         let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, cx.clock.clone());
         cx.engine.attach(adapter.clone());

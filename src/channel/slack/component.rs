@@ -3,9 +3,10 @@
 
 use std::net::SocketAddr;
 
+use super::config::Transport;
 use super::{Slack, SlackConfig, events};
 use crate::channel::{Context, PlatformError, Started};
-use crate::config::ChatConfig;
+use crate::config::{ChatConfig, ConfigError, Env};
 
 /// The Slack platform.
 pub struct Platform;
@@ -15,12 +16,26 @@ impl crate::channel::Component for Platform {
         "slack"
     }
 
+    fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {
+        Transport::read(section).map(|_| ())
+    }
+
+    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
+        let transport = Transport::read(section).unwrap_or_default();
+        let needed = [Some(&section.token_env), transport.needs()];
+        needed.into_iter().flatten().find(|name| env.get(name).is_none()).cloned()
+    }
+
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
         let off = || Ok(Started { serve: None, routes: Some(events::routes(None, cx.clock.clone())) });
-        let Some(chat) = cx.section.filter(|c| c.unset(cx.env).is_none()) else { return off() };
+        let Some(chat) = cx.section else { return off() };
+        let transport = Transport::read(chat)?;
+        if self.unset(chat, cx.env).is_some() {
+            return off();
+        }
         let Some(token) = chat.token(cx.env) else { return off() };
-        let app_token = chat.app_token_env.as_ref().and_then(|name| cx.env.get(name));
-        let secret = chat.signing_secret_env.as_ref().and_then(|name| cx.env.get(name));
+        let app_token = transport.app_token_env.as_ref().and_then(|name| cx.env.get(name));
+        let secret = transport.signing_secret_env.as_ref().and_then(|name| cx.env.get(name));
         let adapter = Slack::new(&SlackConfig { token, app_token, api_url: chat.api_url.clone() }, cx.clock.clone())?;
         cx.engine.attach(adapter.clone());
         let door = secret.map(|secret| events::SlackEvents::new(adapter.clone(), secret));
@@ -30,6 +45,7 @@ impl crate::channel::Component for Platform {
     }
 
     fn advice(&self, section: &ChatConfig, http: SocketAddr) -> Option<String> {
-        Some(super::app_needs(section.app_token_env.is_some(), http))
+        let transport = Transport::read(section).ok()?;
+        Some(super::app_needs(transport.app_token_env.is_some(), http))
     }
 }

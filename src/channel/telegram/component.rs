@@ -2,6 +2,7 @@
 
 use super::{Telegram, TelegramConfig, Timeouts, Updates};
 use crate::channel::{Context, PlatformError, Started};
+use crate::config::{ChatConfig, ConfigError, Env};
 
 /// The Telegram platform.
 pub struct Platform;
@@ -11,13 +12,24 @@ impl crate::channel::Component for Platform {
         "telegram"
     }
 
+    fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {
+        super::config::webhook(section).map(|_| ())
+    }
+
+    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
+        let webhook = super::config::webhook(section).ok().flatten();
+        let needed = [Some(&section.token_env), webhook.as_ref().map(|w| &w.secret_env)];
+        needed.into_iter().flatten().find(|name| env.get(name).is_none()).cloned()
+    }
+
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
         let Some(chat) = cx.section else { return Ok(Started::default()) };
+        let webhook = super::config::webhook(chat)?;
         let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
-        let updates = match &chat.webhook {
+        let updates = match webhook {
             None => Updates::Polling,
             Some(w) => match cx.env.get(&w.secret_env) {
-                Some(secret) => Updates::Webhook { url: w.url.clone(), listen: w.listen, secret },
+                Some(secret) => Updates::Webhook { url: w.url, listen: w.listen, secret },
                 None => return Ok(Started::default()),
             },
         };
