@@ -39,9 +39,15 @@ pub trait Component: Sync {
     /// A [`ConfigError`] naming the key at fault.
     fn check(&self, section: &ChatConfig) -> Result<(), ConfigError>;
 
-    /// The first variable its section names that is unset, without which it does not run.
-    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
-        section.token(env).is_none().then(|| section.token_env.clone())
+    /// The environment variables its section names that it needs to run, its token's first.
+    fn variables(&self, section: &ChatConfig) -> Vec<String> {
+        vec![section.token_env.clone()]
+    }
+
+    /// A chat platform's title, as people write it (`Telegram`).
+    fn title(&self) -> String {
+        let name = self.name();
+        name[..1].to_uppercase() + &name[1..]
     }
 
     /// Builds the adapter from the platform's section and attaches it to `cx.engine`, when
@@ -86,7 +92,8 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
 pub fn states(config: &Config, env: &Env) -> Vec<(String, ChannelState)> {
     let mut states = config.channel_states(env);
     let platforms = PLATFORMS.iter().map(|platform| {
-        let state = match config.chat(platform.name()).map(|section| platform.unset(section, env)) {
+        let unset = |section| platform.variables(section).into_iter().find(|name| env.get(name).is_none());
+        let state = match config.chat(platform.name()).map(unset) {
             None => ChannelState::Disabled("not configured".to_owned()),
             Some(Some(name)) => ChannelState::Disabled(format!("{name} is unset")),
             Some(None) => ChannelState::Enabled,

@@ -16,7 +16,7 @@
 //! function  -> engine, question, text
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, config, engine, question, store, text, wording
-//! mcp       -> config, engine, function, question, text, wording
+//! mcp       -> channel, config, engine, function, question, text, wording
 //! opencode  -> config, engine, hooks, question, store, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
 //! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store

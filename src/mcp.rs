@@ -123,15 +123,16 @@ impl ServerHandler for Server {
             ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build(),
         )
         .with_server_info(Implementation::new("askgate", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
+        .with_instructions(format!(
             "Ask a person and wait for the answer: ask_user (a question, with options or free text), confirm \
                  (yes/no), request_approval (an action to allow or reject), notify (a message, no answer). The person \
-                 answers on Telegram, Discord, the console or the web page, which can take minutes. If your calls \
+                 answers on {}, the console or the web page, which can take minutes. If your calls \
                  time out, ask with `wait: false` (you get the question's id at once) and call get_outcome with that \
                  id and `wait` up to 60 seconds, again until it is no longer pending. A call that ended before the \
                  answer leaves the question waiting: calling the same tool again with the same arguments returns \
                  its answer and asks nobody twice.",
-        )
+            crate::channel::PLATFORMS.iter().map(|p| p.title()).collect::<Vec<_>>().join(", ")
+        ))
     }
 
     async fn list_tools(
@@ -517,7 +518,7 @@ fn failure(message: impl Into<String>) -> CallToolResult {
 fn allowed_conversation(value: Option<Value>, config: &McpConfig) -> Result<Conversation, String> {
     let Some(value) = value else { return Ok(config.conversation.clone()) };
     let Value::String(text) = value else {
-        return Err("`conversation` must be a string like \"telegram:42\"".to_owned());
+        return Err(format!("`conversation` must be a string like \"{}\"", crate::question::EXAMPLE_USER));
     };
     let conversation = Conversation::parse(&text).map_err(|e| format!("`conversation`: {e}"))?;
     if config.allows(&conversation) {

@@ -90,7 +90,7 @@ pub struct UserRef(String);
 /// A conversation or user reference that is not `channel:rest` (without white space, control or
 /// invisible characters).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("`{0}` is not of the form channel:id (e.g. telegram:42)")]
+#[error("`{0}` is not of the form channel:id (e.g. {example})", example = EXAMPLE_USER)]
 pub struct BadRef(pub String);
 
 fn parse_ref(s: &str) -> Result<(), BadRef> {
@@ -107,7 +107,7 @@ fn parse_ref(s: &str) -> Result<(), BadRef> {
 }
 
 macro_rules! channel_ref {
-    ($name:ident, $example:literal) => {
+    ($name:ident, $example:expr) => {
         string_schema!($name, {
             "type": "string",
             "pattern": "^[A-Za-z0-9_-]+:[^\\s]+$",
@@ -156,8 +156,14 @@ macro_rules! channel_ref {
     };
 }
 
-channel_ref!(Conversation, "telegram:-100123");
-channel_ref!(UserRef, "telegram:42");
+/// The person examples name (in messages, the API's schema): someone on a chat platform.
+pub const EXAMPLE_USER: &str = "telegram:42";
+
+/// The conversation examples name: a group on a chat platform.
+const EXAMPLE_GROUP: &str = "telegram:-100123";
+
+channel_ref!(Conversation, EXAMPLE_GROUP);
+channel_ref!(UserRef, EXAMPLE_USER);
 
 /// Declares a closed set of states stored as text in a CHECK-constrained column.
 macro_rules! text_enum {

@@ -2,8 +2,22 @@
 //! (clap_mangen's own page names an `askgate-serve(1)` per command, which `askgate man` does
 //! not produce), with the environment and the files askgate reads and writes.
 
+use std::path::Path;
+
 use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, roman};
+
+/// Stands in [`ENVIRONMENT`] for the variables the bundled `channels.toml` names for the chat
+/// platforms, which [`platform_tokens`] lists.
+const PLATFORM_TOKENS: &str = "";
+
+/// The variables the bundled `channels.toml` gives the chat platforms, in their order.
+fn platform_tokens() -> String {
+    let bundled = askgate::config::Config::parse(include_str!("../../channels.toml"), "channels.toml", Path::new("."));
+    let bundled = bundled.expect("the bundled channels.toml is valid");
+    let sections = askgate::channel::PLATFORMS.iter().filter_map(|p| bundled.chat(p.name()).map(|s| p.variables(s)));
+    sections.flatten().collect::<Vec<_>>().join(", ")
+}
 
 /// The variables askgate reads, each with what it does.
 const ENVIRONMENT: &[(&str, &str)] = &[
@@ -23,7 +37,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Any [gateway] key of the configuration, such as ASKGATE_GATEWAY_HTTP or ASKGATE_GATEWAY_DATABASE; askgate check says where each value came from.",
     ),
     (
-        "TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN, SLACK_APP_TOKEN",
+        PLATFORM_TOKENS,
         "The chat platforms' tokens, as the bundled channels.toml names them (each channel's token_env says which variable it reads). A channel whose variable is unset is disabled.",
     ),
     ("RUST_LOG", "What is logged (default info)."),
@@ -71,7 +85,8 @@ pub fn page(mut cli: clap::Command) -> Vec<u8> {
     for (heading, entries) in [("ENVIRONMENT", ENVIRONMENT), ("FILES", FILES)] {
         roff.control("SH", [heading]);
         for (name, what) in entries {
-            roff.control("TP", []).text([bold(*name)]).text([roman(*what)]);
+            let name = if *name == PLATFORM_TOKENS { platform_tokens() } else { (*name).to_owned() };
+            roff.control("TP", []).text([bold(name)]).text([roman(*what)]);
         }
     }
     roff.control("SH", ["EXIT STATUS"]);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::raw::RawClaudeCode;
-use crate::question::{Conversation, UserRef};
+use crate::question::{Conversation, EXAMPLE_USER, UserRef};
 use crate::text::glob;
 
 /// The hooks' settings; the hook endpoint answers when the file has a `[claude_code]` table.
@@ -58,11 +58,11 @@ pub(super) fn claude_code(raw: Option<RawClaudeCode>) -> Result<Option<ClaudeCod
     let Some(text) = raw.conversation.as_deref() else {
         return Err((
             "claude_code.conversation".into(),
-            "is required: where Claude Code's approvals go, e.g. \"telegram:42\"".into(),
+            format!("is required: where Claude Code's approvals go, e.g. \"{EXAMPLE_USER}\""),
         ));
     };
     let conversation = Conversation::parse(text).map_err(|e| {
-        ("claude_code.conversation".to_owned(), format!("`{text}` is not a conversation like telegram:42: {e}"))
+        ("claude_code.conversation".to_owned(), format!("`{text}` is not a conversation like {EXAMPLE_USER}: {e}"))
     })?;
     let answerers = super::mcp::answerers("claude_code.answerers", raw.answerers)?;
     let hook_timeout = raw.hook_timeout.unwrap_or(HOOK_TIMEOUT);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytesize::ByteSize;
 
 use super::raw::{RawMcp, RawUpstream};
-use crate::question::{Conversation, UserRef};
+use crate::question::{Conversation, EXAMPLE_USER, UserRef};
 use crate::text::glob;
 
 /// The MCP server's settings; `/mcp` is served when the file has an `[mcp]` table.
@@ -143,7 +143,7 @@ pub(super) fn answerers(key: &str, list: Option<Vec<String>>) -> Result<Option<V
             .enumerate()
             .map(|(i, u)| {
                 UserRef::parse(u)
-                    .map_err(|e| (format!("{key}[{i}]"), format!("`{u}` is not a user like telegram:42: {e}")))
+                    .map_err(|e| (format!("{key}[{i}]"), format!("`{u}` is not a user like {EXAMPLE_USER}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
@@ -153,12 +153,12 @@ pub(super) fn answerers(key: &str, list: Option<Vec<String>>) -> Result<Option<V
 pub(super) fn mcp(raw: Option<RawMcp>, base: &Path) -> Result<Option<McpConfig>, (String, String)> {
     let Some(raw) = raw else { return Ok(None) };
     let conversation = |key: String, text: &str| {
-        Conversation::parse(text).map_err(|e| (key, format!("`{text}` is not a conversation like telegram:42: {e}")))
+        Conversation::parse(text).map_err(|e| (key, format!("`{text}` is not a conversation like {EXAMPLE_USER}: {e}")))
     };
     let Some(default) = raw.conversation.as_deref() else {
         return Err((
             "mcp.conversation".into(),
-            "is required: where agents' questions go, e.g. \"telegram:42\" or \"console:local\"".into(),
+            format!("is required: where agents' questions go, e.g. \"{EXAMPLE_USER}\" or \"console:local\""),
         ));
     };
     let answerers = answerers("mcp.answerers", raw.answerers)?;

@@ -2,7 +2,7 @@
 //! asks a person.
 
 use super::raw::RawOpencode;
-use crate::question::{Conversation, UserRef};
+use crate::question::{Conversation, EXAMPLE_USER, UserRef};
 
 /// One opencode server to follow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,10 +42,10 @@ pub(super) fn opencode(raws: Vec<RawOpencode>) -> Result<Vec<OpencodeConfig>, (S
         }
         let username = raw.username.unwrap_or_else(|| "opencode".to_owned());
         let Some(text) = raw.conversation.as_deref() else {
-            return Err((key("conversation"), "is required: where its prompts go, e.g. \"telegram:42\"".into()));
+            return Err((key("conversation"), format!("is required: where its prompts go, e.g. \"{EXAMPLE_USER}\"")));
         };
         let conversation = Conversation::parse(text)
-            .map_err(|e| (key("conversation"), format!("`{text}` is not a conversation like telegram:42: {e}")))?;
+            .map_err(|e| (key("conversation"), format!("`{text}` is not a conversation like {EXAMPLE_USER}: {e}")))?;
         let answerers = super::mcp::answerers(&key("answerers"), raw.answerers)?;
         servers.push(OpencodeConfig { name, url, username, password_env: raw.password_env, conversation, answerers });
     }

@@ -147,7 +147,7 @@ pub enum Refusal {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerersError {
     /// `answerers` was given but lists nobody.
-    #[error("answerers is empty: name at least one user, e.g. [\"telegram:42\"]")]
+    #[error("answerers is empty: name at least one user, e.g. [\"{example}\"]", example = crate::question::EXAMPLE_USER)]
     Empty,
     /// None was given and the conversation's channel names nobody who could answer.
     #[error(

@@ -97,7 +97,7 @@ impl Tool {
     }
 
     fn input_schema(self) -> Value {
-        let conversation = json!({"type": "string", "description": "where to ask, e.g. telegram:42; default: the configured conversation (others must be allowed by the operator)"});
+        let conversation = json!({"type": "string", "description": format!("where to ask, e.g. {}; default: the configured conversation (others must be allowed by the operator)", crate::question::EXAMPLE_USER)});
         let wait = json!({"type": "boolean", "default": true, "description": "false: return {id, status: pending} at once and poll with get_outcome"});
         let timeout = json!({"oneOf": [{"type": "integer", "minimum": 1}, {"const": "never"}], "description": "seconds until it expires, or \"never\"; default: the gateway's"});
         let detail = json!({"type": "string", "description": "more context, shown under the prompt"});

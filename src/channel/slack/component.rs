@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use super::config::Transport;
 use super::{Slack, SlackConfig, events};
 use crate::channel::{Context, PlatformError, Started};
-use crate::config::{ChatConfig, ConfigError, Env};
+use crate::config::{ChatConfig, ConfigError};
 
 /// The Slack platform.
 pub struct Platform;
@@ -20,17 +20,16 @@ impl crate::channel::Component for Platform {
         Transport::read(section).map(|_| ())
     }
 
-    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
+    fn variables(&self, section: &ChatConfig) -> Vec<String> {
         let transport = Transport::read(section).unwrap_or_default();
-        let needed = [Some(&section.token_env), transport.needs()];
-        needed.into_iter().flatten().find(|name| env.get(name).is_none()).cloned()
+        [Some(&section.token_env), transport.needs()].into_iter().flatten().cloned().collect()
     }
 
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
         let off = || Ok(Started { serve: None, routes: Some(events::routes(None, cx.clock.clone())) });
         let Some(chat) = cx.section else { return off() };
         let transport = Transport::read(chat)?;
-        if self.unset(chat, cx.env).is_some() {
+        if self.variables(chat).iter().any(|name| cx.env.get(name).is_none()) {
             return off();
         }
         let Some(token) = chat.token(cx.env) else { return off() };

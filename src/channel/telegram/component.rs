@@ -2,7 +2,7 @@
 
 use super::{Telegram, TelegramConfig, Timeouts, Updates};
 use crate::channel::{Context, PlatformError, Started};
-use crate::config::{ChatConfig, ConfigError, Env};
+use crate::config::{ChatConfig, ConfigError};
 
 /// The Telegram platform.
 pub struct Platform;
@@ -16,10 +16,9 @@ impl crate::channel::Component for Platform {
         super::config::webhook(section).map(|_| ())
     }
 
-    fn unset(&self, section: &ChatConfig, env: &Env) -> Option<String> {
+    fn variables(&self, section: &ChatConfig) -> Vec<String> {
         let webhook = super::config::webhook(section).ok().flatten();
-        let needed = [Some(&section.token_env), webhook.as_ref().map(|w| &w.secret_env)];
-        needed.into_iter().flatten().find(|name| env.get(name).is_none()).cloned()
+        [Some(section.token_env.clone()), webhook.map(|w| w.secret_env)].into_iter().flatten().collect()
     }
 
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
