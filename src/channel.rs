@@ -155,6 +155,10 @@ mod tests {
                 "`channels.telegram.webhook_url`",
             ),
             ("[channels.telegram]\ntoken_env = \"T\"\napp_token_env = \"A\"\n", "line 3"),
+            (
+                "[channels.telegram]\ntoken_env = \"T\"\nwebhook_url = \"ftp://x\"\nwebhook_listen = \"0.0.0.0:1\"\nwebhook_secret_env = \"W\"\n",
+                "`channels.telegram.webhook_url`: `ftp://x` is not an http(s) URL",
+            ),
             ("[channels.telegram]\ntoken_env = \"T\"\napp_token_env = \"A\"\n", "unknown field `app_token_env`"),
             ("[channels.discord]\ntoken_env = \"D\"\n\nwebhook_url = \"https://x\"\n", "line 4"),
             ("[channels.slack]\ntoken_env = \"S\"\n", "`channels.slack.app_token_env`: set app_token_env"),
