@@ -271,7 +271,7 @@ impl Gateway {
                 crate::mcp::service(engine.clone(), mcp, upstreams.clone(), http, crate::http::MAX_BODY, sessions);
             (service, upstreams)
         });
-        crate::opencode::start(&config.opencode, &engine);
+        crate::agent::opencode::start(&config.opencode, &engine);
         let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web) };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;

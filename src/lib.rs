@@ -17,9 +17,9 @@
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, config, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
-//! opencode  -> config, engine, hooks, question, store, text
 //! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
-//! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
+//! agent     -> config, engine, hooks, question, store, text
+//! gateway   -> agent, channel, clock, config, engine, function, http, mcp, question, store
 //! client    -> config, http, question, store, text
 //! ```
 //!
@@ -52,9 +52,9 @@
 //!   Slack and the webhook bridge.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
 //!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
-//! - [`opencode`]: a running opencode server's permission prompts and questions asked of a
-//!   person, and the answers sent back.
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
+//! - [`agent`]: the agents askgate asks for, a folder each: opencode's permission prompts and
+//!   questions, and the answers sent back.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
 //! - [`client`]: the commands that talk to a running askgate over its API: `askgate token` and
@@ -66,6 +66,7 @@
 // askgate's own texts in every language it speaks (`locales/askgate.yml`), compiled in.
 rust_i18n::i18n!("locales", fallback = "en");
 
+pub mod agent;
 pub mod channel;
 pub mod client;
 pub mod clock;
@@ -77,7 +78,6 @@ pub mod gateway;
 pub mod hooks;
 pub mod http;
 pub mod mcp;
-pub mod opencode;
 pub mod question;
 pub mod run;
 pub mod store;
