@@ -6,4 +6,5 @@
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
 
+pub mod claude_code;
 pub mod opencode;

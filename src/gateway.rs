@@ -257,7 +257,6 @@ impl Gateway {
         let settings = crate::http::HttpSettings {
             loopback: http.ip().is_loopback(),
             max_event_streams: config.max_event_streams,
-            claude_code: config.claude_code.clone(),
             callback_secret: callback_secret.is_some(),
             callbacks: callbacks.clone(),
             limits: config.limits,
@@ -272,7 +271,8 @@ impl Gateway {
             (service, upstreams)
         });
         crate::agent::opencode::start(&config.opencode, &engine);
-        let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web) };
+        let agents = vec![crate::agent::claude_code::routes(&engine, config.claude_code.clone())];
+        let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web), agents };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();

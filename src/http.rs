@@ -12,7 +12,6 @@ mod bodies;
 pub mod callbacks;
 pub(super) mod chat;
 mod events;
-mod hooks;
 mod limits;
 pub mod openapi;
 mod page;
@@ -37,6 +36,7 @@ use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, 
 use crate::engine::ChannelState;
 use crate::engine::Engine;
 
+pub use api::refused;
 pub use auth::{Admin, Answerer, Asker, Caller, Reader};
 pub use token::{ApiToken, Role, Tokens};
 
@@ -60,16 +60,12 @@ pub struct AppState {
     backlog_reads: Arc<tokio::sync::Semaphore>,
     /// The gated MCP upstreams, whose first start `/healthz` waits for.
     upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
-    /// Claude Code's hooks.
-    claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
     /// Whether a secret is configured for callbacks without their own.
     callback_secret: bool,
     /// Where callbacks may go.
     callback_rules: Arc<callbacks::CallbackRules>,
     /// How fast each person may act.
     person_limits: Arc<limits::PersonLimits>,
-    /// Claude Code's relayed permission prompts waiting for a person.
-    relayed: Arc<hooks::Relayed>,
     /// Requests counted by route and status, for `/metrics`.
     requests: Arc<access::Requests>,
 }
@@ -83,6 +79,9 @@ pub struct Surfaces {
     pub routes: Vec<Router>,
     /// People's own conversations on the page and in the TUI.
     pub web: Option<Arc<crate::channel::web::WebChat>>,
+    /// The agents' own routes (Claude Code's hooks), called with a token: what one holds ends
+    /// when that token is revoked.
+    pub agents: Vec<Router<AppState>>,
 }
 
 /// How the HTTP surface is set up.
@@ -94,8 +93,6 @@ pub struct HttpSettings {
     pub loopback: bool,
     /// The most event streams open at once.
     pub max_event_streams: usize,
-    /// Claude Code's hooks, when `[claude_code]` is configured.
-    pub claude_code: Option<crate::config::ClaudeCodeConfig>,
     /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
     /// is set); without it, a callback must bring its own.
     pub callback_secret: bool,
@@ -110,7 +107,6 @@ impl Default for HttpSettings {
         Self {
             loopback: true,
             max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
-            claude_code: None,
             callback_secret: false,
             callbacks: callbacks::CallbackRules::default(),
             limits: crate::config::LimitsConfig::default(),
@@ -134,7 +130,6 @@ pub fn router(
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
     let (mcp, upstreams) = mcp.unzip();
-    let claude_code = settings.claude_code.clone().map(Arc::new);
     let state = AppState {
         engine,
         tokens: Arc::new(tokens.into()),
@@ -143,11 +138,9 @@ pub fn router(
         streams,
         backlog_reads,
         upstreams,
-        claude_code,
         callback_secret: settings.callback_secret,
         callback_rules: Arc::new(settings.callbacks),
         person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
-        relayed: Arc::default(),
         requests: Arc::default(),
     };
     let mut app = Router::new();
@@ -159,14 +152,14 @@ pub fn router(
             .layer(axum::middleware::from_fn(session_ended))
             .layer(axum::middleware::from_fn_with_state(closes, auth::agents_only));
     }
-    // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let hooks = Router::new()
-        .route("/hooks/claude-code", post(hooks::claude_code))
-        .route("/hooks/claude-code/permission", post(hooks::permission))
-        .route("/hooks/claude-code/messages", get(hooks::messages))
+    // The agents' routes, whose contracts are the agents' (not in /api/openapi.json).
+    let agents = surfaces
+        .agents
+        .into_iter()
+        .fold(Router::new(), Router::merge)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::until_revoked));
     let app = app
-        .merge(hooks)
+        .merge(agents)
         // The page's icon: an asset, not part of the API.
         .route("/favicon.svg", get(page::favicon));
     let app = routes()
@@ -285,7 +278,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    /// An error of `status`, with a `code` a client acts on and a `message` for a person.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, code, message: message.into(), receipt: None, close: false, retry_after: None }
     }
 
@@ -304,11 +298,13 @@ impl ApiError {
         self
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    /// A 400 saying what is wrong with the request.
+    pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
-    fn not_found(message: impl Into<String>) -> Self {
+    /// A 404 saying what is not there.
+    pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
@@ -356,7 +352,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
+/// A request's body, at most `limit` bytes, read within the server's body timeout.
+///
+/// # Errors
+/// 413 when it is longer, 408 when it comes too slowly; the connection is closed after either,
+/// as the rest was not read.
+pub async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
     let read = tokio::time::timeout(server::BODY_TIMEOUT, axum::body::to_bytes(request.into_body(), limit));
     match read.await {
         Ok(Ok(bytes)) => Ok(bytes),

@@ -418,6 +418,9 @@ fn mcp(config: &Config, url: Option<String>, channel: bool) -> anyhow::Result<()
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    // With --channel, the bridge is also Claude Code's channel, relaying its permission prompts.
+    let relay = channel.then(|| askgate::agent::claude_code::channel::Relay::new(&url, &token));
+    let channel = relay.as_ref().map(|r| r as &dyn askgate::mcp::bridge::Channel);
     let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token, channel));
     // stdin may still be read by a blocking thread.
     runtime.shutdown_timeout(Duration::from_millis(100));

@@ -245,7 +245,7 @@ pub(super) async fn create(
 }
 
 /// The error an agent's refused ask answers with.
-pub(super) fn refused(error: ExternalAskError) -> ApiError {
+pub fn refused(error: ExternalAskError) -> ApiError {
     match error {
         ExternalAskError::Invalid(e) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()),
         ExternalAskError::NotServed(e) => not_served(&e),
