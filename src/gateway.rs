@@ -249,7 +249,7 @@ impl Gateway {
         if let Some(name) = config.callback_secret_env.as_ref().filter(|_| callback_secret.is_none()) {
             tracing::warn!("{name} is not set: callbacks are accepted only with a secret of their own");
         }
-        let callbacks = crate::http::callbacks::CallbackRules::new(
+        let callbacks = crate::agent::callbacks::CallbackRules::new(
             config.callbacks.clone(),
             http,
             config.settings.page_url.as_deref(),
@@ -258,10 +258,10 @@ impl Gateway {
             loopback: http.ip().is_loopback(),
             max_event_streams: config.max_event_streams,
             callback_secret: callback_secret.is_some(),
-            callbacks: callbacks.clone(),
+            callbacks: Some(Arc::new(callbacks.clone())),
             limits: config.limits,
         };
-        crate::http::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
+        crate::agent::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
             let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());

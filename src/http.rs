@@ -9,7 +9,6 @@ mod access;
 mod api;
 mod auth;
 mod bodies;
-pub mod callbacks;
 pub(super) mod chat;
 mod events;
 mod limits;
@@ -38,6 +37,7 @@ use crate::engine::Engine;
 
 pub use api::refused;
 pub use auth::{Admin, Answerer, Asker, Caller, Reader};
+pub use bodies::{OutcomeView, RunView};
 pub use token::{ApiToken, Role, Tokens};
 
 /// Says where the operator answers: `web` from askgate's page, `api` (the default) otherwise.
@@ -62,8 +62,8 @@ pub struct AppState {
     upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
     /// Whether a secret is configured for callbacks without their own.
     callback_secret: bool,
-    /// Where callbacks may go.
-    callback_rules: Arc<callbacks::CallbackRules>,
+    /// Where callbacks may go; none: nowhere.
+    callback_rules: Option<Arc<dyn CallbackCheck>>,
     /// How fast each person may act.
     person_limits: Arc<limits::PersonLimits>,
     /// Requests counted by route and status, for `/metrics`.
@@ -85,7 +85,7 @@ pub struct Surfaces {
 }
 
 /// How the HTTP surface is set up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct HttpSettings {
     /// It listens on a loopback address: only requests for loopback names are answered, so
     /// that a web page elsewhere cannot reach it through a DNS name that resolves to
@@ -96,8 +96,9 @@ pub struct HttpSettings {
     /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
     /// is set); without it, a callback must bring its own.
     pub callback_secret: bool,
-    /// Where callbacks may go (`[callbacks] allow`, askgate's own address).
-    pub callbacks: callbacks::CallbackRules,
+    /// Where callbacks may go (`[callbacks] allow`, askgate's own address); none: the API
+    /// takes no callbacks.
+    pub callbacks: Option<Arc<dyn CallbackCheck>>,
     /// How fast each person may act (`[limits]`).
     pub limits: crate::config::LimitsConfig,
 }
@@ -108,10 +109,20 @@ impl Default for HttpSettings {
             loopback: true,
             max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
             callback_secret: false,
-            callbacks: callbacks::CallbackRules::default(),
+            callbacks: None,
             limits: crate::config::LimitsConfig::default(),
         }
     }
+}
+
+/// Where a callback may go, checked when an agent asks for one (`agent::callbacks` sends it,
+/// and checks again at every attempt).
+pub trait CallbackCheck: std::fmt::Debug + Send + Sync {
+    /// Whether a callback may go to `url` with `headers`.
+    ///
+    /// # Errors
+    /// What is wrong, for the asker.
+    fn check(&self, url: &str, headers: &[(String, String)]) -> Result<(), String>;
 }
 
 /// The page's policy: its own script and styles only, no framing, no forms posting elsewhere.
@@ -139,7 +150,7 @@ pub fn router(
         backlog_reads,
         upstreams,
         callback_secret: settings.callback_secret,
-        callback_rules: Arc::new(settings.callbacks),
+        callback_rules: settings.callbacks,
         person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
         requests: Arc::default(),
     };

@@ -17,7 +17,7 @@
 //! channel   -> clock, command, config, engine, question, store, text, wording
 //! mcp       -> config, engine, function, question, text, wording
 //! http      -> channel, command, config, engine, mcp, question, run, store, text
-//! agent     -> config, engine, http, mcp, question, store, text
+//! agent     -> channel, config, engine, http, mcp, question, run, store, text
 //! gateway   -> agent, channel, clock, config, engine, function, http, mcp, question, store
 //! client    -> config, http, question, store, text
 //! ```
@@ -52,7 +52,8 @@
 //! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
 //! - [`agent`]: the agents askgate asks for, a component each, with the routes it serves:
 //!   Claude Code's hooks (read as approvals and questions, answered in the hooks' shape) and
-//!   its channel relay; opencode's permission prompts and questions, and the answers sent back.
+//!   its channel relay; opencode's permission prompts and questions, and the answers sent back;
+//!   callbacks, an agent's outcome POSTed where it asked.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
 //! - [`client`]: the commands that talk to a running askgate over its API: `askgate token` and
