@@ -49,7 +49,8 @@
 //!   Slack and the webhook bridge.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
 //!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
-//! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
+//! - [`http`]: the REST API, the live event stream, the web page, the webhook endpoints, and
+//!   the routes agents bring, behind a token.
 //! - [`agent`]: the agents askgate asks for, a component each, with the routes it serves:
 //!   Claude Code's hooks (read as approvals and questions, answered in the hooks' shape) and
 //!   its channel relay; opencode's permission prompts and questions, and the answers sent back;

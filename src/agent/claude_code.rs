@@ -7,7 +7,7 @@
 //!   ([`hook`]).
 //! - The channel relay: a permission prompt Claude Code relays to `askgate mcp --channel`
 //!   ([`relay`], what askgate reads; [`channel`], the bridge's side of it on stdin and stdout).
-//! - [`routes`]: `/hooks/claude-code` and the relay's two routes, which the HTTP surface serves
+//! - [`routes()`]: `/hooks/claude-code` and the relay's two routes, which the HTTP surface serves
 //!   behind an agent token.
 //!
 //! Its config section is `[claude_code]` ([`crate::config::ClaudeCodeConfig`]).
