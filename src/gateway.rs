@@ -250,7 +250,7 @@ impl Gateway {
         if let Some(name) = config.callback_secret_env.as_ref().filter(|_| callback_secret.is_none()) {
             tracing::warn!("{name} is not set: callbacks are accepted only with a secret of their own");
         }
-        let callbacks = crate::http::callbacks::CallbackRules::new(
+        let callbacks = crate::agent::callbacks::CallbackRules::new(
             config.callbacks.clone(),
             http,
             config.settings.page_url.as_deref(),
@@ -258,12 +258,11 @@ impl Gateway {
         let settings = crate::http::HttpSettings {
             loopback: http.ip().is_loopback(),
             max_event_streams: config.max_event_streams,
-            claude_code: config.claude_code.clone(),
             callback_secret: callback_secret.is_some(),
-            callbacks: callbacks.clone(),
+            callbacks: Some(Arc::new(callbacks.clone())),
             limits: config.limits,
         };
-        crate::http::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
+        crate::agent::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
             let upstreams = crate::mcp::upstream::Upstreams::start(&mcp.upstreams, &engine, &engine.stopping());
@@ -272,8 +271,9 @@ impl Gateway {
                 crate::mcp::service(engine.clone(), mcp, upstreams.clone(), http, crate::http::MAX_BODY, sessions);
             (service, upstreams)
         });
-        crate::opencode::start(&config.opencode, &engine);
-        let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web) };
+        crate::agent::opencode::start(&config.opencode, &engine);
+        let agents = vec![crate::agent::claude_code::routes(&engine, config.claude_code.clone())];
+        let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web), agents };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();

@@ -9,10 +9,8 @@ mod access;
 mod api;
 mod auth;
 mod bodies;
-pub mod callbacks;
 pub(super) mod chat;
 mod events;
-mod hooks;
 mod limits;
 pub mod openapi;
 mod page;
@@ -37,7 +35,9 @@ use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, 
 use crate::engine::ChannelState;
 use crate::engine::Engine;
 
+pub use api::refused;
 pub use auth::{Admin, Answerer, Asker, Caller, Reader};
+pub use bodies::{OutcomeView, RunView};
 pub use token::{ApiToken, Role, Tokens};
 
 /// Says where the operator answers: `web` from askgate's page, `api` (the default) otherwise.
@@ -60,16 +60,12 @@ pub struct AppState {
     backlog_reads: Arc<tokio::sync::Semaphore>,
     /// The gated MCP upstreams, whose first start `/healthz` waits for.
     upstreams: Option<Arc<crate::mcp::upstream::Upstreams>>,
-    /// Claude Code's hooks.
-    claude_code: Option<Arc<crate::config::ClaudeCodeConfig>>,
     /// Whether a secret is configured for callbacks without their own.
     callback_secret: bool,
-    /// Where callbacks may go.
-    callback_rules: Arc<callbacks::CallbackRules>,
+    /// Where callbacks may go; none: nowhere.
+    callback_rules: Option<Arc<dyn CallbackCheck>>,
     /// How fast each person may act.
     person_limits: Arc<limits::PersonLimits>,
-    /// Claude Code's relayed permission prompts waiting for a person.
-    relayed: Arc<hooks::Relayed>,
     /// Requests counted by route and status, for `/metrics`.
     requests: Arc<access::Requests>,
 }
@@ -83,10 +79,13 @@ pub struct Surfaces {
     pub routes: Vec<Router>,
     /// People's own conversations on the page and in the TUI.
     pub web: Option<Arc<crate::channel::web::WebChat>>,
+    /// The agents' own routes (Claude Code's hooks), called with a token: what one holds ends
+    /// when that token is revoked.
+    pub agents: Vec<Router<AppState>>,
 }
 
 /// How the HTTP surface is set up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct HttpSettings {
     /// It listens on a loopback address: only requests for loopback names are answered, so
     /// that a web page elsewhere cannot reach it through a DNS name that resolves to
@@ -94,13 +93,12 @@ pub struct HttpSettings {
     pub loopback: bool,
     /// The most event streams open at once.
     pub max_event_streams: usize,
-    /// Claude Code's hooks, when `[claude_code]` is configured.
-    pub claude_code: Option<crate::config::ClaudeCodeConfig>,
     /// Whether a secret signs callbacks without one of their own (`gateway.callback_secret_env`
     /// is set); without it, a callback must bring its own.
     pub callback_secret: bool,
-    /// Where callbacks may go (`[callbacks] allow`, askgate's own address).
-    pub callbacks: callbacks::CallbackRules,
+    /// Where callbacks may go (`[callbacks] allow`, askgate's own address); none: the API
+    /// takes no callbacks.
+    pub callbacks: Option<Arc<dyn CallbackCheck>>,
     /// How fast each person may act (`[limits]`).
     pub limits: crate::config::LimitsConfig,
 }
@@ -110,12 +108,21 @@ impl Default for HttpSettings {
         Self {
             loopback: true,
             max_event_streams: crate::config::DEFAULT_MAX_EVENT_STREAMS,
-            claude_code: None,
             callback_secret: false,
-            callbacks: callbacks::CallbackRules::default(),
+            callbacks: None,
             limits: crate::config::LimitsConfig::default(),
         }
     }
+}
+
+/// Where a callback may go, checked when an agent asks for one (`agent::callbacks` sends it,
+/// and checks again at every attempt).
+pub trait CallbackCheck: std::fmt::Debug + Send + Sync {
+    /// Whether a callback may go to `url` with `headers`.
+    ///
+    /// # Errors
+    /// What is wrong, for the asker.
+    fn check(&self, url: &str, headers: &[(String, String)]) -> Result<(), String>;
 }
 
 /// The page's policy: its own script and styles only, no framing, no forms posting elsewhere.
@@ -134,7 +141,6 @@ pub fn router(
     let streams = Arc::new(tokio::sync::Semaphore::new(settings.max_event_streams));
     let backlog_reads = Arc::new(tokio::sync::Semaphore::new(1));
     let (mcp, upstreams) = mcp.unzip();
-    let claude_code = settings.claude_code.clone().map(Arc::new);
     let state = AppState {
         engine,
         tokens: Arc::new(tokens.into()),
@@ -143,11 +149,9 @@ pub fn router(
         streams,
         backlog_reads,
         upstreams,
-        claude_code,
         callback_secret: settings.callback_secret,
-        callback_rules: Arc::new(settings.callbacks),
+        callback_rules: settings.callbacks,
         person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
-        relayed: Arc::default(),
         requests: Arc::default(),
     };
     let mut app = Router::new();
@@ -159,14 +163,14 @@ pub fn router(
             .layer(axum::middleware::from_fn(session_ended))
             .layer(axum::middleware::from_fn_with_state(closes, auth::agents_only));
     }
-    // Claude Code's hooks, whose contract is Claude Code's (not in /api/openapi.json).
-    let hooks = Router::new()
-        .route("/hooks/claude-code", post(hooks::claude_code))
-        .route("/hooks/claude-code/permission", post(hooks::permission))
-        .route("/hooks/claude-code/messages", get(hooks::messages))
+    // The agents' routes, whose contracts are the agents' (not in /api/openapi.json).
+    let agents = surfaces
+        .agents
+        .into_iter()
+        .fold(Router::new(), Router::merge)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::until_revoked));
     let app = app
-        .merge(hooks)
+        .merge(agents)
         // The page's icon: an asset, not part of the API.
         .route("/favicon.svg", get(page::favicon));
     let app = routes()
@@ -285,7 +289,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    /// An error of `status`, with a `code` a client acts on and a `message` for a person.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, code, message: message.into(), receipt: None, close: false, retry_after: None }
     }
 
@@ -304,11 +309,13 @@ impl ApiError {
         self
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    /// A 400 saying what is wrong with the request.
+    pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
-    fn not_found(message: impl Into<String>) -> Self {
+    /// A 404 saying what is not there.
+    pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
@@ -356,7 +363,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
+/// A request's body, at most `limit` bytes, read within the server's body timeout.
+///
+/// # Errors
+/// 413 when it is longer, 408 when it comes too slowly; the connection is closed after either,
+/// as the rest was not read.
+pub async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
     let read = tokio::time::timeout(server::BODY_TIMEOUT, axum::body::to_bytes(request.into_body(), limit));
     match read.await {
         Ok(Ok(bytes)) => Ok(bytes),

@@ -11,15 +11,14 @@
 //! store     -> question, run
 //! command   -> question, text
 //! wording   -> question, store, text
-//! hooks     -> question, text
 //! engine    -> clock, command, question, run, store, text, wording
 //! function  -> engine, question, text
 //! config    -> engine, function, question, store, text
 //! channel   -> clock, command, config, engine, question, store, text, wording
 //! mcp       -> channel, config, engine, function, question, text, wording
-//! opencode  -> config, engine, hooks, question, store, text
-//! http      -> channel, command, config, engine, hooks, mcp, question, run, store, text
-//! gateway   -> channel, clock, config, engine, function, http, mcp, opencode, question, store
+//! http      -> channel, command, config, engine, mcp, question, run, store, text
+//! agent     -> channel, config, engine, http, mcp, question, run, store, text
+//! gateway   -> agent, channel, clock, config, engine, function, http, mcp, question, store
 //! client    -> config, http, question, store, text
 //! ```
 //!
@@ -37,8 +36,6 @@
 //!   [`store::MemoryStore`] keeps the same tables in the process, and nothing across a restart.
 //! - [`command`]: the text command grammar every surface shares, and typed taps.
 //! - [`wording`]: what people read — the text card, reminders, lists, receipts, ages.
-//! - [`hooks`]: Claude Code's `PreToolUse` and `PermissionRequest` hooks read as approvals
-//!   (and `AskUserQuestion` as questions), and their outcomes written back in the hooks' shape.
 //! - [`engine`]: runs functions, persists and resolves questions (claim-once), replays
 //!   follow-up runs from their journal, expires questions, and tells channels what to show
 //!   through its port, [`engine::Channel`]. The extension point lives here:
@@ -52,9 +49,12 @@
 //!   Slack and the webhook bridge.
 //! - [`mcp`]: the MCP server at `/mcp` (tools that ask a person), the gate in front of
 //!   upstream MCP servers, and `askgate mcp`, its stdio bridge.
-//! - [`opencode`]: a running opencode server's permission prompts and questions asked of a
-//!   person, and the answers sent back.
-//! - [`http`]: the REST API, the live event stream, the web page and the webhook endpoints.
+//! - [`http`]: the REST API, the live event stream, the web page, the webhook endpoints, and
+//!   the routes agents bring, behind a token.
+//! - [`agent`]: the agents askgate asks for, a component each, with the routes it serves:
+//!   Claude Code's hooks (read as approvals and questions, answered in the hooks' shape) and
+//!   its channel relay; opencode's permission prompts and questions, and the answers sent back;
+//!   callbacks, an agent's outcome POSTed where it asked.
 //! - [`gateway`]: assembles all of the above into the running service (a builder for programs
 //!   that embed it).
 //! - [`client`]: the commands that talk to a running askgate over its API: `askgate token` and
@@ -66,6 +66,7 @@
 // askgate's own texts in every language it speaks (`locales/askgate.yml`), compiled in.
 rust_i18n::i18n!("locales", fallback = "en");
 
+pub mod agent;
 pub mod channel;
 pub mod client;
 pub mod clock;
@@ -74,10 +75,8 @@ pub mod config;
 pub mod engine;
 pub mod function;
 pub mod gateway;
-pub mod hooks;
 pub mod http;
 pub mod mcp;
-pub mod opencode;
 pub mod question;
 pub mod run;
 pub mod store;

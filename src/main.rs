@@ -376,27 +376,13 @@ fn ignore_terminal_stops() {
 fn hook(config: &Config, url: Option<String>) -> anyhow::Result<()> {
     use std::io::{Read, Write};
 
-    let url = format!("{}/hooks/claude-code", askgate::client::address(config, url));
+    let address = askgate::client::address(config, url);
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let mut body = Vec::new();
     std::io::stdin().take(64 * 1024 * 1024).read_to_end(&mut body).context("reading stdin")?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    let answer = runtime.block_on(async {
-        let client = reqwest::Client::new();
-        let response = client
-            .post(&url)
-            .bearer_auth(token)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .with_context(|| format!("no askgate answers at {url}"))?;
-        let status = response.status();
-        let text = response.text().await.with_context(|| format!("reading the answer of {url}"))?;
-        anyhow::ensure!(status.is_success(), "{url} answered {status}: {text}");
-        Ok(text)
-    })?;
+    let answer = runtime.block_on(askgate::agent::claude_code::hook::forward(&address, &token, body))?;
     let mut stdout = std::io::stdout();
     stdout.write_all(answer.as_bytes()).and_then(|()| stdout.flush()).context("writing stdout")?;
     Ok(())
@@ -418,6 +404,9 @@ fn mcp(config: &Config, url: Option<String>, channel: bool) -> anyhow::Result<()
     let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
         .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    // With --channel, the bridge is also Claude Code's channel, relaying its permission prompts.
+    let relay = channel.then(|| askgate::agent::claude_code::channel::Relay::new(&url, &token));
+    let channel = relay.as_ref().map(|r| r as &dyn askgate::mcp::bridge::Channel);
     let result = runtime.block_on(askgate::mcp::bridge::run(&url, &token, channel));
     // stdin may still be read by a blocking thread.
     runtime.shutdown_timeout(Duration::from_millis(100));

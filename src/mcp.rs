@@ -13,7 +13,6 @@ pub mod bridge;
 mod elicit;
 mod gate;
 mod lines;
-mod relay;
 mod sessions;
 mod tools;
 pub mod upstream;

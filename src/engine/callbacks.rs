@@ -1,9 +1,10 @@
-//! Callbacks in the store's outbox: written before the question or run they report on, read
-//! when due, taken for a while by whoever sends them, and settled. Agents' callbacks are sent
-//! by the HTTP API (`http::callbacks`); other rows of the outbox (the replies to an opencode
-//! server) are sent by a [`Courier`] through [`Engine::deliver`], the same durable, bounded
-//! retry: a row is tried until it is delivered, with a doubling pause between attempts
-//! ([`RETRY`]), and given up [`GIVE_UP_AFTER`] after its run ended.
+//! Callbacks in the store's outbox: written before the question or run they report on (inside
+//! the engine's own writes, so this part stays here), read when due, taken for a while by
+//! whoever sends them, and settled. Agents' callbacks are sent by `agent::callbacks`; other
+//! rows of the outbox (the replies to an opencode server) are sent by a [`Courier`] through
+//! [`Engine::deliver`], the same durable, bounded retry: a row is tried until it is delivered,
+//! with a doubling pause between attempts ([`RETRY`]), and given up [`GIVE_UP_AFTER`] after
+//! its run ended.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,9 +11,7 @@ use serde_json::{Map, Value};
 
 use super::auth::Held;
 use super::bodies::{Asked, GrantList, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted, RunView};
-use super::{
-    Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, callbacks, conversation_param,
-};
+use super::{Answerer, ApiError, AppState, Asker, Caller, JsonBody, Params, Reader, Role, conversation_param};
 use crate::engine::{CallbackSpec, ExternalAskError, Found, RunRequest, StartError};
 use crate::question::{
     Answerers, AskWire, Choice, Conversation, Kind, Mode, Question, QuestionId, Receipt, RunId, Status, UserRef,
@@ -202,9 +200,11 @@ pub(super) struct CallbackBody {
 impl CallbackBody {
     /// The callback as the engine keeps it, once checked.
     fn spec(self, state: &AppState) -> Result<CallbackSpec, ApiError> {
-        state.callback_rules.check(&self.url).map_err(ApiError::bad_request)?;
+        let Some(rules) = &state.callback_rules else {
+            return Err(ApiError::bad_request("this askgate takes no callbacks"));
+        };
         let headers: Vec<(String, String)> = self.headers.into_iter().collect();
-        callbacks::check_headers(&headers).map_err(ApiError::bad_request)?;
+        rules.check(&self.url, &headers).map_err(ApiError::bad_request)?;
         if self.secret.as_deref().is_some_and(str::is_empty) || self.secret.is_none() && !state.callback_secret {
             return Err(ApiError::bad_request(
                 "a callback is signed: give it a \"secret\", or set the variable gateway.callback_secret_env names",
@@ -245,7 +245,7 @@ pub(super) async fn create(
 }
 
 /// The error an agent's refused ask answers with.
-pub(super) fn refused(error: ExternalAskError) -> ApiError {
+pub fn refused(error: ExternalAskError) -> ApiError {
     match error {
         ExternalAskError::Invalid(e) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask", e.to_string()),
         ExternalAskError::NotServed(e) => not_served(&e),

@@ -1,7 +1,8 @@
 //! `askgate mcp`: an MCP server on stdin/stdout for clients that only start local processes.
 //! It holds nothing itself: every message goes to a running askgate's `/mcp` (streamable
 //! HTTP, with the API token) and every answer comes back, so questions live where every other
-//! question lives. It never opens the database.
+//! question lives. It never opens the database. A client's channel may add lines of its own to
+//! the stream ([`Channel`]: Claude Code's, in `crate::agent::claude_code::channel`).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -15,9 +16,9 @@ use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfi
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::lines::{Line, Lines, Oversized};
-use super::relay::{Relay, as_channel, relayed};
 
 /// How long the first connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -48,6 +49,20 @@ pub enum BridgeError {
     },
 }
 
+/// What a client's channel adds to the bridge: notifications of its own on stdin, which never
+/// go to `/mcp`, capabilities in the `initialize` answer, and messages of its own on stdout.
+pub trait Channel: Send + Sync {
+    /// The params of `line` when it is the channel's own notification.
+    fn claim(&self, line: &[u8]) -> Option<Value>;
+
+    /// Handles a notification [`Channel::claim`] took; what it writes back goes to `out`.
+    fn take(&self, params: Value, out: UnboundedSender<Value>);
+
+    /// The `initialize` answer as the client reads it. What the channel pushes from then on
+    /// goes to `out`.
+    fn initialized(&self, answer: &ServerJsonRpcMessage, out: UnboundedSender<Value>) -> Value;
+}
+
 /// Bridges stdin/stdout to `url` (askgate's `/mcp`) until either side ends. When stdin ends,
 /// every request read before it is still answered (a held `ask_user` waits for its person),
 /// then the bridge closes its side and returns.
@@ -59,14 +74,13 @@ pub enum BridgeError {
 /// # Errors
 /// [`BridgeError`] when askgate cannot be reached or goes away, or stdout cannot be written.
 /// Requests still owed an answer when askgate goes away are answered with an error first.
-pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeError> {
+pub async fn run(url: &str, token: &str, channel: Option<&dyn Channel>) -> Result<(), BridgeError> {
     reachable(url).await?;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     let mut upstream = StreamableHttpClientTransport::from_config(config);
     let mut lines = Lines::new(tokio::io::stdin(), MAX_LINE);
     let mut stdout = tokio::io::stdout();
     let failed = |e: &dyn std::fmt::Display| BridgeError::Failed { url: url.to_owned(), reason: e.to_string() };
-    let relay = channel.then(|| Relay::new(url, token));
     let (decided, mut decisions) = tokio::sync::mpsc::unbounded_channel::<Value>();
     let mut initialize = None;
     // The requests sent to askgate whose answer has not been written yet.
@@ -79,15 +93,15 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
                     input_ended = true;
                     continue;
                 };
-                let message = match read(line, relay.is_some()) {
+                let message = match read(line, channel) {
                     Read::Message(message) => message,
                     Read::Answer(error) => {
                         write(&mut stdout, &error).await.map_err(|e| failed(&e))?;
                         continue;
                     }
-                    Read::Permission(params) => {
-                        if let Some(relay) = &relay {
-                            relay.ask(params, decided.clone());
+                    Read::Channel(params) => {
+                        if let Some(channel) = channel {
+                            channel.take(params, decided.clone());
                         }
                         continue;
                     }
@@ -127,13 +141,10 @@ pub async fn run(url: &str, token: &str, channel: bool) -> Result<(), BridgeErro
                     }
                     _ => {}
                 }
-                match &message {
-                    ServerJsonRpcMessage::Response(response) if relay.is_some() && initialize.as_ref() == Some(&response.id) => {
+                match (&message, channel) {
+                    (ServerJsonRpcMessage::Response(response), Some(channel)) if initialize.as_ref() == Some(&response.id) => {
                         initialize = None;
-                        write(&mut stdout, &as_channel(&message)).await.map_err(|e| failed(&e))?;
-                        if let Some(relay) = &relay {
-                            relay.follow_messages(decided.clone());
-                        }
+                        write(&mut stdout, &channel.initialized(&message, decided.clone())).await.map_err(|e| failed(&e))?;
                     }
                     _ => write(&mut stdout, &message).await.map_err(|e| failed(&e))?,
                 }
@@ -172,13 +183,13 @@ enum Read {
     Message(Box<ClientJsonRpcMessage>),
     /// Refused here: the error to write back.
     Answer(Value),
-    /// A permission prompt Claude Code relays to its channel: its params.
-    Permission(Value),
+    /// A notification of the client's channel: its params.
+    Channel(Value),
     /// Nothing to send or answer (a blank line, a notification that is not MCP's).
     Skip,
 }
 
-fn read(line: Line, channel: bool) -> Read {
+fn read(line: Line, channel: Option<&dyn Channel>) -> Read {
     let line = match line {
         Line::Whole(line) => line,
         Line::TooLong(Oversized { id, method, bytes }) => {
@@ -199,8 +210,8 @@ fn read(line: Line, channel: bool) -> Read {
     if line.trim_ascii().is_empty() {
         return Read::Skip;
     }
-    if channel && let Some(params) = relayed(line) {
-        return Read::Permission(params);
+    if let Some(params) = channel.and_then(|c| c.claim(line)) {
+        return Read::Channel(params);
     }
     match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
         Ok(message) => Read::Message(Box::new(message)),

@@ -237,7 +237,7 @@ pub struct Pruned {
 }
 
 /// Where an agent's question or run posts its outcome once it is known: a row of the outbox
-/// (see `http::callbacks`), written before the run it belongs to. Its `Debug` shows neither
+/// (see `agent::callbacks`), written before the run it belongs to. Its `Debug` shows neither
 /// the secret nor the headers' values.
 #[derive(Clone, PartialEq)]
 pub struct Callback {

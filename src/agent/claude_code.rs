@@ -1,9 +1,23 @@
-//! Claude Code's hooks: the JSON of a `PreToolUse` or `PermissionRequest` hook, as Claude Code
-//! sends it, becomes an approval in the configured conversation (an `AskUserQuestion` becomes
-//! its questions), and the outcome goes back in the shape the hook documents. The HTTP door is
-//! `POST /hooks/claude-code`; `askgate hook claude-code` is the command form.
+//! Claude Code, as a component: its hooks, its channel relay, and the routes both call.
+//!
+//! - Hooks: the JSON of a `PreToolUse` or `PermissionRequest` hook, as Claude Code sends it,
+//!   becomes an approval in the configured conversation (an `AskUserQuestion` becomes its
+//!   questions), and the outcome goes back in the shape the hook documents (this file). The
+//!   HTTP door is `POST /hooks/claude-code`; `askgate hook claude-code` is the command form
+//!   ([`hook`]).
+//! - The channel relay: a permission prompt Claude Code relays to `askgate mcp --channel`
+//!   ([`relay`], what askgate reads; [`channel`], the bridge's side of it on stdin and stdout).
+//! - [`routes()`]: `/hooks/claude-code` and the relay's two routes, which the HTTP surface serves
+//!   behind an agent token.
+//!
+//! Its config section is `[claude_code]` ([`crate::config::ClaudeCodeConfig`]).
 
+pub mod channel;
+pub mod hook;
 pub mod relay;
+mod routes;
+
+pub use routes::routes;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

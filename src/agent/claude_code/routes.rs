@@ -1,20 +1,42 @@
-//! `POST /hooks/claude-code`: a Claude Code hook asks a person (see [`crate::hooks`]). Only
-//! agent tokens: the operator's could answer the approvals it asks for.
+//! Claude Code's routes: `POST /hooks/claude-code`, where a hook asks a person (see
+//! [`super`]), and the channel relay's `POST /hooks/claude-code/permission` and `GET
+//! /hooks/claude-code/messages`. Only agent tokens: the operator's could answer the approvals it
+//! asks for. Their contract is Claude Code's, so `/api/openapi.json` does not describe them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::Router;
+use axum::extract::{Extension, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 
-use super::api::refused;
-use super::token::Role;
-use super::{ApiError, AppState, Asker};
+use super::relay::{PermissionRequest, Settled};
+use super::{Answer, HookInput, reply};
 use crate::config::{ClaudeCodeConfig, ToolRule};
 use crate::engine::Engine;
-use crate::hooks::relay::{PermissionRequest, Settled};
-use crate::hooks::{Answer, HookInput, reply};
+use crate::http::{ApiError, AppState, Asker, Caller, Role, read_body, refused};
 use crate::question::{Answerers, Ask, Question, QuestionId, UserRef};
+
+/// What the routes share.
+struct Hooks {
+    engine: Engine,
+    /// `[claude_code]`; none: each route says to add it.
+    config: Option<Arc<ClaudeCodeConfig>>,
+    /// The relayed permission prompts waiting for a person.
+    relayed: Relayed,
+}
+
+/// The routes, for the HTTP surface to serve behind a token; `config` is `[claude_code]`.
+pub fn routes(engine: &Engine, config: Option<ClaudeCodeConfig>) -> Router<AppState> {
+    let hooks = Arc::new(Hooks { engine: engine.clone(), config: config.map(Arc::new), relayed: Relayed::default() });
+    Router::new()
+        .route("/hooks/claude-code", post(claude_code))
+        .route("/hooks/claude-code/permission", post(permission))
+        .route("/hooks/claude-code/messages", get(messages))
+        .layer(Extension(hooks))
+}
 
 /// How long before the hook's own timeout askgate answers `ask`, so the answer arrives.
 const MARGIN: Duration = Duration::from_secs(5);
@@ -24,11 +46,11 @@ const MAX_HOOK_BODY: usize = 4 * 1024 * 1024;
 
 /// The `[claude_code]` table and the body of a request only an agent token may send.
 async fn admitted(
-    caller: &super::Caller,
-    state: &AppState,
+    caller: &Caller,
+    hooks: &Hooks,
     request: Request,
-) -> Result<(std::sync::Arc<ClaudeCodeConfig>, axum::body::Bytes), ApiError> {
-    let Some(config) = state.claude_code.clone() else {
+) -> Result<(Arc<ClaudeCodeConfig>, axum::body::Bytes), ApiError> {
+    let Some(config) = hooks.config.clone() else {
         return Err(ApiError::not_found(
             "askgate answers Claude Code's hooks once channels.toml has a [claude_code] table",
         ));
@@ -40,17 +62,17 @@ async fn admitted(
             "/hooks/claude-code takes an agent token, not the operator's, which could answer the approvals it asks for",
         ));
     }
-    Ok((config, super::read_body(request, MAX_HOOK_BODY).await?))
+    Ok((config, read_body(request, MAX_HOOK_BODY).await?))
 }
 
-pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
-    let (config, body) = match admitted(&caller, &state, request).await {
+async fn claude_code(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>>, request: Request) -> Response {
+    let (config, body) = match admitted(&caller, &hooks, request).await {
         Ok(admitted) => admitted,
         Err(e) => return e.into_response(),
     };
     // A tool that ran, or a turn that ended: a prompt relayed meanwhile was answered there.
     if let Some(settled) = Settled::parse(&body) {
-        state.relayed.settle(&state.engine, &settled, &caller.user);
+        hooks.relayed.settle(&hooks.engine, &settled, &caller.user);
         return axum::Json(serde_json::json!({})).into_response();
     }
     let (event, input) = match HookInput::parse(&body) {
@@ -60,7 +82,7 @@ pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppSta
     let answer = match config.rule(&input.tool_name) {
         ToolRule::Allow => Answer::Allow { input: None, permissions: Vec::new() },
         ToolRule::Pass => Answer::Pass,
-        ToolRule::Ask => match ask(&state.engine, &config, &input, caller.user).await {
+        ToolRule::Ask => match ask(&hooks.engine, &config, &input, caller.user).await {
             Ok(answer) => answer,
             Err(e) => return e.into_response(),
         },
@@ -70,8 +92,8 @@ pub(super) async fn claude_code(Asker(caller): Asker, State(state): State<AppSta
 
 /// `POST /hooks/claude-code/permission`: a permission prompt relayed by `askgate mcp
 /// --channel`, answered `{"behavior": "allow" | "deny" | null}` (null: nobody decided here).
-pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
-    let (config, body) = match admitted(&caller, &state, request).await {
+async fn permission(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>>, request: Request) -> Response {
+    let (config, body) = match admitted(&caller, &hooks, request).await {
         Ok(admitted) => admitted,
         Err(e) => return e.into_response(),
     };
@@ -85,11 +107,11 @@ pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppStat
         ToolRule::Ask => {
             let mut ask = request.approval(config.hook_timeout.as_secs().max(1));
             ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
-            let engine = &state.engine;
+            let engine = &hooks.engine;
             // Listed before it is asked: a hook saying the terminal answered may come as soon
             // as the card is out, before the ask returns.
             let project = request.cwd.clone();
-            let listed = state.relayed.add(request, caller.user.clone());
+            let listed = hooks.relayed.add(request, caller.user.clone());
             let asked = engine.ask_in_project(config.conversation.clone(), ask, caller.user, project.as_deref()).await;
             let question = match asked {
                 Ok(question) => question,
@@ -110,8 +132,8 @@ pub(super) async fn permission(Asker(caller): Asker, State(state): State<AppStat
 /// `GET /hooks/claude-code/messages`: the plain messages of `[claude_code] conversation` that
 /// answer and start nothing, one JSON object per line (`{"text", "user", "name"}`), while the
 /// request lasts; `askgate mcp --channel` pushes each into its Claude Code session.
-pub(super) async fn messages(Asker(caller): Asker, State(state): State<AppState>, request: Request) -> Response {
-    let config = match admitted(&caller, &state, request).await {
+async fn messages(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>>, request: Request) -> Response {
+    let config = match admitted(&caller, &hooks, request).await {
         Ok((config, _)) => config,
         Err(e) => return e.into_response(),
     };
@@ -119,8 +141,8 @@ pub(super) async fn messages(Asker(caller): Asker, State(state): State<AppState>
         return ApiError::not_found("set messages = true in [claude_code] to pass plain messages on to Claude Code")
             .into_response();
     }
-    let heard = state.engine.listen(&config.conversation);
-    let stop = state.engine.stopping();
+    let heard = hooks.engine.listen(&config.conversation);
+    let stop = hooks.engine.stopping();
     let lines = futures_util::stream::unfold((heard, stop), |(mut heard, stop)| async move {
         loop {
             let message = tokio::select! {
@@ -149,7 +171,7 @@ pub(super) async fn messages(Asker(caller): Asker, State(state): State<AppState>
 /// The relayed prompts waiting for a person, so that a hook saying the terminal answered
 /// first retracts their cards.
 #[derive(Default)]
-pub(super) struct Relayed(std::sync::Mutex<Vec<Entry>>);
+struct Relayed(std::sync::Mutex<Vec<Entry>>);
 
 /// A relayed prompt: its question once asked, or whether it was settled before that.
 struct Entry {

@@ -2,7 +2,7 @@
 //! named (`callback` in `POST /api/questions` and `POST /api/runs`), from the store's outbox.
 //!
 //! The outbox row is written before the question or run it belongs to, so no outcome is
-//! known without it; the deliverer takes a due row for a while (a lease in the row: on
+//! known without it (the engine writes it, in `engine::callbacks`); the deliverer takes a due row for a while (a lease in the row: on
 //! PostgreSQL only one instance sends it, and another takes it over if that one dies), POSTs
 //! the body signed as the webhook channel signs (`X-Askgate-Timestamp`, `X-Askgate-Signature:
 //! v1=…`) with the row's id as `Idempotency-Key`, and records what came of it. Anything but a
@@ -12,8 +12,10 @@
 //! key, and never again once one attempt succeeded.
 //!
 //! Where a callback may go is [`CallbackRules`]' (`rules`): `https` on a public address, or a
-//! target `[callbacks] allow` lists; checked when asked and again at every attempt, after the
-//! name is resolved, with no redirect followed and no proxy between.
+//! target `[callbacks] allow` lists; checked when asked (the HTTP API asks them, as its
+//! [`crate::http::CallbackCheck`]) and again at every attempt, after the name is resolved, with
+//! no redirect followed and no proxy between. The body is the one `GET …/outcome` (or `GET
+//! /api/runs/{id}`) answers.
 
 mod rules;
 
@@ -29,7 +31,7 @@ use crate::engine::Engine;
 use crate::engine::retry::Backoff;
 use crate::store::{Callback, CallbackTry};
 
-use super::bodies::{OutcomeView, RunView};
+use crate::http::{CallbackCheck, OutcomeView, RunView};
 
 /// The longest pause between two attempts.
 pub const MAX_PAUSE: Duration = Duration::from_secs(600);
@@ -91,6 +93,13 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
             .map_err(|_| format!("callback header `{name}` has a value that is not a header value"))?;
     }
     Ok(())
+}
+
+impl CallbackCheck for CallbackRules {
+    fn check(&self, url: &str, headers: &[(String, String)]) -> Result<(), String> {
+        CallbackRules::check(self, url)?;
+        check_headers(headers)
+    }
 }
 
 /// Sends the outbox's due callbacks until askgate stops, where `rules` let them go.

@@ -1,7 +1,7 @@
 //! `askgate mcp --channel`: the bridge as a Claude Code channel that relays permission
 //! prompts. It declares `claude/channel` and `claude/channel/permission` in its `initialize`
 //! answer; each `notifications/claude/channel/permission_request` goes to the running
-//! askgate's `POST /hooks/claude-code/permission` (see [`crate::hooks::relay`]), and a decision
+//! askgate's `POST /hooks/claude-code/permission` (see [`super::relay`]), and a decision
 //! comes back to Claude Code as `notifications/claude/channel/permission`. Nothing is sent when
 //! nobody decided on askgate: the terminal's dialog, open all along, decides. When Claude Code
 //! ends the bridge, its waiting requests end with it, and askgate retracts their cards. With
@@ -12,6 +12,8 @@ use rmcp::model::ServerJsonRpcMessage;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::mcp::bridge::Channel;
+
 /// The method of a prompt Claude Code relays.
 const REQUEST: &str = "notifications/claude/channel/permission_request";
 /// The method of a decision sent back.
@@ -20,7 +22,7 @@ const DECISION: &str = "notifications/claude/channel/permission";
 const CHANNEL: &str = "notifications/claude/channel";
 
 /// Where relayed prompts go.
-pub(super) struct Relay {
+pub struct Relay {
     http: reqwest::Client,
     /// `…/hooks/claude-code/permission` of the askgate the bridge talks to.
     url: String,
@@ -35,7 +37,7 @@ pub(super) struct Relay {
 
 impl Relay {
     /// For the askgate whose `/mcp` is `mcp_url`.
-    pub(super) fn new(mcp_url: &str, token: &str) -> Self {
+    pub fn new(mcp_url: &str, token: &str) -> Self {
         let base = mcp_url.trim_end_matches('/');
         let base = base.strip_suffix("/mcp").unwrap_or(base);
         let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
@@ -52,7 +54,7 @@ impl Relay {
 
     /// Asks askgate about the prompt `params`; its decision, if a person made one, goes to
     /// `decided` as the notification to write.
-    pub(super) fn ask(&self, mut params: Value, decided: UnboundedSender<Value>) {
+    fn ask(&self, mut params: Value, decided: UnboundedSender<Value>) {
         if let Some(object) = params.as_object_mut() {
             if let Some(cwd) = &self.cwd {
                 object.insert("cwd".into(), json!(cwd));
@@ -93,7 +95,7 @@ impl Relay {
     /// Pushes the conversation's plain messages into the session as
     /// `notifications/claude/channel` (`content`, and `meta` with who wrote it), for as long
     /// as the bridge runs; nothing when askgate passes none on (`messages` is off).
-    pub(super) fn follow_messages(&self, out: UnboundedSender<Value>) {
+    fn follow_messages(&self, out: UnboundedSender<Value>) {
         let request = self.http.get(&self.messages).bearer_auth(&self.token);
         tokio::spawn(async move {
             loop {
@@ -142,7 +144,7 @@ async fn pushed(response: reqwest::Response, out: &UnboundedSender<Value>) -> Re
 }
 
 /// The params of a line that is a relayed permission prompt.
-pub(super) fn relayed(line: &[u8]) -> Option<Value> {
+fn relayed(line: &[u8]) -> Option<Value> {
     let value: Value = serde_json::from_slice(line).ok()?;
     if value.get("method")?.as_str()? != REQUEST || value.get("id").is_some() {
         return None;
@@ -151,7 +153,7 @@ pub(super) fn relayed(line: &[u8]) -> Option<Value> {
 }
 
 /// An `initialize` answer with the channel's capabilities added, and what they mean to Claude.
-pub(super) fn as_channel(message: &ServerJsonRpcMessage) -> Value {
+fn as_channel(message: &ServerJsonRpcMessage) -> Value {
     let mut value = serde_json::to_value(message).unwrap_or_default();
     if let Some(capabilities) = value.pointer_mut("/result/capabilities").and_then(Value::as_object_mut) {
         let experimental = capabilities.entry("experimental").or_insert_with(|| json!({}));
@@ -161,4 +163,19 @@ pub(super) fn as_channel(message: &ServerJsonRpcMessage) -> Value {
         }
     }
     value
+}
+
+impl Channel for Relay {
+    fn claim(&self, line: &[u8]) -> Option<Value> {
+        relayed(line)
+    }
+
+    fn take(&self, params: Value, out: UnboundedSender<Value>) {
+        self.ask(params, out);
+    }
+
+    fn initialized(&self, answer: &ServerJsonRpcMessage, out: UnboundedSender<Value>) -> Value {
+        self.follow_messages(out);
+        as_channel(answer)
+    }
 }

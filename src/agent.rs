@@ -1,0 +1,16 @@
+//! The agents askgate asks for, each a component in a folder of its own: what the agent sends,
+//! read as asks; the routes it calls; what it runs on its side; and the answers written back in
+//! its own shape. Their config sections are `config`'s (`[claude_code]`, `[[opencode]]`,
+//! `[callbacks]`).
+//!
+//! - [`claude_code`]: Claude Code's hooks and its channel relay.
+//! - [`opencode`]: a running opencode server's permission prompts and questions.
+//! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
+//!
+//! What has to be written inside the engine's own writes stays in the engine: a callback's
+//! outbox row is written with the question or run it reports on (`engine::callbacks`), and the
+//! plain messages Claude Code's channel hears come from the engine's listeners.
+
+pub mod callbacks;
+pub mod claude_code;
+pub mod opencode;

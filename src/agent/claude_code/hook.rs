@@ -1,0 +1,65 @@
+//! `askgate hook claude-code`, the hook's command form: the hook's JSON, as Claude Code pipes
+//! it in, goes to a running askgate's `POST /hooks/claude-code`, and the answer is what the
+//! command prints for Claude Code to read.
+
+/// Why a hook got no answer. Claude Code then goes on as without the hook (it asks in the
+/// terminal).
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// Nothing answered at the URL.
+    #[error("no askgate answers at {url}")]
+    Unreachable {
+        /// `/hooks/claude-code` of the askgate it tried.
+        url: String,
+        /// What the request said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The answer broke off.
+    #[error("reading the answer of {url}")]
+    Unread {
+        /// As above.
+        url: String,
+        /// What reading it said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// askgate answered with an error.
+    #[error("{url} answered {status}: {body}")]
+    Refused {
+        /// As above.
+        url: String,
+        /// The answer's status.
+        status: reqwest::StatusCode,
+        /// What it said.
+        body: String,
+    },
+}
+
+/// Sends `body`, the hook's JSON, to the askgate at `address` with the agent token `token`.
+///
+/// # Errors
+/// [`HookError`] when no answer comes, or askgate refuses.
+pub async fn forward(address: &str, token: &str, body: Vec<u8>) -> Result<String, HookError> {
+    let url = format!("{address}/hooks/claude-code");
+    let response = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth(token)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await;
+    let response = match response {
+        Ok(response) => response,
+        Err(source) => return Err(HookError::Unreachable { url, source }),
+    };
+    let status = response.status();
+    let text = match response.text().await {
+        Ok(text) => text,
+        Err(source) => return Err(HookError::Unread { url, source }),
+    };
+    if !status.is_success() {
+        return Err(HookError::Refused { url, status, body: text });
+    }
+    Ok(text)
+}
