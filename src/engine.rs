@@ -44,6 +44,7 @@ mod runner;
 mod settings;
 mod speech;
 mod sweeper;
+mod tasks;
 mod typed;
 mod waiters;
 
@@ -73,6 +74,7 @@ pub use revocations::Hold;
 pub use router::{FormFilled, Inbound, Response};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
+pub use tasks::Tasks;
 
 use crate::clock::Clock;
 use crate::question::{Mode, Outcome, Timeout};
@@ -93,6 +95,9 @@ const PARKED: usize = 4096;
 const TURN_GRACE: Duration = Duration::from_secs(3);
 /// How long queued deliveries may take to go out at shutdown.
 const DELIVERY_GRACE: Duration = Duration::from_secs(2);
+/// How long the tasks still running after that (a callback being sent, say) may take to end
+/// before the store closes.
+const TASKS_GRACE: Duration = Duration::from_secs(3);
 
 /// Why a blocking ask and its run end `cancelled` when the askgate that held the wait stopped
 /// without ending it (killed, crashed, its host gone): found at the next start on SQLite, or
@@ -133,7 +138,10 @@ struct Inner {
     listeners: listeners::Listeners,
     /// The languages people's platforms said ([`speech`]).
     languages: speech::Languages,
-    /// Runs' turns and the engine's own tasks (sweeper, pruner, adoption).
+    /// Every long-lived task ([`tasks`]).
+    tasks: Tasks,
+    /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
+    /// for first at shutdown.
     runs: TaskTracker,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
     stop: CancellationToken,
@@ -144,10 +152,10 @@ struct Inner {
 impl Engine {
     /// An engine over `store`. Attach channels, then call [`Engine::start`].
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
-        let stop = CancellationToken::new();
+        let (stop, tasks) = (CancellationToken::new(), Tasks::default());
         Self {
             inner: Arc::new(Inner {
-                outbox: delivery::Outbox::new(store.clone(), stop.clone()),
+                outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
                 store,
                 functions,
                 settings,
@@ -161,6 +169,7 @@ impl Engine {
                 metrics: metrics::Metrics::default(),
                 listeners: listeners::Listeners::default(),
                 languages: speech::Languages::default(),
+                tasks,
                 runs: TaskTracker::new(),
                 stop,
                 abort: CancellationToken::new(),
@@ -180,15 +189,15 @@ impl Engine {
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear
             // what the others ask and resolve.
-            self.inner.runs.spawn(instances::adopt(self.clone()));
+            self.spawn_run(instances::adopt(self.clone()));
             if let Some(changes) = self.inner.store.changes() {
-                self.inner.runs.spawn(instances::follow(self.clone(), changes));
+                self.spawn_run(instances::follow(self.clone(), changes));
             }
         }
-        self.inner.runs.spawn(sweeper::run(self.clone()));
-        self.inner.runs.spawn(pruner::run(self.clone()));
+        self.spawn_run(sweeper::run(self.clone()));
+        self.spawn_run(pruner::run(self.clone()));
         let (engine, started) = (self.clone(), self.now_ms());
-        self.inner.runs.spawn(async move { engine.redeliver_undelivered(started).await });
+        self.spawn_run(async move { engine.redeliver_undelivered(started).await });
         Ok(())
     }
 
@@ -255,6 +264,15 @@ impl Engine {
         }
         if !self.inner.outbox.close(DELIVERY_GRACE).await {
             tracing::warn!("some messages were not delivered before the stop");
+        }
+        // The rest end on the stop, each finishing what it holds: a callback being sent is
+        // recorded as sent or not before the store closes.
+        if !self.inner.tasks.drain(TASKS_GRACE).await {
+            tracing::warn!(
+                tasks = self.inner.tasks.len(),
+                "tasks still running after {}s are stopped; a callback they were sending is sent again later",
+                TASKS_GRACE.as_secs()
+            );
         }
         self.inner.store.close().await;
     }

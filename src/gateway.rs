@@ -245,7 +245,9 @@ impl Gateway {
             ),
         }
         tracing::info!("HTTP API, events and web page on http://{http}/");
-        let mut inbound = Vec::new();
+        // The inbound half of every channel and the HTTP server: tracked with every other task,
+        // and each waited for on its own as askgate stops.
+        let (tasks, mut inbound) = (engine.tasks().clone(), Vec::new());
         let callback_secret = config.callback_secret_env.as_ref().and_then(|name| env.get(name));
         if let Some(name) = config.callback_secret_env.as_ref().filter(|_| callback_secret.is_none()) {
             tracing::warn!("{name} is not set: callbacks are accepted only with a secret of their own");
@@ -277,7 +279,7 @@ impl Gateway {
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;
         let stop = engine.stopping();
-        inbound.push(tokio::spawn(async move {
+        inbound.push(tasks.spawn(async move {
             let limits = crate::http::server::Limits { max_connections, ..Default::default() };
             if let Err(e) = crate::http::server::serve(listener, app, stop, limits).await {
                 tracing::error!(error = %e, "the HTTP server stopped");
@@ -286,14 +288,14 @@ impl Gateway {
         let console_ended = CancellationToken::new();
         if let Some((console, input)) = console {
             let (engine, ended) = (engine.clone(), console_ended.clone());
-            inbound.push(tokio::spawn(async move {
+            inbound.push(tasks.spawn(async move {
                 console.read_loop(engine.clone(), input, engine.stopping()).await;
                 ended.cancel();
             }));
         }
         for (name, serve) in serves {
             let engine = engine.clone();
-            inbound.push(tokio::spawn(async move {
+            inbound.push(tasks.spawn(async move {
                 if let Err(e) = serve.await {
                     stopped(&engine, name, e.as_ref());
                 }
@@ -341,7 +343,7 @@ impl Gateway {
 fn mcp_sessions(engine: &Engine) -> CancellationToken {
     let sessions = CancellationToken::new();
     let (stop, end) = (engine.stopping(), sessions.clone());
-    tokio::spawn(async move {
+    engine.tasks().spawn(async move {
         stop.cancelled().await;
         tokio::time::sleep(MCP_GRACE).await;
         end.cancel();

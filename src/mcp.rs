@@ -426,7 +426,7 @@ impl Server {
         let grace = self.config.reattach_grace;
         tracing::info!(question = %id, grace = ?grace, "an MCP call went away; its question waits for it to come back");
         let (server, stop) = (self.clone(), self.engine.stopping());
-        tokio::spawn(async move {
+        self.engine.tasks().spawn(async move {
             tokio::select! {
                 () = back.cancelled() => {}
                 () = tokio::time::sleep(grace) => {

@@ -122,9 +122,10 @@ pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: 
         listed: client(None),
         rules,
         secret,
+        stop: engine.stopping(),
     };
     let stop = engine.stopping();
-    tokio::spawn(async move {
+    engine.tasks().spawn(async move {
         let mut events = deliverer.engine.subscribe();
         loop {
             deliverer.send_due().await;
@@ -171,6 +172,8 @@ struct Deliverer {
     rules: CallbackRules,
     /// The configured secret, for callbacks without one of their own.
     secret: Option<String>,
+    /// Fires when askgate begins to stop.
+    stop: tokio_util::sync::CancellationToken,
 }
 
 /// How many callbacks are sent at once: a receiver that hangs holds up only its own.
@@ -189,6 +192,11 @@ impl Deliverer {
         };
         futures_util::stream::iter(due)
             .for_each_concurrent(AT_ONCE, |callback| async move {
+                // Once askgate stops, the callbacks being sent finish (shutdown waits for them)
+                // and the rest wait for the next start.
+                if self.stop.is_cancelled() {
+                    return;
+                }
                 match self.engine.take_callback(&callback.id, LEASE).await {
                     Ok(Some(lease)) => self.send(callback, lease).await,
                     Ok(None) => {}

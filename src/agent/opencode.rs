@@ -52,7 +52,7 @@ pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
             open: Mutex::default(),
             directories: Mutex::default(),
         });
-        tokio::spawn(bridge.run());
+        engine.tasks().spawn(bridge.run());
     }
 }
 
@@ -369,7 +369,7 @@ impl Bridge {
                     _ => properties,
                 };
                 let bridge = self.clone();
-                tokio::spawn(async move { bridge.ask(id, route, directory, properties).await });
+                self.engine.tasks().spawn(async move { bridge.ask(id, route, directory, properties).await });
             }
             "permission.replied" | "question.replied" | "question.rejected" => {
                 if let Some(id) = text("requestID").or_else(|| text("permissionID")) {
@@ -396,7 +396,7 @@ impl Bridge {
         };
         for question in retracted {
             let engine = self.engine.clone();
-            tokio::spawn(async move {
+            self.engine.tasks().spawn(async move {
                 if let Err(e) = engine.cancel_external(question, reason).await {
                     tracing::error!(question = %question, error = %e, "could not retract an opencode prompt's card");
                 }

@@ -181,7 +181,7 @@ impl Slack {
         let _ = self.team_token.set(self.token.clone().with_team_id(me.team_id.clone()));
         let received = self.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let Some(received) = received else { return Ok(()) };
-        let worker = tokio::spawn(inbound::apply(self.clone(), engine.clone(), received, stop.clone()));
+        let worker = engine.tasks().spawn(inbound::apply(self.clone(), engine.clone(), received, stop.clone()));
         match self.config.app_token.clone() {
             Some(app_token) => socket::serve(&self, &engine, app_token, &stop).await,
             None => {

@@ -135,7 +135,7 @@ impl Engine {
     pub fn deliver(&self, courier: Arc<dyn Courier>) {
         let engine = self.clone();
         let stop = self.stopping();
-        tokio::spawn(async move {
+        self.tasks().spawn(async move {
             let mut events = engine.subscribe();
             loop {
                 engine.send_due(&courier).await;
@@ -174,6 +174,10 @@ impl Engine {
         };
         futures_util::stream::iter(due)
             .for_each_concurrent(AT_ONCE, |callback| async move {
+                // Once askgate stops, the rows being sent finish and the rest wait for the next start.
+                if self.inner.stop.is_cancelled() {
+                    return;
+                }
                 match self.take_callback(&callback.id, LEASE).await {
                     Ok(Some(lease)) => self.send_one(courier, &callback, lease).await,
                     Ok(None) => {}

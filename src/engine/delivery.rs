@@ -99,19 +99,21 @@ pub(super) struct Outbox {
     channels: Mutex<HashMap<&'static str, Attached>>,
     states: Mutex<BTreeMap<&'static str, ChannelState>>,
     backlog: Arc<Backlog>,
-    /// The lanes' tasks.
+    /// The lanes' tasks, among the engine's.
     lanes: TaskTracker,
+    tasks: super::Tasks,
     stop: CancellationToken,
 }
 
 impl Outbox {
-    pub(super) fn new(store: Arc<dyn Store>, stop: CancellationToken) -> Self {
+    pub(super) fn new(store: Arc<dyn Store>, stop: CancellationToken, tasks: super::Tasks) -> Self {
         Self {
             store,
             channels: Mutex::default(),
             states: Mutex::default(),
             backlog: Arc::default(),
             lanes: TaskTracker::new(),
+            tasks,
             stop,
         }
     }
@@ -186,7 +188,7 @@ impl Outbox {
                         undelivered: undelivered.clone(),
                         stop: self.stop.clone(),
                     };
-                    self.lanes.spawn(lane.run(rx));
+                    self.tasks.spawn(self.lanes.track_future(lane.run(rx)));
                     tx
                 })
                 .collect()

@@ -299,7 +299,7 @@ impl Engine {
     pub(super) fn resume(&self, run_id: RunId, conversation: Option<&Conversation>, resolved: Option<Instant>) {
         let engine = self.clone();
         let busy = Busy::new(self, conversation);
-        self.inner.runs.spawn(async move {
+        self.spawn_run(async move {
             match engine.inner.store.run_with_journal(run_id).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
                     let journal = resume.journal.into_iter().map(Arc::new).collect();
@@ -340,7 +340,7 @@ impl Engine {
     /// and its run is kept `running`, so the next start replays it.
     fn spawn_turn_counted(&self, run: Run, journal: Vec<Arc<Question>>, busy: Busy) -> JoinHandle<Option<Run>> {
         let engine = self.clone();
-        self.inner.runs.spawn(async move {
+        self.spawn_run(async move {
             let _busy = busy;
             let (id, mode) = (run.id, run.mode);
             tokio::select! {

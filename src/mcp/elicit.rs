@@ -116,8 +116,8 @@ pub(super) fn show(
 ) -> Option<DropGuard> {
     let request = ServerRequest::ElicitRequest(ElicitRequest::new(offer(&question, &answerer)?));
     let stop = CancellationToken::new();
-    let (peer, ended) = (context.peer.clone(), stop.clone());
-    tokio::spawn(async move {
+    let (peer, ended, tasks) = (context.peer.clone(), stop.clone(), engine.tasks().clone());
+    tasks.spawn(async move {
         let mut handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(e) => return tracing::debug!(question = %question.id, error = %e, "the client did not take the form"),

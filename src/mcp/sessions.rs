@@ -128,7 +128,7 @@ impl Sessions {
         let records = Mutex::new(Records { by_id: HashMap::new(), prune_at: PRUNE_MIN });
         let changes = server.upstreams.sessions().changes();
         let shared = Arc::new(Shared { local, records, changed: Notify::new(), server, stop, timeout });
-        tokio::spawn(shared.clone().background(changes));
+        shared.server.engine.tasks().spawn(shared.clone().background(changes));
         Self(shared)
     }
 
@@ -210,11 +210,13 @@ impl Shared {
             return;
         }
         // Dropped as askgate stops (outside its runtime), it is ending anyway.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
         record.state = State::Closing;
         drop(records);
         let (shared, id) = (self.clone(), id.clone());
-        runtime.spawn(async move { shared.close_local(&id).await });
+        self.server.engine.tasks().spawn(async move { shared.close_local(&id).await });
     }
 
     /// askgate's run `run` of the session `id` sent the client its request `request`: the

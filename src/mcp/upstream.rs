@@ -30,7 +30,7 @@ use super::lines::{Line, Lines, Oversized};
 
 use crate::config::{UpstreamConfig, UpstreamTransport};
 use crate::engine::ChannelState;
-use crate::engine::Engine;
+use crate::engine::{Engine, Tasks};
 
 /// The longest pause between two attempts to start an upstream.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -111,6 +111,8 @@ pub struct Upstream {
     /// `mcp:<name>`: its line in `/healthz` and `/metrics`.
     health: &'static str,
     live: Arc<Mutex<Option<Live>>>,
+    /// Where its child's readers are spawned.
+    tasks: Tasks,
 }
 
 #[derive(Clone)]
@@ -188,7 +190,12 @@ impl Upstreams {
             .map(|config| {
                 // Leaked once per configured upstream at start: health names are static.
                 let health: &'static str = Box::leak(format!("mcp:{}", config.name).into_boxed_str());
-                Arc::new(Upstream { config: config.clone(), health, live: Arc::default() })
+                Arc::new(Upstream {
+                    config: config.clone(),
+                    health,
+                    live: Arc::default(),
+                    tasks: engine.tasks().clone(),
+                })
             })
             .collect();
         let untried = Arc::new(watch::Sender::new(list.len()));
@@ -196,7 +203,7 @@ impl Upstreams {
             engine.set_channel_state(upstream.health, ChannelState::Degraded("starting".to_owned()));
             let (upstream, engine, stop, sessions) = (upstream.clone(), engine.clone(), stop.clone(), sessions.clone());
             let first = FirstTry(Some(untried.clone()));
-            tokio::spawn(async move { upstream.supervise(&engine, &stop, &sessions, first).await });
+            engine.tasks().clone().spawn(async move { upstream.supervise(&engine, &stop, &sessions, first).await });
         }
         Arc::new(Self { list, sessions, untried })
     }
@@ -390,7 +397,7 @@ impl Upstream {
                 let (stdout, stdin) = (child.stdout.take(), child.stdin.take());
                 if let Some(stderr) = child.stderr.take() {
                     let upstream = self.config.name.clone();
-                    tokio::spawn(async move {
+                    self.tasks.spawn(async move {
                         let mut lines = BufReader::new(stderr).lines();
                         while let Ok(Some(line)) = lines.next_line().await {
                             tracing::info!(upstream = %upstream, "{line}");
@@ -400,7 +407,7 @@ impl Upstream {
                 let (stdout, stdin) = (stdout.ok_or("no stdout")?, stdin.ok_or("no stdin")?);
                 let (reader, bounded) = tokio::io::simplex(64 * 1024);
                 let (name, unmatched) = (self.config.name.clone(), unmatched.clone());
-                tokio::spawn(async move {
+                self.tasks.spawn(async move {
                     let ended = bound_stdout(Lines::new(stdout, max), bounded, &unmatched).await;
                     if let Err(e) = ended {
                         tracing::warn!(upstream = %name, error = %e, "reading the upstream's stdout failed");

@@ -166,14 +166,22 @@ impl Served {
         self.err.lock().unwrap().join("\n")
     }
 
-    pub async fn terminate(mut self) -> std::process::ExitStatus {
+    pub async fn terminate(self) -> std::process::ExitStatus {
+        self.terminate_logged().await.0
+    }
+
+    /// SIGTERM, then how the process exited and its whole log.
+    pub async fn terminate_logged(mut self) -> (std::process::ExitStatus, String) {
         let pid = self.child.id().unwrap().to_string();
         let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());
-        match tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await {
+        let status = match tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await {
             Ok(status) => status.unwrap(),
             Err(_) => panic!("no exit within 20 s of SIGTERM; its log:\n{}", self.log()),
-        }
+        };
+        // The last lines are read after the exit.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (status, self.log())
     }
 }
 

@@ -1,7 +1,7 @@
 //! Callbacks through the real binary: an agent's question and a run report their outcome to
 //! a receiver on loopback that `[callbacks] allow` lists, signed, from the outbox; a receiver
 //! that was down across a restart of askgate gets it once it is up, exactly once; a slow one
-//! sees the same key again. A callback aimed inside (loopback, link-local, private ranges,
+//! sees the same key again; one being sent as askgate stops is waited for. A callback aimed inside (loopback, link-local, private ranges,
 //! askgate itself) is refused when asked, and a name that resolves inside when it is sent.
 
 use std::sync::{Arc, Mutex};
@@ -166,6 +166,43 @@ async fn a_slow_receiver_sees_the_same_key_again_and_a_run_reports_how_it_ended(
     served.log_line("callback delivered").await;
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(receiver.seen().len(), 2, "nothing after the attempt that succeeded");
+    served.terminate().await;
+}
+
+/// Issue #46: a callback being sent when askgate is told to stop is waited for, and recorded
+/// as delivered before the store closes, so that it is not sent again after a restart.
+#[tokio::test]
+async fn a_stop_waits_for_a_callback_being_sent_and_records_it_delivered() {
+    let dir = TempDir::new().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = write_config(dir.path(), &allow(&[port]));
+    // Held well within the 2 s an attempt may take, and longer than the rest of a stop takes.
+    let receiver = Receiver { first_takes: Duration::from_millis(1500), ..Receiver::default() };
+    receiver.serve(listener);
+    let served = Served::start_with_env(&config, &env());
+    let (base, token) = served.agent(dir.path()).await;
+    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                     "callback": {"url": format!("http://127.0.0.1:{port}/done")}});
+    let (status, asked) = post(&base, &token, "/api/questions", ask).await;
+    assert_eq!(status, 201, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let (operator_base, operator) = served.api(dir.path()).await;
+    let (status, body) =
+        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    assert_eq!(status, 200, "{body}");
+    // The receiver holds the callback: askgate is told to stop while it is being sent.
+    eventually(|| async { receiver.seen().first().cloned() }).await;
+    let (exit, log) = served.terminate_logged().await;
+    assert!(exit.success(), "{log}");
+    let delivered = log.find("callback delivered").unwrap_or_else(|| panic!("not waited for:\n{log}"));
+    assert!(log[..delivered].contains("stopping: finishing in-flight work"), "delivered while stopping:\n{log}");
+
+    let served = Served::start_with_env(&config, &env());
+    served.log_line("web page on http://").await;
+    // The outbox is read every few seconds: a second delivery would come within one read.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(receiver.seen().len(), 1, "delivered once, and known to be");
     served.terminate().await;
 }
 

@@ -294,3 +294,43 @@ fn a_platform_is_named_outside_its_folder_in_few_files_and_lines() {
         assert!(found[name]["channel.rs"].iter().any(|l| l.starts_with("pub const PLATFORMS")), "{name}");
     }
 }
+
+/// The files outside the tracker's module (`engine/tasks.rs`) that may spawn a task bare, how
+/// many each, and why; every other task is spawned through the engine's one tracker, which
+/// shutdown closes and waits for. The client programs (`client/`) are not the gateway.
+const BARE_SPAWNS: [(&str, usize, &str); 7] = [
+    ("function/process.rs", 1, "the program's stderr reader, awaited by the turn (itself tracked)"),
+    ("mcp/relay.rs", 2, "`askgate mcp --channel`: the stdio bridge, a program of its own"),
+    ("store/postgres.rs", 1, "the heartbeat and lock holder, held by the store and ended as it closes"),
+    ("store/postgres/batch.rs", 1, "the group-commit writers, ended with the store"),
+    ("store/postgres/instances.rs", 1, "a lease's keeper, held by the lease"),
+    ("store/sqlite/checkpoint.rs", 1, "the checkpointer, held by the store and ended as it closes"),
+    ("store/sqlite.rs", 1, "joining the writer thread, awaited as the store closes"),
+];
+
+/// Issue #46: one tracker owns every spawned loop. The store's tasks are the store's: it is
+/// opened before the engine and is closed after the tracker is drained (a callback being sent
+/// records how it went), so they cannot be the tracker's.
+#[test]
+fn no_task_is_spawned_outside_the_tracker_but_the_listed_ones() {
+    let mut files = Vec::new();
+    sources(Path::new(SRC), &mut files);
+    let mut bare = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(SRC).unwrap().to_string_lossy().replace('\\', "/");
+        if relative.starts_with("client/") || relative == "engine/tasks.rs" || relative.ends_with("/tests.rs") {
+            continue;
+        }
+        let spawns = code_lines(&std::fs::read_to_string(&file).unwrap())
+            .iter()
+            .filter(|l| {
+                l.contains("tokio::spawn") || l.contains("task::spawn") || l.contains("Handle::current().spawn")
+            })
+            .count();
+        if spawns > 0 {
+            bare.insert(relative, spawns);
+        }
+    }
+    let listed: BTreeMap<String, usize> = BARE_SPAWNS.iter().map(|(f, n, _)| ((*f).to_owned(), *n)).collect();
+    assert_eq!(bare, listed, "spawn through `Engine::tasks()`, or list the task here with why it may not");
+}

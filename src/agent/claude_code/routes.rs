@@ -214,7 +214,7 @@ impl Relayed {
 /// Cancels a relayed prompt's question: the terminal answered it.
 fn retract(engine: &Engine, id: QuestionId) {
     let engine = engine.clone();
-    tokio::spawn(async move {
+    engine.tasks().clone().spawn(async move {
         if let Err(e) = engine.cancel_external(id, "answered in Claude Code").await {
             tracing::error!(question = %id, error = %e, "could not retract a relayed prompt's card");
         }
@@ -299,7 +299,7 @@ impl Drop for Abandoned {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             let engine = self.engine.clone();
-            tokio::spawn(async move {
+            self.engine.tasks().spawn(async move {
                 if let Err(e) = engine.cancel_external(id, "client").await {
                     tracing::error!(question = %id, error = %e, "could not cancel an abandoned hook's question");
                 }

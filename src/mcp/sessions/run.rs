@@ -72,7 +72,7 @@ impl Shared {
         let transport = Watched { inner: transport, sessions: self.clone(), id: id.clone(), run };
         let (server, stop, shared, session) = (self.server.clone(), self.stop.child_token(), self.clone(), id.clone());
         let (served, started) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
+        self.server.engine.tasks().spawn(async move {
             match serve_server_with_ct::<_, _, _, TransportAdapterIdentity>(server, transport, stop).await {
                 Ok(running) => {
                     let _ = served.send(());
@@ -130,7 +130,7 @@ impl Shared {
         };
         let (shared, id) = (self.clone(), id.clone());
         // It ends with the run (rmcp's session drops the stream's sender).
-        tokio::spawn(async move {
+        self.server.engine.tasks().spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 if event.message.as_deref().is_some_and(|m| !listening::is_tools_changed(m)) {
