@@ -315,6 +315,28 @@ impl FakeDiscord {
         .await
     }
 
+    /// Waits until `n` messages posted (not edits) contain `needle`, then asserts that exactly
+    /// `n` do: "at most" holds only as far as the caller waited, so call it after an event that
+    /// comes after anything more would have (a later message answered).
+    #[track_caller]
+    pub fn sent_exactly<'a>(&'a self, needle: &'a str, n: usize) -> impl std::future::Future<Output = Vec<Value>> + 'a {
+        let at = std::panic::Location::caller();
+        async move {
+            let posted = || {
+                let calls = self.calls("/messages").into_iter();
+                let posts = calls.filter(|(method, _, _)| method == "POST");
+                posts
+                    .map(|(_, _, body)| body)
+                    .filter(|b| b["content"].as_str().unwrap_or("").contains(needle))
+                    .collect::<Vec<_>>()
+            };
+            crate::support::eventually_at(at, || async { (posted().len() >= n).then_some(()) }).await;
+            let posted = posted();
+            assert_eq!(posted.len(), n, "{needle:?} posted {} times, not {n} (at {at}): {posted:?}", posted.len());
+            posted
+        }
+    }
+
     /// Every REST call whose path contains `needle`, as (method, path, body).
     pub fn calls(&self, needle: &str) -> Vec<(String, String, Value)> {
         self.inner.lock().unwrap().calls.iter().filter(|(_, p, _)| p.contains(needle)).cloned().collect()
