@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::binary::{Served, write_config};
-use crate::support::eventually;
+use crate::support::{eventually, post};
 
 const SECRET: &str = "callback-secret";
 /// A function that ends at once, with a reply.
@@ -86,13 +86,6 @@ impl Receiver {
         let app = axum::Router::new().route("/done", axum::routing::post(take)).with_state(self.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     }
-}
-
-async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-    let response =
-        reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]

@@ -45,14 +45,7 @@ impl Instance {
     }
 
     async fn post(&self, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-        let r = reqwest::Client::new()
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (r.status(), r.json().await.unwrap_or(Value::Null))
+        crate::support::post(&self.base, TOKEN, path, body).await
     }
 
     /// The id of the pending question with this prompt (the database is shared: any instance

@@ -13,7 +13,7 @@ use tempfile::TempDir;
 
 use crate::binary::{Served, example, write_config};
 use crate::mcp::{call, call_in_background, http_client, text};
-use crate::support::eventually;
+use crate::support::{eventually, get, post};
 
 /// askgate gating `files_server --normalise` (which runs a tool whatever the spelling of its
 /// name): `delete_*` asks, `format_*` is denied, on the console.
@@ -36,12 +36,6 @@ async fn upstream_ready(client: &rmcp::Peer<rmcp::RoleClient>) {
     .await;
 }
 
-async fn get(base: &str, token: &str, path: &str) -> (reqwest::StatusCode, Value) {
-    let response = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token).send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 /// askgate gating the normalising upstream, with an agent's MCP client once its tools are listed.
 async fn gate_with_client(dir: &Path, mcp: &str) -> (Served, String, String, crate::mcp::Client) {
     let served = Served::start(&normalising_gate(dir, mcp));
@@ -49,13 +43,6 @@ async fn gate_with_client(dir: &Path, mcp: &str) -> (Served, String, String, cra
     let client = http_client(&format!("{base}/mcp"), &agent).await;
     upstream_ready(&client).await;
     (served, base, agent, client)
-}
-
-async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-    let response = reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await;
-    let response = response.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]
