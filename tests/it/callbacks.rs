@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::binary::{Served, write_config};
-use crate::support::eventually;
+use crate::support::{eventually, post};
 
 const SECRET: &str = "callback-secret";
 /// A function that ends at once, with a reply.
@@ -88,13 +88,6 @@ impl Receiver {
     }
 }
 
-async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-    let response =
-        reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_once() {
     let dir = TempDir::new().unwrap();
@@ -132,10 +125,9 @@ async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_on
     );
     assert_eq!(outcome["outcome"]["value"], "yes", "{outcome}");
     served.log_line("callback delivered").await;
-    // The outbox is read every few seconds: a second delivery would come within one read.
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_eq!(receiver.seen().len(), 1, "delivered exactly once");
     served.terminate().await;
+    assert_eq!(receiver.seen().len(), 1, "delivered exactly once");
+    nothing_left_to_send(dir.path()).await;
 }
 
 #[tokio::test]
@@ -164,9 +156,19 @@ async fn a_slow_receiver_sees_the_same_key_again_and_a_run_reports_how_it_ended(
     assert_eq!(run["run"]["id"], started["id"], "{run}");
     assert_eq!((run["run"]["status"].as_str(), run["run"]["result"].as_str()), (Some("finished"), Some("all done")));
     served.log_line("callback delivered").await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_eq!(receiver.seen().len(), 2, "nothing after the attempt that succeeded");
     served.terminate().await;
+    assert_eq!(receiver.seen().len(), 2, "nothing after the attempt that succeeded");
+    nothing_left_to_send(dir.path()).await;
+}
+
+/// The outbox in `dir`'s database holds no callback to send, now or after any pause: each was
+/// recorded delivered (or given up), so no askgate on it sends one again.
+async fn nothing_left_to_send(dir: &std::path::Path) {
+    let path = crate::support::db_path(dir);
+    let store =
+        askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal).await.unwrap();
+    let due = askgate::store::Store::due_callbacks(&store, i64::MAX, "http", 16).await.unwrap();
+    assert!(due.is_empty(), "still to send: {due:?}");
 }
 
 /// Issue #46: a callback being sent when askgate is told to stop is waited for, and recorded

@@ -9,6 +9,10 @@ use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 
 use crate::binary::{BIN, Served, write_config};
+use crate::support::post;
+
+/// Where Claude Code's hooks are posted.
+const HOOK: &str = "/hooks/claude-code";
 
 const HOOKS: &str = "\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\", \"Edit\", \"AskUserQuestion\"]\nallow = [\"Read\"]\n";
 
@@ -30,21 +34,9 @@ fn bash(command: &str) -> Value {
     hook("PreToolUse", "Bash", json!({"command": command, "description": "Run the tests", "timeout": 120000}))
 }
 
-async fn post(base: &str, token: &str, body: &Value) -> (reqwest::StatusCode, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{base}/hooks/claude-code"))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 fn posted(base: &str, token: &str, body: Value) -> tokio::task::JoinHandle<(reqwest::StatusCode, Value)> {
     let (base, token) = (base.to_owned(), token.to_owned());
-    tokio::spawn(async move { post(&base, &token, &body).await })
+    tokio::spawn(async move { post(&base, &token, HOOK, &body).await })
 }
 
 fn decision(answer: &Value) -> (&str, &str) {
@@ -102,9 +94,9 @@ async fn a_bash_hook_is_allowed_rejected_with_feedback_or_edited_on_the_console(
     assert_eq!(decision(&pending.await.unwrap().1).0, "allow");
 
     // `allow` tools pass without a card; tools in neither list get no decision.
-    let (_, answer) = post(&base, &token, &hook("PreToolUse", "Read", json!({"file_path": "/etc/hosts"}))).await;
+    let (_, answer) = post(&base, &token, HOOK, &hook("PreToolUse", "Read", json!({"file_path": "/etc/hosts"}))).await;
     assert_eq!(decision(&answer).0, "allow", "{answer}");
-    let (_, answer) = post(&base, &token, &hook("PreToolUse", "Grep", json!({"pattern": "x"}))).await;
+    let (_, answer) = post(&base, &token, HOOK, &hook("PreToolUse", "Grep", json!({"pattern": "x"}))).await;
     assert_eq!(answer, json!({}));
     assert_eq!(served.cards("Read"), 0);
     assert_eq!(served.cards("Grep"), 0);
@@ -132,7 +124,7 @@ async fn a_permission_request_allowed_always_adds_claude_codes_rule_and_is_not_a
     assert_eq!(output["decision"]["updatedPermissions"], json!([suggestion]), "{answer}");
 
     // askgate's own grant answers the same request at once: no second card.
-    let (_, again) = tokio::time::timeout(std::time::Duration::from_secs(15), post(&base, &token, &request))
+    let (_, again) = tokio::time::timeout(std::time::Duration::from_secs(15), post(&base, &token, HOOK, &request))
         .await
         .expect("a granted request is not asked again");
     assert_eq!(again["hookSpecificOutput"]["decision"]["behavior"], "allow", "{again}");
@@ -265,7 +257,7 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
     let response = raw(r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#, &operator).await.unwrap();
     assert_eq!(response.status(), 403);
     assert!(response.text().await.unwrap().contains("/hooks/claude-code takes an agent token"));
-    let (status, _) = post(&base, "not-a-token", &bash("ls")).await;
+    let (status, _) = post(&base, "not-a-token", HOOK, &bash("ls")).await;
     assert_eq!(status, 401);
     served.terminate().await;
 
@@ -273,7 +265,7 @@ async fn bad_hooks_and_the_wrong_token_are_told_why() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), ""));
     let (base, token) = served.agent(dir.path()).await;
-    let (status, body) = post(&base, &token, &bash("ls")).await;
+    let (status, body) = post(&base, &token, HOOK, &bash("ls")).await;
     assert_eq!(status, 404);
     assert!(body.to_string().contains("[claude_code]"), "{body}");
     served.terminate().await;
@@ -350,13 +342,13 @@ async fn another_agents_stop_hook_naming_the_same_project_leaves_a_relayed_promp
 
     // Another agent's Stop, and another session's of the same agent, name the same project:
     // the card stays.
-    assert_eq!(post(&base, "other-agent-token-of-at-least-32-chars", &stop("ses-a")).await.0, 200);
-    assert_eq!(post(&base, &token, &stop("ses-b")).await.0, 200);
+    assert_eq!(post(&base, "other-agent-token-of-at-least-32-chars", HOOK, &stop("ses-a")).await.0, 200);
+    assert_eq!(post(&base, &token, HOOK, &stop("ses-b")).await.0, 200);
     let (_, operator) = served.api(dir.path()).await;
     let listed = crate::support::get_json(&format!("{base}/api/questions?status=pending"), &operator).await;
     assert_eq!(listed["questions"].as_array().map(Vec::len), Some(1), "still waiting: {listed}");
     // Its own session's Stop retracts it.
-    assert_eq!(post(&base, &token, &stop("ses-a")).await.0, 200);
+    assert_eq!(post(&base, &token, HOOK, &stop("ses-a")).await.0, 200);
     let retracted = served.stdout_line(&format!("[{id}]")).await;
     assert!(retracted.contains("cancelled (answered in Claude Code)"), "{retracted}");
     let lines = served.stdout();
@@ -384,7 +376,7 @@ async fn an_allow_always_on_a_hook_covers_that_project_of_that_agent_only() {
     assert_eq!(decision(&pending.await.unwrap().1).0, "allow");
 
     // The same agent in the same project: granted, no card.
-    let (_, again) = post(&base, &token, &in_project("/home/dev/app")).await;
+    let (_, again) = post(&base, &token, HOOK, &in_project("/home/dev/app")).await;
     assert_eq!(decision(&again).0, "allow", "{again}");
     assert_eq!(served.cards("Bash: make release"), 1);
 

@@ -148,12 +148,15 @@ async fn a_strangers_typed_command_changes_nothing(d: Box<dyn Driver>) {
 }
 
 /// Finishes the demo from its first card: `date-fns`, then yes; asserts that the run went on
-/// exactly once.
+/// exactly once: its last message counted after a marker (the person's `/pending`, answered)
+/// that comes after what a second turn would have sent.
 async fn the_demo_went_on_once(d: &dyn Driver) {
     let next = d.card("Archive all 87 emails?").await;
     assert_eq!(d.posts("Archive all 87 emails?"), 1, "the run resumed more than once");
     d.tap(Who::Person, &next, "Yes").await;
     d.shown("Using date-fns for dates; archived 87 emails.").await;
+    let marker = d.say(Who::Person, "/pending").await;
+    d.handled(&marker).await;
     assert_eq!(d.posts("Using date-fns for dates"), 1, "the run finished more than once");
 }
 

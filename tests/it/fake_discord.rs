@@ -35,6 +35,9 @@ struct Inner {
     fail: HashMap<String, u32>,
     /// The live gateway connection's outbox.
     socket: Option<mpsc::UnboundedSender<Ws>>,
+    /// Events dispatched while no session was live, by sequence number: a session that
+    /// resumes gets those after the last it saw, as Discord replays them; a new one, none.
+    missed: Vec<(u64, String)>,
     identifies: u32,
     resumes: u32,
     seq: u64,
@@ -99,6 +102,7 @@ impl FakeDiscord {
                 Some(2) => {
                     let mut inner = self.inner.lock().unwrap();
                     inner.identifies += 1;
+                    inner.missed.clear();
                     inner.seq += 1;
                     let ready = json!({"op": 0, "s": inner.seq, "t": "READY", "d": {
                         "v": 10, "user": {"id": BOT_ID.to_string(), "username": "askgate", "discriminator": "0", "bot": true},
@@ -110,6 +114,10 @@ impl FakeDiscord {
                 Some(6) => {
                     let mut inner = self.inner.lock().unwrap();
                     inner.resumes += 1;
+                    let seen = payload["d"]["seq"].as_u64().unwrap_or(0);
+                    for (_, event) in std::mem::take(&mut inner.missed).into_iter().filter(|(s, _)| *s > seen) {
+                        let _ = tx.send(Ws::Text(event));
+                    }
                     inner.seq += 1;
                     let _ = tx.send(Ws::Text(json!({"op": 0, "s": inner.seq, "t": "RESUMED", "d": {}}).to_string()));
                     inner.socket = Some(tx.clone());
@@ -130,6 +138,11 @@ impl FakeDiscord {
         (inner.identifies, inner.resumes)
     }
 
+    /// Whether no gateway session is live: what is dispatched now waits for a resume.
+    pub fn away(&self) -> bool {
+        self.inner.lock().unwrap().socket.is_none()
+    }
+
     /// Waits for a live gateway session.
     pub async fn connected(&self) {
         eventually(|| async { self.inner.lock().unwrap().socket.is_some().then_some(()) }).await;
@@ -138,8 +151,14 @@ impl FakeDiscord {
     fn dispatch(&self, kind: &str, data: Value) {
         let mut inner = self.inner.lock().unwrap();
         inner.seq += 1;
-        let payload = json!({"op": 0, "s": inner.seq, "t": kind, "d": data});
-        inner.socket.as_ref().expect("a gateway session").send(Ws::Text(payload.to_string())).unwrap();
+        let payload = json!({"op": 0, "s": inner.seq, "t": kind, "d": data}).to_string();
+        match &inner.socket {
+            Some(socket) => socket.send(Ws::Text(payload)).unwrap(),
+            None => {
+                let seq = inner.seq;
+                inner.missed.push((seq, payload));
+            }
+        }
     }
 
     /// Closes the gateway connection the way Discord does on a server-side failure (4000).
@@ -313,6 +332,28 @@ impl FakeDiscord {
             found.get(n - 1).map(|m| (*m).clone())
         })
         .await
+    }
+
+    /// Waits until `n` messages posted (not edits) contain `needle`, then asserts that exactly
+    /// `n` do: "at most" holds only as far as the caller waited, so call it after an event that
+    /// comes after anything more would have (a later message answered).
+    #[track_caller]
+    pub fn sent_exactly<'a>(&'a self, needle: &'a str, n: usize) -> impl std::future::Future<Output = Vec<Value>> + 'a {
+        let at = std::panic::Location::caller();
+        async move {
+            let posted = || {
+                let calls = self.calls("/messages").into_iter();
+                let posts = calls.filter(|(method, _, _)| method == "POST");
+                posts
+                    .map(|(_, _, body)| body)
+                    .filter(|b| b["content"].as_str().unwrap_or("").contains(needle))
+                    .collect::<Vec<_>>()
+            };
+            crate::support::eventually_at(at, || async { (posted().len() >= n).then_some(()) }).await;
+            let posted = posted();
+            assert_eq!(posted.len(), n, "{needle:?} posted {} times, not {n} (at {at}): {posted:?}", posted.len());
+            posted
+        }
     }
 
     /// Every REST call whose path contains `needle`, as (method, path, body).

@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message as Ws;
 
-use crate::support::eventually;
+use crate::support::{eventually, eventually_at};
 
 pub const TEAM: &str = "T0000TEAM";
 pub const BOT: &str = "U0000BOT";
@@ -237,6 +237,26 @@ impl FakeSlack {
     /// Every call of `method`'s body, in order.
     pub fn calls(&self, method: &str) -> Vec<Value> {
         self.inner.lock().unwrap().calls.iter().filter(|(m, _)| m == method).map(|(_, b)| b.clone()).collect()
+    }
+
+    /// Waits until `n` messages posted (`chat.postMessage`, not updates) start with `title`,
+    /// then asserts that exactly `n` do: "at most" holds only as far as the caller waited, so
+    /// call it after an event that comes after anything more would have (a later message
+    /// answered).
+    #[track_caller]
+    pub fn sent_exactly<'a>(&'a self, title: &'a str, n: usize) -> impl std::future::Future<Output = Vec<Value>> + 'a {
+        let at = std::panic::Location::caller();
+        async move {
+            let posted = || {
+                let calls = self.calls("chat.postMessage").into_iter();
+                calls.filter(|b| b["text"].as_str().is_some_and(|t| t.starts_with(title))).collect::<Vec<_>>()
+            };
+            eventually_at(at, || async { (posted().len() >= n).then_some(()) }).await;
+            let posted = posted();
+            let texts: Vec<&Value> = posted.iter().map(|b| &b["text"]).collect();
+            assert_eq!(posted.len(), n, "{title:?} posted {} times, not {n} (at {at}): {texts:?}", posted.len());
+            posted
+        }
     }
 
     /// Whether envelope `id` was acknowledged.

@@ -225,6 +225,24 @@ impl FakeTelegram {
         })
     }
 
+    /// Waits until `n` messages sent (`sendMessage`, not edits) contain `needle`, then asserts
+    /// that exactly `n` do: "at most" holds only as far as the caller waited, so call it after
+    /// an event that comes after anything more would have (a later message answered).
+    #[track_caller]
+    pub fn sent_exactly<'a>(&'a self, needle: &'a str, n: usize) -> impl Future<Output = Vec<Value>> + 'a {
+        let at = std::panic::Location::caller();
+        async move {
+            let posted = || {
+                let calls = self.calls("sendmessage").into_iter().map(|c| c.body);
+                calls.filter(|b| b["text"].as_str().unwrap_or("").contains(needle)).collect::<Vec<_>>()
+            };
+            eventually_at(at, || async { (posted().len() >= n).then_some(()) }).await;
+            let posted = posted();
+            assert_eq!(posted.len(), n, "{needle:?} sent {} times, not {n} (at {at}): {posted:?}", posted.len());
+            posted
+        }
+    }
+
     /// The callback answer for a pressed update.
     pub async fn callback_answer(&self, update_id: i64) -> Value {
         let id = format!("cb-{update_id}");

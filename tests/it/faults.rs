@@ -33,14 +33,12 @@ impl Api {
     }
 
     async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let r = self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token).send().await.unwrap();
-        (r.status(), r.json().await.unwrap_or(Value::Null))
+        crate::support::answer(self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token)).await
     }
 
     async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        let r =
-            self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body).send().await.unwrap();
-        (r.status(), r.json().await.unwrap_or(Value::Null))
+        let request = self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(&body);
+        crate::support::answer(request).await
     }
 }
 

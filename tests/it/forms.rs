@@ -9,7 +9,7 @@ use tempfile::TempDir;
 
 use crate::binary::{Served, write_config};
 use crate::mcp::{Forms, call, client_with, structured, text};
-use crate::support::eventually;
+use crate::support::{eventually, post};
 
 fn signup_schema() -> Value {
     json!({
@@ -24,18 +24,6 @@ fn signup_schema() -> Value {
     })
 }
 
-async fn post(base: &str, token: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{base}/api/questions"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
-
 async fn outcome(base: &str, token: &str, id: &str) -> Value {
     crate::support::get_json(&format!("{base}/api/questions/{id}/outcome?wait=0"), token).await
 }
@@ -48,15 +36,20 @@ async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command_and_a_w
 
     // A schema that is not a flat form is refused at once, naming the field.
     let nested = json!({"type": "object", "properties": {"address": {"type": "object"}}});
-    let (status, body) =
-        post(&base, &token, json!({"conversation": "console:local", "kind": "form", "prompt": "x", "schema": nested}))
-            .await;
+    let (status, body) = post(
+        &base,
+        &token,
+        "/api/questions",
+        json!({"conversation": "console:local", "kind": "form", "prompt": "x", "schema": nested}),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("`address`"), "{body}");
 
     let (status, body) = post(
         &base,
         &token,
+        "/api/questions",
         json!({"conversation": "console:local", "kind": "form", "prompt": "Sign up", "schema": signup_schema()}),
     )
     .await;
@@ -147,6 +140,7 @@ async fn several_questions_asked_together_are_answered_as_one_object_and_listed_
     let (status, body) = post(
         &base,
         &token,
+        "/api/questions",
         json!({"conversation": "console:local", "prompt": "Project setup", "questions": questions}),
     )
     .await;
@@ -177,7 +171,8 @@ async fn several_questions_asked_together_are_answered_as_one_object_and_listed_
 
     // Five questions are more than one ask holds.
     let five: Vec<Value> = (0..5).map(|i| json!({"header": format!("q{i}"), "prompt": "?"})).collect();
-    let (status, body) = post(&base, &token, json!({"conversation": "console:local", "questions": five})).await;
+    let (status, body) =
+        post(&base, &token, "/api/questions", json!({"conversation": "console:local", "questions": five})).await;
     assert_eq!(status, 400, "{body}");
     served.terminate().await;
 }
@@ -235,23 +230,29 @@ async fn the_api_refuses_look_alike_names_and_bounds_no_answer_meets_and_a_blank
         |schema: Value| json!({"conversation": "console:local", "kind": "form", "prompt": "Pay", "schema": schema});
     let text = json!({"type": "string"});
 
-    let (status, body) =
-        post(&base, &token, ask(json!({"type": "object", "properties": {"iban": text, "\u{456}ban": text}}))).await;
+    let (status, body) = post(
+        &base,
+        &token,
+        "/api/questions",
+        ask(json!({"type": "object", "properties": {"iban": text, "\u{456}ban": text}})),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("field `\u{456}ban`: looks like field `iban`"), "{body}");
     let (status, body) =
-        post(&base, &token, ask(json!({"type": "object", "properties": {"i\u{200B}ban": text}}))).await;
+        post(&base, &token, "/api/questions", ask(json!({"type": "object", "properties": {"i\u{200B}ban": text}})))
+            .await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("U+200B"), "{body}");
     let bounds = json!({"type": "object", "properties": {"amount": {"type": "number", "minimum": 100, "maximum": 10}}});
-    let (status, body) = post(&base, &token, ask(bounds)).await;
+    let (status, body) = post(&base, &token, "/api/questions", ask(bounds)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("field `amount`: `minimum` (100) is above"), "{body}");
 
     let schema = json!({"type": "object", "properties": {"iban": {"type": "string", "minLength": 5}, "note": text},
                         "required": ["iban", "note"]});
-    let (status, body) = post(&base, &token, ask(schema)).await;
+    let (status, body) = post(&base, &token, "/api/questions", ask(schema)).await;
     assert_eq!(status, 201, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
     let reply = |value: Value| {

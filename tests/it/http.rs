@@ -119,15 +119,11 @@ impl App {
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let r = self.client.get(self.url(path)).bearer_auth(&self.token).send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
+        crate::support::answer(self.client.get(self.url(path)).bearer_auth(&self.token)).await
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        let r = self.client.post(self.url(path)).bearer_auth(&self.token).json(&body).send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
+        crate::support::answer(self.client.post(self.url(path)).bearer_auth(&self.token).json(&body)).await
     }
 
     /// Asks a question in `conversation` through the API; returns its id.

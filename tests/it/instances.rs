@@ -45,14 +45,7 @@ impl Instance {
     }
 
     async fn post(&self, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-        let r = reqwest::Client::new()
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (r.status(), r.json().await.unwrap_or(Value::Null))
+        crate::support::post(&self.base, TOKEN, path, body).await
     }
 
     /// The id of the pending question with this prompt (the database is shared: any instance
@@ -68,13 +61,16 @@ impl Instance {
     }
 }
 
-/// The event names and question ids a stream sends, collected in the background.
-fn stream(instance: &Instance) -> std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> {
+/// The event names and question ids a stream sends, collected in the background once it
+/// answered (askgate subscribes it before it answers: it misses nothing that happens after).
+async fn stream(instance: &Instance) -> std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> {
     use futures_util::StreamExt;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (url, into) = (format!("{}/api/events", instance.base), seen.clone());
+    let url = format!("{}/api/events", instance.base);
+    let response = reqwest::Client::new().get(url).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let into = seen.clone();
     tokio::spawn(async move {
-        let response = reqwest::Client::new().get(url).bearer_auth(TOKEN).send().await.unwrap();
         let mut body = response.bytes_stream();
         let (mut buffer, mut event) = (String::new(), String::new());
         while let Some(Ok(chunk)) = body.next().await {
@@ -105,9 +101,7 @@ async fn a_run_started_through_one_instance_is_answered_through_another_and_ever
     let (a, b, c) =
         (Instance::start(&database).await, Instance::start(&database).await, Instance::start(&database).await);
     let config_of_a = a.config.clone();
-    let events = stream(&c);
-    // The stream is open once its first comment or event arrives; give it the ask to carry.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let events = stream(&c).await;
 
     let (status, started) = a.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{started}");
@@ -211,8 +205,7 @@ async fn with_three_instances_sweeping_each_question_expires_and_is_announced_on
     let database = TestDatabase::create().await;
     let (a, b, c) =
         (Instance::start(&database).await, Instance::start(&database).await, Instance::start(&database).await);
-    let events = stream(&c);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let events = stream(&c).await;
     let mut ids = Vec::new();
     for (i, instance) in [&a, &b, &c].iter().cycle().take(30).enumerate() {
         let (status, asked) = instance

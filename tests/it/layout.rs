@@ -73,41 +73,74 @@ fn imports(modules: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = code(&std::fs::read_to_string(&file).unwrap());
-        let named = named(&text);
+        let named = named(&text, &module_path(relative));
         let uses = graph.get_mut(&top).unwrap();
         uses.extend(named.into_iter().filter(|m| modules.contains(m) && *m != top));
     }
     graph
 }
 
-/// The names right after `crate::` in `code`, and the first name of each item of a
-/// `crate::{…}` group.
-fn named(text: &str) -> BTreeSet<String> {
-    let word = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+/// The module path of the file at `relative` (under `src`): `engine/claim.rs` and
+/// `engine/claim/mod.rs` are `["engine", "claim"]`, `lib.rs` is `[]`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut path: Vec<String> =
+        relative.with_extension("").components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if path.last().is_some_and(|last| last == "mod" || last == "lib") {
+        path.pop();
+    }
+    path
+}
+
+/// The top-level modules the code of the module at `path` names: the names right after
+/// `crate::`, and after as many `super::` as lead from `path` to the crate's root
+/// (`super::super::store` in `engine/claim.rs`); in a `{…}` group, the first name of each item.
+fn named(text: &str, path: &[String]) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for (at, _) in text.match_indices("crate::") {
-        let rest = &text[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // The first word of each item at the group's own depth.
-            let (mut depth, mut item_start) = (0, true);
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && !c.is_whitespace() => {
-                        named.insert(word(&group[i..]));
-                        item_start = false;
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            named.insert(word(rest));
+        first_names(&text[at + "crate::".len()..], &mut named);
+    }
+    for (at, _) in text.match_indices("super::") {
+        // Only where a chain of `super::` starts.
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut rest = &text[at..];
+        let mut up = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            rest = after;
+            up += 1;
+        }
+        // At the root: what follows is a top-level module; short of it, a module of its own.
+        if up == path.len() {
+            first_names(rest, &mut named);
         }
     }
     named
+}
+
+/// The first name in `rest` (what follows a path's `crate::`), or of each item of a `{…}` group.
+fn first_names(rest: &str, named: &mut BTreeSet<String>) {
+    let word = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let Some(group) = rest.strip_prefix('{') else {
+        named.insert(word(rest));
+        return;
+    };
+    // The first word of each item at the group's own depth.
+    let (mut depth, mut item_start) = (0, true);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => item_start = true,
+            c if item_start && !c.is_whitespace() => {
+                named.insert(word(&group[i..]));
+                item_start = false;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `lib.rs`'s map: each module in order, with the modules it says it uses.
@@ -176,8 +209,25 @@ fn the_map_reader_sees_imports_and_not_comments_strings_or_tests() {
     let code = code(text);
     assert!(code.contains("crate::{engine::") && code.contains("crate::run::x"), "{code}");
     let expected: BTreeSet<String> = ["engine", "store", "run"].map(str::to_owned).into();
-    assert_eq!(named(&code), expected);
+    assert_eq!(named(&code, &[]), expected);
     assert!(!code.contains("http") && !code.contains("mcp") && !code.contains("config"), "{code}");
+}
+
+#[test]
+fn the_map_reader_resolves_super_paths_from_the_files_module() {
+    let text = "use super::super::store::Store;
+use super::super::{http, run::Run};
+use super::Engine;
+                pub(super) fn f() { super::super::super::clock::now() }
+";
+    let path = module_path(Path::new("engine/claim.rs"));
+    assert_eq!(path, ["engine", "claim"]);
+    let expected: BTreeSet<String> = ["store", "http", "run"].map(str::to_owned).into();
+    assert_eq!(named(&code(text), &path), expected, "two levels up is the root; one is engine itself");
+    let expected: BTreeSet<String> = ["config"].map(str::to_owned).into();
+    assert_eq!(named("use super::config::Config;\n", &module_path(Path::new("engine.rs"))), expected);
+    assert_eq!(module_path(Path::new("engine/claim/mod.rs")), ["engine", "claim"]);
+    assert_eq!(module_path(Path::new("lib.rs")), Vec::<String>::new());
 }
 
 /// The chat platforms askgate ships, each in `src/channel/<name>/` (and `src/channel/<name>.rs`).

@@ -327,6 +327,29 @@ where
     }
 }
 
+/// `POST {base}{path}` with `token` and `body` as JSON: the status and the JSON answer (null
+/// when it has none). The one helper the tests post with.
+pub async fn post(
+    base: &str,
+    token: &str,
+    path: &str,
+    body: impl serde::Serialize,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    answer(reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body)).await
+}
+
+/// `GET {base}{path}` with `token`: the status and the JSON answer (null when it has none).
+pub async fn get(base: &str, token: &str, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
+    answer(reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token)).await
+}
+
+/// Sends `request`: the status and the JSON answer (null when it has none).
+pub async fn answer(request: reqwest::RequestBuilder) -> (reqwest::StatusCode, serde_json::Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(serde_json::Value::Null))
+}
+
 /// The JSON body of `GET url` with `token`.
 pub async fn get_json(url: &str, token: &str) -> serde_json::Value {
     reqwest::Client::new().get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()

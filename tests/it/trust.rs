@@ -5,7 +5,7 @@
 //! session's idle timeout.
 
 use std::path::Path;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use tempfile::TempDir;
 
 use crate::binary::{Served, example, write_config};
 use crate::mcp::{call, call_in_background, http_client, text};
-use crate::support::eventually;
+use crate::support::{eventually, get, post};
 
 /// askgate gating `files_server --normalise` (which runs a tool whatever the spelling of its
 /// name): `delete_*` asks, `format_*` is denied, on the console.
@@ -36,12 +36,6 @@ async fn upstream_ready(client: &rmcp::Peer<rmcp::RoleClient>) {
     .await;
 }
 
-async fn get(base: &str, token: &str, path: &str) -> (reqwest::StatusCode, Value) {
-    let response = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(token).send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 /// askgate gating the normalising upstream, with an agent's MCP client once its tools are listed.
 async fn gate_with_client(dir: &Path, mcp: &str) -> (Served, String, String, crate::mcp::Client) {
     let served = Served::start(&normalising_gate(dir, mcp));
@@ -49,13 +43,6 @@ async fn gate_with_client(dir: &Path, mcp: &str) -> (Served, String, String, cra
     let client = http_client(&format!("{base}/mcp"), &agent).await;
     upstream_ready(&client).await;
     (served, base, agent, client)
-}
-
-async fn post(base: &str, token: &str, path: &str, body: Value) -> (reqwest::StatusCode, Value) {
-    let response = reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await;
-    let response = response.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]
@@ -339,14 +326,31 @@ impl RawSession {
         Self::post_to(&self.url, &self.token, Some(&self.id), body).await
     }
 
-    /// Calls `tool` and reads its whole response stream in the background.
-    fn call(&self, id: u32, tool: &str, arguments: Value) -> tokio::task::JoinHandle<String> {
+    /// Calls `tool` and reads its whole response stream in the background: what it carried so
+    /// far, and all of it once it ends.
+    fn call(&self, id: u32, tool: &str, arguments: Value) -> (Arc<Mutex<String>>, tokio::task::JoinHandle<String>) {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
         let (url, token, session) = (self.url.clone(), self.token.clone(), self.id.clone());
-        tokio::spawn(async move {
-            Self::post_to(&url, &token, Some(&session), &body.to_string()).await.text().await.unwrap()
-        })
+        let carried = Arc::new(Mutex::new(String::new()));
+        let into = carried.clone();
+        let whole = tokio::spawn(async move {
+            let mut response = Self::post_to(&url, &token, Some(&session), &body.to_string()).await;
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                into.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk));
+            }
+            into.lock().unwrap().clone()
+        });
+        (carried, whole)
     }
+}
+
+/// Waits until each stream has carried `n` pings.
+async fn pinged(streams: &[&Arc<Mutex<String>>], n: usize) {
+    eventually(|| async {
+        let counts = streams.iter().map(|s| s.lock().unwrap().matches(r#""method":"ping""#).count());
+        counts.clone().all(|c| c >= n).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -359,12 +363,13 @@ async fn held_calls_outlive_the_sessions_idle_timeout_with_or_without_a_progress
     std::fs::write(dir.path().join("files").join("a.txt"), "x").unwrap();
 
     let session = RawSession::open(&base, &agent).await;
-    let asked = session.call(2, "ask_user", json!({"prompt": "Still there?"}));
-    let gated = session.call(3, "files__delete_file", json!({"path": "a.txt"}));
+    let (asking, asked) = session.call(2, "ask_user", json!({"prompt": "Still there?"}));
+    let (gating, gated) = session.call(3, "files__delete_file", json!({"path": "a.txt"}));
     let question = served.card_id("Still there?").await;
     let approval = served.card_id("files__delete_file").await;
-    // Three idle timeouts pass while both calls are held.
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Idle timeouts pass while both calls are held: each stream carries a ping a second, and
+    // five of them take longer than the 3 s timeout.
+    pinged(&[&asking, &gating], 5).await;
     served.type_line(&format!("/answer {question} yes, still")).await;
     served.type_line(&format!("/approve {approval}")).await;
     let asked = asked.await.unwrap();

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::binary::{BIN, Served, write_config};
+use crate::support::post;
 
 /// A tmux server of the test's own, with one 80×24 window running a command.
 struct Tmux {
@@ -89,12 +90,6 @@ fn coloured(screen: &str) -> bool {
             .filter_map(|p| p.parse::<u32>().ok())
             .any(|p| matches!(p, 30..=38 | 40..=48 | 90..=97 | 100..=107))
     })
-}
-
-async fn post(base: &str, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let r = reqwest::Client::new().post(format!("{base}{path}")).bearer_auth(token).json(&body).send().await.unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 async fn question(base: &str, token: &str, id: &str) -> Value {
