@@ -349,8 +349,8 @@ fn a_platform_is_named_outside_its_folder_in_few_files_and_lines() {
 /// many each, and why; every other task is spawned through the engine's one tracker, which
 /// shutdown closes and waits for. The client programs (`client/`) are not the gateway.
 const BARE_SPAWNS: [(&str, usize, &str); 7] = [
+    ("agent/claude_code/channel.rs", 2, "`askgate mcp --channel`: the stdio bridge, a program of its own"),
     ("function/process.rs", 1, "the program's stderr reader, awaited by the turn (itself tracked)"),
-    ("mcp/relay.rs", 2, "`askgate mcp --channel`: the stdio bridge, a program of its own"),
     ("store/postgres.rs", 1, "the heartbeat and lock holder, held by the store and ended as it closes"),
     ("store/postgres/batch.rs", 1, "the group-commit writers, ended with the store"),
     ("store/postgres/instances.rs", 1, "a lease's keeper, held by the lease"),
