@@ -60,13 +60,13 @@ impl Channel for Wire {
         "bench"
     }
     fn surface(&self) -> Surface {
-        Surface::Other
+        Surface::OTHER
     }
     async fn show_question(&self, q: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let conversation = q.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
         signal(&self.routes, &conversation, Signal::Card(Box::new(q.clone())));
         Ok(if self.record {
-            vec![Delivery::card(q.id, Surface::Other, conversation, q.id.short())]
+            vec![Delivery::card(q.id, Surface::OTHER, conversation, q.id.short())]
         } else {
             Vec::new()
         })
@@ -117,7 +117,7 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
     let (tx, mut rx) = mpsc::unbounded_channel();
     routes.lock().unwrap().insert(conversation.clone(), tx);
     let user = UserRef::parse("bench:user").unwrap();
-    let resolver = Resolver::person(user.clone(), Surface::Api);
+    let resolver = Resolver::person(user.clone(), Surface::API);
     let conv = Conversation::parse(&conversation).unwrap();
     let mut latencies = Vec::with_capacity(cycles);
     for _ in 0..cycles {
@@ -458,7 +458,7 @@ mod postgres {
         let (tx, mut rx) = mpsc::unbounded_channel();
         routes.lock().unwrap().insert("bench:across".to_owned(), tx);
         let user = UserRef::parse("bench:user").unwrap();
-        let resolver = Resolver::person(user.clone(), Surface::Api);
+        let resolver = Resolver::person(user.clone(), Surface::API);
         let conv = Conversation::parse("bench:across").unwrap();
         let mut latencies = Vec::with_capacity(n);
         for _ in 0..n {

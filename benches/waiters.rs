@@ -31,7 +31,7 @@ impl Channel for Quiet {
         "bench"
     }
     fn surface(&self) -> Surface {
-        Surface::Other
+        Surface::OTHER
     }
     async fn show_question(&self, _: &Question) -> Result<Vec<Delivery>, ChannelError> {
         Ok(Vec::new())
@@ -98,7 +98,7 @@ struct Figures {
 async fn measure(waiting: usize, answers: usize) -> Figures {
     let dir = tempfile::TempDir::new().unwrap();
     let engine = engine(dir.path()).await;
-    let resolver = Resolver::person(UserRef::parse("bench:user").unwrap(), Surface::Api);
+    let resolver = Resolver::person(UserRef::parse("bench:user").unwrap(), Surface::API);
     let answered = ask(&engine, answers).await;
     let waited = ask(&engine, waiting).await;
     let before = rss_kb();

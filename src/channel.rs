@@ -32,6 +32,10 @@ pub trait Component: Sync {
     /// conversations and users.
     fn name(&self) -> &'static str;
 
+    /// What an answer given on the platform is, in the API reference's words (`A Telegram
+    /// button or message.`): the words of its surface, which is named by [`Component::name`].
+    fn answered_on(&self) -> &'static str;
+
     /// Reads the keys of its section that are its own (those all platforms share are read
     /// with the file).
     ///
@@ -188,5 +192,17 @@ mod tests {
             ]
         );
         assert_eq!(config.settings.channels["slack"].allowed_users.to_string(), "slack:7");
+    }
+
+    #[test]
+    fn every_platform_names_its_surface_and_reads_it_back() {
+        use crate::question::Surface;
+        let surfaces = [telegram::SURFACE, discord::SURFACE, slack::SURFACE];
+        assert_eq!(surfaces.len(), PLATFORMS.len());
+        for (platform, surface) in PLATFORMS.iter().zip(surfaces) {
+            assert_eq!(platform.name(), surface.as_str());
+            assert_eq!(Surface::from_stored(platform.name()), Ok(surface), "{}", platform.name());
+            assert!(Surface::core().all(|(core, _)| core != surface), "{}", platform.name());
+        }
     }
 }

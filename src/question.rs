@@ -229,33 +229,8 @@ text_enum!(
     }
 );
 
-text_enum!(
-    /// Where an answer came from.
-    Surface {
-        /// A Telegram button or message.
-        Telegram = "telegram",
-        /// A Discord component or message.
-        Discord = "discord",
-        /// A Slack button, form or message.
-        Slack = "slack",
-        /// The local stdin/stdout channel.
-        Console = "console",
-        /// A text channel reached through signed webhooks.
-        Webhook = "webhook",
-        /// The web page.
-        Web = "web",
-        /// The terminal UI, `askgate tui`.
-        Tui = "tui",
-        /// The REST API.
-        Api = "api",
-        /// askgate itself: timeouts, cancellations, standing grants.
-        Gateway = "gateway",
-        /// A channel that a Rust program attached itself.
-        Other = "other",
-        /// The agent's own MCP client (a form it showed its user).
-        Mcp = "mcp",
-    }
-);
+mod surface;
+pub use surface::Surface;
 
 text_enum!(
     /// How a run's asks behave.
@@ -527,7 +502,7 @@ mod tests {
         let approver = |user: &str, name: Option<&str>| Approver {
             user: user.into(),
             name: name.map(Into::into),
-            via: Surface::Telegram,
+            via: Surface::platform("telegram"),
             at: 0,
         };
         q.approvals = vec![approver("telegram:1", Some("@alice"))];

@@ -89,7 +89,7 @@ impl Console {
             if text.trim().is_empty() {
                 continue;
             }
-            let inbound = Inbound::text(conversation.clone(), user.clone(), Surface::Console, text);
+            let inbound = Inbound::text(conversation.clone(), user.clone(), Surface::CONSOLE, text);
             let response = engine.handle(inbound).await;
             if let Some(message) = response.text {
                 self.report(&message).await;
@@ -190,7 +190,7 @@ impl Channel for Console {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Console
+        Surface::CONSOLE
     }
 
     fn serves(&self, conversation: &Conversation) -> bool {
@@ -203,7 +203,7 @@ impl Channel for Console {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         self.print(&wording::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Console, "local", question.id.short())])
+        Ok(vec![Delivery::card(question.id, Surface::CONSOLE, "local", question.id.short())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -16,6 +16,9 @@ pub mod render;
 
 pub use component::Platform;
 
+/// Where answers given on Discord come from: its surface, named by its component's name.
+pub const SURFACE: crate::question::Surface = crate::question::Surface::platform("discord");
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -254,7 +257,7 @@ impl Handler {
         locale: &str,
     ) -> Response {
         // Every interaction is answered ephemerally: only its sender reads the reply.
-        let inbound = Inbound::tap(conversation, user_ref(user.id.get()), Surface::Discord, command)
+        let inbound = Inbound::tap(conversation, user_ref(user.id.get()), SURFACE, command)
             .named(&display_name(user))
             .speaking(Some(locale))
             .keyed(key)
@@ -414,7 +417,7 @@ impl EventHandler for Handler {
         });
         let conversation = conversation_of(message.channel_id);
         let mut inbound =
-            Inbound::text(conversation, user_ref(message.author.id.get()), Surface::Discord, message.content.clone())
+            Inbound::text(conversation, user_ref(message.author.id.get()), SURFACE, message.content.clone())
                 .named(&display_name(&message.author))
                 .said_where_they_speak(guild_locale.as_deref())
                 .in_private(message.guild_id.is_none());
@@ -454,7 +457,7 @@ impl Channel for Discord {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Discord
+        SURFACE
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
@@ -466,7 +469,7 @@ impl Channel for Discord {
             .components(render::components(&layout))
             .allowed_mentions(no_pings());
         let sent = self.send(channel, message).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Discord, channel.to_string(), sent.id.to_string())])
+        Ok(vec![Delivery::card(question.id, SURFACE, channel.to_string(), sent.id.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -34,6 +34,9 @@ use crate::store::Delivery;
 use crate::wording;
 
 pub use component::Platform;
+
+/// Where answers given on Slack come from: its surface, named by its component's name.
+pub const SURFACE: crate::question::Surface = crate::question::Surface::platform("slack");
 pub use inbound::Incoming;
 
 /// The client type: HTTPS to Slack, or plain HTTP to a configured test double.
@@ -299,7 +302,7 @@ impl Channel for Slack {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Slack
+        SURFACE
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
@@ -307,7 +310,7 @@ impl Channel for Slack {
         let place = Place::of(conversation)?;
         let card = render::card(question, self.clock.now_ms());
         let ts = self.post(&place, render::content(&card)).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Slack, place.channel, ts.to_string())])
+        Ok(vec![Delivery::card(question.id, SURFACE, place.channel, ts.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {

@@ -38,11 +38,14 @@ use crate::command::{CardAction, Command, Tap};
 use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{CardRefusal, Engine, Inbound, Response};
 use crate::engine::{ChannelError, ChannelState, Retry};
-use crate::question::{Conversation, Question, Receipt, Surface, UserRef};
+use crate::question::{Conversation, Question, Receipt, UserRef};
 use crate::say;
 use crate::store::Delivery;
 
 pub use component::Platform;
+
+/// Where answers given on Telegram come from: its surface, named by its component's name.
+pub const SURFACE: crate::question::Surface = crate::question::Surface::platform("telegram");
 pub use polling::Timeouts;
 
 /// How updates arrive.
@@ -261,7 +264,7 @@ impl Telegram {
             return; // `/run@otherbot`: for another bot in this group
         }
         let conversation = conversation_of(&message);
-        let mut inbound = Inbound::text(conversation, user_ref(from.id.0), Surface::Telegram, text)
+        let mut inbound = Inbound::text(conversation, user_ref(from.id.0), SURFACE, text)
             .named(&display_name(from))
             .speaking(from.language_code.as_deref())
             .in_private(message.chat.is_private());
@@ -340,8 +343,8 @@ impl Telegram {
         };
         // A tap on a card's own button applies to the question it opened: read once.
         let inbound = match card {
-            Some(question) => Inbound::on_card(conversation, user, Surface::Telegram, question, command),
-            None => Inbound::tap(conversation, user, Surface::Telegram, command),
+            Some(question) => Inbound::on_card(conversation, user, SURFACE, question, command),
+            None => Inbound::tap(conversation, user, SURFACE, command),
         };
         let inbound =
             inbound.named(&display_name(&query.from)).speaking(query.from.language_code.as_deref()).keyed(key);
@@ -409,8 +412,8 @@ impl Telegram {
                     Ok(prompt) => {
                         let (chat, sent) = (prompt.chat.id.0.to_string(), prompt.id.0.to_string());
                         let delivery = match action {
-                            CardAction::Note => Delivery::note(question.id, Surface::Telegram, chat, sent),
-                            _ => Delivery::prompt(question.id, Surface::Telegram, chat, sent),
+                            CardAction::Note => Delivery::note(question.id, SURFACE, chat, sent),
+                            _ => Delivery::prompt(question.id, SURFACE, chat, sent),
                         };
                         engine.record_delivery(question, delivery).await;
                     }

@@ -114,7 +114,7 @@ impl Channel for WebChat {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Web
+        Surface::WEB
     }
 
     fn served(&self) -> Vec<String> {
@@ -126,13 +126,13 @@ impl Channel for WebChat {
         // The card is on the board beside the log (the page's, the TUI's), with its buttons:
         // the log says in one line that it was asked.
         let seq = self.push(conversation, "askgate", &wording::asked_line(question), Some(question.id));
-        let mut card = Delivery::card(question.id, Surface::Web, conversation.as_str(), seq.to_string());
+        let mut card = Delivery::card(question.id, Surface::WEB, conversation.as_str(), seq.to_string());
         card.conversation = Some(conversation.clone());
         Ok(vec![card])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
-        for card in cards.iter().filter(|c| c.surface == Surface::Web) {
+        for card in cards.iter().filter(|c| c.surface == Surface::WEB) {
             if let Ok(conversation) = Conversation::parse(&card.chat) {
                 self.push(&conversation, "askgate", &wording::resolved_line(question), Some(question.id));
             }

@@ -198,7 +198,7 @@ impl Webhooks {
             .map_err(|_| InboundError::Malformed("user must be non-empty and without spaces".to_owned()))?;
         // A chat of one person (its conversation is its sender) is private.
         let private = message.conversation == message.user;
-        let mut inbound = Inbound::text(conversation.clone(), user, Surface::Webhook, message.text).in_private(private);
+        let mut inbound = Inbound::text(conversation.clone(), user, Surface::WEBHOOK, message.text).in_private(private);
         if let Some(name) = &message.name {
             inbound = inbound.named(name);
         }
@@ -275,7 +275,7 @@ impl Channel for Webhooks {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Webhook
+        Surface::WEBHOOK
     }
 
     fn serves(&self, conversation: &Conversation) -> bool {
@@ -290,7 +290,7 @@ impl Channel for Webhooks {
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         self.post(conversation, &wording::card(question, self.clock.now_ms())).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Webhook, conversation.to_string(), question.id.short())])
+        Ok(vec![Delivery::card(question.id, Surface::WEBHOOK, conversation.to_string(), question.id.short())])
     }
 
     /// A sent message cannot change: each conversation that was shown a card (its own, and
@@ -350,7 +350,7 @@ mod tests {
         };
         let card = |chat: &str, shown: Option<&str>| Delivery {
             conversation: shown.map(conversation),
-            ..Delivery::card(question.id, Surface::Webhook, chat, question.id.short())
+            ..Delivery::card(question.id, Surface::WEBHOOK, chat, question.id.short())
         };
         let cards = [
             card("webhook:sms:+1555", Some("webhook:sms:+1555")),

@@ -302,7 +302,7 @@ impl Engine {
         question.outcome = Some(Outcome::Answered { value: Value::String("always".to_owned()) });
         question.answered_by = Some(by);
         question.answered_name = Some(name);
-        question.answered_via = Some(Surface::Gateway);
+        question.answered_via = Some(Surface::GATEWAY);
         question.resolved_at = Some(now);
         Ok(Some(question))
     }

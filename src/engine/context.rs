@@ -186,7 +186,7 @@ impl Context {
         let ask = Ask { kind: Some(Kind::Approval), ..ask };
         let step = self.step;
         let answer = self.ask(ask).await?;
-        let granted = self.journal.get(step as usize).is_some_and(|q| q.answered_via == Some(Surface::Gateway));
+        let granted = self.journal.get(step as usize).is_some_and(|q| q.answered_via == Some(Surface::GATEWAY));
         if let Some(action) = crate::question::edited_action(&answer.value) {
             return Ok(Approval::Edited(action.to_owned()));
         }

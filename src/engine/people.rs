@@ -81,7 +81,7 @@ impl Engine {
         let Some(page) = self.inner.settings.page_url.as_deref() else {
             return Ok(Response::say("askgate's web page is not served here."));
         };
-        if inbound.user.is_operator() || matches!(inbound.surface, Surface::Web | Surface::Tui | Surface::Api) {
+        if inbound.user.is_operator() || matches!(inbound.surface, Surface::WEB | Surface::TUI | Surface::API) {
             return Ok(Response::say(
                 "/web signs a chat's person in on the web page; here you are signed in already (the operator's token, \
                  or your own).",

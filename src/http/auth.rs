@@ -173,9 +173,9 @@ pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<C
     // The surfaces an API client can be: the page, the TUI, or any other client. A client
     // names its own surface (the token still says who answers); none of the platforms'.
     let via = match headers.get(SURFACE_HEADER).map(|v| v.to_str()) {
-        None | Some(Ok("api")) => Surface::Api,
-        Some(Ok("web")) => Surface::Web,
-        Some(Ok("tui")) => Surface::Tui,
+        None | Some(Ok("api")) => Surface::API,
+        Some(Ok("web")) => Surface::WEB,
+        Some(Ok("tui")) => Surface::TUI,
         Some(_) => return Err(ApiError::bad_request(format!("{SURFACE_HEADER} is `web`, `tui` or `api`"))),
     };
     if let Some(token) = state.tokens.find(given) {

@@ -111,7 +111,7 @@ pub(super) async fn say(
     let conversation = own(&caller.user)?;
     web.push(&conversation, caller.user.as_str(), text, None);
     // The person's own conversation is on the page, or in the TUI when that is where they typed.
-    let surface = if caller.via == Surface::Tui { Surface::Tui } else { Surface::Web };
+    let surface = if caller.via == Surface::TUI { Surface::TUI } else { Surface::WEB };
     let inbound =
         Inbound::text(conversation.clone(), caller.user.clone(), surface, text).in_private(true).on_board(true);
     let response = state.engine.handle(inbound).await;

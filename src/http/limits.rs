@@ -79,7 +79,7 @@ mod tests {
             name: name.into(),
             role,
             may: Powers::ANSWER,
-            via: Surface::Api,
+            via: Surface::API,
             credential: None,
         }
     }

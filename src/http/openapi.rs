@@ -446,8 +446,21 @@ fn build() -> Value {
                                 person, asks or administers when it may."}},
         },
     });
+    platform_surfaces(&mut document);
     enums_as_enum(&mut document);
     document
+}
+
+/// The chat platforms' surfaces, first among those an answer came from: the question module
+/// knows only the core ones.
+fn platform_surfaces(document: &mut Value) {
+    let Some(Value::Array(alternatives)) = document.pointer_mut("/components/schemas/Surface/oneOf") else {
+        return;
+    };
+    let platforms = crate::channel::PLATFORMS
+        .iter()
+        .map(|p| json!({"type": "string", "const": p.name(), "description": p.answered_on()}));
+    alternatives.splice(0..0, platforms);
 }
 
 /// The page marks its answers as given on the web, the TUI as given in the TUI; without it they

@@ -67,7 +67,7 @@ async fn apply(engine: &Engine, question: &Question, answerer: UserRef, result: 
     let Some(choice) = result.content.as_ref().and_then(|c| choice(question, c)) else {
         return tracing::info!(question = %question.id, "the client's form came back without a usable answer");
     };
-    let resolver = Resolver::asker(answerer, Surface::Mcp);
+    let resolver = Resolver::asker(answerer, Surface::MCP);
     if let Err(e) = engine.resolve_choice(question, Some(choice), &resolver).await {
         tracing::info!(question = %question.id, error = %e, "the answer from the client's form was not taken");
     }

@@ -368,7 +368,7 @@ fn decision(question: &Question, edited: bool) -> Option<&'static str> {
     };
     Some(match value.as_str() {
         _ if edited => "edited",
-        Some("always") if question.answered_via == Some(Surface::Gateway) => "granted",
+        Some("always") if question.answered_via == Some(Surface::GATEWAY) => "granted",
         Some("always") => "always",
         _ => "once",
     })

@@ -330,7 +330,7 @@ async fn the_web_page_shows_answers_and_retracts_cards_live() {
     let engine = app.gateway.as_ref().unwrap().engine().clone();
     let console = askgate::question::Conversation::parse("console:local").unwrap();
     let id = asked["id"].as_str().unwrap();
-    let surface = askgate::question::Surface::Console;
+    let surface = askgate::question::Surface::CONSOLE;
     // The console's operator is the same person as the page's: counted once, nothing changes.
     let operator = askgate::question::UserRef::parse("console:local").unwrap();
     let again = askgate::engine::Inbound::text(console.clone(), operator, surface, format!("/approve {}", &id[..8]));

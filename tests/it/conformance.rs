@@ -114,7 +114,7 @@ fn answer(q: &Question, value: serde_json::Value, at: i64) -> Resolution {
         outcome: Outcome::Answered { value },
         by: Some("test:alice".into()),
         name: Some("@alice".into()),
-        via: Surface::Api,
+        via: Surface::API,
         at,
         grant: None,
         update: None,
@@ -140,13 +140,13 @@ async fn values_survive_exactly(place: Place) {
     let resolution = Resolution {
         outcome: outcome.clone(),
         name: Some("O'Brien ✅".into()),
-        via: Surface::Other,
+        via: Surface::OTHER,
         ..answer(&q, json!(null), T0 + 5)
     };
     let Claim::Won(won) = b.store.resolve(resolution).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.status, Status::Declined);
-    assert_eq!(won.answered_via, Some(Surface::Other));
+    assert_eq!(won.answered_via, Some(Surface::OTHER));
     assert_eq!(won.resolved_at, Some(T0 + 5));
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
     b.store.close().await;
@@ -329,30 +329,30 @@ async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
     let b = Backend::open(place).await;
     let (_, q) = asked(&b.store, "test:room", "Card?").await;
     let (_, other) = asked(&b.store, "test:room", "Other card?").await;
-    let card = Delivery::card(q.id, Surface::Telegram, "42", "1001");
-    let prompt = Delivery::prompt(q.id, Surface::Telegram, "42", "1002");
+    let card = Delivery::card(q.id, askgate::channel::telegram::SURFACE, "42", "1001");
+    let prompt = Delivery::prompt(q.id, askgate::channel::telegram::SURFACE, "42", "1002");
     b.store.add_delivery(&card).await.unwrap();
     b.store.add_delivery(&card).await.unwrap();
     b.store.add_delivery(&prompt).await.unwrap();
-    b.store.add_delivery(&Delivery::card(other.id, Surface::Discord, "7", "9")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(other.id, askgate::channel::discord::SURFACE, "7", "9")).await.unwrap();
     assert_eq!(b.store.deliveries(q.id).await.unwrap(), [card.clone(), prompt.clone()]);
     assert_eq!(b.store.deliveries_of(&[q.id, other.id]).await.unwrap().len(), 3);
     assert_eq!(b.store.deliveries_of(&[]).await.unwrap(), []);
     assert_eq!(
-        b.store.question_for_card(Surface::Telegram, "42", "1002").await.unwrap(),
+        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1002").await.unwrap(),
         Some((q.id, DeliveryRole::Prompt))
     );
     assert_eq!(
-        b.store.question_for_card(Surface::Telegram, "42", "1001").await.unwrap(),
+        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1001").await.unwrap(),
         Some((q.id, DeliveryRole::Card))
     );
-    b.store.add_delivery(&Delivery::note(q.id, Surface::Telegram, "42", "1003")).await.unwrap();
+    b.store.add_delivery(&Delivery::note(q.id, askgate::channel::telegram::SURFACE, "42", "1003")).await.unwrap();
     assert_eq!(
-        b.store.question_for_card(Surface::Telegram, "42", "1003").await.unwrap(),
+        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1003").await.unwrap(),
         Some((q.id, DeliveryRole::Note))
     );
-    assert_eq!(b.store.question_for_card(Surface::Discord, "42", "1002").await.unwrap(), None);
-    let orphan = b.store.add_delivery(&Delivery::card(QuestionId::new(), Surface::Web, "x", "y")).await;
+    assert_eq!(b.store.question_for_card(askgate::channel::discord::SURFACE, "42", "1002").await.unwrap(), None);
+    let orphan = b.store.add_delivery(&Delivery::card(QuestionId::new(), Surface::WEB, "x", "y")).await;
     assert!(matches!(orphan, Err(StoreError::Constraint(_))), "a card of no question: {orphan:?}");
     b.store.close().await;
 }
@@ -397,7 +397,7 @@ async fn undelivered_questions_are_found_page_by_page(place: Place) {
     for i in 0..3 {
         ids.push(asked(&b.store, "test:room", &format!("U{i}")).await.1.id);
     }
-    b.store.add_delivery(&Delivery::card(ids[1], Surface::Console, "local", "1")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(ids[1], Surface::CONSOLE, "local", "1")).await.unwrap();
     let mut expected = [ids[0], ids[2]];
     expected.sort_by_key(ToString::to_string);
     let first = b.store.undelivered(T0 + 100, None, 1).await.unwrap();
@@ -427,10 +427,10 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
     let [q, legacy] = escalated[..] else { unreachable!() };
     let card = |id, place: &str, message: &str| Delivery {
         conversation: Some(conversation(place)),
-        ..Delivery::card(id, Surface::Other, place, message)
+        ..Delivery::card(id, Surface::OTHER, place, message)
     };
     b.store.add_delivery(&card(q, "test:room", "1")).await.unwrap();
-    b.store.add_delivery(&Delivery::card(legacy, Surface::Other, "test:room", "l")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(legacy, Surface::OTHER, "test:room", "l")).await.unwrap();
     let found = || async {
         let found = b.store.undelivered(T0 + 100, None, 10).await.unwrap();
         found.into_iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>()
@@ -440,7 +440,7 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
         assert!(b.store.advance_nudge(id, T0 + 10, None, Some(&ops)).await.unwrap());
     }
     assert_eq!(found().await, [(q, false, true)], "escalated with no card there yet (a card of unknown place counts)");
-    b.store.add_delivery(&Delivery::prompt(q, Surface::Other, "test:ops", "p")).await.unwrap();
+    b.store.add_delivery(&Delivery::prompt(q, Surface::OTHER, "test:ops", "p")).await.unwrap();
     assert_eq!(found().await, [(q, false, true)], "a prompt is not a card");
     b.store.add_delivery(&card(q, "test:ops", "2")).await.unwrap();
     assert_eq!(found().await, [], "a card in each conversation");
@@ -521,7 +521,7 @@ async fn runs_finish_count_says_and_read_back_with_their_journal(place: Place) {
 async fn pruning_deletes_old_ended_runs_and_keys_only(place: Place) {
     let b = Backend::open(place).await;
     let (old, q) = asked(&b.store, "test:room", "Old").await;
-    b.store.add_delivery(&Delivery::card(q.id, Surface::Console, "local", "1")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(q.id, Surface::CONSOLE, "local", "1")).await.unwrap();
     b.store.resolve(answer(&q, json!("it's"), T0 + 1)).await.unwrap();
     b.store.finish_run(old.id, RunStatus::Finished, "", T0 + 2).await.unwrap();
     let (young, _) = asked(&b.store, "test:room", "Young").await;
@@ -588,8 +588,8 @@ async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: P
     let r = run("test:room");
     let q = Question { kind: Kind::Approval, quorum: 2, nudge_at: Some(T0 + 10), ..question(&r, 0, "Two of us?") };
     b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
-    let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::Api, at: T0 + 1 };
-    let bob = Approver { user: "test:bob".into(), name: None, via: Surface::Telegram, at: T0 + 2 };
+    let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::API, at: T0 + 1 };
+    let bob = Approver { user: "test:bob".into(), name: None, via: askgate::channel::telegram::SURFACE, at: T0 + 2 };
     assert!(b.store.vote(q.id, &[], std::slice::from_ref(&alice), Some("vote:1")).await.unwrap());
     let late = b.store.vote(q.id, &[], std::slice::from_ref(&bob), Some("vote:2")).await.unwrap();
     assert!(!late, "counted on approvals that changed meanwhile");

@@ -96,7 +96,7 @@ fn functions() -> (Functions, Arc<AtomicUsize>) {
 }
 
 fn resolver(user: askgate::question::UserRef) -> Resolver {
-    Resolver::person(user, Surface::Console)
+    Resolver::person(user, Surface::CONSOLE)
 }
 
 async fn racing_resolvers_have_one_winner_and_one_resume(place: Place) {
@@ -285,7 +285,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     h.engine.outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
     let journal = h.engine.journal(second).await.unwrap();
-    assert_eq!(journal[0].answered_via, Some(Surface::Gateway), "recorded as granted");
+    assert_eq!(journal[0].answered_via, Some(Surface::GATEWAY), "recorded as granted");
     assert!(journal[0].answered_by.as_deref().unwrap().starts_with("grant:"));
 
     // A different action is not covered.
@@ -534,7 +534,7 @@ impl askgate::engine::Channel for Gate {
     }
 
     fn surface(&self) -> askgate::question::Surface {
-        askgate::question::Surface::Other
+        askgate::question::Surface::OTHER
     }
 
     async fn show_question(

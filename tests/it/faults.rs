@@ -526,7 +526,7 @@ async fn an_agents_run_ends_in_its_claims_commit_so_a_crash_after_it_leaves_noth
             outcome,
             by: None,
             name: None,
-            via: Surface::Api,
+            via: Surface::API,
             // Now: the claim ends the run at this time, and a run that ended long ago is pruned.
             at: askgate::clock::Clock::system().now_ms(),
             grant: None,

@@ -345,7 +345,7 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place
     let console = Conversation::parse("console:local").unwrap();
     let user = UserRef::parse("console:local").unwrap();
     for round in 0..10 {
-        engine.handle(Inbound::text(console.clone(), user.clone(), Surface::Console, "/run demo")).await;
+        engine.handle(Inbound::text(console.clone(), user.clone(), Surface::CONSOLE, "/run demo")).await;
         let (_, list) = eventually(|| async {
             let (s, list) = app.get("/api/questions?conversation=console:local").await;
             let found = list["questions"]
@@ -367,7 +367,7 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place
         let typed = engine.handle(Inbound::text(
             console.clone(),
             user.clone(),
-            Surface::Console,
+            Surface::CONSOLE,
             format!("/answer {id} luxon"),
         ));
         let ((status, _), response) = tokio::join!(api, typed);
@@ -736,7 +736,7 @@ async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_
     let console = Conversation::parse("console:local").unwrap();
     let approve = |user: &str| {
         let user = UserRef::parse(user).unwrap();
-        engine.handle(Inbound::text(console.clone(), user, Surface::Console, format!("/approve {}", &id[..8])))
+        engine.handle(Inbound::text(console.clone(), user, Surface::CONSOLE, format!("/approve {}", &id[..8])))
     };
     let typed = approve("console:local").await;
     assert!(matches!(typed.receipt, Some(askgate::question::Receipt::OwnRequest { .. })), "{typed:?}");

@@ -321,11 +321,11 @@ fn named_outside() -> BTreeMap<&'static str, BTreeMap<String, Vec<String>>> {
 /// Issue #46 aims at 3 files and 6 lines; these ceilings are where the code is, so that it
 /// can only go down (before the platforms became components: Telegram 13 files and 41 lines,
 /// Discord 8 and 18, Slack 10 and 63; once components, before their sections and wording
-/// moved into their folders: Telegram 11 and 22, Discord 6 and 8, Slack 5 and 10). What is
-/// left: `channel.rs` registers them, and `question.rs` has `Surface`'s variants and the
-/// examples messages name.
+/// moved into their folders: Telegram 11 and 22, Discord 6 and 8, Slack 5 and 10; before
+/// `Surface` became a name each platform gives: 2 and 5, 2 and 3, 2 and 3). What is left:
+/// `channel.rs` registers them, and `question.rs` has the examples messages name (Telegram's).
 const MOST_FILES: usize = 2;
-const MOST_LINES: usize = 5;
+const MOST_LINES: usize = 4;
 
 #[test]
 fn a_platform_is_named_outside_its_folder_in_few_files_and_lines() {

@@ -152,7 +152,11 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
     for round in 1..=ROUNDS {
         let run = h.run_as(DAVE, "two-of-three", &format!("deploy {round}")).await;
         let card = h.card(round).await;
-        let voters = [(ALICE, Surface::Telegram, 0), (BOB, Surface::Discord, 1), (CAROL, Surface::Api, round % 2)];
+        let voters = [
+            (ALICE, askgate::channel::telegram::SURFACE, 0),
+            (BOB, askgate::channel::discord::SURFACE, 1),
+            (CAROL, Surface::API, round % 2),
+        ];
         let votes = voters.map(|(user, via, instance)| {
             let (engine, card) = (engines[instance].clone(), card.clone());
             tokio::spawn(async move {

@@ -186,7 +186,7 @@ async fn a_reply_to_a_card_answers_that_question() {
     h.engine.outbound_idle().await;
     // The test channel records each card as message `m-<id>` in the conversation's chat.
     let reply = |text: &str, to: String| {
-        Inbound::text(room(), alice(), Surface::Other, text).replying_to(room().to_string(), to)
+        Inbound::text(room(), alice(), Surface::OTHER, text).replying_to(room().to_string(), to)
     };
     let r = h.engine.handle(reply("my own library", format!("m-{}", second.id))).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
@@ -199,7 +199,7 @@ async fn a_reply_to_a_card_answers_that_question() {
     let first = h.card(1).await;
     // Stored once the call returns: the reply right after it is read as one.
     h.engine
-        .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::Other, room().to_string(), "p-1"))
+        .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::OTHER, room().to_string(), "p-1"))
         .await;
     let r = h.engine.handle(reply("not today", "p-1".to_owned())).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
@@ -212,7 +212,7 @@ async fn a_reply_to_a_card_answers_that_question() {
 #[tokio::test]
 async fn a_redelivered_update_is_applied_once_also_after_a_restart() {
     let (h, card) = demo_waiting().await;
-    let mut inbound = Inbound::text(room(), alice(), Surface::Console, format!("/answer {} 1", card.id));
+    let mut inbound = Inbound::text(room(), alice(), Surface::CONSOLE, format!("/answer {} 1", card.id));
     inbound.key = Some("test:update:7".into());
     let first = h.engine.handle(inbound.clone()).await;
     assert!(matches!(first.receipt, Some(Receipt::Resolved { .. })));

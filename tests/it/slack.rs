@@ -7,7 +7,7 @@ use std::sync::Arc;
 use askgate::channel::slack::{Slack, SlackConfig};
 use askgate::clock::Clock;
 use askgate::engine::{Engine, Settings};
-use askgate::question::{Status, Surface};
+use askgate::question::Status;
 use askgate::store::{SqliteStore, Synchronous};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ async fn the_demo_runs_by_clicking_buttons_and_the_card_is_updated() {
     fake.click(ALICE, CHANNEL, &confirm_ts, &button(&confirm, "Yes"));
     fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
     let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
-    assert_eq!(q.answered_via, Some(Surface::Slack));
+    assert_eq!(q.answered_via, Some(askgate::channel::slack::SURFACE));
     sl.stop().await;
 }
 
@@ -156,7 +156,10 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
     let (confirm_ts, _) = fake.sent("Archive all 87 emails?", 1).await;
     // (Once askgate has recorded the card it posted: a reply within the same instant would be
     // a reply to a message askgate does not know yet.)
-    eventually(|| async { sl.engine.card_conversation(Surface::Slack, CHANNEL, &confirm_ts).await.unwrap() }).await;
+    eventually(|| async {
+        sl.engine.card_conversation(askgate::channel::slack::SURFACE, CHANNEL, &confirm_ts).await.unwrap()
+    })
+    .await;
     fake.message(ALICE, CHANNEL, "no", Some(&confirm_ts));
     updated(&fake, &confirm_ts, "No — slack:U0000ALICE via slack").await;
     fake.sent("left the 87 emails where they are", 1).await;

@@ -44,7 +44,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
         by: Some("test:o'brien".into()),
         name: Some("O'Brien\0 ✅".into()),
         // A channel a program attached itself: any surface askgate knows is stored.
-        via: Surface::Other,
+        via: Surface::OTHER,
         at: T0 + 5,
         grant: None,
         update: None,
@@ -54,7 +54,7 @@ async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
     assert_eq!(won.answered_name.as_deref(), Some("O'Brien\0 ✅"));
-    assert_eq!(won.answered_via, Some(Surface::Other));
+    assert_eq!(won.answered_via, Some(Surface::OTHER));
     assert_eq!(store.question(q.id).await.unwrap().unwrap(), won, "the claim returned what was stored");
     store.close().await;
 }
@@ -155,7 +155,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
         outcome: Outcome::Answered { value: json!("it's") },
         by: Some("test:alice".into()),
         name: None,
-        via: Surface::Telegram,
+        via: askgate::channel::telegram::SURFACE,
         at: T0,
         grant: None,
         update: Some("telegram:update:7".into()),
@@ -235,7 +235,7 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
         outcome: Outcome::Answered { value: serde_json::json!("it's") },
         by: Some("test:alice".into()),
         name: None,
-        via: Surface::Api,
+        via: Surface::API,
         at: T0,
         grant: None,
         update: None,
@@ -325,7 +325,7 @@ async fn postgres_sweepers_skip_a_question_another_instance_is_claiming() {
         outcome: Outcome::Expired { value: None },
         by: None,
         name: None,
-        via: Surface::Gateway,
+        via: Surface::GATEWAY,
         at: T0 + 10_000,
         grant: None,
         update: None,
@@ -364,8 +364,12 @@ async fn a_copy_to_postgres_keeps_every_column() {
     let mut waiting = question(&r, "deploy prod");
     waiting.kind = Kind::Approval;
     waiting.quorum = 2;
-    waiting.approvals =
-        vec![Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::Telegram, at: T0 }];
+    waiting.approvals = vec![Approver {
+        user: "test:alice".into(),
+        name: Some("@alice".into()),
+        via: askgate::channel::telegram::SURFACE,
+        at: T0,
+    }];
     waiting.nudges = Nudges {
         remind_every: Some(600_000),
         escalate_after: Some(60_000),
@@ -375,7 +379,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
     waiting.nudge_at = Some(T0 + 600_000);
     waiting.escalated_to = Some(ops);
     store.ask(&r, &Arc::new(waiting.clone())).await.unwrap();
-    store.add_delivery(&Delivery::card(waiting.id, Surface::Other, "test:room", "m-1")).await.unwrap();
+    store.add_delivery(&Delivery::card(waiting.id, Surface::OTHER, "test:room", "m-1")).await.unwrap();
     let other = run("granted");
     let asked = question(&other, "git push");
     store.ask(&other, &Arc::new(asked.clone())).await.unwrap();
@@ -396,7 +400,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
         outcome: Outcome::Answered { value: json!("always") },
         by: Some("test:alice".into()),
         name: None,
-        via: Surface::Telegram,
+        via: askgate::channel::telegram::SURFACE,
         at: T0 + 1,
         grant: Some(rule.clone()),
         update: None,

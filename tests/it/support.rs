@@ -184,7 +184,7 @@ impl Channel for Recorder {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Other
+        Surface::OTHER
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
@@ -193,7 +193,7 @@ impl Channel for Recorder {
             return Err(ChannelError::transient(format!("{chat} is down"), None));
         }
         self.shown.lock().unwrap().push(Shown::Card(question.clone()));
-        Ok(vec![Delivery::card(question.id, Surface::Other, chat, format!("m-{}", question.id))])
+        Ok(vec![Delivery::card(question.id, Surface::OTHER, chat, format!("m-{}", question.id))])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
@@ -279,7 +279,7 @@ impl Harness {
 
     /// Sends a message to the engine as `user` in the room.
     pub async fn say(&self, user: &str, text: &str) -> Response {
-        let inbound = Inbound::text(room(), UserRef::parse(user).unwrap(), Surface::Console, text);
+        let inbound = Inbound::text(room(), UserRef::parse(user).unwrap(), Surface::CONSOLE, text);
         self.engine.handle(inbound).await
     }
 

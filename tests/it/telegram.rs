@@ -449,7 +449,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
-    let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::Api);
+    let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::API);
     tg.engine.resolve(&q, "3", &alice).await.unwrap();
     edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
     // A cancellation elsewhere retracts the next card too.

@@ -91,7 +91,7 @@ fn permission(question: &Question) -> Option<Value> {
     match &question.outcome {
         // askgate's own grant ("granted") lets this one through; the person's "always" is
         // opencode's too.
-        Some(Outcome::Answered { value }) if value == "always" && question.answered_via != Some(Surface::Gateway) => {
+        Some(Outcome::Answered { value }) if value == "always" && question.answered_via != Some(Surface::GATEWAY) => {
             Some(json!({"reply": "always"}))
         }
         Some(Outcome::Answered { .. }) => Some(json!({"reply": "once"})),

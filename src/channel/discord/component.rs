@@ -9,7 +9,11 @@ pub struct Platform;
 
 impl crate::channel::Component for Platform {
     fn name(&self) -> &'static str {
-        "discord"
+        super::SURFACE.as_str()
+    }
+
+    fn answered_on(&self) -> &'static str {
+        "A Discord component or message."
     }
 
     fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {

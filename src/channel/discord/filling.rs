@@ -12,7 +12,7 @@ use super::render::form::{self, Control, Entry};
 use super::{Handler, conversation_of, display_name, ephemeral, user_ref};
 use crate::engine::{Engine, FormStep, Resolver, Response};
 use crate::question::form::{Draft, FieldError, Form};
-use crate::question::{Conversation, Question, QuestionId, Receipt, Surface};
+use crate::question::{Conversation, Question, QuestionId, Receipt};
 use crate::wording::{self, replies};
 
 const NOT_UNDERSTOOD: &str = "That button is not understood.";
@@ -30,7 +30,7 @@ impl Filler {
     fn new(channel: serenity::all::ChannelId, user: &User, interaction: serenity::all::InteractionId) -> Self {
         let conversation = conversation_of(channel);
         let key = format!("discord:interaction:{interaction}");
-        let mut resolver = Resolver::person(user_ref(user.id.get()), Surface::Discord);
+        let mut resolver = Resolver::person(user_ref(user.id.get()), super::SURFACE);
         resolver.name = crate::question::display_name(&display_name(user));
         resolver.update = Some(key.clone());
         resolver.conversation = Some(conversation.clone());

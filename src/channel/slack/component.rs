@@ -13,7 +13,11 @@ pub struct Platform;
 
 impl crate::channel::Component for Platform {
     fn name(&self) -> &'static str {
-        "slack"
+        super::SURFACE.as_str()
+    }
+
+    fn answered_on(&self) -> &'static str {
+        "A Slack button, form or message."
     }
 
     fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::inbound::Handler;
 use super::{Place, form, user_ref};
 use crate::engine::{CardRefusal, FormStep, Resolver};
-use crate::question::{Conversation, Question, QuestionId, Receipt, Surface, UserRef};
+use crate::question::{Conversation, Question, QuestionId, Receipt, UserRef};
 use crate::wording::{self, replies};
 
 const NOT_UNDERSTOOD: &str = "That button is not understood.";
@@ -52,7 +52,7 @@ impl Handler<'_> {
             let _ = reply.send(form::refused("This form is not understood."));
             return;
         };
-        let mut resolver = Resolver::person(who, Surface::Slack);
+        let mut resolver = Resolver::person(who, super::SURFACE);
         resolver.name = crate::question::display_name(&super::inbound::name(&event.user));
         resolver.update = Some(format!("slack:view:{}", event.view.state_params.id));
         resolver.conversation = Some(conversation.clone());

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Place, Slack, render, user_ref};
 use crate::command::{self, CardAction, Command, OnCard, Tap};
 use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Kind, QuestionId, Surface};
+use crate::question::{Conversation, Kind, QuestionId};
 use crate::wording;
 
 /// One thing Slack sent, from either transport.
@@ -86,14 +86,14 @@ impl Handler<'_> {
         // A reply in a card's thread belongs to the card's conversation, and answers the card.
         let mut conversation = place.conversation();
         if let Some(thread) = &thread {
-            match self.engine.card_conversation(Surface::Slack, &place.channel, thread).await {
+            match self.engine.card_conversation(super::SURFACE, &place.channel, thread).await {
                 Ok(Some(card)) => conversation = Some(card),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not look up a slack thread's card"),
             }
         }
         let Some(conversation) = conversation else { return };
-        let mut inbound = Inbound::text(conversation, user_ref, Surface::Slack, text)
+        let mut inbound = Inbound::text(conversation, user_ref, super::SURFACE, text)
             .keyed(format!("slack:event:{}", event.event_id))
             .in_private(direct);
         if let Some(thread) = thread {
@@ -195,7 +195,7 @@ impl Handler<'_> {
             }
         };
         let stamp = action.action_ts.as_ref().map_or_else(|| event.trigger_id.to_string(), ToString::to_string);
-        let inbound = Inbound::tap(conversation, who, Surface::Slack, command)
+        let inbound = Inbound::tap(conversation, who, super::SURFACE, command)
             .named(&name(user))
             .keyed(format!("slack:action:{}:{stamp}", user.id));
         let response = self.engine.handle(inbound).await;
@@ -224,7 +224,7 @@ impl Handler<'_> {
             tracing::warn!(form = %command, "a slack form that is not understood");
             return;
         };
-        let inbound = Inbound::tap(conversation, who, Surface::Slack, command)
+        let inbound = Inbound::tap(conversation, who, super::SURFACE, command)
             .named(&name(&event.user))
             .keyed(format!("slack:view:{}", event.view.state_params.id));
         let response = self.engine.handle(inbound).await;
@@ -242,7 +242,7 @@ impl Handler<'_> {
         let (Some(conversation), Some(who)) = (place.conversation(), user_ref(&event.user_id.0)) else { return };
         let inbound =
             // Its answer is an ephemeral note: only the sender reads it.
-            Inbound::text(conversation, who, Surface::Slack, text)
+            Inbound::text(conversation, who, super::SURFACE, text)
                 .keyed(format!("slack:command:{}", event.trigger_id))
                 .in_private(true);
         let response = self.engine.handle(inbound).await;

@@ -9,7 +9,11 @@ pub struct Platform;
 
 impl crate::channel::Component for Platform {
     fn name(&self) -> &'static str {
-        "telegram"
+        super::SURFACE.as_str()
+    }
+
+    fn answered_on(&self) -> &'static str {
+        "A Telegram button or message."
     }
 
     fn check(&self, section: &ChatConfig) -> Result<(), ConfigError> {

@@ -12,7 +12,7 @@ use super::{Telegram, conversation_of, display_name, retry, user_ref};
 use crate::command::FormAction;
 use crate::engine::{Engine, FormStep, Resolver, Response};
 use crate::question::form::{Draft, Field, Form};
-use crate::question::{Question, Receipt, Surface};
+use crate::question::{Question, Receipt};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording::{self, replies};
 
@@ -78,7 +78,7 @@ impl Telegram {
                     name: crate::question::display_name(&display_name(&query.from)),
                     update: Some(key.to_owned()),
                     conversation: Some(conversation_of(message)),
-                    ..Resolver::person(user, Surface::Telegram)
+                    ..Resolver::person(user, super::SURFACE)
                 };
                 let step = engine.form_step(question, &resolver, Some(&field.key), &text).await;
                 let (note, alert) = match step {
@@ -166,7 +166,7 @@ impl Telegram {
         match sent.await {
             Ok(prompt) => {
                 let (chat, sent) = (prompt.chat.id.0.to_string(), prompt.id.0.to_string());
-                engine.record_delivery(question, Delivery::prompt(question.id, Surface::Telegram, chat, sent)).await;
+                engine.record_delivery(question, Delivery::prompt(question.id, super::SURFACE, chat, sent)).await;
             }
             Err(e) => tracing::warn!(error = %e, "could not ask for a field's value"),
         }
@@ -194,9 +194,8 @@ impl Telegram {
             }
         };
         let chat = message.chat.id.0.to_string();
-        let cards = deliveries
-            .iter()
-            .filter(|d| d.surface == Surface::Telegram && d.chat == chat && d.role == DeliveryRole::Card);
+        let cards =
+            deliveries.iter().filter(|d| d.surface == super::SURFACE && d.chat == chat && d.role == DeliveryRole::Card);
         for card in cards {
             let Ok(id) = card.message.parse::<i32>() else { continue };
             self.draw_form(message.chat.id, MessageId(id), question, fields, draft, engine).await;

@@ -32,14 +32,14 @@ impl Channel for Telegram {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Telegram
+        super::SURFACE
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let card = render::card(question, self.clock.now_ms());
         let sent = self.send(conversation, card.text, card.keyboard).await?;
-        Ok(vec![Delivery::card(question.id, Surface::Telegram, sent.chat.id.0.to_string(), sent.id.0.to_string())])
+        Ok(vec![Delivery::card(question.id, super::SURFACE, sent.chat.id.0.to_string(), sent.id.0.to_string())])
     }
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
