@@ -223,16 +223,13 @@ impl Outbox {
 
     /// Detaches every channel and gives the lanes `grace` to deliver what they hold; false
     /// when some did not finish in time, and those drop what they held (a card not shown is
-    /// shown at the next start).
+    /// shown at the next start) and end at once.
     pub(super) async fn close(&self, grace: Duration) -> bool {
         lock(&self.channels).clear();
         self.lanes.close();
-        if tokio::time::timeout(grace, self.lanes.wait()).await.is_ok() {
-            return true;
-        }
+        let delivered = tokio::time::timeout(grace, self.lanes.wait()).await.is_ok();
         self.abandon.cancel();
-        self.lanes.wait().await;
-        false
+        delivered
     }
 }
 
