@@ -103,6 +103,8 @@ pub(super) struct Outbox {
     lanes: TaskTracker,
     tasks: super::Tasks,
     stop: CancellationToken,
+    /// Fires when the lanes' grace at shutdown ran out: each drops what it was delivering.
+    abandon: CancellationToken,
 }
 
 impl Outbox {
@@ -115,6 +117,7 @@ impl Outbox {
             lanes: TaskTracker::new(),
             tasks,
             stop,
+            abandon: CancellationToken::new(),
         }
     }
 
@@ -187,6 +190,7 @@ impl Outbox {
                         channel: channel.clone(),
                         undelivered: undelivered.clone(),
                         stop: self.stop.clone(),
+                        abandon: self.abandon.clone(),
                     };
                     self.tasks.spawn(self.lanes.track_future(lane.run(rx)));
                     tx
@@ -218,11 +222,14 @@ impl Outbox {
     }
 
     /// Detaches every channel and gives the lanes `grace` to deliver what they hold; false
-    /// when some did not finish in time.
+    /// when some did not finish in time, and those drop what they held (a card not shown is
+    /// shown at the next start) and end at once.
     pub(super) async fn close(&self, grace: Duration) -> bool {
         lock(&self.channels).clear();
         self.lanes.close();
-        tokio::time::timeout(grace, self.lanes.wait()).await.is_ok()
+        let delivered = tokio::time::timeout(grace, self.lanes.wait()).await.is_ok();
+        self.abandon.cancel();
+        delivered
     }
 }
 
@@ -377,6 +384,7 @@ struct Lane {
     channel: Arc<dyn Channel>,
     undelivered: Arc<AtomicUsize>,
     stop: CancellationToken,
+    abandon: CancellationToken,
 }
 
 impl Lane {
@@ -387,9 +395,18 @@ impl Lane {
         // resolution racing the announcement) is not shown at all, and a message recorded
         // late is retracted at once.
         let mut closed: Recent<Arc<Question>> = Recent::new(128);
-        while let Some(message) = queue.recv().await {
-            self.deliver(message, &mut shown, &mut closed).await;
-            self.backlog.done();
+        // A delivery that outlasts the grace at shutdown (a platform that does not answer,
+        // sends tried again) is dropped with the rest of the queue.
+        let abandoned = self.abandon.clone();
+        let delivering = async {
+            while let Some(message) = queue.recv().await {
+                self.deliver(message, &mut shown, &mut closed).await;
+                self.backlog.done();
+            }
+        };
+        tokio::select! {
+            () = delivering => {}
+            () = abandoned.cancelled() => {}
         }
     }
 

@@ -181,7 +181,10 @@ impl Served {
         };
         // The last lines are read after the exit.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        (status, self.log())
+        let log = self.log();
+        // Whatever a scenario left behind ends on the stop: none is waited out.
+        assert!(!log.contains("tasks still running"), "the stop waited for tasks that should have ended:\n{log}");
+        (status, log)
     }
 }
 

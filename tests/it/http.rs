@@ -138,8 +138,13 @@ impl App {
         body["id"].as_str().unwrap().to_owned()
     }
 
+    /// Stops the gateway; whatever the test left under way has ended by the time the store
+    /// closes (a task the stop waited out and left running is a fault).
     pub async fn stop(mut self) {
-        self.gateway.take().unwrap().shutdown().await;
+        let gateway = self.gateway.take().unwrap();
+        let tasks = gateway.engine().tasks().clone();
+        gateway.shutdown().await;
+        assert!(tasks.is_empty(), "{} tasks outlived the stop", tasks.len());
     }
 }
 

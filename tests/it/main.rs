@@ -48,6 +48,7 @@ mod slack;
 mod slack_forms;
 mod startup;
 mod stdio_bridge;
+mod stop;
 mod store;
 mod support;
 mod telegram;

@@ -1,0 +1,51 @@
+//! A stop ends what is under way: nothing it waits for is left running when the store closes.
+
+use std::sync::Arc;
+
+use askgate::engine::{Channel, ChannelError, Functions};
+use askgate::question::{Conversation, Question, Surface};
+use askgate::store::Delivery;
+use async_trait::async_trait;
+
+use crate::support::{Harness, room};
+
+/// A platform that never answers: whatever is sent to it hangs.
+struct Silent;
+
+#[async_trait]
+impl Channel for Silent {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    fn surface(&self) -> Surface {
+        Surface::Other
+    }
+
+    async fn show_question(&self, _question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        std::future::pending().await
+    }
+
+    async fn retract(&self, _question: &Question, _cards: &[Delivery]) -> Result<(), ChannelError> {
+        std::future::pending().await
+    }
+
+    async fn send_text(&self, _conversation: &Conversation, _text: &str) -> Result<(), ChannelError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_lane_whose_platform_never_answers_ends_when_its_grace_at_the_stop_runs_out() {
+    let h = Harness::new(Functions::new()).await;
+    h.engine.attach(Arc::new(Silent));
+    let other = Conversation::parse("test:other").unwrap();
+    for conversation in [room(), other] {
+        h.engine.send_text(&conversation, "are you there?".into());
+    }
+    let tasks = h.engine.tasks().clone();
+    h.engine.shutdown().await;
+    // The lanes gave up what they held when their grace ran out, so that the tracker's drain
+    // found nothing left; a lane still counted would be waited out, then left running.
+    assert!(tasks.is_empty(), "{} tasks outlived the stop", tasks.len());
+}
