@@ -19,7 +19,7 @@ impl Channel for Silent {
     }
 
     fn surface(&self) -> Surface {
-        Surface::Other
+        Surface::OTHER
     }
 
     async fn show_question(&self, _question: &Question) -> Result<Vec<Delivery>, ChannelError> {
