@@ -20,7 +20,7 @@
 
 mod access;
 mod board;
-mod callbacks;
+pub mod callbacks;
 mod claim;
 mod context;
 mod delivery;

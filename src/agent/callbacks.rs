@@ -6,7 +6,7 @@
 //! PostgreSQL only one instance sends it, and another takes it over if that one dies), POSTs
 //! the body signed as the webhook channel signs (`X-Askgate-Timestamp`, `X-Askgate-Signature:
 //! v1=…`) with the row's id as `Idempotency-Key`, and records what came of it. Anything but a
-//! 2xx is tried again with a doubling pause (at most [`MAX_PAUSE`], or what `Retry-After`
+//! 2xx is tried again with a doubling pause (at most [`RETRY`]'s 10 minutes, or what `Retry-After`
 //! asks) until [`GIVE_UP_AFTER`] past the outcome; the receiver may see one body twice (a
 //! timeout after it took it, a crash before the delivery was recorded), always under the same
 //! key, and never again once one attempt succeeded.
@@ -28,25 +28,10 @@ pub use rules::CallbackRules;
 use rules::{PublicOnly, Reach};
 
 use crate::engine::Engine;
-use crate::engine::retry::Backoff;
+use crate::engine::callbacks::{BATCH, GIVE_UP_AFTER, LEASE, RETRY, woken};
 use crate::store::{Callback, CallbackTry};
 
 use crate::http::{CallbackCheck, OutcomeView, RunView};
-
-/// The longest pause between two attempts.
-pub const MAX_PAUSE: Duration = Duration::from_secs(600);
-/// How long after the outcome askgate keeps trying.
-pub const GIVE_UP_AFTER: Duration = Duration::from_secs(25 * 3600);
-/// How long the deliverer holds a row it is sending (longer than any attempt).
-const LEASE: Duration = Duration::from_secs(120);
-/// How often the outbox is read when nothing woke the deliverer: rows other instances left,
-/// and pauses that ended.
-const SCAN_EVERY: Duration = Duration::from_secs(5);
-/// How many due rows are sent at once.
-const BATCH: u32 = 16;
-
-/// The pauses between attempts: 1 s, doubling, at most [`MAX_PAUSE`].
-const BACKOFF: Backoff = Backoff { first: Duration::from_secs(1), max: MAX_PAUSE, retries: u32::MAX };
 
 /// Headers an asker may not set: askgate's own (its signature, its key, `X-Askgate-*`), HTTP's
 /// framing and connection headers (which could split or smuggle a request), and those a
@@ -131,23 +116,8 @@ pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: 
             deliverer.send_due().await;
             // Woken by what ends a run (an agent's question has a run of its own), else at the
             // next read: rows other instances left, pauses that ended.
-            let wait = async {
-                loop {
-                    match events.recv().await {
-                        Ok(logged) if ends_a_run(&logged.event) => return,
-                        Ok(_) => {}
-                        // A lagging receiver only means the next read of the outbox finds more.
-                        Err(_) => {
-                            events = events.resubscribe();
-                            return;
-                        }
-                    }
-                }
-            };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(SCAN_EVERY) => {}
-                () = wait => {}
+            if !woken(&mut events, &stop, ends_a_run).await {
+                return;
             }
         }
     });
@@ -274,7 +244,7 @@ impl Deliverer {
     async fn post(&self, callback: &Callback, body: &[u8]) -> CallbackTry {
         let attempt = callback.attempts + 1;
         let retry = |error: String, asked: Option<Duration>| {
-            let pause = BACKOFF.pause(attempt, asked);
+            let pause = RETRY.pause(attempt, asked);
             let next_at = self.engine.clock().now_ms() + i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
             CallbackTry::Retry { next_at, error }
         };

@@ -9,8 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Engine;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
 use super::retry::Backoff;
+use super::{Engine, Event, Logged};
 use crate::question::{QuestionId, RunId};
 use crate::store::command::{AddCallback, CallbackTried, TakeCallback};
 use crate::store::{Callback, CallbackTry, StoreError, StoreExt};
@@ -21,12 +24,12 @@ pub const RETRY: Backoff = Backoff { first: Duration::from_secs(1), max: Duratio
 /// How long after its run ended a row is still tried.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(25 * 3600);
 /// How long a sender holds a row it is sending: longer than any attempt may take.
-const LEASE: Duration = Duration::from_secs(120);
+pub const LEASE: Duration = Duration::from_secs(120);
 /// How often the outbox is read when nothing woke the sender: rows another instance left,
 /// and pauses that ended.
 const SCAN_EVERY: Duration = Duration::from_secs(5);
 /// How many due rows are read at once.
-const BATCH: u32 = 16;
+pub const BATCH: u32 = 16;
 /// How many rows are sent at once: a receiver that hangs holds up only its own.
 const AT_ONCE: usize = 8;
 
@@ -128,6 +131,34 @@ impl Engine {
     }
 }
 
+/// Waits until a sender of the outbox has something to read: an event `wakes` takes, or the
+/// next read (every 5 s: rows another instance left, pauses that ended). `false` once
+/// askgate stops.
+pub async fn woken(
+    events: &mut broadcast::Receiver<Arc<Logged>>,
+    stop: &CancellationToken,
+    wakes: impl Fn(&Event) -> bool,
+) -> bool {
+    let event = async {
+        loop {
+            match events.recv().await {
+                Ok(logged) if wakes(&logged.event) => return,
+                Ok(_) => {}
+                // A lagging receiver only means the next read finds more.
+                Err(_) => {
+                    *events = events.resubscribe();
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(SCAN_EVERY) => true,
+        () = event => true,
+    }
+}
+
 impl Engine {
     /// Sends the due rows of `courier`'s route until askgate stops: each taken for a while (one
     /// sender at a time, also across instances sharing a database), tried again after a pause
@@ -141,23 +172,8 @@ impl Engine {
                 engine.send_due(&courier).await;
                 // Woken by a resolution (it ends the run of an agent's question), else at the
                 // next read.
-                let resolved = async {
-                    loop {
-                        match events.recv().await {
-                            Ok(logged) if matches!(logged.event, super::Event::Resolved(_)) => return,
-                            Ok(_) => {}
-                            // A lagging receiver only means the next read finds more.
-                            Err(_) => {
-                                events = events.resubscribe();
-                                return;
-                            }
-                        }
-                    }
-                };
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(SCAN_EVERY) => {}
-                    () = resolved => {}
+                if !woken(&mut events, &stop, |event| matches!(event, super::Event::Resolved(_))).await {
+                    return;
                 }
             }
         });
