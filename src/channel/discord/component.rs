@@ -22,7 +22,6 @@ impl crate::channel::Component for Platform {
 
     fn start(&self, cx: &Context<'_>) -> Result<Started, PlatformError> {
         let Some(chat) = cx.section else { return Ok(Started::default()) };
-        super::config::check(chat)?;
         let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
         let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, cx.clock.clone());
         cx.engine.attach(adapter.clone());
