@@ -22,6 +22,12 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 /// A source file without its comments, its string literals' contents and its unit tests
 /// (which may use anything), so that only what the code imports is left.
 fn code(text: &str) -> String {
+    without_comments(text, false)
+}
+
+/// A source file without its `//` and `/* */` comments (doc comments too) and its inline unit
+/// tests; its string literals kept, or emptied (`""`) when `keep_strings` is false.
+fn without_comments(text: &str, keep_strings: bool) -> String {
     let text = match text.find("#[cfg(test)]\nmod tests {") {
         Some(at) => &text[..at],
         None => text,
@@ -38,15 +44,31 @@ fn code(text: &str) -> String {
                     }
                 }
             }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                    }
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
             '"' => {
+                out.push('"');
                 let mut escaped = false;
                 for c in chars.by_ref() {
                     if !escaped && c == '"' {
                         break;
                     }
+                    if keep_strings {
+                        out.push(c);
+                    }
                     escaped = !escaped && c == '\\';
                 }
-                out.push_str("\"\"");
+                out.push('"');
             }
             // A char literal of a quote ('"') is not a string.
             '\'' if chars.peek() == Some(&'"') => {
@@ -233,57 +255,10 @@ use super::Engine;
 /// The chat platforms askgate ships, each in `src/channel/<name>/` (and `src/channel/<name>.rs`).
 const PLATFORMS: [&str; 3] = ["telegram", "discord", "slack"];
 
-/// A source file's code lines: without `//` and `/* */` comments (doc comments too) and
-/// without its inline unit tests, string literals kept (a name in a message or a key is code).
+/// A source file's code lines: without comments and unit tests, string literals kept (a name in
+/// a message or a key is code).
 fn code_lines(text: &str) -> Vec<String> {
-    let text = match text.find("#[cfg(test)]\nmod tests {") {
-        Some(at) => &text[..at],
-        None => text,
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                    }
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
-            }
-            '"' => {
-                out.push('"');
-                let mut escaped = false;
-                for c in chars.by_ref() {
-                    out.push(c);
-                    if !escaped && c == '"' {
-                        break;
-                    }
-                    escaped = !escaped && c == '\\';
-                }
-            }
-            // A char literal of a quote ('"') is not a string.
-            '\'' if chars.peek() == Some(&'"') => {
-                chars.next();
-                out.push_str("'x");
-            }
-            c => out.push(c),
-        }
-    }
-    out.lines().map(str::to_owned).collect()
+    without_comments(text, true).lines().map(str::to_owned).collect()
 }
 
 /// For each platform, the files outside its folder whose code names it, with their lines.
