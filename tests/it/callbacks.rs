@@ -95,17 +95,9 @@ async fn a_callback_reaches_a_receiver_that_was_down_across_a_restart_exactly_on
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let config = write_config(dir.path(), &allow(&[port]));
     let served = Served::start_with_env(&config, &env());
-    let (base, token) = served.agent(dir.path()).await;
     let url = format!("http://127.0.0.1:{port}/done");
-    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
-                     "callback": {"url": url, "headers": {"X-Trace": "run-7"}}});
-    let (status, asked) = post(&base, &token, "/api/questions", ask).await;
-    assert_eq!(status, 201, "{asked}");
-    let id = asked["id"].as_str().unwrap().to_owned();
-    let (operator_base, operator) = served.api(dir.path()).await;
-    let (status, body) =
-        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
-    assert_eq!(status, 200, "{body}");
+    let id = ask_calling_back(&served, dir.path(), json!({"url": url, "headers": {"X-Trace": "run-7"}})).await;
+    answer_yes(&served, dir.path(), &id).await;
     served.log_line("callback not delivered").await;
     served.terminate().await;
 
@@ -161,6 +153,23 @@ async fn a_slow_receiver_sees_the_same_key_again_and_a_run_reports_how_it_ended(
     nothing_left_to_send(dir.path()).await;
 }
 
+/// Asks "Ship it?" in the console as the agent, with `callback`; the question's id.
+async fn ask_calling_back(served: &Served, dir: &std::path::Path, callback: Value) -> String {
+    let (base, token) = served.agent(dir).await;
+    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
+                     "callback": callback});
+    let (status, asked) = post(&base, &token, "/api/questions", ask).await;
+    assert_eq!(status, 201, "{asked}");
+    asked["id"].as_str().unwrap().to_owned()
+}
+
+/// The operator answers the question `id` "yes".
+async fn answer_yes(served: &Served, dir: &std::path::Path, id: &str) {
+    let (base, operator) = served.api(dir).await;
+    let (status, body) = post(&base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
+    assert_eq!(status, 200, "{body}");
+}
+
 /// The outbox in `dir`'s database holds no callback to send, now or after any pause: each was
 /// recorded delivered (or given up), so no askgate on it sends one again.
 async fn nothing_left_to_send(dir: &std::path::Path) {
@@ -183,16 +192,9 @@ async fn a_stop_waits_for_a_callback_being_sent_and_records_it_delivered() {
     let receiver = Receiver { first_takes: Duration::from_millis(1500), ..Receiver::default() };
     receiver.serve(listener);
     let served = Served::start_with_env(&config, &env());
-    let (base, token) = served.agent(dir.path()).await;
-    let ask = json!({"conversation": "console:local", "prompt": "Ship it?", "options": ["yes", "no"],
-                     "callback": {"url": format!("http://127.0.0.1:{port}/done")}});
-    let (status, asked) = post(&base, &token, "/api/questions", ask).await;
-    assert_eq!(status, 201, "{asked}");
-    let id = asked["id"].as_str().unwrap().to_owned();
-    let (operator_base, operator) = served.api(dir.path()).await;
-    let (status, body) =
-        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
-    assert_eq!(status, 200, "{body}");
+    let url = format!("http://127.0.0.1:{port}/done");
+    let id = ask_calling_back(&served, dir.path(), json!({"url": url})).await;
+    answer_yes(&served, dir.path(), &id).await;
     // The receiver holds the callback: askgate is told to stop while it is being sent.
     eventually(|| async { receiver.seen().first().cloned() }).await;
     let (exit, log) = served.terminate_logged().await;
@@ -318,9 +320,7 @@ async fn a_name_that_resolves_to_loopback_is_refused_when_the_callback_is_sent()
     let (operator_base, operator) = served.api(dir.path()).await;
     let asked = crate::support::get_json(&format!("{operator_base}/api/questions"), &operator).await;
     let id = asked["questions"][0]["id"].as_str().unwrap().to_owned();
-    let (status, body) =
-        post(&operator_base, &operator, &format!("/api/questions/{id}/reply"), json!({"value": "yes"})).await;
-    assert_eq!(status, 200, "{body}");
+    answer_yes(&served, dir.path(), &id).await;
     let line = served.log_line("callback not delivered").await;
     assert!(line.contains("resolves to no public address") && line.contains("loopback"), "{line}");
     assert_eq!(
