@@ -177,15 +177,7 @@ impl Askgate {
     pub async fn ask_of(&self, conversation: &str, answerers: &[&str], mut body: Value) -> String {
         body["conversation"] = json!(conversation);
         body["answerers"] = json!(answerers);
-        let r = reqwest::Client::new()
-            .post(format!("{}/api/questions", self.base))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        let asked: Value = r.json().await.unwrap();
+        let (status, asked) = crate::support::post(&self.base, &self.token, "/api/questions", &body).await;
         assert_eq!(status, reqwest::StatusCode::CREATED, "{asked}");
         asked["id"].as_str().unwrap().to_owned()
     }
@@ -208,14 +200,9 @@ impl Askgate {
 
     /// Answers `id` through the API with `token`.
     pub async fn answer_with(&self, token: &str, id: &str, value: Value) {
-        let r = reqwest::Client::new()
-            .post(format!("{}/api/questions/{id}/reply", self.base))
-            .bearer_auth(token)
-            .json(&json!({ "value": value }))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{:?}", r.text().await);
+        let path = format!("/api/questions/{id}/reply");
+        let (status, answered) = crate::support::post(&self.base, token, &path, json!({ "value": value })).await;
+        assert!(status.is_success(), "{status:?} {answered}");
     }
 }
 

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::driver::{Askgate, Card, Choice, Delivered, Driver, Who};
-use crate::support::{eventually, get_json};
+use crate::support::{eventually, get_json, post};
 
 pub struct Page {
     askgate: Askgate,
@@ -41,14 +41,7 @@ impl Page {
     }
 
     async fn post(&self, who: Who, path: &str, body: &Value) -> (reqwest::StatusCode, Value) {
-        let r = reqwest::Client::new()
-            .post(format!("{}{path}", self.askgate.base))
-            .bearer_auth(self.token(who))
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        (r.status(), r.json().await.unwrap_or(Value::Null))
+        post(&self.askgate.base, self.token(who), path, body).await
     }
 }
 
