@@ -290,3 +290,30 @@ async fn someone_who_may_not_answer_the_waiting_question_is_told_so() {
     assert_eq!(r.text.as_deref(), Some("The question waiting here is not yours to answer."));
     assert_eq!(h.question(&card).await.status, Status::Pending);
 }
+
+#[tokio::test]
+async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
+    init_log();
+    let dir = TempDir::new().unwrap();
+    let path = db_path(dir.path());
+    let sqlite = askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal);
+    let store = Arc::new(reads::Counting::new(Arc::new(sqlite.await.unwrap())));
+    let mut settings = Settings::default();
+    settings.channels.insert("test".into(), anyone());
+    let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, Clock::manual(T0));
+    let recorder = Arc::new(Recorder::default());
+    engine.attach(recorder.clone());
+    engine.start().await.unwrap();
+    engine.handle(Inbound::text(room(), alice(), Surface::CONSOLE, "/run demo")).await;
+    let card = eventually(|| async { recorder.cards().first().cloned() }).await;
+
+    // The adapter opens the card's question once, as a button's tap does.
+    let opened = engine.open_card(card.id, &room(), &alice()).await.unwrap();
+    let before = store.reads_of(card.id);
+    let command = askgate::command::Command::Answer { id: card.id.to_string(), choice: "2".into() };
+    let r = engine.handle(Inbound::on_card(room(), alice(), Surface::CONSOLE, opened, command)).await;
+
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    assert_eq!(store.reads_of(card.id), before, "the tap read its question again");
+    engine.shutdown().await;
+}

@@ -18,6 +18,8 @@ use crate::backend::Place;
 use async_trait::async_trait;
 use tempfile::TempDir;
 
+pub mod reads;
+
 /// Rules that let anyone start runs (channels default to nobody).
 pub fn anyone() -> ChannelPolicy {
     ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() }
