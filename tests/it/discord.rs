@@ -140,17 +140,32 @@ async fn the_demo_runs_by_clicking_buttons() {
 }
 
 #[tokio::test]
-async fn typed_commands_plain_replies_and_replies_to_the_card_work() {
+async fn a_typed_answer_names_its_question_by_a_short_prefix() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     fake.message(ALICE, CHANNEL, &format!("/answer {} 3", &question_id(&card).to_string()[..5]), None);
     retracted(&fake, id_of(&card), "✅ luxon").await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn a_reply_to_a_card_answers_it() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    fake.message(ALICE, CHANNEL, &format!("/answer {} 3", question_id(&card)), None);
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     fake.message(ALICE, CHANNEL, "no", Some(id_of(&confirm)));
     fake.sent("left the 87 emails where they are", 1).await;
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn a_plain_message_answers_the_one_waiting_question() {
+    let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
-    let card = fake.sent("Which library", 2).await;
+    let card = fake.sent("Which library", 1).await;
     fake.message(ALICE, CHANNEL, "2", None);
     retracted(&fake, id_of(&card), "✅ date\\-fns").await;
     dc.stop().await;
@@ -193,7 +208,7 @@ async fn options_with_descriptions_are_a_select_that_shows_them() {
 }
 
 #[tokio::test]
-async fn free_text_and_reject_with_a_note_go_through_modals() {
+async fn free_text_goes_through_a_modal() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
@@ -205,7 +220,12 @@ async fn free_text_and_reject_with_a_note_go_through_modals() {
     let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &submit, "moment.js");
     assert_eq!(fake.callback(submitted).await["type"], 7);
     retracted(&fake, id_of(&card), "✅ moment.js").await;
+    dc.stop().await;
+}
 
+#[tokio::test]
+async fn reject_with_a_note_goes_through_a_modal() {
+    let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run approve-demo", None);
     let card = fake.sent("Approve: rm \\-rf build/", 1).await;
     let open = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Reject with note…"));
@@ -227,7 +247,7 @@ async fn free_text_and_reject_with_a_note_go_through_modals() {
 }
 
 #[tokio::test]
-async fn a_quorum_approval_counts_clicks_on_its_card_and_the_second_person_allows_it() {
+async fn a_quorum_approval_counts_each_approvers_click_once_until_it_has_enough() {
     let (_dir, fake, _, dc) = setup().await;
     // Carol asks; her own approval does not count toward it.
     let carol = 100_000_000_000_000_103;
@@ -286,19 +306,26 @@ async fn a_reminder_pings_only_the_answerer_with_the_cards_commands() {
 }
 
 #[tokio::test]
-async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once() {
+async fn another_users_click_is_refused_privately() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let dayjs = custom_id(&card, "dayjs");
-    let refused = fake.click(BOB, CHANNEL, id_of(&card), &dayjs);
+    let refused = fake.click(BOB, CHANNEL, id_of(&card), &custom_id(&card, "dayjs"));
     let response = fake.callback(refused).await;
     assert_eq!(response["type"], 4);
     assert_eq!(response["data"]["flags"], 64, "ephemeral: {response}");
     assert_eq!(response["data"]["content"], "Not yours to answer.");
     let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
+    dc.stop().await;
+}
 
+#[tokio::test]
+async fn a_replayed_click_or_a_second_one_resumes_the_run_once() {
+    let (_dir, fake, _, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let dayjs = custom_id(&card, "dayjs");
     let first = fake.click(ALICE, CHANNEL, id_of(&card), &dayjs);
     assert_eq!(fake.callback(first).await["type"], 7);
     fake.sent("Archive all 87 emails?", 1).await;
@@ -318,7 +345,7 @@ async fn another_users_click_is_refused_privately_and_a_duplicate_resumes_once()
 }
 
 #[tokio::test]
-async fn forged_component_payloads_and_forms_are_refused_and_change_nothing() {
+async fn forged_component_payloads_or_forms_are_refused() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
@@ -402,7 +429,7 @@ async fn the_run_application_command_starts_a_run() {
 }
 
 #[tokio::test]
-async fn rate_limited_sends_are_retried_and_nothing_is_lost() {
+async fn a_rate_limited_send_is_retried_until_delivered() {
     let (_dir, fake, _, dc) = setup().await;
     fake.fail_next(2);
     fake.message(ALICE, CHANNEL, "/run demo", None);
@@ -417,7 +444,7 @@ async fn rate_limited_sends_are_retried_and_nothing_is_lost() {
 }
 
 #[tokio::test]
-async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
+async fn by_default_a_stranger_starts_no_run_but_is_told_their_id() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeDiscord::start().await;
     let dc = Dc::start_with(&dir, &url, &fake, Settings::default()).await;
@@ -428,17 +455,29 @@ async fn by_default_a_stranger_cannot_start_runs_and_is_told_their_id() {
     dc.stop().await;
 }
 
-#[tokio::test]
-async fn allow_always_is_listed_by_grants_and_taken_back_by_revoke() {
-    let (_dir, fake, _, dc) = setup().await;
+/// Alice allowed `rm -rf build/` always by clicking its card: the grant's short id.
+async fn allowed_always(fake: &FakeDiscord, dc: &Dc) -> String {
     fake.message(ALICE, CHANNEL, "/run approve-demo", None);
     let card = fake.sent("Approve: rm \\-rf build/", 1).await;
     fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Allow always"));
     let grants = eventually(|| async { dc.engine.grants(None).await.unwrap().pop() }).await;
-    let short = grants.id[..8].to_owned();
+    grants.id[..8].to_owned()
+}
+
+#[tokio::test]
+async fn allow_always_is_listed_by_grants() {
+    let (_dir, fake, _, dc) = setup().await;
+    let short = allowed_always(&fake, &dc).await;
     fake.message(ALICE, CHANNEL, "/grants", None);
     let listed = fake.sent("1 standing grant here", 1).await;
     assert!(listed["content"].as_str().unwrap().contains(&format!("/revoke {short}")), "{listed}");
+    dc.stop().await;
+}
+
+#[tokio::test]
+async fn revoke_takes_back_an_allow_always() {
+    let (_dir, fake, _, dc) = setup().await;
+    let short = allowed_always(&fake, &dc).await;
     fake.message(ALICE, CHANNEL, &format!("/revoke {short}"), None);
     fake.sent(&format!("Revoked {short}"), 1).await;
     assert!(dc.engine.grants(None).await.unwrap().is_empty());
@@ -446,7 +485,7 @@ async fn allow_always_is_listed_by_grants_and_taken_back_by_revoke() {
 }
 
 #[tokio::test]
-async fn edit_opens_a_form_holding_the_action_and_allows_it_as_edited() {
+async fn edit_opens_a_form_holding_the_action_to_allow_as_edited() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run approve-demo", None);
     let card = fake.sent("Approve: rm \\-rf build/", 1).await;

@@ -128,15 +128,27 @@ async fn edited(fake: &FakeTelegram, chat: i64, message: i64, needle: &str) -> V
     .await
 }
 
-#[tokio::test]
-async fn web_in_a_private_chat_sends_a_sign_in_link_and_in_a_group_refuses() {
+/// askgate with Telegram and a page to sign in to.
+async fn with_a_page() -> (TempDir, FakeTelegram, Tg) {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let settings = Settings { page_url: Some("http://127.0.0.1:9/".into()), ..Settings::default() };
     let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
+    (dir, fake, tg)
+}
+
+#[tokio::test]
+async fn web_in_a_group_is_refused_without_a_link() {
+    let (_dir, fake, tg) = with_a_page().await;
     fake.text(ALICE, GROUP, "/web", None);
     let refused = fake.sent("Send /web to me in a private chat", 1).await;
     assert!(!refused["text"].as_str().unwrap().contains("#signin="), "{refused}");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn web_in_a_private_chat_sends_a_sign_in_link_that_works_once() {
+    let (_dir, fake, tg) = with_a_page().await;
     fake.text(ALICE, ALICE, "/web", None);
     let sent = fake.sent("#signin=", 1).await;
     let text = sent["text"].as_str().unwrap();
@@ -168,35 +180,49 @@ async fn the_demo_runs_by_tapping_buttons() {
 }
 
 #[tokio::test]
-async fn typed_commands_plain_replies_and_replies_to_the_card_answer_too() {
+async fn a_typed_answer_names_its_question_by_a_short_prefix() {
     let (_dir, fake, _, tg) = setup().await;
-    // /answer with a short prefix.
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
     let prefix = &question_id(&card).to_string()[..6];
     fake.text(ALICE, ALICE, &format!("/answer {prefix} 2"), None);
     edited(&fake, ALICE, id_of(&card), "✅ date-fns").await;
-    // A plain "yes" answers the one question waiting.
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_plain_message_answers_the_one_waiting_question() {
+    let (_dir, fake, _, tg) = setup().await;
+    // A plain "2", then a plain "yes".
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    fake.text(ALICE, ALICE, "2", None);
+    edited(&fake, ALICE, id_of(&card), "✅ date-fns").await;
     fake.sent("Archive all 87 emails?", 1).await;
     fake.text(ALICE, ALICE, "yes", None);
     fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
-    // A plain "2".
+    // A plain "no".
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 2).await;
     fake.text(ALICE, ALICE, "2", None);
     edited(&fake, ALICE, id_of(&card), "✅ date-fns").await;
     fake.text(ALICE, ALICE, "no", None);
     fake.sent("left the 87 emails where they are", 1).await;
-    // Free text as a reply to the card.
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn free_text_in_reply_to_a_card_answers_it() {
+    let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
-    let card = fake.sent("Which library", 3).await;
+    let card = fake.sent("Which library", 1).await;
     fake.text(ALICE, ALICE, "moment.js, honestly", Some(id_of(&card)));
     edited(&fake, ALICE, id_of(&card), "✅ moment.js, honestly").await;
     tg.stop().await;
 }
 
 #[tokio::test]
-async fn multi_select_toggles_and_submits() {
+async fn multi_select_submits_the_options_toggled_on() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run multi", None);
     let card = fake.sent("Which days?", 1).await;
@@ -213,15 +239,29 @@ async fn multi_select_toggles_and_submits() {
     fake.press(ALICE, ALICE, id_of(&card), &data(&card_now, "Submit"));
     fake.sent("Picked Mon + Wed.", 1).await;
     edited(&fake, ALICE, id_of(&card), "✅ Mon, Wed").await;
-    // A stale toggle on the closed card changes nothing and says how it ended.
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_stale_toggle_on_a_closed_card_changes_nothing_but_says_how_it_ended() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run multi", None);
+    let card = fake.sent("Which days?", 1).await;
+    fake.text(ALICE, ALICE, &format!("/answer {} 1,3", question_id(&card)), None);
+    edited(&fake, ALICE, id_of(&card), "✅ Mon, Wed").await;
     let stale = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Tue"));
     let answer = fake.callback_answer(stale).await;
     assert!(answer["text"].as_str().unwrap().starts_with("Already closed: ✅ Mon, Wed"), "{answer}");
-    // Typed multi-select works as well.
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_typed_multi_select_answer_picks_several_positions() {
+    let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run multi", None);
-    let card = fake.sent("Which days?", 2).await;
+    let card = fake.sent("Which days?", 1).await;
     fake.text(ALICE, ALICE, &format!("/answer {} 1,3", question_id(&card)), None);
-    fake.sent("Picked Mon + Wed.", 2).await;
+    fake.sent("Picked Mon + Wed.", 1).await;
     tg.stop().await;
 }
 
@@ -274,7 +314,7 @@ async fn edit_takes_the_next_message_as_the_action_to_allow() {
 }
 
 #[tokio::test]
-async fn a_quorum_approval_counts_taps_on_its_card_and_the_second_person_allows_it() {
+async fn a_quorum_approval_counts_each_approvers_tap_once_until_it_has_enough() {
     let (_dir, fake, _, tg) = setup().await;
     // Carol asks; her own approval does not count toward it.
     let carol = 44;
@@ -327,9 +367,11 @@ async fn a_reminder_mentions_the_answerer_with_the_cards_commands() {
     tg.stop().await;
 }
 
-#[tokio::test]
-async fn an_unanswered_approval_is_escalated_to_another_chat_answered_there_and_retracted_in_both() {
-    const OPS: i64 = -100_456;
+const OPS: i64 = -100_456;
+
+/// An approval asked in the group and escalated to the ops chat after 10 minutes unanswered:
+/// the group's card and the ops chat's.
+async fn escalated() -> (TempDir, FakeTelegram, Tg, Value, Value) {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let mut settings = Settings::default();
@@ -345,8 +387,20 @@ async fn an_unanswered_approval_is_escalated_to_another_chat_answered_there_and_
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     clock.advance(10 * 60_000);
     let escalated = fake.sent("Approve: rm -rf build/", 2).await;
+    (dir, fake, tg, card, escalated)
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_is_escalated_to_another_chat() {
+    let (_dir, fake, tg, _, escalated) = escalated().await;
     assert_eq!(escalated["chat"]["id"], OPS, "{escalated}");
     fake.sent(&format!("Nobody answered this in telegram:{GROUP} for 10m"), 1).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_from_anyone_in_the_escalation_chat_closes_both_cards() {
+    let (_dir, fake, tg, card, escalated) = escalated().await;
     // Bob is not an answerer in the group, but anyone in the escalation chat may answer there.
     let tap = fake.press(BOB, OPS, id_of(&escalated), &data(&escalated, "Allow once"));
     assert_eq!(fake.callback_answer(tap).await["text"], "Recorded.");
@@ -357,7 +411,7 @@ async fn an_unanswered_approval_is_escalated_to_another_chat_answered_there_and_
 }
 
 #[tokio::test]
-async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
+async fn another_users_tap_in_a_group_is_refused_with_an_alert() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);
     let card = fake.sent("Which library", 1).await;
@@ -368,7 +422,14 @@ async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     assert!(fake.message(GROUP, id_of(&card)).get("reply_markup").is_some(), "the card must keep its buttons");
-    // A command for another bot in the group is not ours.
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_command_for_another_bot_in_a_group_is_not_ours() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, GROUP, "/run@askgate_bot demo", None);
+    fake.sent("Which library", 1).await;
     let before = fake.calls("sendmessage").len();
     fake.text(ALICE, GROUP, "/run@otherbot demo", None);
     fake.text(ALICE, GROUP, "/pending@askgate_bot", None);
@@ -378,7 +439,7 @@ async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
 }
 
 #[tokio::test]
-async fn forged_or_stale_button_payloads_are_refused_and_change_nothing() {
+async fn forged_or_stale_button_payloads_are_refused() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
@@ -399,18 +460,45 @@ async fn forged_or_stale_button_payloads_are_refused_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn a_duplicate_tap_and_a_redelivered_update_resume_once() {
+async fn a_redelivered_message_starts_no_second_run() {
     let (_dir, fake, _, tg) = setup().await;
     let run = fake.text(ALICE, ALICE, "/run demo", None);
-    let card = fake.sent("Which library", 1).await;
-    // A redelivered message would start a second run if it were applied again.
+    fake.sent("Which library", 1).await;
     fake.redeliver(run);
+    fake.text(ALICE, ALICE, "/pending", None);
+    fake.sent("1 waiting:", 1).await;
+    // One card and its /pending listing: one run.
+    fake.sent_exactly("Which library", 2).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_second_tap_on_an_answered_card_is_told_already_answered() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
     let first = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "luxon"));
     assert_eq!(fake.callback_answer(first).await["text"], "Recorded.");
     fake.sent("Archive all 87 emails?", 1).await;
     let again = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "luxon"));
     let answer = fake.callback_answer(again).await;
     assert!(answer["text"].as_str().unwrap().starts_with("Already answered"), "{answer}");
+    fake.text(ALICE, ALICE, "/pending", None);
+    let pending = fake.sent("1 waiting:", 1).await;
+    assert!(pending["text"].as_str().unwrap().contains("Archive all 87 emails?"));
+    // One card and its /pending listing: the run resumed once.
+    fake.sent_exactly("Archive all 87", 2).await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn a_redelivered_tap_is_answered_without_being_applied_again() {
+    let (_dir, fake, _, tg) = setup().await;
+    fake.text(ALICE, ALICE, "/run demo", None);
+    let card = fake.sent("Which library", 1).await;
+    let first = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "luxon"));
+    assert_eq!(fake.callback_answer(first).await["text"], "Recorded.");
+    fake.sent("Archive all 87 emails?", 1).await;
     let answers_before = fake.calls("answercallbackquery").len();
     fake.redeliver(first);
     // The redelivered update is answered (its spinner stops) and applied no more: it is known
@@ -423,8 +511,7 @@ async fn a_duplicate_tap_and_a_redelivered_update_resume_once() {
     assert_eq!(redelivered["callback_query_id"], format!("cb-{first}"));
     assert_eq!(redelivered["text"].as_str().unwrap_or(""), "", "{redelivered}");
     fake.text(ALICE, ALICE, "/pending", None);
-    let pending = fake.sent("1 waiting:", 1).await;
-    assert!(pending["text"].as_str().unwrap().contains("Archive all 87 emails?"));
+    fake.sent("1 waiting:", 1).await;
     // One card and its /pending listing: the run resumed once.
     fake.sent_exactly("Archive all 87", 2).await;
     tg.stop().await;
@@ -463,7 +550,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
 }
 
 #[tokio::test]
-async fn rate_limits_are_waited_out_and_nothing_is_lost() {
+async fn a_rate_limited_send_or_edit_is_retried_without_loss() {
     let (_dir, fake, _, tg) = setup().await;
     fake.fail_next("sendmessage", 1);
     fake.fail_next("editmessagetext", 1);
@@ -481,8 +568,8 @@ async fn rate_limits_are_waited_out_and_nothing_is_lost() {
     tg.stop().await;
 }
 
-#[tokio::test]
-async fn only_allowed_users_start_runs_and_a_stranger_is_told_their_id() {
+/// askgate with Telegram where only Alice may start runs.
+async fn only_alice() -> (TempDir, FakeTelegram, Tg) {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let mut settings = Settings::default();
@@ -491,12 +578,24 @@ async fn only_allowed_users_start_runs_and_a_stranger_is_told_their_id() {
         .channels
         .insert("telegram".into(), ChannelPolicy { allowed_users: Access::Only(vec![alice]), ..Default::default() });
     let tg = Tg::start(&dir, &url, Updates::Polling, settings).await;
+    (dir, fake, tg)
+}
+
+#[tokio::test]
+async fn a_stranger_who_may_not_start_runs_is_told_the_line_that_would_allow_them() {
+    let (_dir, fake, tg) = only_alice().await;
     fake.text(BOB, BOB, "/run demo", None);
     fake.sent(
         "You may not start runs here. An operator can allow you with allowed_users = [\"telegram:43\"] in [channels.telegram].",
         1,
     )
     .await;
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn an_allowed_user_starts_runs() {
+    let (_dir, fake, tg) = only_alice().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     fake.sent("Which library", 1).await;
     tg.stop().await;
@@ -515,7 +614,7 @@ async fn by_default_nobody_starts_runs_on_telegram() {
 }
 
 #[tokio::test]
-async fn an_expired_question_shows_expired_on_its_card_and_in_the_chat() {
+async fn an_expired_question_is_marked_expired_wherever_it_shows() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let clock = Clock::manual(1_800_000_000_000);
@@ -578,8 +677,22 @@ async fn raw_http_ok(addr: SocketAddr) -> bool {
     tokio::net::TcpStream::connect(addr).await.is_ok()
 }
 
+/// Alice allowed `rm -rf build/` always from its card's button: the grant's short id.
+async fn allowed_always(fake: &FakeTelegram, tg: &Tg) -> String {
+    fake.text(ALICE, ALICE, "/run approve-demo", None);
+    let card = fake.sent("Approve: rm -rf build/", 1).await;
+    fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
+    fake.sent("Allowed always", 1).await;
+    let grants = eventually(|| async {
+        let grants = tg.engine.grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+        (!grants.is_empty()).then_some(grants)
+    })
+    .await;
+    grants[0].id[..8].to_owned()
+}
+
 #[tokio::test]
-async fn allow_always_from_a_button_stores_a_grant_that_grants_lists_and_revoke_takes_back() {
+async fn allow_always_from_a_button_stores_a_grant_that_allows_the_next_time() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     let card = fake.sent("Approve: rm -rf build/", 1).await;
@@ -593,10 +706,23 @@ async fn allow_always_from_a_button_stores_a_grant_that_grants_lists_and_revoke_
     assert_eq!(grants.len(), 1);
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     fake.sent("Allowed by a standing grant", 1).await;
-    let short = grants[0].id[..8].to_owned();
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn grants_lists_the_standing_grants_of_the_chat() {
+    let (_dir, fake, _, tg) = setup().await;
+    let short = allowed_always(&fake, &tg).await;
     fake.text(ALICE, ALICE, "/grants", None);
     let listed = fake.sent("1 standing grant here", 1).await;
     assert!(listed["text"].as_str().unwrap().contains(&format!("[{short}] \"rm -rf build/\" — set by ")), "{listed}");
+    tg.stop().await;
+}
+
+#[tokio::test]
+async fn revoke_takes_a_grant_back() {
+    let (_dir, fake, _, tg) = setup().await;
+    let short = allowed_always(&fake, &tg).await;
     fake.text(ALICE, ALICE, &format!("/revoke {short}"), None);
     fake.sent(&format!("Revoked {short}"), 1).await;
     fake.text(ALICE, ALICE, "/run approve-demo", None);
@@ -646,7 +772,7 @@ async fn another_poller_on_the_same_token_shows_as_down_until_updates_flow_again
 }
 
 #[tokio::test]
-async fn an_idle_bot_keeps_polling_without_errors_and_answers_at_once() {
+async fn an_idle_bot_keeps_polling_without_errors() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     // A client that gives up after 2 s, and the usual 25 s long poll: askgate must poll for
@@ -669,7 +795,7 @@ async fn an_idle_bot_keeps_polling_without_errors_and_answers_at_once() {
 }
 
 #[tokio::test]
-async fn polling_that_fails_backs_off_briefly_shows_down_only_when_it_persists_and_recovers() {
+async fn failing_polls_show_down_only_while_the_failures_persist() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let timeouts = Timeouts { poll: std::time::Duration::from_secs(25), request: std::time::Duration::from_secs(2) };
@@ -708,7 +834,7 @@ pub(crate) fn binary_with_mcp(dir: &TempDir, url: &str, mcp: &str) -> crate::bin
 }
 
 #[tokio::test]
-async fn an_agents_question_over_mcp_is_answered_by_a_tap_and_the_card_is_retracted() {
+async fn an_agents_question_over_mcp_is_answered_by_a_tap() {
     use crate::mcp::{call, call_in_background, http_client, structured, text};
 
     let dir = TempDir::new().unwrap();
@@ -823,7 +949,7 @@ async fn a_gated_tool_call_is_approved_by_a_tap() {
 }
 
 #[tokio::test]
-async fn a_claude_code_hook_is_allowed_by_a_tap_and_its_card_says_so() {
+async fn a_claude_code_hook_is_allowed_by_a_tap() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let served = binary_with_mcp(&dir, &url, &format!("\n[claude_code]\nconversation = \"telegram:{ALICE}\"\n"));
