@@ -33,23 +33,32 @@ impl Backend {
 
 crate::backend::on_every_store!(
     values_survive_exactly,
-    concurrent_claims_have_one_winner_and_resume_the_run_once,
-    a_claim_writes_its_grant_and_update_key_with_it,
+    concurrent_claims_have_one_winner_that_resumes_the_run,
+    a_claim_on_a_question_never_asked_is_missing,
+    a_claim_commits_the_grant_it_carries_with_its_update_key,
     an_inbound_key_is_first_seen_once,
     pages_list_every_question_once_in_order,
     a_question_is_found_by_the_start_of_its_id,
-    cards_are_recorded_once_and_found_by_where_they_are,
-    deadlines_and_pending_lists,
+    a_card_recorded_twice_is_kept_once,
+    a_recorded_message_is_found_by_where_it_is,
+    a_card_of_no_question_is_refused,
+    due_questions_are_found_earliest_deadline_first,
+    pending_questions_are_listed_oldest_first_up_to_a_limit,
     undelivered_questions_are_found_page_by_page,
     a_question_escalated_without_a_card_there_is_found,
-    a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_stored,
-    runs_finish_count_says_and_read_back_with_their_journal,
-    pruning_deletes_old_ended_runs_and_keys_only,
+    a_claim_changes_its_run_in_its_own_commit,
+    a_won_claim_answers_with_the_row_as_stored,
+    a_run_is_read_back_with_its_journal_by_step,
+    a_runs_count_of_says_never_goes_back,
+    a_finished_run_keeps_its_status_with_its_result,
+    pruning_deletes_only_what_outlived_its_retention,
     a_bad_write_fails_by_its_own_fault,
-    writes_after_close_are_refused_and_earlier_ones_are_kept,
-    votes_and_nudges_change_a_question_only_as_their_writer_saw_it,
-    a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names,
-    a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned,
+    a_close_keeps_the_writes_before_it_but_refuses_later_ones,
+    a_vote_counts_only_on_the_approvals_its_voter_saw,
+    a_reminder_moves_only_from_the_time_its_sweeper_saw,
+    a_sign_in_link_becomes_one_session_once,
+    a_credential_is_found_by_its_digest_until_it_is_removed,
+    a_forms_drafts_are_kept_per_person_until_the_run_is_pruned,
     a_claim_changes_its_run_only_while_the_run_waits,
     pending_questions_are_listed_in_the_order_they_were_asked,
 );
@@ -152,7 +161,7 @@ async fn values_survive_exactly(place: Place) {
     b.store.close().await;
 }
 
-async fn concurrent_claims_have_one_winner_and_resume_the_run_once(place: Place) {
+async fn concurrent_claims_have_one_winner_that_resumes_the_run(place: Place) {
     let b = Backend::open(place).await;
     let (r, q) = asked(&b.store, "test:room", "Pick").await;
     let claims: Vec<_> = (0..16)
@@ -180,12 +189,18 @@ async fn concurrent_claims_have_one_winner_and_resume_the_run_once(place: Place)
     // every running run is what the last one left.
     let orphans = b.store.orphans().await.unwrap().runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(orphans, if b.store.shared() { vec![] } else { vec![r.id] });
+    b.store.close().await;
+}
+
+async fn a_claim_on_a_question_never_asked_is_missing(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, q) = asked(&b.store, "test:room", "Pick").await;
     let elsewhere = Question { id: QuestionId::new(), ..q.clone() };
     assert_eq!(b.store.resolve(answer(&elsewhere, json!(1), T0)).await.unwrap(), Claim::Missing);
     b.store.close().await;
 }
 
-async fn a_claim_writes_its_grant_and_update_key_with_it(place: Place) {
+async fn a_claim_commits_the_grant_it_carries_with_its_update_key(place: Place) {
     let b = Backend::open(place).await;
     let (_, q) = asked(&b.store, "test:room", "Deploy?").await;
     let room = conversation("test:room");
@@ -325,8 +340,9 @@ async fn a_question_is_found_by_the_start_of_its_id(place: Place) {
     b.store.close().await;
 }
 
-async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
-    let b = Backend::open(place).await;
+/// A question with a card recorded twice and a prompt in Telegram chat 42, and another
+/// question with a card in Discord: the first question, its card and its prompt.
+async fn recorded(b: &Backend) -> (Question, Question, Delivery, Delivery) {
     let (_, q) = asked(&b.store, "test:room", "Card?").await;
     let (_, other) = asked(&b.store, "test:room", "Other card?").await;
     let card = Delivery::card(q.id, askgate::channel::telegram::SURFACE, "42", "1001");
@@ -335,9 +351,21 @@ async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
     b.store.add_delivery(&card).await.unwrap();
     b.store.add_delivery(&prompt).await.unwrap();
     b.store.add_delivery(&Delivery::card(other.id, askgate::channel::discord::SURFACE, "7", "9")).await.unwrap();
+    (q, other, card, prompt)
+}
+
+async fn a_card_recorded_twice_is_kept_once(place: Place) {
+    let b = Backend::open(place).await;
+    let (q, other, card, prompt) = recorded(&b).await;
     assert_eq!(b.store.deliveries(q.id).await.unwrap(), [card.clone(), prompt.clone()]);
     assert_eq!(b.store.deliveries_of(&[q.id, other.id]).await.unwrap().len(), 3);
     assert_eq!(b.store.deliveries_of(&[]).await.unwrap(), []);
+    b.store.close().await;
+}
+
+async fn a_recorded_message_is_found_by_where_it_is(place: Place) {
+    let b = Backend::open(place).await;
+    let (q, ..) = recorded(&b).await;
     assert_eq!(
         b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1002").await.unwrap(),
         Some((q.id, DeliveryRole::Prompt))
@@ -352,14 +380,19 @@ async fn cards_are_recorded_once_and_found_by_where_they_are(place: Place) {
         Some((q.id, DeliveryRole::Note))
     );
     assert_eq!(b.store.question_for_card(askgate::channel::discord::SURFACE, "42", "1002").await.unwrap(), None);
+    b.store.close().await;
+}
+
+async fn a_card_of_no_question_is_refused(place: Place) {
+    let b = Backend::open(place).await;
     let orphan = b.store.add_delivery(&Delivery::card(QuestionId::new(), Surface::WEB, "x", "y")).await;
     assert!(matches!(orphan, Err(StoreError::Constraint(_))), "a card of no question: {orphan:?}");
     b.store.close().await;
 }
 
-async fn deadlines_and_pending_lists(place: Place) {
-    let b = Backend::open(place).await;
-    assert_eq!(b.store.next_deadline().await.unwrap(), None);
+/// Three pending questions: `First` in the room (the usual deadline), a blocking one in
+/// another conversation due at `T0 + 500`, and an agent's in the room that never expires.
+async fn three_pending(b: &Backend) -> (Question, Question, Question) {
     let (_, first) = asked(&b.store, "test:room", "First").await;
     let mut blocking_run = run("test:other");
     blocking_run.mode = Mode::Blocking;
@@ -371,7 +404,13 @@ async fn deadlines_and_pending_lists(place: Place) {
     let mut never = question(&never_run, 0, "Never");
     never.expires_at = None;
     b.store.ask(&never_run, &Arc::new(never.clone())).await.unwrap();
+    (first, blocking, never)
+}
 
+async fn due_questions_are_found_earliest_deadline_first(place: Place) {
+    let b = Backend::open(place).await;
+    assert_eq!(b.store.next_deadline().await.unwrap(), None);
+    let (first, blocking, _) = three_pending(&b).await;
     assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 500));
     assert_eq!(b.store.due(T0 + 499, 10).await.unwrap(), []);
     let due = b.store.due(T0 + 1_000, 10).await.unwrap();
@@ -379,15 +418,21 @@ async fn deadlines_and_pending_lists(place: Place) {
     assert_eq!(b.store.due(T0 + 1_000, 1).await.unwrap().len(), 1);
     let orphaned = b.store.orphans().await.unwrap().blocking;
     assert_eq!(orphaned, if b.store.shared() { vec![] } else { vec![blocking.clone()] });
+    b.store.resolve(answer(&blocking, json!("it's"), T0 + 10)).await.unwrap();
+    assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 1_000));
+    assert_eq!(b.store.orphans().await.unwrap().blocking, []);
+    b.store.close().await;
+}
+
+async fn pending_questions_are_listed_oldest_first_up_to_a_limit(place: Place) {
+    let b = Backend::open(place).await;
+    let (first, _, never) = three_pending(&b).await;
     let room = b.store.pending(Some(&conversation("test:room")), u32::MAX).await.unwrap();
     assert_eq!(room.iter().map(|q| q.id).collect::<Vec<_>>(), [first.id, never.id]);
     let oldest = b.store.pending(Some(&conversation("test:room")), 1).await.unwrap();
     assert_eq!(oldest.iter().map(|q| q.id).collect::<Vec<_>>(), [first.id], "the oldest, up to the limit");
     assert_eq!(b.store.pending(None, u32::MAX).await.unwrap().len(), 3);
     assert_eq!(b.store.pending(None, 2).await.unwrap().len(), 2);
-    b.store.resolve(answer(&blocking, json!("it's"), T0 + 10)).await.unwrap();
-    assert_eq!(b.store.next_deadline().await.unwrap(), Some(T0 + 1_000));
-    assert_eq!(b.store.orphans().await.unwrap().blocking, []);
     b.store.close().await;
 }
 
@@ -456,7 +501,7 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
     b.store.close().await;
 }
 
-async fn a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_stored(place: Place) {
+async fn a_claim_changes_its_run_in_its_own_commit(place: Place) {
     let b = Backend::open(place).await;
     // An agent's run ends with its question.
     let mut r = run("test:room");
@@ -472,7 +517,6 @@ async fn a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_s
     let Claim::Won(won) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
         panic!("the claim lost")
     };
-    assert_eq!((won.escalated_to.as_ref(), won.nudge_at), (Some(&ops), Some(T0 + 99)), "the row as stored");
     assert_eq!(won.outcome, Some(Outcome::Answered { value: json!("it's") }));
     let ended = b.store.run(r2.id).await.unwrap().unwrap();
     assert_eq!(ended.status, RunStatus::Finished, "the claim ended the agent's run");
@@ -492,7 +536,28 @@ async fn a_claim_changes_its_run_in_its_own_commit_and_answers_with_the_row_as_s
     b.store.close().await;
 }
 
-async fn runs_finish_count_says_and_read_back_with_their_journal(place: Place) {
+async fn a_won_claim_answers_with_the_row_as_stored(place: Place) {
+    let b = Backend::open(place).await;
+    // An agent's run ends with its question.
+    let mut r = run("test:room");
+    r.mode = Mode::External;
+    let q = question(&r, 0, "Agent asks");
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    // Another write moves the question on after the claimer read it.
+    let ops = conversation("test:ops");
+    let r2 = Run { id: RunId::new(), ..r.clone() };
+    let nudged = Question { id: QuestionId::new(), run: r2.id, nudge_at: Some(T0 + 10), ..q.clone() };
+    b.store.ask(&r2, &Arc::new(nudged.clone())).await.unwrap();
+    assert!(b.store.advance_nudge(nudged.id, T0 + 10, Some(T0 + 99), Some(&ops)).await.unwrap());
+    let Claim::Won(won) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
+        panic!("the claim lost")
+    };
+    assert_eq!((won.escalated_to.as_ref(), won.nudge_at), (Some(&ops), Some(T0 + 99)), "the row as stored");
+    assert_eq!(won.outcome, Some(Outcome::Answered { value: json!("it's") }));
+    b.store.close().await;
+}
+
+async fn a_run_is_read_back_with_its_journal_by_step(place: Place) {
     let b = Backend::open(place).await;
     let (r, q0) = asked(&b.store, "test:room", "Step 0").await;
     let Claim::Won(q0) = b.store.resolve(answer(&q0, json!("it's"), T0 + 1)).await.unwrap() else { panic!() };
@@ -504,10 +569,21 @@ async fn runs_finish_count_says_and_read_back_with_their_journal(place: Place) {
     assert_eq!(resume.journal, [q0.clone(), q1.clone()], "ordered by step");
     assert_eq!(b.store.journal(r.id).await.unwrap(), [q0, q1]);
     assert_eq!(b.store.run_with_journal(RunId::new()).await.unwrap(), None);
+    b.store.close().await;
+}
 
+async fn a_runs_count_of_says_never_goes_back(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, _) = asked(&b.store, "test:room", "Step 0").await;
     b.store.set_says(r.id, 3).await.unwrap();
     b.store.set_says(r.id, 2).await.unwrap();
     assert_eq!(b.store.run(r.id).await.unwrap().unwrap().says, 3, "says never goes back");
+    b.store.close().await;
+}
+
+async fn a_finished_run_keeps_its_status_with_its_result(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, _) = asked(&b.store, "test:room", "Step 0").await;
     assert!(b.store.finish_run(r.id, RunStatus::Finished, "done ✅", T0 + 9).await.unwrap());
     assert!(!b.store.finish_run(RunId::new(), RunStatus::Failed, "x", T0).await.unwrap());
     let finished = b.store.run(r.id).await.unwrap().unwrap();
@@ -518,7 +594,7 @@ async fn runs_finish_count_says_and_read_back_with_their_journal(place: Place) {
     b.store.close().await;
 }
 
-async fn pruning_deletes_old_ended_runs_and_keys_only(place: Place) {
+async fn pruning_deletes_only_what_outlived_its_retention(place: Place) {
     let b = Backend::open(place).await;
     let (old, q) = asked(&b.store, "test:room", "Old").await;
     b.store.add_delivery(&Delivery::card(q.id, Surface::CONSOLE, "local", "1")).await.unwrap();
@@ -564,7 +640,7 @@ async fn a_bad_write_fails_by_its_own_fault(place: Place) {
     b.store.close().await;
 }
 
-async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) {
+async fn a_close_keeps_the_writes_before_it_but_refuses_later_ones(place: Place) {
     let b = Backend::open(place).await;
     let (r, q) = asked(&b.store, "test:room", "Kept?").await;
     b.store.close().await;
@@ -580,14 +656,21 @@ async fn writes_after_close_are_refused_and_earlier_ones_are_kept(place: Place) 
     b.store.close().await;
 }
 
-/// A vote counts only on the approvals its voter read, and a reminder moves only from the time
-/// its sweeper read: of two racing writers one changes the question, the other reads it again.
-async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: Place) {
-    use askgate::question::{Approver, Kind};
-    let b = Backend::open(place).await;
+/// An approval of two, due for a reminder at `T0 + 10`.
+async fn two_of_us(b: &Backend) -> Question {
+    use askgate::question::Kind;
     let r = run("test:room");
     let q = Question { kind: Kind::Approval, quorum: 2, nudge_at: Some(T0 + 10), ..question(&r, 0, "Two of us?") };
     b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    q
+}
+
+/// A vote counts only on the approvals its voter read: of two racing voters one changes the
+/// question, the other reads it again.
+async fn a_vote_counts_only_on_the_approvals_its_voter_saw(place: Place) {
+    use askgate::question::Approver;
+    let b = Backend::open(place).await;
+    let q = two_of_us(&b).await;
     let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::API, at: T0 + 1 };
     let bob = Approver { user: "test:bob".into(), name: None, via: askgate::channel::telegram::SURFACE, at: T0 + 2 };
     assert!(b.store.vote(q.id, &[], std::slice::from_ref(&alice), Some("vote:1")).await.unwrap());
@@ -595,23 +678,28 @@ async fn votes_and_nudges_change_a_question_only_as_their_writer_saw_it(place: P
     assert!(!late, "counted on approvals that changed meanwhile");
     assert!(b.store.seen("vote:1").await.unwrap() && !b.store.seen("vote:2").await.unwrap(), "a key with its vote");
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap().approvals, std::slice::from_ref(&alice));
+    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
+    let both = [alice.clone(), bob];
+    assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
+    b.store.close().await;
+}
 
+/// A reminder moves only from the time its sweeper read: of two racing sweepers one moves it.
+async fn a_reminder_moves_only_from_the_time_its_sweeper_saw(place: Place) {
+    let b = Backend::open(place).await;
+    let q = two_of_us(&b).await;
     assert!(!b.store.advance_nudge(q.id, T0 + 9, Some(T0 + 20), None).await.unwrap(), "not due at that time");
     assert!(b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 20), None).await.unwrap());
     assert!(!b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 30), None).await.unwrap(), "one reminder moves once");
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap().nudge_at, Some(T0 + 20));
-
     assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
-    let both = [alice.clone(), bob];
-    assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
     assert!(!b.store.advance_nudge(q.id, T0 + 20, None, None).await.unwrap(), "no reminder after the end");
     b.store.close().await;
 }
 
-/// A person's credential: found by its secret's digest while live, never as an unused link; a
-/// link becomes one session, once, before it expires; a name and a digest are each taken once;
-/// expired credentials are pruned with the old keys.
-async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_names(place: Place) {
+/// A sign-in link: never a credential while unused; it becomes one session, once, before it
+/// expires; expired credentials are pruned with the old keys.
+async fn a_sign_in_link_becomes_one_session_once(place: Place) {
     use askgate::question::UserRef;
     use askgate::store::{Login, LoginFind, Powers};
     let b = Backend::open(place).await;
@@ -626,8 +714,6 @@ async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_name
         link: false,
     };
     assert!(b.store.add_login(&token).await.unwrap());
-    assert!(!b.store.add_login(&Login { digest: "other".into(), ..token.clone() }).await.unwrap(), "a name once");
-    assert!(!b.store.add_login(&Login { name: "bob".into(), ..token.clone() }).await.unwrap(), "a digest once");
     let link = Login {
         name: "link:1".into(),
         person: person.clone(),
@@ -638,7 +724,6 @@ async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_name
         link: true,
     };
     assert!(b.store.add_login(&link).await.unwrap());
-    assert_eq!(b.store.login("d-alice", T0).await.unwrap(), Some(token.clone()));
     assert_eq!(b.store.login("d-link", T0).await.unwrap(), None, "an unused link is no credential");
     let link_of = |now: i64| b.store.logins(LoginFind::Link { digest: "d-link", now });
     assert_eq!(link_of(T0).await.unwrap(), std::slice::from_ref(&link), "whom a link signs in, read without using it");
@@ -657,13 +742,35 @@ async fn a_sign_in_link_becomes_one_session_once_and_credentials_keep_their_name
     assert_eq!(names(b.store.logins(LoginFind::All { now: T0 }).await.unwrap()), ["alice", "session:1"]);
     b.store.prune(None, T0 + 2_000, 100).await.unwrap();
     assert_eq!(names(b.store.logins(LoginFind::All { now: 0 }).await.unwrap()), ["alice"], "pruned once expired");
+    b.store.close().await;
+}
+
+/// A credential's name and its digest are each taken once; it is found by its digest until it
+/// is removed.
+async fn a_credential_is_found_by_its_digest_until_it_is_removed(place: Place) {
+    use askgate::question::UserRef;
+    use askgate::store::{Login, Powers};
+    let b = Backend::open(place).await;
+    let token = Login {
+        name: "alice".into(),
+        person: UserRef::parse("web:alice").unwrap(),
+        digest: "d-alice".into(),
+        may: Powers { answer: true, ask: true, admin: false },
+        created_at: T0,
+        expires_at: None,
+        link: false,
+    };
+    assert!(b.store.add_login(&token).await.unwrap());
+    assert!(!b.store.add_login(&Login { digest: "other".into(), ..token.clone() }).await.unwrap(), "a name once");
+    assert!(!b.store.add_login(&Login { name: "bob".into(), ..token.clone() }).await.unwrap(), "a digest once");
+    assert_eq!(b.store.login("d-alice", T0).await.unwrap(), Some(token.clone()));
     assert!(b.store.remove_login("alice").await.unwrap());
     assert!(!b.store.remove_login("alice").await.unwrap());
     assert_eq!(b.store.login("d-alice", T0).await.unwrap(), None);
     b.store.close().await;
 }
 
-async fn a_form_and_each_persons_draft_are_kept_until_the_run_is_pruned(place: Place) {
+async fn a_forms_drafts_are_kept_per_person_until_the_run_is_pruned(place: Place) {
     use askgate::question::Kind;
     use askgate::question::form::{Draft, Form};
     let b = Backend::open(place).await;

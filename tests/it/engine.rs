@@ -99,7 +99,7 @@ fn resolver(user: askgate::question::UserRef) -> Resolver {
     Resolver::person(user, Surface::CONSOLE)
 }
 
-async fn racing_resolvers_have_one_winner_and_one_resume(place: Place) {
+async fn racing_resolvers_have_one_winner_that_resumes_the_run_once(place: Place) {
     let (functions, after) = functions();
     let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     for round in 1..=40 {
@@ -126,7 +126,7 @@ async fn racing_resolvers_have_one_winner_and_one_resume(place: Place) {
     }
 }
 
-async fn replay_feeds_recorded_outcomes_and_repeats_no_say(place: Place) {
+async fn a_replay_feeds_recorded_outcomes_without_repeating_a_say(place: Place) {
     let invocations = Arc::new(AtomicUsize::new(0));
     let mut f = Functions::new();
     f.insert("three", "", Arc::new(ThreeAsks { invocations: invocations.clone() }));
@@ -175,7 +175,7 @@ async fn a_changed_question_at_a_recorded_step_fails_the_run_naming_the_step() {
     assert_eq!(h.recorder.cards().len(), 1, "the mismatched step must not be asked as a new question");
 }
 
-async fn a_run_survives_a_restart_between_ask_and_answer(place: Place) {
+async fn a_run_survives_a_restart_while_it_waits(place: Place) {
     let (functions, after) = functions();
     let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let run = h.run("one", "").await;
@@ -190,7 +190,7 @@ async fn a_run_survives_a_restart_between_ask_and_answer(place: Place) {
 }
 
 #[tokio::test]
-async fn a_timeout_applies_the_default_and_marks_it_expired() {
+async fn a_timeout_expires_the_question_with_its_default() {
     let (functions, _) = functions();
     let h = Harness::new(functions).await;
     let run = h.run("timed", "default").await;
@@ -208,7 +208,7 @@ async fn a_timeout_applies_the_default_and_marks_it_expired() {
 }
 
 #[tokio::test]
-async fn a_confirm_timeout_returns_its_default_and_never_errors() {
+async fn a_confirm_timeout_returns_its_default_rather_than_an_error() {
     let (functions, _) = functions();
     let h = Harness::new(functions).await;
     let run = h.run("timed", "confirm").await;
@@ -294,7 +294,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final());
 }
 
-async fn grants_are_listed_revoked_by_who_may_answer_and_expire(place: Place) {
+async fn a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses(place: Place) {
     let (functions, _) = functions();
     let settings = Settings { grant_ttl: Some(std::time::Duration::from_secs(3600)), ..Settings::default() };
     let h = Harness::on(place.clone(), functions, settings, Clock::manual(T0)).await;
@@ -389,7 +389,7 @@ async fn rules_allow_every_action_they_fit(place: Place) {
 }
 
 #[tokio::test]
-async fn an_editable_approval_is_allowed_as_edited_and_the_function_gets_the_edit() {
+async fn an_approval_allowed_as_edited_gives_the_function_the_edit() {
     let (functions, _) = functions();
     let h = Harness::new(functions).await;
     let run = h.run("approve-demo", "").await;
@@ -435,7 +435,7 @@ async fn blocking_asks_wait_for_the_answer(place: Place) {
     assert_eq!(done.result.as_deref(), Some("picked a"));
 }
 
-async fn a_restart_cancels_leftover_blocking_questions_and_their_runs(place: Place) {
+async fn a_stop_cancels_a_blocking_run_where_it_waits(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
@@ -446,14 +446,17 @@ async fn a_restart_cancels_leftover_blocking_questions_and_their_runs(place: Pla
     let run = waiting.await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Cancelled);
     assert_eq!(h.question(&card).await.outcome, Some(Outcome::Cancelled { reason: "shutdown".into() }));
+}
 
+async fn a_blocking_question_left_by_a_crash_is_cancelled_at_the_next_start(place: Place) {
+    let (functions, _) = functions();
+    let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     // A blocking question left pending by a crash is cancelled(instance_lost) at the next
     // start, and its run ends cancelled as at a stop, not failed.
     let engine = h.engine.clone();
     let crashed = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     crashed.abort();
-    let place = h.place.clone();
     let store = h.store.clone();
     drop(h);
     store.close().await;
@@ -582,7 +585,7 @@ async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     gate.open.add_permits(1);
 }
 
-async fn ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay(place: Place) {
+async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
     const DAY: i64 = 86_400_000;
     let (functions, _) = functions();
     let settings = Settings { retention: Some(std::time::Duration::from_secs(86_400)), ..Settings::default() };
@@ -646,7 +649,7 @@ impl Function for Panics {
 }
 
 #[tokio::test]
-async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() {
+async fn a_function_that_panics_fails_its_run_cancelling_its_questions() {
     let mut f = Functions::new();
     f.insert("panics", "", Arc::new(Panics));
     let h = Harness::new(f).await;
@@ -670,16 +673,17 @@ async fn a_function_that_panics_fails_its_run_and_its_questions_are_cancelled() 
 
 // The engine's behaviour that rests on the store's, on every store.
 crate::backend::on_every_store!(
-    racing_resolvers_have_one_winner_and_one_resume,
-    replay_feeds_recorded_outcomes_and_repeats_no_say,
-    a_run_survives_a_restart_between_ask_and_answer,
+    racing_resolvers_have_one_winner_that_resumes_the_run_once,
+    a_replay_feeds_recorded_outcomes_without_repeating_a_say,
+    a_run_survives_a_restart_while_it_waits,
     a_question_that_expired_while_askgate_was_down_expires_at_start,
     each_question_expires_exactly_once,
     allow_always_lets_the_next_identical_approval_through_without_asking,
-    grants_are_listed_revoked_by_who_may_answer_and_expire,
+    a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses,
     rules_allow_every_action_they_fit,
     blocking_asks_wait_for_the_answer,
-    a_restart_cancels_leftover_blocking_questions_and_their_runs,
+    a_stop_cancels_a_blocking_run_where_it_waits,
+    a_blocking_question_left_by_a_crash_is_cancelled_at_the_next_start,
     cancel_ends_the_waiting_run_with_an_explicit_outcome,
-    ended_runs_past_the_retention_are_pruned_and_waiting_ones_stay,
+    only_ended_runs_past_the_retention_are_pruned,
 );
