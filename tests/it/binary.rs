@@ -242,7 +242,7 @@ async fn the_embedding_example_runs_its_own_function_through_the_console() {
 }
 
 #[tokio::test]
-async fn the_console_demo_runs_end_to_end_and_sigterm_exits_zero() {
+async fn the_console_demo_runs_end_to_end_until_sigterm() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), ""));
     served.log_line("askgate is ready").await;
@@ -266,11 +266,15 @@ async fn the_console_demo_runs_end_to_end_and_sigterm_exits_zero() {
 /// `gateway.database = "memory:"`: askgate runs on the memory store, writes no file, and says
 /// at start that nothing survives a restart; `check` says so too; `migrate` refuses it in one
 /// line.
+/// The names of the files in `dir`.
+fn files(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect()
+}
+
 #[tokio::test]
-async fn an_askgate_on_memory_keeps_no_file_says_so_and_migrate_refuses_it() {
+async fn an_askgate_on_memory_keeps_no_file() {
     let dir = TempDir::new().unwrap();
     let config = write_config_on(dir.path(), "memory:", "");
-    let files = || std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>();
     let mut served = Served::start(&config);
     served.log_line("nothing survives a restart").await;
     served.log_line("askgate is ready").await;
@@ -279,11 +283,22 @@ async fn an_askgate_on_memory_keeps_no_file_says_so_and_migrate_refuses_it() {
     served.type_line(&format!("/answer {id} 2")).await;
     served.line(&format!("[{id}] ✅ date-fns")).await;
     assert_eq!(served.terminate().await.code(), Some(0));
-    assert_eq!(files(), ["channels.toml"], "no database file and no token file");
+    assert_eq!(files(dir.path()), ["channels.toml"], "no database file and no token file");
+}
 
+#[tokio::test]
+async fn check_says_a_memory_store_keeps_nothing() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config_on(dir.path(), "memory:", "");
     let check = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
     let report = String::from_utf8_lossy(&check.stdout);
     assert!(report.contains("database: in memory (nothing survives a restart)"), "{report}");
+}
+
+#[tokio::test]
+async fn migrate_refuses_a_memory_store_either_way() {
+    let dir = TempDir::new().unwrap();
+    write_config_on(dir.path(), "memory:", "");
     for (from, to) in [("memory:", "postgres://askgate@127.0.0.1:5432/askgate"), ("askgate.db", "memory:")] {
         let out = Command::new(BIN)
             .current_dir(dir.path())
@@ -295,11 +310,11 @@ async fn an_askgate_on_memory_keeps_no_file_says_so_and_migrate_refuses_it() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.lines().count() == 1 && err.contains("`memory:` keeps nothing"), "{err}");
     }
-    assert_eq!(files(), ["channels.toml"], "a refused migrate created nothing");
+    assert_eq!(files(dir.path()), ["channels.toml"], "a refused migrate created nothing");
 }
 
 #[tokio::test]
-async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_restart() {
+async fn end_of_input_stops_the_console_not_the_server() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     let mut served = Served::start(&config);
@@ -314,7 +329,7 @@ async fn end_of_input_stops_the_console_not_the_server_and_answers_survive_a_res
     finish_the_demo_in_a_new_askgate(&config, &id, "luxon", "no", "left the 87 emails where they are").await;
 }
 
-async fn a_killed_askgate_loses_no_question_and_frees_its_database(place: Place) {
+async fn a_killed_askgate_loses_no_question(place: Place) {
     let dir = TempDir::new().unwrap();
     let config = write_config_on(dir.path(), &place.database_url(), "");
     let mut served = Served::start(&config);
@@ -343,7 +358,7 @@ async fn finish_the_demo_in_a_new_askgate(config: &Path, id: &str, library: &str
 }
 
 #[tokio::test]
-async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_first() {
+async fn a_second_askgate_on_the_same_database_is_refused_naming_the_first() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     let first = Served::start(&config);
@@ -366,7 +381,7 @@ async fn a_second_askgate_on_the_same_database_refuses_to_start_and_names_the_fi
 }
 
 #[tokio::test]
-async fn check_names_the_bad_key_and_exits_2() {
+async fn check_exits_2_naming_the_bad_key() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[channels.telegram]\ntoken_env = \"TG\"\nanswerers = \"everyone\"\n");
     let out = Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
@@ -402,7 +417,7 @@ async fn check_lists_channels_with_why_they_are_disabled() {
 }
 
 #[tokio::test]
-async fn check_says_where_each_channel_escalates_and_when_reminders_come() {
+async fn check_describes_each_channels_reminders_with_its_escalation() {
     let dir = TempDir::new().unwrap();
     let config = dir.path().join("channels.toml");
     std::fs::write(
@@ -421,8 +436,9 @@ async fn check_says_where_each_channel_escalates_and_when_reminders_come() {
     );
 }
 
-#[tokio::test]
-async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_programs() {
+/// What `askgate check` says of Telegram open to anyone, Discord to nobody, a function with a
+/// pre-approved action and one narrowed to a person (a warning is not an error).
+async fn check_of_open_channels() -> String {
     let dir = TempDir::new().unwrap();
     let extra = "\n[channels.telegram]\ntoken_env = \"TG\"\nallowed_users = [\"*\"]\n\
                  \n[channels.discord]\ntoken_env = \"DC\"\n\
@@ -431,12 +447,22 @@ async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_
     let out =
         Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), extra)).output().await.unwrap();
     assert_eq!(out.status.code(), Some(0), "a warning is not an error");
-    let text = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn check_lists_who_may_run_what() {
+    let text = check_of_open_channels().await;
     assert!(text.contains("who may start runs:"), "{text}");
     assert!(text.contains("  discord: nobody"), "{text}");
     assert!(text.contains("  telegram: anyone (\"*\")"), "{text}");
     assert!(text.contains("  function wipe: only telegram:42"), "{text}");
     assert!(text.contains("    approvals allowed without asking: git push *"), "{text}");
+}
+
+#[tokio::test]
+async fn check_warns_of_a_channel_open_to_anyone_with_programs() {
+    let text = check_of_open_channels().await;
     let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning: ")).collect();
     assert_eq!(warnings.len(), 1, "{text}");
     assert!(warnings[0].contains("channels.telegram.allowed_users") && warnings[0].contains("start deploy,"), "{text}");
@@ -444,7 +470,7 @@ async fn check_lists_who_may_run_what_and_warns_of_channels_open_to_anyone_with_
 }
 
 #[tokio::test]
-async fn the_python_and_shell_examples_run_end_to_end_through_the_console() {
+async fn the_example_programs_run_end_to_end_through_the_console() {
     let dir = TempDir::new().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let functions = format!(
@@ -568,7 +594,7 @@ async fn the_ready_line_suggests_a_function_that_exists() {
 }
 
 #[tokio::test]
-async fn piped_input_with_exit_on_eof_runs_the_demo_and_exits() {
+async fn piped_input_with_exit_on_eof_runs_the_demo_then_exits() {
     let dir = TempDir::new().unwrap();
     let mut command = Command::new(BIN);
     command.args(["serve", "--exit-on-eof", "--config"]).arg(write_config(dir.path(), ""));
@@ -584,14 +610,19 @@ async fn piped_input_with_exit_on_eof_runs_the_demo_and_exits() {
 }
 
 #[tokio::test]
-async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
+async fn the_config_file_can_be_named_by_the_environment() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     // ASKGATE_CONFIG names the file when --config does not.
     let out = std::process::Command::new(BIN).arg("check").env("ASKGATE_CONFIG", &config).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{}: ok", config.display())));
+}
 
+#[tokio::test]
+async fn logs_can_be_json_lines() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "");
     let mut command = Command::new(BIN);
     command.args(["serve", "--log-format", "json", "--config"]).arg(&config);
     let mut served = Served::spawn(command, &[]);
@@ -641,7 +672,7 @@ async fn logs_can_be_json_lines_and_the_config_can_come_from_the_environment() {
 }
 
 #[tokio::test]
-async fn gateway_keys_come_from_the_environment_and_check_says_where_each_came_from() {
+async fn gateway_keys_can_come_from_the_environment() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -692,7 +723,7 @@ async fn gateway_keys_come_from_the_environment_and_check_says_where_each_came_f
     assert!(said.contains("`ASKGATE_GATEWAY_HTTPP` is not a [gateway] key's variable"), "{said}");
 }
 
-crate::backend::on_both_backends!(a_killed_askgate_loses_no_question_and_frees_its_database);
+crate::backend::on_both_backends!(a_killed_askgate_loses_no_question);
 
 #[tokio::test]
 async fn check_into_a_closed_pipe_exits_quietly() {
@@ -714,7 +745,7 @@ async fn check_into_a_closed_pipe_exits_quietly() {
 }
 
 #[tokio::test]
-async fn check_fails_on_programs_it_cannot_find_and_names_functions_by_name() {
+async fn check_fails_naming_each_function_whose_program_is_missing() {
     let dir = TempDir::new().unwrap();
     let extra = "\n[[functions]]\nname = \"deploy\"\ncommand = [\"./nothere.sh\"]\n\
                  \n[[functions]]\nname = \"ship\"\ncommand = [\"no-such-program-anywhere\"]\n\
@@ -733,7 +764,11 @@ async fn check_fails_on_programs_it_cannot_find_and_names_functions_by_name() {
         "{text}"
     );
     assert!(text.ends_with("2 problem(s): askgate would start, but what is named above cannot run\n"), "{text}");
+}
 
+#[tokio::test]
+async fn check_refuses_a_function_without_a_command_naming_it() {
+    let dir = TempDir::new().unwrap();
     let bad = "\n[[functions]]\nname = \"deploy\"\ncommand = []\n";
     let out = Command::new(BIN).args(["check", "--config"]).arg(write_config(dir.path(), bad)).output().await.unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -773,7 +808,7 @@ async fn completions_cover_every_command() {
 }
 
 #[tokio::test]
-async fn the_console_lists_grants_and_revokes_one() {
+async fn a_grant_at_the_console_is_listed_until_revoked() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n");
     let mut served = Served::start(&config);

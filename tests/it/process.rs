@@ -80,7 +80,7 @@ async fn start(h: &Harness, name: &str) -> askgate::question::RunId {
 }
 
 #[tokio::test]
-async fn a_follow_up_run_reruns_the_program_per_answer_and_never_blocks() {
+async fn a_follow_up_run_reruns_the_program_per_answer_with_none_left_waiting() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     add(&mut f, dir.path(), "three", "python3", THREE_ASKS, false, Duration::from_secs(30));
@@ -109,7 +109,7 @@ async fn a_follow_up_run_reruns_the_program_per_answer_and_never_blocks() {
 }
 
 #[tokio::test]
-async fn a_hold_program_stays_alive_and_gets_answers_on_stdin() {
+async fn a_hold_program_gets_its_answers_on_stdin_in_one_process() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     add(&mut f, dir.path(), "three", "python3", THREE_ASKS, true, Duration::from_secs(30));
@@ -147,7 +147,7 @@ async fn a_pending_program_run_finishes_after_a_restart() {
 }
 
 #[tokio::test]
-async fn the_python_helpers_ask_user_and_confirm_come_back_from_a_decline_as_the_seed_says() {
+async fn the_python_helpers_come_back_from_a_decline_as_the_seed_says() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = r#"
@@ -173,7 +173,7 @@ askgate.run(main)
 }
 
 #[tokio::test]
-async fn outside_a_run_the_python_helper_cannot_ask_says_so_at_once_and_never_reads_the_terminal() {
+async fn outside_a_run_the_python_helper_says_at_once_it_cannot_ask() {
     let code = "import askgate\nprint(askgate.can_ask(), flush=True)\n\
                 try:\n    askgate.ask('x')\nexcept askgate.NotInRun as e:\n    print('askgate.Client' in str(e))";
     let mut child = tokio::process::Command::new("python3")
@@ -192,7 +192,7 @@ async fn outside_a_run_the_python_helper_cannot_ask_says_so_at_once_and_never_re
 }
 
 #[tokio::test]
-async fn a_programs_own_error_message_is_shown_to_the_person_and_its_stderr_is_not() {
+async fn a_programs_own_error_message_is_shown_to_the_person_without_its_stderr() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = "read s; echo 'secret path /srv/keys' >&2; \
@@ -278,7 +278,7 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
 }
 
 #[tokio::test]
-async fn a_hold_program_killed_while_waiting_has_its_question_cancelled_and_retracted() {
+async fn a_hold_program_killed_while_waiting_fails_its_run_cancelling_its_question() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     add(&mut f, dir.path(), "three", "python3", THREE_ASKS, true, Duration::from_secs(30));
@@ -343,17 +343,12 @@ fn capture_log() -> (Arc<std::sync::Mutex<Vec<u8>>>, tracing::subscriber::Defaul
 
 // One thread, so that the log captured on it sees the program's stderr task too.
 #[tokio::test(flavor = "current_thread")]
-async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation() {
+async fn a_failing_programs_stderr_goes_to_the_log_not_the_conversation() {
     let (log, _guard) = capture_log();
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = "read s; echo 'password=hunter2 at /srv/secret' >&2; exit 3";
     add(&mut f, dir.path(), "leaky", "sh", script, false, Duration::from_secs(30));
-    let leaky = dir.path().join("leaky");
-    let mut verbose = config(dir.path(), &["sh", leaky.to_str().unwrap()], false, Duration::from_secs(30));
-    verbose.show_stderr = true;
-    let function = Arc::new(Process::new("verbose", verbose));
-    f.insert_entry("verbose", Entry::new(function, ""));
     let h = harness(f, &dir).await;
 
     let run = start(&h, "leaky").await;
@@ -366,6 +361,20 @@ async fn a_failing_programs_stderr_goes_to_the_log_and_not_to_the_conversation()
     })
     .await;
     assert!(logged.contains("exit code 3"), "the log says what happened: {logged}");
+}
+
+#[tokio::test]
+async fn show_stderr_shows_a_failing_programs_stderr_in_the_conversation() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "read s; echo 'password=hunter2 at /srv/secret' >&2; exit 3";
+    add(&mut f, dir.path(), "leaky", "sh", script, false, Duration::from_secs(30));
+    let leaky = dir.path().join("leaky");
+    let mut verbose = config(dir.path(), &["sh", leaky.to_str().unwrap()], false, Duration::from_secs(30));
+    verbose.show_stderr = true;
+    let function = Arc::new(Process::new("verbose", verbose));
+    f.insert_entry("verbose", Entry::new(function, ""));
+    let h = harness(f, &dir).await;
 
     // `show_stderr = true` (for development) shows the details in the conversation.
     let run = start(&h, "verbose").await;
@@ -458,7 +467,7 @@ async fn a_program_flooding_stderr_is_logged_within_limits() {
 }
 
 #[tokio::test]
-async fn the_python_helper_keeps_stray_prints_out_of_the_protocol_and_says_whether_it_can_ask() {
+async fn the_python_helper_keeps_stray_prints_out_of_the_protocol() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = "import askgate\n\
@@ -474,13 +483,27 @@ async fn the_python_helper_keeps_stray_prints_out_of_the_protocol_and_says_wheth
     h.say(ALICE, "b").await;
     let done = h.finished(run).await;
     assert_eq!((done.status, done.result.as_deref()), (RunStatus::Finished, Some("picked b")), "{done:?}");
+}
+
+#[tokio::test]
+async fn without_a_conversation_the_python_helper_says_it_cannot_ask() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let mut f = Functions::new();
+    let script = "import askgate\n\
+                  def main(input, run):\n    \
+                      print('a stray line a library printed')\n    \
+                      if not askgate.can_ask():\n        return 'nobody to ask'\n    \
+                      return 'picked ' + askgate.ask('Which?', options=['a', 'b'])\n\
+                  askgate.run(main)\n";
+    add(&mut f, dir.path(), "chatty", "python3", script, false, Duration::from_secs(30));
+    let h = harness(f, &dir).await;
     // Without a conversation, the helper says so before asking.
     let alone = h.engine.run_to_end(RunRequest::new("chatty", None, alice())).await.unwrap();
     assert_eq!(alone.result.as_deref(), Some("nobody to ask"), "{alone:?}");
 }
 
 #[tokio::test]
-async fn the_python_helper_asks_an_editable_approval_and_gets_the_edit() {
+async fn the_python_helper_gets_the_edit_of_an_editable_approval() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = "import askgate\n\
@@ -531,7 +554,7 @@ async fn the_python_helper_asks_for_two_approvers() {
 }
 
 #[tokio::test]
-async fn the_python_helper_asks_with_reminders_and_escalation() {
+async fn the_python_helper_passes_its_nudges_to_the_question() {
     let dir = Arc::new(TempDir::new().unwrap());
     let mut f = Functions::new();
     let script = "import askgate\n\
