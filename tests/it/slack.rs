@@ -80,7 +80,7 @@ async fn updated(fake: &FakeSlack, ts: &str, needle: &str) -> Value {
 }
 
 #[tokio::test]
-async fn the_demo_runs_by_clicking_buttons_and_the_card_is_updated() {
+async fn the_demo_runs_by_clicking_buttons() {
     let (_dir, fake, sl) = setup().await;
     let started = fake.message(ALICE, CHANNEL, "/run demo", None);
     fake.acked(&started).await;
@@ -106,7 +106,7 @@ async fn the_demo_runs_by_clicking_buttons_and_the_card_is_updated() {
 }
 
 #[tokio::test]
-async fn a_strangers_click_is_refused_privately_and_a_redelivered_envelope_changes_nothing() {
+async fn a_strangers_click_is_refused_privately() {
     let (_dir, fake, sl) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let (ts, card) = fake.sent("Which library", 1).await;
@@ -115,7 +115,14 @@ async fn a_strangers_click_is_refused_privately_and_a_redelivered_envelope_chang
     fake.ephemeral(BOB, "Not yours to answer.").await;
     let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
+    sl.stop().await;
+}
 
+#[tokio::test]
+async fn a_redelivered_click_resumes_nothing() {
+    let (_dir, fake, sl) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let (ts, card) = fake.sent("Which library", 1).await;
     // Alice's click, then the same envelope again (Slack saw no acknowledgement in time).
     let n = 77;
     let action = json!({"type": "button", "action_id": "a1", "value": button(&card, "dayjs")});
@@ -124,26 +131,33 @@ async fn a_strangers_click_is_refused_privately_and_a_redelivered_envelope_chang
     updated(&fake, &ts, "✅ dayjs").await;
     fake.sent("Archive all 87 emails?", 1).await;
     fake.redeliver(&first, "interactive", payload);
+    // A marker message after it: once it is answered, the redelivery was applied.
+    fake.message(ALICE, CHANNEL, "/pending", None);
+    fake.sent("waiting", 1).await;
+    fake.sent_exactly("Archive all 87", 1).await;
+    sl.stop().await;
+}
+
+#[tokio::test]
+async fn a_redelivered_message_starts_no_second_run() {
+    let (_dir, fake, sl) = setup().await;
     // The same message event twice: one run.
     // (Slack redelivers an envelope it saw no acknowledgement for after a few seconds: here,
     // once the run it started has asked.)
     let event = FakeSlack::message_event(ALICE, CHANNEL, "/run demo", None, 500);
     let once = fake.envelope("events_api", event.clone());
-    fake.sent("Which library", 2).await;
+    fake.sent("Which library", 1).await;
     fake.redeliver(&once, "events_api", event);
-    // A marker message after both: once it is answered, both redeliveries were applied.
+    // A marker message after it: once it is answered, the redelivery was applied.
     fake.message(ALICE, CHANNEL, "/pending", None);
     fake.sent("waiting", 1).await;
-    // The redelivered click resumed nothing; the redelivered message started no second run.
-    fake.sent_exactly("Archive all 87", 1).await;
-    fake.sent_exactly("Which library", 2).await;
+    fake.sent_exactly("Which library", 1).await;
     sl.stop().await;
 }
 
 #[tokio::test]
-async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it() {
+async fn free_text_through_other_is_a_modal_whose_submission_answers() {
     let (_dir, fake, sl) = setup().await;
-    // Free text through "Other…": a modal whose submission is the answer.
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let (ts, card) = fake.sent("Which library", 1).await;
     fake.click(ALICE, CHANNEL, &ts, &button(&card, "Other…"));
@@ -152,7 +166,15 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
     assert!(fake.calls("views.open")[0]["trigger_id"].as_str().unwrap().starts_with("trigger."));
     fake.submit(ALICE, &view, "moment");
     updated(&fake, &ts, "✅ moment").await;
-    // A plain reply in the confirm card's thread answers it.
+    sl.stop().await;
+}
+
+#[tokio::test]
+async fn a_plain_reply_in_a_cards_thread_answers_it() {
+    let (_dir, fake, sl) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let (ts, card) = fake.sent("Which library", 1).await;
+    fake.click(ALICE, CHANNEL, &ts, &button(&card, "date-fns"));
     let (confirm_ts, _) = fake.sent("Archive all 87 emails?", 1).await;
     // (Once askgate has recorded the card it posted: a reply within the same instant would be
     // a reply to a message askgate does not know yet.)
@@ -163,8 +185,12 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
     fake.message(ALICE, CHANNEL, "no", Some(&confirm_ts));
     updated(&fake, &confirm_ts, "No — slack:U0000ALICE via slack").await;
     fake.sent("left the 87 emails where they are", 1).await;
+    sl.stop().await;
+}
 
-    // Several choices: a menu and a Submit button.
+#[tokio::test]
+async fn several_choices_are_a_menu_with_a_submit_button() {
+    let (_dir, fake, sl) = setup().await;
     fake.message(ALICE, CHANNEL, "/run multi", None);
     let (ts, card) = fake.sent("Which days?", 1).await;
     let submit = button(&card, "Submit");
@@ -178,7 +204,7 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
 }
 
 #[tokio::test]
-async fn options_with_descriptions_are_listed_on_the_card_and_a_button_answers() {
+async fn options_with_descriptions_are_listed_on_the_card_above_its_buttons() {
     let (_dir, fake, sl) = setup().await;
     fake.message(ALICE, CHANNEL, "/run described", None);
     let (ts, card) = fake.sent("Which library?", 1).await;
@@ -191,28 +217,33 @@ async fn options_with_descriptions_are_listed_on_the_card_and_a_button_answers()
     sl.stop().await;
 }
 
+/// The channel's conversation.
+fn channel() -> askgate::question::Conversation {
+    askgate::question::Conversation::parse(&format!("slack:{TEAM}:{CHANNEL}")).unwrap()
+}
+
 #[tokio::test]
-async fn a_static_select_and_a_rejection_with_a_note_answer() {
-    let dir = TempDir::new().unwrap();
-    let (fake, url) = FakeSlack::start().await;
-    let sl = Sl::start(&dir, &url, Some("xapp-fake")).await;
-    fake.connected(1).await;
-    let conversation = askgate::question::Conversation::parse(&format!("slack:{TEAM}:{CHANNEL}")).unwrap();
+async fn many_options_are_a_static_select_that_answers() {
+    let (_dir, fake, sl) = setup().await;
     let options: Vec<String> = (1..=22).map(|i| format!("region {i}")).collect();
     let mut ask = askgate::question::Ask::question("Which region?").options(options);
     ask.answerers = Some(askgate::question::Answerers::Conversation);
-    let asked =
-        sl.engine.ask_external(conversation.clone(), ask, askgate::question::UserRef::operator()).await.unwrap();
+    let asked = sl.engine.ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("Which region?", 1).await;
     let select = elements(&card).into_iter().find(|e| e["type"] == "static_select").expect("a menu for 22 options");
     assert_eq!(select["options"].as_array().unwrap().len(), 22);
     fake.pick(ALICE, CHANNEL, &ts, select["action_id"].as_str().unwrap(), "#7");
     updated(&fake, &ts, "region 7").await;
     assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    sl.stop().await;
+}
 
+#[tokio::test]
+async fn a_rejection_with_a_note_goes_through_a_modal() {
+    let (_dir, fake, sl) = setup().await;
     let mut approval = askgate::question::Ask::approval("drop the staging database");
     approval.answerers = Some(askgate::question::Answerers::Conversation);
-    let asked = sl.engine.ask_external(conversation, approval, askgate::question::UserRef::operator()).await.unwrap();
+    let asked = sl.engine.ask_external(channel(), approval, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("drop the staging database", 1).await;
     let reject = elements(&card).into_iter().find(|e| e["text"]["text"] == "Reject").unwrap();
     assert_eq!(reject["style"], "danger");
@@ -226,13 +257,20 @@ async fn a_static_select_and_a_rejection_with_a_note_answer() {
 }
 
 #[tokio::test]
-async fn a_429_is_waited_out_and_a_dropped_socket_reconnects_and_loses_nothing() {
+async fn a_rate_limited_post_is_retried_until_it_goes_out() {
     let (_dir, fake, sl) = setup().await;
     fake.fail("chat.postMessage", 2);
     fake.message(ALICE, CHANNEL, "/run demo", None);
-    let (ts, card) = fake.sent("Which library", 1).await;
+    fake.sent("Which library", 1).await;
     assert!(fake.calls("chat.postMessage").len() >= 3, "two 429s, then the card");
+    sl.stop().await;
+}
 
+#[tokio::test]
+async fn a_click_while_no_socket_is_up_arrives_on_the_next_one() {
+    let (_dir, fake, sl) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run demo", None);
+    let (ts, card) = fake.sent("Which library", 1).await;
     // Slack asks for a reconnect, then a socket drops without a word, and a click comes while
     // no socket is up (Slack holds it): the client connects again each time, and the click
     // arrives on the new socket and resumes the run.
@@ -255,7 +293,7 @@ pub fn sign(secret: &str, timestamp: i64, body: &str) -> String {
 }
 
 #[tokio::test]
-async fn the_http_mode_takes_signed_requests_and_refuses_replays_and_stale_ones() {
+async fn the_http_mode_takes_only_fresh_signed_requests_once() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeSlack::start().await;
     let sl = Sl::start(&dir, &url, None).await;
@@ -365,7 +403,7 @@ async fn the_binary_serves_slack_from_its_configuration() {
 }
 
 #[tokio::test]
-async fn a_thread_is_its_own_conversation_and_a_dm_takes_commands_without_the_slash() {
+async fn a_thread_is_its_own_conversation() {
     let (_dir, fake, sl) = setup().await;
     // A run started in a thread asks in that thread.
     fake.message(ALICE, CHANNEL, "/run demo", Some("1799999999.000001"));
@@ -377,11 +415,16 @@ async fn a_thread_is_its_own_conversation_and_a_dm_takes_commands_without_the_sl
     assert_eq!(q.conversation.unwrap().as_str(), thread);
     fake.message(ALICE, CHANNEL, "2", Some("1799999999.000001"));
     updated(&fake, &ts, "✅ date-fns").await;
+    sl.stop().await;
+}
 
+#[tokio::test]
+async fn a_dm_or_a_mention_takes_commands_without_the_slash() {
+    let (_dir, fake, sl) = setup().await;
     // In a DM, `run` and `answer` need no slash; in a channel, a mention of the bot does it.
     let dm = "D0000ALICE";
     fake.message(ALICE, dm, "run demo", None);
-    let (ts, card) = fake.sent("Which library", 2).await;
+    let (ts, card) = fake.sent("Which library", 1).await;
     assert_eq!(card["channel"], dm);
     let short = &question_id(&card)[..8];
     fake.message(ALICE, dm, &format!("answer {short} 3"), None);
@@ -393,14 +436,13 @@ async fn a_thread_is_its_own_conversation_and_a_dm_takes_commands_without_the_sl
 }
 
 #[tokio::test]
-async fn a_quorum_approval_counts_in_place_and_the_second_person_allows_it() {
+async fn a_quorum_approval_counts_in_place_until_it_has_enough() {
     let (_dir, fake, sl) = setup().await;
-    let conversation = askgate::question::Conversation::parse(&format!("slack:{TEAM}:{CHANNEL}")).unwrap();
     let mut ask = askgate::question::Ask::approval("rotate the keys");
     ask.quorum = Some(2);
     let people = [ALICE, BOB].map(|u| askgate::question::UserRef::parse(&format!("slack:{u}")).unwrap());
     ask.answerers = Some(askgate::question::Answerers::Users { users: people.to_vec() });
-    let asked = sl.engine.ask_external(conversation, ask, askgate::question::UserRef::operator()).await.unwrap();
+    let asked = sl.engine.ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("rotate the keys", 1).await;
     fake.click(ALICE, CHANNEL, &ts, &button(&card, "Approve"));
     fake.ephemeral(ALICE, "Approval 1 of 2 recorded").await;
