@@ -158,12 +158,18 @@ pub fn error_code(body: &Value) -> &str {
 }
 
 #[tokio::test]
-async fn every_api_route_needs_the_token_and_healthz_does_not() {
+async fn healthz_needs_no_token() {
     let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let health: Value = r.json().await.unwrap();
     assert_eq!((health["status"].as_str(), health["store"].as_str()), (Some("ok"), Some("ok")), "{health}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_api_route_needs_the_token() {
+    let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
     for path in ["/api/questions", "/api/events", "/api/questions/00000000-0000-4000-8000-000000000000"] {
         let r = app.client.get(app.url(path)).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
@@ -174,20 +180,31 @@ async fn every_api_route_needs_the_token_and_healthz_does_not() {
     }
     let r = app.client.post(app.url("/api/questions")).json(&json!({})).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_route_is_a_json_not_found() {
+    let app = App::start("", Env::from_pairs::<[(&str, &str); 0], _, _>([])).await;
     let (status, body) = app.get("/nowhere").await;
     assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
     app.stop().await;
 }
 
-#[tokio::test]
-async fn healthz_and_metrics_say_which_channel_is_down_and_why() {
+/// askgate with a webhook channel and a Telegram channel whose API nobody answers.
+async fn telegram_unreachable() -> App {
     // Telegram's API address is a port nobody listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let extra = format!(
         "\n[channels.telegram]\ntoken_env = \"TG\"\napi_url = \"http://{closed}\"\n\n\
          [channels.webhook.sms]\nurl = \"http://{closed}/\"\nsecret_env = \"SMS_SECRET\"\n"
     );
-    let app = App::start(&extra, Env::from_pairs([("TG", "123:fake"), ("SMS_SECRET", "s")])).await;
+    App::start(&extra, Env::from_pairs([("TG", "123:fake"), ("SMS_SECRET", "s")])).await
+}
+
+#[tokio::test]
+async fn healthz_says_which_channel_is_down_with_the_reason() {
+    let app = telegram_unreachable().await;
     let health = eventually(|| async {
         let r = app.client.get(app.url("/healthz")).send().await.unwrap();
         let status = r.status();
@@ -201,8 +218,17 @@ async fn healthz_and_metrics_say_which_channel_is_down_and_why() {
     assert_eq!(health["channels"]["webhook"], "up");
     let telegram = health["channels"]["telegram"].as_str().unwrap();
     assert!(telegram.starts_with("down: the Bot API cannot be reached"), "{health}");
-    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("askgate_channel_up{channel=\"telegram\"} 0"), "{metrics}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_say_which_channel_is_up() {
+    let app = telegram_unreachable().await;
+    let metrics = eventually(|| async {
+        let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        metrics.contains("askgate_channel_up{channel=\"telegram\"} 0").then_some(metrics)
+    })
+    .await;
     assert!(metrics.contains("askgate_channel_up{channel=\"webhook\"} 1"), "{metrics}");
     app.stop().await;
 }
@@ -259,7 +285,7 @@ async fn an_agents_run_ends_when_its_question_is_resolved(place: Place) {
     app.stop().await;
 }
 
-async fn questions_are_created_listed_fetched_and_refused_clearly(place: Place) {
+async fn an_asked_question_is_fetched_by_its_id(place: Place) {
     let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
     let (status, q) = app.get(&format!("/api/questions/{id}")).await;
@@ -274,23 +300,38 @@ async fn questions_are_created_listed_fetched_and_refused_clearly(place: Place) 
     );
     assert!(q["expires_at"].as_i64().unwrap() > q["created_at"].as_i64().unwrap());
     assert!(q["deliveries"].is_array());
-    let (_, list) = app.get("/api/questions?conversation=console:local&status=pending").await;
-    assert_eq!(list["questions"].as_array().unwrap().len(), 1);
-    let (_, other) = app.get("/api/questions?conversation=telegram:1").await;
-    assert_eq!(other["questions"].as_array().unwrap().len(), 0);
-
-    let (status, body) = app.get("/api/questions/00000000-0000-4000-8000-000000000000").await;
-    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
-    let (status, _) = app.get("/api/questions/not-an-id").await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
     // The 8 characters a card shows name it too, for every route that takes an id.
     let short = &id[..8];
     let (status, by_short) = app.get(&format!("/api/questions/{short}")).await;
     assert_eq!((status, by_short["id"].as_str()), (StatusCode::OK, Some(id.as_str())), "{by_short}");
     let (status, outcome) = app.get(&format!("/api/questions/{short}/outcome")).await;
     assert_eq!((status, outcome["id"].as_str()), (StatusCode::ACCEPTED, Some(id.as_str())), "{outcome}");
+    app.stop().await;
+}
+
+async fn questions_are_listed_by_conversation(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
+    app.ask("console:local", "Which colour?").await;
+    let (_, list) = app.get("/api/questions?conversation=console:local&status=pending").await;
+    assert_eq!(list["questions"].as_array().unwrap().len(), 1);
+    let (_, other) = app.get("/api/questions?conversation=telegram:1").await;
+    assert_eq!(other["questions"].as_array().unwrap().len(), 0);
+    app.stop().await;
+}
+
+async fn an_unknown_or_too_short_id_is_not_found(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
+    let (status, body) = app.get("/api/questions/00000000-0000-4000-8000-000000000000").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    let (status, _) = app.get("/api/questions/not-an-id").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, body) = app.get("/api/questions/0b6f").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "too short: {body}");
+    app.stop().await;
+}
+
+async fn a_bad_request_for_questions_is_refused_clearly(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let (status, body) = app.get("/api/questions?status=maybe").await;
     assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
 
@@ -316,7 +357,7 @@ async fn questions_are_created_listed_fetched_and_refused_clearly(place: Place) 
     app.stop().await;
 }
 
-async fn replies_use_the_claim_once_path_with_409_and_422(place: Place) {
+async fn a_reply_is_claimed_once_with_clear_refusals(place: Place) {
     let app = App::on(place, "", Env::default()).await;
     let id = app.ask("console:local", "Which colour?").await;
     let (status, body) = app.post(&format!("/api/questions/{id}/reply"), json!({"value": "purple"})).await;
@@ -456,11 +497,9 @@ async fn a_reconnecting_event_client_gets_exactly_the_pending_questions_first(pl
     app.stop().await;
 }
 
-async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not(place: Place) {
+async fn a_long_poll_returns_the_answer_when_it_lands(place: Place) {
     let app = Arc::new(App::on(place, "", Env::default()).await);
     let id = app.ask("console:local", "Which colour?").await;
-    let (status, body) = app.get(&format!("/api/questions/{id}/outcome?wait=1")).await;
-    assert_eq!((status, body["status"].as_str()), (StatusCode::ACCEPTED, Some("pending")));
     let waiting = {
         let (app, id) = (app.clone(), id.clone());
         tokio::spawn(async move { app.get(&format!("/api/questions/{id}/outcome?wait=30")).await })
@@ -474,8 +513,21 @@ async fn long_poll_returns_when_the_answer_lands_and_202_when_it_does_not(place:
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["outcome"]["value"], "blue");
     assert_eq!(body["answered_via"], "api");
+}
+
+async fn a_long_poll_that_times_out_says_pending_with_202(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
+    let id = app.ask("console:local", "Which colour?").await;
+    let (status, body) = app.get(&format!("/api/questions/{id}/outcome?wait=1")).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::ACCEPTED, Some("pending")));
+    app.stop().await;
+}
+
+async fn a_long_poll_on_an_unknown_question_is_not_found(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
     let (status, _) = app.get("/api/questions/00000000-0000-4000-8000-000000000000/outcome?wait=1").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    app.stop().await;
 }
 
 async fn runs_start_blocking_or_not_through_the_api(place: Place) {
@@ -508,7 +560,7 @@ async fn runs_start_blocking_or_not_through_the_api(place: Place) {
 }
 
 #[tokio::test]
-async fn metrics_count_questions_by_outcome_and_surface() {
+async fn metrics_count_questions_by_outcome_per_surface() {
     let app = App::start("", Env::default()).await;
     let metrics = || async { app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap() };
     let before = metrics().await;
@@ -593,7 +645,7 @@ pub async fn receiver(secret: &'static str) -> (String, Arc<Mutex<Vec<OutboundMe
 }
 
 #[tokio::test]
-async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
+async fn the_webhook_channel_round_trips_signed_messages_only() {
     let (out, got, bad) = receiver("hush").await;
     let extra = format!(
         "\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SMS_SECRET\"\nallowed_users = [\"+15550001\"]\n"
@@ -672,7 +724,7 @@ async fn the_webhook_channel_round_trips_with_good_and_bad_signatures() {
     app.stop().await;
 }
 
-async fn allow_always_grants_are_listed_and_revocable(place: Place) {
+async fn allow_always_through_the_api_answers_the_next_ask_at_once(place: Place) {
     let app = App::on(place, "", Env::default()).await;
     let (status, body) = app
         .post("/api/questions", json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod"}))
@@ -690,6 +742,17 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
         .await;
     assert_eq!((status, &again["status"]), (StatusCode::CREATED, &json!("answered")), "{again}");
     assert_eq!(again["question"]["answered_name"], "a grant set by api:operator");
+    app.stop().await;
+}
+
+async fn an_api_grant_is_listed_until_revoked(place: Place) {
+    let app = App::on(place, "", Env::default()).await;
+    let (status, body) = app
+        .post("/api/questions", json!({"conversation": "console:local", "kind": "approval", "prompt": "deploy prod"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["id"].as_str().unwrap();
+    app.post(&format!("/api/questions/{id}/reply"), json!({"value": "always"})).await;
     let (_, list) = app.get("/api/grants?conversation=console:local").await;
     let grants = list["grants"].as_array().unwrap().clone();
     assert_eq!(grants.len(), 1);
@@ -705,7 +768,7 @@ async fn allow_always_grants_are_listed_and_revocable(place: Place) {
 }
 
 #[tokio::test]
-async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_for_it() {
+async fn an_approval_ask_that_cannot_be_met_is_refused() {
     let app = App::on(Place::sqlite(), "", Env::default()).await;
     let ask = |extra: Value| {
         let mut body = json!({"conversation": "console:local", "kind": "approval", "prompt": "drop table users",
@@ -728,6 +791,18 @@ async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_
     let (status, body) = ask(json!({"escalate_after": "10m", "escalate_to": "telegram:-100"})).await;
     assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
     assert!(body["error"]["message"].as_str().unwrap().starts_with("escalate_to: no enabled channel serves"), "{body}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_quorum_approval_counts_each_person_once_but_never_the_asker() {
+    let app = App::on(Place::sqlite(), "", Env::default()).await;
+    let ask = |extra: Value| {
+        let mut body = json!({"conversation": "console:local", "kind": "approval", "prompt": "drop table users",
+                              "answerers": ["console:local", "test:bob", "test:carol"]});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        app.post("/api/questions", body)
+    };
     let (status, body) = ask(json!({"quorum": 2})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
@@ -767,11 +842,17 @@ async fn a_quorum_approval_counts_each_person_once_and_not_the_token_that_asked_
 // The API's behaviour that rests on the store's, on every store.
 crate::backend::on_every_store!(
     an_agents_run_ends_when_its_question_is_resolved,
-    questions_are_created_listed_fetched_and_refused_clearly,
-    replies_use_the_claim_once_path_with_409_and_422,
+    an_asked_question_is_fetched_by_its_id,
+    questions_are_listed_by_conversation,
+    an_unknown_or_too_short_id_is_not_found,
+    a_bad_request_for_questions_is_refused_clearly,
+    a_reply_is_claimed_once_with_clear_refusals,
     an_api_answer_racing_a_console_answer_resumes_the_run_once,
     a_reconnecting_event_client_gets_exactly_the_pending_questions_first,
-    long_poll_returns_when_the_answer_lands_and_202_when_it_does_not,
+    a_long_poll_returns_the_answer_when_it_lands,
+    a_long_poll_that_times_out_says_pending_with_202,
+    a_long_poll_on_an_unknown_question_is_not_found,
     runs_start_blocking_or_not_through_the_api,
-    allow_always_grants_are_listed_and_revocable,
+    allow_always_through_the_api_answers_the_next_ask_at_once,
+    an_api_grant_is_listed_until_revoked,
 );
