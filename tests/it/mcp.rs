@@ -66,10 +66,9 @@ async fn card_id(served: &Served, prompt: &str) -> String {
 }
 
 #[tokio::test]
-async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_console() {
-    let (_dir, mut served, url, token) = start().await;
+async fn the_tools_are_listed_with_their_schemas() {
+    let (_dir, served, url, token) = start().await;
     let client = http_client(&url, &token).await;
-
     let tools = client.list_tools(None).await.unwrap().tools;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["ask_user", "confirm", "request_approval", "notify", "get_outcome"]);
@@ -80,6 +79,14 @@ async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_
     let ask = tools.iter().find(|t| t.name == "ask_user").unwrap();
     assert!(ask.input_schema["properties"].get("options").is_some());
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_ask_answered_on_the_console_returns_the_answer() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Answered on the console by picking the second option.
     let pending = call_in_background(
         &client,
@@ -96,6 +103,14 @@ async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_
     assert_eq!(outcome["timed_out"], false);
     assert!(text(&result).contains("production"), "{}", text(&result));
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_ask_declined_on_the_console_returns_the_feedback() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Declined with feedback.
     let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Drop the table?"})));
     let id = card_id(&served, "Drop the table?").await;
@@ -104,6 +119,14 @@ async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_
     assert_eq!(structured(&outcome)["status"], "declined");
     assert_eq!(structured(&outcome)["feedback"], "use a migration");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_expired_ask_returns_its_default() {
+    let (_dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Expired: the default applies and says so.
     let outcome = client
         .call_tool(call("ask_user", json!({"prompt": "Pick one", "options": ["a", "b"], "default": "b", "timeout": 1})))
@@ -113,6 +136,14 @@ async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_
     assert_eq!((outcome["status"].as_str(), &outcome["value"]), (Some("expired"), &json!("b")));
     assert_eq!(outcome["timed_out"], true);
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_confirm_always_ends_with_a_boolean() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // A confirm always ends with a boolean.
     let pending = call_in_background(&client, call("confirm", json!({"prompt": "Restart the worker?"})));
     let id = card_id(&served, "Restart the worker?").await;
@@ -129,10 +160,9 @@ async fn tools_are_listed_and_questions_are_answered_declined_and_expire_on_the_
 }
 
 #[tokio::test]
-async fn approvals_grant_always_and_polling_and_bad_input() {
+async fn allow_always_lets_the_same_action_through_next_time() {
     let (_dir, mut served, url, token) = start().await;
     let client = http_client(&url, &token).await;
-
     let pending = call_in_background(&client, call("request_approval", json!({"action": "rm -rf build/"})));
     let id = card_id(&served, "rm -rf build/").await;
     served.type_line(&format!("/approve {id} always")).await;
@@ -143,6 +173,14 @@ async fn approvals_grant_always_and_polling_and_bad_input() {
     assert_eq!(structured(&second)["decision"], "granted", "{}", text(&second));
     assert_eq!(structured(&second)["status"], "answered");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_rejected_approval_returns_the_feedback() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Rejected with feedback.
     let pending = call_in_background(&client, call("request_approval", json!({"action": "DROP TABLE users"})));
     let id = card_id(&served, "DROP TABLE users").await;
@@ -151,6 +189,14 @@ async fn approvals_grant_always_and_polling_and_bad_input() {
     assert_eq!(structured(&rejected)["decision"], "rejected");
     assert_eq!(structured(&rejected)["feedback"], "not on a Friday");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_ask_without_waiting_is_fetched_with_get_outcome() {
+    let (_dir, mut served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // wait: false, then get_outcome.
     let asked = client.call_tool(call("ask_user", json!({"prompt": "Lunch?", "wait": false}))).await.unwrap();
     assert_eq!(structured(&asked)["status"], "pending");
@@ -165,11 +211,27 @@ async fn approvals_grant_always_and_polling_and_bad_input() {
         (Some("answered"), &json!("pizza"))
     );
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn notify_reaches_the_conversation() {
+    let (_dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // notify reaches the conversation.
     let sent = client.call_tool(call("notify", json!({"message": "build 42 is green"}))).await.unwrap();
     assert_eq!(structured(&sent)["sent"], true);
     served.stdout_line("build 42 is green").await;
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn bad_tool_input_is_a_tool_error_naming_what_is_wrong() {
+    let (_dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Bad input: a tool error that names what is wrong; nothing is asked.
     for (tool, arguments, expected) in [
         ("ask_user", json!({"prompt": "x", "option": ["a"]}), "`option` is not an argument of ask_user"),
@@ -194,6 +256,14 @@ async fn approvals_grant_always_and_polling_and_bad_input() {
     // An unknown tool is a protocol error.
     assert!(client.call_tool(call("ask_everyone", json!({}))).await.is_err());
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn the_endpoint_refuses_requests_without_the_token_or_from_elsewhere() {
+    let (_dir, served, url, token) = start().await;
+    let client = http_client(&url, &token).await;
     // Without the token: 401, before any MCP.
     let response = reqwest::Client::new()
         .post(&url)
@@ -237,7 +307,7 @@ fn uuid() -> String {
 }
 
 #[tokio::test]
-async fn a_stop_while_a_call_waits_ends_the_call_with_a_readable_error_and_cancels_the_question() {
+async fn a_stop_while_a_call_waits_ends_it_with_a_readable_error_cancelling_its_question() {
     let (_dir, served, url, token) = start().await;
     let client = http_client(&url, &token).await;
     let pending = call_in_background(&client, call("ask_user", json!({"prompt": "Still there?"})));
@@ -280,7 +350,26 @@ impl rmcp::ClientHandler for Progress {
 }
 
 #[tokio::test]
-async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_question() {
+async fn a_waiting_call_reports_progress() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
+    let (base, token) = served.agent(dir.path()).await;
+    let progress = Progress::default();
+    let client = client_with(&format!("{base}/mcp"), &token, progress.clone()).await;
+
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Slow one?"}))));
+    let _waiting = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    served.card_id("Slow one?").await;
+    let message = eventually(|| async { progress.0.lock().unwrap().first().cloned() }).await;
+    assert!(message.starts_with("waiting for an answer on console:local (expires in 30m"), "{message}");
+
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_cancels_its_question() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &format!("{MCP}progress_every = \"1s\"\n")));
     let (base, token) = served.agent(dir.path()).await;
@@ -291,8 +380,6 @@ async fn a_waiting_call_reports_progress_and_a_cancelled_call_cancels_its_questi
         ClientRequest::CallToolRequest(CallToolRequest::new(call("ask_user", json!({"prompt": "Slow one?"}))));
     let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
     let id = served.card_id("Slow one?").await;
-    let message = eventually(|| async { progress.0.lock().unwrap().first().cloned() }).await;
-    assert!(message.starts_with("waiting for an answer on console:local (expires in 30m"), "{message}");
 
     handle.cancel(Some("the agent moved on".to_owned())).await.unwrap();
     // The question ends as cancelled by the client, and the console says so (its retraction).
@@ -354,10 +441,9 @@ async fn forms_client(
 }
 
 #[tokio::test]
-async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_wins() {
+async fn an_answer_in_the_agents_form_closes_the_card() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
-
+    let served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
     // Answered in the client's form: the call returns it and the console's card is closed.
     let (client, forms) = forms_client(&served, dir.path(), Some(json!({"answer": "blue"}))).await;
     let result = client
@@ -385,6 +471,13 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
     assert!(line.contains("via mcp"), "{line}");
     client.cancel().await.unwrap();
 
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_answer_in_the_chat_first_takes_the_form_away() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
     // Answered in the chat first: the form is taken away from the client.
     let (client, forms) = forms_client(&served, dir.path(), None).await;
     let pending = call_in_background(&client, call("confirm", json!({"prompt": "Ship it?"})));
@@ -394,11 +487,12 @@ async fn the_agents_client_shows_the_question_as_a_form_and_the_first_answer_win
     assert_eq!(structured(&pending.await.unwrap())["value"], true);
     eventually(|| async { (*forms.taken_away.lock().unwrap() == 1).then_some(()) }).await;
     client.cancel().await.unwrap();
+
     served.terminate().await;
 }
 
 #[tokio::test]
-async fn a_closed_session_leaves_its_question_waiting_and_the_agent_that_comes_back_gets_the_answer() {
+async fn a_closed_session_leaves_its_question_waiting_for_the_agent_to_come_back() {
     let (dir, mut served, url, token) = start().await;
     let client = http_client(&url, &token).await;
     let _pending = call_in_background(&client, call("ask_user", json!({"prompt": "Anyone?"})));
@@ -434,16 +528,15 @@ impl rmcp::ClientHandler for Tasks {
 }
 
 #[tokio::test]
-async fn a_client_with_tasks_polls_the_ask_and_may_cancel_it() {
-    use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus};
+async fn a_client_with_tasks_polls_its_ask_until_answered() {
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload, TaskStatus};
 
-    let (dir, mut served, url, token) = start().await;
+    let (_dir, mut served, url, token) = start().await;
     let client = client_with(&url, &token, Tasks).await;
     let task = |response: CallToolResponse| match response {
         CallToolResponse::Task(created) => created.task,
         other => panic!("not a task: {other:?}"),
     };
-
     // Answered while the client polls.
     let created = task(client.call_tool_once(call("ask_user", json!({"prompt": "Tea or coffee?"}))).await.unwrap());
     let polled = client.get_task(GetTaskParams::new(created.task_id.clone())).await.unwrap();
@@ -461,6 +554,20 @@ async fn a_client_with_tasks_polls_the_ask_and_may_cancel_it() {
     .await;
     assert_eq!(result["structuredContent"]["value"], "tea", "{result:?}");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_client_with_tasks_may_cancel_its_ask() {
+    use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskStatus};
+
+    let (dir, served, url, token) = start().await;
+    let client = client_with(&url, &token, Tasks).await;
+    let task = |response: CallToolResponse| match response {
+        CallToolResponse::Task(created) => created.task,
+        other => panic!("not a task: {other:?}"),
+    };
     // Cancelled by the client: the question ends and its card is closed.
     let created = task(client.call_tool_once(call("confirm", json!({"prompt": "Reboot now?"}))).await.unwrap());
     let id = served.card_id("Reboot now?").await;
@@ -520,7 +627,7 @@ async fn answer_to(
 }
 
 #[tokio::test]
-async fn askgate_mcp_answers_an_oversized_or_malformed_message_with_an_error_and_keeps_serving() {
+async fn askgate_mcp_answers_an_oversized_or_malformed_message_with_an_error_then_keeps_serving() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
     let (dir, served, _url, _token) = start().await;
