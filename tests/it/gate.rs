@@ -48,7 +48,7 @@ async fn upstream_saw(dir: &Path, marker: &str) {
 }
 
 #[tokio::test]
-async fn gated_calls_wait_for_approval_and_others_pass_through() {
+async fn only_gated_calls_wait_for_approval() {
     let dir = TempDir::new().unwrap();
     // A second upstream that cannot start takes nothing else down.
     let broken = "\n[[mcp.upstream]]\nname = \"broken\"\ncommand = [\"/nonexistent/program\"]\n";
@@ -128,7 +128,7 @@ async fn gated_calls_wait_for_approval_and_others_pass_through() {
 }
 
 #[tokio::test]
-async fn an_upstream_killed_mid_call_fails_that_call_clearly_and_is_restarted() {
+async fn an_upstream_killed_mid_call_fails_that_call_clearly_then_restarts() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&gated_config(dir.path(), ""));
     let (base, token) = served.agent(dir.path()).await;
@@ -315,13 +315,12 @@ async fn an_upstreams_tool_list_change_reaches_the_agent() {
 }
 
 #[tokio::test]
-async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_upstream() {
+async fn a_call_cancelled_while_its_approval_waits_retracts_it() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&gated_config_with(dir.path(), r#"["wait"]"#, ""));
+    let served = Served::start(&gated_config_with(dir.path(), r#"["wait"]"#, ""));
     let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
     ready(&client).await;
-
     // Cancelled while the approval waits: the question is cancelled and its card retracted.
     let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
     let id = served.nth_card_id("files__wait", 1).await;
@@ -330,9 +329,20 @@ async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_u
     assert!(line.starts_with(&format!("[{id}]")), "{line}");
     assert!(!dir.path().join("files").join("waiting").exists(), "the call never went upstream");
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_call_cancelled_after_approval_is_cancelled_upstream() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&gated_config_with(dir.path(), r#"["wait"]"#, ""));
+    let (base, token) = served.agent(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
+    ready(&client).await;
     // Cancelled after approval: the upstream is told, and its call ends.
     let pending = call_in_background(&client, call("files__wait", json!({"seconds": 60})));
-    let id = served.nth_card_id("files__wait", 2).await;
+    let id = served.nth_card_id("files__wait", 1).await;
     served.type_line(&format!("/approve {id}")).await;
     upstream_saw(dir.path(), "waiting").await;
     pending.abort();
@@ -343,7 +353,7 @@ async fn a_cancelled_call_retracts_its_approval_and_after_approval_reaches_the_u
 }
 
 #[tokio::test]
-async fn a_hanging_upstream_call_fails_at_its_call_timeout_and_is_cancelled_there() {
+async fn a_hanging_upstream_call_is_cancelled_there_at_its_call_timeout() {
     let dir = TempDir::new().unwrap();
     let config = gated_config(dir.path(), "call_timeout = \"2s\"\n");
     let check = tokio::process::Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
@@ -373,7 +383,7 @@ async fn a_hanging_upstream_call_fails_at_its_call_timeout_and_is_cancelled_ther
 }
 
 #[tokio::test]
-async fn a_stdio_result_over_max_result_is_a_clear_error_at_once_and_the_upstream_keeps_serving() {
+async fn a_stdio_result_over_max_result_is_a_clear_error_at_once_for_that_call_only() {
     let dir = TempDir::new().unwrap();
     // The defaults: 8 MB, and a call timeout of 10 minutes that this must not wait for.
     let served = Served::start(&gated_config(dir.path(), ""));

@@ -96,7 +96,7 @@ async fn saw(events: &std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>, n
 }
 
 #[tokio::test]
-async fn a_run_started_through_one_instance_is_answered_through_another_and_every_stream_sees_it() {
+async fn a_run_started_through_one_instance_is_answered_through_another_in_every_stream() {
     let database = TestDatabase::create().await;
     let (a, b, c) =
         (Instance::start(&database).await, Instance::start(&database).await, Instance::start(&database).await);
@@ -181,7 +181,7 @@ async fn a_blocking_ask_held_by_one_instance_is_answered_through_another() {
 }
 
 #[tokio::test]
-async fn an_instance_killed_between_ask_and_answer_loses_nothing() {
+async fn an_instance_killed_while_a_question_waits_loses_nothing() {
     let database = TestDatabase::create().await;
     let (mut a, b) = (Instance::start(&database).await, Instance::start(&database).await);
     let (_, started) = a.post("/api/runs", json!({"function": "demo", "conversation": "console:local"})).await;
@@ -201,7 +201,7 @@ async fn an_instance_killed_between_ask_and_answer_loses_nothing() {
 }
 
 #[tokio::test]
-async fn with_three_instances_sweeping_each_question_expires_and_is_announced_once() {
+async fn with_three_instances_sweeping_each_question_expires_once() {
     let database = TestDatabase::create().await;
     let (a, b, c) =
         (Instance::start(&database).await, Instance::start(&database).await, Instance::start(&database).await);
@@ -284,7 +284,7 @@ async fn two_thousand_questions_answered_at_once_through_two_instances_have_one_
 }
 
 #[tokio::test]
-async fn on_telegram_one_instance_polls_any_retracts_and_the_lease_moves_when_its_holder_is_killed() {
+async fn on_telegram_one_instance_holds_the_polling_lease_until_it_is_killed() {
     use crate::fake_telegram::FakeTelegram;
     const ALICE: i64 = 42;
     let database = TestDatabase::create().await;
@@ -506,7 +506,7 @@ async fn a_blocking_run_whose_sqlite_askgate_was_killed_ends_cancelled_at_the_ne
 /// Here the dead instances' heartbeats are held at 6 s old, past the 5 s a silent instance
 /// without its lock is given but short of the lapse, so only the lock can tell they died.
 #[tokio::test]
-async fn a_run_taken_over_and_orphaned_again_is_taken_over_again_without_waiting_for_the_lapse() {
+async fn a_run_orphaned_a_second_time_is_taken_over_again_without_waiting_for_the_lapse() {
     use sqlx::{ConnectOptions, Connection};
     let database = TestDatabase::create().await;
     let scripts = TempDir::new().unwrap();

@@ -149,7 +149,7 @@ async fn replied(
 }
 
 #[tokio::test]
-async fn opencodes_prompts_are_asked_on_the_console_and_the_answers_reach_it() {
+async fn opencodes_prompts_are_answered_on_the_console() {
     let (fake, url) = Fake::start().await;
     let dir = TempDir::new().unwrap();
     let extra = format!(
@@ -206,7 +206,7 @@ async fn opencodes_prompts_are_asked_on_the_console_and_the_answers_reach_it() {
 }
 
 #[tokio::test]
-async fn after_a_reconnect_prompts_pending_meanwhile_are_asked_and_settled_ones_retracted() {
+async fn after_a_reconnect_the_cards_follow_what_is_pending_now() {
     let (fake, url) = Fake::start().await;
     let dir = TempDir::new().unwrap();
     let extra = format!("\n[[opencode]]\nname = \"laptop\"\nurl = \"{url}\"\nconversation = \"console:local\"\n");
@@ -229,7 +229,7 @@ async fn after_a_reconnect_prompts_pending_meanwhile_are_asked_and_settled_ones_
 }
 
 #[tokio::test]
-async fn a_prompt_pending_before_askgate_started_and_an_older_servers_permission_are_asked() {
+async fn prompts_pending_before_askgate_started_are_asked_in_either_servers_form() {
     let (fake, url) = Fake::start().await;
     // Pending in a project whose events askgate never heard: opencode lists it under /project.
     let waiting = json!({"id": "per_w", "sessionID": "ses_3", "permission": "bash", "patterns": ["make w"],
@@ -351,7 +351,7 @@ async fn a_reply_opencode_refuses_is_sent_again_until_it_takes_it_also_across_a_
 }
 
 #[tokio::test]
-async fn a_list_that_hangs_holds_up_no_event_and_healthz_says_so() {
+async fn a_list_that_hangs_holds_up_no_event_but_shows_in_healthz() {
     let (fake, url) = Fake::start().await;
     fake.hang_projects.store(true, Ordering::SeqCst);
     let dir = TempDir::new().unwrap();
@@ -396,7 +396,7 @@ async fn healthz_names_an_opencode_that_never_answers() {
 }
 
 #[tokio::test]
-async fn an_event_line_of_100_mb_is_skipped_without_being_kept_and_the_next_event_is_heard() {
+async fn an_event_line_of_100_mb_is_skipped_without_being_kept() {
     let (fake, url) = Fake::start().await;
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &laptop(&url)));

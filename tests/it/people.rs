@@ -44,7 +44,7 @@ async fn call(method: reqwest::Method, url: String, token: &str, body: Option<Va
 }
 
 #[tokio::test]
-async fn personal_tokens_answer_as_their_person_and_a_revoked_one_is_refused() {
+async fn a_personal_token_answers_as_its_person_until_revoked() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     let served = Served::start(&config);
@@ -237,7 +237,7 @@ async fn sign_in(app: &App, secret: &str) -> (StatusCode, Value) {
 const SMS: &str = "\n[channels.webhook.sms]\nurl = \"http://127.0.0.1:9/\"\nsecret_env = \"SMS_SECRET\"\nallowed_users = [\"+1555\"]\n";
 
 #[tokio::test]
-async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_private_chat() {
+async fn a_web_link_from_a_private_chat_signs_one_browser_in_once_before_it_expires() {
     let clock = Clock::manual(Clock::system().now_ms());
     let app = App::start_clocked(SMS, Env::from_pairs([("SMS_SECRET", "hush")]), clock.clone()).await;
     // Links go to the people the channel lets in, and only in private.
@@ -289,7 +289,7 @@ async fn a_web_link_signs_one_browser_in_once_before_it_expires_and_only_from_a_
     no_browser,
     ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
-async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quorum_on_the_page() {
+async fn two_people_signed_in_two_ways_complete_a_quorum_on_the_page() {
     let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let (status, made) = app.post("/api/tokens", json!({"name": "alice"})).await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
@@ -345,7 +345,7 @@ async fn two_people_signed_in_by_a_personal_token_and_a_web_link_complete_a_quor
     no_browser,
     ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
-async fn someone_elses_link_signs_a_tab_in_only_when_asked_and_a_pasted_one_offers_to_switch() {
+async fn someone_elses_link_signs_a_tab_in_only_when_asked() {
     let app = App::start(SMS, Env::from_pairs([("SMS_SECRET", "hush")])).await;
     let (status, made) = app.post("/api/tokens", json!({"name": "alice"})).await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
@@ -381,7 +381,7 @@ async fn someone_elses_link_signs_a_tab_in_only_when_asked_and_a_pasted_one_offe
     no_browser,
     ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
-async fn a_person_starts_a_run_from_the_composer_and_answers_it_by_plain_replies() {
+async fn a_person_runs_the_demo_from_the_composer_by_plain_replies() {
     let app = App::start("", Env::default()).await;
     let (status, made) = app.post("/api/tokens", json!({"name": "bob", "may": "answer,ask"})).await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
@@ -504,7 +504,7 @@ async fn the_composer_answers_what_waits_for_its_person_on_the_board_by_a_plain_
 }
 
 #[tokio::test]
-async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_and_nothing_is_done() {
+async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_doing_nothing() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[limits]\nper_person = \"1/h\"\nper_person_burst = 3\n");
     let served = Served::start(&config);
@@ -569,7 +569,7 @@ async fn a_person_acting_faster_than_the_limit_gets_429_with_retry_after_and_not
 }
 
 #[tokio::test]
-async fn a_sign_in_link_says_whom_it_signs_in_without_being_used_and_signs_in_only_as_that_person() {
+async fn a_sign_in_link_is_for_the_one_person_it_names() {
     let dir = TempDir::new().unwrap();
     let served = Served::start_with_env(&write_config(dir.path(), SMS), &[("SMS_SECRET", "hush")]);
     let (base, _) = served.api(dir.path()).await;

@@ -47,7 +47,7 @@ async fn modern_client(url: &str, token: &str) -> Client {
 }
 
 #[tokio::test]
-async fn clients_of_either_revision_list_the_tools_of_upstreams_of_either_revision_and_are_answered() {
+async fn clients_of_either_revision_are_served_by_upstreams_of_either_revision() {
     let dir = TempDir::new().unwrap();
     let upstreams = format!("{}{}", upstream(dir.path(), "files", &[]), upstream(dir.path(), "old", &["--legacy"]));
     let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}{upstreams}")));
@@ -97,7 +97,7 @@ fn call_named(name: &str, arguments: Value) -> rmcp::model::CallToolRequestParam
 }
 
 #[tokio::test]
-async fn a_call_its_client_gave_up_on_is_attached_to_again_and_returns_the_answer_with_one_card() {
+async fn a_call_its_client_gave_up_on_returns_the_answer_when_made_again_with_one_card() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), MCP));
     let (base, token) = served.agent(dir.path()).await;
@@ -105,13 +105,13 @@ async fn a_call_its_client_gave_up_on_is_attached_to_again_and_returns_the_answe
     for (revision, client) in
         [("2026-07-28", modern_client(&url, &token).await), ("2025-11-25", http_client(&url, &token).await)]
     {
-        gave_up_and_came_back(&mut served, dir.path(), &client, revision).await;
+        gives_up_then_comes_back(&mut served, dir.path(), &client, revision).await;
         client.cancel().await.unwrap();
     }
     served.terminate().await;
 }
 
-async fn gave_up_and_came_back(served: &mut Served, dir: &Path, client: &Client, revision: &str) {
+async fn gives_up_then_comes_back(served: &mut Served, dir: &Path, client: &Client, revision: &str) {
     let prompt = format!("Which colour, after a timeout, in {revision}?");
     let arguments = json!({"prompt": prompt, "options": ["red", "blue"], "timeout": 600});
 
@@ -150,7 +150,7 @@ async fn gave_up_and_came_back(served: &mut Served, dir: &Path, client: &Client,
 }
 
 #[tokio::test]
-async fn a_deliberate_cancel_cancels_the_question_and_a_dropped_2026_call_leaves_it_waiting() {
+async fn only_a_deliberate_cancel_cancels_a_calls_question() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), MCP));
     let (base, token) = served.agent(dir.path()).await;
@@ -264,22 +264,41 @@ async fn ending_a_session_answers_200() {
 }
 
 #[tokio::test]
-async fn while_an_upstream_makes_its_first_start_health_says_starting_gated_calls_are_refused_and_tools_list_waits() {
+async fn while_an_upstream_makes_its_first_start_health_says_starting() {
     let dir = TempDir::new().unwrap();
     let config = format!("{MCP}{}", upstream(dir.path(), "files", &["--slow-start", "4"]));
     let served = Served::start(&write_config(dir.path(), &config));
-    let (base, token) = served.agent(dir.path()).await;
+    let (base, _) = served.agent(dir.path()).await;
     let health = reqwest::get(format!("{base}/healthz")).await.unwrap();
     assert_eq!(health.status(), 503);
     let body: Value = health.json().await.unwrap();
     assert_eq!(body["status"], "starting", "{body}");
+    served.terminate().await;
+}
 
-    // A gated call now could not be made: refused with the reason, and nobody is asked.
+#[tokio::test]
+async fn while_an_upstream_makes_its_first_start_a_gated_call_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let config = format!("{MCP}{}", upstream(dir.path(), "files", &["--slow-start", "4"]));
+    let served = Served::start(&write_config(dir.path(), &config));
+    let (base, token) = served.agent(dir.path()).await;
     let client = http_client(&format!("{base}/mcp"), &token).await;
+    // A gated call now could not be made: refused with the reason, and nobody is asked.
     let refused = client.call_tool(call_named("files__delete_file", json!({"path": "a.txt"}))).await.unwrap();
     assert!(text(&refused).contains("`files` is not running"), "{}", text(&refused));
     assert_eq!(served.cards("delete_file"), 0);
 
+    client.cancel().await.unwrap();
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn while_an_upstream_makes_its_first_start_the_tools_list_waits_for_its_tools() {
+    let dir = TempDir::new().unwrap();
+    let config = format!("{MCP}{}", upstream(dir.path(), "files", &["--slow-start", "4"]));
+    let served = Served::start(&write_config(dir.path(), &config));
+    let (base, token) = served.agent(dir.path()).await;
+    let client = http_client(&format!("{base}/mcp"), &token).await;
     // Listed once, during the start: the answer waits for the upstream's tools.
     let names: Vec<String> = client.list_tools(None).await.unwrap().tools.iter().map(|t| t.name.to_string()).collect();
     assert!(names.iter().any(|n| n == "files__read_file"), "{names:?}");
@@ -343,7 +362,7 @@ impl rmcp::ClientHandler for Fills {
 }
 
 #[tokio::test]
-async fn a_2026_client_gets_the_form_as_input_required_and_the_first_answer_wins() {
+async fn a_2026_client_gets_the_form_as_input_required_where_the_first_answer_wins() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), &format!("{MCP}elicitation = true\n")));
     let (base, token) = served.agent(dir.path()).await;
@@ -514,7 +533,7 @@ async fn an_always_for_a_call_that_could_not_be_made_leaves_no_grant() {
 }
 
 #[tokio::test]
-async fn every_question_names_who_asks_on_its_card_in_the_api_and_on_the_event_stream() {
+async fn every_question_names_who_asks_wherever_it_shows() {
     use futures_util::StreamExt;
 
     let dir = TempDir::new().unwrap();

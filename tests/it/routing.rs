@@ -54,7 +54,7 @@ async fn a_duplicate_answer_gets_already_resolved_same() {
 }
 
 #[tokio::test]
-async fn unknown_short_and_malformed_ids_are_reported() {
+async fn an_id_that_names_nothing_is_reported_with_why() {
     let (h, card) = demo_waiting().await;
     let r = h.say(ALICE, "/answer ffff 1").await;
     let unknown_prefix = if card.id.to_string().starts_with("ffff") { "0000" } else { "ffff" };
@@ -105,7 +105,7 @@ fn stored_question(id: &str, conversation: &str, run: RunId, step: u32) -> Quest
 }
 
 #[tokio::test]
-async fn ambiguous_and_foreign_ids_change_nothing() {
+async fn an_ambiguous_or_foreign_id_changes_nothing() {
     let h = Harness::new(builtins()).await;
     let run = waiting_run(ROOM, "");
     let a = stored_question("abcd1111-0000-4000-8000-000000000001", ROOM, run.id, 0);
@@ -164,7 +164,7 @@ async fn two_pending_questions_make_a_plain_message_ask_for_an_id() {
 
 /// `/pending` lists the ten oldest and says that more wait, rather than one message of every card.
 #[tokio::test]
-async fn pending_lists_the_oldest_ten_and_says_more_wait() {
+async fn pending_lists_the_oldest_ten_saying_more_wait() {
     let h = Harness::new(builtins()).await;
     for _ in 0..12 {
         h.say(ALICE, "/run demo").await;
@@ -222,7 +222,7 @@ async fn a_redelivered_update_is_applied_once_also_after_a_restart() {
 }
 
 #[tokio::test]
-async fn run_refusals_and_help_are_clear() {
+async fn run_refusals_say_what_to_do() {
     let mut settings = Settings::default();
     settings.channels.insert(
         "test".into(),
@@ -240,10 +240,20 @@ async fn run_refusals_and_help_are_clear() {
     );
     let r = h.say(ALICE, "/frobnicate").await;
     assert_eq!(r.text.as_deref(), Some("Unknown command /frobnicate: /help lists the commands."));
-    let help = h.say(BOB, "/help").await.text.unwrap();
-    assert!(help.contains("/answer <id> <choice>") && help.contains("approve-demo"), "{help}");
     h.engine.outbound_idle().await;
     assert!(h.recorder.cards().is_empty());
+}
+
+#[tokio::test]
+async fn help_lists_the_commands_with_the_functions() {
+    let mut settings = Settings::default();
+    settings.channels.insert(
+        "test".into(),
+        ChannelPolicy { allowed_users: Access::Only(vec![alice()]), ..ChannelPolicy::default() },
+    );
+    let h = Harness::open(builtins(), settings, Arc::new(TempDir::new().unwrap()), Clock::manual(T0)).await;
+    let help = h.say(BOB, "/help").await.text.unwrap();
+    assert!(help.contains("/answer <id> <choice>") && help.contains("approve-demo"), "{help}");
 }
 
 /// Asks which of three numbered options, then reports the pick.
@@ -262,7 +272,7 @@ impl askgate::engine::Function for Ranks {
 }
 
 #[tokio::test]
-async fn labels_that_are_numbers_mean_the_label_and_positions_need_a_hash() {
+async fn labels_that_are_numbers_mean_the_label_while_positions_need_a_hash() {
     let mut f = builtins();
     f.insert("ranks", "", Arc::new(Ranks));
     let h = Harness::new(f).await;

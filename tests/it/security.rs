@@ -56,7 +56,7 @@ async fn with_endpoints(rule: &str, more: &str) -> (App, Arc<std::sync::Mutex<Ve
 }
 
 #[tokio::test]
-async fn strangers_cannot_start_runs_by_default_star_opens_and_a_function_list_narrows() {
+async fn who_may_start_runs_is_nobody_by_default_anyone_with_star_or_whom_a_function_lists() {
     let more =
         "\n[[functions]]\nname = \"guarded\"\nbuiltin = \"approve-demo\"\nallowed_users = [\"webhook:ops:+2\"]\n";
     let (app, got) = with_endpoints("[\"*\"]", more).await;
@@ -139,7 +139,7 @@ async fn an_api_question_names_who_answers_or_is_refused() {
 }
 
 #[tokio::test]
-async fn a_conversation_no_channel_serves_and_a_bad_query_are_refused_in_json() {
+async fn a_conversation_no_channel_serves_is_refused_naming_the_channels() {
     let (app, _) = with_endpoints("[]", "").await;
     for (path, body) in [
         ("/api/questions", json!({"conversation": "slack:foo", "prompt": "x", "answerers": ["slack:me"]})),
@@ -156,16 +156,31 @@ async fn a_conversation_no_channel_serves_and_a_bad_query_are_refused_in_json() 
     }
     let (_, all) = app.get("/api/questions?status=all").await;
     assert!(all["questions"].as_array().unwrap().is_empty(), "{all}");
-    let (status, body) = app.get("/api/questions/00000000-0000-4000-8000-000000000000/outcome?wait=-1").await;
-    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
-    let (status, body) =
-        app.post("/api/questions", json!({"conversation": "console:local", "prompt": "\u{200B} \u{FEFF}"})).await;
-    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
+
     app.stop().await;
 }
 
 #[tokio::test]
-async fn a_replayed_signed_request_is_refused_also_after_a_restart_and_an_old_one_too() {
+async fn a_bad_query_is_refused_in_json() {
+    let (app, _) = with_endpoints("[]", "").await;
+    let (status, body) = app.get("/api/questions/00000000-0000-4000-8000-000000000000/outcome?wait=-1").await;
+    assert_eq!((status, error_code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_prompt_of_invisible_characters_is_refused() {
+    let (app, _) = with_endpoints("[]", "").await;
+    let (status, body) =
+        app.post("/api/questions", json!({"conversation": "console:local", "prompt": "\u{200B} \u{FEFF}"})).await;
+    assert_eq!((status, error_code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ask"), "{body}");
+
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_replayed_or_old_signed_request_is_refused_even_after_a_restart() {
     let (out, got, _) = receiver("hush").await;
     let extra = format!("\n[channels.webhook.sms]\nurl = \"{out}\"\nsecret_env = \"SECRET\"\n");
     let env = || Env::from_pairs([("SECRET", "hush")]);
@@ -200,7 +215,7 @@ async fn a_replayed_signed_request_is_refused_also_after_a_restart_and_an_old_on
 }
 
 #[tokio::test]
-async fn files_are_owner_only_and_a_token_file_others_can_read_is_refused() {
+async fn askgates_files_are_owner_only() {
     let app = App::start("", Env::default()).await;
     app.ask("console:local", "Written?").await;
     let dir = app.dir.clone();
@@ -209,7 +224,10 @@ async fn files_are_owner_only_and_a_token_file_others_can_read_is_refused() {
         assert_eq!(mode, 0o600, "{file} has mode {mode:o}");
     }
     app.stop().await;
+}
 
+#[tokio::test]
+async fn a_token_file_others_can_read_is_refused() {
     let dir = TempDir::new().unwrap();
     let token = dir.path().join("askgate.token");
     std::fs::write(&token, "a".repeat(64)).unwrap();
@@ -225,7 +243,7 @@ async fn files_are_owner_only_and_a_token_file_others_can_read_is_refused() {
 }
 
 #[tokio::test]
-async fn the_page_sends_its_policy_and_only_loopback_hosts_are_answered() {
+async fn the_page_sends_its_content_policy() {
     let app = App::start("", Env::default()).await;
     let page = app.client.get(app.url("/")).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
@@ -238,6 +256,12 @@ async fn the_page_sends_its_policy_and_only_loopback_hosts_are_answered() {
     let script = app.client.get(app.url("/page.js")).send().await.unwrap();
     assert!(script.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
 
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn only_loopback_host_names_are_answered() {
+    let app = App::start("", Env::default()).await;
     // DNS rebinding: a name that resolves to 127.0.0.1 but is not a loopback name.
     let port = app.base.rsplit(':').next().unwrap().to_owned();
     for (host, expected) in [
@@ -250,6 +274,12 @@ async fn the_page_sends_its_policy_and_only_loopback_hosts_are_answered() {
         assert_eq!(r.status(), expected, "Host: {host}");
     }
 
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let app = App::start("", Env::default()).await;
     // The bearer scheme is case-insensitive; another scheme is not a bearer token.
     for scheme in ["bearer", "BEARER", "Bearer"] {
         let r = app
@@ -264,6 +294,7 @@ async fn the_page_sends_its_policy_and_only_loopback_hosts_are_answered() {
     let r =
         app.client.get(app.url("/api/questions")).header("authorization", format!("Basic {}", app.token)).send().await;
     assert_eq!(r.unwrap().status(), StatusCode::UNAUTHORIZED);
+
     app.stop().await;
 }
 
