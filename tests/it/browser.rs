@@ -118,7 +118,7 @@ impl Driver {
     no_browser,
     ignore = "needs chromium and chromedriver: apt-get install chromium chromium-driver (or run .ci/run)"
 )]
-async fn the_web_page_shows_answers_and_retracts_cards_live() {
+async fn the_web_page_updates_its_cards_live() {
     let browser = Driver::start().await;
     // The page's quorum below is asked by the operator too: counted as the setting allows.
     let dir = std::sync::Arc::new(tempfile::TempDir::new().unwrap());

@@ -33,7 +33,7 @@ async fn pending(base: &str, token: &str, id: &str) -> bool {
 }
 
 #[tokio::test]
-async fn a_cards_ticks_other_and_note_buttons_typed_on_the_console_do_what_their_taps_do() {
+async fn a_cards_buttons_typed_on_the_console_do_what_their_taps_do() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), ""));
     let (base, token) = served.api(dir.path()).await;

@@ -104,7 +104,7 @@ async fn a_bash_hook_is_allowed_rejected_with_feedback_or_edited_on_the_console(
 }
 
 #[tokio::test]
-async fn a_permission_request_allowed_always_adds_claude_codes_rule_and_is_not_asked_again() {
+async fn a_permission_request_allowed_always_becomes_claude_codes_own_rule() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), HOOKS));
     let (base, token) = served.agent(dir.path()).await;
@@ -142,7 +142,7 @@ async fn a_permission_request_allowed_always_adds_claude_codes_rule_and_is_not_a
 }
 
 #[tokio::test]
-async fn a_hook_nobody_answers_in_time_answers_ask_and_its_card_is_closed() {
+async fn a_hook_nobody_answers_in_time_answers_ask_closing_its_card() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), &format!("{HOOKS}hook_timeout = \"5s\"\n")));
     let (base, token) = served.agent(dir.path()).await;
@@ -166,7 +166,7 @@ async fn a_hook_nobody_answers_in_time_answers_ask_and_its_card_is_closed() {
 }
 
 #[tokio::test]
-async fn ask_user_questions_are_asked_together_and_their_answers_go_back_by_question_text() {
+async fn ask_user_questions_asked_together_get_their_answers_back_by_question_text() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), HOOKS));
     let (base, token) = served.agent(dir.path()).await;
@@ -233,7 +233,7 @@ async fn the_command_form_pipes_a_hook_through_the_running_askgate() {
 }
 
 #[tokio::test]
-async fn bad_hooks_and_the_wrong_token_are_told_why() {
+async fn a_bad_hook_or_the_wrong_token_is_told_why() {
     let dir = TempDir::new().unwrap();
     // With the MCP server too: the hook has its own rules, not those of /mcp.
     let served =

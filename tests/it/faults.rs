@@ -43,7 +43,7 @@ impl Api {
 }
 
 #[tokio::test]
-async fn sigterm_answers_a_waiting_api_caller_ends_long_polls_and_streams_and_exits_zero() {
+async fn sigterm_ends_every_waiting_caller_then_exits_zero() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n");
     let served = Served::start(&config);
@@ -235,7 +235,7 @@ async fn the_event_stream_cap_answers_503_beyond_it() {
 }
 
 #[tokio::test]
-async fn slow_headers_are_cut_off_and_a_connection_cap_is_kept() {
+async fn slow_headers_are_cut_off_within_a_connection_cap() {
     let dir = Arc::new(TempDir::new().unwrap());
     let app = App::start_in(dir.clone(), "", Env::default()).await;
     let engine = app.gateway.as_ref().unwrap().engine().clone();
@@ -262,6 +262,21 @@ async fn slow_headers_are_cut_off_and_a_connection_cap_is_kept() {
         let read = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut rest)).await;
         assert!(read.is_ok(), "a client that never finished its headers was kept open");
     }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413_closing_the_connection() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let app = App::start_in(dir.clone(), "", Env::default()).await;
+    let engine = app.gateway.as_ref().unwrap().engine().clone();
+    let token = askgate::http::ApiToken::new("t".repeat(32), "operator");
+    let router =
+        askgate::http::router(engine.clone(), token, Default::default(), askgate::http::HttpSettings::default(), None);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = askgate::http::server::Limits { max_connections: 2, header_timeout: Duration::from_millis(500) };
+    tokio::spawn(askgate::http::server::serve(listener, router, engine.stopping(), limits));
     // A body over the limit gets 413 and the connection is closed.
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let body = "x".repeat(askgate::http::MAX_BODY + 10);

@@ -114,7 +114,7 @@ async fn next(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
     ignore = "needs openapi-python-client 0.29.1 in python3: pip install openapi-python-client==0.29.1 \
               (or run .ci/run)"
 )]
-async fn a_client_generated_by_openapi_python_client_asks_and_reads_the_outcome() {
+async fn a_client_generated_by_openapi_python_client_round_trips_a_question() {
     let dir = TempDir::new().unwrap();
     let (mut served, base) = serve(dir.path()).await;
     // No formatter run after generating (ruff may be missing); `/metrics` is text.
@@ -173,7 +173,7 @@ fn node_modules() -> PathBuf {
               --prefix ~/.cache/askgate-ci openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3 \
               (or run .ci/run)"
 )]
-async fn a_typescript_client_from_openapi_typescript_type_checks_asks_and_reads_the_outcome() {
+async fn a_typescript_client_from_openapi_typescript_type_checks_round_tripping_a_question() {
     let modules = node_modules();
     let dir = TempDir::new().unwrap();
     let (mut served, base) = serve(dir.path()).await;

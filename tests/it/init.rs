@@ -45,7 +45,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 #[tokio::test]
-async fn init_writes_the_repositorys_files_and_its_demo_functions_run_from_that_folder() {
+async fn init_writes_a_folder_whose_demo_functions_run() {
     let dir = TempDir::new().unwrap();
     // A folder that is not there yet is made.
     let out = askgate(dir.path(), &["init", "bot"]).await;
@@ -96,7 +96,7 @@ async fn init_writes_the_repositorys_files_and_its_demo_functions_run_from_that_
 }
 
 #[tokio::test]
-async fn a_second_init_names_what_is_there_and_writes_nothing() {
+async fn a_second_init_writes_nothing_naming_what_is_there() {
     let dir = TempDir::new().unwrap();
     // One bundled file is there already: the others are not written either.
     std::fs::create_dir(dir.path().join("examples")).unwrap();
@@ -119,7 +119,7 @@ async fn a_second_init_names_what_is_there_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn a_missing_configuration_says_where_askgate_looked_and_hints_init() {
+async fn a_missing_configuration_says_where_askgate_looked_with_a_hint_to_init() {
     let dir = TempDir::new().unwrap();
     let here = dir.path().canonicalize().unwrap();
     for args in [&["check"][..], &["serve"], &["check", "--config", "nowhere/channels.toml"]] {
@@ -137,7 +137,7 @@ async fn a_missing_configuration_says_where_askgate_looked_and_hints_init() {
 }
 
 #[tokio::test]
-async fn check_names_a_database_folder_it_cannot_write_and_programs_that_cannot_run() {
+async fn check_names_what_it_cannot_write_or_run() {
     let dir = TempDir::new().unwrap();
     std::fs::write(dir.path().join("plain.sh"), "#!/bin/sh\n").unwrap();
     let functions = "\n[[functions]]\nname = \"deploy\"\ncommand = [\"python3\", \"scripts/deploy.py\"]\n\

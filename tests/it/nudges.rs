@@ -78,7 +78,7 @@ async fn settle(h: &Harness) {
     h.engine.outbound_idle().await;
 }
 
-async fn reminders_come_every_so_often_and_before_expiry_once_each(place: Place) {
+async fn each_reminder_comes_once_when_it_is_due(place: Place) {
     let h = Harness::on(place, functions(), Settings::default(), Clock::manual(T0)).await;
     let run = h.run("asks", "nudged").await;
     let card = h.card(1).await;
@@ -177,7 +177,7 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
 /// A channel's escalation does not apply in the conversation it escalates to: questions
 /// asked there are asked as usual, and stay there.
 #[tokio::test]
-async fn a_question_asked_where_its_channel_escalates_to_is_asked_and_stays_there() {
+async fn a_question_asked_where_its_channel_escalates_to_stays_there() {
     let h = Harness::on(Place::sqlite(), functions(), escalating(None), Clock::manual(T0)).await;
     let ops = Conversation::parse(OPS).unwrap();
     let request = askgate::engine::RunRequest::new("asks", Some(ops.clone()), UserRef::parse(CAROL).unwrap());
@@ -309,7 +309,7 @@ async fn with_two_instances_sweeping_each_reminder_is_sent_once() {
 }
 
 crate::backend::on_every_store!(
-    reminders_come_every_so_often_and_before_expiry_once_each,
+    each_reminder_comes_once_when_it_is_due,
     a_reminder_missed_while_askgate_was_down_is_sent_once_after_the_restart,
     an_unanswered_question_is_escalated_answered_there_and_retracted_everywhere,
     a_question_left_waiting_across_a_restart_is_escalated_after_it,

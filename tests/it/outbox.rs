@@ -12,9 +12,12 @@ use askgate::store::command::{AddCallback, CallbackTried, TakeCallback};
 use askgate::store::{Callback, CallbackTry, Store, StoreError, StoreExt};
 
 crate::backend::on_every_store!(
-    a_callback_is_due_once_its_run_ended_and_one_sender_takes_it,
-    a_delivered_callback_is_never_due_again_and_an_open_one_survives_a_restart,
-    pruning_deletes_settled_and_orphaned_callbacks_only,
+    a_callback_is_due_once_its_run_ended,
+    each_sender_reads_only_the_callbacks_of_its_own_urls,
+    one_sender_at_a_time_takes_a_due_callback,
+    a_settled_callback_is_never_due_again,
+    an_open_callback_survives_a_restart,
+    pruning_deletes_only_settled_or_orphaned_callbacks,
 );
 
 fn callback(id: &str, run: RunId) -> Callback {
@@ -59,7 +62,7 @@ async fn waiting(store: &Arc<dyn Store>) -> Run {
     run
 }
 
-async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Place) {
+async fn a_callback_is_due_once_its_run_ended(place: Place) {
     let store = place.open().await;
     let run = waiting_run("test:room", "");
     add(&store, callback("cb-1", run.id)).await.unwrap();
@@ -70,6 +73,14 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     store.finish_run(run.id, RunStatus::Finished, "done", T0 + 5).await.unwrap();
     let read = store.due_callbacks(T0 + 10, "http", 10).await.unwrap();
     assert_eq!(read, [Callback { ended_at: Some(T0 + 5), ..callback("cb-1", run.id) }], "read back exactly");
+    store.close().await;
+}
+
+async fn each_sender_reads_only_the_callbacks_of_its_own_urls(place: Place) {
+    let store = place.open().await;
+    let run = waiting(&store).await;
+    add(&store, callback("cb-1", run.id)).await.unwrap();
+    store.finish_run(run.id, RunStatus::Finished, "done", T0 + 5).await.unwrap();
     // Each sender reads only the rows of its own URLs: an opencode server's replies are not
     // an agent's callbacks, nor another server's.
     let reply = Callback { url: "opencode://laptop/permission/per_1/reply".into(), ..callback("oc-1", run.id) };
@@ -78,7 +89,14 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     assert_eq!(ids(store.due_callbacks(T0 + 10, "opencode://laptop/", 10).await.unwrap()), ["oc-1"]);
     assert_eq!(ids(store.due_callbacks(T0 + 10, "opencode://lap/", 10).await.unwrap()), Vec::<String>::new());
     assert_eq!(due(&store, T0 + 10).await, ["cb-1"], "an http sender reads no reply to opencode");
+    store.close().await;
+}
 
+async fn one_sender_at_a_time_takes_a_due_callback(place: Place) {
+    let store = place.open().await;
+    let run = waiting(&store).await;
+    add(&store, callback("cb-1", run.id)).await.unwrap();
+    store.finish_run(run.id, RunStatus::Finished, "done", T0 + 5).await.unwrap();
     let (a, b) = tokio::join!(take(&store, "cb-1", T0 + 10), take(&store, "cb-1", T0 + 10));
     assert!(a.is_some() ^ b.is_some(), "one sender takes it: {a:?} {b:?}");
     assert_eq!(due(&store, T0 + 11).await, Vec::<String>::new(), "nobody else sends it while it is held");
@@ -99,7 +117,7 @@ async fn a_callback_is_due_once_its_run_ended_and_one_sender_takes_it(place: Pla
     store.close().await;
 }
 
-async fn a_delivered_callback_is_never_due_again_and_an_open_one_survives_a_restart(place: Place) {
+async fn a_settled_callback_is_never_due_again(place: Place) {
     let store = place.open().await;
     let (one, two) = (waiting(&store).await, waiting(&store).await);
     add(&store, callback("cb-delivered", one.id)).await.unwrap();
@@ -114,7 +132,11 @@ async fn a_delivered_callback_is_never_due_again_and_an_open_one_survives_a_rest
     let lease = take(&store, "cb-open", T0 + 13).await;
     assert!(tried(&store, "cb-open", T0 + 14, lease, CallbackTry::GaveUp { error: "gone".into() }).await);
     assert_eq!(due(&store, T0 + 86_400_000).await, Vec::<String>::new(), "given up: not tried again");
+    store.close().await;
+}
 
+async fn an_open_callback_survives_a_restart(place: Place) {
+    let store = place.open().await;
     let three = waiting(&store).await;
     add(&store, callback("cb-later", three.id)).await.unwrap();
     store.finish_run(three.id, RunStatus::Failed, "", T0 + 20).await.unwrap();
@@ -124,7 +146,7 @@ async fn a_delivered_callback_is_never_due_again_and_an_open_one_survives_a_rest
     store.close().await;
 }
 
-async fn pruning_deletes_settled_and_orphaned_callbacks_only(place: Place) {
+async fn pruning_deletes_only_settled_or_orphaned_callbacks(place: Place) {
     let store = place.open().await;
     let (ended, open) = (waiting(&store).await, waiting(&store).await);
     add(&store, callback("settled", ended.id)).await.unwrap();

@@ -65,7 +65,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 "#;
 
 #[tokio::test]
-async fn a_background_job_of_a_terminal_keeps_serving_and_says_once_that_the_console_is_off() {
+async fn a_background_job_of_a_terminal_keeps_serving_saying_once_the_console_is_off() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "");
     let log = dir.path().join("askgate.log");
@@ -101,7 +101,7 @@ async fn a_background_job_of_a_terminal_keeps_serving_and_says_once_that_the_con
 }
 
 #[tokio::test]
-async fn with_stdin_on_dev_null_the_console_is_off_and_askgate_serves() {
+async fn with_stdin_on_dev_null_askgate_serves_without_the_console() {
     let dir = TempDir::new().unwrap();
     let mut command = Command::new(BIN);
     command.args(["serve", "--exit-on-eof", "--config"]).arg(write_config(dir.path(), ""));

@@ -55,7 +55,7 @@ fn counting(after: &Arc<AtomicUsize>) -> Functions {
     f
 }
 
-async fn a_quorum_approval_counts_each_person_once_and_resolves_on_the_last(place: Place) {
+async fn a_quorum_approval_counts_each_person_once_until_the_last(place: Place) {
     let (functions, after) = functions();
     let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
     let run = h.run_as(DAVE, "two-of-three", "").await;
@@ -196,7 +196,7 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
 }
 
 crate::backend::on_every_store!(
-    a_quorum_approval_counts_each_person_once_and_resolves_on_the_last,
+    a_quorum_approval_counts_each_person_once_until_the_last,
     one_rejection_ends_a_quorum_approval_with_its_feedback,
     a_standing_grant_does_not_answer_a_quorum_approval,
     quorum_approvals_racing_on_several_surfaces_resolve_once,

@@ -74,7 +74,7 @@ async fn revoke(base: &str, operator: &str, name: &str) {
 }
 
 #[tokio::test]
-async fn a_revoked_tokens_stream_and_long_polls_end_and_nothing_asked_after_reaches_them() {
+async fn a_revoked_token_is_cut_off_from_everything_it_waits_on() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), ""));
     let (base, operator) = served.api(dir.path()).await;
@@ -217,7 +217,7 @@ async fn a_token_revoked_through_one_instance_ends_the_stream_another_holds() {
 }
 
 #[tokio::test]
-async fn a_claude_code_hook_waiting_on_a_revoked_agents_token_ends_and_its_question_goes() {
+async fn a_claude_code_hook_waiting_on_a_revoked_agents_token_ends_with_its_question() {
     let dir = TempDir::new().unwrap();
     let hooks = "\n[claude_code]\nconversation = \"console:local\"\nask = [\"Bash\"]\n";
     let served = Served::start(&write_config(dir.path(), hooks));

@@ -92,7 +92,7 @@ askgate.run(main)
 "#;
 
 #[tokio::test]
-async fn the_designs_names_ask_decline_expire_and_know_a_headless_run() {
+async fn the_designs_names_do_what_the_design_says() {
     let dir = TempDir::new().unwrap();
     let script = dir.path().join("names.py");
     std::fs::write(&script, NAMES).unwrap();

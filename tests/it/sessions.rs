@@ -209,7 +209,7 @@ async fn requests_at_once_on_a_session_put_away_are_all_answered_in_it() {
 }
 
 #[tokio::test]
-async fn a_session_put_away_and_unused_for_session_timeout_is_gone() {
+async fn a_session_put_away_then_unused_for_session_timeout_is_gone() {
     let dir = TempDir::new().unwrap();
     let mcp = format!("{MCP}progress_every = \"1s\"\nsession_timeout = \"2s\"\n");
     let served = Served::start_with_env(&write_config(dir.path(), &mcp), &[("RUST_LOG", "info,askgate::mcp=debug")]);

@@ -79,7 +79,7 @@ fn controls(text: &str) -> Vec<char> {
 }
 
 #[tokio::test]
-async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_on_the_console_without_control_bytes() {
+async fn hidden_text_from_any_asker_is_shown_whole_on_the_console_without_control_bytes() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), DOORS));
     let (base, agent) = served.agent(dir.path()).await;

@@ -66,7 +66,7 @@ async fn a_database_folder_askgate_cannot_write_is_named() {
 }
 
 #[tokio::test]
-async fn check_connects_to_postgresql_and_fails_naming_what_does_not_answer() {
+async fn check_connects_to_postgresql_or_fails_naming_what_does_not_answer() {
     let dir = TempDir::new().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let config = write_config_on(dir.path(), &format!("postgres://postgres@127.0.0.1:{port}/askgate"), "");

@@ -55,7 +55,7 @@ fn initialize() -> [Value; 2] {
 }
 
 #[tokio::test]
-async fn a_request_sent_just_before_the_end_of_stdin_is_answered_and_the_bridge_exits_0() {
+async fn a_request_sent_just_before_the_end_of_stdin_is_answered_before_the_bridge_exits_0() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), MCP));
     let (base, _) = served.agent(dir.path()).await;

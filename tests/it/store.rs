@@ -28,7 +28,7 @@ async fn open(dir: &TempDir) -> Arc<SqliteStore> {
 }
 
 #[tokio::test]
-async fn quotes_nul_bytes_and_sql_in_values_survive_exactly() {
+async fn values_with_quotes_nul_bytes_or_sql_survive_exactly() {
     let dir = TempDir::new().unwrap();
     let store = open(&dir).await;
     let r = run("o'clock\0 '); DELETE FROM runs; --");

@@ -40,7 +40,7 @@ async fn receiver() -> (String, Received) {
 }
 
 /// Asks a question on the console through the API and answers it there; returns its id.
-async fn ask_and_answer(base: &str, token: &str) -> String {
+async fn a_question_answered(base: &str, token: &str) -> String {
     let client = reqwest::Client::new();
     let asked: serde_json::Value = client
         .post(format!("{base}/api/questions"))
@@ -77,7 +77,7 @@ async fn with_an_otlp_endpoint_a_question_answered_over_the_api_is_traced_with_i
         Served::start_with_env(&config, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &url), ("OTEL_BSP_SCHEDULE_DELAY", "100")]);
     served.log_line("traces exported over OTLP/HTTP").await;
     let (base, token) = served.api(dir.path()).await;
-    let id = ask_and_answer(&base, &token).await;
+    let id = a_question_answered(&base, &token).await;
 
     // The spans come in batches: wait until the answer's is there.
     let spans = eventually(|| async {
@@ -107,7 +107,7 @@ async fn without_an_endpoint_nothing_is_exported() {
     // The receiver is there, but askgate is not told of it.
     let served = Served::start_with_env(&config, &[("OTEL_BSP_SCHEDULE_DELAY", "100")]);
     let (base, token) = served.api(dir.path()).await;
-    ask_and_answer(&base, &token).await;
+    a_question_answered(&base, &token).await;
     let log = served.log();
     assert_eq!(served.terminate().await.code(), Some(0));
     assert!(received.lock().unwrap().is_empty(), "sent to {url} unasked");

@@ -375,7 +375,7 @@ fn operator_tui(config: &std::path::Path, base: &str, operator: &str, width: u16
 
 #[tokio::test]
 #[cfg_attr(no_tmux, ignore = "needs tmux: apt-get install tmux (or run .ci/run)")]
-async fn hidden_text_from_the_api_a_hook_and_mcp_is_shown_whole_in_the_tui() {
+async fn hidden_text_from_any_asker_is_shown_whole_in_the_tui() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), crate::shown::DOORS);
     let served = Served::start(&config);

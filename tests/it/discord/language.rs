@@ -8,7 +8,7 @@ fn labels(message: &serde_json::Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_user_whose_discord_speaks_chinese_gets_a_chinese_card_and_another_user_english() {
+async fn each_user_gets_cards_in_the_language_their_discord_speaks() {
     let (_dir, fake, _, dc) = setup().await;
     fake.speaks(ALICE, "zh-CN");
     let started = fake.run_command(ALICE, CHANNEL, "demo");

@@ -12,7 +12,7 @@ fn labels(message: &serde_json::Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_user_whose_telegram_speaks_chinese_gets_a_chinese_card_and_another_user_english() {
+async fn each_user_gets_cards_in_the_language_their_telegram_speaks() {
     let dir = TempDir::new().unwrap();
     let (fake, url) = FakeTelegram::start().await;
     let tg = Tg::start(&dir, &url, Updates::Polling, Settings::default()).await;
