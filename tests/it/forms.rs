@@ -29,9 +29,9 @@ async fn outcome(base: &str, token: &str, id: &str) -> Value {
 }
 
 #[tokio::test]
-async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command_and_a_wrong_field_is_named() {
+async fn a_form_schema_that_is_not_flat_is_refused_naming_the_field() {
     let dir = TempDir::new().unwrap();
-    let mut served = Served::start(&write_config(dir.path(), ""));
+    let served = Served::start(&write_config(dir.path(), ""));
     let (base, token) = served.api(dir.path()).await;
 
     // A schema that is not a flat form is refused at once, naming the field.
@@ -45,6 +45,14 @@ async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command_and_a_w
     .await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("`address`"), "{body}");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_wrong_field_in_a_typed_form_answer_is_named_answering_nothing() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
 
     let (status, body) = post(
         &base,
@@ -64,6 +72,29 @@ async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command_and_a_w
     let refused = served.stdout_line("Not accepted").await;
     assert!(refused.contains("age: a whole number from 0 to 150"), "{refused}");
     assert_eq!(outcome(&base, &token, &id).await["status"], "pending", "a wrong field answers nothing");
+
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_form_asked_over_the_api_is_answered_on_the_console_by_command() {
+    let dir = TempDir::new().unwrap();
+    let mut served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+
+    let (status, body) = post(
+        &base,
+        &token,
+        "/api/questions",
+        json!({"conversation": "console:local", "kind": "form", "prompt": "Sign up", "schema": signup_schema()}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(body["question"]["kind"], "form");
+    let short = served.card_id("Sign up").await;
+    served.stdout_line("3. plan").await;
+    served.stdout_line(&format!("all at once: /answer {short} name=… age=… plan=…")).await;
 
     served.type_line(&format!("/answer {short} name=Ada Lovelace age=36 plan=Pro")).await;
     let answered = eventually(|| async {
@@ -128,7 +159,7 @@ async fn a_programs_form_is_filled_one_field_at_a_time_by_plain_replies_on_the_c
 }
 
 #[tokio::test]
-async fn several_questions_asked_together_are_answered_as_one_object_and_listed_with_their_descriptions() {
+async fn several_questions_asked_together_are_answered_field_by_field_as_one_object() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), ""));
     let (base, token) = served.api(dir.path()).await;
@@ -168,7 +199,14 @@ async fn several_questions_asked_together_are_answered_as_one_object_and_listed_
         json!({"Library": "moment", "Tests": ["unit", "lint"], "Name": "calendar"})
     );
     served.stdout_line("✅").await;
+    served.terminate().await;
+}
 
+#[tokio::test]
+async fn five_questions_are_more_than_one_ask_holds() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
     // Five questions are more than one ask holds.
     let five: Vec<Value> = (0..5).map(|i| json!({"header": format!("q{i}"), "prompt": "?"})).collect();
     let (status, body) =
@@ -178,7 +216,7 @@ async fn several_questions_asked_together_are_answered_as_one_object_and_listed_
 }
 
 #[tokio::test]
-async fn an_agents_form_goes_to_its_own_client_as_the_same_schema_and_a_wrong_answer_there_is_refused() {
+async fn an_agents_form_goes_to_its_own_client_as_the_same_schema_checked_as_any_answer() {
     let dir = TempDir::new().unwrap();
     let config = "\n[mcp]\nconversation = \"console:local\"\nelicitation = true\n";
     let mut served = Served::start(&write_config(dir.path(), config));
@@ -206,6 +244,16 @@ async fn an_agents_form_goes_to_its_own_client_as_the_same_schema_and_a_wrong_an
     assert_eq!(outcome["value"], json!({"name": "Grace", "plan": "free", "newsletter": false}), "{}", text(&result));
     client.cancel().await.unwrap();
 
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn an_agents_form_is_answered_in_its_own_client() {
+    let dir = TempDir::new().unwrap();
+    let config = "\n[mcp]\nconversation = \"console:local\"\nelicitation = true\n";
+    let served = Served::start(&write_config(dir.path(), config));
+    let (base, agent) = served.agent(dir.path()).await;
+
     let right = Forms {
         answer: Some(json!({"name": "Ada", "plan": "pro", "age": 36})),
         shown: Default::default(),
@@ -222,7 +270,7 @@ async fn an_agents_form_goes_to_its_own_client_as_the_same_schema_and_a_wrong_an
 }
 
 #[tokio::test]
-async fn the_api_refuses_look_alike_names_and_bounds_no_answer_meets_and_a_blank_answer_fills_nothing() {
+async fn a_form_with_look_alike_field_names_is_refused() {
     let dir = TempDir::new().unwrap();
     let served = Served::start(&write_config(dir.path(), ""));
     let (base, token) = served.api(dir.path()).await;
@@ -245,29 +293,41 @@ async fn the_api_refuses_look_alike_names_and_bounds_no_answer_meets_and_a_blank
             .await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("U+200B"), "{body}");
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_form_with_bounds_no_answer_meets_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let ask =
+        |schema: Value| json!({"conversation": "console:local", "kind": "form", "prompt": "Pay", "schema": schema});
+
     let bounds = json!({"type": "object", "properties": {"amount": {"type": "number", "minimum": 100, "maximum": 10}}});
     let (status, body) = post(&base, &token, "/api/questions", ask(bounds)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("field `amount`: `minimum` (100) is above"), "{body}");
+
+    served.terminate().await;
+}
+
+#[tokio::test]
+async fn a_blank_answer_fills_no_form_field() {
+    let dir = TempDir::new().unwrap();
+    let served = Served::start(&write_config(dir.path(), ""));
+    let (base, token) = served.api(dir.path()).await;
+    let ask =
+        |schema: Value| json!({"conversation": "console:local", "kind": "form", "prompt": "Pay", "schema": schema});
+    let text = json!({"type": "string"});
 
     let schema = json!({"type": "object", "properties": {"iban": {"type": "string", "minLength": 5}, "note": text},
                         "required": ["iban", "note"]});
     let (status, body) = post(&base, &token, "/api/questions", ask(schema)).await;
     assert_eq!(status, 201, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
-    let reply = |value: Value| {
-        let (base, token, id) = (base.clone(), token.clone(), id.clone());
-        async move {
-            let response = reqwest::Client::new()
-                .post(format!("{base}/api/questions/{id}/reply"))
-                .bearer_auth(&token)
-                .json(&json!({"value": value}))
-                .send()
-                .await
-                .unwrap();
-            (response.status().as_u16(), response.json::<Value>().await.unwrap())
-        }
-    };
+    let path = format!("/api/questions/{id}/reply");
+    let reply = |value: Value| post(&base, &token, &path, json!({"value": value}));
     let (status, body) = reply(json!({"iban": "\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}", "note": "x"})).await;
     assert_eq!(status, 422, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("iban"), "{body}");

@@ -226,7 +226,7 @@ async fn a_session_put_away_then_unused_for_session_timeout_is_gone() {
 }
 
 #[tokio::test]
-async fn a_task_outlives_its_session_put_away_and_is_polled_in_it() {
+async fn a_task_can_still_be_polled_after_its_session_is_put_away() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start_with_env(&write_config(dir.path(), MCP), &[("RUST_LOG", "info,askgate::mcp=debug")]);
     let (base, token) = served.agent(dir.path()).await;

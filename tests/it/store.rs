@@ -95,7 +95,7 @@ async fn a_database_is_open_in_one_store_at_a_time() {
 }
 
 #[tokio::test]
-async fn a_database_locked_past_the_busy_timeout_fails_writes_with_the_reason_shows_in_healthz_and_recovers() {
+async fn a_database_locked_past_the_busy_timeout_fails_writes_visibly_until_it_is_free() {
     let dir = TempDir::new().unwrap();
     let store = open(&dir).await;
     let engine = askgate::engine::Engine::new(
@@ -182,7 +182,7 @@ async fn postgres_refuses_a_nul_character_as_the_writes_own_fault() {
 /// Writes that arrive together are committed together (group commit); the bad ones among them
 /// fail alone, each with its own reason, and every good one is stored.
 #[tokio::test]
-async fn postgres_commits_writes_together_and_a_bad_one_fails_only_its_caller() {
+async fn a_bad_write_in_a_postgres_batch_fails_only_its_caller() {
     let database = crate::backend::TestDatabase::create().await;
     let store = askgate::store::PostgresStore::open(&database.url).await.unwrap();
     let runs: Vec<Run> = (0..24).map(|i| run(if i % 8 == 3 { "nul\0 inside" } else { "fine" })).collect();
