@@ -75,7 +75,7 @@ macro_rules! string_schema {
 }
 
 mod id;
-pub use id::{QuestionId, RunId};
+pub use id::{QuestionId, QuestionRef, RunId, UnreadableId};
 
 /// Where a human talks to the bot: `channel:chat[:thread]`, e.g. `telegram:-100123:7`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

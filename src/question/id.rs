@@ -74,6 +74,76 @@ impl QuestionId {
     }
 }
 
+/// A question as a person names it: its whole id, or its first characters (at least
+/// [`QuestionId::MIN_PREFIX`]), which name it where no other question there starts the same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum QuestionRef {
+    /// The whole id.
+    Id(QuestionId),
+    /// The first characters of an id, lower-cased: hex digits and hyphens.
+    Prefix(String),
+}
+
+/// Text that cannot name a question.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnreadableId {
+    /// Fewer characters than [`QuestionId::MIN_PREFIX`]; the text as given.
+    #[error("a question id needs at least {min} characters, not `{0}`", min = QuestionId::MIN_PREFIX)]
+    TooShort(String),
+    /// Characters no id has, or more of them than an id; the text as given.
+    #[error("`{0}` is not a question id")]
+    NotAnId(String),
+}
+
+impl QuestionRef {
+    /// The whole id, when it was given whole.
+    pub fn id(&self) -> Option<QuestionId> {
+        match self {
+            Self::Id(id) => Some(*id),
+            Self::Prefix(_) => None,
+        }
+    }
+
+    /// The characters an id must start with to be named by this reference.
+    pub fn prefix(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl From<QuestionId> for QuestionRef {
+    fn from(id: QuestionId) -> Self {
+        Self::Id(id)
+    }
+}
+
+impl FromStr for QuestionRef {
+    type Err = UnreadableId;
+
+    /// A whole id in any form a UUID is written in, else a prefix: hex digits and hyphens,
+    /// any case, from [`QuestionId::MIN_PREFIX`] to 36 characters.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Ok(id) = s.parse::<QuestionId>() {
+            return Ok(Self::Id(id));
+        }
+        let prefix = s.to_ascii_lowercase();
+        let fits = |c: char| c.is_ascii_hexdigit() || c == '-';
+        match prefix.len() {
+            n if n < QuestionId::MIN_PREFIX => Err(UnreadableId::TooShort(s.to_owned())),
+            n if n <= 36 && prefix.chars().all(fits) => Ok(Self::Prefix(prefix)),
+            _ => Err(UnreadableId::NotAnId(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for QuestionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id(id) => id.fmt(f),
+            Self::Prefix(prefix) => f.write_str(prefix),
+        }
+    }
+}
+
 impl RunId {
     /// The last eight characters, as messages to people name a run: random, where the first
     /// ones are the time it started and differ only from one minute to the next.
@@ -86,6 +156,16 @@ impl RunId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_is_named_by_its_id_or_a_prefix_of_at_least_four_characters() {
+        let id = QuestionId::new();
+        assert_eq!(id.to_string().parse::<QuestionRef>(), Ok(QuestionRef::Id(id)));
+        assert_eq!("0B6F12ab".parse::<QuestionRef>(), Ok(QuestionRef::Prefix("0b6f12ab".into())));
+        assert_eq!("0b6".parse::<QuestionRef>(), Err(UnreadableId::TooShort("0b6".into())));
+        assert_eq!("zzzz".parse::<QuestionRef>(), Err(UnreadableId::NotAnId("zzzz".into())));
+        assert_eq!("0".repeat(37).parse::<QuestionRef>(), Err(UnreadableId::NotAnId("0".repeat(37))));
+    }
 
     #[test]
     fn run_ids_sort_in_the_order_runs_start_and_are_named_by_their_random_end() {
