@@ -1,5 +1,7 @@
 //! Matching what a person typed or tapped against a question's options.
 
+mod given;
+
 use serde_json::Value;
 
 use super::{Kind, Outcome, Question};
