@@ -7,29 +7,29 @@ mod tap;
 pub use card::OnCard;
 pub use tap::{CardAction, FormAction, Tap};
 
-use crate::question::QuestionId;
+use crate::question::{QuestionId, QuestionRef, UnreadableId};
 
 /// One parsed command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// `/answer <id> <choice>`
     Answer {
-        /// A question id or a unique prefix of at least four characters.
-        id: String,
-        /// The choice text, matched against the question.
-        choice: String,
+        /// The question.
+        id: QuestionRef,
+        /// What it is answered with.
+        choice: Given,
     },
     /// `/decline <id> [feedback]`, and its alias `/deny` for approvals.
     Decline {
-        /// The question id or prefix.
-        id: String,
+        /// The question.
+        id: QuestionRef,
         /// Optional feedback.
         feedback: Option<String>,
     },
     /// `/approve <id> [once|always|always-like <pattern>|edit <new action>]`
     Approve {
-        /// The question id or prefix.
-        id: String,
+        /// The question.
+        id: QuestionRef,
         /// How it is allowed.
         how: Allow,
     },
@@ -37,8 +37,8 @@ pub enum Command {
     Pending,
     /// `/show <id>`: the whole question, where a card had to cut it.
     Show {
-        /// The question id or prefix.
-        id: String,
+        /// The question.
+        id: QuestionRef,
     },
     /// `/run <function> [input]`
     Run {
@@ -62,8 +62,8 @@ pub enum Command {
     Web,
     /// A card's own button, typed (`/other <id> …`, `/toggle <id> 2`, `/fset <id> 1 2`, …).
     Card {
-        /// The question id or prefix.
-        id: String,
+        /// The question.
+        id: QuestionRef,
         /// What the button does.
         action: OnCard,
     },
@@ -78,6 +78,36 @@ pub enum CommandError {
     /// A slash word askgate does not know.
     #[error("unknown command /{0}: /help lists the commands")]
     Unknown(String),
+    /// A command about a question that names none.
+    #[error(transparent)]
+    Question(UnreadableId),
+}
+
+/// What an answer gives the question: the words a person typed, matched against the question
+/// once, or what a surface already knows the shape of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// Text as typed after `/answer <id>`: an option's number or label, `yes`, free text…
+    Text(String),
+    /// One's own words (a form's "Other…" field), taken as written even when they look like
+    /// a number (see [`crate::question::Question::own_words`]).
+    OwnWords(String),
+    /// A multi-select's ticked options, numbered from 1.
+    Ticked(Vec<usize>),
+}
+
+impl std::fmt::Display for Given {
+    /// The choice as a person would type it after `/answer <id>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Text(text) => f.write_str(text),
+            Self::OwnWords(words) => write!(f, "\"{words}\""),
+            Self::Ticked(ticked) => {
+                let positions: Vec<String> = ticked.iter().map(|n| format!("#{n}")).collect();
+                f.write_str(&positions.join(","))
+            }
+        }
+    }
 }
 
 impl Command {
@@ -97,20 +127,19 @@ impl Command {
             None => (args, ""),
         };
         let optional = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        let id = || first.parse::<QuestionRef>().map_err(CommandError::Question);
         Some(match word.as_str() {
             "answer" if !first.is_empty() && !tail.is_empty() => {
-                Ok(Self::Answer { id: first.to_owned(), choice: tail.to_owned() })
+                id().map(|id| Self::Answer { id, choice: Given::Text(tail.to_owned()) })
             }
             "answer" => Err(CommandError::Usage("/answer <id> <choice>")),
-            "decline" | "deny" if !first.is_empty() => {
-                Ok(Self::Decline { id: first.to_owned(), feedback: optional(tail) })
-            }
+            "decline" | "deny" if !first.is_empty() => id().map(|id| Self::Decline { id, feedback: optional(tail) }),
             "decline" => Err(CommandError::Usage("/decline <id> [feedback]")),
             "deny" => Err(CommandError::Usage("/deny <id> [feedback]")),
-            "approve" if !first.is_empty() => Allow::parse(tail).map(|how| Self::Approve { id: first.to_owned(), how }),
+            "approve" if !first.is_empty() => Allow::parse(tail).and_then(|how| Ok(Self::Approve { id: id()?, how })),
             "approve" => Err(CommandError::Usage(APPROVE_USAGE)),
             "pending" => Ok(Self::Pending),
-            "show" if !first.is_empty() && tail.is_empty() => Ok(Self::Show { id: first.to_owned() }),
+            "show" if !first.is_empty() && tail.is_empty() => id().map(|id| Self::Show { id }),
             "show" => Err(CommandError::Usage("/show <id>")),
             "run" if !first.is_empty() => Ok(Self::Run { function: first.to_owned(), input: tail.to_owned() }),
             "run" => Err(CommandError::Usage("/run <function> [input]")),
@@ -172,8 +201,8 @@ fn unquote(text: &str) -> &str {
 }
 
 impl Command {
-    /// The question id (or prefix) an answer, a decline or an approval names.
-    pub fn question(&self) -> Option<&str> {
+    /// The question an answer, a decline or an approval names.
+    pub fn question(&self) -> Option<&QuestionRef> {
         match self {
             Self::Answer { id, .. }
             | Self::Decline { id, .. }
@@ -223,14 +252,14 @@ pub fn help(locale: crate::question::Locale) -> String {
 }
 
 /// The command a submitted form stands for (its id says which: `/answer <id>`, `/deny <id>`,
-/// `/edit <id>`): an answer in the person's own words (quoted, so a
-/// number is text, not an option), or a rejection with a note.
+/// `/edit <id>`): an answer in the person's own words (taken as written, so a number is text,
+/// not an option), or a rejection with a note.
 pub fn form_command(custom_id: &str, text: &str) -> Option<(Command, QuestionId)> {
     let (action, id) = custom_id.split_once(' ')?;
     let question = id.trim().parse::<QuestionId>().ok()?;
-    let id = question.to_string();
+    let id = QuestionRef::Id(question);
     let command = match action {
-        "/answer" if !text.is_empty() => Command::Answer { id, choice: format!("\"{text}\"") },
+        "/answer" if !text.is_empty() => Command::Answer { id, choice: Given::OwnWords(text.to_owned()) },
         "/deny" => Command::Decline { id, feedback: (!text.is_empty()).then(|| text.to_owned()) },
         "/edit" if !text.is_empty() => Command::Approve { id, how: Allow::Edited(text.to_owned()) },
         _ => return None,
@@ -246,6 +275,18 @@ mod tests {
         Command::parse(s).expect("a command")
     }
 
+    fn r(id: &str) -> QuestionRef {
+        id.parse().expect("a question reference")
+    }
+
+    #[test]
+    fn a_command_about_a_question_names_one() {
+        let too_short = CommandError::Question(UnreadableId::TooShort("ab".into()));
+        assert_eq!(parse("/answer ab 2"), Err(too_short));
+        assert_eq!(parse("/show zzzz"), Err(CommandError::Question(UnreadableId::NotAnId("zzzz".into()))));
+        assert_eq!(parse("/answer ab"), Err(CommandError::Usage("/answer <id> <choice>")), "usage comes first");
+    }
+
     #[test]
     fn help_and_the_docs_list_the_same_commands() {
         let readme = include_str!("../docs/src/commands.md");
@@ -255,19 +296,19 @@ mod tests {
 
     #[test]
     fn a_rule_is_typed_after_always_like_with_or_without_quotes() {
-        let like = |id: &str, pattern: &str| Ok(Command::Approve { id: id.into(), how: Allow::Like(pattern.into()) });
+        let like = |id: &str, pattern: &str| Ok(Command::Approve { id: r(id), how: Allow::Like(pattern.into()) });
         assert_eq!(parse("/approve 1a2b always-like \"git push *\""), like("1a2b", "git push *"));
         assert_eq!(parse("/approve 1a2b ALWAYS-LIKE git push *"), like("1a2b", "git push *"));
         assert_eq!(parse("/approve 1a2b always-like “deploy *”"), like("1a2b", "deploy *"));
         assert_eq!(parse("/approve 1a2b always-like \"\""), Err(CommandError::Usage(APPROVE_USAGE)));
         assert_eq!(parse("/approve 1a2b sometimes"), Err(CommandError::Usage(APPROVE_USAGE)));
-        let typed = Command::Approve { id: "1a2b".into(), how: Allow::Like("git push *".into()) };
+        let typed = Command::Approve { id: r("1a2b"), how: Allow::Like("git push *".into()) };
         assert_eq!(parse(&typed.to_string()), Ok(typed));
     }
 
     #[test]
     fn an_edit_carries_the_new_action() {
-        let edit = Command::Approve { id: "1a2b".into(), how: Allow::Edited("git push --dry-run".into()) };
+        let edit = Command::Approve { id: r("1a2b"), how: Allow::Edited("git push --dry-run".into()) };
         assert_eq!(parse("/approve 1a2b edit git push --dry-run"), Ok(edit.clone()));
         assert_eq!(parse("/approve 1a2b EDIT   git push --dry-run "), Ok(edit.clone()));
         assert_eq!(parse(&edit.to_string()), Ok(edit));
@@ -275,10 +316,10 @@ mod tests {
 
     #[test]
     fn show_names_one_question() {
-        assert_eq!(parse("/show 1a2b3c4d"), Ok(Command::Show { id: "1a2b3c4d".into() }));
+        assert_eq!(parse("/show 1a2b3c4d"), Ok(Command::Show { id: r("1a2b3c4d") }));
         assert_eq!(parse("/show"), Err(CommandError::Usage("/show <id>")));
         assert_eq!(parse("/show 1a2b more"), Err(CommandError::Usage("/show <id>")));
-        assert_eq!(Command::Show { id: "1a2b".into() }.to_string(), "/show 1a2b");
+        assert_eq!(Command::Show { id: r("1a2b") }.to_string(), "/show 1a2b");
     }
 
     #[test]
@@ -300,13 +341,16 @@ mod tests {
     fn answer_keeps_the_whole_choice() {
         assert_eq!(
             parse("  /answer 0b6f12ab my own text \n"),
-            Ok(Command::Answer { id: "0b6f12ab".into(), choice: "my own text".into() })
+            Ok(Command::Answer { id: r("0b6f12ab"), choice: Given::Text("my own text".into()) })
         );
     }
 
     #[test]
     fn bot_name_suffix_is_accepted() {
-        assert_eq!(parse("/answer@askbot abcd 2"), Ok(Command::Answer { id: "abcd".into(), choice: "2".into() }));
+        assert_eq!(
+            parse("/answer@askbot abcd 2"),
+            Ok(Command::Answer { id: r("abcd"), choice: Given::Text("2".into()) })
+        );
         assert_eq!(parse("/HELP@askbot"), Ok(Command::Help));
     }
 
@@ -319,10 +363,10 @@ mod tests {
     fn deny_is_decline_and_approve_defaults_to_once() {
         assert_eq!(
             parse("/deny abcd too risky"),
-            Ok(Command::Decline { id: "abcd".into(), feedback: Some("too risky".into()) })
+            Ok(Command::Decline { id: r("abcd"), feedback: Some("too risky".into()) })
         );
-        assert_eq!(parse("/approve abcd"), Ok(Command::Approve { id: "abcd".into(), how: Allow::Once }));
-        assert_eq!(parse("/approve abcd always"), Ok(Command::Approve { id: "abcd".into(), how: Allow::Always }));
+        assert_eq!(parse("/approve abcd"), Ok(Command::Approve { id: r("abcd"), how: Allow::Once }));
+        assert_eq!(parse("/approve abcd always"), Ok(Command::Approve { id: r("abcd"), how: Allow::Always }));
         assert!(parse("/approve abcd sometimes").is_err());
     }
 
@@ -349,11 +393,17 @@ mod tests {
             "[A-Za-z0-9-]{1,36}"
         }
 
+        /// A question as people name it: a prefix, any case, or a whole id.
+        fn question() -> impl Strategy<Value = QuestionRef> {
+            "[0-9a-fA-F-]{4,36}".prop_map(|s| s.parse().expect("hex digits and hyphens name a question"))
+        }
+
         fn command() -> impl Strategy<Value = Command> {
             prop_oneof![
-                (token(), words()).prop_map(|(id, choice)| Command::Answer { id, choice }),
-                (token(), proptest::option::of(words())).prop_map(|(id, feedback)| Command::Decline { id, feedback }),
-                (token(), any::<bool>()).prop_map(|(id, always)| Command::Approve {
+                (question(), words()).prop_map(|(id, choice)| Command::Answer { id, choice: Given::Text(choice) }),
+                (question(), proptest::option::of(words()))
+                    .prop_map(|(id, feedback)| Command::Decline { id, feedback }),
+                (question(), any::<bool>()).prop_map(|(id, always)| Command::Approve {
                     id,
                     how: if always { Allow::Always } else { Allow::Once }
                 }),

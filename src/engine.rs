@@ -71,7 +71,7 @@ pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found};
 pub use retry::Retry;
 pub use revocations::Hold;
-pub use router::{FormFilled, Inbound, Response};
+pub use router::{FormFilled, Inbound, Response, Said};
 pub use runner::{RunRequest, StartError};
 pub use settings::Settings;
 pub use tasks::Tasks;

@@ -36,7 +36,7 @@ use crate::command::{self, CardAction, Tap};
 use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{Channel, ChannelError, ChannelState, Retry};
 use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Question, QuestionId, Receipt, Status, Surface, UserRef};
+use crate::question::{Conversation, Question, QuestionId, QuestionRef, Receipt, Status, Surface, UserRef};
 use crate::store::Delivery;
 use crate::wording;
 
@@ -278,7 +278,7 @@ impl Handler {
         };
         let (command, question) = match Tap::parse(&payload) {
             Ok(Tap::Command(command)) => {
-                let question = command.question().and_then(|id| id.parse::<QuestionId>().ok());
+                let question = command.question().and_then(QuestionRef::id);
                 (command, question)
             }
             Ok(Tap::Card { id, action }) => {

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
-use crate::command::{CardAction, Command, Tap};
+use crate::command::{CardAction, Command, Given, Tap};
 use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{CardRefusal, Engine, Inbound, Response};
 use crate::engine::{ChannelError, ChannelState, Retry};
@@ -389,7 +389,7 @@ impl Telegram {
                     self.answer(query, &say!(tapper(query), "tg.pick_first"), false).await;
                     return None;
                 }
-                Some(Command::Answer { id: question.id.to_string(), choice: picked })
+                Some(Command::Answer { id: question.id.into(), choice: Given::Ticked(picked) })
             }
             CardAction::Other | CardAction::Note => {
                 let prompt = match (action, question.kind) {

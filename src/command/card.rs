@@ -74,7 +74,8 @@ pub(super) fn parse(word: &str, args: &str) -> Result<Command, CommandError> {
         ("send", []) => OnCard::Send,
         _ => return Err(bad()),
     };
-    Ok(Command::Card { id: id.to_owned(), action })
+    let id = id.parse().map_err(CommandError::Question)?;
+    Ok(Command::Card { id, action })
 }
 
 /// The first word and the rest, trimmed.
@@ -106,7 +107,7 @@ fn usage(word: &str) -> &'static str {
 
 impl OnCard {
     /// Writes the command for question `id` as a person would type it.
-    pub(super) fn write(&self, id: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    pub(super) fn write(&self, id: &crate::question::QuestionRef, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let tail = |t: &Option<String>| t.as_ref().map(|t| format!(" {t}")).unwrap_or_default();
         match self {
             Self::Other(words) => write!(f, "/other {id}{}", tail(words)),
@@ -132,14 +133,14 @@ impl OnCard {
 mod tests {
     use super::*;
     use crate::command::Tap;
-    use crate::question::QuestionId;
+    use crate::question::{QuestionId, QuestionRef};
 
     fn parse(s: &str) -> Result<Command, CommandError> {
         Command::parse(s).expect("a command")
     }
 
     fn card(id: &str, action: OnCard) -> Result<Command, CommandError> {
-        Ok(Command::Card { id: id.into(), action })
+        Ok(Command::Card { id: id.parse().unwrap(), action })
     }
 
     #[test]
@@ -161,7 +162,7 @@ mod tests {
             format!("/send {id}"),
         ] {
             let typed = parse(&payload).unwrap_or_else(|e| panic!("{payload}: {e}"));
-            assert_eq!(typed.question(), Some(id.to_string().as_str()), "{payload}");
+            assert_eq!(typed.question(), Some(&QuestionRef::Id(id)), "{payload}");
             if !payload.starts_with("/field") {
                 assert_eq!(typed.to_string(), payload, "reads back as written");
             }

@@ -213,7 +213,7 @@ mod tests {
         let id = QuestionId::new();
         assert_eq!(
             Tap::parse(&format!("/answer {id} #2")),
-            Ok(Tap::Command(Command::Answer { id: id.to_string(), choice: "#2".into() }))
+            Ok(Tap::Command(Command::Answer { id: id.into(), choice: crate::command::Given::Text("#2".into()) }))
         );
         assert_eq!(Tap::parse(&format!("/toggle {id} 3")), Ok(Tap::Card { id, action: CardAction::Toggle(3) }));
         assert_eq!(Tap::parse(&format!("/submit {id}")), Ok(Tap::Card { id, action: CardAction::Submit }));

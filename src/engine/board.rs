@@ -1,9 +1,9 @@
 //! A person's board: the questions waiting for them in any conversation, which they may answer
 //! from their own place (the page's composer, the TUI) as if asked there.
 
-use super::router::{Inbound, normalise_prefix};
+use super::router::Inbound;
 use super::{Engine, Resolver};
-use crate::question::{Question, QuestionId};
+use crate::question::{Question, QuestionRef};
 use crate::store::{StoreError, StoreExt};
 
 /// The most questions read from elsewhere for a person's board, oldest first.
@@ -40,13 +40,17 @@ impl Engine {
 
     /// Finds a question of this conversation, or of the sender's board, by full id or unique
     /// prefix.
-    pub(super) async fn find_on_board(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
+    pub(super) async fn find_on_board(
+        &self,
+        inbound: &Inbound,
+        id: &QuestionRef,
+    ) -> Result<Option<Question>, StoreError> {
         let theirs = |q: &Question| q.is_in(&inbound.conversation) || q.admits(&inbound.user, None);
-        if let Ok(full) = id.parse::<QuestionId>() {
-            return Ok(self.inner.store.question(full).await?.filter(theirs));
-        }
-        let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
-        let found = self.inner.store.questions_by_prefix(None, &prefix, BOARD).await?;
+        let prefix = match id {
+            QuestionRef::Id(full) => return Ok(self.inner.store.question(*full).await?.filter(theirs)),
+            QuestionRef::Prefix(prefix) => prefix,
+        };
+        let found = self.inner.store.questions_by_prefix(None, prefix, BOARD).await?;
         let mut found: Vec<Question> = found.into_iter().filter(theirs).collect();
         Ok(if found.len() == 1 { found.pop() } else { None })
     }

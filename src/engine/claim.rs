@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Engine, Event, Outbound};
-use crate::question::{Choice, Conversation, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef};
+use crate::question::{
+    Choice, Conversation, InvalidChoice, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef,
+};
 use crate::run::RunStatus;
 use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
 
@@ -76,21 +78,23 @@ impl Engine {
     /// # Errors
     /// Only when the store fails; every refusal is a [`Receipt`].
     pub async fn resolve(&self, question: &Question, choice: &str, resolver: &Resolver) -> Result<Receipt, StoreError> {
-        Ok(self.attempt(question, choice, resolver).await?.receipt)
+        Ok(self.attempt(question, question.parse_choice(choice), resolver).await?.receipt)
     }
 
-    /// As [`Engine::resolve`], with the question as stored when the attempt resolved it.
+    /// As [`Engine::resolve`] with the choice as the question judged it (parsed from text,
+    /// or made from ticks or one's own words), and the question as stored when the attempt
+    /// resolved it.
     pub(super) async fn attempt(
         &self,
         question: &Question,
-        choice: &str,
+        choice: Result<Choice, InvalidChoice>,
         resolver: &Resolver,
     ) -> Result<Attempt, StoreError> {
         // Who is asking comes first: a non-answerer learns nothing about what would fit.
         if !resolver.may_answer(question) {
             return Ok(Attempt::from(Receipt::NotAuthorized { id: question.id }));
         }
-        let choice = match question.parse_choice(choice) {
+        let choice = match choice {
             Ok(c) => Some(c),
             Err(_) if !question.is_pending() => None,
             Err(e) => return Ok(Attempt::from(Receipt::InvalidChoice { id: question.id, hint: e.hint })),

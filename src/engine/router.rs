@@ -2,148 +2,22 @@
 //! command, a reply to a question's message, a plain message claimed by the one question
 //! waiting for this person, and only then a new turn.
 
+mod inbound;
+
 use std::fmt::Write;
 use std::sync::Arc;
+
+pub use inbound::{Inbound, Said};
 
 use super::board::answering;
 use super::claim::Attempt;
 use super::{Engine, Resolver, RunRequest, StartError};
-use crate::command::{Allow, Command};
+use crate::command::{Allow, Command, CommandError, Given};
 use crate::question::{
-    Choice, Conversation, Kind, Locale, Mode, Question, QuestionId, Receipt, Surface, UserRef, display_name,
+    Choice, Conversation, Kind, Locale, Mode, Question, QuestionId, QuestionRef, Receipt, UnreadableId, UserRef,
 };
 use crate::store::{DeliveryRole, StoreError, StoreExt};
 use crate::wording::{self, replies};
-
-/// A message from a person on some surface.
-#[derive(Clone, Debug)]
-pub struct Inbound {
-    /// Where it was said.
-    pub conversation: Conversation,
-    /// Who said it.
-    pub user: UserRef,
-    /// How people know them (`@alice`), when the surface says.
-    pub name: Option<String>,
-    /// What was said; empty for a tap.
-    pub text: String,
-    /// The surface it came from.
-    pub surface: Surface,
-    /// The command of a tapped button, parsed where the tap arrived.
-    pub tap: Option<Command>,
-    /// The message of this surface it replies to (its chat and message ids), when it is a
-    /// reply: to a card it answers that card's question, to a prompt it is what the prompt
-    /// asked for; both are found by the message askgate recorded.
-    pub replying_to: Option<(String, String)>,
-    /// The question a card's button is on, as the adapter opened it ([`Engine::open_card`]):
-    /// the command of the tap is applied to it without reading it again.
-    pub card: Option<Box<Question>>,
-    /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
-    /// applied once.
-    pub key: Option<String>,
-    /// Said where only the sender reads the answer (a private chat, a direct message, an
-    /// ephemeral reply): where a `/web` sign-in link may be sent.
-    pub private: bool,
-    /// The sender's language, as their platform says it (when askgate speaks it).
-    pub locale: Option<crate::question::Locale>,
-    /// The language of the place it was said in (a Discord guild's `preferred_locale`), taken
-    /// for the sender while their own is not known: their first card reads in it.
-    pub place_locale: Option<crate::question::Locale>,
-    /// Said in the person's own place (the page's composer, the TUI): the questions they may
-    /// answer in any conversation (their board) are theirs to answer here too, by id or, when
-    /// one waits for them in all, by a plain reply.
-    pub board: bool,
-}
-
-impl Inbound {
-    /// A typed message with no reply context.
-    pub fn text(conversation: Conversation, user: UserRef, surface: Surface, text: impl Into<String>) -> Self {
-        Self {
-            conversation,
-            user,
-            name: None,
-            text: text.into(),
-            surface,
-            tap: None,
-            replying_to: None,
-            card: None,
-            key: None,
-            private: false,
-            locale: None,
-            place_locale: None,
-            board: false,
-        }
-    }
-
-    /// A tapped button (or a form or menu that stands for one), whose payload the surface
-    /// parsed into `command`.
-    pub fn tap(conversation: Conversation, user: UserRef, surface: Surface, command: Command) -> Self {
-        Self { tap: Some(command), ..Self::text(conversation, user, surface, String::new()) }
-    }
-
-    /// A tap on the card of `question`, opened by [`Engine::open_card`], whose payload the
-    /// surface parsed into `command` (about that question).
-    pub fn on_card(
-        conversation: Conversation,
-        user: UserRef,
-        surface: Surface,
-        question: Question,
-        command: Command,
-    ) -> Self {
-        Self { card: Some(Box::new(question)), ..Self::tap(conversation, user, surface, command) }
-    }
-
-    /// Marks the message as a reply to the message `message` in `chat` (the surface's ids).
-    #[must_use]
-    pub fn replying_to(mut self, chat: String, message: String) -> Self {
-        self.replying_to = Some((chat, message));
-        self
-    }
-
-    /// Sets the platform's id for this update, so that a redelivery is applied once.
-    #[must_use]
-    pub fn keyed(mut self, key: String) -> Self {
-        self.key = Some(key);
-        self
-    }
-
-    /// Sets the sender's language from the tag their platform gives (`zh-hans`, `en-US`); a
-    /// language askgate does not speak, or none, changes nothing.
-    #[must_use]
-    pub fn speaking(mut self, tag: Option<&str>) -> Self {
-        self.locale = tag.and_then(crate::question::Locale::from_tag);
-        self
-    }
-
-    /// Sets the language of the place it was said in from the tag its platform gives (see
-    /// [`Inbound::place_locale`]); a language askgate does not speak, or none, changes nothing.
-    #[must_use]
-    pub fn said_where_they_speak(mut self, tag: Option<&str>) -> Self {
-        self.place_locale = tag.and_then(crate::question::Locale::from_tag);
-        self
-    }
-
-    /// Marks it as said where only the sender reads the answer (see [`Inbound::private`]).
-    #[must_use]
-    pub fn in_private(mut self, private: bool) -> Self {
-        self.private = private;
-        self
-    }
-
-    /// Marks it as said in the person's own place (see [`Inbound::board`]).
-    #[must_use]
-    pub fn on_board(mut self, board: bool) -> Self {
-        self.board = board;
-        self
-    }
-
-    /// Sets how people know the sender, as it will be shown with an outcome (see
-    /// [`display_name`]).
-    #[must_use]
-    pub fn named(mut self, name: &str) -> Self {
-        self.name = display_name(name);
-        self
-    }
-}
 
 /// What to tell the person who sent a message.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -245,37 +119,35 @@ impl Engine {
         resolver.name.clone_from(&inbound.name);
         resolver.update.clone_from(&inbound.key);
         resolver.conversation = Some(inbound.conversation.clone());
-        if let Some(command) = &inbound.tap {
-            return self.command(inbound, &resolver, command.clone(), l).await;
-        }
-        match Command::parse(&inbound.text) {
+        let text = match &inbound.said {
+            Said::Tap { command, .. } => return self.command(inbound, &resolver, command.clone(), l).await,
+            Said::Typed(text) | Said::Reply { text, .. } => text,
+        };
+        match Command::parse(text) {
             Some(Ok(command)) => return self.command(inbound, &resolver, command, l).await,
+            Some(Err(CommandError::Question(bad))) => {
+                return Ok(Response::receipt(Receipt::Unknown { reason: unreadable(&bad, l) }, None, l));
+            }
             Some(Err(e)) => return Ok(Response::say(replies::sentence(&e))),
             None => {}
         }
-        if let Some((chat, message)) = &inbound.replying_to
+        if let Said::Reply { chat, message, .. } = &inbound.said
             && let Some((id, role)) = self.inner.store.question_for_card(inbound.surface, chat, message).await?
             && let Some(question) = self.inner.store.question(id).await?
             && question.is_in(&inbound.conversation)
         {
-            let text = &inbound.text;
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
                 return self.form_reply(&question, &resolver, None, text, role == DeliveryRole::Prompt, l).await;
             }
-            let receipt = match role {
-                DeliveryRole::Card => self.attempt(&question, text, &resolver).await?,
-                // Quoted: what is typed after "Other…" is the person's own words, even when
-                // it looks like a number.
-                DeliveryRole::Prompt if question.kind != Kind::Approval => {
-                    self.attempt(&question, &format!("\"{text}\""), &resolver).await?
-                }
-                DeliveryRole::Prompt => self.attempt(&question, &format!("edit {text}"), &resolver).await?,
-                DeliveryRole::Note => {
-                    let feedback = Some(text.trim().to_owned()).filter(|t| !t.is_empty());
-                    self.attempt_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?
-                }
+            let choice = match role {
+                DeliveryRole::Card => question.parse_choice(text),
+                // What is typed after "Other…" is the person's own words, even when it looks
+                // like a number; after "Edit…", the action as edited.
+                DeliveryRole::Prompt => question.own_words(text),
+                DeliveryRole::Note => Ok(Choice::Decline(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))),
             };
+            let receipt = self.attempt(&question, choice, &resolver).await?;
             return Ok(Response::attempt(receipt, Some(&question), l));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
@@ -286,17 +158,18 @@ impl Engine {
         match pending.as_slice() {
             [question] if question.form.is_some() => {
                 let resolver = answering(inbound, &resolver, question);
-                self.form_reply(question, &resolver, None, &inbound.text, false, l).await
+                self.form_reply(question, &resolver, None, text, false, l).await
             }
             [question] => {
-                let receipt = self.attempt(question, &inbound.text, &answering(inbound, &resolver, question)).await?;
+                let resolver = answering(inbound, &resolver, question);
+                let receipt = self.attempt(question, question.parse_choice(text), &resolver).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
             [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
                 Ok(Response::say(replies::not_yours(others, l)))
             }
-            [] => self.new_turn(inbound, l).await,
+            [] => self.new_turn(inbound, text.trim(), l).await,
             many => Ok(Response::say(replies::which_one(many.len(), l))),
         }
     }
@@ -332,15 +205,15 @@ impl Engine {
         })
     }
 
-    async fn new_turn(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
+    async fn new_turn(&self, inbound: &Inbound, text: &str, l: Locale) -> Result<Response, StoreError> {
         match self.policy(&inbound.conversation).default_function {
-            Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned(), l).await,
+            Some(function) => self.run_command(inbound, &function, text.to_owned(), l).await,
             None => {
                 let heard = super::Heard {
                     conversation: inbound.conversation.clone(),
                     user: inbound.user.clone(),
                     name: inbound.name.clone(),
-                    text: inbound.text.trim().to_owned(),
+                    text: text.to_owned(),
                 };
                 Ok(Response::say(if self.pass_on(heard) { replies::passed_on(l) } else { replies::nothing_waiting(l) }))
             }
@@ -359,7 +232,13 @@ impl Engine {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
-                let receipt = self.attempt(&question, &choice, &answering(inbound, resolver, &question)).await?;
+                let resolver = &answering(inbound, resolver, &question);
+                let choice = match choice {
+                    Given::Text(text) => question.parse_choice(&text),
+                    Given::OwnWords(words) => question.own_words(&words),
+                    Given::Ticked(ticked) => question.ticked(&ticked),
+                };
+                let receipt = self.attempt(&question, choice, resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
@@ -379,9 +258,9 @@ impl Engine {
                 }
                 let resolver = &answering(inbound, resolver, &question);
                 let receipt = match how {
-                    Allow::Once => self.attempt(&question, "once", resolver).await?,
-                    Allow::Always => self.attempt(&question, "always", resolver).await?,
-                    Allow::Edited(action) => self.attempt(&question, &format!("edit {action}"), resolver).await?,
+                    Allow::Once => self.attempt_choice(&question, Some(question.allowed_once()), resolver).await?,
+                    Allow::Always => self.attempt(&question, question.allowed_always(), resolver).await?,
+                    Allow::Edited(action) => self.attempt(&question, question.edited(&action), resolver).await?,
                     Allow::Like(pattern) => {
                         // Checked for those who may answer: others learn nothing about it.
                         if resolver.may_answer(&question)
@@ -502,41 +381,45 @@ impl Engine {
 
     /// The question a command names: the opened card's, or one found by id (on the sender's
     /// board too, when they write from their own place).
-    pub(super) async fn named(&self, inbound: &Inbound, id: &str) -> Result<Option<Question>, StoreError> {
-        match &inbound.card {
-            Some(card) if card.id.to_string() == id => Ok(Some(Question::clone(card))),
+    pub(super) async fn named(&self, inbound: &Inbound, id: &QuestionRef) -> Result<Option<Question>, StoreError> {
+        match &inbound.said {
+            Said::Tap { card: Some(card), .. } if id.id() == Some(card.id) => Ok(Some(Question::clone(card))),
             _ if inbound.board => self.find_on_board(inbound, id).await,
             _ => self.find(&inbound.conversation, id).await,
         }
     }
 
     /// Finds a question of this conversation by full id or unique prefix.
-    async fn find(&self, conversation: &Conversation, id: &str) -> Result<Option<Question>, StoreError> {
-        if let Ok(full) = id.parse::<QuestionId>() {
-            let q = self.inner.store.question(full).await?;
-            return Ok(q.filter(|q| q.is_in(conversation)));
-        }
-        let Some(prefix) = normalise_prefix(id) else { return Ok(None) };
-        let mut found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
+    async fn find(&self, conversation: &Conversation, id: &QuestionRef) -> Result<Option<Question>, StoreError> {
+        let prefix = match id {
+            QuestionRef::Id(full) => {
+                return Ok(self.inner.store.question(*full).await?.filter(|q| q.is_in(conversation)));
+            }
+            QuestionRef::Prefix(prefix) => prefix,
+        };
+        let mut found = self.inner.store.questions_by_prefix(Some(conversation), prefix, 2).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     }
 
-    /// Says why `id` matched nothing: too short, malformed, ambiguous, or unknown here.
+    /// Says why `id` matched nothing here: several questions start with it, or none.
     pub(super) async fn unknown(
         &self,
         conversation: &Conversation,
-        id: &str,
+        id: &QuestionRef,
         l: Locale,
     ) -> Result<Response, StoreError> {
-        let reason = match normalise_prefix(id) {
-            None if id.len() < MIN_PREFIX => replies::id_too_short(MIN_PREFIX, id, l),
-            None => replies::not_an_id(&crate::text::clip(id, 40, "…"), l),
-            Some(prefix) => {
-                let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
-                if found.len() > 1 { replies::ambiguous_id(l) } else { replies::no_question(&prefix, l) }
-            }
-        };
+        let prefix = id.prefix();
+        let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
+        let reason = if found.len() > 1 { replies::ambiguous_id(l) } else { replies::no_question(&prefix, l) };
         Ok(Response::receipt(Receipt::Unknown { reason }, None, l))
+    }
+}
+
+/// Why a command's question id names no question.
+fn unreadable(bad: &UnreadableId, l: Locale) -> String {
+    match bad {
+        UnreadableId::TooShort(id) => replies::id_too_short(MIN_PREFIX, id, l),
+        UnreadableId::NotAnId(id) => replies::not_an_id(&crate::text::clip(id, 40, "…"), l),
     }
 }
 
@@ -561,9 +444,8 @@ fn rule_fits(pattern: &str, action: &str, l: Locale) -> Result<(), String> {
     Ok(())
 }
 
-/// Lower-cases an id prefix and checks it is hex and hyphens, at least [`MIN_PREFIX`] long.
+/// Lower-cases an id prefix and checks it is hex and hyphens, at least [`MIN_PREFIX`] long
+/// (see [`QuestionRef`]).
 pub(super) fn normalise_prefix(id: &str) -> Option<String> {
-    let id = id.to_ascii_lowercase();
-    let ok = id.len() >= MIN_PREFIX && id.len() <= 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    ok.then_some(id)
+    id.parse::<QuestionRef>().ok().map(|id| id.prefix())
 }

@@ -10,7 +10,7 @@ use super::router::{Inbound, Response};
 use super::{Engine, Resolver};
 use crate::command::{FormAction, OnCard};
 use crate::question::form::{Draft, Form, Input};
-use crate::question::{Choice, Kind, Locale, Question, UserRef};
+use crate::question::{Choice, Kind, Locale, Question, QuestionRef, UserRef};
 use crate::say;
 use crate::store::{StoreError, StoreExt};
 use crate::wording;
@@ -25,7 +25,7 @@ impl Engine {
         &self,
         inbound: &Inbound,
         resolver: &Resolver,
-        id: &str,
+        id: &QuestionRef,
         action: OnCard,
         l: Locale,
     ) -> Result<Response, StoreError> {
@@ -44,9 +44,7 @@ impl Engine {
             (OnCard::Other(None), _) if q.kind == Kind::Approval => say(say!(l, "typed.edit", id = short)),
             (OnCard::Other(None), _) => say(say!(l, "typed.other", id = short)),
             (OnCard::Other(Some(words)), _) => {
-                // Quoted: one's own words are taken as written, even when they look like a number.
-                let choice = if q.kind == Kind::Approval { format!("edit {words}") } else { format!("\"{words}\"") };
-                let attempt = self.attempt(&q, &choice, resolver).await?;
+                let attempt = self.attempt(&q, q.own_words(&words), resolver).await?;
                 Ok(Response::attempt(attempt, Some(&q), l))
             }
             (OnCard::Note(None), _) => say(say!(l, "typed.note", id = short)),
@@ -73,8 +71,7 @@ impl Engine {
                 if ticked.is_empty() {
                     return say(say!(l, "typed.none_ticked", id = short));
                 }
-                let choice = ticked.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(",");
-                let attempt = self.attempt(&q, &choice, resolver).await?;
+                let attempt = self.attempt(&q, q.ticked(&ticked), resolver).await?;
                 if attempt.resolved.is_some() {
                     ticks.remove(OWN_OPTIONS);
                     self.set_ticks(&q, &resolver.user, ticks).await?;

@@ -320,10 +320,77 @@ async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
     // The adapter opens the card's question once, as a button's tap does.
     let opened = engine.open_card(card.id, &room(), &alice()).await.unwrap();
     let before = store.reads_of(card.id);
-    let command = askgate::command::Command::Answer { id: card.id.to_string(), choice: "2".into() };
+    let choice = askgate::command::Given::Text("2".into());
+    let command = askgate::command::Command::Answer { id: card.id.into(), choice };
     let r = engine.handle(Inbound::on_card(room(), alice(), Surface::CONSOLE, opened, command)).await;
 
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(store.reads_of(card.id), before, "the tap read its question again");
     engine.shutdown().await;
+}
+
+/// Asks which ports to open, several at once, whose labels are numbers (for the ticks).
+struct Ports;
+
+#[async_trait::async_trait]
+impl askgate::engine::Function for Ports {
+    async fn call(
+        &self,
+        ctx: &mut askgate::engine::Context,
+        _: &str,
+    ) -> Result<String, askgate::engine::FunctionError> {
+        let ask = askgate::question::Ask::question("Which ports?").options(["443", "80", "1"]).multi(true);
+        let picked = ctx.ask(ask).await?;
+        Ok(format!("Opened {}.", picked.list().join(" + ")))
+    }
+}
+
+#[tokio::test]
+async fn words_given_after_other_are_recorded_exactly_as_typed() {
+    for words in ["#1", "2", "\"quoted\"", "edit staging", "1, 3"] {
+        let (h, card) = demo_waiting().await;
+        let r = h.say(ALICE, &format!("/other {} {words}", card.id.short())).await;
+        assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{words}: {r:?}");
+        let outcome = h.question(&card).await.outcome.unwrap();
+        assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!(words) }, "{words}");
+    }
+}
+
+#[tokio::test]
+async fn a_reply_to_the_other_prompt_is_recorded_exactly_as_typed() {
+    let (h, card) = demo_waiting().await;
+    h.engine.record_delivery(&card, askgate::store::Delivery::prompt(card.id, Surface::OTHER, ROOM, "p-1")).await;
+    let reply = Inbound::text(room(), alice(), Surface::OTHER, "#1").replying_to(ROOM.to_owned(), "p-1".to_owned());
+    let r = h.engine.handle(reply).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    let outcome = h.question(&card).await.outcome.unwrap();
+    assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!("#1") }, "one's own words, not option 1");
+}
+
+#[tokio::test]
+async fn an_edit_typed_after_other_is_the_action_as_written() {
+    let h = Harness::new(builtins()).await;
+    h.say(ALICE, "/run approve-demo").await;
+    let card = h.card(1).await;
+    let r = h.say(ALICE, &format!("/other {} edit \"#1\"", card.id.short())).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    let value = json!({"decision": "edited", "action": "edit \"#1\""});
+    assert_eq!(h.question(&card).await.outcome.unwrap(), askgate::question::Outcome::Answered { value });
+}
+
+#[tokio::test]
+async fn a_multi_select_submitted_records_the_options_ticked() {
+    let mut functions = builtins();
+    functions.insert("ports", "a multi-select with numbers for labels", Arc::new(Ports));
+    let h = Harness::new(functions).await;
+    h.say(ALICE, "/run ports").await;
+    let card = h.card(1).await;
+    let short = card.id.short();
+    h.say(ALICE, &format!("/toggle {short} 3")).await;
+    h.say(ALICE, &format!("/toggle {short} 1")).await;
+    let r = h.say(ALICE, &format!("/submit {short}")).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    // Option 3 is labelled `1`: ticks are positions, never read as labels.
+    let outcome = h.question(&card).await.outcome.unwrap();
+    assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!(["443", "1"]) });
 }

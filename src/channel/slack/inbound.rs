@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Place, Slack, render, user_ref};
 use crate::command::{self, CardAction, Command, OnCard, Tap};
 use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Kind, QuestionId};
+use crate::question::{Conversation, Kind, QuestionRef};
 use crate::wording;
 
 /// One thing Slack sent, from either transport.
@@ -164,8 +164,7 @@ impl Handler<'_> {
         };
         let command = match Tap::parse(&payload) {
             // "Fill in…" on a form's card opens its modal; typed, `/fill` shows the fields as text.
-            Ok(Tap::Command(Command::Card { id, action: OnCard::Show })) if id.parse::<QuestionId>().is_ok() => {
-                let Ok(id) = id.parse() else { return };
+            Ok(Tap::Command(Command::Card { id: QuestionRef::Id(id), action: OnCard::Show })) => {
                 return self.open_form(&event.trigger_id, id, &conversation, &who, &place, &user.id.0).await;
             }
             Ok(Tap::Command(command)) => command,

@@ -241,16 +241,15 @@ pub fn toggle(markup: &InlineKeyboardMarkup, n: usize) -> InlineKeyboardMarkup {
     markup
 }
 
-/// The option numbers checked on a multi-select keyboard, as `1,3`.
-pub fn checked(markup: &InlineKeyboardMarkup) -> String {
+/// The option numbers (from 1) checked on a multi-select keyboard.
+pub fn checked(markup: &InlineKeyboardMarkup) -> Vec<usize> {
     markup
         .inline_keyboard
         .iter()
         .enumerate()
         .filter(|(_, row)| row.first().is_some_and(|b| b.text.starts_with(CHECKED)))
-        .map(|(i, _)| format!("#{}", i + 1))
-        .collect::<Vec<_>>()
-        .join(",")
+        .map(|(i, _)| i + 1)
+        .collect()
 }
 
 /// The prompt sent after "Other…": a reply to it is the answer.
@@ -376,7 +375,7 @@ mod tests {
         let q = question(Ask::question("Pick").options(["a", "b", "c"]).multi(true));
         let markup = InlineKeyboardMarkup::new(buttons(&q));
         let markup = toggle(&toggle(&markup, 1), 3);
-        assert_eq!(checked(&markup), "#1,#3");
-        assert_eq!(checked(&toggle(&markup, 1)), "#3");
+        assert_eq!(checked(&markup), [1, 3]);
+        assert_eq!(checked(&toggle(&markup, 1)), [3]);
     }
 }
