@@ -394,3 +394,14 @@ async fn a_multi_select_submitted_records_the_options_ticked() {
     let outcome = h.question(&card).await.outcome.unwrap();
     assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!(["443", "1"]) });
 }
+
+#[tokio::test]
+async fn words_given_in_an_other_form_are_recorded_exactly_as_typed() {
+    let (h, card) = demo_waiting().await;
+    // What Discord's and Slack's "Other…" modal submits: the person's words, typed.
+    let (command, _) = askgate::command::form_command(&format!("/answer {}", card.id), "#1").unwrap();
+    let r = h.engine.handle(Inbound::tap(room(), alice(), Surface::OTHER, command)).await;
+    assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
+    let outcome = h.question(&card).await.outcome.unwrap();
+    assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!("#1") }, "one's own words, not option 1");
+}
