@@ -1,6 +1,7 @@
 //! Claiming: resolving a question is one conditional write that succeeds for exactly one
 //! attempt. Everything that follows a win — retraction on every surface, events, handing the
-//! outcome to a blocking waiter, replaying a follow-up run, ending an agent's run — starts here.
+//! outcome to a blocking waiter, handing a follow-up run to the runner to replay (see `turns`),
+//! ending an agent's run — starts here.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -249,7 +250,7 @@ impl Engine {
             Mode::Blocking => {}
             Mode::FollowUp => {
                 let resolved = Instant::now();
-                match self.inner.turns.unpark(question.id) {
+                let parked = match self.inner.turns.unpark(question.id) {
                     Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
                         // The claim moved the stored run to `running`; this copy follows it.
                         if let Some(last) = journal.last_mut() {
@@ -257,10 +258,11 @@ impl Engine {
                         }
                         run.status = RunStatus::Running;
                         run.updated_at = self.now_ms();
-                        self.resume_parked(run, journal, resolved);
+                        Some((run, journal))
                     }
-                    _ => self.resume(question.run, question.conversation.as_ref(), Some(resolved)),
-                }
+                    _ => None,
+                };
+                self.inner.turns.resume(question.run, question.conversation.as_ref(), Some(resolved), parked);
             }
             // The claim ended the agent's run in its own commit; the agent hears the outcome
             // from its waiter or by asking.
