@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use super::{Engine, Event, Outbound};
 use crate::question::{Choice, Conversation, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef};
-use crate::run::RunStatus;
-use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
+use crate::store::{Claim, Grant, Resolution, RunWritten, StoreError, StoreExt};
 
 /// What a claim found; a won claim's question went on to the lanes, events and the run.
 pub(super) enum Claimed {
@@ -231,9 +230,9 @@ impl Engine {
     /// The claim-once write, and everything that follows a win.
     async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.inner.store.resolve(resolution).await? {
-            Claim::Won(question) => {
+            Claim::Won(question, run) => {
                 let question = Arc::new(question);
-                self.after_resolution(question.clone());
+                self.after_resolution(question.clone(), run);
                 Claimed::Won(question)
             }
             Claim::Lost(question) => Claimed::Lost(Box::new(question)),
@@ -241,7 +240,8 @@ impl Engine {
         })
     }
 
-    fn after_resolution(&self, question: Arc<Question>) {
+    /// `run` is what the claim wrote to the question's run: a run parked here follows it.
+    fn after_resolution(&self, question: Arc<Question>, run: Option<RunWritten>) {
         self.to_its_conversations(&question, Outbound::Retract);
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
@@ -250,14 +250,16 @@ impl Engine {
             Mode::Blocking => {}
             Mode::FollowUp => {
                 let resolved = Instant::now();
-                let parked = match self.inner.turns.unpark(question.id) {
-                    Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
-                        // The claim moved the stored run to `running`; this copy follows it.
+                // The parked copy follows what the claim wrote; when it wrote nothing to the run
+                // (no longer waiting), the runner reads the run and decides as stored.
+                let parked = match (self.inner.turns.unpark(question.id), run) {
+                    (Some((mut run, mut journal)), Some(written))
+                        if journal.last().is_some_and(|q| q.id == question.id) =>
+                    {
                         if let Some(last) = journal.last_mut() {
                             *last = question.clone();
                         }
-                        run.status = RunStatus::Running;
-                        run.updated_at = self.now_ms();
+                        written.apply(&mut run);
                         Some((run, journal))
                     }
                     _ => None,
