@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::quorum::Vote;
 use super::{Engine, Event, Outbound};
 use crate::question::{Choice, Conversation, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef};
 use crate::store::{Claim, Grant, Resolution, RunWritten, StoreError, StoreExt};
@@ -137,7 +138,12 @@ impl Engine {
         };
         if question.needs_quorum() {
             match choice {
-                Choice::Answer(_) => return self.approve_toward_quorum(question, resolver).await,
+                Choice::Answer(_) => {
+                    return match self.approve_toward_quorum(question, resolver).await? {
+                        Vote::Told(receipt) => Ok(Attempt::from(receipt)),
+                        Vote::Completes(resolution) => self.claim_for(*resolution).await,
+                    };
+                }
                 Choice::AllowLike(_) => {
                     return Ok(Attempt::from(Receipt::InvalidChoice {
                         id: question.id,
@@ -202,7 +208,7 @@ impl Engine {
 
     /// A person's claim, and what they are told: resolved, lost to an earlier resolution, or
     /// no such question.
-    pub(super) async fn claim_for(&self, resolution: Resolution) -> Result<Attempt, StoreError> {
+    async fn claim_for(&self, resolution: Resolution) -> Result<Attempt, StoreError> {
         let (id, outcome) = (resolution.question.id, resolution.outcome.clone());
         Ok(match self.claim(resolution).await? {
             Claimed::Won(resolved) => Attempt { receipt: Receipt::Resolved { id, outcome }, resolved: Some(resolved) },
