@@ -12,7 +12,8 @@
 //! registry), `claim` (resolving a question once, and what follows), `quorum` (approvals that
 //! need several people), `nudge` (reminders and escalation), `port` (the [`Channel`] trait
 //! adapters implement), `retry` (their backoff), `delivery` (the outbox part: attached
-//! channels and their lanes), `waiters` (where a waiting caller gets its answer), `router`
+//! channels and their lanes, and the cards they show again), `recent` (a map of the latest
+//! entries), `waiters` (where a waiting caller gets its answer), `router`
 //! (what an inbound message means), `access` (who may start and answer), `external`
 //! (questions from agents), `records` (what the engine lets others read of the store),
 //! `event` (the events part: the live stream and the kept log), `instances` (sharing a store
@@ -37,6 +38,7 @@ pub mod people;
 mod port;
 mod pruner;
 mod quorum;
+mod recent;
 mod records;
 pub mod retry;
 mod revocations;

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, mpsc};
 
-use super::delivery::Recent;
 use super::lock;
+use super::recent::Recent;
 use crate::question::{Conversation, Question, QuestionId, RunId};
 use crate::run::Run;
 
