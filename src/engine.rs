@@ -6,12 +6,14 @@
 //! then replays the function from the start with its journal. Blocking runs await the outcome
 //! in memory, which is why their questions are cancelled when askgate restarts.
 //!
-//! The files: `runner` (starting and replaying runs, one turn at a time; the turns part),
+//! The files: `runner` (starting and replaying runs, one turn at a time), `turns` (the turns
+//! part: parked runs, the resumes the claim hands the runner, the turns executing),
 //! `context` (what a function asks through), `function` (the [`Function`] trait and the
 //! registry), `claim` (resolving a question once, and what follows), `quorum` (approvals that
 //! need several people), `nudge` (reminders and escalation), `port` (the [`Channel`] trait
 //! adapters implement), `retry` (their backoff), `delivery` (the outbox part: attached
-//! channels and their lanes), `waiters` (where a waiting caller gets its answer), `router`
+//! channels and their lanes, and the cards they show again), `recent` (a map of the latest
+//! entries), `waiters` (where a waiting caller gets its answer), `router`
 //! (what an inbound message means), `access` (who may start and answer), `external`
 //! (questions from agents), `records` (what the engine lets others read of the store),
 //! `event` (the events part: the live stream and the kept log), `instances` (sharing a store
@@ -36,6 +38,7 @@ pub mod people;
 mod port;
 mod pruner;
 mod quorum;
+mod recent;
 mod records;
 pub mod retry;
 mod revocations;
@@ -45,6 +48,7 @@ mod settings;
 mod speech;
 mod sweeper;
 mod tasks;
+mod turns;
 mod typed;
 mod waiters;
 
@@ -116,7 +120,8 @@ pub struct Engine {
 /// - `outbox` ([`delivery`]): the attached channels, their lanes and how each stands;
 /// - `events` ([`event`]): the live event stream and the recent events kept for reconnects;
 /// - `waiters` ([`waiters`]): the callers and blocking asks waiting on a question;
-/// - `turns` ([`runner`]): parked follow-up runs and the turns executing per conversation;
+/// - `turns` ([`turns`]): parked follow-up runs, the resumes the claim hands the runner, and
+///   the turns executing per conversation;
 /// - `sweeper` ([`sweeper`]): when the one sweeper looks next, and when it last swept;
 /// - `leases` ([`instances`]): the platform leases this instance holds;
 /// - `revocations` ([`revocations`]): the credentials requests hold open, ended when revoked;
@@ -129,7 +134,7 @@ struct Inner {
     outbox: delivery::Outbox,
     events: event::Events,
     waiters: waiters::Waiters,
-    turns: runner::Turns,
+    turns: Arc<turns::Turns>,
     sweeper: sweeper::Sweeper,
     leases: instances::Leases,
     revocations: revocations::Revocations,
@@ -162,7 +167,7 @@ impl Engine {
                 clock,
                 events: event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT),
                 waiters: waiters::Waiters::default(),
-                turns: runner::Turns::new(PARKED),
+                turns: turns::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
                 leases: instances::Leases::default(),
                 revocations: revocations::Revocations::default(),
@@ -185,6 +190,9 @@ impl Engine {
     /// # Errors
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
+        if let Some(queue) = self.inner.turns.take_queue() {
+            self.spawn_run(runner::resumes(self.clone(), queue));
+        }
         self.adopt_orphans().await?;
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear
@@ -213,7 +221,7 @@ impl Engine {
             match run.mode {
                 Mode::FollowUp => {
                     tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
-                    self.resume(run.id, run.conversation.as_ref(), None);
+                    self.inner.turns.resume(run.id, run.conversation.as_ref(), None, None);
                 }
                 // As a stop ends one (`cancelled(shutdown)`), with what happened instead.
                 Mode::Blocking => {
@@ -254,6 +262,8 @@ impl Engine {
     pub async fn finish_shutdown(&self) {
         self.inner.stop.cancel();
         self.inner.runs.close();
+        // Resumes handed over until now are replayed in the grace; later ones at the next start.
+        self.inner.turns.close();
         if tokio::time::timeout(TURN_GRACE, self.inner.runs.wait()).await.is_err() {
             tracing::warn!(
                 "turns still running after {}s are stopped; they resume at the next start",

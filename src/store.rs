@@ -113,7 +113,7 @@ pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redac
 use records::covering;
 pub use records::{
     Callback, CallbackTry, Change, Claim, Delivery, DeliveryRole, Grant, Lease, Orphans, Pruned, QuestionFilter,
-    Resolution, Resume, RunAfter, RunEvent, Undelivered, WriteStats,
+    Resolution, Resume, RunAfter, RunEvent, RunWritten, Undelivered, WriteStats,
 };
 pub use sqlite::{SqliteStore, Synchronous};
 pub use typed::StoreExt;

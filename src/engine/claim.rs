@@ -1,16 +1,17 @@
 //! Claiming: resolving a question is one conditional write that succeeds for exactly one
 //! attempt. Everything that follows a win — retraction on every surface, events, handing the
-//! outcome to a blocking waiter, replaying a follow-up run, ending an agent's run — starts here.
+//! outcome to a blocking waiter, handing a follow-up run to the runner to replay (see `turns`),
+//! ending an agent's run — starts here.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::quorum::Vote;
 use super::{Engine, Event, Outbound};
 use crate::question::{
     Choice, Conversation, InvalidChoice, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef,
 };
-use crate::run::RunStatus;
-use crate::store::{Claim, Grant, Resolution, StoreError, StoreExt};
+use crate::store::{Claim, Grant, Resolution, RunWritten, StoreError, StoreExt};
 
 /// What a claim found; a won claim's question went on to the lanes, events and the run.
 pub(super) enum Claimed {
@@ -141,7 +142,12 @@ impl Engine {
         };
         if question.needs_quorum() {
             match choice {
-                Choice::Answer(_) => return self.approve_toward_quorum(question, resolver).await,
+                Choice::Answer(_) => {
+                    return match self.approve_toward_quorum(question, resolver).await? {
+                        Vote::Told(receipt) => Ok(Attempt::from(receipt)),
+                        Vote::Completes(resolution) => self.claim_for(*resolution).await,
+                    };
+                }
                 Choice::AllowLike(_) => {
                     return Ok(Attempt::from(Receipt::InvalidChoice {
                         id: question.id,
@@ -206,7 +212,7 @@ impl Engine {
 
     /// A person's claim, and what they are told: resolved, lost to an earlier resolution, or
     /// no such question.
-    pub(super) async fn claim_for(&self, resolution: Resolution) -> Result<Attempt, StoreError> {
+    async fn claim_for(&self, resolution: Resolution) -> Result<Attempt, StoreError> {
         let (id, outcome) = (resolution.question.id, resolution.outcome.clone());
         Ok(match self.claim(resolution).await? {
             Claimed::Won(resolved) => Attempt { receipt: Receipt::Resolved { id, outcome }, resolved: Some(resolved) },
@@ -234,9 +240,9 @@ impl Engine {
     /// The claim-once write, and everything that follows a win.
     async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.inner.store.resolve(resolution).await? {
-            Claim::Won(question) => {
+            Claim::Won(question, run) => {
                 let question = Arc::new(question);
-                self.after_resolution(question.clone());
+                self.after_resolution(question.clone(), run);
                 Claimed::Won(question)
             }
             Claim::Lost(question) => Claimed::Lost(Box::new(question)),
@@ -244,7 +250,8 @@ impl Engine {
         })
     }
 
-    fn after_resolution(&self, question: Arc<Question>) {
+    /// `run` is what the claim wrote to the question's run: a run parked here follows it.
+    fn after_resolution(&self, question: Arc<Question>, run: Option<RunWritten>) {
         self.to_its_conversations(&question, Outbound::Retract);
         self.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
@@ -253,18 +260,21 @@ impl Engine {
             Mode::Blocking => {}
             Mode::FollowUp => {
                 let resolved = Instant::now();
-                match self.inner.turns.unpark(question.id) {
-                    Some((mut run, mut journal)) if journal.last().is_some_and(|q| q.id == question.id) => {
-                        // The claim moved the stored run to `running`; this copy follows it.
+                // The parked copy follows what the claim wrote; when it wrote nothing to the run
+                // (no longer waiting), the runner reads the run and decides as stored.
+                let parked = match (self.inner.turns.unpark(question.id), run) {
+                    (Some((mut run, mut journal)), Some(written))
+                        if journal.last().is_some_and(|q| q.id == question.id) =>
+                    {
                         if let Some(last) = journal.last_mut() {
                             *last = question.clone();
                         }
-                        run.status = RunStatus::Running;
-                        run.updated_at = self.now_ms();
-                        self.resume_parked(run, journal, resolved);
+                        written.apply(&mut run);
+                        Some((run, journal))
                     }
-                    _ => self.resume(question.run, question.conversation.as_ref(), Some(resolved)),
-                }
+                    _ => None,
+                };
+                self.inner.turns.resume(question.run, question.conversation.as_ref(), Some(resolved), parked);
             }
             // The claim ended the agent's run in its own commit; the agent hears the outcome
             // from its waiter or by asking.

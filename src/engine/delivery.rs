@@ -8,7 +8,7 @@
 //! while (the platform down, a 429, a 5xx) is tried again with backoff until its question
 //! ends; one the platform refuses for good is logged and left.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,10 +18,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::policy_key;
+use super::recent::Recent;
 use super::retry::{Backoff, Retry};
 use super::{Channel, ChannelState};
 use super::{Engine, Event, lock};
-use crate::question::{Conversation, Question, QuestionId, UserRef};
+use crate::question::{Conversation, Question, UserRef};
 use crate::store::{Delivery, DeliveryRole, Store, StoreExt, Undelivered};
 
 /// How many lanes each group of a channel's conversations is spread over.
@@ -324,6 +325,20 @@ impl Engine {
         self.emit(Event::Asked(question));
     }
 
+    /// Shows `question` in the conversation it is escalated to, after a line that says why.
+    pub(super) fn show_escalated(&self, question: &Question, to: &Conversation) {
+        let Some(conversation) = &question.conversation else { return };
+        let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
+        // The line reads as the conversation it is escalated to speaks; the card as its own.
+        let locale = self.presentation_of(Some(to), None).locale;
+        let line = crate::wording::replies::escalated(conversation.as_str(), waited, locale);
+        self.send_text(to, line);
+        // Placed in the conversation it is escalated to (the card goes there, its answers
+        // come from there); its own conversation's lane keeps the rest.
+        let card = Question { conversation: Some(to.clone()), ..question.clone() };
+        self.outbound(to, Outbound::Card(Arc::new(card)));
+    }
+
     /// Shows again the pending questions asked before `before` that have no card (their
     /// delivery failed and askgate stopped before it got through): a card is never dropped
     /// while its question waits. Questions asked since are on their way through the lanes.
@@ -552,42 +567,5 @@ impl Lane {
         if let Err(e) = self.channel.retract(question, &cards).await {
             tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not retract a card");
         }
-    }
-}
-
-/// A map that forgets its oldest entries beyond a fixed size.
-pub(super) struct Recent<V> {
-    order: VecDeque<QuestionId>,
-    entries: HashMap<QuestionId, V>,
-    cap: usize,
-}
-
-impl<V> Recent<V> {
-    pub(super) fn new(cap: usize) -> Self {
-        Self { order: VecDeque::with_capacity(cap), entries: HashMap::with_capacity(cap), cap }
-    }
-
-    pub(super) fn insert(&mut self, id: QuestionId, value: V) {
-        if self.entries.insert(id, value).is_none() {
-            self.order.push_back(id);
-        }
-        while self.order.len() > self.cap {
-            if let Some(old) = self.order.pop_front() {
-                self.entries.remove(&old);
-            }
-        }
-    }
-
-    /// Takes an entry out; its slot in the order is dropped lazily when it comes up.
-    pub(super) fn remove(&mut self, id: &QuestionId) -> Option<V> {
-        self.entries.remove(id)
-    }
-
-    fn get(&self, id: &QuestionId) -> Option<&V> {
-        self.entries.get(id)
-    }
-
-    fn get_mut(&mut self, id: &QuestionId) -> Option<&mut V> {
-        self.entries.get_mut(id)
     }
 }

@@ -160,15 +160,6 @@ impl Engine {
         Ok(Arc::unwrap_or_clone(question))
     }
 
-    /// Whether `user` asked `question`: started its run (the agent, for an agent's question).
-    /// One person under either of the operator's ids.
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn asked_by(&self, question: &Question, user: &UserRef) -> Result<bool, StoreError> {
-        Ok(self.inner.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
-    }
-
     /// Cancels an agent's pending question (the agent gave up on it, or is gone): its cards
     /// are retracted and its run ends. `false` when it was not pending (or is not an agent's).
     ///

@@ -74,20 +74,6 @@ impl Engine {
         }
         Ok(())
     }
-
-    /// Shows `question` in the conversation it is escalated to, after a line that says why.
-    pub(super) fn show_escalated(&self, question: &Question, to: &Conversation) {
-        let Some(conversation) = &question.conversation else { return };
-        let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
-        // The line reads as the conversation it is escalated to speaks; the card as its own.
-        let locale = self.presentation_of(Some(to), None).locale;
-        let line = crate::wording::replies::escalated(conversation.as_str(), waited, locale);
-        self.send_text(to, line);
-        // Placed in the conversation it is escalated to (the card goes there, its answers
-        // come from there); its own conversation's lane keeps the rest.
-        let card = Question { conversation: Some(to.clone()), ..question.clone() };
-        self.outbound(to, Outbound::Card(Arc::new(card)));
-    }
 }
 
 /// Who a reminder in `conversation` names: the answerers of its channel; nobody in particular

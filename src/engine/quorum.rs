@@ -2,21 +2,31 @@
 //! vote whichever surfaces they use; who asked for it does not count unless
 //! `quorum_includes_requester` says so). Each approval is one
 //! conditional write that succeeds only on the approvals it saw, so racing approvals are each
-//! counted once; the approval that completes the quorum is the claim itself, so the question
-//! resolves exactly once wherever the approvals come from.
+//! counted once; the approval that completes the quorum is the claim itself (the vote hands
+//! the claim its resolution, and never calls back into it), so the question resolves exactly
+//! once wherever the approvals come from.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::claim::{Attempt, Resolver, lost_receipt};
+use super::claim::{Resolver, lost_receipt};
 use super::{Engine, Event, Outbound};
-use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt};
+use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt, UserRef};
 use crate::store::{Resolution, StoreError, StoreExt};
+
+/// What an approval toward a quorum comes to.
+pub(super) enum Vote {
+    /// Nothing to claim: what the approver is told (counted, counted already, their own
+    /// request, too late).
+    Told(Receipt),
+    /// It completes the quorum: the claim that allows the question, with every approval.
+    Completes(Box<Resolution>),
+}
 
 impl Engine {
     /// Records `resolver`'s approval of a quorum approval: counted once per person; the one
-    /// that completes the quorum allows it.
+    /// that completes the quorum comes back as the resolution to claim.
     ///
     /// # Errors
     /// When the store fails.
@@ -24,22 +34,22 @@ impl Engine {
         &self,
         question: &Question,
         resolver: &Resolver,
-    ) -> Result<Attempt, StoreError> {
+    ) -> Result<Vote, StoreError> {
         let allowed = Outcome::Answered { value: Value::String("once".to_owned()) };
         if !self.inner.settings.quorum_includes_requester && self.asked_by(question, &resolver.user).await? {
-            return Ok(Attempt::from(Receipt::OwnRequest { id: question.id, quorum: question.quorum }));
+            return Ok(Vote::Told(Receipt::OwnRequest { id: question.id, quorum: question.quorum }));
         }
         let mut current = question.clone();
         // Each failed attempt means another approval was counted first, and there are at most
         // `quorum` of those.
         for _ in 0..=MAX_QUORUM {
             if !current.is_pending() {
-                return Ok(Attempt::from(lost_receipt(&current, Some(&allowed))));
+                return Ok(Vote::Told(lost_receipt(&current, Some(&allowed))));
             }
             let (id, quorum) = (current.id, current.quorum);
             // One person, one vote: the operator at the console and through the token too.
             if current.approvals.iter().any(|a| resolver.user.is(&a.user)) {
-                return Ok(Attempt::from(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum }));
+                return Ok(Vote::Told(Receipt::AlreadyCounted { id, approvals: count(&current.approvals), quorum }));
             }
             let at = self.now_ms();
             let mut approvals = current.approvals.clone();
@@ -50,7 +60,7 @@ impl Engine {
                 at,
             });
             if count(&approvals) >= quorum {
-                let resolution = Resolution {
+                return Ok(Vote::Completes(Box::new(Resolution {
                     outcome: allowed.clone(),
                     by: Some(resolver.user.to_string()),
                     name: resolver.name.clone(),
@@ -60,22 +70,30 @@ impl Engine {
                     update: resolver.update.clone(),
                     approvals: Some(approvals),
                     question: current,
-                };
-                return self.claim_for(resolution).await;
+                })));
             }
             let store = &self.inner.store;
             if store.vote(id, &current.approvals, &approvals, resolver.update.as_deref()).await? {
                 let counted = count(&approvals);
                 current.approvals = approvals;
                 self.counted(Arc::new(current));
-                return Ok(Attempt::from(Receipt::Counted { id, approvals: counted, quorum }));
+                return Ok(Vote::Told(Receipt::Counted { id, approvals: counted, quorum }));
             }
             current = match store.question(id).await? {
                 Some(q) => q,
-                None => return Ok(Attempt::from(Receipt::Unknown { reason: format!("no question {}", id.short()) })),
+                None => return Ok(Vote::Told(Receipt::Unknown { reason: format!("no question {}", id.short()) })),
             };
         }
         Err(StoreError::Busy(format!("the approvals of {} kept changing", question.id.short())))
+    }
+
+    /// Whether `user` asked `question`: started its run (the agent, for an agent's question).
+    /// One person under either of the operator's ids.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn asked_by(&self, question: &Question, user: &UserRef) -> Result<bool, StoreError> {
+        Ok(self.inner.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
     }
 
     /// An approval was counted: the cards show the count, observers hear of it.

@@ -2,21 +2,21 @@
 //! function, and records where the run stands when the turn ends.
 //!
 //! A turn is one invocation of the function. Follow-up runs end their turn on a new question;
-//! the claim that resolves it marks the run `running` again, and the runner replays it. Every
+//! the claim that resolves it marks the run `running` again and hands it over (see `turns`),
+//! and the runner's resume loop replays it. Every
 //! turn runs on the engine's task tracker, counted as executing in its conversation, and can be
 //! dropped when shutdown's grace is over (the run is then replayed at the next start).
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use tokio::sync::Notify;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::delivery::Recent;
-use super::{Engine, Event, NotServed, Refusal, lock};
+use super::turns::{Busy, Resume, Waiting};
+use super::{Engine, Event, NotServed, Refusal};
 use crate::engine::access::AnswerersPolicy;
 use crate::engine::context::{AskError, Context};
 use crate::engine::function::FunctionError;
@@ -24,61 +24,6 @@ use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, S
 use crate::run::{Run, RunStatus};
 use crate::store::{StoreError, StoreExt};
 use crate::wording::replies;
-
-/// The runner's part: follow-up runs that ended their turn here, by the question they wait
-/// on (resuming one of these needs no read; after a restart, or once forgotten, the store has
-/// it all), and how many turns execute per conversation (not counting ones waiting on a
-/// person).
-pub(super) struct Turns {
-    parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
-    busy: Mutex<HashMap<Conversation, usize>>,
-    settled: Notify,
-}
-
-impl Turns {
-    pub(super) fn new(parked: usize) -> Self {
-        Self { parked: Mutex::new(Recent::new(parked)), busy: Mutex::default(), settled: Notify::new() }
-    }
-
-    /// Keeps a follow-up run that waits on `question`, with its journal.
-    fn park(&self, question: crate::question::QuestionId, run: Run, journal: Vec<Arc<Question>>) {
-        lock(&self.parked).insert(question, (run, journal));
-    }
-
-    /// Takes the run parked on `question`, if it is still here.
-    pub(super) fn unpark(&self, question: crate::question::QuestionId) -> Option<(Run, Vec<Arc<Question>>)> {
-        lock(&self.parked).remove(&question)
-    }
-
-    fn enter(&self, conversation: &Conversation) {
-        *lock(&self.busy).entry(conversation.clone()).or_default() += 1;
-    }
-
-    fn leave(&self, conversation: &Conversation) {
-        let mut busy = lock(&self.busy);
-        if let Some(n) = busy.get_mut(conversation) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                busy.remove(conversation);
-            }
-        }
-        drop(busy);
-        self.settled.notify_waiters();
-    }
-
-    async fn settled(&self, conversation: &Conversation, limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let notified = self.settled.notified();
-            if !lock(&self.busy).contains_key(conversation) {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return;
-            }
-        }
-    }
-}
 
 /// What a run starts with.
 #[derive(Clone, Debug)]
@@ -141,38 +86,6 @@ pub enum StartError {
     Aborted(String),
 }
 
-/// Counts a turn as executing in its conversation while it lives.
-pub(super) struct Busy {
-    engine: Engine,
-    conversation: Option<Conversation>,
-}
-
-impl Busy {
-    fn new(engine: &Engine, conversation: Option<&Conversation>) -> Self {
-        engine.enter(conversation);
-        Self { engine: engine.clone(), conversation: conversation.cloned() }
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.engine.leave(self.conversation.as_ref());
-    }
-}
-
-/// Marks an executing turn as waiting on a person while it lives.
-pub(crate) struct Waiting {
-    engine: Engine,
-    conversation: Option<Conversation>,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        // Executing again: the turn's own guard counts this back down when it ends.
-        self.engine.enter(self.conversation.as_ref());
-    }
-}
-
 impl Engine {
     /// Starts a run. Channel-initiated runs use [`Mode::FollowUp`]; the call returns once the
     /// run's first turn is under way.
@@ -228,22 +141,9 @@ impl Engine {
         self.inner.turns.settled(conversation, limit).await;
     }
 
-    fn enter(&self, conversation: Option<&Conversation>) {
-        if let Some(c) = conversation {
-            self.inner.turns.enter(c);
-        }
-    }
-
-    fn leave(&self, conversation: Option<&Conversation>) {
-        if let Some(c) = conversation {
-            self.inner.turns.leave(c);
-        }
-    }
-
     /// Marks the calling turn as waiting on a person until the guard is dropped.
     pub(crate) fn waiting_on_a_person(&self, conversation: Option<&Conversation>) -> Waiting {
-        self.leave(conversation);
-        Waiting { engine: self.clone(), conversation: conversation.cloned() }
+        self.inner.turns.waiting(conversation)
     }
 
     /// Checks that the run may start.
@@ -294,13 +194,16 @@ impl Engine {
         }
     }
 
-    /// Replays a follow-up run whose question was resolved (or that a stop interrupted),
-    /// reading it and its journal from the store.
-    pub(super) fn resume(&self, run_id: RunId, conversation: Option<&Conversation>, resolved: Option<Instant>) {
+    /// Replays a follow-up run handed over by the claim (or by the start, for one a stop
+    /// interrupted): with the run and journal parked here, at once; else read from the store
+    /// first, and only while the run is `running`.
+    fn resume(&self, Resume { run, resolved, parked, busy }: Resume) {
+        if let Some((run, journal)) = parked {
+            return self.replay(run, journal, resolved, busy);
+        }
         let engine = self.clone();
-        let busy = Busy::new(self, conversation);
         self.spawn_run(async move {
-            match engine.inner.store.run_with_journal(run_id).await {
+            match engine.inner.store.run_with_journal(run).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
                     let journal = resume.journal.into_iter().map(Arc::new).collect();
                     engine.replay(resume.run, journal, resolved, busy);
@@ -308,16 +211,10 @@ impl Engine {
                 Ok(Some(resume)) => {
                     tracing::debug!(run = %resume.run.id, status = %resume.run.status, "not resuming");
                 }
-                Ok(None) => tracing::warn!(run = %run_id, "a resolved question's run is missing"),
-                Err(e) => tracing::error!(run = %run_id, error = %e, "could not load a run to resume it"),
+                Ok(None) => tracing::warn!(run = %run, "a resolved question's run is missing"),
+                Err(e) => tracing::error!(run = %run, error = %e, "could not load a run to resume it"),
             }
         });
-    }
-
-    /// Replays a follow-up run that is `running` again, with its journal at hand.
-    pub(super) fn resume_parked(&self, run: Run, journal: Vec<Arc<Question>>, resolved: Instant) {
-        let busy = Busy::new(self, run.conversation.as_ref());
-        self.replay(run, journal, Some(resolved), busy);
     }
 
     fn replay(&self, run: Run, journal: Vec<Arc<Question>>, resolved: Option<Instant>, busy: Busy) {
@@ -331,7 +228,7 @@ impl Engine {
     /// Runs one turn of `run` on the engine's tracker; the run as the turn left it, or none
     /// when shutdown dropped the turn.
     fn spawn_turn(&self, run: Run, journal: Vec<Arc<Question>>) -> JoinHandle<Option<Run>> {
-        let busy = Busy::new(self, run.conversation.as_ref());
+        let busy = self.inner.turns.busy(run.conversation.as_ref());
         self.spawn_turn_counted(run, journal, busy)
     }
 
@@ -487,6 +384,14 @@ impl Engine {
         if let Some(c) = &run.conversation {
             self.send_text(c, text);
         }
+    }
+}
+
+/// The runner's resume loop: replays the runs the claim hands over, in the order it resolved
+/// their questions, until the stop closes the hand-over (see `Turns::close`).
+pub(super) async fn resumes(engine: Engine, mut queue: mpsc::UnboundedReceiver<Resume>) {
+    while let Some(resume) = queue.recv().await {
+        engine.resume(resume);
     }
 }
 

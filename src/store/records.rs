@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::question::{
     Approver, Conversation, Kind, Mode, Outcome, Question, QuestionId, RunId, Status, Surface, text_enum,
 };
-use crate::run::Run;
+use crate::run::{Run, RunStatus};
 
 text_enum!(
     /// What a recorded message of a question is for.
@@ -182,6 +182,38 @@ pub enum RunAfter {
     /// An agent's run ends `finished` with its question's outcome as its result: nothing
     /// else follows an agent's question.
     Finish(String),
+}
+
+/// What a won claim wrote to its question's run, in the same commit: a copy of the run (a
+/// cache's) follows the store with [`RunWritten::apply`] instead of repeating its rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunWritten {
+    /// The run's new status.
+    pub status: RunStatus,
+    /// Its new result; none leaves it as it was.
+    pub result: Option<String>,
+    /// When, unix milliseconds (the resolution's time).
+    pub updated_at: i64,
+}
+
+impl RunWritten {
+    /// What `after` writes to a waiting run at `at`.
+    pub fn new(after: RunAfter, at: i64) -> Self {
+        let (status, result) = match after {
+            RunAfter::Resume => (RunStatus::Running, None),
+            RunAfter::Finish(result) => (RunStatus::Finished, Some(result)),
+        };
+        Self { status, result, updated_at: at }
+    }
+
+    /// Brings a copy of the run to what was written.
+    pub fn apply(&self, run: &mut Run) {
+        run.status = self.status;
+        if let Some(result) = &self.result {
+            run.result = Some(result.clone());
+        }
+        run.updated_at = self.updated_at;
+    }
 }
 
 impl Resolution {
@@ -377,8 +409,9 @@ pub enum Change {
 /// What a resolve attempt found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
-    /// This attempt closed the question; the row as stored.
-    Won(Question),
+    /// This attempt closed the question; the row as stored, and what the claim wrote to its
+    /// run (none when it wrote nothing: a blocking run, or one no longer waiting).
+    Won(Question, Option<RunWritten>),
     /// It was already closed; the snapshot as it stands.
     Lost(Question),
     /// No such question.

@@ -10,7 +10,7 @@ use crate::support::{T0, waiting_run};
 use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
 use askgate::store::StoreExt;
-use askgate::store::{Claim, Delivery, DeliveryRole, Grant, QuestionFilter, Resolution, Store, StoreError};
+use askgate::store::{Claim, Delivery, DeliveryRole, Grant, QuestionFilter, Resolution, RunWritten, Store, StoreError};
 use serde_json::json;
 
 /// A store open on a place.
@@ -60,6 +60,7 @@ crate::backend::on_every_store!(
     a_credential_is_found_by_its_digest_until_it_is_removed,
     a_forms_drafts_are_kept_per_person_until_the_run_is_pruned,
     a_claim_changes_its_run_only_while_the_run_waits,
+    a_won_claim_says_what_it_wrote_to_its_run,
     pending_questions_are_listed_in_the_order_they_were_asked,
 );
 
@@ -152,7 +153,7 @@ async fn values_survive_exactly(place: Place) {
         via: Surface::OTHER,
         ..answer(&q, json!(null), T0 + 5)
     };
-    let Claim::Won(won) = b.store.resolve(resolution).await.unwrap() else { panic!("the first claim must win") };
+    let Claim::Won(won, _) = b.store.resolve(resolution).await.unwrap() else { panic!("the first claim must win") };
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.status, Status::Declined);
     assert_eq!(won.answered_via, Some(Surface::OTHER));
@@ -175,7 +176,7 @@ async fn concurrent_claims_have_one_winner_that_resumes_the_run(place: Place) {
     let mut lost = Vec::new();
     for c in claims {
         match c.await.unwrap() {
-            Claim::Won(q) => won.push(q),
+            Claim::Won(q, _) => won.push(q),
             Claim::Lost(q) => lost.push(q),
             Claim::Missing => panic!("the question exists"),
         }
@@ -222,7 +223,7 @@ async fn a_claim_commits_the_grant_it_carries_with_its_update_key(place: Place) 
         update: Some("telegram:update:7".into()),
         ..answer(&q, json!(null), T0 + 1)
     };
-    assert!(matches!(b.store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(resolution.clone()).await.unwrap(), Claim::Won(..)));
     assert!(b.store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
     assert_eq!(b.store.find_grant(&room, "function:deploy", "deploy", T0 + 2).await.unwrap(), Some(grant.clone()));
     assert_eq!(b.store.grants(Some(&room), T0 + 2).await.unwrap(), std::slice::from_ref(&grant));
@@ -254,7 +255,7 @@ async fn a_claim_commits_the_grant_it_carries_with_its_update_key(place: Place) 
         ..grant
     };
     let resolution = Resolution { grant: Some(rule.clone()), update: None, ..answer(&q, json!("always"), T0 + 4) };
-    assert!(matches!(b.store.resolve(resolution).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(resolution).await.unwrap(), Claim::Won(..)));
     let find = |grantee: &'static str, action: &'static str| b.store.find_grant(&room, grantee, action, T0 + 5);
     assert_eq!(find("function:deploy", "git push origin main").await.unwrap(), Some(rule));
     assert_eq!(find("function:deploy", "git pull").await.unwrap(), None);
@@ -514,7 +515,7 @@ async fn a_claim_changes_its_run_in_its_own_commit(place: Place) {
     let nudged = Question { id: QuestionId::new(), run: r2.id, nudge_at: Some(T0 + 10), ..q.clone() };
     b.store.ask(&r2, &Arc::new(nudged.clone())).await.unwrap();
     assert!(b.store.advance_nudge(nudged.id, T0 + 10, Some(T0 + 99), Some(&ops)).await.unwrap());
-    let Claim::Won(won) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
+    let Claim::Won(won, _) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
         panic!("the claim lost")
     };
     assert_eq!(won.outcome, Some(Outcome::Answered { value: json!("it's") }));
@@ -526,9 +527,9 @@ async fn a_claim_changes_its_run_in_its_own_commit(place: Place) {
     assert_eq!(ended.updated_at, T0 + 1);
     // A follow-up run is resumed; a claim that loses changes no run.
     let (f, fq) = asked(&b.store, "test:room", "Follow-up asks").await;
-    assert!(matches!(b.store.resolve(answer(&fq, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(answer(&fq, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(..)));
     assert_eq!(b.store.run(f.id).await.unwrap().unwrap().status, RunStatus::Running);
-    assert!(matches!(b.store.resolve(answer(&q, json!("a\"b"), T0 + 3)).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(answer(&q, json!("a\"b"), T0 + 3)).await.unwrap(), Claim::Won(..)));
     assert_eq!(b.store.run(r.id).await.unwrap().unwrap().status, RunStatus::Finished);
     let lost = b.store.resolve(answer(&q, json!("it's"), T0 + 4)).await.unwrap();
     assert!(matches!(lost, Claim::Lost(ref q) if q.outcome == Some(Outcome::Answered { value: json!("a\"b") })));
@@ -549,7 +550,7 @@ async fn a_won_claim_answers_with_the_row_as_stored(place: Place) {
     let nudged = Question { id: QuestionId::new(), run: r2.id, nudge_at: Some(T0 + 10), ..q.clone() };
     b.store.ask(&r2, &Arc::new(nudged.clone())).await.unwrap();
     assert!(b.store.advance_nudge(nudged.id, T0 + 10, Some(T0 + 99), Some(&ops)).await.unwrap());
-    let Claim::Won(won) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
+    let Claim::Won(won, _) = b.store.resolve(answer(&nudged, json!("it's"), T0 + 1)).await.unwrap() else {
         panic!("the claim lost")
     };
     assert_eq!((won.escalated_to.as_ref(), won.nudge_at), (Some(&ops), Some(T0 + 99)), "the row as stored");
@@ -560,7 +561,7 @@ async fn a_won_claim_answers_with_the_row_as_stored(place: Place) {
 async fn a_run_is_read_back_with_its_journal_by_step(place: Place) {
     let b = Backend::open(place).await;
     let (r, q0) = asked(&b.store, "test:room", "Step 0").await;
-    let Claim::Won(q0) = b.store.resolve(answer(&q0, json!("it's"), T0 + 1)).await.unwrap() else { panic!() };
+    let Claim::Won(q0, _) = b.store.resolve(answer(&q0, json!("it's"), T0 + 1)).await.unwrap() else { panic!() };
     let q1 = question(&r, 1, "Step 1");
     let mut waiting = r.clone();
     waiting.status = RunStatus::Waiting;
@@ -678,7 +679,7 @@ async fn a_vote_counts_only_on_the_approvals_its_voter_saw(place: Place) {
     assert!(!late, "counted on approvals that changed meanwhile");
     assert!(b.store.seen("vote:1").await.unwrap() && !b.store.seen("vote:2").await.unwrap(), "a key with its vote");
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap().approvals, std::slice::from_ref(&alice));
-    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(..)));
     let both = [alice.clone(), bob];
     assert!(!b.store.vote(q.id, std::slice::from_ref(&alice), &both, None).await.unwrap(), "no vote after the end");
     b.store.close().await;
@@ -692,7 +693,7 @@ async fn a_reminder_moves_only_from_the_time_its_sweeper_saw(place: Place) {
     assert!(b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 20), None).await.unwrap());
     assert!(!b.store.advance_nudge(q.id, T0 + 10, Some(T0 + 30), None).await.unwrap(), "one reminder moves once");
     assert_eq!(b.store.question(q.id).await.unwrap().unwrap().nudge_at, Some(T0 + 20));
-    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(answer(&q, json!("approve"), T0 + 11)).await.unwrap(), Claim::Won(..)));
     assert!(!b.store.advance_nudge(q.id, T0 + 20, None, None).await.unwrap(), "no reminder after the end");
     b.store.close().await;
 }
@@ -820,9 +821,33 @@ async fn a_claim_changes_its_run_only_while_the_run_waits(place: Place) {
     let b = Backend::open(place).await;
     let (r, q) = asked(&b.store, "test:room", "Still wanted?").await;
     assert!(b.store.finish_run(r.id, RunStatus::Cancelled, "stopped", T0 + 1).await.unwrap());
-    assert!(matches!(b.store.resolve(answer(&q, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.store.resolve(answer(&q, json!("it's"), T0 + 2)).await.unwrap(), Claim::Won(..)));
     let run = b.store.run(r.id).await.unwrap().unwrap();
     assert_eq!((run.status, run.result.as_deref(), run.updated_at), (RunStatus::Cancelled, Some("stopped"), T0 + 1));
+    b.store.close().await;
+}
+
+/// A won claim answers with what it wrote to its run, so that a copy of the run (the engine's
+/// parked runs) follows the store instead of repeating its rule: a waiting follow-up run is
+/// `running` again, an agent's run ends with the outcome, a run no longer waiting is untouched.
+async fn a_won_claim_says_what_it_wrote_to_its_run(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, q) = asked(&b.store, "test:room", "Resume me?").await;
+    let Claim::Won(_, written) = b.store.resolve(answer(&q, json!("yes"), T0 + 2)).await.unwrap() else { panic!() };
+    assert_eq!(written, Some(RunWritten { status: RunStatus::Running, result: None, updated_at: T0 + 2 }));
+
+    let (r, q) = asked(&b.store, "test:room", "Still wanted?").await;
+    assert!(b.store.finish_run(r.id, RunStatus::Cancelled, "stopped", T0 + 1).await.unwrap());
+    let Claim::Won(_, written) = b.store.resolve(answer(&q, json!("yes"), T0 + 3)).await.unwrap() else { panic!() };
+    assert_eq!(written, None, "a run no longer waiting is not written");
+
+    let mut r = run("test:room");
+    r.mode = Mode::External;
+    let q = question(&r, 0, "Agent asks");
+    b.store.ask(&r, &Arc::new(q.clone())).await.unwrap();
+    let Claim::Won(won, written) = b.store.resolve(answer(&q, json!("yes"), T0 + 4)).await.unwrap() else { panic!() };
+    let line = won.outcome_line_in(askgate::question::Locale::En);
+    assert_eq!(written, Some(RunWritten { status: RunStatus::Finished, result: Some(line), updated_at: T0 + 4 }));
     b.store.close().await;
 }
 

@@ -50,7 +50,9 @@ async fn values_with_quotes_nul_bytes_or_sql_survive_exactly() {
         update: None,
         approvals: None,
     };
-    let Claim::Won(won) = store.resolve(resolution.clone()).await.unwrap() else { panic!("the first claim must win") };
+    let Claim::Won(won, _) = store.resolve(resolution.clone()).await.unwrap() else {
+        panic!("the first claim must win")
+    };
     assert_eq!(won.outcome, Some(outcome));
     assert_eq!(won.answered_by.as_deref(), Some("test:o'brien"));
     assert_eq!(won.answered_name.as_deref(), Some("O'Brien\0 ✅"));
@@ -161,7 +163,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
         update: Some("telegram:update:7".into()),
         approvals: None,
     };
-    assert!(matches!(store.resolve(resolution.clone()).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(store.resolve(resolution.clone()).await.unwrap(), Claim::Won(..)));
     assert!(store.seen("telegram:update:7").await.unwrap(), "the update key is recorded with the claim");
     assert_eq!(store.write_stats().batches, before + 1, "one commit for the tap and its key");
     store.close().await;
@@ -241,7 +243,7 @@ async fn postgres_instances_hear_each_other_and_one_survivor_takes_over_what_a_d
         update: None,
         approvals: None,
     };
-    assert!(matches!(b.resolve(answer).await.unwrap(), Claim::Won(_)));
+    assert!(matches!(b.resolve(answer).await.unwrap(), Claim::Won(..)));
     assert_eq!(next_change(&mut heard_by_a).await, Some(Change::Resolved(q.id)));
     assert_eq!(a.run(r.id).await.unwrap().unwrap().status, RunStatus::Running);
     assert_eq!(a.orphans().await.unwrap(), askgate::store::Orphans::default(), "B is alive and runs it");
@@ -406,7 +408,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
         update: None,
         approvals: None,
     };
-    let Claim::Won(answered) = store.resolve(allowed).await.unwrap() else { panic!("the claim must win") };
+    let Claim::Won(answered, _) = store.resolve(allowed).await.unwrap() else { panic!("the claim must win") };
     store.close().await;
     drop(store);
 

@@ -13,7 +13,7 @@ use crate::store::command::{
     AddCallback, AddLogin, Ask, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, Resolve, RevokeGrant,
     SaveRun, Says, Seen, SetDraft, TakeCallback, TakeOrphans, UseLink, Vote,
 };
-use crate::store::{Claim, Login, Pruned, Resolution, RunAfter, StoreError, Write};
+use crate::store::{Claim, Login, Pruned, Resolution, RunWritten, StoreError, Write};
 
 /// A write that breaks a rule the SQL schemas keep (a unique key, a reference, a check): the
 /// write's own fault, as the SQL stores report it.
@@ -190,19 +190,15 @@ impl Tables {
             return Ok(Claim::Missing);
         };
         let resolved = resolved.clone();
+        let mut written = None;
         if let Some(after) = r.run_after(&resolved) {
             self.change_run(resolved.run, |run| {
                 if run.status != RunStatus::Waiting {
                     return;
                 }
-                run.updated_at = r.at;
-                match after {
-                    RunAfter::Resume => run.status = RunStatus::Running,
-                    RunAfter::Finish(result) => {
-                        run.status = RunStatus::Finished;
-                        run.result = Some(result);
-                    }
-                }
+                let change = RunWritten::new(after, r.at);
+                change.apply(run);
+                written = Some(change);
             });
         }
         if let Some(update) = &r.update {
@@ -211,7 +207,7 @@ impl Tables {
         if let Some(grant) = &r.grant {
             self.insert_grant(grant.clone());
         }
-        Ok(Claim::Won(resolved))
+        Ok(Claim::Won(resolved, written))
     }
 
     /// Counts an approval only if exactly `seen` is recorded.

@@ -6,8 +6,10 @@ use super::PostgresStore;
 use super::batch::PgQuery;
 use std::sync::LazyLock;
 
+use sqlx::Row;
+
 use crate::question::Outcome;
-use crate::run::{Run, RunStatus};
+use crate::run::Run;
 use crate::store::command::{
     AddCallback, AddLogin, Ask, CallbackTried, Prune, RemoveLogin, Resolve, TakeCallback, UseLink, Vote,
 };
@@ -16,13 +18,14 @@ use crate::store::reads::Dialect;
 use crate::store::rows::{
     Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
 };
-use crate::store::{Claim, Login, LoginFind, Pruned, RunAfter, StoreError};
+use crate::store::{Claim, Login, LoginFind, Pruned, RunWritten, StoreError};
 use crate::store::{logins, outbox};
 
 /// The claim-once write, in one statement with what a won claim carries: its run's change
 /// (only a waiting run's; see `Resolution::run_after`), the inbound update, the grant, and the
 /// announcement (when other instances listen); the question's row comes back only when the
-/// claim won. `{pending}` is which pending question it closes (see [`claim_sql`]).
+/// claim won, with whether the run was written (`run_written`). `{pending}` is which pending
+/// question it closes (see [`claim_sql`]).
 const CLAIM: &str = concat!(
     "WITH c AS (UPDATE questions SET status = :status, outcome = :outcome, answered_by = :by, \
      answered_via = :via, resolved_at = :at, answered_name = :name, approvals = COALESCE(:approvals, approvals) \
@@ -30,14 +33,15 @@ const CLAIM: &str = concat!(
     claim_returns!(),
     "), r AS (UPDATE runs SET status = :run_status, result = COALESCE(:run_result, result), updated_at = :at, \
      owner = CASE WHEN :run_status = 'running' THEN current_setting('askgate.instance', true) ELSE owner END \
-     WHERE :run_status::text IS NOT NULL AND id = (SELECT run_id FROM c) AND status = 'waiting'), \
+     WHERE :run_status::text IS NOT NULL AND id = (SELECT run_id FROM c) AND status = 'waiting' RETURNING id), \
      i AS (INSERT INTO inbound (key, created_at) SELECT :update, :at FROM c WHERE :update::text IS NOT NULL \
      ON CONFLICT DO NOTHING), \
      g AS (INSERT INTO grants (",
     grant_columns!(),
     ") SELECT :g_id, :g_conversation, :g_action, :g_granted_by, :g_question_id, :g_created_at::bigint, \
      :g_expires_at::bigint, :g_granted_name, :g_pattern::bigint, :g_grantee FROM c WHERE :g_id::text IS NOT NULL) \
-     SELECT c.*, CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END AS notified FROM c"
+     SELECT c.*, EXISTS (SELECT 1 FROM r) AS run_written, \
+     CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END AS notified FROM c"
 );
 
 /// The claim's statement: a person's claim waits for a racing one to commit, so that it loses
@@ -163,9 +167,9 @@ impl PostgresStore {
         let grant = r.grant.as_ref();
         // The run's result is written from the claimer's copy with the outcome applied (the
         // approvals a quorum claim brings are its own).
-        let (run_status, run_result) = match r.run_after(&r.resolved()) {
-            Some(RunAfter::Resume) => (Some(RunStatus::Running.as_str()), None),
-            Some(RunAfter::Finish(result)) => (Some(RunStatus::Finished.as_str()), Some(result)),
+        let change = r.run_after(&r.resolved()).map(|after| RunWritten::new(after, r.at));
+        let (run_status, run_result) = match &change {
+            Some(change) => (Some(change.status.as_str()), change.result.as_deref()),
             None => (None, None),
         };
         let statement = claim_sql(matches!(r.outcome, Outcome::Expired { .. }));
@@ -199,7 +203,8 @@ impl PostgresStore {
         )?;
         // A won claim answers with the row as stored.
         if let Some(row) = self.writes.fetch_optional(claim).await? {
-            return Ok(Box::new(Claim::Won(claimed_from_row(&r, &row)?)));
+            let written = if row.try_get::<bool, _>("run_written")? { change } else { None };
+            return Ok(Box::new(Claim::Won(claimed_from_row(&r, &row)?, written)));
         }
         let row = sqlx::query(concat!("SELECT ", question_columns!(), " FROM questions WHERE id = $1"))
             .bind(&id)

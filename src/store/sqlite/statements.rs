@@ -4,7 +4,7 @@
 use super::raw::{Db, Param, Statement};
 use super::writer::Queued;
 use crate::question::{Conversation, Question};
-use crate::run::{Run, RunStatus};
+use crate::run::Run;
 use crate::store::command::{
     AddCallback, AddLogin, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, RevokeGrant, Says, Seen,
     SetDraft, TakeCallback, UseLink, Vote,
@@ -15,7 +15,7 @@ use crate::store::rows::{
     approvals_json, claimed_from_row, question_binds, question_from_row, questions, run_binds, run_from_row,
     to_json as json,
 };
-use crate::store::{Claim, Orphans, Pruned, Resolution, RunAfter, StoreError, Write};
+use crate::store::{Claim, Orphans, Pruned, Resolution, RunWritten, StoreError, Write};
 use crate::store::{drafts, logins, outbox};
 
 /// The claim-once write: closes the question only while it is pending, and answers with the
@@ -453,24 +453,24 @@ impl<'d, 'h> Statements<'d, 'h> {
             });
         };
         let resolved = claimed_from_row(r, &row)?;
+        let mut written = None;
         if let Some(after) = r.run_after(&resolved) {
-            let (status, result) = match &after {
-                RunAfter::Resume => (RunStatus::Running, None),
-                RunAfter::Finish(result) => (RunStatus::Finished, Some(result.as_str())),
-            };
+            let change = RunWritten::new(after, r.at);
             let run = resolved.run.to_string();
             let params: Vec<Param<'_>> = self
                 .run_after_params
                 .order(&[
-                    ("status", status.as_str().into()),
-                    ("result", result.into()),
+                    ("status", change.status.as_str().into()),
+                    ("result", change.result.as_deref().into()),
                     ("at", r.at.into()),
                     ("run", run.as_str().into()),
                 ])?
                 .into_iter()
                 .copied()
                 .collect();
-            self.run_after.execute(&params)?;
+            if self.run_after.execute(&params)? > 0 {
+                written = Some(change);
+            }
         }
         if let Some(update) = &r.update {
             self.seen.execute(&[update.as_str().into(), r.at.into()])?;
@@ -490,7 +490,7 @@ impl<'d, 'h> Statements<'d, 'h> {
                 g.grantee.as_str().into(),
             ])?;
         }
-        Ok(Claim::Won(resolved))
+        Ok(Claim::Won(resolved, written))
     }
 
     fn upsert_run(&mut self, run: &Run) -> Result<(), StoreError> {
