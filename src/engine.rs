@@ -68,7 +68,7 @@ pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
 pub use listeners::Heard;
 pub use port::{Channel, ChannelError, ChannelState};
-pub use records::{CardRefusal, Found};
+pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
 pub use revocations::Hold;
 pub use router::{FormFilled, Inbound, Response};
@@ -123,6 +123,8 @@ pub struct Engine {
 /// - `metrics` ([`metrics`]): the counters `/metrics` shows.
 struct Inner {
     store: Arc<dyn Store>,
+    /// The reads others make of the store ([`records`]).
+    records: Records,
     functions: Functions,
     settings: Settings,
     clock: Clock,
@@ -156,6 +158,7 @@ impl Engine {
         Self {
             inner: Arc::new(Inner {
                 outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
+                records: Records::new(store.clone(), clock.clone()),
                 store,
                 functions,
                 settings,
@@ -309,6 +312,11 @@ impl Engine {
     /// The engine's counters.
     pub fn metrics(&self) -> &metrics::Metrics {
         &self.inner.metrics
+    }
+
+    /// What the engine lets others read of the store.
+    pub fn records(&self) -> &Records {
+        &self.inner.records
     }
 
     /// The engine's clock.

@@ -228,12 +228,12 @@ impl Deliverer {
     async fn body(&self, callback: &Callback) -> Result<Vec<u8>, String> {
         let body = match callback.question {
             Some(id) => {
-                let question = self.engine.question(id).await.map_err(|e| e.to_string())?;
+                let question = self.engine.records().question(id).await.map_err(|e| e.to_string())?;
                 let question = question.ok_or_else(|| format!("question {id} is gone"))?;
                 serde_json::to_vec(&OutcomeView::from(&question))
             }
             None => {
-                let run = self.engine.run(callback.run).await.map_err(|e| e.to_string())?;
+                let run = self.engine.records().run(callback.run).await.map_err(|e| e.to_string())?;
                 let run = run.ok_or_else(|| format!("run {} is gone", callback.run))?;
                 serde_json::to_vec(&RunView { run })
             }

@@ -322,7 +322,7 @@ impl Telegram {
         let (command, card) = match Tap::parse(&data) {
             Ok(Tap::Command(command)) => (command, None),
             Ok(Tap::Card { id, action }) => {
-                let question = match engine.open_card(id, &conversation, &user).await {
+                let question = match engine.records().open_card(id, &conversation, &user).await {
                     Ok(question) => question,
                     Err(refusal) => {
                         let alert = matches!(refusal, CardRefusal::NotYours);

@@ -34,7 +34,7 @@ pub struct Inbound {
     /// reply: to a card it answers that card's question, to a prompt it is what the prompt
     /// asked for; both are found by the message askgate recorded.
     pub replying_to: Option<(String, String)>,
-    /// The question a card's button is on, as the adapter opened it ([`Engine::open_card`]):
+    /// The question a card's button is on, as the adapter opened it ([`Records::open_card`](super::Records::open_card)):
     /// the command of the tap is applied to it without reading it again.
     pub card: Option<Box<Question>>,
     /// The platform's id for this update (`telegram:update:123`), so that a redelivery is
@@ -80,7 +80,7 @@ impl Inbound {
         Self { tap: Some(command), ..Self::text(conversation, user, surface, String::new()) }
     }
 
-    /// A tap on the card of `question`, opened by [`Engine::open_card`], whose payload the
+    /// A tap on the card of `question`, opened by [`Records::open_card`](super::Records::open_card), whose payload the
     /// surface parsed into `command` (about that question).
     pub fn on_card(
         conversation: Conversation,
@@ -395,7 +395,7 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
-                let mut pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                let mut pending = self.records().pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
                 pending.extend(self.board(inbound).await?);
                 pending.sort_by_key(|q| q.created_at);
                 pending.truncate(wording::LISTED as usize + 1);
@@ -414,7 +414,7 @@ impl Engine {
             }
             Command::Help => Ok(Response::say(self.help_in(l))),
             Command::Grants => {
-                let grants = self.grants(Some(&inbound.conversation)).await?;
+                let grants = self.records().grants(Some(&inbound.conversation)).await?;
                 Ok(Response::say(wording::grants_list(&grants, self.now_ms(), l)))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
@@ -430,7 +430,7 @@ impl Engine {
         if wanted.chars().count() < MIN_PREFIX {
             return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX, l)));
         }
-        let grants = self.grants(Some(&inbound.conversation)).await?;
+        let grants = self.records().grants(Some(&inbound.conversation)).await?;
         let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
             [grant] => (*grant).clone(),
             [] => {
@@ -443,7 +443,7 @@ impl Engine {
             return Ok(Response::say(replies::not_yours_to_revoke(l)));
         }
         let short = grant.short_id();
-        Ok(Response::say(if self.revoke_grant(&grant.id).await? {
+        Ok(Response::say(if self.records().revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
             replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern, l)
         } else {

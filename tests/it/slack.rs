@@ -100,7 +100,7 @@ async fn the_demo_runs_by_clicking_buttons_and_the_card_is_updated() {
     let (confirm_ts, confirm) = fake.sent("Archive all 87 emails?", 1).await;
     fake.click(ALICE, CHANNEL, &confirm_ts, &button(&confirm, "Yes"));
     fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(q.answered_via, Some(askgate::channel::slack::SURFACE));
     sl.stop().await;
 }
@@ -113,7 +113,7 @@ async fn a_strangers_click_is_refused_privately_and_a_redelivered_envelope_chang
     let id = question_id(&card);
     fake.click(BOB, CHANNEL, &ts, &button(&card, "dayjs"));
     fake.ephemeral(BOB, "Not yours to answer.").await;
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
 
     // Alice's click, then the same envelope again (Slack saw no acknowledgement in time).
@@ -157,7 +157,7 @@ async fn a_select_and_modals_answer_and_a_reply_in_the_cards_thread_answers_it()
     // (Once askgate has recorded the card it posted: a reply within the same instant would be
     // a reply to a message askgate does not know yet.)
     eventually(|| async {
-        sl.engine.card_conversation(askgate::channel::slack::SURFACE, CHANNEL, &confirm_ts).await.unwrap()
+        sl.engine.records().card_conversation(askgate::channel::slack::SURFACE, CHANNEL, &confirm_ts).await.unwrap()
     })
     .await;
     fake.message(ALICE, CHANNEL, "no", Some(&confirm_ts));
@@ -208,7 +208,7 @@ async fn a_static_select_and_a_rejection_with_a_note_answer() {
     assert_eq!(select["options"].as_array().unwrap().len(), 22);
     fake.pick(ALICE, CHANNEL, &ts, select["action_id"].as_str().unwrap(), "#7");
     updated(&fake, &ts, "region 7").await;
-    assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    assert_eq!(sl.engine.records().question(asked.id).await.unwrap().unwrap().status, Status::Answered);
 
     let mut approval = askgate::question::Ask::approval("drop the staging database");
     approval.answerers = Some(askgate::question::Answerers::Conversation);
@@ -220,7 +220,7 @@ async fn a_static_select_and_a_rejection_with_a_note_answer() {
     let view = fake.opened(1).await;
     fake.submit(ALICE, &view, "not on a Friday");
     updated(&fake, &ts, "not on a Friday").await;
-    let q = sl.engine.question(asked.id).await.unwrap().unwrap();
+    let q = sl.engine.records().question(asked.id).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Declined);
     sl.stop().await;
 }
@@ -372,7 +372,7 @@ async fn a_thread_is_its_own_conversation_and_a_dm_takes_commands_without_the_sl
     let (ts, card) = fake.sent("Which library", 1).await;
     assert_eq!(card["thread_ts"], "1799999999.000001", "{card}");
     let id = question_id(&card);
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     let thread = format!("slack:{TEAM}:{CHANNEL}:1799999999.000001");
     assert_eq!(q.conversation.unwrap().as_str(), thread);
     fake.message(ALICE, CHANNEL, "2", Some("1799999999.000001"));
@@ -412,6 +412,6 @@ async fn a_quorum_approval_counts_in_place_and_the_second_person_allows_it() {
     assert!(!elements(&counted).is_empty(), "the card keeps its buttons while it counts: {counted}");
     fake.click(BOB, CHANNEL, &ts, &button(&card, "Approve"));
     updated(&fake, &ts, "✅").await;
-    assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    assert_eq!(sl.engine.records().question(asked.id).await.unwrap().unwrap().status, Status::Answered);
     sl.stop().await;
 }

@@ -365,7 +365,7 @@ async fn another_users_tap_in_a_group_gets_an_alert_and_changes_nothing() {
     let answer = fake.callback_answer(tap).await;
     assert_eq!(answer["text"], "Not yours to answer.");
     assert_eq!(answer["show_alert"], true);
-    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     assert!(fake.message(GROUP, id_of(&card)).get("reply_markup").is_some(), "the card must keep its buttons");
     // A command for another bot in the group is not ours.
@@ -393,7 +393,7 @@ async fn forged_or_stale_button_payloads_are_refused_and_change_nothing() {
         let tap = fake.press(ALICE, ALICE, id_of(&card), &payload);
         assert_eq!(fake.callback_answer(tap).await["text"], reply, "{payload}");
     }
-    assert_eq!(tg.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert_eq!(tg.engine.records().question(id).await.unwrap().unwrap().status, Status::Pending);
     assert!(fake.message(ALICE, id_of(&card)).get("reply_markup").is_some(), "the card keeps its buttons");
     tg.stop().await;
 }
@@ -448,7 +448,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::API);
     tg.engine.resolve(&q, "3", &alice).await.unwrap();
     edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
@@ -585,11 +585,13 @@ async fn allow_always_from_a_button_stores_a_grant_that_grants_lists_and_revoke_
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
     fake.sent("Allowed always", 1).await;
-    let run = tg.engine.question(question_id(&card)).await.unwrap().unwrap().run;
-    let run =
-        eventually(|| async { tg.engine.run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished) }).await;
+    let run = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap().run;
+    let run = eventually(|| async {
+        tg.engine.records().run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished)
+    })
+    .await;
     assert!(run.result.unwrap().starts_with("Allowed always"));
-    let grants = tg.engine.grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+    let grants = tg.engine.records().grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
     assert_eq!(grants.len(), 1);
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     fake.sent("Allowed by a standing grant", 1).await;
