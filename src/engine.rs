@@ -56,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
-pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal, Speech};
+pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
 pub use callbacks::{CallbackSpec, Courier, Sent};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
@@ -125,7 +125,9 @@ struct Inner {
     store: Arc<dyn Store>,
     /// The reads others make of the store ([`records`]).
     records: Records,
-    functions: Functions,
+    /// Who may start and answer, what cards speak, who listens ([`access`]).
+    policies: Policies,
+    functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
     outbox: delivery::Outbox,
@@ -136,10 +138,6 @@ struct Inner {
     leases: instances::Leases,
     revocations: revocations::Revocations,
     metrics: metrics::Metrics,
-    /// Who listens to the plain messages of a conversation.
-    listeners: listeners::Listeners,
-    /// The languages people's platforms said ([`speech`]).
-    languages: speech::Languages,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
     /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
@@ -155,10 +153,13 @@ impl Engine {
     /// An engine over `store`. Attach channels, then call [`Engine::start`].
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
         let (stop, tasks) = (CancellationToken::new(), Tasks::default());
+        let functions = Arc::new(functions);
+        let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
         Self {
             inner: Arc::new(Inner {
                 outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
                 records: Records::new(store.clone(), clock.clone()),
+                policies,
                 store,
                 functions,
                 settings,
@@ -170,8 +171,6 @@ impl Engine {
                 leases: instances::Leases::default(),
                 revocations: revocations::Revocations::default(),
                 metrics: metrics::Metrics::default(),
-                listeners: listeners::Listeners::default(),
-                languages: speech::Languages::default(),
                 tasks,
                 runs: TaskTracker::new(),
                 stop,
@@ -226,7 +225,7 @@ impl Engine {
                     run.updated_at = self.now_ms();
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
-                        let l = self.presentation_for(&run).locale;
+                        let l = self.policies().presentation_for(&run).locale;
                         self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
                     }
                 }
@@ -317,6 +316,11 @@ impl Engine {
     /// What the engine lets others read of the store.
     pub fn records(&self) -> &Records {
         &self.inner.records
+    }
+
+    /// Who may start and answer, what cards speak, who listens.
+    pub fn policies(&self) -> &Policies {
+        &self.inner.policies
     }
 
     /// The engine's clock.

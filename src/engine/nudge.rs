@@ -19,7 +19,8 @@ impl Engine {
     pub(super) fn schedule_nudges(&self, question: &mut Question) -> Result<(), InvalidAsk> {
         let Some(conversation) = &question.conversation else { return Ok(()) };
         let settings = &self.inner.settings;
-        let defaults = Nudges { remind_before: settings.remind_before.map(millis), ..self.policy(conversation).nudges };
+        let defaults =
+            Nudges { remind_before: settings.remind_before.map(millis), ..self.policies().policy(conversation).nudges };
         question.nudges = std::mem::take(&mut question.nudges).or(&defaults, conversation);
         if let Some(to) = &question.nudges.escalate_to {
             if to == conversation {
@@ -80,7 +81,7 @@ impl Engine {
         let Some(conversation) = &question.conversation else { return };
         let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
         // The line reads as the conversation it is escalated to speaks; the card as its own.
-        let locale = self.presentation_of(Some(to), None).locale;
+        let locale = self.policies().presentation_of(Some(to), None).locale;
         let line = crate::wording::replies::escalated(conversation.as_str(), waited, locale);
         self.send_text(to, line);
         // Placed in the conversation it is escalated to (the card goes there, its answers

@@ -93,7 +93,7 @@ impl Engine {
             ));
         }
         // Links go to the people a channel knows (closed by default, as starting runs is).
-        if !self.lets_in(&inbound.conversation, &inbound.user) {
+        if !self.policies().lets_in(&inbound.conversation, &inbound.user) {
             return Ok(Response::say(format!(
                 "You may not sign in from here. An operator can allow you with allowed_users = [\"{}\"] in [{}]",
                 inbound.user,

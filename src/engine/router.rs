@@ -198,11 +198,11 @@ impl Engine {
     /// Handles one inbound message and says what to tell its sender.
     pub async fn handle(&self, inbound: Inbound) -> Response {
         if let Some(locale) = inbound.locale {
-            self.heard_language(&inbound.user, locale);
+            self.policies().heard_language(&inbound.user, locale);
         } else if let Some(locale) = inbound.place_locale {
-            self.place_language(&inbound.user, locale);
+            self.policies().place_language(&inbound.user, locale);
         }
-        let l = self.locale_for(&inbound.user, Some(&inbound.conversation));
+        let l = self.policies().locale_for(&inbound.user, Some(&inbound.conversation));
         let response = match self.route(&inbound, l).await {
             Ok(response) => response,
             Err(e) => {
@@ -293,7 +293,7 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
-            [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
+            [] if others > 0 && self.policies().policy(&inbound.conversation).default_function.is_none() => {
                 Ok(Response::say(replies::not_yours(others, l)))
             }
             [] => self.new_turn(inbound, l).await,
@@ -333,7 +333,7 @@ impl Engine {
     }
 
     async fn new_turn(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
-        match self.policy(&inbound.conversation).default_function {
+        match self.policies().policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, inbound.text.trim().to_owned(), l).await,
             None => {
                 let heard = super::Heard {
@@ -342,7 +342,11 @@ impl Engine {
                     name: inbound.name.clone(),
                     text: inbound.text.trim().to_owned(),
                 };
-                Ok(Response::say(if self.pass_on(heard) { replies::passed_on(l) } else { replies::nothing_waiting(l) }))
+                Ok(Response::say(if self.policies().pass_on(heard) {
+                    replies::passed_on(l)
+                } else {
+                    replies::nothing_waiting(l)
+                }))
             }
         }
     }

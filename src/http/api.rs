@@ -475,7 +475,8 @@ pub(super) async fn start_run(
     match &conversation {
         Some(c) => {
             state.engine.check_served(c).map_err(|e| not_served(&e))?;
-            request = request.answerers(state.engine.api_answerers(c, named).map_err(|e| answerers_error(&e))?);
+            request =
+                request.answerers(state.engine.policies().api_answerers(c, named).map_err(|e| answerers_error(&e))?);
         }
         None if named.is_some() => {
             return Err(ApiError::bad_request("answerers apply to a run in a conversation; send \"conversation\" too"));
