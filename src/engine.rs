@@ -67,6 +67,7 @@ pub use forms::FormStep;
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
 pub use listeners::Heard;
+pub use people::People;
 pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
@@ -119,7 +120,6 @@ pub struct Engine {
 /// - `turns` ([`runner`]): parked follow-up runs and the turns executing per conversation;
 /// - `sweeper` ([`sweeper`]): when the one sweeper looks next, and when it last swept;
 /// - `leases` ([`instances`]): the platform leases this instance holds;
-/// - `revocations` ([`revocations`]): the credentials requests hold open, ended when revoked;
 /// - `metrics` ([`metrics`]): the counters `/metrics` shows.
 struct Inner {
     store: Arc<dyn Store>,
@@ -127,6 +127,8 @@ struct Inner {
     records: Records,
     /// Who may start and answer, what cards speak, who listens ([`access`]).
     policies: Policies,
+    /// People's credentials and what they hold open ([`people`], [`revocations`]).
+    people: People,
     functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
@@ -136,7 +138,6 @@ struct Inner {
     turns: runner::Turns,
     sweeper: sweeper::Sweeper,
     leases: instances::Leases,
-    revocations: revocations::Revocations,
     metrics: metrics::Metrics,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
@@ -159,6 +160,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
                 records: Records::new(store.clone(), clock.clone()),
+                people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
                 store,
                 functions,
@@ -169,7 +171,6 @@ impl Engine {
                 turns: runner::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
                 leases: instances::Leases::default(),
-                revocations: revocations::Revocations::default(),
                 metrics: metrics::Metrics::default(),
                 tasks,
                 runs: TaskTracker::new(),
@@ -321,6 +322,11 @@ impl Engine {
     /// Who may start and answer, what cards speak, who listens.
     pub fn policies(&self) -> &Policies {
         &self.inner.policies
+    }
+
+    /// People's credentials, and what requests hold open with them.
+    pub fn people(&self) -> &People {
+        &self.inner.people
     }
 
     /// The engine's clock.

@@ -56,14 +56,14 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
             Change::Counted(id) => engine.heard_counted(*id).await,
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             Change::Revoked(name) => {
-                engine.revoked(name);
+                engine.people().revoked(name);
                 Ok(())
             }
             // What waits here may have been resolved meanwhile, and what is held open here
             // revoked: look at each again.
             Change::Missed => {
                 let waiting = engine.inner.waiters.held();
-                let mut read = engine.recheck_holds().await;
+                let mut read = engine.people().recheck_holds().await;
                 for id in waiting {
                     read = read.and(engine.heard_resolved(id).await);
                 }

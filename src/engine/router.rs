@@ -422,7 +422,7 @@ impl Engine {
                 Ok(Response::say(wording::grants_list(&grants, self.now_ms(), l)))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
-            Command::Web => self.web_command(inbound).await,
+            Command::Web => self.people().web_command(inbound).await,
             Command::Card { id, action } => self.typed_card(inbound, resolver, &id, action, l).await,
         }
     }

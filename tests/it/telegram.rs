@@ -142,9 +142,9 @@ async fn web_in_a_private_chat_sends_a_sign_in_link_and_in_a_group_refuses() {
     let text = sent["text"].as_str().unwrap();
     assert!(text.contains(&format!("as telegram:{ALICE}")), "{text}");
     let secret = text.split("#signin=").nth(1).unwrap().trim();
-    let (_, session) = tg.engine.use_sign_in_link(secret).await.unwrap().expect("the link signs in once");
+    let (_, session) = tg.engine.people().use_sign_in_link(secret).await.unwrap().expect("the link signs in once");
     assert_eq!(session.person.as_str(), format!("telegram:{ALICE}"));
-    assert!(tg.engine.use_sign_in_link(secret).await.unwrap().is_none(), "and only once");
+    assert!(tg.engine.people().use_sign_in_link(secret).await.unwrap().is_none(), "and only once");
     tg.stop().await;
 }
 
