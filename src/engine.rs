@@ -65,7 +65,7 @@ pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use forms::FormStep;
 pub use function::{Entry, Function, FunctionError, Functions};
-pub use instances::Held;
+pub use instances::{Held, Leases};
 pub use listeners::Heard;
 pub use people::People;
 pub use port::{Channel, ChannelError, ChannelState};
@@ -137,7 +137,7 @@ struct Inner {
     waiters: waiters::Waiters,
     turns: runner::Turns,
     sweeper: sweeper::Sweeper,
-    leases: instances::Leases,
+    leases: Leases,
     metrics: metrics::Metrics,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
@@ -162,6 +162,7 @@ impl Engine {
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
+                leases: Leases::new(store.clone(), stop.clone()),
                 store,
                 functions,
                 settings,
@@ -170,7 +171,6 @@ impl Engine {
                 waiters: waiters::Waiters::default(),
                 turns: runner::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
-                leases: instances::Leases::default(),
                 metrics: metrics::Metrics::default(),
                 tasks,
                 runs: TaskTracker::new(),
@@ -327,6 +327,11 @@ impl Engine {
     /// People's credentials, and what requests hold open with them.
     pub fn people(&self) -> &People {
         &self.inner.people
+    }
+
+    /// The platform leases: taking one, and those held now.
+    pub fn leases(&self) -> &Leases {
+        &self.inner.leases
     }
 
     /// The engine's clock.

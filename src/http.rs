@@ -439,7 +439,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
         },
         pending: store.ok(),
         channels: channels.iter().map(|(name, s)| ((*name).to_owned(), s.to_string())).collect(),
-        leases: instance.is_some().then(|| state.engine.leases()),
+        leases: instance.is_some().then(|| state.engine.leases().names()),
         instance,
     };
     let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };

@@ -95,7 +95,7 @@ impl Discord {
             | GatewayIntents::GUILD_MESSAGES
             | GatewayIntents::DIRECT_MESSAGES
             | GatewayIntents::MESSAGE_CONTENT;
-        while let Some(held) = engine.lease("discord:gateway").await {
+        while let Some(held) = engine.leases().lease("discord:gateway").await {
             let handler = Handler { discord: self.clone(), engine: engine.clone(), guild_locales: Default::default() };
             let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
             let shards = client.shard_manager.clone();

@@ -194,7 +194,7 @@ impl Telegram {
         match updates {
             // One consumer of getUpdates per bot: with several instances, the lease's holder.
             Updates::Polling => {
-                while let Some(held) = engine.lease("telegram:polling").await {
+                while let Some(held) = engine.leases().lease("telegram:polling").await {
                     let polling = stop.child_token();
                     tokio::select! {
                         () = self.poll(&engine, &polling) => break,
