@@ -57,7 +57,7 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
-pub use callbacks::{CallbackSpec, Courier, Sent};
+pub use callbacks::{CallbackSpec, Callbacks, Courier, Sent};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
@@ -127,13 +127,15 @@ struct Inner {
     records: Records,
     /// Who may start and answer, what cards speak, who listens ([`access`]).
     policies: Policies,
+    /// The callbacks in the store's outbox and their senders ([`callbacks`]).
+    callbacks: Callbacks,
     /// People's credentials and what they hold open ([`people`], [`revocations`]).
     people: People,
     functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
     outbox: delivery::Outbox,
-    events: event::Events,
+    events: Arc<event::Events>,
     waiters: waiters::Waiters,
     turns: runner::Turns,
     sweeper: sweeper::Sweeper,
@@ -155,6 +157,8 @@ impl Engine {
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
         let (stop, tasks) = (CancellationToken::new(), Tasks::default());
         let functions = Arc::new(functions);
+        let events = Arc::new(event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT));
+        let callbacks = Callbacks::new(store.clone(), clock.clone(), tasks.clone(), stop.clone(), events.clone());
         let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
         Self {
             inner: Arc::new(Inner {
@@ -162,12 +166,13 @@ impl Engine {
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
+                callbacks,
                 leases: Leases::new(store.clone(), stop.clone()),
                 store,
                 functions,
                 settings,
                 clock,
-                events: event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT),
+                events,
                 waiters: waiters::Waiters::default(),
                 turns: runner::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
@@ -332,6 +337,11 @@ impl Engine {
     /// The platform leases: taking one, and those held now.
     pub fn leases(&self) -> &Leases {
         &self.inner.leases
+    }
+
+    /// The callbacks in the store's outbox, and the senders of their rows.
+    pub fn callbacks(&self) -> &Callbacks {
+        &self.inner.callbacks
     }
 
     /// The engine's clock.

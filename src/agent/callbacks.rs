@@ -153,7 +153,7 @@ impl Deliverer {
     async fn send_due(&self) {
         use futures_util::StreamExt;
         // Agents' callbacks are http(s) URLs; the outbox also holds opencode's replies.
-        let due = match self.engine.due_callbacks("http", BATCH).await {
+        let due = match self.engine.callbacks().due_callbacks("http", BATCH).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the callbacks' outbox; trying again shortly");
@@ -167,7 +167,7 @@ impl Deliverer {
                 if self.stop.is_cancelled() {
                     return;
                 }
-                match self.engine.take_callback(&callback.id, LEASE).await {
+                match self.engine.callbacks().take_callback(&callback.id, LEASE).await {
                     Ok(Some(lease)) => self.send(callback, lease).await,
                     Ok(None) => {}
                     Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a callback"),
@@ -190,7 +190,7 @@ impl Deliverer {
             CallbackTry::Retry { error, .. } | CallbackTry::GaveUp { error } => Some(error.clone()),
         };
         let gave_up = matches!(tried, CallbackTry::GaveUp { .. });
-        match self.engine.callback_tried(id, lease, tried).await {
+        match self.engine.callbacks().callback_tried(id, lease, tried).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::warn!(callback = %id, to = %to, "a callback's attempt outlasted its lease; another sender has it");

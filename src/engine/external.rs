@@ -140,7 +140,7 @@ impl Engine {
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
         self.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
-            self.add_callback(callback, run.id, Some(question.id)).await?;
+            self.callbacks().add_callback(callback, run.id, Some(question.id)).await?;
         }
         if let Some(granted) = self.policies().granted(&question, &run).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.

@@ -200,7 +200,7 @@ impl Engine {
     ) -> Result<RunId, StartError> {
         let run = self.new_run(request, mode)?;
         if let Some(callback) = callback {
-            self.add_callback(callback, run.id, None).await?;
+            self.callbacks().add_callback(callback, run.id, None).await?;
         }
         self.inner.store.save_run(&run).await?;
         let id = run.id;
