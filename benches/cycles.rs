@@ -255,7 +255,8 @@ async fn fill(db: &Path, n: usize) {
     }
     // Every run ends its first turn with a pending question; wait until all are stored.
     loop {
-        let pending = engine.pending_for(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap()), 2).await;
+        let pending =
+            engine.records().pending_for(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap()), 2).await;
         if pending.map(|p| p.len()).unwrap_or(0) == 1 {
             break;
         }
@@ -289,7 +290,7 @@ async fn startup_probe(db: &Path) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss = rss_kb();
     let (anon, file) = (status_kb("RssAnon:"), status_kb("RssFile:") + status_kb("RssShmem:"));
-    let pending = engine.pending_count().await.unwrap_or(0);
+    let pending = engine.records().pending_count().await.unwrap_or(0);
     println!("ready_ms={} rss_kb={rss} pending={pending} anon_kb={anon} file_kb={file}", ready.as_millis());
     engine.shutdown().await;
 }

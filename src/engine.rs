@@ -60,8 +60,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
-pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Refusal, Speech};
-pub use callbacks::{CallbackSpec, Courier, Sent};
+pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
+pub use callbacks::{CallbackSpec, Callbacks, Courier, Sent};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
@@ -69,10 +69,11 @@ pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use forms::FormStep;
 pub use function::{Entry, Function, FunctionError, Functions};
-pub use instances::Held;
+pub use instances::{Held, Leases};
 pub use listeners::Heard;
+pub use people::People;
 pub use port::{Channel, ChannelError, ChannelState};
-pub use records::{CardRefusal, Found};
+pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
 pub use revocations::Hold;
 pub use router::{FormFilled, Inbound, Response, Said};
@@ -124,25 +125,27 @@ pub struct Engine {
 ///   the turns executing per conversation;
 /// - `sweeper` ([`sweeper`]): when the one sweeper looks next, and when it last swept;
 /// - `leases` ([`instances`]): the platform leases this instance holds;
-/// - `revocations` ([`revocations`]): the credentials requests hold open, ended when revoked;
 /// - `metrics` ([`metrics`]): the counters `/metrics` shows.
 struct Inner {
     store: Arc<dyn Store>,
-    functions: Functions,
+    /// The reads others make of the store ([`records`]).
+    records: Records,
+    /// Who may start and answer, what cards speak, who listens ([`access`]).
+    policies: Policies,
+    /// The callbacks in the store's outbox and their senders ([`callbacks`]).
+    callbacks: Callbacks,
+    /// People's credentials and what they hold open ([`people`], [`revocations`]).
+    people: People,
+    functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
     outbox: delivery::Outbox,
-    events: event::Events,
+    events: Arc<event::Events>,
     waiters: waiters::Waiters,
     turns: Arc<turns::Turns>,
     sweeper: sweeper::Sweeper,
-    leases: instances::Leases,
-    revocations: revocations::Revocations,
+    leases: Leases,
     metrics: metrics::Metrics,
-    /// Who listens to the plain messages of a conversation.
-    listeners: listeners::Listeners,
-    /// The languages people's platforms said ([`speech`]).
-    languages: speech::Languages,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
     /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
@@ -158,22 +161,27 @@ impl Engine {
     /// An engine over `store`. Attach channels, then call [`Engine::start`].
     pub fn new(store: Arc<dyn Store>, functions: Functions, settings: Settings, clock: Clock) -> Self {
         let (stop, tasks) = (CancellationToken::new(), Tasks::default());
+        let functions = Arc::new(functions);
+        let events = Arc::new(event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT));
+        let callbacks = Callbacks::new(store.clone(), clock.clone(), tasks.clone(), stop.clone(), events.clone());
+        let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
         Self {
             inner: Arc::new(Inner {
                 outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
+                records: Records::new(store.clone(), clock.clone()),
+                people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
+                policies,
+                callbacks,
+                leases: Leases::new(store.clone(), stop.clone()),
                 store,
                 functions,
                 settings,
                 clock,
-                events: event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT),
+                events,
                 waiters: waiters::Waiters::default(),
                 turns: turns::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
-                leases: instances::Leases::default(),
-                revocations: revocations::Revocations::default(),
                 metrics: metrics::Metrics::default(),
-                listeners: listeners::Listeners::default(),
-                languages: speech::Languages::default(),
                 tasks,
                 runs: TaskTracker::new(),
                 stop,
@@ -231,7 +239,7 @@ impl Engine {
                     run.updated_at = self.now_ms();
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
-                        let l = self.presentation_for(&run).locale;
+                        let l = self.policies().presentation_for(&run).locale;
                         self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
                     }
                 }
@@ -319,6 +327,31 @@ impl Engine {
     /// The engine's counters.
     pub fn metrics(&self) -> &metrics::Metrics {
         &self.inner.metrics
+    }
+
+    /// What the engine lets others read of the store.
+    pub fn records(&self) -> &Records {
+        &self.inner.records
+    }
+
+    /// Who may start and answer, what cards speak, who listens.
+    pub fn policies(&self) -> &Policies {
+        &self.inner.policies
+    }
+
+    /// People's credentials, and what requests hold open with them.
+    pub fn people(&self) -> &People {
+        &self.inner.people
+    }
+
+    /// The platform leases: taking one, and those held now.
+    pub fn leases(&self) -> &Leases {
+        &self.inner.leases
+    }
+
+    /// The callbacks in the store's outbox, and the senders of their rows.
+    pub fn callbacks(&self) -> &Callbacks {
+        &self.inner.callbacks
     }
 
     /// The engine's clock.

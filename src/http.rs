@@ -414,14 +414,14 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
 /// first try at starting; 503 otherwise. The body says what stands how:
 /// `{"status","store","pending","channels":{"telegram":"up",…}}`.
 async fn healthz(State(state): State<AppState>) -> Response {
-    let store = state.engine.pending_count().await;
-    let writes = state.engine.write_stats().failing;
+    let store = state.engine.records().pending_count().await;
+    let writes = state.engine.records().write_stats().failing;
     let channels = state.engine.channel_states();
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
     let healthy = store.is_ok() && writes.is_none() && !down;
     let starting = state.upstreams.as_ref().is_some_and(|u| u.starting());
-    let instance = state.engine.instance().map(str::to_owned);
+    let instance = state.engine.records().instance().map(str::to_owned);
     let body = bodies::Health {
         status: if !healthy {
             "failing"
@@ -439,7 +439,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
         },
         pending: store.ok(),
         channels: channels.iter().map(|(name, s)| ((*name).to_owned(), s.to_string())).collect(),
-        leases: instance.is_some().then(|| state.engine.leases()),
+        leases: instance.is_some().then(|| state.engine.leases().names()),
         instance,
     };
     let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };

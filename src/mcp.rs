@@ -234,7 +234,7 @@ impl Server {
                     // 2026-07-28: the form goes back as the result, and comes back with the
                     // same call again.
                     if elicit::returned(&self.engine, &question, &asker, request).await {
-                        return match self.engine.question(question.id).await {
+                        return match self.engine.records().question(question.id).await {
                             Ok(Some(question)) if !question.is_pending() => {
                                 self.open.taken(question.id);
                                 tools::outcome(tool, &question).into()
@@ -301,7 +301,7 @@ impl Server {
     /// session ended) or answered with nobody to take the outcome; none when there is none.
     async fn attach(&self, key: &AskKey) -> Option<Question> {
         let id = self.open.find(key, self.engine.clock().now_ms())?;
-        match self.engine.question(id).await {
+        match self.engine.records().question(id).await {
             Ok(Some(question)) => {
                 tracing::info!(question = %id, "an MCP call attaches to the question an earlier call asked");
                 Some(question)
@@ -315,7 +315,7 @@ impl Server {
 
     /// Whether the question `id` was asked by this session's agent and client.
     async fn asked(&self, id: QuestionId, context: &RequestContext<RoleServer>) -> bool {
-        match self.engine.question(id).await {
+        match self.engine.records().question(id).await {
             Ok(Some(question)) => self.engine.asked_by(&question, &asker(context)).await.unwrap_or(false),
             Ok(None) | Err(_) => false,
         }

@@ -153,7 +153,7 @@ impl Deliverer {
     async fn send_due(&self) {
         use futures_util::StreamExt;
         // Agents' callbacks are http(s) URLs; the outbox also holds opencode's replies.
-        let due = match self.engine.due_callbacks("http", BATCH).await {
+        let due = match self.engine.callbacks().due_callbacks("http", BATCH).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the callbacks' outbox; trying again shortly");
@@ -167,7 +167,7 @@ impl Deliverer {
                 if self.stop.is_cancelled() {
                     return;
                 }
-                match self.engine.take_callback(&callback.id, LEASE).await {
+                match self.engine.callbacks().take_callback(&callback.id, LEASE).await {
                     Ok(Some(lease)) => self.send(callback, lease).await,
                     Ok(None) => {}
                     Err(e) => tracing::warn!(callback = %callback.id, error = %e, "could not take a callback"),
@@ -190,7 +190,7 @@ impl Deliverer {
             CallbackTry::Retry { error, .. } | CallbackTry::GaveUp { error } => Some(error.clone()),
         };
         let gave_up = matches!(tried, CallbackTry::GaveUp { .. });
-        match self.engine.callback_tried(id, lease, tried).await {
+        match self.engine.callbacks().callback_tried(id, lease, tried).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::warn!(callback = %id, to = %to, "a callback's attempt outlasted its lease; another sender has it");
@@ -228,12 +228,12 @@ impl Deliverer {
     async fn body(&self, callback: &Callback) -> Result<Vec<u8>, String> {
         let body = match callback.question {
             Some(id) => {
-                let question = self.engine.question(id).await.map_err(|e| e.to_string())?;
+                let question = self.engine.records().question(id).await.map_err(|e| e.to_string())?;
                 let question = question.ok_or_else(|| format!("question {id} is gone"))?;
                 serde_json::to_vec(&OutcomeView::from(&question))
             }
             None => {
-                let run = self.engine.run(callback.run).await.map_err(|e| e.to_string())?;
+                let run = self.engine.records().run(callback.run).await.map_err(|e| e.to_string())?;
                 let run = run.ok_or_else(|| format!("run {} is gone", callback.run))?;
                 serde_json::to_vec(&RunView { run })
             }

@@ -45,7 +45,7 @@ pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
         // Listed at once: a server that never answers is seen as one.
         engine.set_channel_state(opencode.health, ChannelState::Connecting);
         let route = reply::route_of(&config.name);
-        engine.deliver(Arc::new(Replier { opencode: opencode.clone(), engine: engine.clone(), route }));
+        engine.callbacks().deliver(Arc::new(Replier { opencode: opencode.clone(), engine: engine.clone(), route }));
         let bridge = Arc::new(Bridge {
             opencode,
             engine: engine.clone(),

@@ -106,7 +106,7 @@ impl Console {
     /// At start: the questions that still wait for an answer here (after a restart, the cards
     /// printed before it have scrolled away or are in another terminal).
     async fn show_waiting(&self, engine: &Engine, conversation: &Conversation) {
-        match engine.pending_for(Some(conversation), wording::LISTED + 1).await {
+        match engine.records().pending_for(Some(conversation), wording::LISTED + 1).await {
             Ok(mut waiting) => {
                 // Asked since askgate started (an agent can ask before this loop runs): its
                 // card is printed already, or on its way.

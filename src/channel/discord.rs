@@ -95,7 +95,7 @@ impl Discord {
             | GatewayIntents::GUILD_MESSAGES
             | GatewayIntents::DIRECT_MESSAGES
             | GatewayIntents::MESSAGE_CONTENT;
-        while let Some(held) = engine.lease("discord:gateway").await {
+        while let Some(held) = engine.leases().lease("discord:gateway").await {
             let handler = Handler { discord: self.clone(), engine: engine.clone(), guild_locales: Default::default() };
             let mut client = ClientBuilder::new_with_http(http(&self.config), intents).event_handler(handler).await?;
             let shards = client.shard_manager.clone();
@@ -301,7 +301,8 @@ impl Handler {
 
     /// "Other…" and "Reject with note…" open a form, on a question the person may act on.
     async fn open_modal(&self, ctx: &SerenityContext, c: &ComponentInteraction, id: QuestionId, action: CardAction) {
-        let opened = self.engine.open_card(id, &conversation_of(c.channel_id), &user_ref(c.user.id.get())).await;
+        let opened =
+            self.engine.records().open_card(id, &conversation_of(c.channel_id), &user_ref(c.user.id.get())).await;
         let reply = match (opened, action) {
             (Ok(q), CardAction::Note) => CreateInteractionResponse::Modal(render::note_modal(&q)),
             (Ok(q), CardAction::Other) if q.kind == crate::question::Kind::Approval => {

@@ -194,7 +194,7 @@ impl Telegram {
         match updates {
             // One consumer of getUpdates per bot: with several instances, the lease's holder.
             Updates::Polling => {
-                while let Some(held) = engine.lease("telegram:polling").await {
+                while let Some(held) = engine.leases().lease("telegram:polling").await {
                     let polling = stop.child_token();
                     tokio::select! {
                         () = self.poll(&engine, &polling) => break,
@@ -322,7 +322,7 @@ impl Telegram {
         let (command, card) = match Tap::parse(&data) {
             Ok(Tap::Command(command)) => (command, None),
             Ok(Tap::Card { id, action }) => {
-                let question = match engine.open_card(id, &conversation, &user).await {
+                let question = match engine.records().open_card(id, &conversation, &user).await {
                     Ok(question) => question,
                     Err(refusal) => {
                         let alert = matches!(refusal, CardRefusal::NotYours);

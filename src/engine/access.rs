@@ -8,14 +8,19 @@
 //! runs, and a question that arrives through the API must name who may answer it (or target a
 //! channel whose `allowed_users` names people).
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
-use super::Engine;
 use serde_json::Value;
 
+use super::Functions;
+use super::listeners::Listeners;
+use super::speech::Languages;
+use crate::clock::Clock;
 use crate::question::{Answerers, Conversation, Kind, Mode, Outcome, Question, Status, Surface, UserRef};
 use crate::run::Run;
-use crate::store::{StoreError, StoreExt};
+use crate::store::{Store, StoreError, StoreExt};
 
 /// Who may answer questions of runs started in a channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -182,11 +187,43 @@ pub(super) fn section_of(conversation: &Conversation) -> String {
     section(&policy_key(conversation))
 }
 
-impl Engine {
+/// The access service: the rules per channel and per function (who may start runs, who may
+/// answer, the standing rules that answer approvals), what language and time zone cards speak
+/// ([`super::speech`]), and who listens to a conversation's plain messages
+/// ([`super::listeners`]), which the same rules let in.
+#[derive(Clone)]
+pub struct Policies {
+    /// The rules per channel name, or per `channel:chat` (the settings' `channels`).
+    pub(super) channels: Arc<HashMap<String, ChannelPolicy>>,
+    pub(super) functions: Arc<Functions>,
+    /// Where standing grants are found.
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    pub(super) languages: Arc<Languages>,
+    pub(super) listeners: Arc<Listeners>,
+}
+
+impl Policies {
+    pub(super) fn new(
+        channels: HashMap<String, ChannelPolicy>,
+        functions: Arc<Functions>,
+        store: Arc<dyn Store>,
+        clock: Clock,
+    ) -> Self {
+        Self {
+            channels: Arc::new(channels),
+            functions,
+            store,
+            clock,
+            languages: Arc::default(),
+            listeners: Arc::default(),
+        }
+    }
+
     /// The rules for a conversation: those of `channel:chat` when configured (a named webhook
     /// endpoint, `webhook:sms`), else those of its channel; the closed default otherwise.
     pub(super) fn policy(&self, conversation: &Conversation) -> ChannelPolicy {
-        let channels = &self.inner.settings.channels;
+        let channels = &self.channels;
         channels
             .get(&policy_key(conversation))
             .or_else(|| channels.get(conversation.channel()))
@@ -213,7 +250,7 @@ impl Engine {
         {
             return Err(Refusal::Channel { user: user.clone(), section: section_of(c) });
         }
-        let narrowed = self.inner.functions.get(function).and_then(|f| f.allowed_users.as_ref());
+        let narrowed = self.functions.get(function).and_then(|f| f.allowed_users.as_ref());
         let headless_agent = conversation.is_none() && user.channel() == "agent";
         if narrowed.map_or(headless_agent, |access| !access.admits(user)) {
             return Err(Refusal::Function { user: user.clone(), function: function.to_owned() });
@@ -255,9 +292,7 @@ impl Engine {
             },
         }
     }
-}
 
-impl Engine {
     /// The approval as answered by a standing rule, if one allows its action: nobody is
     /// asked. The rules are the run's function's `pre_approved` ones, then the conversation's
     /// live grants for the run's grantee (its function, its gated upstream, or the agent that
@@ -271,10 +306,10 @@ impl Engine {
         let Some(conversation) = question.conversation.as_ref().filter(|_| standing) else {
             return Ok(None);
         };
-        let now = self.now_ms();
+        let now = self.clock.now_ms();
         let function = (run.mode != Mode::External).then_some(run.function.as_str());
         let configured = function.and_then(|name| {
-            let rules = &self.inner.functions.get(name)?.pre_approved;
+            let rules = &self.functions.get(name)?.pre_approved;
             let rule = rules.iter().find(|rule| crate::question::rule::fits(rule, &question.prompt))?;
             Some((
                 format!("rule:functions.{name}.pre_approved"),
@@ -283,7 +318,7 @@ impl Engine {
         });
         let (by, name) = match configured {
             Some(found) => found,
-            None => match self.inner.store.find_grant(conversation, &run.grantee(), &question.prompt, now).await? {
+            None => match self.store.find_grant(conversation, &run.grantee(), &question.prompt, now).await? {
                 None => return Ok(None),
                 Some(grant) if grant.pattern => (
                     format!("grant:{}", grant.id),

@@ -2,7 +2,7 @@
 //! the engine's own writes, so this part stays here), read when due, taken for a while by
 //! whoever sends them, and settled. Agents' callbacks are sent by `agent::callbacks`; other
 //! rows of the outbox (the replies to an opencode server) are sent by a [`Courier`] through
-//! [`Engine::deliver`], the same durable, bounded retry: a row is tried until it is delivered,
+//! [`Callbacks::deliver`], the same durable, bounded retry: a row is tried until it is delivered,
 //! with a doubling pause between attempts ([`RETRY`]), and given up [`GIVE_UP_AFTER`] after
 //! its run ended.
 
@@ -13,10 +13,11 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::Backoff;
-use super::{Engine, Event, Logged};
+use super::{Engine, Event, Logged, Tasks, event::Events};
+use crate::clock::Clock;
 use crate::question::{QuestionId, RunId};
 use crate::store::command::{AddCallback, CallbackTried, TakeCallback};
-use crate::store::{Callback, CallbackTry, StoreError, StoreExt};
+use crate::store::{Callback, CallbackTry, Store, StoreError, StoreExt};
 
 /// The pauses between attempts to send a row: 1 s, doubling, at most 10 minutes (or what the
 /// receiver asked, within that).
@@ -72,7 +73,30 @@ pub struct CallbackSpec {
     pub secret: Option<String>,
 }
 
-impl Engine {
+/// The callbacks service: writes callbacks to the store's outbox, reads those due, takes,
+/// settles, and sends the rows of a [`Courier`]'s route. Holds the store, the clock, the task
+/// tracker and the engine's stop (its senders end with askgate), and the events (a resolution
+/// wakes a sender).
+#[derive(Clone)]
+pub struct Callbacks {
+    store: Arc<dyn Store>,
+    clock: Clock,
+    tasks: Tasks,
+    stop: CancellationToken,
+    events: Arc<Events>,
+}
+
+impl Callbacks {
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        tasks: Tasks,
+        stop: CancellationToken,
+        events: Arc<Events>,
+    ) -> Self {
+        Self { store, clock, tasks, stop, events }
+    }
+
     /// Writes `spec` for `run` (and `question`, whose outcome it reports) to the outbox,
     /// before the run is: an outcome is never known without its callback.
     pub(super) async fn add_callback(
@@ -90,11 +114,11 @@ impl Engine {
             url,
             headers,
             secret,
-            created_at: self.now_ms(),
+            created_at: self.clock.now_ms(),
             attempts: 0,
             ended_at: None,
         };
-        self.inner.store.run_command(AddCallback(Box::new(callback))).await?;
+        self.store.run_command(AddCallback(Box::new(callback))).await?;
         Ok(())
     }
 
@@ -105,7 +129,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn due_callbacks(&self, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
-        self.inner.store.due_callbacks(self.now_ms(), to, limit).await
+        self.store.due_callbacks(self.clock.now_ms(), to, limit).await
     }
 
     /// Takes a due callback for `lease` (counting an attempt): the lease it holds, to record
@@ -114,9 +138,9 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn take_callback(&self, id: &str, lease: Duration) -> Result<Option<i64>, StoreError> {
-        let now = self.now_ms();
-        let until = Self::after(now, lease);
-        let taken = self.inner.store.run_command(TakeCallback { id: id.to_owned(), now, until }).await?;
+        let now = self.clock.now_ms();
+        let until = Engine::after(now, lease);
+        let taken = self.store.run_command(TakeCallback { id: id.to_owned(), now, until }).await?;
         Ok(taken.then_some(until))
     }
 
@@ -126,8 +150,8 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn callback_tried(&self, id: &str, lease: i64, tried: CallbackTry) -> Result<bool, StoreError> {
-        let tried = CallbackTried { id: id.to_owned(), at: self.now_ms(), lease, tried };
-        self.inner.store.run_command(tried).await
+        let tried = CallbackTried { id: id.to_owned(), at: self.clock.now_ms(), lease, tried };
+        self.store.run_command(tried).await
     }
 }
 
@@ -159,17 +183,17 @@ pub async fn woken(
     }
 }
 
-impl Engine {
+impl Callbacks {
     /// Sends the due rows of `courier`'s route until askgate stops: each taken for a while (one
     /// sender at a time, also across instances sharing a database), tried again after a pause
     /// while it fails, and given up [`GIVE_UP_AFTER`] after its run ended.
     pub fn deliver(&self, courier: Arc<dyn Courier>) {
-        let engine = self.clone();
-        let stop = self.stopping();
-        self.tasks().spawn(async move {
-            let mut events = engine.subscribe();
+        let callbacks = self.clone();
+        let stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            let mut events = callbacks.events.subscribe();
             loop {
-                engine.send_due(&courier).await;
+                callbacks.send_due(&courier).await;
                 // Woken by a resolution (it ends the run of an agent's question), else at the
                 // next read.
                 if !woken(&mut events, &stop, |event| matches!(event, super::Event::Resolved(_))).await {
@@ -191,7 +215,7 @@ impl Engine {
         futures_util::stream::iter(due)
             .for_each_concurrent(AT_ONCE, |callback| async move {
                 // Once askgate stops, the rows being sent finish and the rest wait for the next start.
-                if self.inner.stop.is_cancelled() {
+                if self.stop.is_cancelled() {
                     return;
                 }
                 match self.take_callback(&callback.id, LEASE).await {
@@ -206,12 +230,12 @@ impl Engine {
     async fn send_one(&self, courier: &Arc<dyn Courier>, callback: &Callback, lease: i64) {
         let sent = courier.send(callback).await;
         let attempt = callback.attempts + 1;
-        let late = callback.ended_at.is_some_and(|at| self.now_ms() > Self::after(at, GIVE_UP_AFTER));
+        let late = callback.ended_at.is_some_and(|at| self.clock.now_ms() > Engine::after(at, GIVE_UP_AFTER));
         let tried = match &sent {
             Sent::Delivered | Sent::Nothing => CallbackTry::Delivered,
             Sent::Failed { error, .. } if late => CallbackTry::GaveUp { error: error.clone() },
             Sent::Failed { error, asked } => {
-                let next_at = Self::after(self.now_ms(), RETRY.pause(attempt, *asked));
+                let next_at = Engine::after(self.clock.now_ms(), RETRY.pause(attempt, *asked));
                 CallbackTry::Retry { next_at, error: error.clone() }
             }
         };

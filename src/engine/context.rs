@@ -243,10 +243,10 @@ impl Context {
         let now = engine.now_ms();
         let expires_at = engine.deadline(ask.timeout, now);
         let mut origin = self.run.origin(step);
-        origin.presentation = engine.presentation_for(&self.run);
+        origin.presentation = engine.policies().presentation_for(&self.run);
         let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;
         engine.schedule_nudges(&mut question)?;
-        if let Some(granted) = engine.granted(&question, &self.run).await? {
+        if let Some(granted) = engine.policies().granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);
             engine.inner.store.ask(&self.run, &question).await?;

@@ -330,7 +330,7 @@ impl Engine {
         let Some(conversation) = &question.conversation else { return };
         let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
         // The line reads as the conversation it is escalated to speaks; the card as its own.
-        let locale = self.presentation_of(Some(to), None).locale;
+        let locale = self.policies().presentation_of(Some(to), None).locale;
         let line = crate::wording::replies::escalated(conversation.as_str(), waited, locale);
         self.send_text(to, line);
         // Placed in the conversation it is escalated to (the card goes there, its answers

@@ -34,7 +34,7 @@ pub enum ExternalAskError {
 impl Engine {
     /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
     /// `conversation` like any other. Who may answer is the users the ask names, else the
-    /// channel's `allowed_users` when that names people (see [`Engine::api_answerers`]). The
+    /// channel's `allowed_users` when that names people (see [`Policies::api_answerers`](super::Policies::api_answerers)). The
     /// agent learns the outcome with [`Engine::wait_outcome`].
     ///
     /// # Errors
@@ -113,9 +113,9 @@ impl Engine {
         }
         self.check_served(&conversation)?;
         let answerers = match ask.answerers.take() {
-            Some(Answerers::Users { users }) => self.api_answerers(&conversation, Some(users))?,
+            Some(Answerers::Users { users }) => self.policies().api_answerers(&conversation, Some(users))?,
             Some(other) => other,
-            None => self.api_answerers(&conversation, None)?,
+            None => self.policies().api_answerers(&conversation, None)?,
         };
         let ask = ask.answerers(answerers).validate()?;
         let now = self.now_ms();
@@ -136,13 +136,13 @@ impl Engine {
         };
         let expires_at = self.deadline(ask.timeout, now);
         let mut origin = run.origin(0);
-        origin.presentation = self.presentation_of(run.conversation.as_ref(), None);
+        origin.presentation = self.policies().presentation_of(run.conversation.as_ref(), None);
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
         self.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
-            self.add_callback(callback, run.id, Some(question.id)).await?;
+            self.callbacks().add_callback(callback, run.id, Some(question.id)).await?;
         }
-        if let Some(granted) = self.granted(&question, &run).await? {
+        if let Some(granted) = self.policies().granted(&question, &run).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;
             let mut run = run;

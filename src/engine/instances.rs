@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
 
 use super::{Engine, Event, lock};
 use crate::question::{QuestionId, RunId};
 use crate::run::Run;
-use crate::store::{Change, Lease, RunEvent, StoreError, StoreExt};
+use crate::store::{Change, Lease, RunEvent, Store, StoreError, StoreExt};
 
 /// How often the store is asked for what dead instances left: often, since a death is seen
 /// within seconds (a run waits for the next ask on top of that), and cheap (one indexed
@@ -56,14 +57,14 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
             Change::Counted(id) => engine.heard_counted(*id).await,
             Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
             Change::Revoked(name) => {
-                engine.revoked(name);
+                engine.people().revoked(name);
                 Ok(())
             }
             // What waits here may have been resolved meanwhile, and what is held open here
             // revoked: look at each again.
             Change::Missed => {
                 let waiting = engine.inner.waiters.held();
-                let mut read = engine.recheck_holds().await;
+                let mut read = engine.people().recheck_holds().await;
                 for id in waiting {
                     read = read.and(engine.heard_resolved(id).await);
                 }
@@ -76,18 +77,28 @@ pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change
     }
 }
 
-/// A lease this instance holds (see [`Engine::lease`]); released when dropped.
+/// A lease this instance holds (see [`Leases::lease`]); released when dropped.
 pub struct Held {
     lease: Lease,
     name: String,
-    held: Leases,
+    held: Names,
 }
 
-/// The leases part: the leases this instance holds now (`telegram:polling`), for `/healthz`.
-#[derive(Clone, Default)]
-pub(super) struct Leases(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+/// The leases service: takes the store's leases (a platform connection that admits one
+/// consumer at a time) and knows those this instance holds now (`telegram:polling`), for
+/// `/healthz`. Holds the store, the engine's stop and the names held.
+#[derive(Clone)]
+pub struct Leases {
+    store: Arc<dyn Store>,
+    stop: CancellationToken,
+    held: Names,
+}
 
-impl Leases {
+/// The names of the leases held now.
+#[derive(Clone, Default)]
+struct Names(Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+
+impl Names {
     fn insert(&self, name: &str) {
         lock(&self.0).insert(name.to_owned());
     }
@@ -114,22 +125,26 @@ impl Drop for Held {
     }
 }
 
-impl Engine {
+impl Leases {
+    pub(super) fn new(store: Arc<dyn Store>, stop: CancellationToken) -> Self {
+        Self { store, stop, held: Names::default() }
+    }
+
     /// Waits until this instance holds the lease `name` (a platform connection that admits one
     /// consumer at a time), or the engine stops (none). Alone on its store, askgate holds every
     /// lease at once; instances sharing one take turns, the next taking over when the holder
     /// stops or dies. A store that fails is tried again every few seconds.
     pub async fn lease(&self, name: &str) -> Option<Held> {
-        let stop = self.stopping();
+        let stop = &self.stop;
         let mut said = false;
         loop {
-            match self.inner.store.lease(name, &stop).await {
+            match self.store.lease(name, stop).await {
                 Ok(Some(lease)) => {
-                    if self.inner.store.shared() {
+                    if self.store.shared() {
                         tracing::info!(lease = name, "this instance holds the lease");
                     }
-                    self.inner.leases.insert(name);
-                    return Some(Held { lease, name: name.to_owned(), held: self.inner.leases.clone() });
+                    self.held.insert(name);
+                    return Some(Held { lease, name: name.to_owned(), held: self.held.clone() });
                 }
                 Ok(None) => return None,
                 Err(e) => {
@@ -147,10 +162,12 @@ impl Engine {
     }
 
     /// The leases this instance holds now.
-    pub fn leases(&self) -> Vec<String> {
-        self.inner.leases.names()
+    pub fn names(&self) -> Vec<String> {
+        self.held.names()
     }
+}
 
+impl Engine {
     /// Another instance asked `id`: the event streams here carry it, and the sweeper learns
     /// its deadline.
     async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {

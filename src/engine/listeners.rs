@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::broadcast;
 
-use super::Engine;
+use super::Policies;
 use crate::question::{Conversation, UserRef};
 
 /// How many messages a listener may fall behind before it misses some.
@@ -32,18 +32,25 @@ pub struct Heard {
 pub(super) struct Listeners(Mutex<HashMap<Conversation, broadcast::Sender<Arc<Heard>>>>);
 
 impl Listeners {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Conversation, broadcast::Sender<Arc<Heard>>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    fn listen(&self, conversation: &Conversation) -> broadcast::Receiver<Arc<Heard>> {
+        let mut listeners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|_, sender| sender.receiver_count() > 0);
+        listeners.entry(conversation.clone()).or_insert_with(|| broadcast::channel(BUFFERED).0).subscribe()
+    }
+
+    /// Hands `heard` to the listeners of its conversation; whether anyone listened.
+    fn send(&self, heard: Heard) -> bool {
+        let listeners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(sender) = listeners.get(&heard.conversation) else { return false };
+        sender.send(Arc::new(heard)).is_ok()
     }
 }
 
-impl Engine {
+impl Policies {
     /// Listens to the plain messages of `conversation` that nothing else takes, until the
     /// receiver is dropped.
     pub fn listen(&self, conversation: &Conversation) -> broadcast::Receiver<Arc<Heard>> {
-        let mut listeners = self.inner.listeners.lock();
-        listeners.retain(|_, sender| sender.receiver_count() > 0);
-        listeners.entry(conversation.clone()).or_insert_with(|| broadcast::channel(BUFFERED).0).subscribe()
+        self.listeners.listen(conversation)
     }
 
     /// Hands `heard` to the conversation's listeners, if the sender may start runs there;
@@ -52,8 +59,6 @@ impl Engine {
         if !heard.user.is_operator() && !self.policy(&heard.conversation).allowed_users.admits(&heard.user) {
             return false;
         }
-        let listeners = self.inner.listeners.lock();
-        let Some(sender) = listeners.get(&heard.conversation) else { return false };
-        sender.send(Arc::new(heard)).is_ok()
+        self.listeners.send(heard)
     }
 }

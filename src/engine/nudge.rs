@@ -19,7 +19,8 @@ impl Engine {
     pub(super) fn schedule_nudges(&self, question: &mut Question) -> Result<(), InvalidAsk> {
         let Some(conversation) = &question.conversation else { return Ok(()) };
         let settings = &self.inner.settings;
-        let defaults = Nudges { remind_before: settings.remind_before.map(millis), ..self.policy(conversation).nudges };
+        let defaults =
+            Nudges { remind_before: settings.remind_before.map(millis), ..self.policies().policy(conversation).nudges };
         question.nudges = std::mem::take(&mut question.nudges).or(&defaults, conversation);
         if let Some(to) = &question.nudges.escalate_to {
             if to == conversation {

@@ -3,12 +3,15 @@
 //! [`Login`]s in the store; personal tokens are added by `askgate token add`, and agents'
 //! tokens that can be revoked without a restart by `askgate token add <name> --agent`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::Engine;
+use super::Policies;
+use super::revocations::Revocations;
 use super::router::{Inbound, Response};
+use crate::clock::Clock;
 use crate::question::{Surface, UserRef};
-use crate::store::{Login, Powers, StoreError, StoreExt};
+use crate::store::{Login, Powers, Store, StoreError, StoreExt};
 
 /// How long a `/web` link may wait to be opened.
 pub const LINK_TTL: Duration = Duration::from_secs(10 * 60);
@@ -32,13 +35,31 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl Engine {
+/// The people service: their credentials (personal tokens, agents' tokens, browser sessions,
+/// the one-time `/web` links) and what requests hold open with them, ended when one is revoked
+/// ([`super::revocations`]). Holds the store, the clock, the page's address (for links), the
+/// revocations part and the access service (links go to whom a channel lets in).
+#[derive(Clone)]
+pub struct People {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    /// Where people's browsers reach the web page; none: no page, no links.
+    page_url: Option<Arc<str>>,
+    pub(super) revocations: Revocations,
+    policies: Policies,
+}
+
+impl People {
+    pub(super) fn new(store: Arc<dyn Store>, clock: Clock, page_url: Option<&str>, policies: Policies) -> Self {
+        Self { store, clock, page_url: page_url.map(Arc::from), revocations: Revocations::default(), policies }
+    }
+
     /// The live credential (a personal token or a browser session) whose secret is `secret`.
     ///
     /// # Errors
     /// When the store fails.
     pub async fn login(&self, secret: &str) -> Result<Option<Login>, StoreError> {
-        self.inner.store.login(&digest(secret), self.now_ms()).await
+        self.store.login(&digest(secret), self.clock.now_ms()).await
     }
 
     /// Whether the credential whose secret has `digest` still works (not revoked, not expired).
@@ -46,7 +67,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn login_is_live(&self, digest: &str) -> Result<bool, StoreError> {
-        Ok(self.inner.store.login(digest, self.now_ms()).await?.is_some())
+        Ok(self.store.login(digest, self.clock.now_ms()).await?.is_some())
     }
 
     /// Whom the unused `/web` link with `secret` would sign in, without using it: what a page
@@ -56,8 +77,8 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn sign_in_link(&self, secret: &str) -> Result<Option<Login>, StoreError> {
-        let find = crate::store::LoginFind::Link { digest: &digest(secret), now: self.now_ms() };
-        Ok(self.inner.store.logins(find).await?.pop())
+        let find = crate::store::LoginFind::Link { digest: &digest(secret), now: self.clock.now_ms() };
+        Ok(self.store.logins(find).await?.pop())
     }
 
     /// Signs a browser in with the secret of a `/web` link: the link becomes a session, once.
@@ -67,18 +88,18 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn use_sign_in_link(&self, secret: &str) -> Result<Option<(String, Login)>, StoreError> {
-        let now = self.now_ms();
+        let now = self.clock.now_ms();
         let session = new_secret();
         let name = format!("session:{}", &digest(&session)[..12]);
         let until = now.saturating_add(ms(SESSION_TTL));
-        let login = self.inner.store.use_link(&digest(secret), now, &name, &digest(&session), until).await?;
+        let login = self.store.use_link(&digest(secret), now, &name, &digest(&session), until).await?;
         Ok(login.map(|login| (session, login)))
     }
 
     /// `/web`: a link that signs a browser in as the sender, sent only where the sender alone
     /// reads it (anyone else in a group could open it first).
     pub(super) async fn web_command(&self, inbound: &Inbound) -> Result<Response, StoreError> {
-        let Some(page) = self.inner.settings.page_url.as_deref() else {
+        let Some(page) = self.page_url.as_deref() else {
             return Ok(Response::say("askgate's web page is not served here."));
         };
         if inbound.user.is_operator() || matches!(inbound.surface, Surface::WEB | Surface::TUI | Surface::API) {
@@ -93,7 +114,7 @@ impl Engine {
             ));
         }
         // Links go to the people a channel knows (closed by default, as starting runs is).
-        if !self.lets_in(&inbound.conversation, &inbound.user) {
+        if !self.policies.lets_in(&inbound.conversation, &inbound.user) {
             return Ok(Response::say(format!(
                 "You may not sign in from here. An operator can allow you with allowed_users = [\"{}\"] in [{}]",
                 inbound.user,
@@ -101,11 +122,11 @@ impl Engine {
             )));
         }
         let secret = new_secret();
-        let now = self.now_ms();
+        let now = self.clock.now_ms();
         // One unused link per person: a new one replaces the one before, so a person holds at
         // most one, however often they ask.
         let name = format!("link:{}", inbound.user);
-        self.inner.store.remove_login(&name).await?;
+        self.store.remove_login(&name).await?;
         let login = Login {
             name,
             person: inbound.user.clone(),
@@ -115,7 +136,7 @@ impl Engine {
             expires_at: Some(now.saturating_add(ms(LINK_TTL))),
             link: true,
         };
-        if !self.inner.store.add_login(&login).await? {
+        if !self.store.add_login(&login).await? {
             return Ok(Response::say("No link could be made just now; send /web again."));
         }
         tracing::info!(person = %inbound.user, "a sign-in link was sent");
@@ -158,7 +179,7 @@ pub fn agent_token_name(agent: &str) -> String {
     format!("agent:{agent}")
 }
 
-impl Engine {
+impl People {
     /// A new token for the agent `agent:<name>`, kept as `agent:<name>`: it asks and reads what
     /// it asked (the API, `/mcp`), never answers, and works until revoked. Its secret (shown
     /// once) and what is kept; none when the name is taken. The name must pass
@@ -174,11 +195,11 @@ impl Engine {
             person,
             digest: digest(&secret),
             may: Powers { ask: true, ..Powers::default() },
-            created_at: self.now_ms(),
+            created_at: self.clock.now_ms(),
             expires_at: None,
             link: false,
         };
-        Ok(self.inner.store.add_login(&login).await?.then_some((secret, login)))
+        Ok(self.store.add_login(&login).await?.then_some((secret, login)))
     }
 
     /// A new personal token for `web:<name>`: its secret (shown once) and what is kept; none
@@ -194,11 +215,11 @@ impl Engine {
             person,
             digest: digest(&secret),
             may,
-            created_at: self.now_ms(),
+            created_at: self.clock.now_ms(),
             expires_at: None,
             link: false,
         };
-        Ok(self.inner.store.add_login(&login).await?.then_some((secret, login)))
+        Ok(self.store.add_login(&login).await?.then_some((secret, login)))
     }
 
     /// Every live personal token, browser session and unused link, by name.
@@ -206,7 +227,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn logins(&self) -> Result<Vec<Login>, StoreError> {
-        self.inner.store.logins(crate::store::LoginFind::All { now: self.now_ms() }).await
+        self.store.logins(crate::store::LoginFind::All { now: self.clock.now_ms() }).await
     }
 
     /// Revokes the token or session `name`, and ends what it holds open (event streams,
@@ -215,7 +236,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn revoke_login(&self, name: &str) -> Result<bool, StoreError> {
-        let removed = self.inner.store.remove_login(name).await?;
+        let removed = self.store.remove_login(name).await?;
         if removed {
             self.revoked(name);
         }

@@ -3,11 +3,12 @@
 //! they are for, and a failing store is an error here, never an "unknown" to a person.
 
 use std::fmt;
+use std::sync::Arc;
 
-use super::Engine;
+use crate::clock::Clock;
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::Run;
-use crate::store::{Delivery, Grant, QuestionFilter, StoreError, StoreExt, WriteStats};
+use crate::store::{Delivery, Grant, QuestionFilter, Store, StoreError, StoreExt, WriteStats};
 
 /// Why a card's local button (a multi-select toggle, "Other…", "Reject with note…") may not
 /// be used. Its `Display` is what the person who tapped is told.
@@ -34,13 +35,25 @@ impl fmt::Display for CardRefusal {
     }
 }
 
-impl Engine {
+/// The records service: the reads the engine lets HTTP, the channels and its own services make
+/// of the store. Holds the store and the clock (grants are live as of now).
+#[derive(Clone)]
+pub struct Records {
+    store: Arc<dyn Store>,
+    clock: Clock,
+}
+
+impl Records {
+    pub(super) fn new(store: Arc<dyn Store>, clock: Clock) -> Self {
+        Self { store, clock }
+    }
+
     /// One question, wherever it was asked.
     ///
     /// # Errors
     /// When the store fails.
     pub async fn question(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        self.inner.store.question(id).await
+        self.store.question(id).await
     }
 
     /// The conversation of the question whose card is message `message` in `chat` of
@@ -54,8 +67,8 @@ impl Engine {
         chat: &str,
         message: &str,
     ) -> Result<Option<Conversation>, StoreError> {
-        let Some((id, _)) = self.inner.store.question_for_card(surface, chat, message).await? else { return Ok(None) };
-        Ok(self.inner.store.question(id).await?.and_then(|q| q.conversation))
+        let Some((id, _)) = self.store.question_for_card(surface, chat, message).await? else { return Ok(None) };
+        Ok(self.store.question(id).await?.and_then(|q| q.conversation))
     }
 
     /// The question behind a card's button, when `user` may still act on it in
@@ -70,7 +83,7 @@ impl Engine {
         conversation: &Conversation,
         user: &UserRef,
     ) -> Result<Question, CardRefusal> {
-        let question = match self.inner.store.question(id).await {
+        let question = match self.store.question(id).await {
             Ok(Some(q)) if q.is_in(conversation) => q,
             Ok(_) => return Err(CardRefusal::Unknown),
             Err(e) => {
@@ -97,7 +110,7 @@ impl Engine {
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<(Vec<Question>, Option<String>), StoreError> {
-        self.inner.store.questions_page(filter, cursor, limit).await
+        self.store.questions_page(filter, cursor, limit).await
     }
 
     /// The cards sent for these questions.
@@ -106,8 +119,8 @@ impl Engine {
     /// When the store fails.
     pub async fn deliveries(&self, questions: &[QuestionId]) -> Result<Vec<Delivery>, StoreError> {
         match questions {
-            [one] => self.inner.store.deliveries(*one).await,
-            many => self.inner.store.deliveries_of(many).await,
+            [one] => self.store.deliveries(*one).await,
+            many => self.store.deliveries_of(many).await,
         }
     }
 
@@ -116,7 +129,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
-        self.inner.store.run(id).await
+        self.store.run(id).await
     }
 
     /// A run's questions ordered by step: the ones it was answered and at most one pending.
@@ -124,7 +137,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn journal(&self, run: RunId) -> Result<Vec<Question>, StoreError> {
-        self.inner.store.journal(run).await
+        self.store.journal(run).await
     }
 
     /// The questions pending in a conversation (its own and those escalated to it), or
@@ -137,7 +150,7 @@ impl Engine {
         conversation: Option<&Conversation>,
         limit: u32,
     ) -> Result<Vec<Question>, StoreError> {
-        self.inner.store.pending(conversation, limit).await
+        self.store.pending(conversation, limit).await
     }
 
     /// The standing grants, of one conversation or all.
@@ -145,7 +158,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn grants(&self, conversation: Option<&Conversation>) -> Result<Vec<Grant>, StoreError> {
-        self.inner.store.grants(conversation, self.now_ms()).await
+        self.store.grants(conversation, self.clock.now_ms()).await
     }
 
     /// Revokes a standing grant; false when there was no live grant with that id.
@@ -153,7 +166,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn revoke_grant(&self, id: &str) -> Result<bool, StoreError> {
-        self.inner.store.revoke_grant(id, self.now_ms()).await
+        self.store.revoke_grant(id, self.clock.now_ms()).await
     }
 
     /// Revokes the standing grants an approval gave (its "always"), for a call it allowed that
@@ -175,17 +188,17 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn pending_count(&self) -> Result<u64, StoreError> {
-        self.inner.store.pending_count().await
+        self.store.pending_count().await
     }
 
     /// What the store's writes have cost so far, and whether they are failing.
     pub fn write_stats(&self) -> WriteStats {
-        self.inner.store.write_stats()
+        self.store.write_stats()
     }
 
     /// This instance's id among those sharing the store; none when one askgate holds it.
     pub fn instance(&self) -> Option<&str> {
-        self.inner.store.instance()
+        self.store.instance()
     }
 
     /// The question a full id or a unique prefix (at least 8 characters, as cards show them)
@@ -195,10 +208,10 @@ impl Engine {
     /// When the store fails.
     pub async fn find_question(&self, id: &str) -> Result<Found, StoreError> {
         if let Ok(full) = id.parse::<QuestionId>() {
-            return Ok(self.inner.store.question(full).await?.map_or(Found::Nothing, |q| Found::One(Box::new(q))));
+            return Ok(self.store.question(full).await?.map_or(Found::Nothing, |q| Found::One(Box::new(q))));
         }
         let Some(prefix) = super::router::normalise_prefix(id) else { return Ok(Found::Nothing) };
-        let mut found = self.inner.store.questions_by_prefix(None, &prefix, 2).await?;
+        let mut found = self.store.questions_by_prefix(None, &prefix, 2).await?;
         Ok(match found.len() {
             0 => Found::Nothing,
             1 => found.pop().map_or(Found::Nothing, |q| Found::One(Box::new(q))),

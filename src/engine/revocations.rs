@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, lock};
+use super::{People, lock};
 use crate::store::StoreError;
 
 /// The credentials held open now, by name, each with how many hold it, and how many
@@ -103,11 +103,11 @@ impl Drop for Hold {
     }
 }
 
-impl Engine {
+impl People {
     /// How many revocations this askgate has heard of so far: taken before a credential is
-    /// read, and given to [`Engine::hold_login`].
+    /// read, and given to [`People::hold_login`].
     pub fn revocations_heard(&self) -> u64 {
-        self.inner.revocations.heard()
+        self.revocations.heard()
     }
 
     /// Holds the credential `name` (whose secret has `digest`, and which expires at
@@ -124,12 +124,12 @@ impl Engine {
         expires_at: Option<i64>,
         heard: u64,
     ) -> Result<Hold, StoreError> {
-        let (ended, heard_now) = self.inner.revocations.hold(name);
+        let (ended, heard_now) = self.revocations.hold(name);
         let expires = expires_at.map(|at| {
-            let left = u64::try_from(at.saturating_sub(self.now_ms())).unwrap_or(0);
+            let left = u64::try_from(at.saturating_sub(self.clock.now_ms())).unwrap_or(0);
             tokio::time::Instant::now() + Duration::from_millis(left)
         });
-        let hold = Hold { name: name.to_owned(), ended, expires, held: self.inner.revocations.clone() };
+        let hold = Hold { name: name.to_owned(), ended, expires, held: self.revocations.clone() };
         if heard_now != heard && !self.login_is_live(digest).await? {
             self.revoked(name);
         }
@@ -139,12 +139,12 @@ impl Engine {
     /// How many requests hold the credential `name` open here now (event streams, long-polls,
     /// MCP streams).
     pub fn holding(&self, name: &str) -> usize {
-        self.inner.revocations.count(name)
+        self.revocations.count(name)
     }
 
     /// The credential `name` was revoked (here, or on another instance): what holds it ends.
     pub(super) fn revoked(&self, name: &str) {
-        if self.inner.revocations.revoke(name) {
+        if self.revocations.revoke(name) {
             tracing::info!(credential = %name, "ended what a revoked credential held open");
         }
     }
@@ -152,11 +152,11 @@ impl Engine {
     /// Another instance's revocations may have been missed (its listener reconnected): the
     /// credentials held here are looked up again, and those gone end.
     pub(super) async fn recheck_holds(&self) -> Result<(), StoreError> {
-        let held = self.inner.revocations.names();
+        let held = self.revocations.names();
         if held.is_empty() {
             return Ok(());
         }
-        let live = self.inner.store.logins(crate::store::LoginFind::All { now: self.now_ms() }).await?;
+        let live = self.store.logins(crate::store::LoginFind::All { now: self.clock.now_ms() }).await?;
         for name in held.iter().filter(|name| !live.iter().any(|login| &login.name == *name)) {
             self.revoked(name);
         }

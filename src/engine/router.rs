@@ -72,11 +72,11 @@ impl Engine {
     /// Handles one inbound message and says what to tell its sender.
     pub async fn handle(&self, inbound: Inbound) -> Response {
         if let Some(locale) = inbound.locale {
-            self.heard_language(&inbound.user, locale);
+            self.policies().heard_language(&inbound.user, locale);
         } else if let Some(locale) = inbound.place_locale {
-            self.place_language(&inbound.user, locale);
+            self.policies().place_language(&inbound.user, locale);
         }
-        let l = self.locale_for(&inbound.user, Some(&inbound.conversation));
+        let l = self.policies().locale_for(&inbound.user, Some(&inbound.conversation));
         let response = match self.route(&inbound, l).await {
             Ok(response) => response,
             Err(e) => {
@@ -166,7 +166,7 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
-            [] if others > 0 && self.policy(&inbound.conversation).default_function.is_none() => {
+            [] if others > 0 && self.policies().policy(&inbound.conversation).default_function.is_none() => {
                 Ok(Response::say(replies::not_yours(others, l)))
             }
             [] => self.new_turn(inbound, text.trim(), l).await,
@@ -206,7 +206,7 @@ impl Engine {
     }
 
     async fn new_turn(&self, inbound: &Inbound, text: &str, l: Locale) -> Result<Response, StoreError> {
-        match self.policy(&inbound.conversation).default_function {
+        match self.policies().policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, text.to_owned(), l).await,
             None => {
                 let heard = super::Heard {
@@ -215,7 +215,11 @@ impl Engine {
                     name: inbound.name.clone(),
                     text: text.to_owned(),
                 };
-                Ok(Response::say(if self.pass_on(heard) { replies::passed_on(l) } else { replies::nothing_waiting(l) }))
+                Ok(Response::say(if self.policies().pass_on(heard) {
+                    replies::passed_on(l)
+                } else {
+                    replies::nothing_waiting(l)
+                }))
             }
         }
     }
@@ -274,7 +278,7 @@ impl Engine {
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
-                let mut pending = self.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                let mut pending = self.records().pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
                 pending.extend(self.board(inbound).await?);
                 pending.sort_by_key(|q| q.created_at);
                 pending.truncate(wording::LISTED as usize + 1);
@@ -293,11 +297,11 @@ impl Engine {
             }
             Command::Help => Ok(Response::say(self.help_in(l))),
             Command::Grants => {
-                let grants = self.grants(Some(&inbound.conversation)).await?;
+                let grants = self.records().grants(Some(&inbound.conversation)).await?;
                 Ok(Response::say(wording::grants_list(&grants, self.now_ms(), l)))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
-            Command::Web => self.web_command(inbound).await,
+            Command::Web => self.people().web_command(inbound).await,
             Command::Card { id, action } => self.typed_card(inbound, resolver, &id, action, l).await,
         }
     }
@@ -309,7 +313,7 @@ impl Engine {
         if wanted.chars().count() < MIN_PREFIX {
             return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX, l)));
         }
-        let grants = self.grants(Some(&inbound.conversation)).await?;
+        let grants = self.records().grants(Some(&inbound.conversation)).await?;
         let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
             [grant] => (*grant).clone(),
             [] => {
@@ -322,7 +326,7 @@ impl Engine {
             return Ok(Response::say(replies::not_yours_to_revoke(l)));
         }
         let short = grant.short_id();
-        Ok(Response::say(if self.revoke_grant(&grant.id).await? {
+        Ok(Response::say(if self.records().revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
             replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern, l)
         } else {

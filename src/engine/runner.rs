@@ -113,7 +113,7 @@ impl Engine {
     ) -> Result<RunId, StartError> {
         let run = self.new_run(request, mode)?;
         if let Some(callback) = callback {
-            self.add_callback(callback, run.id, None).await?;
+            self.callbacks().add_callback(callback, run.id, None).await?;
         }
         self.inner.store.save_run(&run).await?;
         let id = run.id;
@@ -158,7 +158,7 @@ impl Engine {
         if let Some(c) = &conversation {
             self.check_served(c)?;
         }
-        self.may_start(&function, conversation.as_ref(), &user)?;
+        self.policies().may_start(&function, conversation.as_ref(), &user)?;
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
@@ -187,7 +187,7 @@ impl Engine {
         if let Some(answerers) = &run.answerers {
             return answerers.clone();
         }
-        let policy = run.conversation.as_ref().map(|c| self.policy(c)).unwrap_or_default();
+        let policy = run.conversation.as_ref().map(|c| self.policies().policy(c)).unwrap_or_default();
         match policy.answerers {
             AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
             AnswerersPolicy::Conversation => Answerers::Conversation,
@@ -302,7 +302,10 @@ impl Engine {
             Err(panic) => {
                 let message = format!("the function panicked: {}", panic_message(panic.as_ref()));
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &message, self.presentation_for(&run).locale));
+                self.notify(
+                    &run,
+                    replies::run_failed(&run.function, &message, self.policies().presentation_for(&run).locale),
+                );
                 // The run ends first: cancelling its question then resumes nothing.
                 let ended = self.end_run(run, !journal.is_empty(), RunStatus::Failed, message.clone()).await;
                 self.cancel_left_pending(&journal, &message).await;
@@ -325,18 +328,27 @@ impl Engine {
                 Ok(run)
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
-                self.notify(&run, replies::run_cancelled(&run.function, &reason, self.presentation_for(&run).locale));
+                self.notify(
+                    &run,
+                    replies::run_cancelled(&run.function, &reason, self.policies().presentation_for(&run).locale),
+                );
                 self.end_run(run, asked, RunStatus::Cancelled, reason).await
             }
             Err(FunctionError::Hidden { public, detail }) => {
                 tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &public, self.presentation_for(&run).locale));
+                self.notify(
+                    &run,
+                    replies::run_failed(&run.function, &public, self.policies().presentation_for(&run).locale),
+                );
                 self.end_run(run, asked, RunStatus::Failed, detail).await
             }
             Err(e) => {
                 let message = format!("{e:#}");
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
-                self.notify(&run, replies::run_failed(&run.function, &message, self.presentation_for(&run).locale));
+                self.notify(
+                    &run,
+                    replies::run_failed(&run.function, &message, self.policies().presentation_for(&run).locale),
+                );
                 self.end_run(run, asked, RunStatus::Failed, message).await
             }
         }

@@ -8,7 +8,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use super::{Engine, lock};
+use super::Policies;
+use super::lock;
 use crate::question::{Conversation, Locale, Presentation, UserRef};
 use crate::run::Run;
 
@@ -43,24 +44,24 @@ impl Languages {
     }
 }
 
-impl Engine {
+impl Policies {
     /// Remembers the language `person`'s platform said they use.
     pub(super) fn heard_language(&self, person: &UserRef, locale: Locale) {
-        self.inner.languages.heard(person, locale);
+        self.languages.heard(person, locale);
     }
 
     /// Takes `locale`, the language of the place `person` wrote in, for theirs while their own
     /// is not known (until a platform says theirs).
     pub(super) fn place_language(&self, person: &UserRef, locale: Locale) {
-        if self.inner.languages.of(person).is_none() {
-            self.inner.languages.heard(person, locale);
+        if self.languages.of(person).is_none() {
+            self.languages.heard(person, locale);
         }
     }
 
     /// What askgate's texts to `person` in `conversation` read in: their language, else the
     /// conversation's.
     pub(super) fn locale_for(&self, person: &UserRef, conversation: Option<&Conversation>) -> Locale {
-        self.inner.languages.of(person).unwrap_or_else(|| self.presentation_of(conversation, None).locale)
+        self.languages.of(person).unwrap_or_else(|| self.presentation_of(conversation, None).locale)
     }
 
     /// How the cards of `run`'s questions read: in the language of the person who started it,
@@ -76,7 +77,7 @@ impl Engine {
         person: Option<&UserRef>,
     ) -> Presentation {
         let speech = conversation.map(|c| self.policy(c).speech_in(c)).unwrap_or_default();
-        let spoken = person.and_then(|p| self.inner.languages.of(p));
+        let spoken = person.and_then(|p| self.languages.of(p));
         Presentation { locale: spoken.or(speech.locale).unwrap_or_default(), time_zone: speech.time_zone }
     }
 }

@@ -176,12 +176,12 @@ impl OnFailure<Answered> for Record {
 pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, super::ApiError> {
     use prometheus_client::encoding::text::{encode_eof, encode_registry};
 
-    let pending = state.engine.pending_count().await?;
+    let pending = state.engine.records().pending_count().await?;
     let now = crate::engine::metrics::Snapshot::new(
         pending,
         &state.engine.channel_states(),
         &state.engine.undelivered_cards(),
-        &state.engine.write_stats(),
+        &state.engine.records().write_stats(),
     );
     let mut text = String::new();
     let mut scrape = Registry::default();
@@ -190,7 +190,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, s
         "The version and the git commit askgate was built from",
         Info::new(vec![("version", env!("CARGO_PKG_VERSION")), ("commit", env!("ASKGATE_COMMIT"))]),
     );
-    if let Some(instance) = state.engine.instance() {
+    if let Some(instance) = state.engine.records().instance() {
         let help = "This instance's id among those sharing the database";
         scrape.register("askgate_instance", help, Info::new(vec![("instance", instance.to_string())]));
     }

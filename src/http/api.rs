@@ -24,7 +24,7 @@ const MAX_WAIT: u64 = 60;
 /// The question a full id or a unique prefix names (cards show 8 characters).
 async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
     let shown = crate::text::clip(id, 40, "…");
-    match state.engine.find_question(id).await? {
+    match state.engine.records().find_question(id).await? {
         Found::One(question) => Ok(*question),
         Found::Ambiguous => {
             Err(ApiError::not_found(format!("`{shown}` names more than one question; use more characters")))
@@ -72,7 +72,7 @@ fn not_yours() -> ApiError {
 
 /// A question with its rendered cards: what every surface shows.
 pub(super) async fn snapshot(state: &AppState, question: &Question) -> Result<QuestionView, ApiError> {
-    let deliveries = state.engine.deliveries(&[question.id]).await?;
+    let deliveries = state.engine.records().deliveries(&[question.id]).await?;
     Ok(snapshot_with(question, &deliveries))
 }
 
@@ -139,14 +139,14 @@ pub(super) async fn list(
         .transpose()?;
     let filter = QuestionFilter { conversation, status, kind };
     let (questions, next) =
-        state.engine.questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
+        state.engine.records().questions_page(&filter, query.cursor.as_deref(), limit).await.map_err(|e| match e {
             crate::store::StoreError::BadCursor(_) => ApiError::bad_request(e.to_string()),
             other => other.into(),
         })?;
     // A person sees the questions they may answer: a page may hold fewer than `limit`.
     let questions: Vec<Question> = questions.into_iter().filter(|q| caller.sees(q)).collect();
     let ids: Vec<QuestionId> = questions.iter().map(|q| q.id).collect();
-    let deliveries = state.engine.deliveries(&ids).await?;
+    let deliveries = state.engine.records().deliveries(&ids).await?;
     let questions = questions.iter().map(|q| snapshot_with(q, &deliveries)).collect();
     Ok(axum::Json(QuestionPage { questions, next }).into_response())
 }
@@ -475,7 +475,8 @@ pub(super) async fn start_run(
     match &conversation {
         Some(c) => {
             state.engine.check_served(c).map_err(|e| not_served(&e))?;
-            request = request.answerers(state.engine.api_answerers(c, named).map_err(|e| answerers_error(&e))?);
+            request =
+                request.answerers(state.engine.policies().api_answerers(c, named).map_err(|e| answerers_error(&e))?);
         }
         None if named.is_some() => {
             return Err(ApiError::bad_request("answerers apply to a run in a conversation; send \"conversation\" too"));
@@ -516,7 +517,7 @@ pub(super) async fn get_run(
     let id: RunId = id.parse().map_err(|_| ApiError::not_found("no such run"))?;
     // A run is first written when it first asks or ends; until then it is not found. An agent
     // finds only its own.
-    let run = state.engine.run(id).await?.filter(|run| caller.sees_run(run));
+    let run = state.engine.records().run(id).await?.filter(|run| caller.sees_run(run));
     let run = run.ok_or_else(|| ApiError::not_found(format!("no run {id} (yet)")))?;
     Ok(axum::Json(RunView { run }).into_response())
 }
@@ -536,11 +537,11 @@ pub(super) async fn grants(
     Params(query): Params<GrantsQuery>,
 ) -> Result<Response, ApiError> {
     let conversation = conversation_param(query.conversation.as_deref())?;
-    let mut grants = state.engine.grants(conversation.as_ref()).await?;
+    let mut grants = state.engine.records().grants(conversation.as_ref()).await?;
     if !caller.sees_all() {
         let mut theirs = Vec::new();
         for grant in grants {
-            let approval = state.engine.question(grant.question).await?;
+            let approval = state.engine.records().question(grant.question).await?;
             if caller.may_revoke(&grant, approval.as_ref()) {
                 theirs.push(grant);
             }
@@ -556,16 +557,16 @@ pub(super) async fn revoke_grant(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     if !caller.sees_all() {
-        let grant = state.engine.grants(None).await?.into_iter().find(|g| g.id == id);
+        let grant = state.engine.records().grants(None).await?.into_iter().find(|g| g.id == id);
         let theirs = match &grant {
-            Some(grant) => caller.may_revoke(grant, state.engine.question(grant.question).await?.as_ref()),
+            Some(grant) => caller.may_revoke(grant, state.engine.records().question(grant.question).await?.as_ref()),
             None => false,
         };
         if !theirs {
             return Err(ApiError::not_found(format!("no live grant `{}` of yours", crate::text::clip(&id, 40, "…"))));
         }
     }
-    if state.engine.revoke_grant(&id).await? {
+    if state.engine.records().revoke_grant(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::not_found(format!("no live grant `{}`", crate::text::clip(&id, 40, "…"))))

@@ -64,7 +64,7 @@ impl Held {
     /// Holds `caller`'s credential, if it has one from the store.
     pub(super) async fn of(state: &AppState, caller: &Caller) -> Result<Self, ApiError> {
         let Some(c) = &caller.credential else { return Ok(Self(None)) };
-        Ok(Self(Some(state.engine.hold_login(&c.name, &c.digest, c.expires_at, c.heard).await?)))
+        Ok(Self(Some(state.engine.people().hold_login(&c.name, &c.digest, c.expires_at, c.heard).await?)))
     }
 
     /// Completes when the credential no longer works.
@@ -134,7 +134,7 @@ impl Caller {
             return Ok(());
         }
         let own = own_conversation(&self.user).as_ref() == Some(conversation);
-        if own || conversation.channel() != "web" && engine.lets_in(conversation, &self.user) {
+        if own || conversation.channel() != "web" && engine.policies().lets_in(conversation, &self.user) {
             return Ok(());
         }
         Err(ApiError::new(
@@ -186,8 +186,8 @@ pub(super) async fn authorize(state: &AppState, headers: &HeaderMap) -> Result<C
         };
         return Ok(Caller { user, name: token.name().to_owned(), role: token.role(), may, via, credential: None });
     }
-    let heard = state.engine.revocations_heard();
-    let Some(login) = state.engine.login(given).await? else {
+    let heard = state.engine.people().revocations_heard();
+    let Some(login) = state.engine.people().login(given).await? else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"));
     };
     let credential = Credential { name: login.name.clone(), digest: login.digest, expires_at: login.expires_at, heard };

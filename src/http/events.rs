@@ -127,7 +127,7 @@ impl Stream {
                     // One stream reads its backlog at a time: however many connect at once,
                     // the store keeps readers free for everything else.
                     let Ok(_turn) = self.backlog_reads.acquire().await else { return None };
-                    match self.engine.questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
+                    match self.engine.records().questions_page(&filter, cursor.as_deref(), BACKLOG_PAGE).await {
                         Ok((questions, next)) => {
                             *page = questions.into();
                             *cursor = next;
@@ -198,7 +198,7 @@ pub(super) async fn stream(
             let filter =
                 QuestionFilter { conversation: conversation.clone(), status: Some(Status::Pending), kind: None };
             let turn = state.backlog_reads.acquire().await.map_err(ApiError::internal)?;
-            let (page, cursor) = state.engine.questions_page(&filter, None, BACKLOG_PAGE).await?;
+            let (page, cursor) = state.engine.records().questions_page(&filter, None, BACKLOG_PAGE).await?;
             drop(turn);
             Phase::Backlog { page: page.into(), cursor, read: true }
         }

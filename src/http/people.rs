@@ -84,7 +84,7 @@ pub(super) async fn check_link(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<LinkCheck>,
 ) -> Result<Response, ApiError> {
-    match state.engine.sign_in_link(&body.link).await? {
+    match state.engine.people().sign_in_link(&body.link).await? {
         Some(link) => Ok(axum::Json(LinkFor { user: link.person, expires_at: link.expires_at }).into_response()),
         None => Err(link_not_valid()),
     }
@@ -109,7 +109,7 @@ pub(super) async fn sign_in(
     JsonBody(body): JsonBody<SignIn>,
 ) -> Result<Response, ApiError> {
     if let Some(agreed) = &body.signs_in_as {
-        let link = state.engine.sign_in_link(&body.link).await?.ok_or_else(link_not_valid)?;
+        let link = state.engine.people().sign_in_link(&body.link).await?.ok_or_else(link_not_valid)?;
         if link.person.as_str() != agreed {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
@@ -118,7 +118,7 @@ pub(super) async fn sign_in(
             ));
         }
     }
-    match state.engine.use_sign_in_link(&body.link).await? {
+    match state.engine.people().use_sign_in_link(&body.link).await? {
         Some((token, login)) => {
             tracing::info!(person = %login.person, session = %login.name, "a browser signed in with a link");
             Ok(axum::Json(SignedIn { token, user: login.person, may: login.may, expires_at: login.expires_at })
@@ -169,7 +169,7 @@ pub(super) struct TokenView {
 impl TokenView {
     fn of(l: Login, engine: &crate::engine::Engine) -> Self {
         Self {
-            open: engine.holding(&l.name),
+            open: engine.people().holding(&l.name),
             name: l.name,
             user: l.person,
             may: l.may,
@@ -198,7 +198,7 @@ pub(super) struct TokenMade {
 }
 
 pub(super) async fn list_tokens(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
-    let tokens = state.engine.logins().await?.into_iter().map(|l| TokenView::of(l, &state.engine)).collect();
+    let tokens = state.engine.people().logins().await?.into_iter().map(|l| TokenView::of(l, &state.engine)).collect();
     Ok(axum::Json(TokenList { tokens }).into_response())
 }
 
@@ -219,13 +219,13 @@ pub(super) async fn add_token(
                 format!("agent:{} has a configured token already ([[agents]], or the default agent's)", body.name),
             ));
         }
-        state.engine.add_agent_token(&body.name).await?
+        state.engine.people().add_agent_token(&body.name).await?
     } else {
         let may = match body.may.as_deref() {
             None => Powers::ANSWER,
             Some(list) => Powers::parse(list).map_err(|e| ApiError::bad_request(format!("may: {e}")))?,
         };
-        state.engine.add_token(&body.name, may).await?
+        state.engine.people().add_token(&body.name, may).await?
     };
     let name = if body.agent { crate::engine::people::agent_token_name(&body.name) } else { body.name };
     match made {
@@ -247,7 +247,7 @@ pub(super) async fn revoke_token(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    if state.engine.revoke_login(&name).await? {
+    if state.engine.people().revoke_login(&name).await? {
         tracing::info!(token = %name, by = %caller.user, "a personal token was revoked");
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {

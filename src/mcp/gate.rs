@@ -105,7 +105,7 @@ impl Server {
 
     /// An approved call that could not be made: the grant its approval gave is withdrawn.
     async fn not_made(&self, approval: &Question, error: &UpstreamError) -> CallToolResult {
-        match self.engine.withdraw_grants(approval).await {
+        match self.engine.records().withdraw_grants(approval).await {
             Ok(0) => failure(format!("{error}; the call was not made")),
             Ok(_) => failure(format!("{error}; the call was not made, so the \"always\" given for it was withdrawn")),
             Err(e) => {

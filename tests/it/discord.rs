@@ -315,7 +315,7 @@ async fn another_users_click_is_refused_privately() {
     assert_eq!(response["type"], 4);
     assert_eq!(response["data"]["flags"], 64, "ephemeral: {response}");
     assert_eq!(response["data"]["content"], "Not yours to answer.");
-    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     dc.stop().await;
 }
@@ -362,7 +362,7 @@ async fn forged_component_payloads_or_forms_are_refused() {
     }
     let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &format!("/approve {id}"), "sure");
     assert_eq!(fake.callback(submitted).await["data"]["content"], "That form is not understood.");
-    assert_eq!(dc.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert_eq!(dc.engine.records().question(id).await.unwrap().unwrap().status, Status::Pending);
     dc.stop().await;
 }
 
@@ -371,7 +371,7 @@ async fn an_answer_elsewhere_removes_the_components_through_rest() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("discord:{ALICE}")).unwrap(), Surface::API);
     dc.engine.resolve(&q, "dayjs", &alice).await.unwrap();
     retracted(&fake, id_of(&card), &format!("✅ dayjs — discord:{ALICE} via api")).await;
@@ -451,7 +451,7 @@ async fn by_default_a_stranger_starts_no_run_but_is_told_their_id() {
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let refusal = fake.sent(&format!("allowed\\_users = \\[\"discord:{ALICE}\"\\] in \\[channels.discord\\]"), 1).await;
     assert!(refusal["content"].as_str().unwrap().starts_with("You may not start runs here."), "{refusal}");
-    assert!(dc.engine.pending_for(None, 1).await.unwrap().is_empty(), "a run started");
+    assert!(dc.engine.records().pending_for(None, 1).await.unwrap().is_empty(), "a run started");
     dc.stop().await;
 }
 
@@ -460,7 +460,7 @@ async fn allowed_always(fake: &FakeDiscord, dc: &Dc) -> String {
     fake.message(ALICE, CHANNEL, "/run approve-demo", None);
     let card = fake.sent("Approve: rm \\-rf build/", 1).await;
     fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Allow always"));
-    let grants = eventually(|| async { dc.engine.grants(None).await.unwrap().pop() }).await;
+    let grants = eventually(|| async { dc.engine.records().grants(None).await.unwrap().pop() }).await;
     grants.id[..8].to_owned()
 }
 
@@ -480,7 +480,7 @@ async fn revoke_takes_back_an_allow_always() {
     let short = allowed_always(&fake, &dc).await;
     fake.message(ALICE, CHANNEL, &format!("/revoke {short}"), None);
     fake.sent(&format!("Revoked {short}"), 1).await;
-    assert!(dc.engine.grants(None).await.unwrap().is_empty());
+    assert!(dc.engine.records().grants(None).await.unwrap().is_empty());
     dc.stop().await;
 }
 
@@ -501,7 +501,7 @@ async fn edit_opens_a_form_holding_the_action_to_allow_as_edited() {
     let submitted = fake.submit_modal(ALICE, CHANNEL, id_of(&card), &submit, "rm -rf build/cache");
     assert_eq!(fake.callback(submitted).await["type"], 7);
     retracted(&fake, id_of(&card), "allowed as edited: rm \\-rf build/cache").await;
-    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(
         q.outcome.unwrap(),
         askgate::question::Outcome::Answered {

@@ -148,7 +148,7 @@ async fn a_replay_feeds_recorded_outcomes_without_repeating_a_say(place: Place) 
     let texts = h.recorder.texts();
     assert_eq!(texts.iter().filter(|t| *t == "starting").count(), 1, "say repeated on replay: {texts:?}");
     assert_eq!(h.recorder.cards().len(), 3, "a card was rendered again on replay");
-    let journal = h.engine.journal(run).await.unwrap();
+    let journal = h.engine.records().journal(run).await.unwrap();
     let steps: Vec<u32> = journal.iter().map(|q| q.step).collect();
     assert_eq!(steps, [0, 1, 2]);
     assert!(journal.iter().all(|q| q.status == Status::Answered));
@@ -275,7 +275,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     let r = h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert!(h.finished(first).await.result.unwrap().starts_with("Allowed always"));
-    let grants = h.engine.grants(Some(&room())).await.unwrap();
+    let grants = h.engine.records().grants(Some(&room())).await.unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].action, "rm -rf build/");
 
@@ -284,14 +284,14 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     assert!(done.result.unwrap().starts_with("Allowed by a standing grant"));
     h.engine.outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
-    let journal = h.engine.journal(second).await.unwrap();
+    let journal = h.engine.records().journal(second).await.unwrap();
     assert_eq!(journal[0].answered_via, Some(Surface::GATEWAY), "recorded as granted");
     assert!(journal[0].answered_by.as_deref().unwrap().starts_with("grant:"));
 
     // A different action is not covered.
     let third = h.run("approve-demo", "rm -rf /").await;
     h.card(2).await;
-    assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final());
+    assert!(!h.engine.records().run(third).await.unwrap().unwrap().status.is_final());
 }
 
 async fn a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses(place: Place) {
@@ -304,7 +304,7 @@ async fn a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses(place: Plac
     let card = h.card(1).await;
     h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
     h.finished(first).await;
-    let grant = h.engine.grants(Some(&room())).await.unwrap().pop().unwrap();
+    let grant = h.engine.records().grants(Some(&room())).await.unwrap().pop().unwrap();
     assert_eq!(grant.expires_at, Some(T0 + 3_600_000), "gateway.grant_ttl");
     let short = &grant.id[..8];
     let listed = say(ALICE, "/grants").await;
@@ -317,12 +317,12 @@ async fn a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses(place: Plac
 
     // Bob may not answer alice's approvals, so he may not take her grant back.
     assert!(say(BOB, &format!("/revoke {short}")).await.starts_with("Only people who may answer"));
-    assert_eq!(h.engine.grants(Some(&room())).await.unwrap().len(), 1);
+    assert_eq!(h.engine.records().grants(Some(&room())).await.unwrap().len(), 1);
     assert!(say(ALICE, "/revoke ab").await.starts_with("Grant ids need at least 4 characters"));
     assert!(say(ALICE, "/revoke ffffffff").await.starts_with("No grant ffffffff here"));
     let revoked = say(ALICE, &format!("/revoke {}", short.to_uppercase())).await;
     assert_eq!(revoked, format!("Revoked {short}: \"rm -rf build/\" will be asked again."));
-    assert!(h.engine.grants(Some(&room())).await.unwrap().is_empty());
+    assert!(h.engine.records().grants(Some(&room())).await.unwrap().is_empty());
     assert!(say(ALICE, &format!("/revoke {short}")).await.starts_with("No grant"), "revoked once");
 
     // Asked again; allowed always again, and that grant lapses after grant_ttl.
@@ -333,10 +333,13 @@ async fn a_grant_is_listed_until_an_answerer_revokes_it_or_it_lapses(place: Plac
     let third = h.run("approve-demo", "").await;
     assert!(h.finished(third).await.result.unwrap().starts_with("Allowed by a standing grant"));
     h.clock.advance(3_600_000);
-    assert!(h.engine.grants(Some(&room())).await.unwrap().is_empty(), "expired");
+    assert!(h.engine.records().grants(Some(&room())).await.unwrap().is_empty(), "expired");
     let fourth = h.run("approve-demo", "").await;
     h.card(3).await;
-    assert!(!h.engine.run(fourth).await.unwrap().unwrap().status.is_final(), "an expired grant answers nothing");
+    assert!(
+        !h.engine.records().run(fourth).await.unwrap().unwrap().status.is_final(),
+        "an expired grant answers nothing"
+    );
 }
 
 async fn rules_allow_every_action_they_fit(place: Place) {
@@ -362,7 +365,7 @@ async fn rules_allow_every_action_they_fit(place: Place) {
     let set = h.say(ALICE, &format!("/approve {id} always-like \"rm -rf *\"")).await;
     assert!(matches!(set.receipt, Some(Receipt::Resolved { .. })), "{set:?}");
     assert!(h.finished(first).await.result.unwrap().starts_with("Allowed always"));
-    let grant = h.engine.grants(Some(&room())).await.unwrap().pop().unwrap();
+    let grant = h.engine.records().grants(Some(&room())).await.unwrap().pop().unwrap();
     assert!(grant.pattern && grant.action == "rm -rf *", "{grant:?}");
     let listed = say("/grants".into()).await;
     assert!(listed.contains(&format!("[{}] rule \"rm -rf *\" — set by {ALICE}", &grant.id[..8])), "{listed}");
@@ -370,22 +373,25 @@ async fn rules_allow_every_action_they_fit(place: Place) {
     // The rule answers every action it fits, and says so with the outcome.
     let second = h.run("approve-demo", "rm -rf dist/").await;
     assert!(h.finished(second).await.result.unwrap().starts_with("Allowed by a standing grant"));
-    let journal = h.engine.journal(second).await.unwrap();
+    let journal = h.engine.records().journal(second).await.unwrap();
     assert_eq!(journal[0].answered_name.as_deref(), Some(&*format!("rule \"rm -rf *\" (set by {ALICE}, just now)")));
     assert_eq!(journal[0].answered_by.as_deref(), Some(&*format!("grant:{}", grant.id)));
     let third = h.run("approve-demo", "git push").await;
     h.card(2).await;
-    assert!(!h.engine.run(third).await.unwrap().unwrap().status.is_final(), "a rule allows only what it fits");
+    assert!(
+        !h.engine.records().run(third).await.unwrap().unwrap().status.is_final(),
+        "a rule allows only what it fits"
+    );
 
     // A function's pre-approved rules allow without a grant, and only what they fit.
     let fourth = h.run("gated", "deploy web").await;
     assert!(h.finished(fourth).await.result.unwrap().starts_with("Allowed by a standing grant"));
-    let journal = h.engine.journal(fourth).await.unwrap();
+    let journal = h.engine.records().journal(fourth).await.unwrap();
     assert_eq!(journal[0].answered_by.as_deref(), Some("rule:functions.gated.pre_approved"));
     let fifth = h.run("gated", "drop database").await;
     h.card(3).await;
-    assert!(!h.engine.run(fifth).await.unwrap().unwrap().status.is_final());
-    assert_eq!(h.engine.grants(None).await.unwrap().len(), 1, "a pre-approved rule stores no grant");
+    assert!(!h.engine.records().run(fifth).await.unwrap().unwrap().status.is_final());
+    assert_eq!(h.engine.records().grants(None).await.unwrap().len(), 1, "a pre-approved rule stores no grant");
 }
 
 #[tokio::test]
@@ -406,7 +412,7 @@ async fn an_approval_allowed_as_edited_gives_the_function_the_edit() {
     let answered = h.question(&card).await;
     assert_eq!(answered.prompt, "rm -rf build/", "the original stays");
     assert!(answered.outcome_line().starts_with("✅ allowed as edited: rm -rf build/cache — test:alice"));
-    assert!(h.engine.grants(None).await.unwrap().is_empty(), "an edit grants nothing");
+    assert!(h.engine.records().grants(None).await.unwrap().is_empty(), "an edit grants nothing");
 }
 
 #[tokio::test]
@@ -463,7 +469,7 @@ async fn a_blocking_question_left_by_a_crash_is_cancelled_at_the_next_start(plac
     let h = Harness::on(place, functions, Settings::default(), Clock::manual(T0)).await;
     let q = h.question(&card).await;
     assert_eq!(q.outcome, Some(Outcome::Cancelled { reason: "instance_lost".into() }));
-    let run = h.engine.run(q.run).await.unwrap().unwrap();
+    let run = h.engine.records().run(q.run).await.unwrap().unwrap();
     assert_eq!((run.status, run.result.as_deref()), (RunStatus::Cancelled, Some("instance_lost")));
     eventually(|| async {
         h.recorder.texts().contains(&"⛔ one cancelled (instance_lost).".to_owned()).then_some(())
@@ -592,7 +598,7 @@ async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
     let h = Harness::on(place, functions, settings, Clock::manual(T0)).await;
     let run = h.run("one", "").await;
     let card = h.card(1).await;
-    eventually(|| async { (!h.engine.deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
+    eventually(|| async { (!h.engine.records().deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
     h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
     h.finished(run).await;
     // An agent's question that waits for days, and an update key seen at the start.
@@ -603,11 +609,11 @@ async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
 
     // Eight days later: past the one-day retention and the week an update key is kept.
     h.clock.advance(8 * DAY);
-    eventually(|| async { h.engine.run(run).await.unwrap().is_none().then_some(()) }).await;
-    assert!(h.engine.journal(run).await.unwrap().is_empty(), "its questions went with it");
-    assert!(h.engine.deliveries(&[card.id]).await.unwrap().is_empty(), "and its cards");
-    assert_eq!(h.engine.question(waiting.id).await.unwrap().unwrap().status, Status::Pending);
-    assert!(h.engine.run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
+    eventually(|| async { h.engine.records().run(run).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.records().journal(run).await.unwrap().is_empty(), "its questions went with it");
+    assert!(h.engine.records().deliveries(&[card.id]).await.unwrap().is_empty(), "and its cards");
+    assert_eq!(h.engine.records().question(waiting.id).await.unwrap().unwrap().status, Status::Pending);
+    assert!(h.engine.records().run(waiting.run).await.unwrap().is_some(), "a waiting run is never pruned");
     assert!(h.store.first_seen("test:update:1", T0 + 8 * DAY).await.unwrap(), "the old key was kept");
 }
 
@@ -629,8 +635,8 @@ async fn runs_that_ended_long_before_a_start_are_pruned_at_start_up() {
     // The clock does not move: the prune at start-up alone removes the 40-day-old run.
     let (functions, _) = functions();
     let h = Harness::open(functions, Settings::default(), dir, Clock::manual(T0)).await;
-    eventually(|| async { h.engine.run(old.id).await.unwrap().is_none().then_some(()) }).await;
-    assert!(h.engine.run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
+    eventually(|| async { h.engine.records().run(old.id).await.unwrap().is_none().then_some(()) }).await;
+    assert!(h.engine.records().run(recent.id).await.unwrap().is_some(), "a waiting run was pruned");
 }
 
 /// Asks once, then panics.
@@ -659,7 +665,7 @@ async fn a_function_that_panics_fails_its_run_cancelling_its_questions() {
     assert_eq!(done.result.as_deref(), Some("the function panicked: boom after asking"));
     // The run ends first (so that the cancellation resumes nothing), then its question.
     let journal = eventually(|| async {
-        Some(h.engine.journal(run).await.unwrap()).filter(|j| j.iter().all(|q| !q.is_pending()))
+        Some(h.engine.records().journal(run).await.unwrap()).filter(|j| j.iter().all(|q| !q.is_pending()))
     })
     .await;
     assert_eq!(journal.len(), 1);
@@ -668,7 +674,7 @@ async fn a_function_that_panics_fails_its_run_cancelling_its_questions() {
     assert!(told.contains("the function panicked"), "{told}");
     // A restart does not replay it.
     let h = h.restart(Functions::new(), Settings::default(), Clock::manual(T0)).await;
-    assert_eq!(h.engine.run(run).await.unwrap().unwrap().status, RunStatus::Failed);
+    assert_eq!(h.engine.records().run(run).await.unwrap().unwrap().status, RunStatus::Failed);
 }
 
 // The engine's behaviour that rests on the store's, on every store.

@@ -555,7 +555,7 @@ async fn an_agents_run_ends_in_its_claims_commit_so_a_crash_after_it_leaves_noth
     };
     let dir = Arc::new(dir);
     let app = App::start_in(dir, "", Env::default()).await;
-    let finished = app.gateway.as_ref().unwrap().engine().run(run).await.unwrap().unwrap();
+    let finished = app.gateway.as_ref().unwrap().engine().records().run(run).await.unwrap().unwrap();
     assert_eq!(finished.status, RunStatus::Finished);
     assert!(finished.result.unwrap().starts_with("✅ yes"));
     app.stop().await;

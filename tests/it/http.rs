@@ -423,13 +423,15 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place
             "round {round}: both or neither won ({status}, {response:?})"
         );
         // The run resumed once: exactly one confirmation question follows.
-        let run = engine.question(id.parse().unwrap()).await.unwrap().unwrap().run;
-        let journal = eventually(|| async { Some(engine.journal(run).await.unwrap()).filter(|j| j.len() == 2) }).await;
+        let run = engine.records().question(id.parse().unwrap()).await.unwrap().unwrap().run;
+        let journal =
+            eventually(|| async { Some(engine.records().journal(run).await.unwrap()).filter(|j| j.len() == 2) }).await;
         assert_eq!(journal[1].prompt, "Archive all 87 emails?");
         let confirm = journal[1].id;
         app.post(&format!("/api/questions/{confirm}/reply"), json!({"value": false})).await;
-        let done = eventually(|| async { engine.run(run).await.unwrap().filter(|r| r.status.is_final()) }).await;
-        assert_eq!(engine.journal(run).await.unwrap().len(), 2, "round {round}: {done:?}");
+        let done =
+            eventually(|| async { engine.records().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await;
+        assert_eq!(engine.records().journal(run).await.unwrap().len(), 2, "round {round}: {done:?}");
     }
     app.stop().await;
 }

@@ -268,7 +268,7 @@ async fn each_kind_of_misbehaviour_fails_only_its_own_run_with_a_specific_messag
     );
     // The good run is untouched: still waiting, and it still finishes.
     assert_eq!(h.question(&waiting).await.status, Status::Pending);
-    assert_eq!(h.engine.run(good).await.unwrap().unwrap().status, RunStatus::Waiting);
+    assert_eq!(h.engine.records().run(good).await.unwrap().unwrap().status, RunStatus::Waiting);
     h.say(ALICE, "a").await;
     h.card(2).await;
     h.say(ALICE, "b").await;

@@ -99,7 +99,7 @@ async fn a_quorum_approval_counts_each_person_once_until_the_last(place: Place) 
     let late = h.say(CAROL, &format!("/approve {id}")).await;
     assert!(matches!(late.receipt, Some(Receipt::AlreadyResolvedSame { .. })), "{late:?}");
     assert_eq!(after.load(Ordering::SeqCst), 1, "resumed once");
-    assert!(h.engine.grants(None).await.unwrap().is_empty(), "a quorum approval grants nothing");
+    assert!(h.engine.records().grants(None).await.unwrap().is_empty(), "a quorum approval grants nothing");
 }
 
 async fn one_rejection_ends_a_quorum_approval_with_its_feedback(place: Place) {
@@ -128,12 +128,12 @@ async fn a_standing_grant_does_not_answer_a_quorum_approval(place: Place) {
     let card = h.card(1).await;
     h.say(ALICE, &format!("/approve {} always", card.id.short())).await;
     h.finished(single).await;
-    assert_eq!(h.engine.grants(None).await.unwrap().len(), 1);
+    assert_eq!(h.engine.records().grants(None).await.unwrap().len(), 1);
     // ...which does not stand in for the two people a quorum approval asks for.
     let run = h.run_as(DAVE, "two-of-three", "deploy prod").await;
     let asked = h.card(2).await;
     assert_eq!(asked.quorum, 2);
-    assert!(!h.engine.run(run).await.unwrap().unwrap().status.is_final());
+    assert!(!h.engine.records().run(run).await.unwrap().unwrap().status.is_final());
 }
 
 /// Rounds of three approvers racing on three surfaces (and, on PostgreSQL, two instances),

@@ -318,7 +318,7 @@ async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
     let card = eventually(|| async { recorder.cards().first().cloned() }).await;
 
     // The adapter opens the card's question once, as a button's tap does.
-    let opened = engine.open_card(card.id, &room(), &alice()).await.unwrap();
+    let opened = engine.records().open_card(card.id, &room(), &alice()).await.unwrap();
     let before = store.reads_of(card.id);
     let choice = askgate::command::Given::Text("2".into());
     let command = askgate::command::Command::Answer { id: card.id.into(), choice };

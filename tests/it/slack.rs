@@ -100,7 +100,7 @@ async fn the_demo_runs_by_clicking_buttons() {
     let (confirm_ts, confirm) = fake.sent("Archive all 87 emails?", 1).await;
     fake.click(ALICE, CHANNEL, &confirm_ts, &button(&confirm, "Yes"));
     fake.sent("Using date-fns for dates; archived 87 emails.", 1).await;
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(q.answered_via, Some(askgate::channel::slack::SURFACE));
     sl.stop().await;
 }
@@ -113,7 +113,7 @@ async fn a_strangers_click_is_refused_privately() {
     let id = question_id(&card);
     fake.click(BOB, CHANNEL, &ts, &button(&card, "dayjs"));
     fake.ephemeral(BOB, "Not yours to answer.").await;
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     sl.stop().await;
 }
@@ -179,7 +179,7 @@ async fn a_plain_reply_in_a_cards_thread_answers_it() {
     // (Once askgate has recorded the card it posted: a reply within the same instant would be
     // a reply to a message askgate does not know yet.)
     eventually(|| async {
-        sl.engine.card_conversation(askgate::channel::slack::SURFACE, CHANNEL, &confirm_ts).await.unwrap()
+        sl.engine.records().card_conversation(askgate::channel::slack::SURFACE, CHANNEL, &confirm_ts).await.unwrap()
     })
     .await;
     fake.message(ALICE, CHANNEL, "no", Some(&confirm_ts));
@@ -234,7 +234,7 @@ async fn many_options_are_a_static_select_that_answers() {
     assert_eq!(select["options"].as_array().unwrap().len(), 22);
     fake.pick(ALICE, CHANNEL, &ts, select["action_id"].as_str().unwrap(), "#7");
     updated(&fake, &ts, "region 7").await;
-    assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    assert_eq!(sl.engine.records().question(asked.id).await.unwrap().unwrap().status, Status::Answered);
     sl.stop().await;
 }
 
@@ -251,7 +251,7 @@ async fn a_rejection_with_a_note_goes_through_a_modal() {
     let view = fake.opened(1).await;
     fake.submit(ALICE, &view, "not on a Friday");
     updated(&fake, &ts, "not on a Friday").await;
-    let q = sl.engine.question(asked.id).await.unwrap().unwrap();
+    let q = sl.engine.records().question(asked.id).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Declined);
     sl.stop().await;
 }
@@ -410,7 +410,7 @@ async fn a_thread_is_its_own_conversation() {
     let (ts, card) = fake.sent("Which library", 1).await;
     assert_eq!(card["thread_ts"], "1799999999.000001", "{card}");
     let id = question_id(&card);
-    let q = sl.engine.question(id.parse().unwrap()).await.unwrap().unwrap();
+    let q = sl.engine.records().question(id.parse().unwrap()).await.unwrap().unwrap();
     let thread = format!("slack:{TEAM}:{CHANNEL}:1799999999.000001");
     assert_eq!(q.conversation.unwrap().as_str(), thread);
     fake.message(ALICE, CHANNEL, "2", Some("1799999999.000001"));
@@ -454,6 +454,6 @@ async fn a_quorum_approval_counts_in_place_until_it_has_enough() {
     assert!(!elements(&counted).is_empty(), "the card keeps its buttons while it counts: {counted}");
     fake.click(BOB, CHANNEL, &ts, &button(&card, "Approve"));
     updated(&fake, &ts, "✅").await;
-    assert_eq!(sl.engine.question(asked.id).await.unwrap().unwrap().status, Status::Answered);
+    assert_eq!(sl.engine.records().question(asked.id).await.unwrap().unwrap().status, Status::Answered);
     sl.stop().await;
 }

@@ -276,7 +276,7 @@ impl Harness {
 
     /// Waits for the run to reach a final status.
     pub async fn finished(&self, run: askgate::question::RunId) -> Run {
-        eventually(|| async { self.engine.run(run).await.unwrap().filter(|r| r.status.is_final()) }).await
+        eventually(|| async { self.engine.records().run(run).await.unwrap().filter(|r| r.status.is_final()) }).await
     }
 
     /// Sends a message to the engine as `user` in the room.
@@ -286,7 +286,7 @@ impl Harness {
     }
 
     pub async fn question(&self, q: &Question) -> Question {
-        self.engine.question(q.id).await.unwrap().unwrap()
+        self.engine.records().question(q.id).await.unwrap().unwrap()
     }
 }
 

@@ -154,9 +154,9 @@ async fn web_in_a_private_chat_sends_a_sign_in_link_that_works_once() {
     let text = sent["text"].as_str().unwrap();
     assert!(text.contains(&format!("as telegram:{ALICE}")), "{text}");
     let secret = text.split("#signin=").nth(1).unwrap().trim();
-    let (_, session) = tg.engine.use_sign_in_link(secret).await.unwrap().expect("the link signs in once");
+    let (_, session) = tg.engine.people().use_sign_in_link(secret).await.unwrap().expect("the link signs in once");
     assert_eq!(session.person.as_str(), format!("telegram:{ALICE}"));
-    assert!(tg.engine.use_sign_in_link(secret).await.unwrap().is_none(), "and only once");
+    assert!(tg.engine.people().use_sign_in_link(secret).await.unwrap().is_none(), "and only once");
     tg.stop().await;
 }
 
@@ -419,7 +419,7 @@ async fn another_users_tap_in_a_group_is_refused_with_an_alert() {
     let answer = fake.callback_answer(tap).await;
     assert_eq!(answer["text"], "Not yours to answer.");
     assert_eq!(answer["show_alert"], true);
-    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.status, Status::Pending);
     assert!(fake.message(GROUP, id_of(&card)).get("reply_markup").is_some(), "the card must keep its buttons");
     tg.stop().await;
@@ -454,7 +454,7 @@ async fn forged_or_stale_button_payloads_are_refused() {
         let tap = fake.press(ALICE, ALICE, id_of(&card), &payload);
         assert_eq!(fake.callback_answer(tap).await["text"], reply, "{payload}");
     }
-    assert_eq!(tg.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert_eq!(tg.engine.records().question(id).await.unwrap().unwrap().status, Status::Pending);
     assert!(fake.message(ALICE, id_of(&card)).get("reply_markup").is_some(), "the card keeps its buttons");
     tg.stop().await;
 }
@@ -535,7 +535,7 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library", 1).await;
-    let q = tg.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::API);
     tg.engine.resolve(&q, "3", &alice).await.unwrap();
     edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
@@ -684,7 +684,7 @@ async fn allowed_always(fake: &FakeTelegram, tg: &Tg) -> String {
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
     fake.sent("Allowed always", 1).await;
     let grants = eventually(|| async {
-        let grants = tg.engine.grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+        let grants = tg.engine.records().grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
         (!grants.is_empty()).then_some(grants)
     })
     .await;
@@ -698,11 +698,13 @@ async fn allow_always_from_a_button_stores_a_grant_that_allows_the_next_time() {
     let card = fake.sent("Approve: rm -rf build/", 1).await;
     fake.press(ALICE, ALICE, id_of(&card), &data(&card, "Allow always"));
     fake.sent("Allowed always", 1).await;
-    let run = tg.engine.question(question_id(&card)).await.unwrap().unwrap().run;
-    let run =
-        eventually(|| async { tg.engine.run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished) }).await;
+    let run = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap().run;
+    let run = eventually(|| async {
+        tg.engine.records().run(run).await.unwrap().filter(|r| r.status == RunStatus::Finished)
+    })
+    .await;
     assert!(run.result.unwrap().starts_with("Allowed always"));
-    let grants = tg.engine.grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
+    let grants = tg.engine.records().grants(Some(&Conversation::parse("telegram:42").unwrap())).await.unwrap();
     assert_eq!(grants.len(), 1);
     fake.text(ALICE, ALICE, "/run approve-demo", None);
     fake.sent("Allowed by a standing grant", 1).await;

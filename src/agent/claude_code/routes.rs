@@ -141,7 +141,7 @@ async fn messages(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>>,
         return ApiError::not_found("set messages = true in [claude_code] to pass plain messages on to Claude Code")
             .into_response();
     }
-    let heard = hooks.engine.listen(&config.conversation);
+    let heard = hooks.engine.policies().listen(&config.conversation);
     let stop = hooks.engine.stopping();
     let lines = futures_util::stream::unfold((heard, stop), |(mut heard, stop)| async move {
         loop {

@@ -148,7 +148,7 @@ impl Courier for Replier {
     async fn send(&self, callback: &Callback) -> Sent {
         let failed = |error: String| Sent::Failed { error, asked: None };
         let Some(id) = callback.question else { return failed("a reply without its question".to_owned()) };
-        let question = match self.engine.question(id).await {
+        let question = match self.engine.records().question(id).await {
             Ok(Some(question)) => question,
             Ok(None) => return Sent::Nothing,
             Err(e) => return failed(format!("reading the question: {e}")),

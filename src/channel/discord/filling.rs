@@ -39,7 +39,7 @@ impl Filler {
 
     /// The form's question, when this person may fill it in; else what to tell them.
     async fn open(&self, engine: &Engine, id: QuestionId) -> Result<Question, String> {
-        match engine.open_card(id, &self.conversation, &self.resolver.user).await {
+        match engine.records().open_card(id, &self.conversation, &self.resolver.user).await {
             Ok(q) if q.form.is_some() => Ok(q),
             Ok(_) => Err(NOT_UNDERSTOOD.to_owned()),
             Err(refusal) => Err(refusal.to_string()),

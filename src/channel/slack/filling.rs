@@ -27,7 +27,7 @@ impl Handler<'_> {
         place: &Place,
         user: &str,
     ) {
-        let question = match self.engine.open_card(id, conversation, who).await {
+        let question = match self.engine.records().open_card(id, conversation, who).await {
             Ok(q) => q,
             Err(refusal) => return self.slack.whisper(place, user, &refusal.to_string()).await,
         };
@@ -86,7 +86,7 @@ impl Handler<'_> {
         resolver: &Resolver,
         state: Option<&SlackViewState>,
     ) -> SlackViewSubmissionResponse {
-        let question = match self.engine.open_card(id, conversation, &resolver.user).await {
+        let question = match self.engine.records().open_card(id, conversation, &resolver.user).await {
             Ok(q) => q,
             Err(CardRefusal::Closed(q)) => return ended(&q, None),
             Err(refusal) => return form::refused(&refusal.to_string()),

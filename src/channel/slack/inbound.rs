@@ -86,7 +86,7 @@ impl Handler<'_> {
         // A reply in a card's thread belongs to the card's conversation, and answers the card.
         let mut conversation = place.conversation();
         if let Some(thread) = &thread {
-            match self.engine.card_conversation(super::SURFACE, &place.channel, thread).await {
+            match self.engine.records().card_conversation(super::SURFACE, &place.channel, thread).await {
                 Ok(Some(card)) => conversation = Some(card),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not look up a slack thread's card"),
@@ -169,7 +169,7 @@ impl Handler<'_> {
             }
             Ok(Tap::Command(command)) => command,
             Ok(Tap::Card { id, action: card_action }) => {
-                let opened = self.engine.open_card(id, &conversation, &who).await;
+                let opened = self.engine.records().open_card(id, &conversation, &who).await;
                 let form = match (&opened, card_action) {
                     (Ok(_), CardAction::Note) => render::Form::Note,
                     (Ok(q), CardAction::Other) if q.kind == Kind::Approval => render::Form::Edit,

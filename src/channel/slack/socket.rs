@@ -24,7 +24,7 @@ struct Inbox {
 /// Holds the Socket Mode connection until `stop` fires.
 pub(super) async fn serve(slack: &Arc<Slack>, engine: &Engine, app_token: String, stop: &CancellationToken) {
     let app_token = SlackApiToken::new(app_token.into());
-    while let Some(held) = engine.lease("slack:socket").await {
+    while let Some(held) = engine.leases().lease("slack:socket").await {
         let callbacks = SlackSocketModeListenerCallbacks::new()
             // Slack's `hello` (its type is not exported by name): the connection is up.
             .with_hello_events(|_hello, _client, states| async move { on_hello(&states).await })

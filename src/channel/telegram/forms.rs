@@ -186,7 +186,7 @@ impl Telegram {
             return true;
         }
         let Some(draft) = &filled.draft else { return false };
-        let deliveries = match engine.deliveries(&[question.id]).await {
+        let deliveries = match engine.records().deliveries(&[question.id]).await {
             Ok(deliveries) => deliveries,
             Err(e) => {
                 tracing::warn!(error = %e, "could not find a form's cards");
@@ -223,7 +223,7 @@ impl Telegram {
         if let Err(e) = retry(|| edit.clone().send()).await {
             tracing::warn!(error = %e, "could not draw a form's card");
         }
-        if let Ok(Some(now)) = engine.question(question.id).await
+        if let Ok(Some(now)) = engine.records().question(question.id).await
             && !now.is_pending()
         {
             let text = render::resolved(&now, self.clock.now_ms());

@@ -43,7 +43,7 @@ pub enum Said {
     Tap {
         /// The button's command.
         command: Command,
-        /// The question the button is on, as the adapter opened it ([`Engine::open_card`](crate::engine::Engine::open_card)):
+        /// The question the button is on, as the adapter opened it ([`Records::open_card`](crate::engine::Records::open_card)):
         /// the command is applied to it without reading it again.
         card: Option<Box<Question>>,
     },
@@ -99,7 +99,7 @@ impl Inbound {
         Self::new(conversation, user, surface, Said::Tap { command, card: None })
     }
 
-    /// A tap on the card of `question`, opened by [`Engine::open_card`](crate::engine::Engine::open_card), whose payload the
+    /// A tap on the card of `question`, opened by [`Records::open_card`](crate::engine::Records::open_card), whose payload the
     /// surface parsed into `command` (about that question).
     pub fn on_card(
         conversation: Conversation,

@@ -140,7 +140,7 @@ async fn a_form_is_filled_with_a_select_and_the_modal_and_a_wrong_value_is_named
     let refused = private(&fake.callback(submitted).await).to_owned();
     assert!(refused.contains("Age: a whole number from 18 to 130"), "{refused}");
     assert!(refused.contains("The rest is kept"), "{refused}");
-    assert_eq!(dc.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert_eq!(dc.engine.records().question(id).await.unwrap().unwrap().status, Status::Pending);
 
     // What was right is kept: the modal opens with it, the wrong one empty.
     let modal = fake.callback(fake.click(ALICE, CHANNEL, id_of(&card), &fill)).await;
@@ -152,14 +152,14 @@ async fn a_form_is_filled_with_a_select_and_the_modal_and_a_wrong_value_is_named
     let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &swapped);
     let refused = private(&fake.callback(submitted).await).to_owned();
     assert!(refused.contains("Name: at least 2 characters"), "{refused}");
-    assert_eq!(dc.engine.question(id).await.unwrap().unwrap().status, Status::Pending);
+    assert_eq!(dc.engine.records().question(id).await.unwrap().unwrap().status, Status::Pending);
 
     let right = [("v2", "Ada Lovelace"), ("v3", "36"), ("v4", "ada@example.com")];
     let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &right);
     let response = fake.callback(submitted).await;
     assert_eq!(response["type"], 7, "the card is updated in place: {response}");
     let expected = json!({"plan": "pro", "name": "Ada Lovelace", "age": 36, "email": "ada@example.com"});
-    let q = dc.engine.question(id).await.unwrap().unwrap();
+    let q = dc.engine.records().question(id).await.unwrap().unwrap();
     assert_eq!(q.outcome, Some(Outcome::Answered { value: expected.clone() }));
     // The card reads the answer field by field.
     let shown =
@@ -190,7 +190,7 @@ async fn several_questions_are_answered_with_a_select_and_own_words_and_stranger
     let forged = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &[("v1", "dayjs")]);
     assert_eq!(private(&fake.callback(forged).await), "That form is not understood.", "a choice is not typed");
     let user = UserRef::parse(&format!("discord:{ALICE}")).unwrap();
-    let q = dc.engine.question(id).await.unwrap().unwrap();
+    let q = dc.engine.records().question(id).await.unwrap().unwrap();
     assert!(dc.engine.form_draft(&q, &user).await.unwrap().is_empty(), "nothing was filled in");
 
     let picked = fake.select(ALICE, CHANNEL, id_of(&card), &days, &["#1", "#3"]);
@@ -201,7 +201,7 @@ async fn several_questions_are_answered_with_a_select_and_own_words_and_stranger
     let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &[("o1", "moment.js")]);
     assert_eq!(fake.callback(submitted).await["type"], 7);
     let expected = json!({"Library": "moment.js", "Days": ["Mon", "Wed"]});
-    let q = dc.engine.question(id).await.unwrap().unwrap();
+    let q = dc.engine.records().question(id).await.unwrap().unwrap();
     assert_eq!(q.outcome, Some(Outcome::Answered { value: expected.clone() }));
     retracted(&fake, id_of(&card), "✅ Library: moment.js; Days: Mon, Wed").await;
     fake.sent("Got {\"Library\":\"moment.js\"", 1).await;
@@ -223,7 +223,7 @@ async fn send_answers_a_form_with_its_optional_fields_left_at_their_defaults() {
     assert_eq!(saved, "Saved. Press Send to send it as it is, or fill in Wrap lines first.");
     let sent = fake.click(ALICE, CHANNEL, id_of(&card), &send);
     assert_eq!(fake.callback(sent).await["type"], 7);
-    let q = dc.engine.question(question_id(&card)).await.unwrap().unwrap();
+    let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     assert_eq!(q.outcome, Some(Outcome::Answered { value: json!({"tabs": "spaces", "wrap": false}) }));
     dc.stop().await;
 }

@@ -146,7 +146,7 @@ async fn a_functions_form_is_filled_field_by_field_on_one_card_and_a_value_that_
     let said = fake.sent("Signed up:", 1).await;
     let said: Value = serde_json::from_str(text(&said).strip_prefix("Signed up: ").unwrap()).unwrap();
     assert_eq!(said, expected);
-    let stored = tg.engine.question(id).await.unwrap().unwrap();
+    let stored = tg.engine.records().question(id).await.unwrap().unwrap();
     assert_eq!(stored.outcome, Some(Outcome::Answered { value: expected }));
     let done = edited(&fake, ALICE, card, "— @user42 via telegram").await;
     assert!(
@@ -241,7 +241,7 @@ async fn three_questions_asked_together_are_answered_on_one_card_as_an_object_ke
     fake.text(ALICE, ALICE, "calendar", Some(id_of(&name)));
     let expected = json!({"Library": "luxon", "Days": ["Mon", "Wed"], "Name": "calendar"});
     let answered = eventually(|| async {
-        let q = tg.engine.question(id).await.unwrap().unwrap();
+        let q = tg.engine.records().question(id).await.unwrap().unwrap();
         (!q.is_pending()).then_some(q.outcome).flatten()
     })
     .await;
