@@ -63,7 +63,7 @@ pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
 pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
-pub use forms::FormStep;
+pub use forms::{Filling, FormStep};
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::Held;
 pub use listeners::Heard;
