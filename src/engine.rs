@@ -67,7 +67,7 @@ pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::NotServed;
 pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
-pub use forms::FormStep;
+pub use forms::{Filling, FormStep};
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::{Held, Leases};
 pub use listeners::Heard;

@@ -3,7 +3,7 @@
 
 use super::{Command, CommandError};
 use crate::question::QuestionId;
-use crate::question::form::{Field, Input};
+use crate::question::form::{Field, Fill, Input};
 
 /// What a button on a card asks for, parsed once where the tap arrives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,21 +72,19 @@ pub enum FormAction {
 }
 
 impl FormAction {
-    /// What a tap on this button gives its field, as a person would type it: an option by its
-    /// number (`#2`), yes or no, the ticked options (`#1,#3`), a dash to leave it out. None when
-    /// it does not fit the field (a payload of another card, or forged) or does not fill it.
-    pub fn text(self, field: &Field, ticked: &[usize]) -> Option<String> {
+    /// What a tap on this button gives its field: an option by its position, yes or no, the
+    /// ticked options, or the field left out. None when it does not fit the field (a payload
+    /// of another card, or forged) or does not fill it.
+    pub fn fill(self, field: &Field, ticked: &[usize]) -> Option<Fill> {
         let options = field.options().len();
         match (&field.input, self) {
-            (Input::Boolean { .. }, Self::Set { option: 1, .. }) => Some("yes".to_owned()),
-            (Input::Boolean { .. }, Self::Set { option: 2, .. }) => Some("no".to_owned()),
+            (Input::Boolean { .. }, Self::Set { option: 1, .. }) => Some(Fill::YesNo(true)),
+            (Input::Boolean { .. }, Self::Set { option: 2, .. }) => Some(Fill::YesNo(false)),
             (Input::Choice { multi: false, .. }, Self::Set { option, .. }) if option <= options => {
-                Some(format!("#{option}"))
+                Some(Fill::Option(option))
             }
-            (Input::Choice { multi: true, .. }, Self::Done { .. }) => {
-                Some(ticked.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(","))
-            }
-            (_, Self::Skip { .. }) if !field.required => Some("-".to_owned()),
+            (Input::Choice { multi: true, .. }, Self::Done { .. }) => Some(Fill::Ticked(ticked.to_vec())),
+            (_, Self::Skip { .. }) if !field.required => Some(Fill::Cleared),
             _ => None,
         }
     }

@@ -2,15 +2,28 @@
 //! store (a draft per question and person), each message or tap fills the next field (or a
 //! named one), and the field that completes the form sends the whole answer to the claim.
 //! A form answered all at once (`/answer <id> name=Ada age=36`, a JSON object, a client's
-//! form) goes to the claim directly and never has a draft.
+//! form) goes to the claim directly and never has a draft. A tap or a modal hands its value
+//! as it is ([`Fill`]); only text typed in a message is read.
 
 use std::sync::Arc;
 
 use super::claim::Attempt;
 use super::{Engine, Resolver};
-use crate::question::form::{Draft, FieldError, Hint};
+use crate::question::form::{Draft, FieldError, Fill, Hint};
 use crate::question::{Choice, Question, Receipt};
 use crate::store::{StoreError, StoreExt};
+
+/// What one step of filling a form gives.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Filling<'a> {
+    /// Text typed in a message: the next field's value, or every field at once (`key=value`
+    /// pairs, a JSON object).
+    Typed(&'a str),
+    /// A value for the field with this key.
+    Field(&'a str, Fill),
+    /// Every field at once: an object of values by key (what is filled in, sent as it is).
+    Whole(serde_json::Value),
+}
 
 /// Where a form stands after one step of filling it.
 #[derive(Debug)]
@@ -37,10 +50,9 @@ pub enum FormStep {
 }
 
 impl Engine {
-    /// One step of filling `question` (a form, or several questions) as `resolver`: `text` for
-    /// the field `field` names (its key), or for the next field when none is named. A dash
-    /// leaves a field that is not required out. Text that fills every field at once (`key=value`
-    /// pairs, a JSON object) answers the form whole.
+    /// One step of filling `question` (a form, or several questions) as `resolver` with
+    /// `filling`: a field's value, typed text for the next field (a dash leaves a field that is
+    /// not required out), or every field at once.
     ///
     /// # Errors
     /// When the store fails.
@@ -48,8 +60,7 @@ impl Engine {
         &self,
         question: &Question,
         resolver: &Resolver,
-        field: Option<&str>,
-        text: &str,
+        filling: Filling<'_>,
     ) -> Result<FormStep, StoreError> {
         let Some(form) = &question.form else {
             let hint = "this question has no fields".to_owned();
@@ -62,12 +73,18 @@ impl Engine {
             // The claim says how it ended.
             return Ok(self.claim_choice(question, None, resolver).await?.into());
         }
-        if field.is_none() && looks_whole(form, text) {
-            return Ok(match form.parse_text(text) {
-                Ok(answer) => self.finish_form(question, resolver, answer).await?.into(),
-                Err(e) => FormStep::Invalid(e),
-            });
-        }
+        // A field's value, or the whole form's answer checked.
+        let one_field = match filling {
+            Filling::Field(key, fill) => Ok((Some(key), fill)),
+            Filling::Typed(text) if looks_whole(form, text) => Err(form.parse_text(text)),
+            Filling::Typed(text) => Ok((None, Fill::Typed(text.to_owned()))),
+            Filling::Whole(answer) => Err(form.check(&answer)),
+        };
+        let (field, fill) = match one_field {
+            Ok(one) => one,
+            Err(Ok(answer)) => return Ok(self.finish_form(question, resolver, answer).await?.into()),
+            Err(Err(e)) => return Ok(FormStep::Invalid(e)),
+        };
         let person = resolver.user.to_string();
         let mut draft = self.inner.store.draft(question.id, &person).await?.unwrap_or_default();
         let target = match field {
@@ -79,7 +96,7 @@ impl Engine {
             let hint = Hint::NoSuchField(form.fields.iter().map(|f| f.key.clone()).collect());
             return Ok(FormStep::Invalid(FieldError { key, hint }));
         };
-        if let Err(e) = form.fill(&mut draft, target, text) {
+        if let Err(e) = form.put(&mut draft, target, &fill) {
             return Ok(FormStep::Invalid(e));
         }
         if let Some(next) = form.next_field(&draft) {

@@ -11,6 +11,7 @@ pub use inbound::{Inbound, Said};
 
 use super::board::answering;
 use super::claim::Attempt;
+use super::forms::Filling;
 use super::{Engine, Resolver, RunRequest, StartError};
 use crate::command::{Allow, Command, CommandError, Given};
 use crate::question::{
@@ -138,7 +139,9 @@ impl Engine {
         {
             if question.form.is_some() && role != DeliveryRole::Note {
                 // A reply to a form's card or its prompt fills the next field.
-                return self.form_reply(&question, &resolver, None, text, role == DeliveryRole::Prompt, l).await;
+                return self
+                    .form_reply(&question, &resolver, Filling::Typed(text), role == DeliveryRole::Prompt, l)
+                    .await;
             }
             let choice = match role {
                 DeliveryRole::Card => question.parse_choice(text),
@@ -158,7 +161,7 @@ impl Engine {
         match pending.as_slice() {
             [question] if question.form.is_some() => {
                 let resolver = answering(inbound, &resolver, question);
-                self.form_reply(question, &resolver, None, text, false, l).await
+                self.form_reply(question, &resolver, Filling::Typed(text), false, l).await
             }
             [question] => {
                 let resolver = answering(inbound, &resolver, question);
@@ -174,19 +177,18 @@ impl Engine {
         }
     }
 
-    /// A message toward a form: the field `field` names, else the next field (or, given
-    /// whole, all of them).
+    /// A message or a typed button toward a form: one field's value, the next field's, or
+    /// all of them.
     pub(super) async fn form_reply(
         &self,
         question: &Question,
         resolver: &Resolver,
-        field: Option<&str>,
-        text: &str,
+        filling: Filling<'_>,
         to_prompt: bool,
         l: Locale,
     ) -> Result<Response, StoreError> {
         let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
-        Ok(match self.form_step(question, resolver, field, text).await? {
+        Ok(match self.form_step(question, resolver, filling).await? {
             super::FormStep::Next { draft, next } => Response {
                 form: Some(filled(Some(draft.clone()), None)),
                 ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())

@@ -6,10 +6,11 @@
 
 use std::fmt::Write;
 
+use super::forms::Filling;
 use super::router::{Inbound, Response};
 use super::{Engine, Resolver};
 use crate::command::{FormAction, OnCard};
-use crate::question::form::{Draft, Form, Input};
+use crate::question::form::{Draft, Fill, Form, Input};
 use crate::question::{Choice, Kind, Locale, Question, QuestionRef, UserRef};
 use crate::say;
 use crate::store::{StoreError, StoreExt};
@@ -122,8 +123,8 @@ impl Engine {
                 // What is filled in, as one object: left-out fields take their defaults.
                 let draft = self.form_draft(q, user).await?;
                 let given: Draft = draft.into_iter().filter(|(_, v)| !v.is_null()).collect();
-                let whole = serde_json::Value::Object(given).to_string();
-                return self.form_reply(q, resolver, None, &whole, false, l).await;
+                let whole = Filling::Whole(serde_json::Value::Object(given));
+                return self.form_reply(q, resolver, whole, false, l).await;
             }
             _ => {}
         }
@@ -131,7 +132,8 @@ impl Engine {
         let Some((n, field)) = field else { return does_not_fit(0) };
         let action = match action {
             OnCard::Value { value, .. } => {
-                return self.form_reply(q, resolver, Some(&field.key), &value, false, l).await;
+                let typed = Filling::Field(&field.key, Fill::Typed(value));
+                return self.form_reply(q, resolver, typed, false, l).await;
             }
             OnCard::Form(action) => action,
             _ => return does_not_fit(n),
@@ -154,8 +156,8 @@ impl Engine {
             }
             action => {
                 let mut ticks = self.ticks(q, user).await?;
-                let Some(text) = action.text(field, &ticked(&ticks, &field.key)) else { return does_not_fit(n) };
-                let response = self.form_reply(q, resolver, Some(&field.key), &text, false, l).await?;
+                let Some(fill) = action.fill(field, &ticked(&ticks, &field.key)) else { return does_not_fit(n) };
+                let response = self.form_reply(q, resolver, Filling::Field(&field.key, fill), false, l).await?;
                 if matches!(action, FormAction::Done { .. }) && ticks.remove(&field.key).is_some() {
                     self.set_ticks(q, user, ticks).await?;
                 }

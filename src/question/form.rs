@@ -5,6 +5,7 @@
 //! a field a person got wrong is named in the hint, and the question keeps waiting.
 
 mod answer;
+mod fill;
 mod schema;
 mod seen;
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use answer::{Draft, FieldError, Hint};
+pub use fill::Fill;
 
 /// The most fields a form may have.
 pub const MAX_FIELDS: usize = 20;

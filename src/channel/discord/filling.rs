@@ -1,5 +1,5 @@
 //! Forms filled in on Discord: each select sets its field, the modal sets the fields typed as
-//! text, and "Send" sends what is filled in so far — all through [`Engine::form_step`], into
+//! written, and "Send" sends what is filled in so far — all through [`Engine::form_step`], into
 //! the person's draft. The step that completes the form claims the question, and the card
 //! is updated in place; every other step is answered privately.
 
@@ -10,8 +10,8 @@ use serenity::all::{
 
 use super::render::form::{self, Control, Entry};
 use super::{Handler, conversation_of, display_name, ephemeral, user_ref};
-use crate::engine::{Engine, FormStep, Resolver, Response};
-use crate::question::form::{Draft, FieldError, Form};
+use crate::engine::{Engine, Filling, FormStep, Resolver, Response};
+use crate::question::form::{Draft, FieldError, Fill, Form};
 use crate::question::{Conversation, Question, QuestionId, Receipt};
 use crate::wording::{self, replies};
 
@@ -87,14 +87,14 @@ impl Handler {
                     _ => &[],
                 };
                 let field = form.fields.get(n - 1).filter(|f| form::is_select(f));
-                let Some((field, text)) = field.and_then(|f| Some((f, form::select_text(f, values)?))) else {
+                let Some((field, fill)) = field.and_then(|f| Some((f, form::select_fill(f, values)?))) else {
                     tracing::warn!(custom_id = %c.data.custom_id, ?values, "a form select that is not understood");
                     return self.tell(ctx, interaction, NOT_UNDERSTOOD).await;
                 };
                 if !self.first_time(ctx, interaction, &filler).await {
                     return;
                 }
-                self.engine.form_step(&question, &filler.resolver, Some(&field.key), &text).await
+                self.engine.form_step(&question, &filler.resolver, Filling::Field(&field.key, fill)).await
             }
             Control::Send(_) => {
                 if !self.first_time(ctx, interaction, &filler).await {
@@ -104,8 +104,8 @@ impl Handler {
                     // What is filled in, as one object: left-out fields take their defaults.
                     Ok(draft) => {
                         let given: Draft = draft.into_iter().filter(|(_, v)| !v.is_null()).collect();
-                        let whole = serde_json::Value::Object(given).to_string();
-                        self.engine.form_step(&question, &filler.resolver, None, &whole).await
+                        let whole = Filling::Whole(serde_json::Value::Object(given));
+                        self.engine.form_step(&question, &filler.resolver, whole).await
                     }
                     Err(e) => Err(e),
                 }
@@ -168,33 +168,33 @@ impl Handler {
         let stored = self.engine.form_draft(question, &filler.resolver.user).await?;
         let mut checked = Draft::new();
         let mut errors = Vec::new();
-        let mut typed: Vec<(&str, String)> = Vec::new();
+        let mut typed: Vec<(&str, Fill)> = Vec::new();
         // Fields whose picks give way: to own words, or to own words that did not fit.
         let mut replaced: Vec<&str> = Vec::new();
         for (entry, text) in entries {
             let field = &form.fields[entry.field() - 1];
-            let text = match entry {
-                Entry::Value(_) if text.is_empty() => "-".to_owned(),
-                Entry::Value(_) => text.clone(),
+            // A box left empty leaves its field out; what is written in one is taken as written.
+            let fill = match entry {
+                Entry::Value(_) if text.is_empty() => Fill::Cleared,
                 Entry::OwnWords(_) if text.is_empty() => continue,
-                Entry::OwnWords(_) => form::own_words(field, text),
+                Entry::Value(_) | Entry::OwnWords(_) => Fill::Words(text.clone()),
             };
             if matches!(entry, Entry::OwnWords(_)) {
                 replaced.push(field.key.as_str());
             }
-            match form.fill(&mut checked, field, &text) {
-                Ok(()) => typed.push((field.key.as_str(), text)),
+            match form.put(&mut checked, field, &fill) {
+                Ok(()) => typed.push((field.key.as_str(), fill)),
                 Err(e) => errors.push(e),
             }
         }
         let picks = (form.fields.iter())
             .filter(|f| form::is_select(f) && !replaced.contains(&f.key.as_str()))
             .filter_map(|f| Some((f.key.as_str(), form::restate(f, stored.get(&f.key)?)?)));
-        let steps: Vec<(&str, String)> = picks.chain(typed).collect();
+        let steps: Vec<(&str, Fill)> = picks.chain(typed).collect();
         self.engine.forget_draft(question, &filler.resolver.user).await?;
         let mut last = FormStep::Next { draft: Draft::new(), next: String::new() };
-        for (key, text) in steps {
-            last = self.engine.form_step(question, &filler.resolver, Some(key), &text).await?;
+        for (key, fill) in steps {
+            last = self.engine.form_step(question, &filler.resolver, Filling::Field(key, fill)).await?;
             match &last {
                 FormStep::Next { .. } => {}
                 FormStep::Invalid(e) => errors.push(e.clone()),

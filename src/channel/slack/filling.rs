@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::inbound::Handler;
 use super::{Place, form, user_ref};
-use crate::engine::{CardRefusal, FormStep, Resolver};
+use crate::engine::{CardRefusal, Filling, FormStep, Resolver};
 use crate::question::{Conversation, Question, QuestionId, Receipt, UserRef};
 use crate::wording::{self, replies};
 
@@ -97,7 +97,7 @@ impl Handler<'_> {
             Ok(answer) => answer,
             Err(errors) => return form::errors(&errors, l),
         };
-        match self.engine.form_step(&question, resolver, None, &answer.to_string()).await {
+        match self.engine.form_step(&question, resolver, Filling::Whole(answer)).await {
             Ok(FormStep::Done { receipt: Receipt::Resolved { .. }, .. }) => {
                 SlackViewSubmissionResponse::Clear(SlackViewSubmissionClearResponse::new())
             }

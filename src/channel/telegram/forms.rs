@@ -10,7 +10,7 @@ use teloxide::types::{CallbackQuery, ChatId, ForceReply, Message, MessageId, Par
 use super::render::{self, form};
 use super::{Telegram, conversation_of, display_name, retry, user_ref};
 use crate::command::FormAction;
-use crate::engine::{Engine, FormStep, Resolver, Response};
+use crate::engine::{Engine, Filling, FormStep, Resolver, Response};
 use crate::question::form::{Draft, Field, Form};
 use crate::question::{Question, Receipt};
 use crate::store::{Delivery, DeliveryRole};
@@ -71,7 +71,7 @@ impl Telegram {
             FormAction::Type { .. } => self.ask_for_value(question, fields, field, message, query, engine).await,
             _ => {
                 let ticked = message.reply_markup().map(|m| form::ticked(m, question, n)).unwrap_or_default();
-                let Some(text) = form::typed(field, action, &ticked) else {
+                let Some(fill) = action.fill(field, &ticked) else {
                     return self.answer(query, &not_understood(query, question), false).await;
                 };
                 let resolver = Resolver {
@@ -80,7 +80,7 @@ impl Telegram {
                     conversation: Some(conversation_of(message)),
                     ..Resolver::person(user, super::SURFACE)
                 };
-                let step = engine.form_step(question, &resolver, Some(&field.key), &text).await;
+                let step = engine.form_step(question, &resolver, Filling::Field(&field.key, fill)).await;
                 let (note, alert) = match step {
                     Ok(FormStep::Next { draft, .. }) => {
                         self.draw_form(message.chat.id, message.id, question, fields, &draft, engine).await;

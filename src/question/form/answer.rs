@@ -21,7 +21,7 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(field: &Field, hint: Hint) -> Self {
+    pub(super) fn new(field: &Field, hint: Hint) -> Self {
         Self { key: field.label().to_owned(), hint }
     }
 

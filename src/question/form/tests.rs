@@ -254,3 +254,49 @@ fn check_each_names_every_field_that_does_not_fit_and_check_the_first() {
     let fine = form.check_each(&json!({"name": "Ada", "email": "ada@example.com", "plan": "PRO"})).unwrap();
     assert_eq!(fine, json!({"name": "Ada", "email": "ada@example.com", "newsletter": false, "plan": "pro"}));
 }
+
+/// Options named as a person would type another option's position.
+fn look_alikes() -> Form {
+    let questions: Vec<Subquestion> = serde_json::from_value(json!([
+        {"header": "Size", "prompt": "Which?", "options": ["#2", "#1"], "allow_custom": true},
+        {"header": "Marks", "prompt": "Which?", "options": ["#2", "#1", "yes"], "multi": true},
+        {"header": "Note", "prompt": "Anything else?"}
+    ]))
+    .unwrap();
+    Form::from_questions(questions).unwrap()
+}
+
+#[test]
+fn a_value_handed_as_it_is_is_recorded_as_it_is_not_read_as_typed() {
+    let form = look_alikes();
+    let (size, marks) = (&form.fields[0], &form.fields[1]);
+    let put = |field: &Field, fill: Fill| {
+        let mut draft = Draft::new();
+        form.put(&mut draft, field, &fill).map(|()| draft[&field.key].clone())
+    };
+    assert_eq!(put(size, Fill::Option(1)), Ok(json!("#2")), "the first option, whatever its name");
+    assert_eq!(put(marks, Fill::Ticked(vec![1, 3])), Ok(json!(["#2", "yes"])), "ticked as ticked");
+    assert_eq!(put(size, Fill::Words("#1".into())), Ok(json!("#1")), "own words naming an option are it");
+    assert_eq!(put(size, Fill::Words("2".into())), Ok(json!("2")), "own words are never a position");
+    assert_eq!(put(size, Fill::Option(3)), Err(FieldError::new(size, size.hint())), "no third option");
+    assert_eq!(put(marks, Fill::Ticked(vec![4])), Err(FieldError::new(marks, marks.hint())));
+}
+
+#[test]
+fn words_for_a_text_field_are_recorded_exactly_as_written() {
+    let form = Form::from_schema(&json!({
+        "type": "object",
+        "properties": {"note": {"type": "string"}, "age": {"type": "integer"}}
+    }))
+    .unwrap();
+    let (note, age) = (&form.fields[0], &form.fields[1]);
+    for words in ["-", "#1", "yes", "\"quoted\"", "skip"] {
+        let mut draft = Draft::new();
+        form.put(&mut draft, note, &Fill::Words(words.into())).unwrap();
+        assert_eq!(draft["note"], json!(words), "{words}");
+    }
+    let mut draft = Draft::new();
+    form.put(&mut draft, note, &Fill::Cleared).unwrap();
+    form.put(&mut draft, age, &Fill::Words("36".into())).unwrap();
+    assert_eq!(draft, json!({"note": null, "age": 36}).as_object().unwrap().clone(), "cleared, and a number read");
+}

@@ -227,3 +227,20 @@ async fn send_answers_a_form_with_its_optional_fields_left_at_their_defaults() {
     assert_eq!(q.outcome, Some(Outcome::Answered { value: json!({"tabs": "spaces", "wrap": false}) }));
     dc.stop().await;
 }
+
+#[tokio::test]
+async fn own_words_in_the_modal_that_look_like_a_position_are_recorded_as_written() {
+    let (_dir, fake, dc) = setup().await;
+    fake.message(ALICE, CHANNEL, "/run trip", None);
+    let card = fake.sent("Plan the trip", 1).await;
+    let id = question_id(&card);
+    let picked = fake.select(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "Days"), &["#2"]);
+    assert_eq!(private(&fake.callback(picked).await), "Saved. Still to fill in: Library.");
+    let fill = custom_id(&card, "Fill in…");
+    let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &[("o1", "#1")]);
+    assert_eq!(fake.callback(submitted).await["type"], 7);
+    let q = dc.engine.question(id).await.unwrap().unwrap();
+    let expected = json!({"Library": "#1", "Days": ["Tue"]});
+    assert_eq!(q.outcome, Some(Outcome::Answered { value: expected }), "not option 1 (dayjs)");
+    dc.stop().await;
+}

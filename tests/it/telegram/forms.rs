@@ -250,3 +250,43 @@ async fn three_questions_asked_together_are_answered_on_one_card_as_an_object_ke
     assert!(text(&done).contains("\n✓ Library: luxon\n✓ Days: Mon, Wed\n✓ Name: calendar\n"), "{done}");
     tg.stop().await;
 }
+
+#[tokio::test]
+async fn options_tapped_or_ticked_are_recorded_by_position_even_when_named_like_another() {
+    let dir = TempDir::new().unwrap();
+    let (fake, url) = FakeTelegram::start().await;
+    let tg = start(&dir, &url).await;
+    let look_alikes = || ["#2", "#1"].map(|l| SubOption::Label(l.into())).to_vec();
+    let questions = vec![
+        Subquestion {
+            header: "Size".into(),
+            prompt: "Which?".into(),
+            options: look_alikes(),
+            ..Subquestion::default()
+        },
+        Subquestion {
+            header: "Marks".into(),
+            prompt: "Which?".into(),
+            options: look_alikes(),
+            multi: true,
+            ..Subquestion::default()
+        },
+    ];
+    let ask = Ask::questions("Look-alikes", questions).unwrap().answerers(Answerers::Conversation);
+    let conversation = Conversation::parse(&format!("telegram:{ALICE}")).unwrap();
+    let asked = tg.engine.ask_external(conversation, ask, UserRef::operator()).await.unwrap();
+    let card = id_of(&fake.sent("Look-alikes", 1).await);
+    tap(&fake, card, "#2");
+    shows(&fake, card, "Tick any, then Done.").await;
+    tap(&fake, card, "☐ #2");
+    eventually(|| async { labels(&fake.message(ALICE, card))[0].starts_with('☑').then_some(()) }).await;
+    tap(&fake, card, "Done");
+    let answered = eventually(|| async {
+        let q = tg.engine.question(asked.id).await.unwrap().unwrap();
+        (!q.is_pending()).then_some(q.outcome).flatten()
+    })
+    .await;
+    let expected = json!({"Size": "#2", "Marks": ["#2"]});
+    assert_eq!(answered, Outcome::Answered { value: expected }, "the first options, not the ones named #1");
+    tg.stop().await;
+}

@@ -9,7 +9,7 @@ use serenity::all::{CreateActionRow, CreateInputText, CreateModal, InputTextStyl
 use std::fmt::Write;
 
 use super::{Component, MAX_CUSTOM_ID, MAX_ROWS, MAX_SELECT_OPTIONS, MAX_SELECT_TEXT, SelectOption, Style, escape};
-use crate::question::form::{Draft, Field, Form, Input};
+use crate::question::form::{Draft, Field, Fill, Form, Input};
 use crate::question::{Locale, Question, QuestionId};
 use crate::say;
 use crate::text::clip;
@@ -335,55 +335,41 @@ pub(super) fn fields_text(form: &Form, l: Locale) -> (String, String) {
     (out, format!("{how}{send}"))
 }
 
-/// What a field's select sent, as [`crate::engine::Engine::form_step`] takes it: option
-/// numbers (`#1,#3,`) or yes or no; none when the values are no options of it (forged).
-pub fn select_text(field: &Field, values: &[String]) -> Option<String> {
+/// What a field's select sent, as its field takes it: an option's position, the positions
+/// ticked, or yes or no; none when the values are no options of it (forged).
+pub fn select_fill(field: &Field, values: &[String]) -> Option<Fill> {
     match (&field.input, values) {
-        (Input::Boolean { .. }, [one]) if one == "yes" || one == "no" => Some(one.clone()),
+        (Input::Boolean { .. }, [one]) if one == "yes" || one == "no" => Some(Fill::YesNo(one == "yes")),
         (Input::Choice { options, multi, .. }, values) if !values.is_empty() && (*multi || values.len() == 1) => {
             let numbers = (values.iter())
                 .map(|v| v.strip_prefix('#')?.parse::<usize>().ok().filter(|n| (1..=options.len()).contains(n)))
                 .collect::<Option<Vec<usize>>>()?;
-            Some(several(numbers.iter().map(|n| format!("#{n}")), *multi))
+            match multi {
+                true => Some(Fill::Ticked(numbers)),
+                false => numbers.first().copied().map(Fill::Option),
+            }
         }
         _ => None,
     }
 }
 
-/// A select field's value as this person gave it, as text that gives it again: option numbers,
-/// yes or no, own words, or a dash for a field left out.
-pub fn restate(field: &Field, value: &Value) -> Option<String> {
+/// A select field's value as this person gave it, as what gives it again: option positions,
+/// yes or no, own words, or the field left out.
+pub fn restate(field: &Field, value: &Value) -> Option<Fill> {
     let options = field.options();
-    let one = |v: &Value| {
-        let s = v.as_str()?;
-        Some(options.iter().position(|o| o.value == s).map_or_else(|| s.to_owned(), |i| format!("#{}", i + 1)))
-    };
+    let position = |v: &Value| Some(options.iter().position(|o| Some(o.value.as_str()) == v.as_str())? + 1);
     match (&field.input, value) {
-        (_, Value::Null) => Some("-".to_owned()),
-        (Input::Boolean { .. }, Value::Bool(b)) => Some(if *b { "yes" } else { "no" }.to_owned()),
-        (Input::Choice { multi: true, .. }, Value::Array(items)) => {
-            Some(several(items.iter().map(one).collect::<Option<Vec<_>>>()?.into_iter(), true))
+        (_, Value::Null) => Some(Fill::Cleared),
+        (Input::Boolean { .. }, Value::Bool(b)) => Some(Fill::YesNo(*b)),
+        (Input::Choice { multi: true, .. }, Value::Array(items)) => match items.iter().map(position).collect() {
+            Some(ticked) => Some(Fill::Ticked(ticked)),
+            // Own words among them: each is given again by its words (an option by its name).
+            None => Some(Fill::Words(items.iter().map(Value::as_str).collect::<Option<Vec<_>>>()?.join(","))),
+        },
+        (Input::Choice { multi: false, .. }, Value::String(s)) => {
+            Some(position(value).map_or_else(|| Fill::Words(s.clone()), Fill::Option))
         }
-        (Input::Choice { multi: false, .. }, Value::String(_)) => one(value),
         _ => None,
-    }
-}
-
-/// Picks as one text: several end with a comma, so that one option whose words hold a space
-/// is read as one (without a comma, several are read as words apart).
-fn several(picks: impl Iterator<Item = String>, multi: bool) -> String {
-    let mut text = picks.collect::<Vec<_>>().join(",");
-    if multi {
-        text.push(',');
-    }
-    text
-}
-
-/// Own words for a choice field, as [`crate::engine::Engine::form_step`] takes them.
-pub fn own_words(field: &Field, words: &str) -> String {
-    match &field.input {
-        Input::Choice { multi: true, .. } if !words.contains(',') => format!("{words},"),
-        _ => words.to_owned(),
     }
 }
 

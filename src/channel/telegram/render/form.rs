@@ -187,11 +187,6 @@ pub fn keyboard(q: &Question, form: &Form, draft: &Draft) -> Vec<Vec<InlineKeybo
     rows
 }
 
-/// What a tap on `action` gives its field ([`FormAction::text`]).
-pub fn typed(field: &Field, action: FormAction, ticked: &[usize]) -> Option<String> {
-    action.text(field, ticked)
-}
-
 /// Flips the tick of the button that carries `data` (a multi choice's option); none when the
 /// keyboard has no such button (the card moved on to another field).
 pub fn toggle(markup: &InlineKeyboardMarkup, data: &str) -> Option<InlineKeyboardMarkup> {

@@ -249,9 +249,9 @@ fn a_selects_values_are_option_numbers_and_others_are_refused() {
     let form = q.form.as_ref().unwrap();
     let field = |key: &str| form.field(key).unwrap();
     let values = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    assert_eq!(select_text(field("plan"), &values(&["#2"])).as_deref(), Some("#2"));
-    assert_eq!(select_text(field("topics"), &values(&["#1", "#3"])).as_deref(), Some("#1,#3,"));
-    assert_eq!(select_text(field("newsletter"), &values(&["no"])).as_deref(), Some("no"));
+    assert_eq!(select_fill(field("plan"), &values(&["#2"])), Some(Fill::Option(2)));
+    assert_eq!(select_fill(field("topics"), &values(&["#1", "#3"])), Some(Fill::Ticked(vec![1, 3])));
+    assert_eq!(select_fill(field("newsletter"), &values(&["no"])), Some(Fill::YesNo(false)));
     for (key, forged) in [
         ("plan", vec!["#3"]),
         ("plan", vec!["#1", "#2"]),
@@ -260,10 +260,10 @@ fn a_selects_values_are_option_numbers_and_others_are_refused() {
         ("newsletter", vec!["maybe"]),
         ("name", vec!["#1"]),
     ] {
-        assert_eq!(select_text(field(key), &values(&forged)), None, "{key}: {forged:?}");
+        assert_eq!(select_fill(field(key), &values(&forged)), None, "{key}: {forged:?}");
     }
     let mut draft = Draft::new();
-    form.fill(&mut draft, field("topics"), &select_text(field("topics"), &values(&["#3", "#1"])).unwrap()).unwrap();
+    form.put(&mut draft, field("topics"), &select_fill(field("topics"), &values(&["#3", "#1"])).unwrap()).unwrap();
     assert_eq!(draft["topics"], json!(["python", "rust"]));
 }
 
@@ -297,11 +297,15 @@ fn what_a_select_set_is_given_again_as_it_was() {
         ("Ok", json!("2")),
     ] {
         let field = form.field(key).unwrap();
-        let text = restate(field, &value).unwrap();
-        assert_eq!(form.coerce(field, &text).unwrap(), value, "{key}: {value} as {text}");
+        let fill = restate(field, &value).unwrap();
+        let mut draft = Draft::new();
+        form.put(&mut draft, field, &fill).unwrap();
+        assert_eq!(draft[key], value, "{key}: {value} as {fill:?}");
     }
     let cities = form.field("Cities").unwrap();
-    assert_eq!(form.coerce(cities, &own_words(cities, "Rio de Janeiro")).unwrap(), json!(["Rio de Janeiro"]));
+    let mut draft = Draft::new();
+    form.put(&mut draft, cities, &Fill::Words("Rio de Janeiro".into())).unwrap();
+    assert_eq!(draft["Cities"], json!(["Rio de Janeiro"]));
 }
 
 #[test]

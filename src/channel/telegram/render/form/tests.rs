@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::command::Tap;
 use crate::question::Ask;
-use crate::question::form::{Form, Subquestion};
+use crate::question::form::{Fill, Form, Subquestion};
 
 fn signup() -> Question {
     let schema = json!({
@@ -118,21 +118,21 @@ fn ticks_follow_the_payload_tapped_and_done_reads_the_ticks_of_its_field() {
     assert_eq!(ticked(&toggle(&markup, &tap(1)).unwrap(), &q, 1), [3]);
     assert!(toggle(&markup, &format!("/ftoggle {} 2 1", q.id)).is_none(), "a button the card does not show");
     let field = &form(&q).fields[0];
-    assert_eq!(typed(field, FormAction::Done { field: 1 }, &[1, 3]).as_deref(), Some("#1,#3"));
+    assert_eq!(FormAction::Done { field: 1 }.fill(field, &[1, 3]), Some(Fill::Ticked(vec![1, 3])));
 }
 
 #[test]
 fn a_tap_gives_the_value_its_field_takes_or_nothing() {
     let q = signup();
     let [plan, newsletter, name, age, _] = &form(&q).fields[..] else { panic!("five fields") };
-    assert_eq!(typed(plan, FormAction::Set { field: 1, option: 2 }, &[]).as_deref(), Some("#2"));
-    assert_eq!(typed(plan, FormAction::Set { field: 1, option: 3 }, &[]), None, "no third option");
-    assert_eq!(typed(plan, FormAction::Skip { field: 1 }, &[]), None, "a required field is not left out");
-    assert_eq!(typed(newsletter, FormAction::Set { field: 2, option: 1 }, &[]).as_deref(), Some("yes"));
-    assert_eq!(typed(newsletter, FormAction::Set { field: 2, option: 2 }, &[]).as_deref(), Some("no"));
-    assert_eq!(typed(name, FormAction::Set { field: 3, option: 1 }, &[]), None, "text is typed");
-    assert_eq!(typed(age, FormAction::Skip { field: 4 }, &[]).as_deref(), Some("-"));
-    assert_eq!(typed(age, FormAction::Done { field: 4 }, &[]), None);
+    assert_eq!(FormAction::Set { field: 1, option: 2 }.fill(plan, &[]), Some(Fill::Option(2)));
+    assert_eq!(FormAction::Set { field: 1, option: 3 }.fill(plan, &[]), None, "no third option");
+    assert_eq!(FormAction::Skip { field: 1 }.fill(plan, &[]), None, "a required field is not left out");
+    assert_eq!(FormAction::Set { field: 2, option: 1 }.fill(newsletter, &[]), Some(Fill::YesNo(true)));
+    assert_eq!(FormAction::Set { field: 2, option: 2 }.fill(newsletter, &[]), Some(Fill::YesNo(false)));
+    assert_eq!(FormAction::Set { field: 3, option: 1 }.fill(name, &[]), None, "text is typed");
+    assert_eq!(FormAction::Skip { field: 4 }.fill(age, &[]), Some(Fill::Cleared));
+    assert_eq!(FormAction::Done { field: 4 }.fill(age, &[]), None);
 }
 
 #[test]
