@@ -239,7 +239,7 @@ async fn own_words_in_the_modal_that_look_like_a_position_are_recorded_as_writte
     let fill = custom_id(&card, "Fill in…");
     let submitted = fake.submit_inputs(ALICE, CHANNEL, id_of(&card), &fill, &[("o1", "#1")]);
     assert_eq!(fake.callback(submitted).await["type"], 7);
-    let q = dc.engine.question(id).await.unwrap().unwrap();
+    let q = dc.engine.records().question(id).await.unwrap().unwrap();
     let expected = json!({"Library": "#1", "Days": ["Tue"]});
     assert_eq!(q.outcome, Some(Outcome::Answered { value: expected }), "not option 1 (dayjs)");
     dc.stop().await;

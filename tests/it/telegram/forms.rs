@@ -282,7 +282,7 @@ async fn options_tapped_or_ticked_are_recorded_by_position_even_when_named_like_
     eventually(|| async { labels(&fake.message(ALICE, card))[0].starts_with('☑').then_some(()) }).await;
     tap(&fake, card, "Done");
     let answered = eventually(|| async {
-        let q = tg.engine.question(asked.id).await.unwrap().unwrap();
+        let q = tg.engine.records().question(asked.id).await.unwrap().unwrap();
         (!q.is_pending()).then_some(q.outcome).flatten()
     })
     .await;
