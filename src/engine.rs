@@ -141,7 +141,9 @@ struct Inner {
     clock: Clock,
     outbox: delivery::Outbox,
     events: Arc<event::Events>,
-    waiters: waiters::Waiters,
+    waiters: Arc<waiters::Waiters>,
+    /// Where events go ([`event`]): the log, the other instances, the waiters, the observers.
+    bus: event::Bus,
     turns: Arc<turns::Turns>,
     sweeper: sweeper::Sweeper,
     leases: Leases,
@@ -164,6 +166,8 @@ impl Engine {
         let functions = Arc::new(functions);
         let events = Arc::new(event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT));
         let callbacks = Callbacks::new(store.clone(), clock.clone(), tasks.clone(), stop.clone(), events.clone());
+        let waiters = Arc::new(waiters::Waiters::default());
+        let bus = event::Bus::new(store.clone(), events.clone(), waiters.clone());
         let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
         Self {
             inner: Arc::new(Inner {
@@ -178,7 +182,8 @@ impl Engine {
                 settings,
                 clock,
                 events,
-                waiters: waiters::Waiters::default(),
+                waiters,
+                bus,
                 turns: turns::Turns::new(PARKED),
                 sweeper: sweeper::Sweeper::default(),
                 metrics: metrics::Metrics::default(),
@@ -374,23 +379,6 @@ impl Engine {
             Timeout::Seconds(s) => Some(Self::after(now, Duration::from_secs(s))),
             Timeout::Never => None,
         }
-    }
-
-    fn emit(&self, event: Event) {
-        event.log();
-        if let Some((what, run)) = event.of_run() {
-            self.inner.store.announce_run(what, run);
-        }
-        self.publish(event);
-    }
-
-    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]),
-    /// and a resolution to whoever waits on its question here (see `waiters`).
-    fn publish(&self, event: Event) {
-        if let Event::Resolved(question) = &event {
-            self.inner.waiters.resolved(question);
-        }
-        self.inner.events.publish(event);
     }
 }
 

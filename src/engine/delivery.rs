@@ -322,7 +322,7 @@ impl Engine {
         }
         self.wake_sweeper_for(&question);
         self.inner.metrics.asked();
-        self.emit(Event::Asked(question));
+        self.inner.bus.emit(Event::Asked(question));
     }
 
     /// Shows `question` in the conversation it is escalated to, after a line that says why.

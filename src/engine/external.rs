@@ -150,12 +150,12 @@ impl Engine {
             run.result = Some(question.outcome_line_in(crate::question::Locale::En));
             let question = Arc::new(question);
             self.inner.store.ask(&run, &question).await?;
-            self.emit(Event::RunStarted(Arc::new(run)));
+            self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
             return Ok(Arc::unwrap_or_clone(question));
         }
         let question = Arc::new(question);
         self.inner.store.ask(&run, &question).await?;
-        self.emit(Event::RunStarted(Arc::new(run)));
+        self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
         self.announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
     }

@@ -99,7 +99,7 @@ impl Engine {
     /// An approval was counted: the cards show the count, observers hear of it.
     fn counted(&self, question: Arc<Question>) {
         self.to_its_conversations(&question, Outbound::Refresh);
-        self.emit(Event::Counted(question));
+        self.inner.bus.emit(Event::Counted(question));
     }
 }
 

@@ -177,7 +177,7 @@ impl Engine {
         };
         // A run started from a chat is first written when it first asks or ends: one that does
         // neither before a crash was mid-flight, and nothing about it was promised to anyone.
-        self.emit(Event::RunStarted(Arc::new(run.clone())));
+        self.inner.bus.emit(Event::RunStarted(Arc::new(run.clone())));
         Ok(run)
     }
 
@@ -221,7 +221,7 @@ impl Engine {
         if let Some(at) = resolved {
             self.inner.metrics.resumed_after(at.elapsed());
         }
-        self.emit(Event::RunResumed(Arc::new(run.clone())));
+        self.inner.bus.emit(Event::RunResumed(Arc::new(run.clone())));
         self.spawn_turn_counted(run, journal, busy);
     }
 
@@ -281,7 +281,7 @@ impl Engine {
                 run
             }
         };
-        self.emit(Event::Run(Arc::new(final_run.clone())));
+        self.inner.bus.emit(Event::Run(Arc::new(final_run.clone())));
         final_run
     }
 
