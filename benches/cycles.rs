@@ -107,7 +107,7 @@ async fn engine_on(store: Arc<dyn Store>, routes: &Routes, record: bool) -> Engi
     let anyone = ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() };
     settings.channels.insert("bench".into(), anyone);
     let engine = Engine::new(store, functions, settings, Clock::system());
-    engine.attach(Arc::new(Wire { routes: routes.clone(), record }));
+    engine.delivery().attach(Arc::new(Wire { routes: routes.clone(), record }));
     engine.start().await.unwrap();
     engine
 }

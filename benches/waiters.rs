@@ -68,7 +68,7 @@ async fn engine(dir: &std::path::Path) -> Engine {
         .channels
         .insert("bench".into(), ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() });
     let engine = Engine::new(Arc::new(store), Functions::new(), settings, Clock::system());
-    engine.attach(Arc::new(Quiet));
+    engine.delivery().attach(Arc::new(Quiet));
     engine.start().await.unwrap();
     engine
 }

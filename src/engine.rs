@@ -64,7 +64,7 @@ pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policie
 pub use callbacks::{CallbackSpec, Callbacks, Courier, Sent};
 pub use claim::Resolver;
 pub use context::{Answer, Approval, AskError, Context};
-pub use delivery::NotServed;
+pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use forms::FormStep;
@@ -139,15 +139,16 @@ struct Inner {
     functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
-    outbox: delivery::Outbox,
+    /// The outbox's lanes and what a new question wakes ([`delivery`]).
+    delivery: Delivery,
     events: Arc<event::Events>,
     waiters: Arc<waiters::Waiters>,
     /// Where events go ([`event`]): the log, the other instances, the waiters, the observers.
     bus: event::Bus,
     turns: Arc<turns::Turns>,
-    sweeper: sweeper::Sweeper,
+    sweeper: Arc<sweeper::Sweeper>,
     leases: Leases,
-    metrics: metrics::Metrics,
+    metrics: Arc<metrics::Metrics>,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
     /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
@@ -169,9 +170,13 @@ impl Engine {
         let waiters = Arc::new(waiters::Waiters::default());
         let bus = event::Bus::new(store.clone(), events.clone(), waiters.clone());
         let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
+        let (sweeper, metrics) = (Arc::new(sweeper::Sweeper::default()), Arc::new(metrics::Metrics::default()));
+        let outbox = delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone());
+        let delivery =
+            Delivery::new(outbox, store.clone(), bus.clone(), policies.clone(), sweeper.clone(), metrics.clone());
         Self {
             inner: Arc::new(Inner {
-                outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
+                delivery,
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
@@ -185,8 +190,8 @@ impl Engine {
                 waiters,
                 bus,
                 turns: turns::Turns::new(PARKED),
-                sweeper: sweeper::Sweeper::default(),
-                metrics: metrics::Metrics::default(),
+                sweeper,
+                metrics,
                 tasks,
                 runs: TaskTracker::new(),
                 stop,
@@ -218,7 +223,7 @@ impl Engine {
         self.spawn_run(sweeper::run(self.clone()));
         self.spawn_run(pruner::run(self.clone()));
         let (engine, started) = (self.clone(), self.now_ms());
-        self.spawn_run(async move { engine.redeliver_undelivered(started).await });
+        self.spawn_run(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
     }
 
@@ -245,7 +250,8 @@ impl Engine {
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
                         let l = self.policies().presentation_for(&run).locale;
-                        self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
+                        self.delivery()
+                            .send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
                     }
                 }
                 Mode::External => {}
@@ -285,7 +291,7 @@ impl Engine {
             self.inner.abort.cancel();
             self.inner.runs.wait().await;
         }
-        if !self.inner.outbox.close(DELIVERY_GRACE).await {
+        if !self.inner.delivery.close(DELIVERY_GRACE).await {
             tracing::warn!("some messages were not delivered before the stop");
         }
         // The rest end on the stop, each finishing what it holds: a callback being sent is
@@ -332,6 +338,11 @@ impl Engine {
     /// The engine's counters.
     pub fn metrics(&self) -> &metrics::Metrics {
         &self.inner.metrics
+    }
+
+    /// Showing questions and sending messages: the attached channels and their lanes.
+    pub fn delivery(&self) -> &Delivery {
+        &self.inner.delivery
     }
 
     /// What the engine lets others read of the store.

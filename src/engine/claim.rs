@@ -252,7 +252,7 @@ impl Engine {
 
     /// `run` is what the claim wrote to the question's run: a run parked here follows it.
     fn after_resolution(&self, question: Arc<Question>, run: Option<RunWritten>) {
-        self.to_its_conversations(&question, Outbound::Retract);
+        self.delivery().to_its_conversations(&question, Outbound::Retract);
         self.inner.bus.emit(Event::Resolved(question.clone()));
         self.inner.metrics.resolved(question.status, question.answered_via);
         match question.mode {

@@ -212,7 +212,7 @@ impl Context {
         // Persist before sending: a crash between the two loses the message rather than
         // repeating it on every replay.
         self.engine.inner.store.set_says(self.run.id, self.said).await?;
-        self.engine.send_text(&conversation, text.into());
+        self.engine.delivery().send_text(&conversation, text.into());
         Ok(())
     }
 
@@ -262,7 +262,7 @@ impl Context {
                 let question = Arc::new(question);
                 engine.inner.store.ask(&self.run, &question).await?;
                 self.run.update = None;
-                engine.announce(question.clone());
+                engine.delivery().announce(question.clone());
                 let id = question.id;
                 self.journal.push(question);
                 Err(AskError::Pending { question: id })
@@ -276,7 +276,7 @@ impl Context {
                     return Err(e.into());
                 }
                 self.run.update = None;
-                engine.announce(shared);
+                engine.delivery().announce(shared);
                 self.awaiting = Some(question.clone());
                 let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });

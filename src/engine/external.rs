@@ -111,7 +111,7 @@ impl Engine {
         if self.inner.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
         }
-        self.check_served(&conversation)?;
+        self.delivery().check_served(&conversation)?;
         let answerers = match ask.answerers.take() {
             Some(Answerers::Users { users }) => self.policies().api_answerers(&conversation, Some(users))?,
             Some(other) => other,
@@ -156,7 +156,7 @@ impl Engine {
         let question = Arc::new(question);
         self.inner.store.ask(&run, &question).await?;
         self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
-        self.announce(question.clone());
+        self.delivery().announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
     }
 
@@ -179,8 +179,8 @@ impl Engine {
     /// # Errors
     /// When no enabled channel serves the conversation.
     pub fn notify_conversation(&self, conversation: &Conversation, text: String) -> Result<(), NotServed> {
-        self.check_served(conversation)?;
-        self.send_text(conversation, text);
+        self.delivery().check_served(conversation)?;
+        self.delivery().send_text(conversation, text);
         Ok(())
     }
 }

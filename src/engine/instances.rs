@@ -172,7 +172,7 @@ impl Engine {
     /// its deadline.
     async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        self.wake_sweeper_for(&question);
+        self.inner.sweeper.wake_for(&question);
         self.inner.bus.publish(Event::Asked(Arc::new(question)));
         Ok(())
     }

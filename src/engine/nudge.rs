@@ -26,7 +26,7 @@ impl Engine {
             if to == conversation {
                 return Err(InvalidAsk::Nudge(format!("escalate_to names the question's own conversation ({to})")));
             }
-            self.check_served(to).map_err(|e| InvalidAsk::Nudge(format!("escalate_to: {e}")))?;
+            self.delivery().check_served(to).map_err(|e| InvalidAsk::Nudge(format!("escalate_to: {e}")))?;
         }
         question.nudge_at = question.nudges.next(question.created_at, question.expires_at, false, question.created_at);
         Ok(())
@@ -67,11 +67,11 @@ impl Engine {
         if let Some(to) = escalate_to {
             question.escalated_to = Some(to.clone());
             tracing::info!(question = %question.id, %to, "escalated a question nobody answered");
-            self.show_escalated(&question, &to);
+            self.delivery().show_escalated(&question, &to);
         }
         if remind {
             let people = reminded(&question.answerers, &conversation);
-            self.outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
+            self.delivery().outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
         }
         Ok(())
     }

@@ -98,7 +98,7 @@ impl Engine {
 
     /// An approval was counted: the cards show the count, observers hear of it.
     fn counted(&self, question: Arc<Question>) {
-        self.to_its_conversations(&question, Outbound::Refresh);
+        self.delivery().to_its_conversations(&question, Outbound::Refresh);
         self.inner.bus.emit(Event::Counted(question));
     }
 }

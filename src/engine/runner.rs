@@ -156,7 +156,7 @@ impl Engine {
             return Err(StartError::UnknownFunction(function));
         }
         if let Some(c) = &conversation {
-            self.check_served(c)?;
+            self.delivery().check_served(c)?;
         }
         self.policies().may_start(&function, conversation.as_ref(), &user)?;
         let now = self.now_ms();
@@ -317,7 +317,7 @@ impl Engine {
                 if let Some(c) = &run.conversation
                     && !reply.trim().is_empty()
                 {
-                    self.send_text(c, reply.clone());
+                    self.delivery().send_text(c, reply.clone());
                 }
                 self.end_run(run, asked, RunStatus::Finished, reply).await
             }
@@ -394,7 +394,7 @@ impl Engine {
 
     fn notify(&self, run: &Run, text: String) {
         if let Some(c) = &run.conversation {
-            self.send_text(c, text);
+            self.delivery().send_text(c, text);
         }
     }
 }

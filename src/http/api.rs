@@ -474,7 +474,7 @@ pub(super) async fn start_run(
     let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
     match &conversation {
         Some(c) => {
-            state.engine.check_served(c).map_err(|e| not_served(&e))?;
+            state.engine.delivery().check_served(c).map_err(|e| not_served(&e))?;
             request =
                 request.answerers(state.engine.policies().api_answerers(c, named).map_err(|e| answerers_error(&e))?);
         }

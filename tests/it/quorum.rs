@@ -81,7 +81,7 @@ async fn a_quorum_approval_counts_each_person_once_until_the_last(place: Place) 
     assert_eq!(waiting.approvals.iter().map(|a| a.user.as_str()).collect::<Vec<_>>(), [ALICE]);
     assert_eq!(waiting.tally().as_deref(), Some(&*format!("1 of 2 approvals: {ALICE}")));
     // The recorder's cards are text: the count is said in the conversation.
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert!(h.recorder.texts().contains(&format!("[{id}] 1 of 2 approvals: {ALICE}")), "{:?}", h.recorder.texts());
 
     let last = h.say(BOB, &format!("/approve {id}")).await;
