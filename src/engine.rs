@@ -141,6 +141,8 @@ struct Inner {
     clock: Clock,
     /// The outbox's lanes and what a new question wakes ([`delivery`]).
     delivery: Delivery,
+    /// Reminders and escalations ([`nudge`]).
+    nudges: nudge::Nudges,
     events: Arc<event::Events>,
     waiters: Arc<waiters::Waiters>,
     /// Where events go ([`event`]): the log, the other instances, the waiters, the observers.
@@ -174,9 +176,17 @@ impl Engine {
         let outbox = delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone());
         let delivery =
             Delivery::new(outbox, store.clone(), bus.clone(), policies.clone(), sweeper.clone(), metrics.clone());
+        let nudges = nudge::Nudges::new(
+            store.clone(),
+            clock.clone(),
+            settings.remind_before,
+            policies.clone(),
+            delivery.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
                 delivery,
+                nudges,
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,

@@ -245,7 +245,7 @@ impl Context {
         let mut origin = self.run.origin(step);
         origin.presentation = engine.policies().presentation_for(&self.run);
         let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;
-        engine.schedule_nudges(&mut question)?;
+        engine.inner.nudges.schedule_nudges(&mut question)?;
         if let Some(granted) = engine.policies().granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);

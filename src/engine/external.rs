@@ -138,7 +138,7 @@ impl Engine {
         let mut origin = run.origin(0);
         origin.presentation = self.policies().presentation_of(run.conversation.as_ref(), None);
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
-        self.schedule_nudges(&mut question)?;
+        self.inner.nudges.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
             self.callbacks().add_callback(callback, run.id, Some(question.id)).await?;
         }
