@@ -62,7 +62,7 @@ use tokio_util::task::TaskTracker;
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
 pub use callbacks::{CallbackSpec, Callbacks, Courier, Sent};
-pub use claim::Resolver;
+pub use claim::{Claims, Resolver};
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
@@ -141,6 +141,8 @@ struct Inner {
     clock: Clock,
     /// The outbox's lanes and what a new question wakes ([`delivery`]).
     delivery: Delivery,
+    /// Resolving questions once, and quorum votes ([`claim`], [`quorum`]).
+    claims: Claims,
     /// Reminders and escalations ([`nudge`]).
     nudges: nudge::Nudges,
     events: Arc<event::Events>,
@@ -176,6 +178,17 @@ impl Engine {
         let outbox = delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone());
         let delivery =
             Delivery::new(outbox, store.clone(), bus.clone(), policies.clone(), sweeper.clone(), metrics.clone());
+        let turns = turns::Turns::new(PARKED);
+        let claims = Claims::new(
+            store.clone(),
+            clock.clone(),
+            &settings,
+            bus.clone(),
+            metrics.clone(),
+            delivery.clone(),
+            turns.clone(),
+            waiters.clone(),
+        );
         let nudges = nudge::Nudges::new(
             store.clone(),
             clock.clone(),
@@ -187,6 +200,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 delivery,
                 nudges,
+                claims,
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
@@ -199,7 +213,7 @@ impl Engine {
                 events,
                 waiters,
                 bus,
-                turns: turns::Turns::new(PARKED),
+                turns,
                 sweeper,
                 metrics,
                 tasks,
@@ -243,7 +257,7 @@ impl Engine {
     async fn adopt_orphans(&self) -> Result<(), StoreError> {
         let orphans = self.inner.store.orphans().await?;
         for question in orphans.blocking {
-            self.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
+            self.inner.claims.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
         }
         for mut run in orphans.runs {
             match run.mode {
@@ -282,7 +296,7 @@ impl Engine {
     /// caller, a program in hold mode) gets its answer before anything else waits on them.
     pub async fn begin_shutdown(&self) {
         self.inner.stop.cancel();
-        self.cancel_blocking().await;
+        self.inner.claims.cancel_blocking().await;
     }
 
     /// The second half: turns in flight get a short grace to finish, then are dropped (a
@@ -353,6 +367,11 @@ impl Engine {
     /// Showing questions and sending messages: the attached channels and their lanes.
     pub fn delivery(&self) -> &Delivery {
         &self.inner.delivery
+    }
+
+    /// Resolving questions once: people's attempts, askgate's own closes, quorum votes.
+    pub fn claims(&self) -> &Claims {
+        &self.inner.claims
     }
 
     /// What the engine lets others read of the store.

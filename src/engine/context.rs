@@ -161,7 +161,7 @@ impl Context {
     pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
         if let Some(question) = self.awaiting.take() {
             self.engine.inner.waiters.release(question.id);
-            self.engine.close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
+            self.engine.claims().close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
         }
         Ok(())
     }

@@ -171,7 +171,7 @@ impl Engine {
             return Ok(false);
         }
         let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-        Ok(matches!(self.close(&question, outcome).await?, super::claim::Claimed::Won(_)))
+        Ok(matches!(self.claims().close(&question, outcome).await?, super::claim::Claimed::Won(_)))
     }
 
     /// Sends a message to a conversation for an agent; nothing is awaited or kept.

@@ -60,7 +60,7 @@ impl Engine {
         }
         if !question.is_pending() {
             // The claim says how it ended.
-            return Ok(self.claim_choice(question, None, resolver).await?.into());
+            return Ok(self.claims().claim_choice(question, None, resolver).await?.into());
         }
         if field.is_none() && looks_whole(form, text) {
             return Ok(match form.parse_text(text) {
@@ -115,7 +115,7 @@ impl Engine {
         resolver: &Resolver,
         answer: serde_json::Value,
     ) -> Result<Attempt, StoreError> {
-        let attempt = self.claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
+        let attempt = self.claims().claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
         if matches!(attempt.receipt, Receipt::Resolved { .. }) {
             // The draft has served; a lost claim keeps it (the person may read what they gave).
             self.inner.store.set_draft(question.id, resolver.user.as_str(), None, self.now_ms()).await?;

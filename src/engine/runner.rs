@@ -358,7 +358,7 @@ impl Engine {
     async fn cancel_left_pending(&self, journal: &[Arc<Question>], reason: &str) {
         for question in journal.iter().filter(|q| q.status == Status::Pending) {
             let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-            if let Err(e) = self.close(question, outcome).await {
+            if let Err(e) = self.claims().close(question, outcome).await {
                 tracing::error!(question = %question.id, error = %e, "could not cancel a question of a failed run");
             }
         }

@@ -82,7 +82,7 @@ pub(super) async fn run(engine: Engine) {
 
 /// Expires what is due; returns how long to sleep until the next deadline.
 async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
-    engine.expire_due().await?;
+    engine.claims().expire_due().await?;
     engine.inner.nudges.nudge_due().await?;
     let next = engine.inner.store.next_deadline().await?;
     let now = engine.now_ms();

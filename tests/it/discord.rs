@@ -373,7 +373,7 @@ async fn an_answer_elsewhere_removes_the_components_through_rest() {
     let card = fake.sent("Which library", 1).await;
     let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("discord:{ALICE}")).unwrap(), Surface::API);
-    dc.engine.resolve(&q, "dayjs", &alice).await.unwrap();
+    dc.engine.claims().resolve(&q, "dayjs", &alice).await.unwrap();
     retracted(&fake, id_of(&card), &format!("✅ dayjs — discord:{ALICE} via api")).await;
     assert!(fake.calls("/messages/").iter().any(|(m, _, b)| m == "PATCH" && b["components"] == serde_json::json!([])));
     dc.stop().await;

@@ -109,8 +109,8 @@ async fn racing_resolvers_have_one_winner_that_resumes_the_run_once(place: Place
         let (q1, q2) = (question.clone(), question.clone());
         // Half the rounds race the same answer, half conflicting ones.
         let second = if round % 2 == 0 { "1" } else { "2" };
-        let a = tokio::spawn(async move { e1.resolve(&q1, "1", &resolver(alice())).await.unwrap() });
-        let b = tokio::spawn(async move { e2.resolve(&q2, second, &resolver(alice())).await.unwrap() });
+        let a = tokio::spawn(async move { e1.claims().resolve(&q1, "1", &resolver(alice())).await.unwrap() });
+        let b = tokio::spawn(async move { e2.claims().resolve(&q2, second, &resolver(alice())).await.unwrap() });
         let (a, b) = (a.await.unwrap(), b.await.unwrap());
         let winners = [&a, &b].iter().filter(|r| matches!(r, Receipt::Resolved { .. })).count();
         assert_eq!(winners, 1, "round {round}: {a:?} / {b:?}");
@@ -256,7 +256,7 @@ async fn each_question_expires_exactly_once(place: Place) {
     for stale in &asked {
         assert_eq!(stale.status, Status::Pending);
         let choice = if stale.kind == askgate::question::Kind::Confirm { "yes" } else { "a" };
-        let receipt = h.engine.resolve(stale, choice, &resolver(alice())).await.unwrap();
+        let receipt = h.engine.claims().resolve(stale, choice, &resolver(alice())).await.unwrap();
         assert!(matches!(receipt, Receipt::Expired { .. }), "{receipt:?}");
         assert!(matches!(h.question(stale).await.outcome, Some(Outcome::Expired { .. })));
     }
@@ -599,7 +599,7 @@ async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
     let run = h.run("one", "").await;
     let card = h.card(1).await;
     eventually(|| async { (!h.engine.records().deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
-    h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
+    h.engine.claims().resolve(&card, "a", &resolver(alice())).await.unwrap();
     h.finished(run).await;
     // An agent's question that waits for days, and an update key seen at the start.
     let ask =

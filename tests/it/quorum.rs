@@ -160,7 +160,11 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
         let votes = voters.map(|(user, via, instance)| {
             let (engine, card) = (engines[instance].clone(), card.clone());
             tokio::spawn(async move {
-                engine.resolve(&card, "once", &Resolver::person(UserRef::parse(user).unwrap(), via)).await.unwrap()
+                engine
+                    .claims()
+                    .resolve(&card, "once", &Resolver::person(UserRef::parse(user).unwrap(), via))
+                    .await
+                    .unwrap()
             })
         });
         let mut receipts = Vec::new();

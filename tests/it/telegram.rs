@@ -537,11 +537,12 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::API);
-    tg.engine.resolve(&q, "3", &alice).await.unwrap();
+    tg.engine.claims().resolve(&q, "3", &alice).await.unwrap();
     edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
     // A cancellation elsewhere retracts the next card too.
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     tg.engine
+        .claims()
         .cancel_conversation(&Conversation::parse("telegram:42").unwrap(), &UserRef::parse("telegram:42").unwrap())
         .await
         .unwrap();
