@@ -107,7 +107,7 @@ async fn engine_on(store: Arc<dyn Store>, routes: &Routes, record: bool) -> Engi
     let anyone = ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() };
     settings.channels.insert("bench".into(), anyone);
     let engine = Engine::new(store, functions, settings, Clock::system());
-    engine.attach(Arc::new(Wire { routes: routes.clone(), record }));
+    engine.delivery().attach(Arc::new(Wire { routes: routes.clone(), record }));
     engine.start().await.unwrap();
     engine
 }
@@ -124,7 +124,7 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
         engine.start_run(RunRequest::new("one", Some(conv.clone()), user.clone()), Mode::FollowUp).await.unwrap();
         let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
         let asked = Instant::now();
-        engine.resolve(&q, "1", &resolver).await.unwrap();
+        engine.claims().resolve(&q, "1", &resolver).await.unwrap();
         let Some(Signal::Resumed(at)) = rx.recv().await else { panic!("expected a resume") };
         latencies.push(at - asked);
         let Some(Signal::Reply) = rx.recv().await else { panic!("expected a reply") };
@@ -468,7 +468,7 @@ mod postgres {
             let run = tokio::spawn(async move { held.run_to_end(request).await });
             let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
             let answered = Instant::now();
-            b.resolve(&q, "1", &resolver).await.unwrap();
+            b.claims().resolve(&q, "1", &resolver).await.unwrap();
             let Some(Signal::Resumed(at)) = rx.recv().await else { panic!("expected a resume") };
             latencies.push(at - answered);
             let Some(Signal::Reply) = rx.recv().await else { panic!("expected a reply") };

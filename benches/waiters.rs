@@ -68,7 +68,7 @@ async fn engine(dir: &std::path::Path) -> Engine {
         .channels
         .insert("bench".into(), ChannelPolicy { allowed_users: Access::Anyone, ..ChannelPolicy::default() });
     let engine = Engine::new(Arc::new(store), Functions::new(), settings, Clock::system());
-    engine.attach(Arc::new(Quiet));
+    engine.delivery().attach(Arc::new(Quiet));
     engine.start().await.unwrap();
     engine
 }
@@ -122,7 +122,7 @@ async fn measure(waiting: usize, answers: usize) -> Figures {
     let kb_per_waiter = if waiting == 0 { 0.0 } else { (rss_kb().saturating_sub(before)) as f64 / waiting as f64 };
     let started = cpu();
     for q in &answered {
-        engine.resolve(q, "yes", &resolver).await.unwrap();
+        engine.claims().resolve(q, "yes", &resolver).await.unwrap();
     }
     // What the answers woke runs on other threads, also after the last answer: counted too.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -131,7 +131,7 @@ async fn measure(waiting: usize, answers: usize) -> Figures {
     for q in waited.iter().take(200) {
         let rx: tokio::sync::oneshot::Receiver<Instant> = returned.remove(&q.id).unwrap();
         let at = Instant::now();
-        engine.resolve(q, "yes", &resolver).await.unwrap();
+        engine.claims().resolve(q, "yes", &resolver).await.unwrap();
         latencies.push(rx.await.unwrap() - at);
     }
     latencies.sort();

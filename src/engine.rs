@@ -62,9 +62,9 @@ use tokio_util::task::TaskTracker;
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
 pub use callbacks::{CallbackSpec, Callbacks, Courier, Sent};
-pub use claim::Resolver;
+pub use claim::{Claims, Resolver};
 pub use context::{Answer, Approval, AskError, Context};
-pub use delivery::NotServed;
+pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
 pub use external::ExternalAskError;
 pub use forms::{Filling, FormStep};
@@ -139,13 +139,20 @@ struct Inner {
     functions: Arc<Functions>,
     settings: Settings,
     clock: Clock,
-    outbox: delivery::Outbox,
+    /// The outbox's lanes and what a new question wakes ([`delivery`]).
+    delivery: Delivery,
+    /// Resolving questions once, and quorum votes ([`claim`], [`quorum`]).
+    claims: Claims,
+    /// Reminders and escalations ([`nudge`]).
+    nudges: nudge::Nudges,
     events: Arc<event::Events>,
-    waiters: waiters::Waiters,
+    waiters: Arc<waiters::Waiters>,
+    /// Where events go ([`event`]): the log, the other instances, the waiters, the observers.
+    bus: event::Bus,
     turns: Arc<turns::Turns>,
-    sweeper: sweeper::Sweeper,
+    sweeper: Arc<sweeper::Sweeper>,
     leases: Leases,
-    metrics: metrics::Metrics,
+    metrics: Arc<metrics::Metrics>,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
     /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
@@ -164,10 +171,36 @@ impl Engine {
         let functions = Arc::new(functions);
         let events = Arc::new(event::Events::new(EVENTS_BUFFERED, EVENTS_KEPT));
         let callbacks = Callbacks::new(store.clone(), clock.clone(), tasks.clone(), stop.clone(), events.clone());
+        let waiters = Arc::new(waiters::Waiters::default());
+        let bus = event::Bus::new(store.clone(), events.clone(), waiters.clone());
         let policies = Policies::new(settings.channels.clone(), functions.clone(), store.clone(), clock.clone());
+        let (sweeper, metrics) = (Arc::new(sweeper::Sweeper::default()), Arc::new(metrics::Metrics::default()));
+        let outbox = delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone());
+        let delivery =
+            Delivery::new(outbox, store.clone(), bus.clone(), policies.clone(), sweeper.clone(), metrics.clone());
+        let turns = turns::Turns::new(PARKED);
+        let claims = Claims::new(
+            store.clone(),
+            clock.clone(),
+            &settings,
+            bus.clone(),
+            metrics.clone(),
+            delivery.clone(),
+            turns.clone(),
+            waiters.clone(),
+        );
+        let nudges = nudge::Nudges::new(
+            store.clone(),
+            clock.clone(),
+            settings.remind_before,
+            policies.clone(),
+            delivery.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
-                outbox: delivery::Outbox::new(store.clone(), stop.clone(), tasks.clone()),
+                delivery,
+                nudges,
+                claims,
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
@@ -178,10 +211,11 @@ impl Engine {
                 settings,
                 clock,
                 events,
-                waiters: waiters::Waiters::default(),
-                turns: turns::Turns::new(PARKED),
-                sweeper: sweeper::Sweeper::default(),
-                metrics: metrics::Metrics::default(),
+                waiters,
+                bus,
+                turns,
+                sweeper,
+                metrics,
                 tasks,
                 runs: TaskTracker::new(),
                 stop,
@@ -213,7 +247,7 @@ impl Engine {
         self.spawn_run(sweeper::run(self.clone()));
         self.spawn_run(pruner::run(self.clone()));
         let (engine, started) = (self.clone(), self.now_ms());
-        self.spawn_run(async move { engine.redeliver_undelivered(started).await });
+        self.spawn_run(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
     }
 
@@ -223,7 +257,7 @@ impl Engine {
     async fn adopt_orphans(&self) -> Result<(), StoreError> {
         let orphans = self.inner.store.orphans().await?;
         for question in orphans.blocking {
-            self.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
+            self.inner.claims.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
         }
         for mut run in orphans.runs {
             match run.mode {
@@ -240,7 +274,8 @@ impl Engine {
                     self.inner.store.save_run(&run).await?;
                     if let Some(c) = &run.conversation {
                         let l = self.policies().presentation_for(&run).locale;
-                        self.send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
+                        self.delivery()
+                            .send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
                     }
                 }
                 Mode::External => {}
@@ -261,7 +296,7 @@ impl Engine {
     /// caller, a program in hold mode) gets its answer before anything else waits on them.
     pub async fn begin_shutdown(&self) {
         self.inner.stop.cancel();
-        self.cancel_blocking().await;
+        self.inner.claims.cancel_blocking().await;
     }
 
     /// The second half: turns in flight get a short grace to finish, then are dropped (a
@@ -280,7 +315,7 @@ impl Engine {
             self.inner.abort.cancel();
             self.inner.runs.wait().await;
         }
-        if !self.inner.outbox.close(DELIVERY_GRACE).await {
+        if !self.inner.delivery.close(DELIVERY_GRACE).await {
             tracing::warn!("some messages were not delivered before the stop");
         }
         // The rest end on the stop, each finishing what it holds: a callback being sent is
@@ -329,6 +364,16 @@ impl Engine {
         &self.inner.metrics
     }
 
+    /// Showing questions and sending messages: the attached channels and their lanes.
+    pub fn delivery(&self) -> &Delivery {
+        &self.inner.delivery
+    }
+
+    /// Resolving questions once: people's attempts, askgate's own closes, quorum votes.
+    pub fn claims(&self) -> &Claims {
+        &self.inner.claims
+    }
+
     /// What the engine lets others read of the store.
     pub fn records(&self) -> &Records {
         &self.inner.records
@@ -374,23 +419,6 @@ impl Engine {
             Timeout::Seconds(s) => Some(Self::after(now, Duration::from_secs(s))),
             Timeout::Never => None,
         }
-    }
-
-    fn emit(&self, event: Event) {
-        event.log();
-        if let Some((what, run)) = event.of_run() {
-            self.inner.store.announce_run(what, run);
-        }
-        self.publish(event);
-    }
-
-    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]),
-    /// and a resolution to whoever waits on its question here (see `waiters`).
-    fn publish(&self, event: Event) {
-        if let Event::Resolved(question) = &event {
-            self.inner.waiters.resolved(question);
-        }
-        self.inner.events.publish(event);
     }
 }
 

@@ -164,8 +164,8 @@ impl Builder {
         let engine = Engine::new(store.clone(), registry, settings, clock.clone());
         for (channel, _) in channels {
             let name = channel.name();
-            engine.attach(channel);
-            engine.set_channel_state(name, ChannelState::Up);
+            engine.delivery().attach(channel);
+            engine.delivery().set_channel_state(name, ChannelState::Up);
         }
         let started = Gateway::start_engine(&config, &env, clock, console, engine, listener).await;
         if started.is_err() && opened_here {
@@ -202,7 +202,7 @@ impl Gateway {
         let console = match (config.console, console_io) {
             (true, Some(io)) => {
                 let console = Console::new(io.output, clock.clone());
-                engine.attach(console.clone());
+                engine.delivery().attach(console.clone());
                 Some((console, io.input))
             }
             _ => None,
@@ -217,13 +217,13 @@ impl Gateway {
             routes.extend(started.routes);
         }
         let web = Arc::new(crate::channel::web::WebChat::new(clock.clone()));
-        engine.attach(web.clone());
-        engine.set_channel_state("web", ChannelState::Up);
+        engine.delivery().attach(web.clone());
+        engine.delivery().set_channel_state("web", ChannelState::Up);
         let webhooks = webhooks(config, env, &clock);
         if let Some(w) = &webhooks {
-            engine.attach(w.clone());
+            engine.delivery().attach(w.clone());
             // Bridges call askgate's HTTP surface: up as soon as it listens.
-            engine.set_channel_state(w.name(), ChannelState::Up);
+            engine.delivery().set_channel_state(w.name(), ChannelState::Up);
         }
         let (token, source) = ApiToken::load_or_create(env.get("ASKGATE_API_TOKEN"), &config.database)?;
         let tokens = agent_tokens(config, env, token)?;
@@ -385,7 +385,7 @@ fn agent_tokens(config: &Config, env: &Env, operator: ApiToken) -> Result<crate:
 /// and its causes (`stopped: the Bot API refused or could not be reached: Invalid token`).
 fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error) {
     // Logged by the engine as the channel goes down.
-    engine.set_channel_state(channel, ChannelState::Down(format!("stopped: {}", crate::error_chain(error))));
+    engine.delivery().set_channel_state(channel, ChannelState::Down(format!("stopped: {}", crate::error_chain(error))));
 }
 
 /// The functions the configuration names, ready to run.

@@ -416,7 +416,7 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
 async fn healthz(State(state): State<AppState>) -> Response {
     let store = state.engine.records().pending_count().await;
     let writes = state.engine.records().write_stats().failing;
-    let channels = state.engine.channel_states();
+    let channels = state.engine.delivery().channel_states();
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
     let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
     let healthy = store.is_ok() && writes.is_none() && !down;

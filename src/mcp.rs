@@ -316,7 +316,7 @@ impl Server {
     /// Whether the question `id` was asked by this session's agent and client.
     async fn asked(&self, id: QuestionId, context: &RequestContext<RoleServer>) -> bool {
         match self.engine.records().question(id).await {
-            Ok(Some(question)) => self.engine.asked_by(&question, &asker(context)).await.unwrap_or(false),
+            Ok(Some(question)) => self.engine.claims().asked_by(&question, &asker(context)).await.unwrap_or(false),
             Ok(None) | Err(_) => false,
         }
     }

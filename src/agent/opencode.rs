@@ -43,7 +43,7 @@ pub fn start(configs: &[OpencodeConfig], engine: &Engine) {
     for config in configs {
         let opencode = Arc::new(Opencode::new(config.clone(), engine.clone()));
         // Listed at once: a server that never answers is seen as one.
-        engine.set_channel_state(opencode.health, ChannelState::Connecting);
+        engine.delivery().set_channel_state(opencode.health, ChannelState::Connecting);
         let route = reply::route_of(&config.name);
         engine.callbacks().deliver(Arc::new(Replier { opencode: opencode.clone(), engine: engine.clone(), route }));
         let bridge = Arc::new(Bridge {
@@ -128,13 +128,13 @@ impl Opencode {
     /// A call answered: the server is `up` again while its events are followed.
     fn answered(&self) {
         if self.following.load(std::sync::atomic::Ordering::Relaxed) {
-            self.engine.set_channel_state(self.health, ChannelState::Up);
+            self.engine.delivery().set_channel_state(self.health, ChannelState::Up);
         }
     }
 
     /// A call was not answered: `/healthz` says so.
     fn unanswered(&self, why: &str) {
-        self.engine.set_channel_state(self.health, ChannelState::Degraded(why.to_owned()));
+        self.engine.delivery().set_channel_state(self.health, ChannelState::Degraded(why.to_owned()));
     }
 }
 
@@ -214,7 +214,7 @@ impl Bridge {
             return Err(format!("{url}/global/event answered {}", response.status()));
         }
         self.opencode.following.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.engine.set_channel_state(self.opencode.health, ChannelState::Up);
+        self.engine.delivery().set_channel_state(self.opencode.health, ChannelState::Up);
         tracing::info!(opencode = self.name(), url = %url, "following opencode's events");
         // Only prompts known before this stream can have been settled unseen: one the stream
         // brings is live, and is not retracted by a list read meanwhile.

@@ -69,7 +69,7 @@ impl Console {
         let conversation = Conversation::parse(LOCAL).unwrap_or_else(|_| unreachable!("LOCAL is well-formed"));
         let user = UserRef::operator();
         // Up for as long as askgate runs: after the input ends, it still prints.
-        engine.set_channel_state(self.name(), ChannelState::Up);
+        engine.delivery().set_channel_state(self.name(), ChannelState::Up);
         self.show_waiting(&engine, &conversation).await;
         let mut line = Vec::new();
         loop {

@@ -384,12 +384,12 @@ impl EventHandler for Handler {
             ConnectionStage::Disconnected => ChannelState::Down("disconnected from the gateway; reconnecting".into()),
             _ => ChannelState::Connecting,
         };
-        self.engine.set_channel_state("discord", state);
+        self.engine.delivery().set_channel_state("discord", state);
     }
 
     async fn ready(&self, ctx: SerenityContext, ready: Ready) {
         tracing::info!(bot = %ready.user.name, "discord connected");
-        self.engine.set_channel_state("discord", ChannelState::Up);
+        self.engine.delivery().set_channel_state("discord", ChannelState::Up);
         let run = CreateCommand::new("run")
             .description("Start an askgate function")
             .add_option(

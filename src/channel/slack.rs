@@ -171,7 +171,9 @@ impl Slack {
                     return Err(ChannelError::permanent(format!("Slack refused the bot token: {}", e.code)));
                 }
                 Err(e) => {
-                    engine.set_channel_state("slack", ChannelState::Down(format!("could not reach Slack: {e}")));
+                    engine
+                        .delivery()
+                        .set_channel_state("slack", ChannelState::Down(format!("could not reach Slack: {e}")));
                     tokio::select! {
                         () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
                         () = stop.cancelled() => return Ok(()),
@@ -189,7 +191,7 @@ impl Slack {
             Some(app_token) => socket::serve(&self, &engine, app_token, &stop).await,
             None => {
                 // Events come over HTTP: up as soon as askgate's server listens.
-                engine.set_channel_state("slack", ChannelState::Up);
+                engine.delivery().set_channel_state("slack", ChannelState::Up);
                 stop.cancelled().await;
             }
         }

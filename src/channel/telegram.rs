@@ -164,7 +164,7 @@ impl Telegram {
         stop: CancellationToken,
     ) -> Result<(), StartError> {
         let mut pauses = crate::engine::retry::pauses(Duration::from_secs(1), Duration::from_secs(60));
-        engine.set_channel_state("telegram", ChannelState::Connecting);
+        engine.delivery().set_channel_state("telegram", ChannelState::Connecting);
         let me = loop {
             let attempt = tokio::select! {
                 me = self.bot.get_me().send() => me,
@@ -175,7 +175,7 @@ impl Telegram {
                 Err(e @ (RequestError::Network(_) | RequestError::RetryAfter(_))) => {
                     let wait = pauses.next().unwrap_or(Duration::from_secs(60));
                     tracing::warn!(error = %e, "telegram is not reachable; retrying in {}s", wait.as_secs());
-                    engine.set_channel_state(
+                    engine.delivery().set_channel_state(
                         "telegram",
                         ChannelState::Down(format!("the Bot API cannot be reached ({e}); retrying")),
                     );
@@ -188,7 +188,7 @@ impl Telegram {
             }
         };
         tracing::info!(bot = %me.username(), "telegram connected");
-        engine.set_channel_state("telegram", ChannelState::Up);
+        engine.delivery().set_channel_state("telegram", ChannelState::Up);
         let _ = self.username.set(me.username().to_owned());
         let bot = self.bot.clone();
         match updates {
@@ -234,7 +234,7 @@ impl Telegram {
             match next {
                 None => return,
                 Some(Ok(update)) => {
-                    engine.set_channel_state("telegram", ChannelState::Up);
+                    engine.delivery().set_channel_state("telegram", ChannelState::Up);
                     self.on_update(update, engine).await;
                 }
                 Some(Err(e)) => tracing::warn!(error = %e, "telegram update error"),
@@ -415,7 +415,7 @@ impl Telegram {
                             CardAction::Note => Delivery::note(question.id, SURFACE, chat, sent),
                             _ => Delivery::prompt(question.id, SURFACE, chat, sent),
                         };
-                        engine.record_delivery(question, delivery).await;
+                        engine.delivery().record_delivery(question, delivery).await;
                     }
                     Err(e) => tracing::warn!(error = %e, "could not ask for the next message"),
                 }

@@ -211,7 +211,7 @@ impl Webhooks {
         // Through the conversation's lane, in order with its cards, and without making the
         // bridge wait on its own endpoint: the request is answered at once.
         if let Some(reply) = reply {
-            engine.send_text(&conversation, reply);
+            engine.delivery().send_text(&conversation, reply);
         }
         Ok(response)
     }

@@ -4,14 +4,19 @@
 //! ending an agent's run — starts here.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use super::event::Bus;
+use super::metrics::Metrics;
 use super::quorum::Vote;
-use super::{Engine, Event, Outbound};
+use super::turns::Turns;
+use super::waiters::Waiters;
+use super::{Delivery, Engine, Event, Outbound};
+use crate::clock::Clock;
 use crate::question::{
     Choice, Conversation, InvalidChoice, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef,
 };
-use crate::store::{Claim, Grant, Resolution, RunWritten, StoreError, StoreExt};
+use crate::store::{Claim, Grant, Resolution, RunWritten, Store, StoreError, StoreExt};
 
 /// What a claim found; a won claim's question went on to the lanes, events and the run.
 pub(super) enum Claimed {
@@ -72,7 +77,44 @@ impl Resolver {
     }
 }
 
-impl Engine {
+/// Claims, the service that resolves questions once: the claim-once write and what follows a
+/// win (retraction, events, counters, the waiting caller, the parked run), and quorum votes.
+#[derive(Clone)]
+pub struct Claims {
+    // The quorum's vote (`quorum`) reads these too.
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    /// How long an "always" grant lasts (none: until revoked).
+    pub(super) grant_ttl: Option<Duration>,
+    /// Whether who asked for a quorum approval may count toward it.
+    pub(super) quorum_includes_requester: bool,
+    pub(super) bus: Bus,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) delivery: Delivery,
+    pub(super) turns: Arc<Turns>,
+    pub(super) waiters: Arc<Waiters>,
+}
+
+impl Claims {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        settings: &super::Settings,
+        bus: Bus,
+        metrics: Arc<Metrics>,
+        delivery: Delivery,
+        turns: Arc<Turns>,
+        waiters: Arc<Waiters>,
+    ) -> Self {
+        let (grant_ttl, quorum_includes_requester) = (settings.grant_ttl, settings.quorum_includes_requester);
+        Self { store, clock, grant_ttl, quorum_includes_requester, bus, metrics, delivery, turns, waiters }
+    }
+
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// Resolves `question` with a choice typed or tapped by `resolver`: checks who is asking,
     /// whether it is still open, and whether the choice fits; then claims it.
     ///
@@ -82,7 +124,7 @@ impl Engine {
         Ok(self.attempt(question, question.parse_choice(choice), resolver).await?.receipt)
     }
 
-    /// As [`Engine::resolve`] with the choice as the question judged it (parsed from text,
+    /// As [`Claims::resolve`] with the choice as the question judged it (parsed from text,
     /// or made from ticks or one's own words), and the question as stored when the attempt
     /// resolved it.
     pub(super) async fn attempt(
@@ -103,7 +145,7 @@ impl Engine {
         self.claim_choice(question, choice, resolver).await
     }
 
-    /// As [`Engine::resolve`] with an already parsed choice (`None`: the attempt is compared
+    /// As [`Claims::resolve`] with an already parsed choice (`None`: the attempt is compared
     /// with nothing, for a stale tap whose payload no longer parses).
     ///
     /// # Errors
@@ -117,7 +159,7 @@ impl Engine {
         Ok(self.attempt_choice(question, choice, resolver).await?.receipt)
     }
 
-    /// As [`Engine::resolve_choice`], with the question as stored when the attempt resolved it.
+    /// As [`Claims::resolve_choice`], with the question as stored when the attempt resolved it.
     pub(super) async fn attempt_choice(
         &self,
         question: &Question,
@@ -172,7 +214,7 @@ impl Engine {
             matches!(&outcome, Outcome::Answered { value } if question.kind == Kind::Approval && value == "always");
         // Whom the grant lets through comes from the run that asked (read only for "always").
         let grantee = match always {
-            true => self.inner.store.run(question.run).await?.map(|run| run.grantee()),
+            true => self.store.run(question.run).await?.map(|run| run.grantee()),
             false => None,
         };
         let grant = match (grantee, &question.conversation) {
@@ -184,7 +226,7 @@ impl Engine {
                 action: rule.unwrap_or_else(|| question.prompt.clone()),
                 granted_by: resolver.user.to_string(),
                 granted_name: resolver.name.clone(),
-                expires_at: self.inner.settings.grant_ttl.map(|ttl| Self::after(self.now_ms(), ttl)),
+                expires_at: self.grant_ttl.map(|ttl| Engine::after(self.now_ms(), ttl)),
                 question: question.id,
                 created_at: self.now_ms(),
             }),
@@ -206,7 +248,7 @@ impl Engine {
 
     /// Whether `question` is a gated MCP upstream's call.
     async fn gated(&self, question: &Question) -> Result<bool, StoreError> {
-        let run = self.inner.store.run(question.run).await?;
+        let run = self.store.run(question.run).await?;
         Ok(run.is_some_and(|run| run.function.starts_with(crate::run::GATE_PREFIX)))
     }
 
@@ -239,7 +281,7 @@ impl Engine {
 
     /// The claim-once write, and everything that follows a win.
     async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
-        Ok(match self.inner.store.resolve(resolution).await? {
+        Ok(match self.store.resolve(resolution).await? {
             Claim::Won(question, run) => {
                 let question = Arc::new(question);
                 self.after_resolution(question.clone(), run);
@@ -252,9 +294,9 @@ impl Engine {
 
     /// `run` is what the claim wrote to the question's run: a run parked here follows it.
     fn after_resolution(&self, question: Arc<Question>, run: Option<RunWritten>) {
-        self.to_its_conversations(&question, Outbound::Retract);
-        self.emit(Event::Resolved(question.clone()));
-        self.inner.metrics.resolved(question.status, question.answered_via);
+        self.delivery.to_its_conversations(&question, Outbound::Retract);
+        self.bus.emit(Event::Resolved(question.clone()));
+        self.metrics.resolved(question.status, question.answered_via);
         match question.mode {
             // The resolution's event woke the blocking ask that waits on it (see `waiters`).
             Mode::Blocking => {}
@@ -262,7 +304,7 @@ impl Engine {
                 let resolved = Instant::now();
                 // The parked copy follows what the claim wrote; when it wrote nothing to the run
                 // (no longer waiting), the runner reads the run and decides as stored.
-                let parked = match (self.inner.turns.unpark(question.id), run) {
+                let parked = match (self.turns.unpark(question.id), run) {
                     (Some((mut run, mut journal)), Some(written))
                         if journal.last().is_some_and(|q| q.id == question.id) =>
                     {
@@ -274,7 +316,7 @@ impl Engine {
                     }
                     _ => None,
                 };
-                self.inner.turns.resume(question.run, question.conversation.as_ref(), Some(resolved), parked);
+                self.turns.resume(question.run, question.conversation.as_ref(), Some(resolved), parked);
             }
             // The claim ended the agent's run in its own commit; the agent hears the outcome
             // from its waiter or by asking.
@@ -285,7 +327,7 @@ impl Engine {
     /// Ends every blocking ask as `cancelled(shutdown)`, so that whoever waits on one (an API
     /// caller, a program in hold mode) gets an answer before askgate stops.
     pub(super) async fn cancel_blocking(&self) {
-        for (question, waiter) in self.inner.waiters.take_held() {
+        for (question, waiter) in self.waiters.take_held() {
             let outcome = Outcome::Cancelled { reason: "shutdown".to_owned() };
             if let Err(e) = self.close(&question, outcome.clone()).await {
                 tracing::warn!(question = %question.id, error = %e, "could not record a shutdown cancellation");
@@ -301,7 +343,7 @@ impl Engine {
     /// When the store fails.
     pub async fn cancel_conversation(&self, conversation: &Conversation, user: &UserRef) -> Result<usize, StoreError> {
         let mut cancelled = 0;
-        for question in self.inner.store.pending(Some(conversation), u32::MAX).await? {
+        for question in self.store.pending(Some(conversation), u32::MAX).await? {
             // Runs of this conversation only: one escalated here is another conversation's.
             if question.conversation.as_ref() != Some(conversation) || !question.answerers.admits(user) {
                 continue;
@@ -328,7 +370,7 @@ impl Engine {
     /// Expires every question whose deadline has passed, applying its default.
     pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
         loop {
-            let due = self.inner.store.due(self.now_ms(), 256).await?;
+            let due = self.store.due(self.now_ms(), 256).await?;
             if due.is_empty() {
                 return Ok(());
             }

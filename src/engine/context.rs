@@ -161,7 +161,7 @@ impl Context {
     pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
         if let Some(question) = self.awaiting.take() {
             self.engine.inner.waiters.release(question.id);
-            self.engine.close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
+            self.engine.claims().close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
         }
         Ok(())
     }
@@ -212,7 +212,7 @@ impl Context {
         // Persist before sending: a crash between the two loses the message rather than
         // repeating it on every replay.
         self.engine.inner.store.set_says(self.run.id, self.said).await?;
-        self.engine.send_text(&conversation, text.into());
+        self.engine.delivery().send_text(&conversation, text.into());
         Ok(())
     }
 
@@ -245,7 +245,7 @@ impl Context {
         let mut origin = self.run.origin(step);
         origin.presentation = engine.policies().presentation_for(&self.run);
         let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;
-        engine.schedule_nudges(&mut question)?;
+        engine.inner.nudges.schedule_nudges(&mut question)?;
         if let Some(granted) = engine.policies().granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);
@@ -262,7 +262,7 @@ impl Context {
                 let question = Arc::new(question);
                 engine.inner.store.ask(&self.run, &question).await?;
                 self.run.update = None;
-                engine.announce(question.clone());
+                engine.delivery().announce(question.clone());
                 let id = question.id;
                 self.journal.push(question);
                 Err(AskError::Pending { question: id })
@@ -276,7 +276,7 @@ impl Context {
                     return Err(e.into());
                 }
                 self.run.update = None;
-                engine.announce(shared);
+                engine.delivery().announce(shared);
                 self.awaiting = Some(question.clone());
                 let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });

@@ -18,22 +18,22 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::policy_key;
-use super::recent::Recent;
-use super::retry::{Backoff, Retry};
+mod lane;
+
+use super::event::Bus;
+use super::metrics::Metrics;
+use super::sweeper::Sweeper;
 use super::{Channel, ChannelState};
-use super::{Engine, Event, lock};
+use super::{Event, Policies, lock};
 use crate::question::{Conversation, Question, UserRef};
-use crate::store::{Delivery, DeliveryRole, Store, StoreExt, Undelivered};
+use crate::store::{self, Store, Undelivered};
+use lane::Lane;
 
 /// How many lanes each group of a channel's conversations is spread over.
 pub(super) const LANES: usize = 16;
 
 /// How long the redelivery of cards after a restart waits for the lanes before it reads more.
 const REDELIVERY_PAUSE: Duration = Duration::from_secs(5);
-
-/// How long a card that could not be delivered waits before the next try, at most.
-const CARD_BACKOFF: Backoff =
-    Backoff { first: Duration::from_secs(1), max: Duration::from_secs(60), retries: u32::MAX };
 
 /// The longest an adapter waits for a message it sent to be recorded.
 const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -49,7 +49,7 @@ pub(super) enum Outbound {
     Text(Conversation, String),
     /// A message an adapter sent for a question by itself (a prompt for the next message),
     /// to be retracted with the question's cards; `recorded` hears once it is stored.
-    Record(Arc<Question>, Delivery, Option<tokio::sync::oneshot::Sender<()>>),
+    Record(Arc<Question>, store::Delivery, Option<tokio::sync::oneshot::Sender<()>>),
 }
 
 /// How many messages the lanes hold (queued or being delivered), and a wake-up for when
@@ -122,7 +122,7 @@ impl Outbox {
         }
     }
 
-    /// See [`Engine::attach`].
+    /// See [`Delivery::attach`].
     fn attach(&self, channel: Arc<dyn Channel>) {
         let name = channel.name();
         let attached = Attached { channel, groups: HashMap::new(), undelivered: Arc::default() };
@@ -130,7 +130,7 @@ impl Outbox {
         lock(&self.states).insert(name, ChannelState::Connecting);
     }
 
-    /// See [`Engine::check_served`].
+    /// See [`Delivery::check_served`].
     fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
         let channels = lock(&self.channels);
         if channels.get(conversation.channel()).is_some_and(|a| a.channel.serves(conversation)) {
@@ -208,7 +208,7 @@ impl Outbox {
         }
     }
 
-    /// See [`Engine::outbound_idle`].
+    /// See [`Delivery::outbound_idle`].
     pub(super) async fn idle(&self) {
         let backlog = &self.backlog;
         loop {
@@ -234,11 +234,39 @@ impl Outbox {
     }
 }
 
-impl Engine {
+/// Delivery, the service that shows questions and sends messages: the outbox's lanes, with
+/// what a new question wakes (the sweeper, the counters, the observers).
+#[derive(Clone)]
+pub struct Delivery {
+    outbox: Arc<Outbox>,
+    store: Arc<dyn Store>,
+    bus: Bus,
+    policies: Policies,
+    sweeper: Arc<Sweeper>,
+    metrics: Arc<Metrics>,
+}
+
+impl Delivery {
+    pub(super) fn new(
+        outbox: Outbox,
+        store: Arc<dyn Store>,
+        bus: Bus,
+        policies: Policies,
+        sweeper: Arc<Sweeper>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self { outbox: Arc::new(outbox), store, bus, policies, sweeper, metrics }
+    }
+
+    /// See [`Outbox::close`].
+    pub(super) async fn close(&self, grace: Duration) -> bool {
+        self.outbox.close(grace).await
+    }
+
     /// Attaches a channel's outbound half: cards, retractions and text for conversations of
     /// `channel.name()` go to it, in order per conversation.
     pub fn attach(&self, channel: Arc<dyn Channel>) {
-        self.inner.outbox.attach(channel);
+        self.outbox.attach(channel);
     }
 
     /// Checks that an attached channel serves `conversation`.
@@ -246,35 +274,35 @@ impl Engine {
     /// # Errors
     /// [`NotServed`] naming the channels that are enabled.
     pub fn check_served(&self, conversation: &Conversation) -> Result<(), NotServed> {
-        self.inner.outbox.check_served(conversation)
+        self.outbox.check_served(conversation)
     }
 
     /// Records how an attached channel's connection stands (adapters report it).
     pub fn set_channel_state(&self, channel: &'static str, state: ChannelState) {
-        self.inner.outbox.set_state(channel, state);
+        self.outbox.set_state(channel, state);
     }
 
     /// Every attached channel with how it stands, by name: as its adapter reported, or
     /// `degraded` while cards of it wait to be delivered.
     pub fn channel_states(&self) -> Vec<(&'static str, ChannelState)> {
-        self.inner.outbox.states()
+        self.outbox.states()
     }
 
     /// How many cards of each channel could not be delivered yet and are being tried again.
     pub fn undelivered_cards(&self) -> BTreeMap<&'static str, usize> {
-        self.inner.outbox.undelivered_cards()
+        self.outbox.undelivered_cards()
     }
 
     /// Queues a delivery on the lane of its conversation.
     pub(super) fn outbound(&self, conversation: &Conversation, message: Outbound) {
-        self.inner.outbox.send(conversation, message);
+        self.outbox.send(conversation, message);
     }
 
     /// Returns once the lanes hold nothing: every card, retraction and message handed to them
     /// so far was delivered (or given up). A card that is being tried again until its question
     /// ends holds this until then.
     pub async fn outbound_idle(&self) {
-        self.inner.outbox.idle().await;
+        self.outbox.idle().await;
     }
 
     /// Records a message an adapter sent for `question` outside its card (a prompt for the
@@ -284,7 +312,7 @@ impl Engine {
     /// Returns once it is stored (or after [`RECORD_WAIT`], when the lane is held up): an
     /// adapter that handles its updates one after another then reads a reply to the prompt
     /// as one, however soon it comes.
-    pub async fn record_delivery(&self, question: &Question, delivery: Delivery) {
+    pub async fn record_delivery(&self, question: &Question, delivery: store::Delivery) {
         let Some(c) = &question.conversation else { return };
         let (recorded, stored) = tokio::sync::oneshot::channel();
         self.outbound(c, Outbound::Record(Arc::new(question.clone()), delivery, Some(recorded)));
@@ -320,9 +348,9 @@ impl Engine {
         if let Some(c) = &question.conversation {
             self.outbound(c, Outbound::Card(question.clone()));
         }
-        self.wake_sweeper_for(&question);
-        self.inner.metrics.asked();
-        self.emit(Event::Asked(question));
+        self.sweeper.wake_for(&question);
+        self.metrics.asked();
+        self.bus.emit(Event::Asked(question));
     }
 
     /// Shows `question` in the conversation it is escalated to, after a line that says why.
@@ -330,7 +358,7 @@ impl Engine {
         let Some(conversation) = &question.conversation else { return };
         let waited = std::time::Duration::from_millis(question.nudges.escalate_after.unwrap_or(0));
         // The line reads as the conversation it is escalated to speaks; the card as its own.
-        let locale = self.policies().presentation_of(Some(to), None).locale;
+        let locale = self.policies.presentation_of(Some(to), None).locale;
         let line = crate::wording::replies::escalated(conversation.as_str(), waited, locale);
         self.send_text(to, line);
         // Placed in the conversation it is escalated to (the card goes there, its answers
@@ -349,7 +377,7 @@ impl Engine {
     pub(super) async fn redeliver_undelivered(&self, before: i64) {
         let mut after = None;
         loop {
-            let page = match self.inner.store.undelivered(before, after, 500).await {
+            let page = match self.store.undelivered(before, after, 500).await {
                 Ok(page) => page,
                 Err(e) => {
                     tracing::error!(error = %e, "could not look for questions whose card was not delivered");
@@ -381,191 +409,6 @@ impl Engine {
                 tracing::info!("showing {shown} cards that were not delivered before the stop");
                 let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
-        }
-    }
-}
-
-/// Whether `question` is the copy sent to the lane of the conversation it may have been
-/// escalated to (see [`Engine::to_its_conversations`]): with no card of its own there, that
-/// lane has nothing to do.
-fn is_escalation_copy(question: &Question) -> bool {
-    question.conversation.is_some() && question.conversation == question.nudges.escalate_to
-}
-
-/// One lane: deliveries in the order they were queued.
-struct Lane {
-    store: Arc<dyn Store>,
-    backlog: Arc<Backlog>,
-    channel: Arc<dyn Channel>,
-    undelivered: Arc<AtomicUsize>,
-    stop: CancellationToken,
-    abandon: CancellationToken,
-}
-
-impl Lane {
-    async fn run(self, mut queue: mpsc::UnboundedReceiver<Outbound>) {
-        // Cards shown lately, so that a retraction rarely reads them back from the store.
-        let mut shown: Recent<Vec<Delivery>> = Recent::new(512);
-        // Questions resolved lately: a card whose question was resolved before it went out (a
-        // resolution racing the announcement) is not shown at all, and a message recorded
-        // late is retracted at once.
-        let mut closed: Recent<Arc<Question>> = Recent::new(128);
-        // A delivery that outlasts the grace at shutdown (a platform that does not answer,
-        // sends tried again) is dropped with the rest of the queue.
-        let abandoned = self.abandon.clone();
-        let delivering = async {
-            while let Some(message) = queue.recv().await {
-                self.deliver(message, &mut shown, &mut closed).await;
-                self.backlog.done();
-            }
-        };
-        tokio::select! {
-            () = delivering => {}
-            () = abandoned.cancelled() => {}
-        }
-    }
-
-    async fn deliver(&self, message: Outbound, shown: &mut Recent<Vec<Delivery>>, closed: &mut Recent<Arc<Question>>) {
-        match message {
-            Outbound::Card(question) => {
-                if closed.remove(&question.id).is_some() {
-                    return;
-                }
-                if let Some(mut cards) = self.show(&question).await {
-                    for card in &mut cards {
-                        if card.conversation.is_none() {
-                            card.conversation.clone_from(&question.conversation);
-                        }
-                        if let Err(e) = self.store.add_delivery(card).await {
-                            tracing::error!(question = %question.id, error = %e, "could not record a card");
-                        }
-                    }
-                    // An escalation card is shown on another lane than its question's, whose
-                    // retraction may have read the cards just before this one was recorded.
-                    if is_escalation_copy(&question)
-                        && let Ok(Some(now)) = self.store.question(question.id).await
-                        && !now.is_pending()
-                    {
-                        let ended = Question { conversation: question.conversation.clone(), ..now };
-                        self.retract(&ended, cards).await;
-                        return;
-                    }
-                    shown.insert(question.id, cards);
-                }
-            }
-            Outbound::Retract(question) => {
-                let Some(cards) = self.cards(&question, shown.remove(&question.id)).await else { return };
-                if cards.is_empty() {
-                    if is_escalation_copy(&question) {
-                        return;
-                    }
-                    closed.insert(question.id, question.clone());
-                }
-                self.retract(&question, cards).await;
-            }
-            Outbound::Refresh(question) => {
-                let Some(cards) = self.cards(&question, shown.get(&question.id).cloned()).await else { return };
-                let cards: Vec<Delivery> = cards.into_iter().filter(|d| d.role == DeliveryRole::Card).collect();
-                if cards.is_empty() && is_escalation_copy(&question) {
-                    return;
-                }
-                if let Err(e) = self.channel.refresh(&question, &cards).await {
-                    tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not update a card");
-                }
-            }
-            Outbound::Remind(question, people, now) => {
-                if let Err(e) = self.channel.remind(&question, &people, now).await {
-                    tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not send a reminder");
-                }
-            }
-            Outbound::Text(conversation, text) => {
-                if let Err(e) = self.channel.send_text(&conversation, &text).await {
-                    tracing::warn!(%conversation, error = %e, "could not send a message");
-                }
-            }
-            Outbound::Record(question, delivery, recorded) => {
-                if let Err(e) = self.store.add_delivery(&delivery).await {
-                    tracing::error!(question = %question.id, error = %e, "could not record a message");
-                }
-                if let Some(recorded) = recorded {
-                    let _ = recorded.send(());
-                }
-                if let Some(resolved) = closed.get(&question.id) {
-                    self.retract(resolved, vec![delivery]).await;
-                } else if let Some(cards) = shown.get_mut(&question.id) {
-                    cards.push(delivery);
-                }
-                // Otherwise the cards are not cached here: a retraction reads them all back.
-            }
-        }
-    }
-
-    /// Shows a card, trying again while the failure may pass and the question waits; none when
-    /// it could not be shown.
-    async fn show(&self, question: &Question) -> Option<Vec<Delivery>> {
-        let mut attempt = 0;
-        loop {
-            let error = match self.channel.show_question(question).await {
-                Ok(cards) => {
-                    if attempt > 0 {
-                        self.undelivered.fetch_sub(1, Ordering::Relaxed);
-                        tracing::info!(question = %question.id, channel = self.channel.name(), "a card got through");
-                    }
-                    return Some(cards);
-                }
-                Err(e) => e,
-            };
-            let Retry::Later(asked) = error.retry() else {
-                tracing::warn!(question = %question.id, channel = self.channel.name(), error = %error, "could not show a question");
-                return self.gave_up(attempt);
-            };
-            attempt += 1;
-            if attempt == 1 {
-                self.undelivered.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(question = %question.id, channel = self.channel.name(), error = %error, "could not show a question; trying again until it ends");
-            }
-            let pause = CARD_BACKOFF.pause(attempt, asked);
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                // The next start shows it again (a pending question without a card).
-                () = self.stop.cancelled() => return self.gave_up(attempt),
-            }
-            match self.store.question(question.id).await {
-                Ok(Some(q)) if q.is_pending() => {}
-                Ok(_) => return self.gave_up(attempt),
-                Err(e) => {
-                    tracing::warn!(question = %question.id, error = %e, "could not check a question before trying its card again")
-                }
-            }
-        }
-    }
-
-    /// The messages of `question` on this lane's surface: those it showed (`cached`), or read
-    /// back from the store. A question that may have been escalated has cards another lane
-    /// may have shown too, so those are always read back. None when the store failed.
-    async fn cards(&self, question: &Question, cached: Option<Vec<Delivery>>) -> Option<Vec<Delivery>> {
-        if let Some(cards) = cached.filter(|_| question.nudges.escalate_to.is_none()) {
-            return Some(cards);
-        }
-        match self.store.deliveries(question.id).await {
-            Ok(cards) => Some(cards.into_iter().filter(|d| d.surface == self.channel.surface()).collect()),
-            Err(e) => {
-                tracing::error!(question = %question.id, error = %e, "could not load a question's cards");
-                None
-            }
-        }
-    }
-
-    fn gave_up(&self, attempt: u32) -> Option<Vec<Delivery>> {
-        if attempt > 0 {
-            self.undelivered.fetch_sub(1, Ordering::Relaxed);
-        }
-        None
-    }
-
-    async fn retract(&self, question: &Question, cards: Vec<Delivery>) {
-        if let Err(e) = self.channel.retract(question, &cards).await {
-            tracing::warn!(question = %question.id, channel = self.channel.name(), error = %e, "could not retract a card");
         }
     }
 }

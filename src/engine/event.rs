@@ -9,9 +9,10 @@ use tokio::sync::broadcast;
 
 use serde::Serialize;
 
+use super::waiters::Waiters;
 use crate::question::{Question, Status};
 use crate::run::{Run, RunStatus};
-use crate::store::RunEvent;
+use crate::store::{RunEvent, Store, StoreExt};
 
 /// Something that happened to a question or a run. The snapshots are shared (with the lanes
 /// that render them and every stream that sends them), not copied.
@@ -268,5 +269,39 @@ mod tests {
         assert!(log.since("deadbeef-1").is_none(), "an id of another process");
         assert!(log.since(&log.id(99)).is_none(), "an id from the future");
         assert!(log.since("nonsense").is_none());
+    }
+}
+
+/// The announcing part, which services hold: an event goes to the log, to the other
+/// instances sharing the store (a run's: a question's goes with its own write), to whoever
+/// waits on its question here, and to the observers here.
+#[derive(Clone)]
+pub(super) struct Bus {
+    store: Arc<dyn Store>,
+    events: Arc<Events>,
+    waiters: Arc<Waiters>,
+}
+
+impl Bus {
+    pub(super) fn new(store: Arc<dyn Store>, events: Arc<Events>, waiters: Arc<Waiters>) -> Self {
+        Self { store, events, waiters }
+    }
+
+    /// Logs `event`, tells the other instances of a run's, and publishes it here.
+    pub(super) fn emit(&self, event: Event) {
+        event.log();
+        if let Some((what, run)) = event.of_run() {
+            self.store.announce_run(what, run);
+        }
+        self.publish(event);
+    }
+
+    /// Hands `event` to the observers here (and not to the other instances: see [`Self::emit`]),
+    /// and a resolution to whoever waits on its question here (see `waiters`).
+    pub(super) fn publish(&self, event: Event) {
+        if let Event::Resolved(question) = &event {
+            self.waiters.resolved(question);
+        }
+        self.events.publish(event);
     }
 }

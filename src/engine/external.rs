@@ -111,7 +111,7 @@ impl Engine {
         if self.inner.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
         }
-        self.check_served(&conversation)?;
+        self.delivery().check_served(&conversation)?;
         let answerers = match ask.answerers.take() {
             Some(Answerers::Users { users }) => self.policies().api_answerers(&conversation, Some(users))?,
             Some(other) => other,
@@ -138,7 +138,7 @@ impl Engine {
         let mut origin = run.origin(0);
         origin.presentation = self.policies().presentation_of(run.conversation.as_ref(), None);
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
-        self.schedule_nudges(&mut question)?;
+        self.inner.nudges.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
             self.callbacks().add_callback(callback, run.id, Some(question.id)).await?;
         }
@@ -150,13 +150,13 @@ impl Engine {
             run.result = Some(question.outcome_line_in(crate::question::Locale::En));
             let question = Arc::new(question);
             self.inner.store.ask(&run, &question).await?;
-            self.emit(Event::RunStarted(Arc::new(run)));
+            self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
             return Ok(Arc::unwrap_or_clone(question));
         }
         let question = Arc::new(question);
         self.inner.store.ask(&run, &question).await?;
-        self.emit(Event::RunStarted(Arc::new(run)));
-        self.announce(question.clone());
+        self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
+        self.delivery().announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
     }
 
@@ -171,7 +171,7 @@ impl Engine {
             return Ok(false);
         }
         let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-        Ok(matches!(self.close(&question, outcome).await?, super::claim::Claimed::Won(_)))
+        Ok(matches!(self.claims().close(&question, outcome).await?, super::claim::Claimed::Won(_)))
     }
 
     /// Sends a message to a conversation for an agent; nothing is awaited or kept.
@@ -179,8 +179,8 @@ impl Engine {
     /// # Errors
     /// When no enabled channel serves the conversation.
     pub fn notify_conversation(&self, conversation: &Conversation, text: String) -> Result<(), NotServed> {
-        self.check_served(conversation)?;
-        self.send_text(conversation, text);
+        self.delivery().check_served(conversation)?;
+        self.delivery().send_text(conversation, text);
         Ok(())
     }
 }

@@ -71,7 +71,7 @@ impl Engine {
         }
         if !question.is_pending() {
             // The claim says how it ended.
-            return Ok(self.claim_choice(question, None, resolver).await?.into());
+            return Ok(self.claims().claim_choice(question, None, resolver).await?.into());
         }
         // A field's value, or the whole form's answer checked.
         let one_field = match filling {
@@ -132,7 +132,7 @@ impl Engine {
         resolver: &Resolver,
         answer: serde_json::Value,
     ) -> Result<Attempt, StoreError> {
-        let attempt = self.claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
+        let attempt = self.claims().claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
         if matches!(attempt.receipt, Receipt::Resolved { .. }) {
             // The draft has served; a lost claim keeps it (the person may read what they gave).
             self.inner.store.set_draft(question.id, resolver.user.as_str(), None, self.now_ms()).await?;

@@ -172,8 +172,8 @@ impl Engine {
     /// its deadline.
     async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        self.wake_sweeper_for(&question);
-        self.publish(Event::Asked(Arc::new(question)));
+        self.inner.sweeper.wake_for(&question);
+        self.inner.bus.publish(Event::Asked(Arc::new(question)));
         Ok(())
     }
 
@@ -182,7 +182,7 @@ impl Engine {
     async fn heard_counted(&self, id: QuestionId) -> Result<(), StoreError> {
         let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
         if question.is_pending() {
-            self.publish(Event::Counted(Arc::new(question)));
+            self.inner.bus.publish(Event::Counted(Arc::new(question)));
         }
         Ok(())
     }
@@ -196,7 +196,7 @@ impl Engine {
                 None => return Ok(()),
             },
         };
-        self.publish(Event::heard_of_run(event, run));
+        self.inner.bus.publish(Event::heard_of_run(event, run));
         Ok(())
     }
 
@@ -208,7 +208,7 @@ impl Engine {
             return Ok(());
         }
         self.inner.turns.unpark(id);
-        self.publish(Event::Resolved(Arc::new(question)));
+        self.inner.bus.publish(Event::Resolved(Arc::new(question)));
         Ok(())
     }
 }

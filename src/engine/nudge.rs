@@ -4,12 +4,36 @@
 //! restart, and never after a question ended.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::{Engine, Outbound};
-use crate::question::{Answerers, Conversation, InvalidAsk, Nudges, Question, UserRef, millis};
-use crate::store::{StoreError, StoreExt};
+use super::{Delivery, Outbound, Policies};
+use crate::clock::Clock;
+use crate::question::{self, Answerers, Conversation, InvalidAsk, Question, UserRef, millis};
+use crate::store::{Store, StoreError, StoreExt};
 
-impl Engine {
+/// Nudges, the service that reminds and escalates: over the store's nudge times, the
+/// policies' escalations, and delivery.
+#[derive(Clone)]
+pub(super) struct Nudges {
+    store: Arc<dyn Store>,
+    clock: Clock,
+    /// The gateway's `remind_before`.
+    remind_before: Option<Duration>,
+    policies: Policies,
+    delivery: Delivery,
+}
+
+impl Nudges {
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        remind_before: Option<Duration>,
+        policies: Policies,
+        delivery: Delivery,
+    ) -> Self {
+        Self { store, clock, remind_before, policies, delivery }
+    }
+
     /// Completes a new question's nudges with the configured ones (the gateway's
     /// `remind_before`, its channel's escalation) and schedules the first.
     ///
@@ -18,15 +42,16 @@ impl Engine {
     /// escalate to.
     pub(super) fn schedule_nudges(&self, question: &mut Question) -> Result<(), InvalidAsk> {
         let Some(conversation) = &question.conversation else { return Ok(()) };
-        let settings = &self.inner.settings;
-        let defaults =
-            Nudges { remind_before: settings.remind_before.map(millis), ..self.policies().policy(conversation).nudges };
+        let defaults = question::Nudges {
+            remind_before: self.remind_before.map(millis),
+            ..self.policies.policy(conversation).nudges
+        };
         question.nudges = std::mem::take(&mut question.nudges).or(&defaults, conversation);
         if let Some(to) = &question.nudges.escalate_to {
             if to == conversation {
                 return Err(InvalidAsk::Nudge(format!("escalate_to names the question's own conversation ({to})")));
             }
-            self.check_served(to).map_err(|e| InvalidAsk::Nudge(format!("escalate_to: {e}")))?;
+            self.delivery.check_served(to).map_err(|e| InvalidAsk::Nudge(format!("escalate_to: {e}")))?;
         }
         question.nudge_at = question.nudges.next(question.created_at, question.expires_at, false, question.created_at);
         Ok(())
@@ -35,8 +60,8 @@ impl Engine {
     /// Sends the reminders and escalations that are due.
     pub(super) async fn nudge_due(&self) -> Result<(), StoreError> {
         loop {
-            let now = self.now_ms();
-            let due = self.inner.store.due_nudges(now, 256).await?;
+            let now = self.clock.now_ms();
+            let due = self.store.due_nudges(now, 256).await?;
             if due.is_empty() {
                 return Ok(());
             }
@@ -51,7 +76,7 @@ impl Engine {
         // scheduled so) is moved on to nothing, so that the sweep cannot find it again.
         let Some(seen) = question.nudge_at else { return Ok(()) };
         let Some(conversation) = question.conversation.clone() else {
-            self.inner.store.advance_nudge(question.id, seen, None, None).await?;
+            self.store.advance_nudge(question.id, seen, None, None).await?;
             return Ok(());
         };
         let (asked, expires, nudges) = (question.created_at, question.expires_at, &question.nudges);
@@ -59,7 +84,7 @@ impl Engine {
         let escalate_to = nudges.escalation_due(asked, escalated, now).then(|| nudges.escalate_to.clone()).flatten();
         let remind = nudges.reminder_due(asked, expires, seen, now);
         let next = nudges.next(asked, expires, escalated || escalate_to.is_some(), now);
-        if !self.inner.store.advance_nudge(question.id, seen, next, escalate_to.as_ref()).await? {
+        if !self.store.advance_nudge(question.id, seen, next, escalate_to.as_ref()).await? {
             // It ended, or another sweeper sent this one.
             return Ok(());
         }
@@ -67,11 +92,11 @@ impl Engine {
         if let Some(to) = escalate_to {
             question.escalated_to = Some(to.clone());
             tracing::info!(question = %question.id, %to, "escalated a question nobody answered");
-            self.show_escalated(&question, &to);
+            self.delivery.show_escalated(&question, &to);
         }
         if remind {
             let people = reminded(&question.answerers, &conversation);
-            self.outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
+            self.delivery.outbound(&conversation, Outbound::Remind(Arc::new(question), people, now));
         }
         Ok(())
     }

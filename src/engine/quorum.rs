@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::claim::{Resolver, lost_receipt};
-use super::{Engine, Event, Outbound};
+use super::claim::{Claims, Resolver, lost_receipt};
+use super::{Event, Outbound};
 use crate::question::{Approver, MAX_QUORUM, Outcome, Question, Receipt, UserRef};
 use crate::store::{Resolution, StoreError, StoreExt};
 
@@ -24,7 +24,7 @@ pub(super) enum Vote {
     Completes(Box<Resolution>),
 }
 
-impl Engine {
+impl Claims {
     /// Records `resolver`'s approval of a quorum approval: counted once per person; the one
     /// that completes the quorum comes back as the resolution to claim.
     ///
@@ -36,7 +36,7 @@ impl Engine {
         resolver: &Resolver,
     ) -> Result<Vote, StoreError> {
         let allowed = Outcome::Answered { value: Value::String("once".to_owned()) };
-        if !self.inner.settings.quorum_includes_requester && self.asked_by(question, &resolver.user).await? {
+        if !self.quorum_includes_requester && self.asked_by(question, &resolver.user).await? {
             return Ok(Vote::Told(Receipt::OwnRequest { id: question.id, quorum: question.quorum }));
         }
         let mut current = question.clone();
@@ -72,7 +72,7 @@ impl Engine {
                     question: current,
                 })));
             }
-            let store = &self.inner.store;
+            let store = &self.store;
             if store.vote(id, &current.approvals, &approvals, resolver.update.as_deref()).await? {
                 let counted = count(&approvals);
                 current.approvals = approvals;
@@ -93,13 +93,13 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn asked_by(&self, question: &Question, user: &UserRef) -> Result<bool, StoreError> {
-        Ok(self.inner.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
+        Ok(self.store.run(question.run).await?.is_some_and(|run| run.initiator.same_person(user)))
     }
 
     /// An approval was counted: the cards show the count, observers hear of it.
     fn counted(&self, question: Arc<Question>) {
-        self.to_its_conversations(&question, Outbound::Refresh);
-        self.emit(Event::Counted(question));
+        self.delivery.to_its_conversations(&question, Outbound::Refresh);
+        self.bus.emit(Event::Counted(question));
     }
 }
 

@@ -150,7 +150,7 @@ impl Engine {
                 DeliveryRole::Prompt => question.own_words(text),
                 DeliveryRole::Note => Ok(Choice::Decline(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))),
             };
-            let receipt = self.attempt(&question, choice, &resolver).await?;
+            let receipt = self.claims().attempt(&question, choice, &resolver).await?;
             return Ok(Response::attempt(receipt, Some(&question), l));
         }
         let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
@@ -165,7 +165,7 @@ impl Engine {
             }
             [question] => {
                 let resolver = answering(inbound, &resolver, question);
-                let receipt = self.attempt(question, question.parse_choice(text), &resolver).await?;
+                let receipt = self.claims().attempt(question, question.parse_choice(text), &resolver).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
@@ -244,7 +244,7 @@ impl Engine {
                     Given::OwnWords(words) => question.own_words(&words),
                     Given::Ticked(ticked) => question.ticked(&ticked),
                 };
-                let receipt = self.attempt(&question, choice, resolver).await?;
+                let receipt = self.claims().attempt(&question, choice, resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
@@ -252,7 +252,8 @@ impl Engine {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
                 let resolver = &answering(inbound, resolver, &question);
-                let receipt = self.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
+                let receipt =
+                    self.claims().attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Approve { id, how } => {
@@ -264,9 +265,13 @@ impl Engine {
                 }
                 let resolver = &answering(inbound, resolver, &question);
                 let receipt = match how {
-                    Allow::Once => self.attempt_choice(&question, Some(question.allowed_once()), resolver).await?,
-                    Allow::Always => self.attempt(&question, question.allowed_always(), resolver).await?,
-                    Allow::Edited(action) => self.attempt(&question, question.edited(&action), resolver).await?,
+                    Allow::Once => {
+                        self.claims().attempt_choice(&question, Some(question.allowed_once()), resolver).await?
+                    }
+                    Allow::Always => self.claims().attempt(&question, question.allowed_always(), resolver).await?,
+                    Allow::Edited(action) => {
+                        self.claims().attempt(&question, question.edited(&action), resolver).await?
+                    }
                     Allow::Like(pattern) => {
                         // Checked for those who may answer: others learn nothing about it.
                         if resolver.may_answer(&question)
@@ -274,7 +279,7 @@ impl Engine {
                         {
                             return Ok(Response::say(why));
                         }
-                        self.attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
+                        self.claims().attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
                     }
                 };
                 Ok(Response::attempt(receipt, Some(&question), l))
@@ -294,7 +299,7 @@ impl Engine {
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
             Command::Cancel => {
-                let n = self.cancel_conversation(&inbound.conversation, &inbound.user).await?;
+                let n = self.claims().cancel_conversation(&inbound.conversation, &inbound.user).await?;
                 Ok(Response::say(replies::cancelled(n, l)))
             }
             Command::Help => Ok(Response::say(self.help_in(l))),

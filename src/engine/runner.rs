@@ -156,7 +156,7 @@ impl Engine {
             return Err(StartError::UnknownFunction(function));
         }
         if let Some(c) = &conversation {
-            self.check_served(c)?;
+            self.delivery().check_served(c)?;
         }
         self.policies().may_start(&function, conversation.as_ref(), &user)?;
         let now = self.now_ms();
@@ -177,7 +177,7 @@ impl Engine {
         };
         // A run started from a chat is first written when it first asks or ends: one that does
         // neither before a crash was mid-flight, and nothing about it was promised to anyone.
-        self.emit(Event::RunStarted(Arc::new(run.clone())));
+        self.inner.bus.emit(Event::RunStarted(Arc::new(run.clone())));
         Ok(run)
     }
 
@@ -221,7 +221,7 @@ impl Engine {
         if let Some(at) = resolved {
             self.inner.metrics.resumed_after(at.elapsed());
         }
-        self.emit(Event::RunResumed(Arc::new(run.clone())));
+        self.inner.bus.emit(Event::RunResumed(Arc::new(run.clone())));
         self.spawn_turn_counted(run, journal, busy);
     }
 
@@ -281,7 +281,7 @@ impl Engine {
                 run
             }
         };
-        self.emit(Event::Run(Arc::new(final_run.clone())));
+        self.inner.bus.emit(Event::Run(Arc::new(final_run.clone())));
         final_run
     }
 
@@ -317,7 +317,7 @@ impl Engine {
                 if let Some(c) = &run.conversation
                     && !reply.trim().is_empty()
                 {
-                    self.send_text(c, reply.clone());
+                    self.delivery().send_text(c, reply.clone());
                 }
                 self.end_run(run, asked, RunStatus::Finished, reply).await
             }
@@ -358,7 +358,7 @@ impl Engine {
     async fn cancel_left_pending(&self, journal: &[Arc<Question>], reason: &str) {
         for question in journal.iter().filter(|q| q.status == Status::Pending) {
             let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-            if let Err(e) = self.close(question, outcome).await {
+            if let Err(e) = self.claims().close(question, outcome).await {
                 tracing::error!(question = %question.id, error = %e, "could not cancel a question of a failed run");
             }
         }
@@ -394,7 +394,7 @@ impl Engine {
 
     fn notify(&self, run: &Run, text: String) {
         if let Some(c) = &run.conversation {
-            self.send_text(c, text);
+            self.delivery().send_text(c, text);
         }
     }
 }

@@ -34,6 +34,14 @@ impl Default for Sweeper {
 }
 
 impl Sweeper {
+    /// Wakes the sweeper when a new question's expiry or first nudge comes before the time it
+    /// sleeps until.
+    pub(super) fn wake_for(&self, question: &Question) {
+        if let Some(first) = [question.expires_at, question.nudge_at].into_iter().flatten().min() {
+            self.wake_before(first);
+        }
+    }
+
     /// Wakes the sweeper when `at` comes before the time it sleeps until.
     fn wake_before(&self, at: i64) {
         if at < self.next.load(Ordering::Relaxed) {
@@ -74,8 +82,8 @@ pub(super) async fn run(engine: Engine) {
 
 /// Expires what is due; returns how long to sleep until the next deadline.
 async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
-    engine.expire_due().await?;
-    engine.nudge_due().await?;
+    engine.claims().expire_due().await?;
+    engine.inner.nudges.nudge_due().await?;
     let next = engine.inner.store.next_deadline().await?;
     let now = engine.now_ms();
     Ok(match next {
@@ -88,21 +96,13 @@ async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
 impl Engine {
     /// Returns once a sweep that began at clock time `at` (unix ms) or later has expired,
     /// reminded and escalated everything due by then (its messages are handed to the lanes:
-    /// [`Engine::outbound_idle`] waits for them), or when the engine stops.
+    /// [`Delivery::outbound_idle`](super::Delivery::outbound_idle) waits for them), or when the engine stops.
     pub async fn swept(&self, at: i64) {
         let mut swept = self.inner.sweeper.swept.subscribe();
         let stop = self.stopping();
         tokio::select! {
             _ = swept.wait_for(|&began| began >= at) => {}
             () = stop.cancelled() => {}
-        }
-    }
-
-    /// Wakes the sweeper when a new question's expiry or first nudge comes before the time it
-    /// sleeps until.
-    pub(super) fn wake_sweeper_for(&self, question: &Question) {
-        if let Some(first) = [question.expires_at, question.nudge_at].into_iter().flatten().min() {
-            self.inner.sweeper.wake_before(first);
         }
     }
 }

@@ -36,7 +36,7 @@ impl Engine {
         let resolver = &*super::board::answering(inbound, resolver, &q);
         if !resolver.may_answer(&q) || !q.is_pending() {
             // Not theirs, or over: the attempt says which, as it would for an answer.
-            let attempt = self.attempt_choice(&q, None, resolver).await?;
+            let attempt = self.claims().attempt_choice(&q, None, resolver).await?;
             return Ok(Response::attempt(attempt, Some(&q), l));
         }
         let short = q.id.short();
@@ -45,12 +45,12 @@ impl Engine {
             (OnCard::Other(None), _) if q.kind == Kind::Approval => say(say!(l, "typed.edit", id = short)),
             (OnCard::Other(None), _) => say(say!(l, "typed.other", id = short)),
             (OnCard::Other(Some(words)), _) => {
-                let attempt = self.attempt(&q, q.own_words(&words), resolver).await?;
+                let attempt = self.claims().attempt(&q, q.own_words(&words), resolver).await?;
                 Ok(Response::attempt(attempt, Some(&q), l))
             }
             (OnCard::Note(None), _) => say(say!(l, "typed.note", id = short)),
             (OnCard::Note(Some(note)), _) => {
-                let attempt = self.attempt_choice(&q, Some(Choice::Decline(Some(note))), resolver).await?;
+                let attempt = self.claims().attempt_choice(&q, Some(Choice::Decline(Some(note))), resolver).await?;
                 Ok(Response::attempt(attempt, Some(&q), l))
             }
             (OnCard::Toggle(_) | OnCard::Submit, _) if !q.multi || q.form.is_some() => {
@@ -72,7 +72,7 @@ impl Engine {
                 if ticked.is_empty() {
                     return say(say!(l, "typed.none_ticked", id = short));
                 }
-                let attempt = self.attempt(&q, q.ticked(&ticked), resolver).await?;
+                let attempt = self.claims().attempt(&q, q.ticked(&ticked), resolver).await?;
                 if attempt.resolved.is_some() {
                     ticks.remove(OWN_OPTIONS);
                     self.set_ticks(&q, &resolver.user, ticks).await?;

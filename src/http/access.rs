@@ -179,8 +179,8 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, s
     let pending = state.engine.records().pending_count().await?;
     let now = crate::engine::metrics::Snapshot::new(
         pending,
-        &state.engine.channel_states(),
-        &state.engine.undelivered_cards(),
+        &state.engine.delivery().channel_states(),
+        &state.engine.delivery().undelivered_cards(),
         &state.engine.records().write_stats(),
     );
     let mut text = String::new();

@@ -38,7 +38,7 @@ async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
 async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
     let question = find(state, id).await?;
     let hidden = match caller.role {
-        Role::Agent => !state.engine.asked_by(&question, &caller.user).await?,
+        Role::Agent => !state.engine.claims().asked_by(&question, &caller.user).await?,
         _ => !caller.sees(&question),
     };
     if hidden {
@@ -328,7 +328,7 @@ pub(super) async fn reply(
         Err(_) if !question.is_pending() => None,
         Err(e) => return receipt_response(Receipt::InvalidChoice { id: question.id, hint: e.hint }),
     };
-    let receipt = state.engine.resolve_choice(&question, choice, &resolver).await?;
+    let receipt = state.engine.claims().resolve_choice(&question, choice, &resolver).await?;
     receipt_response(receipt)
 }
 
@@ -343,7 +343,7 @@ pub(super) async fn reject(
     resolver.name = typed_name(body.name.as_deref(), &resolver.user)?;
     let question = find_to_answer(&state, &caller, &id).await?;
     let feedback = body.feedback.filter(|f| !f.trim().is_empty());
-    let receipt = state.engine.resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
+    let receipt = state.engine.claims().resolve_choice(&question, Some(Choice::Decline(feedback)), &resolver).await?;
     receipt_response(receipt)
 }
 
@@ -474,7 +474,7 @@ pub(super) async fn start_run(
     let mut request = RunRequest::new(body.function, conversation.clone(), operator.user).input(body.input);
     match &conversation {
         Some(c) => {
-            state.engine.check_served(c).map_err(|e| not_served(&e))?;
+            state.engine.delivery().check_served(c).map_err(|e| not_served(&e))?;
             request =
                 request.answerers(state.engine.policies().api_answerers(c, named).map_err(|e| answerers_error(&e))?);
         }

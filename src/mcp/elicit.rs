@@ -68,7 +68,7 @@ async fn apply(engine: &Engine, question: &Question, answerer: UserRef, result: 
         return tracing::info!(question = %question.id, "the client's form came back without a usable answer");
     };
     let resolver = Resolver::asker(answerer, Surface::MCP);
-    if let Err(e) = engine.resolve_choice(question, Some(choice), &resolver).await {
+    if let Err(e) = engine.claims().resolve_choice(question, Some(choice), &resolver).await {
         tracing::info!(question = %question.id, error = %e, "the answer from the client's form was not taken");
     }
 }

@@ -200,7 +200,7 @@ impl Upstreams {
             .collect();
         let untried = Arc::new(watch::Sender::new(list.len()));
         for upstream in &list {
-            engine.set_channel_state(upstream.health, ChannelState::Degraded("starting".to_owned()));
+            engine.delivery().set_channel_state(upstream.health, ChannelState::Degraded("starting".to_owned()));
             let (upstream, engine, stop, sessions) = (upstream.clone(), engine.clone(), stop.clone(), sessions.clone());
             let first = FirstTry(Some(untried.clone()));
             engine.tasks().clone().spawn(async move { upstream.supervise(&engine, &stop, &sessions, first).await });
@@ -330,7 +330,7 @@ impl Upstream {
             match started {
                 Ok(Ok((service, child))) => {
                     pauses = new_pauses();
-                    engine.set_channel_state(self.health, ChannelState::Up);
+                    engine.delivery().set_channel_state(self.health, ChannelState::Up);
                     // Counted before the wait below; the call after the match then does nothing.
                     first.done();
                     sessions.tools_changed().await;
@@ -341,15 +341,19 @@ impl Upstream {
                     *self.live.lock().unwrap_or_else(PoisonError::into_inner) = None;
                     drop(child);
                     tracing::warn!(upstream = %name, reason = ?ended, "the upstream MCP server stopped; restarting it");
-                    engine.set_channel_state(self.health, ChannelState::Degraded("stopped; restarting".to_owned()));
+                    engine
+                        .delivery()
+                        .set_channel_state(self.health, ChannelState::Degraded("stopped; restarting".to_owned()));
                     sessions.tools_changed().await;
                 }
                 Ok(Err(e)) => {
-                    engine.set_channel_state(self.health, ChannelState::Degraded(format!("cannot start: {e}")));
+                    engine
+                        .delivery()
+                        .set_channel_state(self.health, ChannelState::Degraded(format!("cannot start: {e}")));
                 }
                 Err(_) => {
                     let message = format!("did not answer within {}s", START_TIMEOUT.as_secs());
-                    engine.set_channel_state(self.health, ChannelState::Degraded(message));
+                    engine.delivery().set_channel_state(self.health, ChannelState::Degraded(message));
                 }
             }
             first.done();

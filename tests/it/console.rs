@@ -24,7 +24,7 @@ async fn at_start_the_console_lists_only_questions_asked_before_it_so_no_card_is
     let h = Harness::new(builtins()).await;
     // The console that prints cards as they are asked.
     let (printing, _kept) = tokio::io::duplex(1 << 16);
-    h.engine.attach(Console::new(Box::new(printing), h.clock.clone()));
+    h.engine.delivery().attach(Console::new(Box::new(printing), h.clock.clone()));
     ask(&h, "Asked before the restart?").await;
     h.clock.advance(1_000);
 

@@ -54,7 +54,7 @@ impl Dc {
         let store = SqliteStore::open(db_path(dir.path()).to_str().unwrap(), Synchronous::Normal).await.unwrap();
         let engine = Engine::new(Arc::new(store), functions, settings, clock.clone());
         let discord = Discord::new(&DiscordConfig { token: "fake-token".into(), api_url: Some(api.to_owned()) }, clock);
-        engine.attach(discord.clone());
+        engine.delivery().attach(discord.clone());
         engine.start().await.unwrap();
         let (e, stop) = (engine.clone(), engine.stopping());
         let serving = tokio::spawn(async move { discord.serve(e, stop).await.unwrap() });
@@ -117,7 +117,7 @@ async fn the_demo_runs_by_clicking_buttons() {
     let (_dir, fake, _, dc) = setup().await;
     fake.message(ALICE, CHANNEL, "/run demo", None);
     let card = fake.sent("Which library for date formatting?", 1).await;
-    assert_eq!(dc.engine.channel_states(), [("discord", askgate::engine::ChannelState::Up)]);
+    assert_eq!(dc.engine.delivery().channel_states(), [("discord", askgate::engine::ChannelState::Up)]);
     let labels: Vec<String> = components(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["dayjs", "date-fns", "luxon", "Other…", "Decline"]);
     let click = fake.click(ALICE, CHANNEL, id_of(&card), &custom_id(&card, "date-fns"));
@@ -373,7 +373,7 @@ async fn an_answer_elsewhere_removes_the_components_through_rest() {
     let card = fake.sent("Which library", 1).await;
     let q = dc.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("discord:{ALICE}")).unwrap(), Surface::API);
-    dc.engine.resolve(&q, "dayjs", &alice).await.unwrap();
+    dc.engine.claims().resolve(&q, "dayjs", &alice).await.unwrap();
     retracted(&fake, id_of(&card), &format!("✅ dayjs — discord:{ALICE} via api")).await;
     assert!(fake.calls("/messages/").iter().any(|(m, _, b)| m == "PATCH" && b["components"] == serde_json::json!([])));
     dc.stop().await;

@@ -109,8 +109,8 @@ async fn racing_resolvers_have_one_winner_that_resumes_the_run_once(place: Place
         let (q1, q2) = (question.clone(), question.clone());
         // Half the rounds race the same answer, half conflicting ones.
         let second = if round % 2 == 0 { "1" } else { "2" };
-        let a = tokio::spawn(async move { e1.resolve(&q1, "1", &resolver(alice())).await.unwrap() });
-        let b = tokio::spawn(async move { e2.resolve(&q2, second, &resolver(alice())).await.unwrap() });
+        let a = tokio::spawn(async move { e1.claims().resolve(&q1, "1", &resolver(alice())).await.unwrap() });
+        let b = tokio::spawn(async move { e2.claims().resolve(&q2, second, &resolver(alice())).await.unwrap() });
         let (a, b) = (a.await.unwrap(), b.await.unwrap());
         let winners = [&a, &b].iter().filter(|r| matches!(r, Receipt::Resolved { .. })).count();
         assert_eq!(winners, 1, "round {round}: {a:?} / {b:?}");
@@ -171,7 +171,7 @@ async fn a_changed_question_at_a_recorded_step_fails_the_run_naming_the_step() {
     assert!(message.contains("Original?") && message.contains("Changed?"), "{message}");
     let texts = h.recorder.texts();
     assert!(texts.iter().any(|t| t.contains("failed") && t.contains("step 0")), "{texts:?}");
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the mismatched step must not be asked as a new question");
 }
 
@@ -256,12 +256,12 @@ async fn each_question_expires_exactly_once(place: Place) {
     for stale in &asked {
         assert_eq!(stale.status, Status::Pending);
         let choice = if stale.kind == askgate::question::Kind::Confirm { "yes" } else { "a" };
-        let receipt = h.engine.resolve(stale, choice, &resolver(alice())).await.unwrap();
+        let receipt = h.engine.claims().resolve(stale, choice, &resolver(alice())).await.unwrap();
         assert!(matches!(receipt, Receipt::Expired { .. }), "{receipt:?}");
         assert!(matches!(h.question(stale).await.outcome, Some(Outcome::Expired { .. })));
     }
     // Counted once everything handed to the channel went out: a third would show.
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     let retracted = h.recorder.retracted();
     assert_eq!(retracted.len(), 2, "{retracted:?}");
     assert_eq!(h.recorder.texts().len(), 2, "one reply per run");
@@ -282,7 +282,7 @@ async fn allow_always_lets_the_next_identical_approval_through_without_asking(pl
     let second = h.run("approve-demo", "").await;
     let done = h.finished(second).await;
     assert!(done.result.unwrap().starts_with("Allowed by a standing grant"));
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert_eq!(h.recorder.cards().len(), 1, "the covered approval was asked again");
     let journal = h.engine.records().journal(second).await.unwrap();
     assert_eq!(journal[0].answered_via, Some(Surface::GATEWAY), "recorded as granted");
@@ -581,9 +581,9 @@ async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     settings.channels.insert("gate".into(), anyone());
     let h = Harness::open(functions, settings, Arc::new(tempfile::TempDir::new().unwrap()), Clock::manual(T0)).await;
     let gate = Arc::new(Gate { open: tokio::sync::Semaphore::new(0), cards: Mutex::new(Vec::new()) });
-    h.engine.attach(gate.clone());
+    h.engine.delivery().attach(gate.clone());
     let slow = askgate::question::Conversation::parse("gate:slow").unwrap();
-    h.engine.send_text(&slow, "held up".into());
+    h.engine.delivery().send_text(&slow, "held up".into());
     let fast = askgate::question::Conversation::parse("gate:fast").unwrap();
     h.engine.start_run(RunRequest::new("one", Some(fast), alice()), askgate::question::Mode::FollowUp).await.unwrap();
     let card = eventually(|| async { gate.cards.lock().unwrap().first().cloned() }).await;
@@ -599,7 +599,7 @@ async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
     let run = h.run("one", "").await;
     let card = h.card(1).await;
     eventually(|| async { (!h.engine.records().deliveries(&[card.id]).await.unwrap().is_empty()).then_some(()) }).await;
-    h.engine.resolve(&card, "a", &resolver(alice())).await.unwrap();
+    h.engine.claims().resolve(&card, "a", &resolver(alice())).await.unwrap();
     h.finished(run).await;
     // An agent's question that waits for days, and an update key seen at the start.
     let ask =

@@ -75,7 +75,7 @@ async fn at(h: &Harness, minutes: i64, n: usize) -> Vec<String> {
 /// lanes delivered what it sent: anything due by then has been sent.
 async fn settle(h: &Harness) {
     h.engine.swept(h.clock.now_ms()).await;
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
 }
 
 async fn each_reminder_comes_once_when_it_is_due(place: Place) {
@@ -142,7 +142,7 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     eventually(|| async { (h.store.deliveries(card.id).await.unwrap().len() == 2).then_some(()) }).await;
     // And the escalation's lane is done with it: right after recording the card it checks whether
     // the question ended meanwhile (a resolution now would have that lane retract its card too).
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert_eq!(h.question(&card).await.escalated_to.as_ref().map(Conversation::as_str), Some(OPS));
     assert!(
         h.recorder.texts().contains(&format!("⬆️ Nobody answered this in {ROOM} for 10m:")),
@@ -157,7 +157,7 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     let carol = in_ops(CAROL, "once".to_owned()).await;
     assert!(matches!(carol.receipt, Some(Receipt::Resolved { .. })), "{carol:?}");
     assert!(h.finished(run).await.result.unwrap().starts_with("Allowed once"));
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     let cards = h.store.deliveries(card.id).await.unwrap();
     let mut chats: Vec<&str> = cards.iter().map(|d| d.chat.as_str()).collect();
     chats.sort_unstable();

@@ -81,7 +81,7 @@ async fn a_quorum_approval_counts_each_person_once_until_the_last(place: Place) 
     assert_eq!(waiting.approvals.iter().map(|a| a.user.as_str()).collect::<Vec<_>>(), [ALICE]);
     assert_eq!(waiting.tally().as_deref(), Some(&*format!("1 of 2 approvals: {ALICE}")));
     // The recorder's cards are text: the count is said in the conversation.
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert!(h.recorder.texts().contains(&format!("[{id}] 1 of 2 approvals: {ALICE}")), "{:?}", h.recorder.texts());
 
     let last = h.say(BOB, &format!("/approve {id}")).await;
@@ -160,7 +160,11 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
         let votes = voters.map(|(user, via, instance)| {
             let (engine, card) = (engines[instance].clone(), card.clone());
             tokio::spawn(async move {
-                engine.resolve(&card, "once", &Resolver::person(UserRef::parse(user).unwrap(), via)).await.unwrap()
+                engine
+                    .claims()
+                    .resolve(&card, "once", &Resolver::person(UserRef::parse(user).unwrap(), via))
+                    .await
+                    .unwrap()
             })
         });
         let mut receipts = Vec::new();

@@ -183,7 +183,7 @@ async fn a_reply_to_a_card_answers_that_question() {
     h.say(ALICE, "/run demo").await;
     h.say(ALICE, "/run demo").await;
     let second = h.card(2).await;
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     // The test channel records each card as message `m-<id>` in the conversation's chat.
     let reply = |text: &str, to: String| {
         Inbound::text(room(), alice(), Surface::OTHER, text).replying_to(room().to_string(), to)
@@ -199,6 +199,7 @@ async fn a_reply_to_a_card_answers_that_question() {
     let first = h.card(1).await;
     // Stored once the call returns: the reply right after it is read as one.
     h.engine
+        .delivery()
         .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::OTHER, room().to_string(), "p-1"))
         .await;
     let r = h.engine.handle(reply("not today", "p-1".to_owned())).await;
@@ -240,7 +241,7 @@ async fn run_refusals_say_what_to_do() {
     );
     let r = h.say(ALICE, "/frobnicate").await;
     assert_eq!(r.text.as_deref(), Some("Unknown command /frobnicate: /help lists the commands."));
-    h.engine.outbound_idle().await;
+    h.engine.delivery().outbound_idle().await;
     assert!(h.recorder.cards().is_empty());
 }
 
@@ -312,7 +313,7 @@ async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
     settings.channels.insert("test".into(), anyone());
     let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, Clock::manual(T0));
     let recorder = Arc::new(Recorder::default());
-    engine.attach(recorder.clone());
+    engine.delivery().attach(recorder.clone());
     engine.start().await.unwrap();
     engine.handle(Inbound::text(room(), alice(), Surface::CONSOLE, "/run demo")).await;
     let card = eventually(|| async { recorder.cards().first().cloned() }).await;
@@ -359,7 +360,10 @@ async fn words_given_after_other_are_recorded_exactly_as_typed() {
 #[tokio::test]
 async fn a_reply_to_the_other_prompt_is_recorded_exactly_as_typed() {
     let (h, card) = demo_waiting().await;
-    h.engine.record_delivery(&card, askgate::store::Delivery::prompt(card.id, Surface::OTHER, ROOM, "p-1")).await;
+    h.engine
+        .delivery()
+        .record_delivery(&card, askgate::store::Delivery::prompt(card.id, Surface::OTHER, ROOM, "p-1"))
+        .await;
     let reply = Inbound::text(room(), alice(), Surface::OTHER, "#1").replying_to(ROOM.to_owned(), "p-1".to_owned());
     let r = h.engine.handle(reply).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");

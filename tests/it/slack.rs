@@ -42,7 +42,7 @@ impl Sl {
             api_url: Some(api.to_owned()),
         };
         let slack = Slack::new(&config, clock).unwrap();
-        engine.attach(slack.clone());
+        engine.delivery().attach(slack.clone());
         engine.start().await.unwrap();
         let (e, stop, s) = (engine.clone(), engine.stopping(), slack.clone());
         let serving = tokio::spawn(async move { s.serve(e, stop).await.unwrap() });
@@ -88,7 +88,7 @@ async fn the_demo_runs_by_clicking_buttons() {
     assert_eq!(card["channel"], CHANNEL);
     let labels: Vec<Value> = elements(&card).iter().map(|e| e["text"]["text"].clone()).collect();
     assert_eq!(labels, ["dayjs", "date-fns", "luxon", "Other…", "Decline"]);
-    assert_eq!(sl.engine.channel_states(), [("slack", askgate::engine::ChannelState::Up)]);
+    assert_eq!(sl.engine.delivery().channel_states(), [("slack", askgate::engine::ChannelState::Up)]);
     let id = question_id(&card);
     assert_eq!(button(&card, "date-fns"), format!("/answer {id} #2"), "a button's value is its command");
     let action_ids: std::collections::HashSet<Value> = elements(&card).iter().map(|e| e["action_id"].clone()).collect();

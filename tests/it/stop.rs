@@ -38,10 +38,10 @@ impl Channel for Silent {
 #[tokio::test]
 async fn a_lane_whose_platform_never_answers_ends_when_its_grace_at_the_stop_runs_out() {
     let h = Harness::new(Functions::new()).await;
-    h.engine.attach(Arc::new(Silent));
+    h.engine.delivery().attach(Arc::new(Silent));
     let other = Conversation::parse("test:other").unwrap();
     for conversation in [room(), other] {
-        h.engine.send_text(&conversation, "are you there?".into());
+        h.engine.delivery().send_text(&conversation, "are you there?".into());
     }
     let tasks = h.engine.tasks().clone();
     h.engine.shutdown().await;

@@ -243,7 +243,7 @@ impl Harness {
         let store = place.open().await;
         let engine = Engine::new(store.clone(), functions, settings, clock.clone());
         let recorder = Arc::new(Recorder::default());
-        engine.attach(recorder.clone());
+        engine.delivery().attach(recorder.clone());
         engine.start().await.unwrap();
         Self { engine, store, recorder, clock, place }
     }

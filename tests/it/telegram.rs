@@ -73,7 +73,7 @@ impl Tg {
             timeouts,
         };
         let telegram = Telegram::new(&config, clock).unwrap();
-        engine.attach(telegram.clone());
+        engine.delivery().attach(telegram.clone());
         engine.start().await.unwrap();
         let (e, stop, t) = (engine.clone(), engine.stopping(), telegram.clone());
         let serving = tokio::spawn(async move { t.serve(updates, e, stop).await.unwrap() });
@@ -165,7 +165,7 @@ async fn the_demo_runs_by_tapping_buttons() {
     let (_dir, fake, _, tg) = setup().await;
     fake.text(ALICE, ALICE, "/run demo", None);
     let card = fake.sent("Which library for date formatting?", 1).await;
-    assert_eq!(tg.engine.channel_states(), [("telegram", ChannelState::Up)]);
+    assert_eq!(tg.engine.delivery().channel_states(), [("telegram", ChannelState::Up)]);
     let labels: Vec<String> = buttons(&card).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels, ["1. dayjs", "2. date-fns", "3. luxon", "Other…", "Decline"]);
     let tap = fake.press(ALICE, ALICE, id_of(&card), &data(&card, "date-fns"));
@@ -276,7 +276,7 @@ async fn reject_with_a_note_takes_the_next_message_as_feedback() {
     // anything) asks for nothing: a reply to it is a plain message, and the approval waits.
     let short = question_id(&card).short();
     let chat = askgate::question::Conversation::parse(&format!("telegram:{ALICE}")).unwrap();
-    tg.engine.send_text(&chat, format!("✍️ Why reject {short}?"));
+    tg.engine.delivery().send_text(&chat, format!("✍️ Why reject {short}?"));
     let lookalike = fake.sent("✍️ Why reject", 1).await;
     fake.text(ALICE, ALICE, "not on a Friday", Some(id_of(&lookalike)));
     fake.sent("Not accepted", 1).await;
@@ -537,11 +537,12 @@ async fn an_answer_through_another_surface_removes_the_keyboard() {
     let card = fake.sent("Which library", 1).await;
     let q = tg.engine.records().question(question_id(&card)).await.unwrap().unwrap();
     let alice = Resolver::person(UserRef::parse(&format!("telegram:{ALICE}")).unwrap(), Surface::API);
-    tg.engine.resolve(&q, "3", &alice).await.unwrap();
+    tg.engine.claims().resolve(&q, "3", &alice).await.unwrap();
     edited(&fake, ALICE, id_of(&card), &format!("✅ luxon — telegram:{ALICE} via api")).await;
     // A cancellation elsewhere retracts the next card too.
     let confirm = fake.sent("Archive all 87 emails?", 1).await;
     tg.engine
+        .claims()
         .cancel_conversation(&Conversation::parse("telegram:42").unwrap(), &UserRef::parse("telegram:42").unwrap())
         .await
         .unwrap();
@@ -754,7 +755,8 @@ async fn a_reply_paced_in_one_chat_does_not_hold_up_other_chats() {
 #[tokio::test]
 async fn another_poller_on_the_same_token_shows_as_down_until_updates_flow_again() {
     let (_dir, fake, _url, tg) = setup().await;
-    let state = || tg.engine.channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
+    let state =
+        || tg.engine.delivery().channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
     eventually(|| async { (state() == Some(ChannelState::Up)).then_some(()) }).await;
     fake.refuse("getupdates", 409, "Conflict: terminated by other getUpdates request");
     let why = eventually(|| async {
@@ -792,7 +794,7 @@ async fn an_idle_bot_keeps_polling_without_errors() {
     fake.text(ALICE, ALICE, "/run demo", None);
     fake.sent("Which library for date formatting?", 1).await;
     assert_eq!(telegram.failed_polls(), 0, "an idle poll was counted as a failure");
-    assert_eq!(tg.engine.channel_states(), [("telegram", ChannelState::Up)]);
+    assert_eq!(tg.engine.delivery().channel_states(), [("telegram", ChannelState::Up)]);
     tg.stop().await;
 }
 
@@ -803,7 +805,8 @@ async fn failing_polls_show_down_only_while_the_failures_persist() {
     let timeouts = Timeouts { poll: std::time::Duration::from_secs(25), request: std::time::Duration::from_secs(2) };
     let (tg, telegram) =
         Tg::start_with(&dir, &url, Updates::Polling, Settings::default(), Clock::system(), timeouts).await;
-    let state = || tg.engine.channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
+    let state =
+        || tg.engine.delivery().channel_states().into_iter().find(|(name, _)| *name == "telegram").map(|(_, s)| s);
     eventually(|| async { (fake.polls().0 >= 1).then_some(()) }).await;
     // The network swallows getUpdates: each poll ends in the client's timeout.
     fake.hang_polls();

@@ -24,7 +24,7 @@ impl crate::channel::Component for Platform {
         let Some(chat) = cx.section else { return Ok(Started::default()) };
         let Some(token) = chat.token(cx.env) else { return Ok(Started::default()) };
         let adapter = Discord::new(&DiscordConfig { token, api_url: chat.api_url.clone() }, cx.clock.clone());
-        cx.engine.attach(adapter.clone());
+        cx.engine.delivery().attach(adapter.clone());
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
         let serve = async move { adapter.serve(engine, stop).await.map_err(Into::into) };
         Ok(Started { serve: Some(Box::pin(serve)), routes: None })

@@ -40,7 +40,7 @@ impl crate::channel::Component for Platform {
         let app_token = transport.app_token_env.as_ref().and_then(|name| cx.env.get(name));
         let secret = transport.signing_secret_env.as_ref().and_then(|name| cx.env.get(name));
         let adapter = Slack::new(&SlackConfig { token, app_token, api_url: chat.api_url.clone() }, cx.clock.clone())?;
-        cx.engine.attach(adapter.clone());
+        cx.engine.delivery().attach(adapter.clone());
         let door = secret.map(|secret| events::SlackEvents::new(adapter.clone(), secret));
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
         let serve = async move { adapter.serve(engine, stop).await.map_err(Into::into) };

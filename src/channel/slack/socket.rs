@@ -44,10 +44,10 @@ pub(super) async fn serve(slack: &Arc<Slack>, engine: &Engine, app_token: String
         let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
         if let Err(e) = listener.listen_for(&app_token).await {
             tracing::error!(error = %e, "could not start slack's socket mode");
-            engine.set_channel_state("slack", ChannelState::Down(format!("socket mode: {e}")));
+            engine.delivery().set_channel_state("slack", ChannelState::Down(format!("socket mode: {e}")));
             return;
         }
-        engine.set_channel_state("slack", ChannelState::Connecting);
+        engine.delivery().set_channel_state("slack", ChannelState::Connecting);
         listener.start().await;
         tokio::select! {
             () = stop.cancelled() => {
@@ -70,7 +70,7 @@ async fn inbox(states: &SlackClientEventsUserState) -> Option<(Arc<Slack>, Engin
 async fn on_hello(states: &SlackClientEventsUserState) {
     tracing::info!("slack socket mode connected");
     if let Some((_, engine)) = inbox(states).await {
-        engine.set_channel_state("slack", ChannelState::Up);
+        engine.delivery().set_channel_state("slack", ChannelState::Up);
     }
 }
 

@@ -43,7 +43,7 @@ impl crate::channel::Component for Platform {
             timeouts: Timeouts::default(),
         };
         let adapter = Telegram::new(&config, cx.clock.clone())?;
-        cx.engine.attach(adapter.clone());
+        cx.engine.delivery().attach(adapter.clone());
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
         let serve = async move { adapter.serve(updates, engine, stop).await.map_err(Into::into) };
         Ok(Started { serve: Some(Box::pin(serve)), routes: None })

@@ -166,7 +166,10 @@ impl Telegram {
         match sent.await {
             Ok(prompt) => {
                 let (chat, sent) = (prompt.chat.id.0.to_string(), prompt.id.0.to_string());
-                engine.record_delivery(question, Delivery::prompt(question.id, super::SURFACE, chat, sent)).await;
+                engine
+                    .delivery()
+                    .record_delivery(question, Delivery::prompt(question.id, super::SURFACE, chat, sent))
+                    .await;
             }
             Err(e) => tracing::warn!(error = %e, "could not ask for a field's value"),
         }

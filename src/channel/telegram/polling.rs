@@ -89,7 +89,7 @@ impl Telegram {
                             f.since.elapsed().as_secs()
                         );
                     }
-                    engine.set_channel_state("telegram", ChannelState::Up);
+                    engine.delivery().set_channel_state("telegram", ChannelState::Up);
                     for update in updates {
                         // An update is confirmed by the next request's offset, so only once it
                         // was applied; the store's inbound keys make a redelivery harmless.
@@ -117,14 +117,14 @@ impl Telegram {
                     // the same token) lasts until someone acts; a network error usually passes.
                     if let RequestError::Api(_) = e {
                         let why = format!("the Bot API refuses updates: {e}");
-                        engine.set_channel_state("telegram", ChannelState::Down(why));
+                        engine.delivery().set_channel_state("telegram", ChannelState::Down(why));
                     } else if f.count >= DOWN_AFTER {
                         let why = format!(
                             "polling has failed {} times in a row since {}s: {e}",
                             f.count,
                             f.since.elapsed().as_secs()
                         );
-                        engine.set_channel_state("telegram", ChannelState::Down(why));
+                        engine.delivery().set_channel_state("telegram", ChannelState::Down(why));
                     }
                     if pause(wait, stop).await.is_err() {
                         break;
