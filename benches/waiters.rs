@@ -1,5 +1,5 @@
 //! Callers waiting on other questions: the CPU one answer costs, and how fast a waiting caller
-//! hears its own answer, with none and with 10,000 callers waiting (`Engine::wait_outcome`, the
+//! hears its own answer, with none and with 10,000 callers waiting (`Asks::wait_outcome`, the
 //! wait behind API long-polls, MCP calls held open and `get_outcome`), on a temp-dir SQLite file.
 //!
 //! `cargo bench --bench waiters` (add `-- --quick` for 2,000 waiting). Figures go to stdout:
@@ -79,7 +79,7 @@ async fn ask(engine: &Engine, n: usize) -> Vec<Question> {
     let mut asked = Vec::with_capacity(n);
     for i in 0..n {
         let ask = Ask::question(format!("q{i}")).answerers(Answerers::Users { users: vec![user.clone()] });
-        asked.push(engine.ask_external(room.clone(), ask, UserRef::parse("api:bench").unwrap()).await.unwrap());
+        asked.push(engine.asks().ask_external(room.clone(), ask, UserRef::parse("api:bench").unwrap()).await.unwrap());
     }
     asked
 }
@@ -108,7 +108,7 @@ async fn measure(waiting: usize, answers: usize) -> Figures {
         let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
         tokio::spawn(async move {
             // As an MCP call held open (or a client polling again) does: wait until it ends.
-            while let Ok(Some(q)) = engine.wait_outcome(id, Duration::from_secs(600)).await {
+            while let Ok(Some(q)) = engine.asks().wait_outcome(id, Duration::from_secs(600)).await {
                 if !q.is_pending() {
                     break;
                 }

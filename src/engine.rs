@@ -15,7 +15,8 @@
 //! channels and their lanes, and the cards they show again), `recent` (a map of the latest
 //! entries), `waiters` (where a waiting caller gets its answer), `router`
 //! (what an inbound message means), `access` (who may start and answer), `external`
-//! (questions from agents), `records` (what the engine lets others read of the store),
+//! (questions from agents, and the waits for their outcomes), `forms` (a form filled a field
+//! at a time), `records` (what the engine lets others read of the store),
 //! `event` (the events part: the live stream and the kept log), `instances` (sharing a store
 //! with other instances; the leases part), `revocations` (what a revoked credential held
 //! open ends), `settings`, `metrics`, the `sweeper` (timeouts) and the `pruner` (retention).
@@ -66,8 +67,8 @@ pub use claim::{Claims, Resolver};
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
-pub use external::ExternalAskError;
-pub use forms::{Filling, FormStep};
+pub use external::{Asks, ExternalAskError};
+pub use forms::{Filling, FormStep, Forms};
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::{Held, Leases};
 pub use listeners::Heard;
@@ -145,6 +146,10 @@ struct Inner {
     claims: Claims,
     /// Reminders and escalations ([`nudge`]).
     nudges: nudge::Nudges,
+    /// Agents' questions and the waits for their outcomes ([`external`]).
+    asks: Asks,
+    /// Forms filled a field at a time ([`forms`]).
+    forms: Forms,
     events: Arc<event::Events>,
     waiters: Arc<waiters::Waiters>,
     /// Where events go ([`event`]): the log, the other instances, the waiters, the observers.
@@ -196,11 +201,27 @@ impl Engine {
             policies.clone(),
             delivery.clone(),
         );
+        let asks = Asks::new(
+            store.clone(),
+            clock.clone(),
+            settings.default_timeout,
+            policies.clone(),
+            delivery.clone(),
+            claims.clone(),
+            nudges.clone(),
+            callbacks.clone(),
+            bus.clone(),
+            waiters.clone(),
+            stop.clone(),
+        );
+        let forms = Forms::new(store.clone(), clock.clone(), claims.clone());
         Self {
             inner: Arc::new(Inner {
                 delivery,
                 nudges,
                 claims,
+                asks,
+                forms,
                 records: Records::new(store.clone(), clock.clone()),
                 people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
                 policies,
@@ -374,6 +395,16 @@ impl Engine {
         &self.inner.claims
     }
 
+    /// Agents' questions: asking, cancelling, and waiting for their outcomes.
+    pub fn asks(&self) -> &Asks {
+        &self.inner.asks
+    }
+
+    /// Forms filled a field at a time: each step, and the drafts so far.
+    pub fn forms(&self) -> &Forms {
+        &self.inner.forms
+    }
+
     /// What the engine lets others read of the store.
     pub fn records(&self) -> &Records {
         &self.inner.records
@@ -407,18 +438,19 @@ impl Engine {
     fn now_ms(&self) -> i64 {
         self.inner.clock.now_ms()
     }
+}
 
-    /// `now` plus `duration`, in unix milliseconds.
-    fn after(now: i64, duration: Duration) -> i64 {
-        now.saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
-    }
+/// `now` plus `duration`, in unix milliseconds.
+pub(super) fn after(now: i64, duration: Duration) -> i64 {
+    now.saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+}
 
-    fn deadline(&self, timeout: Timeout, now: i64) -> Option<i64> {
-        match timeout {
-            Timeout::Default => Some(Self::after(now, self.inner.settings.default_timeout)),
-            Timeout::Seconds(s) => Some(Self::after(now, Duration::from_secs(s))),
-            Timeout::Never => None,
-        }
+/// When an ask made at `now` with `timeout` expires: `default` unless it says otherwise.
+pub(super) fn deadline(default: Duration, timeout: Timeout, now: i64) -> Option<i64> {
+    match timeout {
+        Timeout::Default => Some(after(now, default)),
+        Timeout::Seconds(s) => Some(after(now, Duration::from_secs(s))),
+        Timeout::Never => None,
     }
 }
 

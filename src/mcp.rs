@@ -213,7 +213,7 @@ impl Server {
             Call::Ask { tool, conversation, ask, wait } => {
                 let question = match self.attach(&key).await {
                     Some(question) => question,
-                    None => match self.engine.ask_external(conversation, *ask, asker(context)).await {
+                    None => match self.engine.asks().ask_external(conversation, *ask, asker(context)).await {
                         Ok(question) => {
                             self.open.asked(key, &question);
                             question
@@ -257,16 +257,18 @@ impl Server {
                     .flatten();
                 self.hold(tool, question, form, context).await
             }
-            Call::Notify { conversation, message } => match self.engine.notify_conversation(&conversation, message) {
-                Ok(()) => tools::notified(&conversation).into(),
-                Err(e) => failure(e.to_string()).into(),
-            },
+            Call::Notify { conversation, message } => {
+                match self.engine.asks().notify_conversation(&conversation, message) {
+                    Ok(()) => tools::notified(&conversation).into(),
+                    Err(e) => failure(e.to_string()).into(),
+                }
+            }
             // Only the client's own questions: another's id is not found.
             Call::Outcome { id, .. } if !self.asked(id, context).await => failure(format!("no question {id}")).into(),
             Call::Outcome { id, wait } => {
                 // A client that polls has come back to its question.
                 self.open.came_back(id);
-                match self.engine.wait_outcome(id, wait).await {
+                match self.engine.asks().wait_outcome(id, wait).await {
                     Ok(Some(question)) => {
                         if !question.is_pending() {
                             self.open.taken(id);
@@ -359,7 +361,7 @@ impl Server {
         let stop = self.engine.stopping();
         loop {
             let waited = tokio::select! {
-                waited = self.engine.wait_outcome(id, self.config.progress_every) => waited,
+                waited = self.engine.asks().wait_outcome(id, self.config.progress_every) => waited,
                 () = waiter.cancelled() => {
                     return Err(self.ended(id, waiter.ending().await).await);
                 }
@@ -443,7 +445,7 @@ impl Server {
 
     async fn cancel(&self, id: QuestionId, reason: &str) {
         self.open.taken(id);
-        match self.engine.cancel_external(id, reason).await {
+        match self.engine.asks().cancel_external(id, reason).await {
             Ok(_) => {
                 tracing::info!(question = %id, reason, "an MCP call ended before its answer; the question is cancelled")
             }

@@ -397,7 +397,7 @@ impl Bridge {
         for question in retracted {
             let engine = self.engine.clone();
             self.engine.tasks().spawn(async move {
-                if let Err(e) = engine.cancel_external(question, reason).await {
+                if let Err(e) = engine.asks().cancel_external(question, reason).await {
                     tracing::error!(question = %question, error = %e, "could not retract an opencode prompt's card");
                 }
             });
@@ -421,7 +421,7 @@ impl Bridge {
         let reply =
             CallbackSpec { url: route.url(&config.name, directory.as_deref()), headers: Vec::new(), secret: None };
         let asker = UserRef::parse(&format!("opencode:{}", config.name)).expect("a checked name makes a user");
-        let asked = self.engine.ask_external_with(config.conversation.clone(), ask, asker, Some(reply)).await;
+        let asked = self.engine.asks().ask_external_with(config.conversation.clone(), ask, asker, Some(reply)).await;
         let asked = match asked {
             Ok(asked) => asked,
             Err(e) => {
@@ -439,7 +439,7 @@ impl Bridge {
         };
         if settled {
             // Settled in opencode while it was being asked.
-            let _ = self.engine.cancel_external(asked.id, "answered in opencode").await;
+            let _ = self.engine.asks().cancel_external(asked.id, "answered in opencode").await;
         }
     }
 }

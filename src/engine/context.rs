@@ -241,7 +241,7 @@ impl Context {
         }
         let engine = self.engine.clone();
         let now = engine.now_ms();
-        let expires_at = engine.deadline(ask.timeout, now);
+        let expires_at = super::deadline(engine.inner.settings.default_timeout, ask.timeout, now);
         let mut origin = self.run.origin(step);
         origin.presentation = engine.policies().presentation_for(&self.run);
         let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;

@@ -3,13 +3,21 @@
 //! when its question is resolved.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::{CallbackSpec, Engine, Event, NotServed};
+use tokio_util::sync::CancellationToken;
+
+use super::claim::Claimed;
+use super::event::Bus;
+use super::nudge::Nudges;
+use super::waiters::Waiters;
+use super::{CallbackSpec, Callbacks, Claims, Delivery, Event, NotServed, Policies};
+use crate::clock::Clock;
 use crate::engine::access::AnswerersError;
 
 use crate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, UserRef};
 use crate::run::{Run, RunStatus};
-use crate::store::{StoreError, StoreExt};
+use crate::store::{Store, StoreError, StoreExt};
 
 /// Why an external ask was refused.
 #[derive(Debug, thiserror::Error)]
@@ -31,11 +39,49 @@ pub enum ExternalAskError {
     Store(#[from] StoreError),
 }
 
-impl Engine {
+/// Asks, the service agents ask through: over the store, the clock and the default timeout,
+/// the policies, delivery, the claims, nudges, callbacks, the bus, the waiters, and the stop
+/// (no new asks once it fires).
+#[derive(Clone)]
+pub struct Asks {
+    store: Arc<dyn Store>,
+    clock: Clock,
+    /// How long an ask that names no timeout waits.
+    default_timeout: Duration,
+    policies: Policies,
+    delivery: Delivery,
+    claims: Claims,
+    nudges: Nudges,
+    callbacks: Callbacks,
+    bus: Bus,
+    waiters: Arc<Waiters>,
+    /// Fires when shutdown begins: asks are refused, long waits end.
+    stop: CancellationToken,
+}
+
+impl Asks {
+    /// Asks over these parts; `stop` is the engine's own stop.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        default_timeout: Duration,
+        policies: Policies,
+        delivery: Delivery,
+        claims: Claims,
+        nudges: Nudges,
+        callbacks: Callbacks,
+        bus: Bus,
+        waiters: Arc<Waiters>,
+        stop: CancellationToken,
+    ) -> Self {
+        Self { store, clock, default_timeout, policies, delivery, claims, nudges, callbacks, bus, waiters, stop }
+    }
+
     /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
     /// `conversation` like any other. Who may answer is the users the ask names, else the
-    /// channel's `allowed_users` when that names people (see [`Policies::api_answerers`](super::Policies::api_answerers)). The
-    /// agent learns the outcome with [`Engine::wait_outcome`].
+    /// channel's `allowed_users` when that names people (see [`Policies::api_answerers`]). The
+    /// agent learns the outcome with [`Asks::wait_outcome`].
     ///
     /// # Errors
     /// A malformed ask, a conversation no channel serves, no answerers; shutdown; the store.
@@ -48,11 +94,11 @@ impl Engine {
         self.ask_external_with(conversation, ask, asker, None).await
     }
 
-    /// As [`Engine::ask_external`], with a callback that reports the outcome once it is known
+    /// As [`Asks::ask_external`], with a callback that reports the outcome once it is known
     /// (written before the question, in the store's outbox).
     ///
     /// # Errors
-    /// As [`Engine::ask_external`].
+    /// As [`Asks::ask_external`].
     pub async fn ask_external_with(
         &self,
         conversation: Conversation,
@@ -64,12 +110,12 @@ impl Engine {
         self.ask_for(conversation, ask, asker, function, callback).await
     }
 
-    /// As [`Engine::ask_external`], for an agent working in `project` (a Claude Code hook's
+    /// As [`Asks::ask_external`], for an agent working in `project` (a Claude Code hook's
     /// `cwd`): an allow-always lets through later identical approvals of that agent in that
-    /// project only. Without a project, as [`Engine::ask_external`].
+    /// project only. Without a project, as [`Asks::ask_external`].
     ///
     /// # Errors
-    /// As [`Engine::ask_external`].
+    /// As [`Asks::ask_external`].
     pub async fn ask_in_project(
         &self,
         conversation: Conversation,
@@ -84,12 +130,12 @@ impl Engine {
         self.ask_for(conversation, ask, asker, function, None).await
     }
 
-    /// As [`Engine::ask_external`], for a call of a gated MCP upstream's tool: its run's function
+    /// As [`Asks::ask_external`], for a call of a gated MCP upstream's tool: its run's function
     /// is `gate:<upstream>`, and an allow-always lets later calls of that upstream through (never
     /// the agent's own `request_approval`s, nor another upstream's calls).
     ///
     /// # Errors
-    /// As [`Engine::ask_external`].
+    /// As [`Asks::ask_external`].
     pub async fn ask_gated(
         &self,
         conversation: Conversation,
@@ -100,6 +146,8 @@ impl Engine {
         self.ask_for(conversation, ask, asker, format!("{}{upstream}", crate::run::GATE_PREFIX), None).await
     }
 
+    /// Asks for an agent whose run's function is `function` (the agent's channel, its
+    /// project, or the gated upstream): refused once askgate begins to stop.
     async fn ask_for(
         &self,
         conversation: Conversation,
@@ -108,17 +156,17 @@ impl Engine {
         function: String,
         callback: Option<CallbackSpec>,
     ) -> Result<Question, ExternalAskError> {
-        if self.inner.stop.is_cancelled() {
+        if self.stop.is_cancelled() {
             return Err(ExternalAskError::ShuttingDown);
         }
-        self.delivery().check_served(&conversation)?;
+        self.delivery.check_served(&conversation)?;
         let answerers = match ask.answerers.take() {
-            Some(Answerers::Users { users }) => self.policies().api_answerers(&conversation, Some(users))?,
+            Some(Answerers::Users { users }) => self.policies.api_answerers(&conversation, Some(users))?,
             Some(other) => other,
-            None => self.policies().api_answerers(&conversation, None)?,
+            None => self.policies.api_answerers(&conversation, None)?,
         };
         let ask = ask.answerers(answerers).validate()?;
-        let now = self.now_ms();
+        let now = self.clock.now_ms();
         let run = Run {
             id: RunId::new(),
             function,
@@ -134,29 +182,29 @@ impl Engine {
             updated_at: now,
             update: None,
         };
-        let expires_at = self.deadline(ask.timeout, now);
+        let expires_at = super::deadline(self.default_timeout, ask.timeout, now);
         let mut origin = run.origin(0);
-        origin.presentation = self.policies().presentation_of(run.conversation.as_ref(), None);
+        origin.presentation = self.policies.presentation_of(run.conversation.as_ref(), None);
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
-        self.inner.nudges.schedule_nudges(&mut question)?;
+        self.nudges.schedule_nudges(&mut question)?;
         if let Some(callback) = callback {
-            self.callbacks().add_callback(callback, run.id, Some(question.id)).await?;
+            self.callbacks.add_callback(callback, run.id, Some(question.id)).await?;
         }
-        if let Some(granted) = self.policies().granted(&question, &run).await? {
+        if let Some(granted) = self.policies.granted(&question, &run).await? {
             // As for a function's approval: a standing grant answers it, nobody is asked.
             question = granted;
             let mut run = run;
             run.status = RunStatus::Finished;
             run.result = Some(question.outcome_line_in(crate::question::Locale::En));
             let question = Arc::new(question);
-            self.inner.store.ask(&run, &question).await?;
-            self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
+            self.store.ask(&run, &question).await?;
+            self.bus.emit(Event::RunStarted(Arc::new(run)));
             return Ok(Arc::unwrap_or_clone(question));
         }
         let question = Arc::new(question);
-        self.inner.store.ask(&run, &question).await?;
-        self.inner.bus.emit(Event::RunStarted(Arc::new(run)));
-        self.delivery().announce(question.clone());
+        self.store.ask(&run, &question).await?;
+        self.bus.emit(Event::RunStarted(Arc::new(run)));
+        self.delivery.announce(question.clone());
         Ok(Arc::unwrap_or_clone(question))
     }
 
@@ -166,12 +214,12 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn cancel_external(&self, id: QuestionId, reason: &str) -> Result<bool, StoreError> {
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(false) };
+        let Some(question) = self.store.question(id).await? else { return Ok(false) };
         if !question.is_pending() || question.mode != Mode::External {
             return Ok(false);
         }
         let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-        Ok(matches!(self.claims().close(&question, outcome).await?, super::claim::Claimed::Won(_)))
+        Ok(matches!(self.claims.close(&question, outcome).await?, Claimed::Won(_)))
     }
 
     /// Sends a message to a conversation for an agent; nothing is awaited or kept.
@@ -179,8 +227,48 @@ impl Engine {
     /// # Errors
     /// When no enabled channel serves the conversation.
     pub fn notify_conversation(&self, conversation: &Conversation, text: String) -> Result<(), NotServed> {
-        self.delivery().check_served(conversation)?;
-        self.delivery().send_text(conversation, text);
+        self.delivery.check_served(conversation)?;
+        self.delivery.send_text(conversation, text);
         Ok(())
+    }
+
+    /// The question as it stands once it is resolved, or after `wait` if it is still pending,
+    /// or at once when askgate begins to stop. `None` when there is no such question.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
+        // Watch before looking, so that a resolution between the two is not missed; only this
+        // question's resolution wakes the watch.
+        let mut watch = self.waiters.watch(id);
+        let Some(question) = self.store.question(id).await? else { return Ok(None) };
+        if !question.is_pending() || wait.is_zero() {
+            return Ok(Some(question));
+        }
+        tokio::select! {
+            resolved = &mut watch.resolved => match resolved {
+                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
+                // Not told (cannot happen while the watch is kept): the store knows.
+                Err(_) => self.store.question(id).await,
+            },
+            () = tokio::time::sleep(wait) => Ok(Some(question)),
+            () = self.stop.cancelled() => Ok(Some(question)),
+        }
+    }
+
+    /// The question once it is resolved, however long that takes: still pending only when
+    /// askgate begins to stop. `None` when there is no such question.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait_resolved(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
+        // A question that never expires may wait longer than one sleep.
+        const LONG: Duration = Duration::from_secs(24 * 60 * 60);
+        loop {
+            match self.wait_outcome(id, LONG).await? {
+                Some(question) if question.is_pending() && !self.stop.is_cancelled() => {}
+                other => return Ok(other),
+            }
+        }
     }
 }

@@ -8,10 +8,11 @@
 use std::sync::Arc;
 
 use super::claim::Attempt;
-use super::{Engine, Resolver};
+use super::{Claims, Resolver};
+use crate::clock::Clock;
 use crate::question::form::{Draft, FieldError, Fill, Hint};
 use crate::question::{Choice, Question, Receipt};
-use crate::store::{StoreError, StoreExt};
+use crate::store::{Store, StoreError, StoreExt};
 
 /// What one step of filling a form gives.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,7 +50,21 @@ pub enum FormStep {
     Refused(Receipt),
 }
 
-impl Engine {
+/// Forms, the service that fills a form a field at a time: over the store's drafts, the clock,
+/// and the claims the completed form goes to.
+#[derive(Clone)]
+pub struct Forms {
+    store: Arc<dyn Store>,
+    clock: Clock,
+    claims: Claims,
+}
+
+impl Forms {
+    /// Forms over the store's drafts, the clock and the claims.
+    pub(super) fn new(store: Arc<dyn Store>, clock: Clock, claims: Claims) -> Self {
+        Self { store, clock, claims }
+    }
+
     /// One step of filling `question` (a form, or several questions) as `resolver` with
     /// `filling`: a field's value, typed text for the next field (a dash leaves a field that is
     /// not required out), or every field at once.
@@ -71,7 +86,7 @@ impl Engine {
         }
         if !question.is_pending() {
             // The claim says how it ended.
-            return Ok(self.claims().claim_choice(question, None, resolver).await?.into());
+            return Ok(self.claims.claim_choice(question, None, resolver).await?.into());
         }
         // A field's value, or the whole form's answer checked.
         let one_field = match filling {
@@ -86,7 +101,7 @@ impl Engine {
             Err(Err(e)) => return Ok(FormStep::Invalid(e)),
         };
         let person = resolver.user.to_string();
-        let mut draft = self.inner.store.draft(question.id, &person).await?.unwrap_or_default();
+        let mut draft = self.store.draft(question.id, &person).await?.unwrap_or_default();
         let target = match field {
             Some(key) => form.field(key),
             None => form.next_field(&draft),
@@ -101,7 +116,7 @@ impl Engine {
         }
         if let Some(next) = form.next_field(&draft) {
             let next = next.key.clone();
-            self.inner.store.set_draft(question.id, &person, Some(draft.clone()), self.now_ms()).await?;
+            self.store.set_draft(question.id, &person, Some(draft.clone()), self.clock.now_ms()).await?;
             return Ok(FormStep::Next { draft, next });
         }
         match form.finish(&draft) {
@@ -115,7 +130,7 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn form_draft(&self, question: &Question, user: &crate::question::UserRef) -> Result<Draft, StoreError> {
-        Ok(self.inner.store.draft(question.id, user.as_str()).await?.unwrap_or_default())
+        Ok(self.store.draft(question.id, user.as_str()).await?.unwrap_or_default())
     }
 
     /// Starts `user`'s filling of `question` over: their draft is forgotten.
@@ -123,19 +138,20 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn forget_draft(&self, question: &Question, user: &crate::question::UserRef) -> Result<(), StoreError> {
-        self.inner.store.set_draft(question.id, user.as_str(), None, self.now_ms()).await
+        self.store.set_draft(question.id, user.as_str(), None, self.clock.now_ms()).await
     }
 
+    /// Sends the whole `answer` to the claim as `resolver`; a won claim forgets the draft.
     async fn finish_form(
         &self,
         question: &Question,
         resolver: &Resolver,
         answer: serde_json::Value,
     ) -> Result<Attempt, StoreError> {
-        let attempt = self.claims().claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
+        let attempt = self.claims.claim_choice(question, Some(Choice::Answer(answer)), resolver).await?;
         if matches!(attempt.receipt, Receipt::Resolved { .. }) {
             // The draft has served; a lost claim keeps it (the person may read what they gave).
-            self.inner.store.set_draft(question.id, resolver.user.as_str(), None, self.now_ms()).await?;
+            self.store.set_draft(question.id, resolver.user.as_str(), None, self.clock.now_ms()).await?;
         }
         Ok(attempt)
     }

@@ -188,7 +188,7 @@ impl Engine {
         l: Locale,
     ) -> Result<Response, StoreError> {
         let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
-        Ok(match self.form_step(question, resolver, filling).await? {
+        Ok(match self.forms().form_step(question, resolver, filling).await? {
             super::FormStep::Next { draft, next } => Response {
                 form: Some(filled(Some(draft.clone()), None)),
                 ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())

@@ -1,8 +1,9 @@
 //! A card's own buttons typed where there are none ([`OnCard`]): what the tap does, said in
 //! text. "Other…" and "Reject with note…" take their words at once (or say how to give them);
-//! a form's buttons fill the person's draft through [`Engine::form_step`] as the taps do; and
-//! the ticks a card keeps on its buttons (a multi-select's, a form's multi choice's) are kept
-//! per person in the store, in a draft row of their own beside the form's draft.
+//! a form's buttons fill the person's draft through [`Forms::form_step`](super::Forms::form_step)
+//! as the taps do; and the ticks a card keeps on its buttons (a multi-select's, a form's multi
+//! choice's) are kept per person in the store, in a draft row of their own beside the form's
+//! draft.
 
 use std::fmt::Write;
 
@@ -112,16 +113,16 @@ impl Engine {
         let user = &resolver.user;
         match &action {
             OnCard::Form(FormAction::Restart) => {
-                self.forget_draft(q, user).await?;
+                self.forms().forget_draft(q, user).await?;
                 self.set_ticks(q, user, Draft::new()).await?;
                 let first = form.fields.first().map(|f| f.key.as_str()).unwrap_or_default();
                 let next = wording::next_field(q, &Draft::new(), first, l).unwrap_or_default();
                 return Ok(Response::say(format!("{}\n{next}", say!(l, "tg.started_over"))));
             }
-            OnCard::Show => return Ok(Response::say(shown(q, form, &self.form_draft(q, user).await?, l))),
+            OnCard::Show => return Ok(Response::say(shown(q, form, &self.forms().form_draft(q, user).await?, l))),
             OnCard::Send => {
                 // What is filled in, as one object: left-out fields take their defaults.
-                let draft = self.form_draft(q, user).await?;
+                let draft = self.forms().form_draft(q, user).await?;
                 let given: Draft = draft.into_iter().filter(|(_, v)| !v.is_null()).collect();
                 let whole = Filling::Whole(serde_json::Value::Object(given));
                 return self.form_reply(q, resolver, whole, false, l).await;
@@ -150,7 +151,7 @@ impl Engine {
                 Ok(Response::say(say!(l, "typed.field_ticked", field = label, list = list, id = id, n = n)))
             }
             FormAction::Type { .. } => {
-                let draft = self.form_draft(q, user).await?;
+                let draft = self.forms().form_draft(q, user).await?;
                 let about = wording::next_field(q, &draft, &field.key, l).unwrap_or_default();
                 Ok(Response::say(format!("{about}\n{}", say!(l, "typed.field_value", id = short, n = n))))
             }

@@ -3,7 +3,8 @@
 //! - callers waiting for a question's outcome (an API long-poll, an MCP call held open,
 //!   `get_outcome`) each watch their own question
 //!   ([`Waiters::watch`]) and are woken by that question's resolution only, here or, through
-//!   the store's change feed, on another instance ([`Engine::wait_outcome`]);
+//!   the store's change feed, on another instance
+//!   ([`Asks::wait_outcome`](super::Asks::wait_outcome));
 //! - a blocking ask of a function run in this process (a blocking `POST /api/runs`, a
 //!   program in hold mode) is held here with its question
 //!   ([`Waiters::hold`]) until the resolution hands it the outcome, or shutdown cancels it.
@@ -14,13 +15,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{Engine, lock};
+use super::lock;
 use crate::question::{Mode, Outcome, Question, QuestionId};
-use crate::store::{StoreError, StoreExt};
 
 type Watchers = HashMap<QuestionId, Vec<oneshot::Sender<Arc<Question>>>>;
 
@@ -99,49 +98,6 @@ impl Drop for Watch<'_> {
             watchers.retain(|w| !w.is_closed());
             if watchers.is_empty() {
                 watching.remove(&self.id);
-            }
-        }
-    }
-}
-
-impl Engine {
-    /// The question as it stands once it is resolved, or after `wait` if it is still pending,
-    /// or at once when askgate begins to stop. `None` when there is no such question.
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
-        // Watch before looking, so that a resolution between the two is not missed; only this
-        // question's resolution wakes the watch.
-        let mut watch = self.inner.waiters.watch(id);
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(None) };
-        if !question.is_pending() || wait.is_zero() {
-            return Ok(Some(question));
-        }
-        let stop = self.stopping();
-        tokio::select! {
-            resolved = &mut watch.resolved => match resolved {
-                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
-                // Not told (cannot happen while the watch is kept): the store knows.
-                Err(_) => self.inner.store.question(id).await,
-            },
-            () = tokio::time::sleep(wait) => Ok(Some(question)),
-            () = stop.cancelled() => Ok(Some(question)),
-        }
-    }
-
-    /// The question once it is resolved, however long that takes: still pending only when
-    /// askgate begins to stop. `None` when there is no such question.
-    ///
-    /// # Errors
-    /// When the store fails.
-    pub async fn wait_resolved(&self, id: QuestionId) -> Result<Option<Question>, StoreError> {
-        // A question that never expires may wait longer than one sleep.
-        const LONG: Duration = Duration::from_secs(24 * 60 * 60);
-        loop {
-            match self.wait_outcome(id, LONG).await? {
-                Some(question) if question.is_pending() && !self.stopping().is_cancelled() => {}
-                other => return Ok(other),
             }
         }
     }

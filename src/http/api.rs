@@ -238,7 +238,8 @@ pub(super) async fn create(
     let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;
     ask.answerers = named.map(|users| Answerers::Users { users });
     let callback = placement.callback.map(|c| c.spec(&state)).transpose()?;
-    let question = state.engine.ask_external_with(conversation, ask, operator.user, callback).await.map_err(refused)?;
+    let question =
+        state.engine.asks().ask_external_with(conversation, ask, operator.user, callback).await.map_err(refused)?;
     let view = snapshot(&state, &question).await?;
     Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
         .into_response())
@@ -278,7 +279,7 @@ pub(super) async fn outcome(
     let waited = tokio::select! {
         biased;
         () = held.ended() => return Err(Held::refusal()),
-        waited = state.engine.wait_outcome(id, wait) => waited?,
+        waited = state.engine.asks().wait_outcome(id, wait) => waited?,
     };
     if held.is_ended() {
         return Err(Held::refusal());

@@ -140,7 +140,7 @@ impl Server {
         let mut ask = Ask::approval(action).detail(detail);
         ask.answerers = self.config.answerers.clone().map(|users| Answerers::Users { users });
         let conversation = upstream.config.conversation.clone().unwrap_or_else(|| self.config.conversation.clone());
-        let question = match self.engine.ask_gated(conversation, ask, asker, name).await {
+        let question = match self.engine.asks().ask_gated(conversation, ask, asker, name).await {
             Ok(question) => question,
             Err(e) => return Err(failure(ask_refused(&e))),
         };

@@ -14,7 +14,7 @@ fn local() -> Conversation {
 
 async fn ask(h: &Harness, prompt: &str) {
     let ask = Ask::question(prompt).answerers(Answerers::Users { users: vec![UserRef::operator()] });
-    h.engine.ask_external(local(), ask, UserRef::parse("agent:agent").unwrap()).await.unwrap();
+    h.engine.asks().ask_external(local(), ask, UserRef::parse("agent:agent").unwrap()).await.unwrap();
 }
 
 /// Regression: an agent that asked between askgate's start and the console's first read got

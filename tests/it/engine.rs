@@ -604,7 +604,7 @@ async fn only_ended_runs_past_the_retention_are_pruned(place: Place) {
     // An agent's question that waits for days, and an update key seen at the start.
     let ask =
         Ask::question("Still there?").timeout(Timeout::Never).answerers(Answerers::Users { users: vec![alice()] });
-    let waiting = h.engine.ask_external(room(), ask, alice()).await.unwrap();
+    let waiting = h.engine.asks().ask_external(room(), ask, alice()).await.unwrap();
     assert!(h.store.first_seen("test:update:1", T0).await.unwrap());
 
     // Eight days later: past the one-day retention and the week an update key is kept.

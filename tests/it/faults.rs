@@ -574,7 +574,7 @@ async fn an_event_client_that_does_not_read_is_disconnected_but_may_resume() {
     let console = askgate::question::Conversation::parse("console:local").unwrap();
     for i in 0..(askgate::engine::EVENTS_BUFFERED + 200) {
         let ask = askgate::question::Ask::question(format!("Flood {i}?"));
-        engine.ask_external(console.clone(), ask, operator.clone()).await.unwrap();
+        engine.asks().ask_external(console.clone(), ask, operator.clone()).await.unwrap();
     }
     // Reading again, it finds its stream ended (rather than buffered without end) ...
     let got = stream.read(usize::MAX).await;

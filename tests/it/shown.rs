@@ -197,7 +197,7 @@ async fn an_approval_whose_text_had_to_be_made_visible_is_asked_again_whatever_w
 #[tokio::test]
 async fn a_functions_or_agents_message_reaches_a_channel_made_safe() {
     let harness = crate::support::Harness::new(crate::support::builtins()).await;
-    harness.engine.notify_conversation(&crate::support::room(), "done\r\x1b[2Kall good".to_owned()).unwrap();
+    harness.engine.asks().notify_conversation(&crate::support::room(), "done\r\x1b[2Kall good".to_owned()).unwrap();
     crate::support::eventually(|| async {
         harness.recorder.texts().iter().any(|t| t == "done␍␛[2Kall good").then_some(())
     })

@@ -228,7 +228,7 @@ async fn many_options_are_a_static_select_that_answers() {
     let options: Vec<String> = (1..=22).map(|i| format!("region {i}")).collect();
     let mut ask = askgate::question::Ask::question("Which region?").options(options);
     ask.answerers = Some(askgate::question::Answerers::Conversation);
-    let asked = sl.engine.ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
+    let asked = sl.engine.asks().ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("Which region?", 1).await;
     let select = elements(&card).into_iter().find(|e| e["type"] == "static_select").expect("a menu for 22 options");
     assert_eq!(select["options"].as_array().unwrap().len(), 22);
@@ -243,7 +243,8 @@ async fn a_rejection_with_a_note_goes_through_a_modal() {
     let (_dir, fake, sl) = setup().await;
     let mut approval = askgate::question::Ask::approval("drop the staging database");
     approval.answerers = Some(askgate::question::Answerers::Conversation);
-    let asked = sl.engine.ask_external(channel(), approval, askgate::question::UserRef::operator()).await.unwrap();
+    let asked =
+        sl.engine.asks().ask_external(channel(), approval, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("drop the staging database", 1).await;
     let reject = elements(&card).into_iter().find(|e| e["text"]["text"] == "Reject").unwrap();
     assert_eq!(reject["style"], "danger");
@@ -442,7 +443,7 @@ async fn a_quorum_approval_counts_in_place_until_it_has_enough() {
     ask.quorum = Some(2);
     let people = [ALICE, BOB].map(|u| askgate::question::UserRef::parse(&format!("slack:{u}")).unwrap());
     ask.answerers = Some(askgate::question::Answerers::Users { users: people.to_vec() });
-    let asked = sl.engine.ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
+    let asked = sl.engine.asks().ask_external(channel(), ask, askgate::question::UserRef::operator()).await.unwrap();
     let (ts, card) = fake.sent("rotate the keys", 1).await;
     fake.click(ALICE, CHANNEL, &ts, &button(&card, "Approve"));
     fake.ephemeral(ALICE, "Approval 1 of 2 recorded").await;

@@ -112,7 +112,8 @@ async fn permission(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>
             // as the card is out, before the ask returns.
             let project = request.cwd.clone();
             let listed = hooks.relayed.add(request, caller.user.clone());
-            let asked = engine.ask_in_project(config.conversation.clone(), ask, caller.user, project.as_deref()).await;
+            let asked =
+                engine.asks().ask_in_project(config.conversation.clone(), ask, caller.user, project.as_deref()).await;
             let question = match asked {
                 Ok(question) => question,
                 Err(e) => return refused(e).into_response(),
@@ -215,7 +216,7 @@ impl Relayed {
 fn retract(engine: &Engine, id: QuestionId) {
     let engine = engine.clone();
     engine.tasks().clone().spawn(async move {
-        if let Err(e) = engine.cancel_external(id, "answered in Claude Code").await {
+        if let Err(e) = engine.asks().cancel_external(id, "answered in Claude Code").await {
             tracing::error!(question = %id, error = %e, "could not retract a relayed prompt's card");
         }
     });
@@ -271,7 +272,8 @@ async fn settle(
     project: Option<&str>,
 ) -> Result<Question, ApiError> {
     ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
-    let question = engine.ask_in_project(config.conversation.clone(), ask, asker, project).await.map_err(refused)?;
+    let question =
+        engine.asks().ask_in_project(config.conversation.clone(), ask, asker, project).await.map_err(refused)?;
     wait(engine, question.id).await
 }
 
@@ -279,8 +281,11 @@ async fn settle(
 /// stops waiting first.
 async fn wait(engine: &Engine, id: QuestionId) -> Result<Question, ApiError> {
     let mut abandoned = Abandoned { engine: engine.clone(), id: Some(id) };
-    let question =
-        engine.wait_resolved(id).await?.ok_or_else(|| ApiError::not_found(format!("the question {id} is gone")))?;
+    let question = engine
+        .asks()
+        .wait_resolved(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("the question {id} is gone")))?;
     // Still pending only as askgate stops: the guard cancels it, and the hook answers `ask`.
     if !question.is_pending() {
         abandoned.id = None;
@@ -300,7 +305,7 @@ impl Drop for Abandoned {
         if let Some(id) = self.id.take() {
             let engine = self.engine.clone();
             self.engine.tasks().spawn(async move {
-                if let Err(e) = engine.cancel_external(id, "client").await {
+                if let Err(e) = engine.asks().cancel_external(id, "client").await {
                     tracing::error!(question = %id, error = %e, "could not cancel an abandoned hook's question");
                 }
             });

@@ -1,5 +1,5 @@
 //! Forms filled in on Discord: each select sets its field, the modal sets the fields typed as
-//! written, and "Send" sends what is filled in so far — all through [`Engine::form_step`], into
+//! written, and "Send" sends what is filled in so far — all through [`Forms::form_step`](crate::engine::Forms::form_step), into
 //! the person's draft. The step that completes the form claims the question, and the card
 //! is updated in place; every other step is answered privately.
 
@@ -67,10 +67,11 @@ impl Handler {
         let Some(form) = &question.form else { return };
         let step = match control {
             Control::Fill(_) => {
-                let draft = self.engine.form_draft(&question, &filler.resolver.user).await.unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "could not read a form's draft; its modal opens empty");
-                    Draft::new()
-                });
+                let draft =
+                    self.engine.forms().form_draft(&question, &filler.resolver.user).await.unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "could not read a form's draft; its modal opens empty");
+                        Draft::new()
+                    });
                 let modal = form::modal(&question, form, &draft);
                 let reply = match form::modal_fits(&modal) {
                     true => CreateInteractionResponse::Modal(form::create_modal(&modal)),
@@ -94,18 +95,18 @@ impl Handler {
                 if !self.first_time(ctx, interaction, &filler).await {
                     return;
                 }
-                self.engine.form_step(&question, &filler.resolver, Filling::Field(&field.key, fill)).await
+                self.engine.forms().form_step(&question, &filler.resolver, Filling::Field(&field.key, fill)).await
             }
             Control::Send(_) => {
                 if !self.first_time(ctx, interaction, &filler).await {
                     return;
                 }
-                match self.engine.form_draft(&question, &filler.resolver.user).await {
+                match self.engine.forms().form_draft(&question, &filler.resolver.user).await {
                     // What is filled in, as one object: left-out fields take their defaults.
                     Ok(draft) => {
                         let given: Draft = draft.into_iter().filter(|(_, v)| !v.is_null()).collect();
                         let whole = Filling::Whole(serde_json::Value::Object(given));
-                        self.engine.form_step(&question, &filler.resolver, whole).await
+                        self.engine.forms().form_step(&question, &filler.resolver, whole).await
                     }
                     Err(e) => Err(e),
                 }
@@ -165,7 +166,7 @@ impl Handler {
         filler: &Filler,
         entries: &[(Entry, String)],
     ) -> Result<(FormStep, Vec<FieldError>), crate::store::StoreError> {
-        let stored = self.engine.form_draft(question, &filler.resolver.user).await?;
+        let stored = self.engine.forms().form_draft(question, &filler.resolver.user).await?;
         let mut checked = Draft::new();
         let mut errors = Vec::new();
         let mut typed: Vec<(&str, Fill)> = Vec::new();
@@ -191,10 +192,10 @@ impl Handler {
             .filter(|f| form::is_select(f) && !replaced.contains(&f.key.as_str()))
             .filter_map(|f| Some((f.key.as_str(), form::restate(f, stored.get(&f.key)?)?)));
         let steps: Vec<(&str, Fill)> = picks.chain(typed).collect();
-        self.engine.forget_draft(question, &filler.resolver.user).await?;
+        self.engine.forms().forget_draft(question, &filler.resolver.user).await?;
         let mut last = FormStep::Next { draft: Draft::new(), next: String::new() };
         for (key, fill) in steps {
-            last = self.engine.form_step(question, &filler.resolver, Filling::Field(key, fill)).await?;
+            last = self.engine.forms().form_step(question, &filler.resolver, Filling::Field(key, fill)).await?;
             match &last {
                 FormStep::Next { .. } => {}
                 FormStep::Invalid(e) => errors.push(e.clone()),
@@ -202,7 +203,7 @@ impl Handler {
             }
         }
         if let FormStep::Invalid(_) = last {
-            let draft = self.engine.form_draft(question, &filler.resolver.user).await?;
+            let draft = self.engine.forms().form_draft(question, &filler.resolver.user).await?;
             last = FormStep::Next { draft, next: String::new() };
         }
         Ok((last, errors))

@@ -97,7 +97,7 @@ impl Handler<'_> {
             Ok(answer) => answer,
             Err(errors) => return form::errors(&errors, l),
         };
-        match self.engine.form_step(&question, resolver, Filling::Whole(answer)).await {
+        match self.engine.forms().form_step(&question, resolver, Filling::Whole(answer)).await {
             Ok(FormStep::Done { receipt: Receipt::Resolved { .. }, .. }) => {
                 SlackViewSubmissionResponse::Clear(SlackViewSubmissionClearResponse::new())
             }

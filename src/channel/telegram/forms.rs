@@ -1,5 +1,5 @@
 //! Forms on Telegram: one card filled field by field. A tap on the card's controls fills the
-//! field its payload names ([`Engine::form_step`]) and the card is drawn again as the draft of
+//! field its payload names ([`Forms::form_step`](crate::engine::Forms::form_step)) and the card is drawn again as the draft of
 //! whoever tapped stands; "✍️ Type it…" asks for the value in a reply (which the engine routes
 //! as a reply to a prompt), and a message that filled a field redraws the card too.
 
@@ -52,7 +52,7 @@ impl Telegram {
         let user = user_ref(query.from.id.0);
         let Some((n, field)) = field else {
             // Start over: this person's draft goes, and the card shows the first field again.
-            if let Err(e) = engine.forget_draft(question, &user).await {
+            if let Err(e) = engine.forms().forget_draft(question, &user).await {
                 tracing::error!(error = %e, "could not forget a draft");
                 return self.answer(query, &replies::failed(locale_of(query, question)), false).await;
             }
@@ -80,7 +80,7 @@ impl Telegram {
                     conversation: Some(conversation_of(message)),
                     ..Resolver::person(user, super::SURFACE)
                 };
-                let step = engine.form_step(question, &resolver, Filling::Field(&field.key, fill)).await;
+                let step = engine.forms().form_step(question, &resolver, Filling::Field(&field.key, fill)).await;
                 let (note, alert) = match step {
                     Ok(FormStep::Next { draft, .. }) => {
                         self.draw_form(message.chat.id, message.id, question, fields, &draft, engine).await;
@@ -117,7 +117,7 @@ impl Telegram {
         query: &CallbackQuery,
         engine: &Engine,
     ) {
-        let draft = match engine.form_draft(question, &user_ref(query.from.id.0)).await {
+        let draft = match engine.forms().form_draft(question, &user_ref(query.from.id.0)).await {
             Ok(draft) => draft,
             Err(e) => {
                 tracing::error!(error = %e, "could not read a draft");

@@ -191,7 +191,7 @@ async fn several_questions_are_answered_with_a_select_and_own_words_and_stranger
     assert_eq!(private(&fake.callback(forged).await), "That form is not understood.", "a choice is not typed");
     let user = UserRef::parse(&format!("discord:{ALICE}")).unwrap();
     let q = dc.engine.records().question(id).await.unwrap().unwrap();
-    assert!(dc.engine.form_draft(&q, &user).await.unwrap().is_empty(), "nothing was filled in");
+    assert!(dc.engine.forms().form_draft(&q, &user).await.unwrap().is_empty(), "nothing was filled in");
 
     let picked = fake.select(ALICE, CHANNEL, id_of(&card), &days, &["#1", "#3"]);
     assert_eq!(private(&fake.callback(picked).await), "Saved. Still to fill in: Library.");

@@ -188,7 +188,7 @@ async fn three_questions_asked_together_are_answered_on_one_card_as_an_object_ke
     ];
     let ask = Ask::questions("Plan the calendar work", questions).unwrap().answerers(Answerers::Conversation);
     let conversation = Conversation::parse(&format!("telegram:{ALICE}")).unwrap();
-    let asked = tg.engine.ask_external(conversation, ask, UserRef::operator()).await.unwrap();
+    let asked = tg.engine.asks().ask_external(conversation, ask, UserRef::operator()).await.unwrap();
     let card = id_of(&fake.sent("Plan the calendar work", 1).await);
     let first = fake.message(ALICE, card);
     assert!(
@@ -274,7 +274,7 @@ async fn options_tapped_or_ticked_are_recorded_by_position_even_when_named_like_
     ];
     let ask = Ask::questions("Look-alikes", questions).unwrap().answerers(Answerers::Conversation);
     let conversation = Conversation::parse(&format!("telegram:{ALICE}")).unwrap();
-    let asked = tg.engine.ask_external(conversation, ask, UserRef::operator()).await.unwrap();
+    let asked = tg.engine.asks().ask_external(conversation, ask, UserRef::operator()).await.unwrap();
     let card = id_of(&fake.sent("Look-alikes", 1).await);
     tap(&fake, card, "#2");
     shows(&fake, card, "Tick any, then Done.").await;
