@@ -573,3 +573,14 @@ pub(super) async fn revoke_grant(
         Err(ApiError::not_found(format!("no live grant `{}`", crate::text::clip(&id, 40, "…"))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ask_refused_for_the_stop_answers_service_unavailable() {
+        let error = refused(ExternalAskError::ShuttingDown);
+        assert_eq!((error.status, error.code), (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"));
+    }
+}

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use askgate::engine::{Channel, ChannelError, Functions};
-use askgate::question::{Conversation, Question, Surface};
+use askgate::engine::{Channel, ChannelError, ExternalAskError, Functions};
+use askgate::question::{Answerers, Ask, Conversation, Question, Surface};
 use askgate::store::Delivery;
 use async_trait::async_trait;
 
-use crate::support::{Harness, room};
+use crate::support::{Harness, alice, room};
 
 /// A platform that never answers: whatever is sent to it hangs.
 struct Silent;
@@ -48,4 +48,15 @@ async fn a_lane_whose_platform_never_answers_ends_when_its_grace_at_the_stop_run
     // The lanes gave up what they held when their grace ran out, so that the tracker's drain
     // found nothing left; a lane still counted would be waited out, then left running.
     assert!(tasks.is_empty(), "{} tasks outlived the stop", tasks.len());
+}
+
+#[tokio::test]
+async fn an_agents_ask_made_once_the_stop_has_begun_is_refused_with_nothing_stored() {
+    let h = Harness::new(Functions::new()).await;
+    h.engine.begin_shutdown().await;
+    let ask = Ask::question("Still there?").answerers(Answerers::Users { users: vec![alice()] });
+    let asked = h.engine.asks().ask_external(room(), ask, alice()).await;
+    assert!(matches!(asked, Err(ExternalAskError::ShuttingDown)), "the ask was not refused: {asked:?}");
+    assert_eq!(h.engine.records().pending_count().await.unwrap(), 0, "the refused ask was stored");
+    assert!(h.recorder.cards().is_empty(), "the refused ask was shown");
 }
