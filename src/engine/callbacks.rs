@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::Backoff;
-use super::{Engine, Event, Logged, Tasks, event::Events};
+use super::{Event, Logged, Tasks, event::Events};
 use crate::clock::Clock;
 use crate::question::{QuestionId, RunId};
 use crate::store::command::{AddCallback, CallbackTried, TakeCallback};
@@ -139,7 +139,7 @@ impl Callbacks {
     /// When the store fails.
     pub async fn take_callback(&self, id: &str, lease: Duration) -> Result<Option<i64>, StoreError> {
         let now = self.clock.now_ms();
-        let until = Engine::after(now, lease);
+        let until = super::after(now, lease);
         let taken = self.store.run_command(TakeCallback { id: id.to_owned(), now, until }).await?;
         Ok(taken.then_some(until))
     }
@@ -230,12 +230,12 @@ impl Callbacks {
     async fn send_one(&self, courier: &Arc<dyn Courier>, callback: &Callback, lease: i64) {
         let sent = courier.send(callback).await;
         let attempt = callback.attempts + 1;
-        let late = callback.ended_at.is_some_and(|at| self.clock.now_ms() > Engine::after(at, GIVE_UP_AFTER));
+        let late = callback.ended_at.is_some_and(|at| self.clock.now_ms() > super::after(at, GIVE_UP_AFTER));
         let tried = match &sent {
             Sent::Delivered | Sent::Nothing => CallbackTry::Delivered,
             Sent::Failed { error, .. } if late => CallbackTry::GaveUp { error: error.clone() },
             Sent::Failed { error, asked } => {
-                let next_at = Engine::after(self.clock.now_ms(), RETRY.pause(attempt, *asked));
+                let next_at = super::after(self.clock.now_ms(), RETRY.pause(attempt, *asked));
                 CallbackTry::Retry { next_at, error: error.clone() }
             }
         };

@@ -11,7 +11,7 @@ use super::metrics::Metrics;
 use super::quorum::Vote;
 use super::turns::Turns;
 use super::waiters::Waiters;
-use super::{Delivery, Engine, Event, Outbound};
+use super::{Delivery, Event, Outbound};
 use crate::clock::Clock;
 use crate::question::{
     Choice, Conversation, InvalidChoice, Kind, Mode, Outcome, Question, Receipt, Status, Surface, UserRef,
@@ -226,7 +226,7 @@ impl Claims {
                 action: rule.unwrap_or_else(|| question.prompt.clone()),
                 granted_by: resolver.user.to_string(),
                 granted_name: resolver.name.clone(),
-                expires_at: self.grant_ttl.map(|ttl| Engine::after(self.now_ms(), ttl)),
+                expires_at: self.grant_ttl.map(|ttl| super::after(self.now_ms(), ttl)),
                 question: question.id,
                 created_at: self.now_ms(),
             }),

@@ -134,7 +134,7 @@ impl Engine {
             updated_at: now,
             update: None,
         };
-        let expires_at = self.deadline(ask.timeout, now);
+        let expires_at = super::deadline(self.inner.settings.default_timeout, ask.timeout, now);
         let mut origin = run.origin(0);
         origin.presentation = self.policies().presentation_of(run.conversation.as_ref(), None);
         let mut question = ask.pending(origin, Answerers::Conversation, now, expires_at)?;
