@@ -121,7 +121,11 @@ async fn drive(engine: Engine, routes: Routes, conversation: String, cycles: usi
     let conv = Conversation::parse(&conversation).unwrap();
     let mut latencies = Vec::with_capacity(cycles);
     for _ in 0..cycles {
-        engine.start_run(RunRequest::new("one", Some(conv.clone()), user.clone()), Mode::FollowUp).await.unwrap();
+        engine
+            .runner()
+            .start_run(RunRequest::new("one", Some(conv.clone()), user.clone()), Mode::FollowUp)
+            .await
+            .unwrap();
         let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
         let asked = Instant::now();
         engine.claims().resolve(&q, "1", &resolver).await.unwrap();
@@ -245,7 +249,11 @@ async fn fill(db: &Path, n: usize) {
             tokio::spawn(async move {
                 for i in (w..n).step_by(workers) {
                     let conv = Conversation::parse(&format!("bench:p{i}")).unwrap();
-                    engine.start_run(RunRequest::new("one", Some(conv), user.clone()), Mode::FollowUp).await.unwrap();
+                    engine
+                        .runner()
+                        .start_run(RunRequest::new("one", Some(conv), user.clone()), Mode::FollowUp)
+                        .await
+                        .unwrap();
                 }
             })
         })
@@ -465,7 +473,7 @@ mod postgres {
         for _ in 0..n {
             let held = a.clone();
             let request = RunRequest::new("one", Some(conv.clone()), user.clone());
-            let run = tokio::spawn(async move { held.run_to_end(request).await });
+            let run = tokio::spawn(async move { held.runner().run_to_end(request).await });
             let Some(Signal::Card(q)) = rx.recv().await else { panic!("expected a card") };
             let answered = Instant::now();
             b.claims().resolve(&q, "1", &resolver).await.unwrap();

@@ -58,7 +58,6 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 pub(crate) use access::policy_key;
 pub use access::{Access, AnswerersError, AnswerersPolicy, ChannelPolicy, Policies, Refusal, Speech};
@@ -78,7 +77,7 @@ pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
 pub use revocations::Hold;
 pub use router::{FormFilled, Inbound, Response, Said};
-pub use runner::{RunRequest, StartError};
+pub use runner::{RunRequest, Runner, StartError};
 pub use settings::Settings;
 pub use tasks::Tasks;
 
@@ -160,13 +159,10 @@ struct Inner {
     metrics: Arc<metrics::Metrics>,
     /// Every long-lived task ([`tasks`]).
     tasks: Tasks,
-    /// Of those, runs' turns and the engine's own tasks (sweeper, pruner, adoption): waited
-    /// for first at shutdown.
-    runs: TaskTracker,
+    /// Starting runs and running their turns, on a tracker of its own ([`runner`]).
+    runner: Runner,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
     stop: CancellationToken,
-    /// Fires when shutdown's grace for running turns is over: they are dropped.
-    abort: CancellationToken,
 }
 
 impl Engine {
@@ -215,8 +211,26 @@ impl Engine {
             stop.clone(),
         );
         let forms = Forms::new(store.clone(), clock.clone(), claims.clone());
+        let runner = Runner::new(
+            store.clone(),
+            clock.clone(),
+            functions.clone(),
+            &settings,
+            policies.clone(),
+            callbacks.clone(),
+            delivery.clone(),
+            claims.clone(),
+            nudges.clone(),
+            turns.clone(),
+            waiters.clone(),
+            bus.clone(),
+            metrics.clone(),
+            tasks.clone(),
+            stop.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
+                runner,
                 delivery,
                 nudges,
                 claims,
@@ -238,9 +252,7 @@ impl Engine {
                 sweeper,
                 metrics,
                 tasks,
-                runs: TaskTracker::new(),
                 stop,
-                abort: CancellationToken::new(),
             }),
         }
     }
@@ -254,21 +266,21 @@ impl Engine {
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
         if let Some(queue) = self.inner.turns.take_queue() {
-            self.spawn_run(runner::resumes(self.clone(), queue));
+            self.runner().spawn(runner::resumes(self.runner().clone(), queue));
         }
         self.adopt_orphans().await?;
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear
             // what the others ask and resolve.
-            self.spawn_run(instances::adopt(self.clone()));
+            self.runner().spawn(instances::adopt(self.clone()));
             if let Some(changes) = self.inner.store.changes() {
-                self.spawn_run(instances::follow(self.clone(), changes));
+                self.runner().spawn(instances::follow(self.clone(), changes));
             }
         }
-        self.spawn_run(sweeper::run(self.clone()));
-        self.spawn_run(pruner::run(self.clone()));
+        self.runner().spawn(sweeper::run(self.clone()));
+        self.runner().spawn(pruner::run(self.clone()));
         let (engine, started) = (self.clone(), self.now_ms());
-        self.spawn_run(async move { engine.delivery().redeliver_undelivered(started).await });
+        self.runner().spawn(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
     }
 
@@ -325,17 +337,7 @@ impl Engine {
     /// store is closed. Follow-up questions stay pending and resume after the next start.
     pub async fn finish_shutdown(&self) {
         self.inner.stop.cancel();
-        self.inner.runs.close();
-        // Resumes handed over until now are replayed in the grace; later ones at the next start.
-        self.inner.turns.close();
-        if tokio::time::timeout(TURN_GRACE, self.inner.runs.wait()).await.is_err() {
-            tracing::warn!(
-                "turns still running after {}s are stopped; they resume at the next start",
-                TURN_GRACE.as_secs()
-            );
-            self.inner.abort.cancel();
-            self.inner.runs.wait().await;
-        }
+        self.inner.runner.finish_turns(TURN_GRACE).await;
         if !self.inner.delivery.close(DELIVERY_GRACE).await {
             tracing::warn!("some messages were not delivered before the stop");
         }
@@ -418,6 +420,16 @@ impl Engine {
     /// People's credentials, and what requests hold open with them.
     pub fn people(&self) -> &People {
         &self.inner.people
+    }
+
+    /// Starting runs, and waiting on the turns they run.
+    pub fn runner(&self) -> &Runner {
+        &self.inner.runner
+    }
+
+    /// The tracker every long-lived task of this askgate is spawned through.
+    pub fn tasks(&self) -> &Tasks {
+        &self.inner.tasks
     }
 
     /// The platform leases: taking one, and those held now.

@@ -97,7 +97,7 @@ impl Console {
             // Read the next line only once the runs this one started or resumed have asked or
             // ended, as a person would: piped input then answers the questions it follows.
             tokio::select! {
-                () = engine.settled(&conversation, SETTLE_LIMIT) => {}
+                () = engine.runner().settled(&conversation, SETTLE_LIMIT) => {}
                 () = stop.cancelled() => break,
             }
         }

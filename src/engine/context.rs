@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::Engine;
+use super::Runner;
 use crate::question::{Ask, InvalidAsk, Kind, Mode, Outcome, Question, QuestionId, Surface, ValidAsk};
 use crate::run::{Run, RunStatus};
 use crate::store::{StoreError, StoreExt};
@@ -98,7 +98,8 @@ pub enum Approval {
 
 /// The handle a function asks through. One per invocation.
 pub struct Context {
-    engine: Engine,
+    /// What the asks go through.
+    runner: Runner,
     run: Run,
     journal: Vec<Arc<Question>>,
     step: u32,
@@ -108,8 +109,8 @@ pub struct Context {
 }
 
 impl Context {
-    pub(super) fn new(engine: Engine, run: Run, journal: Vec<Arc<Question>>) -> Self {
-        Self { engine, run, journal, step: 0, said: 0, awaiting: None }
+    pub(super) fn new(runner: Runner, run: Run, journal: Vec<Arc<Question>>) -> Self {
+        Self { runner, run, journal, step: 0, said: 0, awaiting: None }
     }
 
     /// The number the next ask gets, from 0.
@@ -160,8 +161,8 @@ impl Context {
     /// When the store fails.
     pub async fn abandon_wait(&mut self, reason: &str) -> Result<(), AskError> {
         if let Some(question) = self.awaiting.take() {
-            self.engine.inner.waiters.release(question.id);
-            self.engine.claims().close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
+            self.runner.waiters.release(question.id);
+            self.runner.claims.close(&question, Outcome::Cancelled { reason: reason.to_owned() }).await?;
         }
         Ok(())
     }
@@ -211,12 +212,12 @@ impl Context {
         let Some(conversation) = self.run.conversation.clone() else { return Ok(()) };
         // Persist before sending: a crash between the two loses the message rather than
         // repeating it on every replay.
-        self.engine.inner.store.set_says(self.run.id, self.said).await?;
-        self.engine.delivery().send_text(&conversation, text.into());
+        self.runner.store.set_says(self.run.id, self.said).await?;
+        self.runner.delivery.send_text(&conversation, text.into());
         Ok(())
     }
 
-    /// The final state of this invocation's run record, for the engine.
+    /// The final state of this invocation's run record, for the runner.
     pub(super) fn into_parts(self) -> (Run, Vec<Arc<Question>>) {
         (self.run, self.journal)
     }
@@ -239,17 +240,17 @@ impl Context {
         if self.run.conversation.is_none() {
             return Ok(Outcome::Cancelled { reason: "no_human".to_owned() });
         }
-        let engine = self.engine.clone();
-        let now = engine.now_ms();
-        let expires_at = super::deadline(engine.inner.settings.default_timeout, ask.timeout, now);
+        let runner = self.runner.clone();
+        let now = runner.now_ms();
+        let expires_at = runner.deadline(ask.timeout, now);
         let mut origin = self.run.origin(step);
-        origin.presentation = engine.policies().presentation_for(&self.run);
-        let mut question = ask.pending(origin, engine.default_answerers(&self.run), now, expires_at)?;
-        engine.inner.nudges.schedule_nudges(&mut question)?;
-        if let Some(granted) = engine.policies().granted(&question, &self.run).await? {
+        origin.presentation = runner.policies.presentation_for(&self.run);
+        let mut question = ask.pending(origin, runner.default_answerers(&self.run), now, expires_at)?;
+        runner.nudges.schedule_nudges(&mut question)?;
+        if let Some(granted) = runner.policies.granted(&question, &self.run).await? {
             let outcome = granted.outcome.clone().unwrap_or_else(|| unreachable!("a granted question is answered"));
             let question = Arc::new(granted);
-            engine.inner.store.ask(&self.run, &question).await?;
+            runner.store.ask(&self.run, &question).await?;
             self.run.update = None;
             self.journal.push(question);
             return Ok(outcome);
@@ -260,25 +261,25 @@ impl Context {
                 self.run.status = RunStatus::Waiting;
                 self.run.updated_at = now;
                 let question = Arc::new(question);
-                engine.inner.store.ask(&self.run, &question).await?;
+                runner.store.ask(&self.run, &question).await?;
                 self.run.update = None;
-                engine.delivery().announce(question.clone());
+                runner.delivery.announce(question.clone());
                 let id = question.id;
                 self.journal.push(question);
                 Err(AskError::Pending { question: id })
             }
             Mode::Blocking => {
                 let (tx, rx) = oneshot::channel();
-                engine.inner.waiters.hold(&question, tx);
+                runner.waiters.hold(&question, tx);
                 let shared = Arc::new(question.clone());
-                if let Err(e) = engine.inner.store.ask(&self.run, &shared).await {
-                    engine.inner.waiters.release(question.id);
+                if let Err(e) = runner.store.ask(&self.run, &shared).await {
+                    runner.waiters.release(question.id);
                     return Err(e.into());
                 }
                 self.run.update = None;
-                engine.delivery().announce(shared);
+                runner.delivery.announce(shared);
                 self.awaiting = Some(question.clone());
-                let waiting = engine.waiting_on_a_person(question.conversation.as_ref());
+                let waiting = runner.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });
                 drop(waiting);
                 self.awaiting = None;

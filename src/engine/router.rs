@@ -363,7 +363,7 @@ impl Engine {
         let mut request =
             RunRequest::new(function, Some(inbound.conversation.clone()), inbound.user.clone()).input(input);
         request.update.clone_from(&inbound.key);
-        let started = self.start_run(request, mode).await;
+        let started = self.runner().start_run(request, mode).await;
         Ok(match started {
             Ok(_) => Response { started: true, ..Response::default() },
             Err(e @ StartError::UnknownFunction(_)) => Response::say(replies::unknown_function(&e, l)),

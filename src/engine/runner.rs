@@ -7,6 +7,7 @@
 //! turn runs on the engine's task tracker, counted as executing in its conversation, and can be
 //! dropped when shutdown's grace is over (the run is then replayed at the next start).
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,15 +15,22 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use super::turns::{Busy, Resume, Waiting};
-use super::{Engine, Event, NotServed, Refusal};
+use super::event::Bus;
+use super::metrics::Metrics;
+use super::nudge::Nudges;
+use super::turns::{Busy, Resume, Turns, Waiting};
+use super::waiters::Waiters;
+use super::{Callbacks, Claims, Delivery, Event, Functions, NotServed, Policies, Refusal, Tasks};
+use crate::clock::Clock;
 use crate::engine::access::AnswerersPolicy;
 use crate::engine::context::{AskError, Context};
 use crate::engine::function::FunctionError;
-use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, UserRef};
+use crate::question::{Answerers, Conversation, Mode, Outcome, Question, RunId, Status, Timeout, UserRef};
 use crate::run::{Run, RunStatus};
-use crate::store::{StoreError, StoreExt};
+use crate::store::{Store, StoreError, StoreExt};
 use crate::wording::replies;
 
 /// What a run starts with.
@@ -86,7 +94,116 @@ pub enum StartError {
     Aborted(String),
 }
 
-impl Engine {
+/// The runner, the service that runs functions: it starts runs, runs each turn on its own
+/// tracker, replays follow-up runs handed over by the claim, and records how each turn ends.
+/// It is over the store, the clock, the functions, the default timeout, the services a turn
+/// asks through (policies, callbacks, delivery, claims, nudges), the turns, the waiters, the
+/// bus, the counters, the engine's task tracker and stop, and its own tracker of turns and the
+/// token that drops them.
+#[derive(Clone)]
+pub struct Runner {
+    // A function's context (`context`) asks through these too.
+    pub(super) store: Arc<dyn Store>,
+    clock: Clock,
+    functions: Arc<Functions>,
+    /// How long an ask waits when it names no timeout.
+    default_timeout: Duration,
+    pub(super) policies: Policies,
+    callbacks: Callbacks,
+    pub(super) delivery: Delivery,
+    pub(super) claims: Claims,
+    pub(super) nudges: Nudges,
+    turns: Arc<Turns>,
+    pub(super) waiters: Arc<Waiters>,
+    bus: Bus,
+    metrics: Arc<Metrics>,
+    /// Every long-lived task of this askgate; the turns run on it too.
+    tasks: Tasks,
+    /// Of those, runs' turns and the engine's own loops (sweeper, pruner, adoption): waited
+    /// for first at shutdown.
+    runs: TaskTracker,
+    /// Fires when shutdown begins: no new runs.
+    stop: CancellationToken,
+    /// Fires when shutdown's grace for running turns is over: they are dropped.
+    abort: CancellationToken,
+}
+
+impl Runner {
+    /// A runner over the engine's parts and lower services, with a tracker of turns and a
+    /// token that drops them of its own.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        functions: Arc<Functions>,
+        settings: &super::Settings,
+        policies: Policies,
+        callbacks: Callbacks,
+        delivery: Delivery,
+        claims: Claims,
+        nudges: Nudges,
+        turns: Arc<Turns>,
+        waiters: Arc<Waiters>,
+        bus: Bus,
+        metrics: Arc<Metrics>,
+        tasks: Tasks,
+        stop: CancellationToken,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            functions,
+            default_timeout: settings.default_timeout,
+            policies,
+            callbacks,
+            delivery,
+            claims,
+            nudges,
+            turns,
+            waiters,
+            bus,
+            metrics,
+            tasks,
+            runs: TaskTracker::new(),
+            stop,
+            abort: CancellationToken::new(),
+        }
+    }
+
+    /// Now, in unix milliseconds, by the engine's clock.
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// When an ask made at `now` with `timeout` expires.
+    pub(super) fn deadline(&self, timeout: Timeout, now: i64) -> Option<i64> {
+        super::deadline(self.default_timeout, timeout, now)
+    }
+
+    /// Spawns a run's turn or one of the engine's own loops: tracked, and counted among the
+    /// runs that shutdown waits for first.
+    #[track_caller]
+    pub(super) fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(self.runs.track_future(task))
+    }
+
+    /// Lets the turns in flight finish within `grace`, then drops those still running (a
+    /// follow-up run is replayed at the next start). Resumes handed over until now are
+    /// replayed in the grace; later ones at the next start.
+    pub(super) async fn finish_turns(&self, grace: Duration) {
+        self.runs.close();
+        self.turns.close();
+        if tokio::time::timeout(grace, self.runs.wait()).await.is_err() {
+            tracing::warn!("turns still running after {}s are stopped; they resume at the next start", grace.as_secs());
+            self.abort.cancel();
+            self.runs.wait().await;
+        }
+    }
+
     /// Starts a run. Channel-initiated runs use [`Mode::FollowUp`]; the call returns once the
     /// run's first turn is under way.
     ///
@@ -99,12 +216,12 @@ impl Engine {
         Ok(id)
     }
 
-    /// As [`Engine::start_run`], but the run is stored before its first turn starts, so that
+    /// As [`Runner::start_run`], but the run is stored before its first turn starts, so that
     /// an id handed out (by the API's 202) is always found, also after a crash; with a
     /// callback that reports the run once it ends (written before the run, in the outbox).
     ///
     /// # Errors
-    /// As [`Engine::start_run`], and the store's failure to write the run.
+    /// As [`Runner::start_run`], and the store's failure to write the run.
     pub async fn start_stored_run(
         &self,
         request: RunRequest,
@@ -113,9 +230,9 @@ impl Engine {
     ) -> Result<RunId, StartError> {
         let run = self.new_run(request, mode)?;
         if let Some(callback) = callback {
-            self.callbacks().add_callback(callback, run.id, None).await?;
+            self.callbacks.add_callback(callback, run.id, None).await?;
         }
-        self.inner.store.save_run(&run).await?;
+        self.store.save_run(&run).await?;
         let id = run.id;
         self.spawn_turn(run, Vec::new());
         Ok(id)
@@ -124,7 +241,7 @@ impl Engine {
     /// Runs a function to its end in blocking mode and returns the finished run record.
     ///
     /// # Errors
-    /// As [`Engine::start_run`].
+    /// As [`Runner::start_run`].
     pub async fn run_to_end(&self, request: RunRequest) -> Result<Run, StartError> {
         let run = self.new_run(request, Mode::Blocking)?;
         match self.spawn_turn(run, Vec::new()).await {
@@ -138,27 +255,27 @@ impl Engine {
     /// run there has asked, finished, or waits on a person. The console uses it so that piped
     /// input is read as a person would type it, after the question it answers was asked.
     pub async fn settled(&self, conversation: &Conversation, limit: Duration) {
-        self.inner.turns.settled(conversation, limit).await;
+        self.turns.settled(conversation, limit).await;
     }
 
     /// Marks the calling turn as waiting on a person until the guard is dropped.
     pub(crate) fn waiting_on_a_person(&self, conversation: Option<&Conversation>) -> Waiting {
-        self.inner.turns.waiting(conversation)
+        self.turns.waiting(conversation)
     }
 
     /// Checks that the run may start.
     fn new_run(&self, request: RunRequest, mode: Mode) -> Result<Run, StartError> {
         let RunRequest { function, conversation, user, input, answerers, update } = request;
-        if self.inner.stop.is_cancelled() {
+        if self.stop.is_cancelled() {
             return Err(StartError::ShuttingDown);
         }
-        if self.inner.functions.get(&function).is_none() {
+        if self.functions.get(&function).is_none() {
             return Err(StartError::UnknownFunction(function));
         }
         if let Some(c) = &conversation {
-            self.delivery().check_served(c)?;
+            self.delivery.check_served(c)?;
         }
-        self.policies().may_start(&function, conversation.as_ref(), &user)?;
+        self.policies.may_start(&function, conversation.as_ref(), &user)?;
         let now = self.now_ms();
         let run = Run {
             id: RunId::new(),
@@ -177,7 +294,7 @@ impl Engine {
         };
         // A run started from a chat is first written when it first asks or ends: one that does
         // neither before a crash was mid-flight, and nothing about it was promised to anyone.
-        self.inner.bus.emit(Event::RunStarted(Arc::new(run.clone())));
+        self.bus.emit(Event::RunStarted(Arc::new(run.clone())));
         Ok(run)
     }
 
@@ -187,7 +304,7 @@ impl Engine {
         if let Some(answerers) = &run.answerers {
             return answerers.clone();
         }
-        let policy = run.conversation.as_ref().map(|c| self.policies().policy(c)).unwrap_or_default();
+        let policy = run.conversation.as_ref().map(|c| self.policies.policy(c)).unwrap_or_default();
         match policy.answerers {
             AnswerersPolicy::Initiator => Answerers::Initiator { user: run.initiator.clone() },
             AnswerersPolicy::Conversation => Answerers::Conversation,
@@ -201,12 +318,12 @@ impl Engine {
         if let Some((run, journal)) = parked {
             return self.replay(run, journal, resolved, busy);
         }
-        let engine = self.clone();
-        self.spawn_run(async move {
-            match engine.inner.store.run_with_journal(run).await {
+        let runner = self.clone();
+        self.spawn(async move {
+            match runner.store.run_with_journal(run).await {
                 Ok(Some(resume)) if resume.run.status == RunStatus::Running => {
                     let journal = resume.journal.into_iter().map(Arc::new).collect();
-                    engine.replay(resume.run, journal, resolved, busy);
+                    runner.replay(resume.run, journal, resolved, busy);
                 }
                 Ok(Some(resume)) => {
                     tracing::debug!(run = %resume.run.id, status = %resume.run.status, "not resuming");
@@ -219,16 +336,16 @@ impl Engine {
 
     fn replay(&self, run: Run, journal: Vec<Arc<Question>>, resolved: Option<Instant>, busy: Busy) {
         if let Some(at) = resolved {
-            self.inner.metrics.resumed_after(at.elapsed());
+            self.metrics.resumed_after(at.elapsed());
         }
-        self.inner.bus.emit(Event::RunResumed(Arc::new(run.clone())));
+        self.bus.emit(Event::RunResumed(Arc::new(run.clone())));
         self.spawn_turn_counted(run, journal, busy);
     }
 
-    /// Runs one turn of `run` on the engine's tracker; the run as the turn left it, or none
+    /// Runs one turn of `run` on the runner's tracker; the run as the turn left it, or none
     /// when shutdown dropped the turn.
     fn spawn_turn(&self, run: Run, journal: Vec<Arc<Question>>) -> JoinHandle<Option<Run>> {
-        let busy = self.inner.turns.busy(run.conversation.as_ref());
+        let busy = self.turns.busy(run.conversation.as_ref());
         self.spawn_turn_counted(run, journal, busy)
     }
 
@@ -236,14 +353,14 @@ impl Engine {
     /// still running when shutdown's grace is over is dropped — a program it runs is killed —
     /// and its run is kept `running`, so the next start replays it.
     fn spawn_turn_counted(&self, run: Run, journal: Vec<Arc<Question>>, busy: Busy) -> JoinHandle<Option<Run>> {
-        let engine = self.clone();
-        self.spawn_run(async move {
+        let runner = self.clone();
+        self.spawn(async move {
             let _busy = busy;
             let (id, mode) = (run.id, run.mode);
             tokio::select! {
-                run = engine.invoke(run, journal) => Some(run),
-                () = engine.inner.abort.cancelled() => {
-                    engine.interrupted(id, mode).await;
+                run = runner.invoke(run, journal) => Some(run),
+                () = runner.abort.cancelled() => {
+                    runner.interrupted(id, mode).await;
                     None
                 }
             }
@@ -263,7 +380,7 @@ impl Engine {
             }
             Mode::Blocking | Mode::External => "interrupted by a shutdown of askgate",
         };
-        if let Err(e) = self.inner.store.finish_run(id, RunStatus::Failed, result, self.now_ms()).await {
+        if let Err(e) = self.store.finish_run(id, RunStatus::Failed, result, self.now_ms()).await {
             tracing::error!(run = %id, error = %e, "could not record a run interrupted by shutdown");
         }
     }
@@ -281,12 +398,12 @@ impl Engine {
                 run
             }
         };
-        self.inner.bus.emit(Event::Run(Arc::new(final_run.clone())));
+        self.bus.emit(Event::Run(Arc::new(final_run.clone())));
         final_run
     }
 
     async fn invoke_inner(&self, run: Run, journal: Vec<Arc<Question>>) -> Result<Run, (Run, StoreError)> {
-        let Some(entry) = self.inner.functions.get(&run.function).cloned() else {
+        let Some(entry) = self.functions.get(&run.function).cloned() else {
             let message = replies::function_gone(&run.function);
             self.notify(&run, replies::warning(&message));
             return self.end_run(run, !journal.is_empty(), RunStatus::Failed, message).await;
@@ -304,7 +421,7 @@ impl Engine {
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
                 self.notify(
                     &run,
-                    replies::run_failed(&run.function, &message, self.policies().presentation_for(&run).locale),
+                    replies::run_failed(&run.function, &message, self.policies.presentation_for(&run).locale),
                 );
                 // The run ends first: cancelling its question then resumes nothing.
                 let ended = self.end_run(run, !journal.is_empty(), RunStatus::Failed, message.clone()).await;
@@ -317,20 +434,20 @@ impl Engine {
                 if let Some(c) = &run.conversation
                     && !reply.trim().is_empty()
                 {
-                    self.delivery().send_text(c, reply.clone());
+                    self.delivery.send_text(c, reply.clone());
                 }
                 self.end_run(run, asked, RunStatus::Finished, reply).await
             }
             Err(FunctionError::Ask(AskError::Pending { question })) => {
                 if run.mode == Mode::FollowUp {
-                    self.inner.turns.park(question, run.clone(), journal);
+                    self.turns.park(question, run.clone(), journal);
                 }
                 Ok(run)
             }
             Err(FunctionError::Ask(AskError::Cancelled { reason })) => {
                 self.notify(
                     &run,
-                    replies::run_cancelled(&run.function, &reason, self.policies().presentation_for(&run).locale),
+                    replies::run_cancelled(&run.function, &reason, self.policies.presentation_for(&run).locale),
                 );
                 self.end_run(run, asked, RunStatus::Cancelled, reason).await
             }
@@ -338,7 +455,7 @@ impl Engine {
                 tracing::warn!(run = %run.id, function = %run.function, error = %detail, "run failed");
                 self.notify(
                     &run,
-                    replies::run_failed(&run.function, &public, self.policies().presentation_for(&run).locale),
+                    replies::run_failed(&run.function, &public, self.policies.presentation_for(&run).locale),
                 );
                 self.end_run(run, asked, RunStatus::Failed, detail).await
             }
@@ -347,7 +464,7 @@ impl Engine {
                 tracing::warn!(run = %run.id, function = %run.function, error = %message, "run failed");
                 self.notify(
                     &run,
-                    replies::run_failed(&run.function, &message, self.policies().presentation_for(&run).locale),
+                    replies::run_failed(&run.function, &message, self.policies.presentation_for(&run).locale),
                 );
                 self.end_run(run, asked, RunStatus::Failed, message).await
             }
@@ -358,7 +475,7 @@ impl Engine {
     async fn cancel_left_pending(&self, journal: &[Arc<Question>], reason: &str) {
         for question in journal.iter().filter(|q| q.status == Status::Pending) {
             let outcome = Outcome::Cancelled { reason: reason.to_owned() };
-            if let Err(e) = self.claims().close(question, outcome).await {
+            if let Err(e) = self.claims.close(question, outcome).await {
                 tracing::error!(question = %question.id, error = %e, "could not cancel a question of a failed run");
             }
         }
@@ -375,7 +492,7 @@ impl Engine {
     ) -> Result<Run, (Run, StoreError)> {
         run.status = status;
         run.updated_at = self.now_ms();
-        let store = &self.inner.store;
+        let store = &self.store;
         let ended = match asked {
             true => store.finish_run(run.id, status, &result, run.updated_at).await,
             false => Ok(false),
@@ -394,16 +511,16 @@ impl Engine {
 
     fn notify(&self, run: &Run, text: String) {
         if let Some(c) = &run.conversation {
-            self.delivery().send_text(c, text);
+            self.delivery.send_text(c, text);
         }
     }
 }
 
 /// The runner's resume loop: replays the runs the claim hands over, in the order it resolved
 /// their questions, until the stop closes the hand-over (see `Turns::close`).
-pub(super) async fn resumes(engine: Engine, mut queue: mpsc::UnboundedReceiver<Resume>) {
+pub(super) async fn resumes(runner: Runner, mut queue: mpsc::UnboundedReceiver<Resume>) {
     while let Some(resume) = queue.recv().await {
-        engine.resume(resume);
+        runner.resume(resume);
     }
 }
 

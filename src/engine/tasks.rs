@@ -1,8 +1,8 @@
 //! The one tracker of every task askgate spawns that outlives the call that spawned it: the
 //! engine's own loops and its runs' turns, the lanes' deliveries, the callbacks' senders, the
 //! inbound channels, the HTTP server, MCP sessions and upstreams, opencode's bridges. The
-//! engine owns it and hands it out ([`Engine::tasks`]); its stop closes it and waits for it,
-//! so that nothing is left half-done when the store closes.
+//! engine owns it and hands it out ([`Engine::tasks`](super::Engine::tasks)); its stop closes
+//! it and waits for it, so that nothing is left half-done when the store closes.
 //!
 //! Outside this module nothing calls `tokio::spawn` but the few tasks a test (`layout`) lists
 //! with the reason each may: a task its caller awaits, the store's own (it is opened before
@@ -13,8 +13,6 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
-
-use super::Engine;
 
 /// Every long-lived task of one askgate. Cloning shares it.
 #[derive(Clone, Default, Debug)]
@@ -48,23 +46,5 @@ impl Tasks {
     pub async fn drain(&self, grace: Duration) -> bool {
         self.tracker.close();
         tokio::time::timeout(grace, self.tracker.wait()).await.is_ok()
-    }
-}
-
-impl Engine {
-    /// The tracker every long-lived task of this askgate is spawned through.
-    pub fn tasks(&self) -> &Tasks {
-        &self.inner.tasks
-    }
-
-    /// Spawns a run's turn or one of the engine's own loops: tracked, and counted among the
-    /// runs that shutdown waits for first.
-    #[track_caller]
-    pub(super) fn spawn_run<F>(&self, task: F) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.inner.tasks.spawn(self.inner.runs.track_future(task))
     }
 }

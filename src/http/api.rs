@@ -502,11 +502,11 @@ pub(super) async fn start_run(
         if callback.is_some() {
             return Err(ApiError::bad_request("a callback is for a run you do not wait for: send \"wait\": false"));
         }
-        let run = state.engine.run_to_end(request).await.map_err(refused)?;
+        let run = state.engine.runner().run_to_end(request).await.map_err(refused)?;
         return Ok(axum::Json(RunView { run }).into_response());
     }
     // 202 only once the run is stored: its id is then found, also after a crash.
-    let id = state.engine.start_stored_run(request, Mode::FollowUp, callback).await.map_err(refused)?;
+    let id = state.engine.runner().start_stored_run(request, Mode::FollowUp, callback).await.map_err(refused)?;
     Ok((StatusCode::ACCEPTED, axum::Json(RunStarted { id, status: "running" })).into_response())
 }
 

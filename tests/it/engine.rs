@@ -432,7 +432,8 @@ async fn blocking_asks_wait_for_the_answer(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place.clone(), functions, Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
-    let run = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
+    let run =
+        tokio::spawn(async move { engine.runner().run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     assert_eq!(card.mode, askgate::question::Mode::Blocking);
     h.say(ALICE, "a").await;
@@ -445,7 +446,8 @@ async fn a_stop_cancels_a_blocking_run_where_it_waits(place: Place) {
     let (functions, _) = functions();
     let h = Harness::on(place.clone(), functions.clone(), Settings::default(), Clock::manual(T0)).await;
     let engine = h.engine.clone();
-    let waiting = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
+    let waiting =
+        tokio::spawn(async move { engine.runner().run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     // Shutdown ends the blocking ask as cancelled(shutdown) and the run as cancelled.
     let h = h.restart(functions.clone(), Settings::default(), Clock::manual(T0)).await;
@@ -460,7 +462,8 @@ async fn a_blocking_question_left_by_a_crash_is_cancelled_at_the_next_start(plac
     // A blocking question left pending by a crash is cancelled(instance_lost) at the next
     // start, and its run ends cancelled as at a stop, not failed.
     let engine = h.engine.clone();
-    let crashed = tokio::spawn(async move { engine.run_to_end(RunRequest::new("one", Some(room()), alice())).await });
+    let crashed =
+        tokio::spawn(async move { engine.runner().run_to_end(RunRequest::new("one", Some(room()), alice())).await });
     let card = h.card(1).await;
     crashed.abort();
     let store = h.store.clone();
@@ -526,7 +529,7 @@ async fn a_run_without_a_human_gets_cancelled_no_human() {
     let mut f = Functions::new();
     f.insert("headless", "", Arc::new(Headless));
     let h = Harness::new(f).await;
-    let run = h.engine.run_to_end(RunRequest::new("headless", None, alice())).await.unwrap();
+    let run = h.engine.runner().run_to_end(RunRequest::new("headless", None, alice())).await.unwrap();
     assert_eq!(run.result.as_deref(), Some("no_human"));
 }
 
@@ -585,7 +588,11 @@ async fn a_conversation_the_platform_holds_up_does_not_hold_up_the_others() {
     let slow = askgate::question::Conversation::parse("gate:slow").unwrap();
     h.engine.delivery().send_text(&slow, "held up".into());
     let fast = askgate::question::Conversation::parse("gate:fast").unwrap();
-    h.engine.start_run(RunRequest::new("one", Some(fast), alice()), askgate::question::Mode::FollowUp).await.unwrap();
+    h.engine
+        .runner()
+        .start_run(RunRequest::new("one", Some(fast), alice()), askgate::question::Mode::FollowUp)
+        .await
+        .unwrap();
     let card = eventually(|| async { gate.cards.lock().unwrap().first().cloned() }).await;
     assert_eq!(card.prompt, "Pick one", "the card went out while the other conversation was held up");
     gate.open.add_permits(1);

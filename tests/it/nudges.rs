@@ -181,7 +181,7 @@ async fn a_question_asked_where_its_channel_escalates_to_stays_there() {
     let h = Harness::on(Place::sqlite(), functions(), escalating(None), Clock::manual(T0)).await;
     let ops = Conversation::parse(OPS).unwrap();
     let request = askgate::engine::RunRequest::new("asks", Some(ops.clone()), UserRef::parse(CAROL).unwrap());
-    h.engine.start_run(request, askgate::question::Mode::FollowUp).await.unwrap();
+    h.engine.runner().start_run(request, askgate::question::Mode::FollowUp).await.unwrap();
     let card = h.card(1).await;
     assert_eq!(card.conversation.as_ref(), Some(&ops));
     assert_eq!(card.nudges.escalate_to, None, "{:?}", card.nudges);

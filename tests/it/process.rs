@@ -76,7 +76,7 @@ async fn harness(functions: Functions, dir: &Arc<TempDir>) -> Harness {
 
 async fn start(h: &Harness, name: &str) -> askgate::question::RunId {
     let mode = h.engine.functions().get(name).unwrap().mode;
-    h.engine.start_run(RunRequest::new(name, Some(room()), alice()), mode).await.unwrap()
+    h.engine.runner().start_run(RunRequest::new(name, Some(room()), alice()), mode).await.unwrap()
 }
 
 #[tokio::test]
@@ -498,7 +498,7 @@ async fn without_a_conversation_the_python_helper_says_it_cannot_ask() {
     add(&mut f, dir.path(), "chatty", "python3", script, false, Duration::from_secs(30));
     let h = harness(f, &dir).await;
     // Without a conversation, the helper says so before asking.
-    let alone = h.engine.run_to_end(RunRequest::new("chatty", None, alice())).await.unwrap();
+    let alone = h.engine.runner().run_to_end(RunRequest::new("chatty", None, alice())).await.unwrap();
     assert_eq!(alone.result.as_deref(), Some("nobody to ask"), "{alone:?}");
 }
 
@@ -542,7 +542,7 @@ async fn the_python_helper_asks_for_two_approvers() {
     // Carol asks; alice and bob approve (a requester's own approval would not count).
     let carol = UserRef::parse("test:carol").unwrap();
     let request = RunRequest::new("drop", Some(room()), carol).answerers(team);
-    let run = h.engine.start_run(request, Mode::FollowUp).await.unwrap();
+    let run = h.engine.runner().start_run(request, Mode::FollowUp).await.unwrap();
     let card = h.card(1).await;
     assert_eq!(card.quorum, 2, "the protocol's `quorum` reaches the question");
     let id = card.id.short();

@@ -1,13 +1,18 @@
 //! A stop ends what is under way: nothing it waits for is left running when the store closes.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use askgate::engine::{Channel, ChannelError, ExternalAskError, Functions};
-use askgate::question::{Answerers, Ask, Conversation, Question, Surface};
-use askgate::store::Delivery;
+use askgate::engine::{
+    Channel, ChannelError, Context, ExternalAskError, Function, FunctionError, Functions, RunRequest,
+};
+use askgate::question::{Answerers, Ask, Conversation, Mode, Question, Surface};
+use askgate::run::RunStatus;
+use askgate::store::{Delivery, StoreExt};
 use async_trait::async_trait;
 
-use crate::support::{Harness, alice, room};
+use crate::support::{Harness, alice, eventually, room};
 
 /// A platform that never answers: whatever is sent to it hangs.
 struct Silent;
@@ -59,4 +64,37 @@ async fn an_agents_ask_made_once_the_stop_has_begun_is_refused_with_nothing_stor
     assert!(matches!(asked, Err(ExternalAskError::ShuttingDown)), "the ask was not refused: {asked:?}");
     assert_eq!(h.engine.records().pending_count().await.unwrap(), 0, "the refused ask was stored");
     assert!(h.recorder.cards().is_empty(), "the refused ask was shown");
+}
+
+/// A function that never returns: it says it started, then awaits forever.
+struct Stuck {
+    started: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl Function for Stuck {
+    async fn call(&self, _ctx: &mut Context, _input: &str) -> Result<String, FunctionError> {
+        self.started.store(true, Ordering::SeqCst);
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_never_returns_is_dropped_at_the_stop_leaving_its_run_running() {
+    let started = Arc::new(AtomicBool::new(false));
+    let mut functions = Functions::new();
+    functions.insert("stuck", "never returns", Arc::new(Stuck { started: started.clone() }));
+    let h = Harness::new(functions).await;
+    // Stored before its turn starts, as the API starts a run: the store knows it is `running`.
+    let request = RunRequest::new("stuck", Some(room()), alice());
+    let run = h.engine.runner().start_stored_run(request, Mode::FollowUp, None).await.unwrap();
+    eventually(|| async { started.load(Ordering::SeqCst).then_some(()) }).await;
+    // The turn gets its grace, then is dropped: the stop does not wait on it for ever. (A
+    // bound well above the grace, so that only a stop that hangs fails here.)
+    let stopped = tokio::time::timeout(Duration::from_secs(60), h.engine.shutdown()).await;
+    assert!(stopped.is_ok(), "the stop waited on a turn that never returns");
+    // Dropped, not failed: the run is left `running`, so the next start replays it.
+    let store = h.place.open().await;
+    let stored = store.run(run).await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Running, "{stored:?}");
 }

@@ -257,6 +257,7 @@ impl Harness {
 
     pub async fn run(&self, function: &str, input: &str) -> askgate::question::RunId {
         self.engine
+            .runner()
             .start_run(RunRequest::new(function, Some(room()), alice()).input(input), askgate::question::Mode::FollowUp)
             .await
             .unwrap()
@@ -266,7 +267,7 @@ impl Harness {
     pub async fn run_as(&self, user: &str, function: &str, input: &str) -> askgate::question::RunId {
         let user = UserRef::parse(user).unwrap();
         let request = RunRequest::new(function, Some(room()), user).input(input);
-        self.engine.start_run(request, askgate::question::Mode::FollowUp).await.unwrap()
+        self.engine.runner().start_run(request, askgate::question::Mode::FollowUp).await.unwrap()
     }
 
     /// Waits for the `n`th card (from 1).
