@@ -241,11 +241,39 @@ impl Engine {
             // what the others ask and resolve.
             self.spawn_run(instances::adopt(self.clone()));
             if let Some(changes) = self.inner.store.changes() {
-                self.spawn_run(instances::follow(self.clone(), changes));
+                let follower = instances::Follower {
+                    store: self.inner.store.clone(),
+                    sweeper: self.inner.sweeper.clone(),
+                    bus: self.inner.bus.clone(),
+                    turns: self.inner.turns.clone(),
+                    waiters: self.inner.waiters.clone(),
+                    people: self.inner.people.clone(),
+                    stop: self.inner.stop.clone(),
+                };
+                self.spawn_run(follower.run(changes));
             }
         }
-        self.spawn_run(sweeper::run(self.clone()));
-        self.spawn_run(pruner::run(self.clone()));
+        let inner = &self.inner;
+        self.spawn_run(
+            sweeper::Sweep {
+                part: inner.sweeper.clone(),
+                claims: inner.claims.clone(),
+                nudges: inner.nudges.clone(),
+                store: inner.store.clone(),
+                clock: inner.clock.clone(),
+                stop: inner.stop.clone(),
+            }
+            .run(),
+        );
+        self.spawn_run(
+            pruner::Pruner {
+                store: inner.store.clone(),
+                clock: inner.clock.clone(),
+                retention: inner.settings.retention,
+                stop: inner.stop.clone(),
+            }
+            .run(),
+        );
         let (engine, started) = (self.clone(), self.now_ms());
         self.spawn_run(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
@@ -397,6 +425,13 @@ impl Engine {
     /// The callbacks in the store's outbox, and the senders of their rows.
     pub fn callbacks(&self) -> &Callbacks {
         &self.inner.callbacks
+    }
+
+    /// Returns once a sweep that began at clock time `at` (unix ms) or later has expired,
+    /// reminded and escalated everything due by then (its messages are handed to the lanes:
+    /// [`Delivery::outbound_idle`] waits for them), or when the engine stops.
+    pub async fn swept(&self, at: i64) {
+        self.inner.sweeper.swept(at, &self.inner.stop).await;
     }
 
     /// The engine's clock.
