@@ -274,11 +274,39 @@ impl Engine {
             // what the others ask and resolve.
             self.runner().spawn(instances::adopt(self.clone()));
             if let Some(changes) = self.inner.store.changes() {
-                self.runner().spawn(instances::follow(self.clone(), changes));
+                let follower = instances::Follower {
+                    store: self.inner.store.clone(),
+                    sweeper: self.inner.sweeper.clone(),
+                    bus: self.inner.bus.clone(),
+                    turns: self.inner.turns.clone(),
+                    waiters: self.inner.waiters.clone(),
+                    people: self.inner.people.clone(),
+                    stop: self.inner.stop.clone(),
+                };
+                self.runner().spawn(follower.run(changes));
             }
         }
-        self.runner().spawn(sweeper::run(self.clone()));
-        self.runner().spawn(pruner::run(self.clone()));
+        let inner = &self.inner;
+        self.runner().spawn(
+            sweeper::Sweep {
+                part: inner.sweeper.clone(),
+                claims: inner.claims.clone(),
+                nudges: inner.nudges.clone(),
+                store: inner.store.clone(),
+                clock: inner.clock.clone(),
+                stop: inner.stop.clone(),
+            }
+            .run(),
+        );
+        self.runner().spawn(
+            pruner::Pruner {
+                store: inner.store.clone(),
+                clock: inner.clock.clone(),
+                retention: inner.settings.retention,
+                stop: inner.stop.clone(),
+            }
+            .run(),
+        );
         let (engine, started) = (self.clone(), self.now_ms());
         self.runner().spawn(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
@@ -440,6 +468,13 @@ impl Engine {
     /// The callbacks in the store's outbox, and the senders of their rows.
     pub fn callbacks(&self) -> &Callbacks {
         &self.inner.callbacks
+    }
+
+    /// Returns once a sweep that began at clock time `at` (unix ms) or later has expired,
+    /// reminded and escalated everything due by then (its messages are handed to the lanes:
+    /// [`Delivery::outbound_idle`] waits for them), or when the engine stops.
+    pub async fn swept(&self, at: i64) {
+        self.inner.sweeper.swept(at, &self.inner.stop).await;
     }
 
     /// The engine's clock.

@@ -154,7 +154,10 @@ impl Deliverer {
         use futures_util::StreamExt;
         // Agents' callbacks are http(s) URLs; the outbox also holds opencode's replies.
         let due = match self.engine.callbacks().due_callbacks("http", BATCH).await {
-            Ok(due) => due,
+            Ok(due) => {
+                tracing::debug!(due = due.len(), "read the callbacks' outbox");
+                due
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the callbacks' outbox; trying again shortly");
                 return;

@@ -16,7 +16,11 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, Event, lock};
+use super::event::Bus;
+use super::sweeper::Sweeper;
+use super::turns::Turns;
+use super::waiters::Waiters;
+use super::{Engine, Event, People, lock};
 use crate::question::{QuestionId, RunId};
 use crate::run::Run;
 use crate::store::{Change, Lease, RunEvent, Store, StoreError, StoreExt};
@@ -40,40 +44,97 @@ pub(super) async fn adopt(engine: Engine) {
     }
 }
 
-/// Applies the other instances' asks, resolutions and run events here, until the engine stops.
-pub(super) async fn follow(engine: Engine, mut changes: UnboundedReceiver<Change>) {
-    let stop = engine.stopping();
-    loop {
-        let change = tokio::select! {
-            () = stop.cancelled() => return,
-            change = changes.recv() => match change {
-                Some(change) => change,
-                None => return,
+/// What the follower works with: the store it reads what changed from, and the parts here
+/// that hear of it (the sweeper, the bus, the turns, the waiters, the people).
+pub(super) struct Follower {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) sweeper: Arc<Sweeper>,
+    pub(super) bus: Bus,
+    pub(super) turns: Arc<Turns>,
+    pub(super) waiters: Arc<Waiters>,
+    pub(super) people: People,
+    pub(super) stop: CancellationToken,
+}
+
+impl Follower {
+    /// Hears what the other instances change, one change at a time, until the stop.
+    pub(super) async fn run(self, mut changes: UnboundedReceiver<Change>) {
+        loop {
+            let change = tokio::select! {
+                () = self.stop.cancelled() => return,
+                change = changes.recv() => match change {
+                    Some(change) => change,
+                    None => return,
+                },
+            };
+            let read = match &change {
+                Change::Asked(id) => self.heard_asked(*id).await,
+                Change::Resolved(id) => self.heard_resolved(*id).await,
+                Change::Counted(id) => self.heard_counted(*id).await,
+                Change::Run { event, id, snapshot } => self.heard_run(*event, *id, snapshot.as_deref()).await,
+                Change::Revoked(name) => {
+                    self.people.revoked(name);
+                    Ok(())
+                }
+                // What waits here may have been resolved meanwhile, and what is held open here
+                // revoked: look at each again.
+                Change::Missed => {
+                    let waiting = self.waiters.held();
+                    let mut read = self.people.recheck_holds().await;
+                    for id in waiting {
+                        read = read.and(self.heard_resolved(id).await);
+                    }
+                    read
+                }
+            };
+            if let Err(e) = read {
+                tracing::warn!(?change, error = %e, "could not read what another instance changed");
+            }
+        }
+    }
+
+    /// Another instance asked `id`: the event streams here carry it, and the sweeper learns
+    /// its deadline.
+    async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
+        let Some(question) = self.store.question(id).await? else { return Ok(()) };
+        self.sweeper.wake_for(&question);
+        self.bus.publish(Event::Asked(Arc::new(question)));
+        Ok(())
+    }
+
+    /// Another instance counted an approval of `id` (and shows it on the cards): the event
+    /// streams here carry it.
+    async fn heard_counted(&self, id: QuestionId) -> Result<(), StoreError> {
+        let Some(question) = self.store.question(id).await? else { return Ok(()) };
+        if question.is_pending() {
+            self.bus.publish(Event::Counted(Arc::new(question)));
+        }
+        Ok(())
+    }
+
+    /// Another instance's run did `event`: the event streams here carry it.
+    async fn heard_run(&self, event: RunEvent, id: RunId, snapshot: Option<&Run>) -> Result<(), StoreError> {
+        let run = match snapshot {
+            Some(run) => run.clone(),
+            None => match self.store.run(id).await? {
+                Some(run) => run,
+                None => return Ok(()),
             },
         };
-        let read = match &change {
-            Change::Asked(id) => engine.heard_asked(*id).await,
-            Change::Resolved(id) => engine.heard_resolved(*id).await,
-            Change::Counted(id) => engine.heard_counted(*id).await,
-            Change::Run { event, id, snapshot } => engine.heard_run(*event, *id, snapshot.as_deref()).await,
-            Change::Revoked(name) => {
-                engine.people().revoked(name);
-                Ok(())
-            }
-            // What waits here may have been resolved meanwhile, and what is held open here
-            // revoked: look at each again.
-            Change::Missed => {
-                let waiting = engine.inner.waiters.held();
-                let mut read = engine.people().recheck_holds().await;
-                for id in waiting {
-                    read = read.and(engine.heard_resolved(id).await);
-                }
-                read
-            }
-        };
-        if let Err(e) = read {
-            tracing::warn!(?change, error = %e, "could not read what another instance changed");
+        self.bus.publish(Event::heard_of_run(event, run));
+        Ok(())
+    }
+
+    /// Another instance resolved `id` (or may have): a blocking ask held here wakes, a run
+    /// parked here is forgotten (the winner resumes it), the event streams here carry it.
+    async fn heard_resolved(&self, id: QuestionId) -> Result<(), StoreError> {
+        let Some(question) = self.store.question(id).await? else { return Ok(()) };
+        if question.is_pending() {
+            return Ok(());
         }
+        self.turns.unpark(id);
+        self.bus.publish(Event::Resolved(Arc::new(question)));
+        Ok(())
     }
 }
 
@@ -164,51 +225,5 @@ impl Leases {
     /// The leases this instance holds now.
     pub fn names(&self) -> Vec<String> {
         self.held.names()
-    }
-}
-
-impl Engine {
-    /// Another instance asked `id`: the event streams here carry it, and the sweeper learns
-    /// its deadline.
-    async fn heard_asked(&self, id: QuestionId) -> Result<(), StoreError> {
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        self.inner.sweeper.wake_for(&question);
-        self.inner.bus.publish(Event::Asked(Arc::new(question)));
-        Ok(())
-    }
-
-    /// Another instance counted an approval of `id` (and shows it on the cards): the event
-    /// streams here carry it.
-    async fn heard_counted(&self, id: QuestionId) -> Result<(), StoreError> {
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        if question.is_pending() {
-            self.inner.bus.publish(Event::Counted(Arc::new(question)));
-        }
-        Ok(())
-    }
-
-    /// Another instance's run did `event`: the event streams here carry it.
-    async fn heard_run(&self, event: RunEvent, id: RunId, snapshot: Option<&Run>) -> Result<(), StoreError> {
-        let run = match snapshot {
-            Some(run) => run.clone(),
-            None => match self.inner.store.run(id).await? {
-                Some(run) => run,
-                None => return Ok(()),
-            },
-        };
-        self.inner.bus.publish(Event::heard_of_run(event, run));
-        Ok(())
-    }
-
-    /// Another instance resolved `id` (or may have): a blocking ask held here wakes, a run
-    /// parked here is forgotten (the winner resumes it), the event streams here carry it.
-    async fn heard_resolved(&self, id: QuestionId) -> Result<(), StoreError> {
-        let Some(question) = self.inner.store.question(id).await? else { return Ok(()) };
-        if question.is_pending() {
-            return Ok(());
-        }
-        self.inner.turns.unpark(id);
-        self.inner.bus.publish(Event::Resolved(Arc::new(question)));
-        Ok(())
     }
 }

@@ -5,9 +5,13 @@
 
 use std::time::Duration;
 
-use super::Engine;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use super::sweeper::MAX_SLEEP;
-use crate::store::{Pruned, StoreError, StoreExt};
+use crate::clock::Clock;
+use crate::store::{Pruned, Store, StoreError, StoreExt};
 
 /// How often old rows are pruned.
 const PRUNE_EVERY: i64 = 3_600_000;
@@ -16,50 +20,57 @@ const INBOUND_KEEP: i64 = 7 * 86_400_000;
 /// The most runs (and keys) one pruning transaction deletes, so other writes interleave.
 const PRUNE_BATCH: u32 = 500;
 
-/// The pruner: prunes at start-up, then whenever an hour has passed on the engine's clock.
-pub(super) async fn run(engine: Engine) {
-    let stop = engine.stopping();
-    let mut clock = engine.inner.clock.watch();
-    let mut next = engine.now_ms();
-    loop {
-        let now = engine.now_ms();
-        if now >= next {
-            next = now + PRUNE_EVERY;
-            if let Err(e) = prune(&engine).await {
-                tracing::error!(error = %e, "could not prune old runs");
-            }
-        }
-        let nap = Duration::from_millis(u64::try_from(next - engine.now_ms()).unwrap_or(0)).min(MAX_SLEEP);
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(nap) => {}
-            () = crate::clock::moved(&mut clock) => {}
-        }
-    }
+/// The pruner: the store it prunes, its clock, how long ended runs are kept (none: for
+/// ever), and the stop.
+pub(super) struct Pruner {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    pub(super) retention: Option<Duration>,
+    pub(super) stop: CancellationToken,
 }
 
-/// Deletes ended runs older than the retention and old inbound keys, a batch at a time.
-async fn prune(engine: &Engine) -> Result<(), StoreError> {
-    let now = engine.now_ms();
-    let ended_before = engine
-        .inner
-        .settings
-        .retention
-        .map(|keep| now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)));
-    let mut total = Pruned::default();
-    loop {
-        let pruned = engine.inner.store.prune(ended_before, now - INBOUND_KEEP, PRUNE_BATCH).await?;
-        total.runs += pruned.runs;
-        total.inbound += pruned.inbound;
-        if pruned.runs < u64::from(PRUNE_BATCH) && pruned.inbound < u64::from(PRUNE_BATCH) {
-            break;
-        }
-        if engine.stopping().is_cancelled() {
-            break;
+impl Pruner {
+    /// Prunes at start-up, then whenever an hour has passed on the clock.
+    pub(super) async fn run(self) {
+        let mut clock = self.clock.watch();
+        let mut next = self.clock.now_ms();
+        loop {
+            let now = self.clock.now_ms();
+            if now >= next {
+                next = now + PRUNE_EVERY;
+                if let Err(e) = self.prune().await {
+                    tracing::error!(error = %e, "could not prune old runs");
+                }
+            }
+            let nap = Duration::from_millis(u64::try_from(next - self.clock.now_ms()).unwrap_or(0)).min(MAX_SLEEP);
+            tokio::select! {
+                () = self.stop.cancelled() => return,
+                () = tokio::time::sleep(nap) => {}
+                () = crate::clock::moved(&mut clock) => {}
+            }
         }
     }
-    if total != Pruned::default() {
-        tracing::info!(runs = total.runs, inbound = total.inbound, "pruned old runs and inbound keys");
+
+    /// Deletes ended runs older than the retention and old inbound keys, a batch at a time.
+    async fn prune(&self) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let ended_before =
+            self.retention.map(|keep| now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX)));
+        let mut total = Pruned::default();
+        loop {
+            let pruned = self.store.prune(ended_before, now - INBOUND_KEEP, PRUNE_BATCH).await?;
+            total.runs += pruned.runs;
+            total.inbound += pruned.inbound;
+            if pruned.runs < u64::from(PRUNE_BATCH) && pruned.inbound < u64::from(PRUNE_BATCH) {
+                break;
+            }
+            if self.stop.is_cancelled() {
+                break;
+            }
+        }
+        if total != Pruned::default() {
+            tracing::info!(runs = total.runs, inbound = total.inbound, "pruned old runs and inbound keys");
+        }
+        Ok(())
     }
-    Ok(())
 }

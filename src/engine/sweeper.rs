@@ -8,9 +8,14 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
-use super::Engine;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Claims, nudge::Nudges};
+use crate::clock::Clock;
 use crate::question::Question;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// The longest the sweeper sleeps without looking at the store again.
 pub(super) const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -42,6 +47,16 @@ impl Sweeper {
         }
     }
 
+    /// Returns once a sweep that began at clock time `at` (unix ms) or later is done, or at
+    /// `stop`.
+    pub(super) async fn swept(&self, at: i64, stop: &CancellationToken) {
+        let mut swept = self.swept.subscribe();
+        tokio::select! {
+            _ = swept.wait_for(|&began| began >= at) => {}
+            () = stop.cancelled() => {}
+        }
+    }
+
     /// Wakes the sweeper when `at` comes before the time it sleeps until.
     fn wake_before(&self, at: i64) {
         if at < self.next.load(Ordering::Relaxed) {
@@ -50,59 +65,59 @@ impl Sweeper {
     }
 }
 
-pub(super) async fn run(engine: Engine) {
-    let part = &engine.inner.sweeper;
-    let stop = engine.stopping();
-    let mut clock = engine.inner.clock.watch();
-    loop {
-        // While it sweeps, any new question wakes it again: its deadline may not have been read.
-        part.next.store(i64::MAX, Ordering::Relaxed);
-        let began = engine.now_ms();
-        let nap = match sweep(&engine).await {
-            Ok(next) => {
-                part.swept.send_replace(began);
-                next
+/// What the sweeper's loop works with: its part, the claim that expires, the nudges, and the
+/// store it reads the next deadline from.
+pub(super) struct Sweep {
+    pub(super) part: Arc<Sweeper>,
+    pub(super) claims: Claims,
+    pub(super) nudges: Nudges,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    pub(super) stop: CancellationToken,
+}
+
+impl Sweep {
+    /// The loop: sweeps, then sleeps until the next deadline, a new question that comes
+    /// earlier, a clock change, or the stop.
+    pub(super) async fn run(self) {
+        let part = &self.part;
+        let mut clock = self.clock.watch();
+        loop {
+            // While it sweeps, any new question wakes it again: its deadline may not have been read.
+            part.next.store(i64::MAX, Ordering::Relaxed);
+            let began = self.clock.now_ms();
+            let nap = match self.sweep().await {
+                Ok(next) => {
+                    part.swept.send_replace(began);
+                    next
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "the timeout sweeper could not read the store");
+                    RETRY
+                }
+            };
+            let next = self.clock.now_ms().saturating_add(i64::try_from(nap.as_millis()).unwrap_or(i64::MAX));
+            part.next.store(next, Ordering::Relaxed);
+            let woken = part.wake.notified();
+            tokio::select! {
+                () = self.stop.cancelled() => return,
+                () = tokio::time::sleep(nap) => {}
+                () = woken => {}
+                () = crate::clock::moved(&mut clock) => {}
             }
-            Err(e) => {
-                tracing::error!(error = %e, "the timeout sweeper could not read the store");
-                RETRY
-            }
-        };
-        let next = engine.now_ms().saturating_add(i64::try_from(nap.as_millis()).unwrap_or(i64::MAX));
-        part.next.store(next, Ordering::Relaxed);
-        let woken = part.wake.notified();
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(nap) => {}
-            () = woken => {}
-            () = crate::clock::moved(&mut clock) => {}
         }
     }
-}
 
-/// Expires what is due; returns how long to sleep until the next deadline.
-async fn sweep(engine: &Engine) -> Result<Duration, StoreError> {
-    engine.claims().expire_due().await?;
-    engine.inner.nudges.nudge_due().await?;
-    let next = engine.inner.store.next_deadline().await?;
-    let now = engine.now_ms();
-    Ok(match next {
-        Some(at) if at <= now => Duration::ZERO,
-        Some(at) => Duration::from_millis(u64::try_from(at - now).unwrap_or(u64::MAX)).min(MAX_SLEEP),
-        None => MAX_SLEEP,
-    })
-}
-
-impl Engine {
-    /// Returns once a sweep that began at clock time `at` (unix ms) or later has expired,
-    /// reminded and escalated everything due by then (its messages are handed to the lanes:
-    /// [`Delivery::outbound_idle`](super::Delivery::outbound_idle) waits for them), or when the engine stops.
-    pub async fn swept(&self, at: i64) {
-        let mut swept = self.inner.sweeper.swept.subscribe();
-        let stop = self.stopping();
-        tokio::select! {
-            _ = swept.wait_for(|&began| began >= at) => {}
-            () = stop.cancelled() => {}
-        }
+    /// Expires what is due; returns how long to sleep until the next deadline.
+    async fn sweep(&self) -> Result<Duration, StoreError> {
+        self.claims.expire_due().await?;
+        self.nudges.nudge_due().await?;
+        let next = self.store.next_deadline().await?;
+        let now = self.clock.now_ms();
+        Ok(match next {
+            Some(at) if at <= now => Duration::ZERO,
+            Some(at) => Duration::from_millis(u64::try_from(at - now).unwrap_or(u64::MAX)).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        })
     }
 }
