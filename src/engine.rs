@@ -82,8 +82,7 @@ pub use settings::Settings;
 pub use tasks::Tasks;
 
 use crate::clock::Clock;
-use crate::question::{Mode, Outcome, Timeout};
-use crate::run::RunStatus;
+use crate::question::Timeout;
 use crate::store::{Store, StoreError, StoreExt};
 use delivery::Outbound;
 
@@ -268,11 +267,11 @@ impl Engine {
         if let Some(queue) = self.inner.turns.take_queue() {
             self.runner().spawn(runner::resumes(self.runner().clone(), queue));
         }
-        self.adopt_orphans().await?;
+        self.runner().adopt_orphans().await?;
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear
             // what the others ask and resolve.
-            self.runner().spawn(instances::adopt(self.clone()));
+            self.runner().spawn(instances::adopt(self.runner().clone()));
             if let Some(changes) = self.inner.store.changes() {
                 let follower = instances::Follower {
                     store: self.inner.store.clone(),
@@ -309,39 +308,6 @@ impl Engine {
         );
         let (engine, started) = (self.clone(), self.now_ms());
         self.runner().spawn(async move { engine.delivery().redeliver_undelivered(started).await });
-        Ok(())
-    }
-
-    /// Takes over what an askgate that is gone left: its blocking questions are cancelled and
-    /// its blocking runs end `cancelled` ([`INSTANCE_LOST`]: nobody waits for them any more),
-    /// its follow-up runs that were mid-turn are replayed.
-    async fn adopt_orphans(&self) -> Result<(), StoreError> {
-        let orphans = self.inner.store.orphans().await?;
-        for question in orphans.blocking {
-            self.inner.claims.close(&question, Outcome::Cancelled { reason: INSTANCE_LOST.to_owned() }).await?;
-        }
-        for mut run in orphans.runs {
-            match run.mode {
-                Mode::FollowUp => {
-                    tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
-                    self.inner.turns.resume(run.id, run.conversation.as_ref(), None, None);
-                }
-                // As a stop ends one (`cancelled(shutdown)`), with what happened instead.
-                Mode::Blocking => {
-                    tracing::info!(run = %run.id, function = %run.function, "cancelling a blocking run whose askgate is gone");
-                    run.status = RunStatus::Cancelled;
-                    run.result = Some(INSTANCE_LOST.to_owned());
-                    run.updated_at = self.now_ms();
-                    self.inner.store.save_run(&run).await?;
-                    if let Some(c) = &run.conversation {
-                        let l = self.policies().presentation_for(&run).locale;
-                        self.delivery()
-                            .send_text(c, crate::wording::replies::run_cancelled(&run.function, INSTANCE_LOST, l));
-                    }
-                }
-                Mode::External => {}
-            }
-        }
         Ok(())
     }
 

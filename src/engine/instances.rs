@@ -20,7 +20,7 @@ use super::event::Bus;
 use super::sweeper::Sweeper;
 use super::turns::Turns;
 use super::waiters::Waiters;
-use super::{Engine, Event, People, lock};
+use super::{Event, People, Runner, lock};
 use crate::question::{QuestionId, RunId};
 use crate::run::Run;
 use crate::store::{Change, Lease, RunEvent, Store, StoreError, StoreExt};
@@ -31,14 +31,14 @@ use crate::store::{Change, Lease, RunEvent, Store, StoreError, StoreExt};
 const ADOPT_EVERY: Duration = Duration::from_secs(1);
 
 /// Takes over what instances that died left, every [`ADOPT_EVERY`], until the engine stops.
-pub(super) async fn adopt(engine: Engine) {
-    let stop = engine.stopping();
+pub(super) async fn adopt(runner: Runner) {
+    let stop = runner.stop.clone();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(ADOPT_EVERY) => {}
         }
-        if let Err(e) = engine.adopt_orphans().await {
+        if let Err(e) = runner.adopt_orphans().await {
             tracing::error!(error = %e, "could not take over what a stopped instance left");
         }
     }

@@ -123,7 +123,7 @@ pub struct Runner {
     /// for first at shutdown.
     runs: TaskTracker,
     /// Fires when shutdown begins: no new runs.
-    stop: CancellationToken,
+    pub(super) stop: CancellationToken,
     /// Fires when shutdown's grace for running turns is over: they are dropped.
     abort: CancellationToken,
 }
@@ -171,6 +171,41 @@ impl Runner {
     }
 
     /// Now, in unix milliseconds, by the engine's clock.
+    /// Takes over what an askgate that is gone left: its blocking questions are cancelled and
+    /// its blocking runs end `cancelled` ([`super::INSTANCE_LOST`]: nobody waits for them any more),
+    /// its follow-up runs that were mid-turn are replayed.
+    pub(super) async fn adopt_orphans(&self) -> Result<(), StoreError> {
+        let orphans = self.store.orphans().await?;
+        for question in orphans.blocking {
+            self.claims.close(&question, Outcome::Cancelled { reason: super::INSTANCE_LOST.to_owned() }).await?;
+        }
+        for mut run in orphans.runs {
+            match run.mode {
+                Mode::FollowUp => {
+                    tracing::info!(run = %run.id, function = %run.function, "resuming a run interrupted mid-turn");
+                    self.turns.resume(run.id, run.conversation.as_ref(), None, None);
+                }
+                // As a stop ends one (`cancelled(shutdown)`), with what happened instead.
+                Mode::Blocking => {
+                    tracing::info!(run = %run.id, function = %run.function, "cancelling a blocking run whose askgate is gone");
+                    run.status = RunStatus::Cancelled;
+                    run.result = Some(super::INSTANCE_LOST.to_owned());
+                    run.updated_at = self.now_ms();
+                    self.store.save_run(&run).await?;
+                    if let Some(c) = &run.conversation {
+                        let l = self.policies.presentation_for(&run).locale;
+                        self.delivery.send_text(
+                            c,
+                            crate::wording::replies::run_cancelled(&run.function, super::INSTANCE_LOST, l),
+                        );
+                    }
+                }
+                Mode::External => {}
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
