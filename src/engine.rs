@@ -76,7 +76,7 @@ pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
 pub use revocations::Hold;
-pub use router::{FormFilled, Inbound, Response, Said};
+pub use router::{FormFilled, Inbound, Response, Router, Said};
 pub use runner::{RunRequest, Runner, StartError};
 pub use settings::Settings;
 pub use tasks::Tasks;
@@ -160,6 +160,8 @@ struct Inner {
     tasks: Tasks,
     /// Starting runs and running their turns, on a tracker of its own ([`runner`]).
     runner: Runner,
+    /// What a person's message means, and doing it ([`router`]).
+    router: Router,
     /// Fires when shutdown begins: no new runs, inbound loops stop, long waits end.
     stop: CancellationToken,
 }
@@ -227,16 +229,30 @@ impl Engine {
             tasks.clone(),
             stop.clone(),
         );
+        let people = People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone());
+        let records = Records::new(store.clone(), clock.clone());
+        let router = Router::new(
+            store.clone(),
+            clock.clone(),
+            functions.clone(),
+            policies.clone(),
+            people.clone(),
+            records.clone(),
+            claims.clone(),
+            forms.clone(),
+            runner.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
+                router,
                 runner,
                 delivery,
                 nudges,
                 claims,
                 asks,
                 forms,
-                records: Records::new(store.clone(), clock.clone()),
-                people: People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone()),
+                records,
+                people,
                 policies,
                 callbacks,
                 leases: Leases::new(store.clone(), stop.clone()),
@@ -306,7 +322,7 @@ impl Engine {
             }
             .run(),
         );
-        let (engine, started) = (self.clone(), self.now_ms());
+        let (engine, started) = (self.clone(), self.inner.clock.now_ms());
         self.runner().spawn(async move { engine.delivery().redeliver_undelivered(started).await });
         Ok(())
     }
@@ -443,13 +459,14 @@ impl Engine {
         self.inner.sweeper.swept(at, &self.inner.stop).await;
     }
 
+    /// The router: what a person's message means ([`Router::handle`]).
+    pub fn router(&self) -> &Router {
+        &self.inner.router
+    }
+
     /// The engine's clock.
     pub fn clock(&self) -> &Clock {
         &self.inner.clock
-    }
-
-    fn now_ms(&self) -> i64 {
-        self.inner.clock.now_ms()
     }
 }
 

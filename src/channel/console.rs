@@ -90,7 +90,7 @@ impl Console {
                 continue;
             }
             let inbound = Inbound::text(conversation.clone(), user.clone(), Surface::CONSOLE, text);
-            let response = engine.handle(inbound).await;
+            let response = engine.router().handle(inbound).await;
             if let Some(message) = response.text {
                 self.report(&message).await;
             }

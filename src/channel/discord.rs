@@ -262,7 +262,7 @@ impl Handler {
             .speaking(Some(locale))
             .keyed(key)
             .in_private(true);
-        self.engine.handle(inbound).await
+        self.engine.router().handle(inbound).await
     }
 
     async fn on_component(&self, ctx: &SerenityContext, interaction: &Interaction, c: &ComponentInteraction) {
@@ -426,7 +426,7 @@ impl EventHandler for Handler {
         if let Some(reference) = message.message_reference.as_ref().and_then(|r| r.message_id) {
             inbound = inbound.replying_to(message.channel_id.to_string(), reference.to_string());
         }
-        let response = self.engine.handle(inbound).await;
+        let response = self.engine.router().handle(inbound).await;
         if let Some(text) = response.text {
             // A reply longer than a message (`/show`) is sent in several, the first replying.
             let parts = crate::text::split(&render::escape(&text), 1900, render::MAX_REPLY_PARTS, "… [shortened]");

@@ -274,7 +274,7 @@ impl Telegram {
         if let Some(replied) = message.reply_to_message() {
             inbound = inbound.replying_to(message.chat.id.0.to_string(), replied.id.0.to_string());
         }
-        let response = engine.handle(inbound).await;
+        let response = engine.router().handle(inbound).await;
         if self.after_form_message(&message, &response, engine).await {
             return; // it asked for the field again, with the refusal
         }
@@ -348,7 +348,7 @@ impl Telegram {
         };
         let inbound =
             inbound.named(&display_name(&query.from)).speaking(query.from.language_code.as_deref()).keyed(key);
-        let response = engine.handle(inbound).await;
+        let response = engine.router().handle(inbound).await;
         let (text, alert) = callback_receipt(&response);
         self.answer(&query, &text, alert).await;
     }

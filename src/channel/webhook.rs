@@ -189,7 +189,7 @@ impl Webhooks {
         }
         // Remembered in the store (a week), so a restart does not reopen the window: the
         // timestamp check alone would let a captured request through for five minutes.
-        if !engine.first_sighting(&format!("webhook:{name}:signature:{signature}")).await? {
+        if !engine.router().first_sighting(&format!("webhook:{name}:signature:{signature}")).await? {
             return Err(SignatureError::Replayed.into());
         }
         let conversation = Conversation::parse(&format!("webhook:{name}:{}", message.conversation))
@@ -203,7 +203,7 @@ impl Webhooks {
             inbound = inbound.named(name);
         }
         inbound.key = message.id.map(|id| format!("webhook:{name}:{id}"));
-        let response = engine.handle(inbound).await;
+        let response = engine.router().handle(inbound).await;
         let reply = match &response.receipt {
             Some(Receipt::Resolved { .. }) => None,
             _ => response.text.clone(),

@@ -1,8 +1,9 @@
 //! A person's board: the questions waiting for them in any conversation, which they may answer
 //! from their own place (the page's composer, the TUI) as if asked there.
 
+use super::Resolver;
 use super::router::Inbound;
-use super::{Engine, Resolver};
+use super::router::Router;
 use crate::question::{Question, QuestionRef};
 use crate::store::{StoreError, StoreExt};
 
@@ -24,14 +25,14 @@ pub(super) fn answering<'a>(
     }
 }
 
-impl Engine {
+impl Router {
     /// The questions waiting elsewhere that the sender may answer, when they write from their
     /// own place (see [`Inbound::board`]): the [`BOARD`] oldest. None otherwise.
     pub(super) async fn board(&self, inbound: &Inbound) -> Result<Vec<Question>, StoreError> {
         if !inbound.board {
             return Ok(Vec::new());
         }
-        let everywhere = self.inner.store.pending(None, BOARD).await?;
+        let everywhere = self.store.pending(None, BOARD).await?;
         Ok(everywhere
             .into_iter()
             .filter(|q| !q.is_in(&inbound.conversation) && q.admits(&inbound.user, None))
@@ -47,10 +48,10 @@ impl Engine {
     ) -> Result<Option<Question>, StoreError> {
         let theirs = |q: &Question| q.is_in(&inbound.conversation) || q.admits(&inbound.user, None);
         let prefix = match id {
-            QuestionRef::Id(full) => return Ok(self.inner.store.question(*full).await?.filter(theirs)),
+            QuestionRef::Id(full) => return Ok(self.store.question(*full).await?.filter(theirs)),
             QuestionRef::Prefix(prefix) => prefix,
         };
-        let found = self.inner.store.questions_by_prefix(None, prefix, BOARD).await?;
+        let found = self.store.questions_by_prefix(None, prefix, BOARD).await?;
         let mut found: Vec<Question> = found.into_iter().filter(theirs).collect();
         Ok(if found.len() == 1 { found.pop() } else { None })
     }

@@ -12,12 +12,13 @@ pub use inbound::{Inbound, Said};
 use super::board::answering;
 use super::claim::Attempt;
 use super::forms::Filling;
-use super::{Engine, Resolver, RunRequest, StartError};
+use super::{Claims, Forms, Functions, People, Policies, Records, Resolver, RunRequest, Runner, StartError};
+use crate::clock::Clock;
 use crate::command::{Allow, Command, CommandError, Given};
 use crate::question::{
     Choice, Conversation, Kind, Locale, Mode, Question, QuestionId, QuestionRef, Receipt, UnreadableId, UserRef,
 };
-use crate::store::{DeliveryRole, StoreError, StoreExt};
+use crate::store::{DeliveryRole, Store, StoreError, StoreExt};
 use crate::wording::{self, replies};
 
 /// What to tell the person who sent a message.
@@ -69,15 +70,49 @@ impl Response {
 /// The smallest id prefix that is accepted.
 const MIN_PREFIX: usize = QuestionId::MIN_PREFIX;
 
-impl Engine {
+/// The router, the service that reads what a person sent and does it: over the store (the
+/// questions a message names, the updates seen), the clock, the functions (`/run`, `/help`),
+/// the policies, the people (`/web`), the records, the claims, the forms and the runner.
+#[derive(Clone)]
+pub struct Router {
+    // A card's typed buttons (`typed`) and a person's board (`board`) read these too.
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
+    functions: Arc<Functions>,
+    policies: Policies,
+    people: People,
+    records: Records,
+    pub(super) claims: Claims,
+    pub(super) forms: Forms,
+    runner: Runner,
+}
+
+impl Router {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        functions: Arc<Functions>,
+        policies: Policies,
+        people: People,
+        records: Records,
+        claims: Claims,
+        forms: Forms,
+        runner: Runner,
+    ) -> Self {
+        Self { store, clock, functions, policies, people, records, claims, forms, runner }
+    }
+}
+
+impl Router {
     /// Handles one inbound message and says what to tell its sender.
     pub async fn handle(&self, inbound: Inbound) -> Response {
         if let Some(locale) = inbound.locale {
-            self.policies().heard_language(&inbound.user, locale);
+            self.policies.heard_language(&inbound.user, locale);
         } else if let Some(locale) = inbound.place_locale {
-            self.policies().place_language(&inbound.user, locale);
+            self.policies.place_language(&inbound.user, locale);
         }
-        let l = self.policies().locale_for(&inbound.user, Some(&inbound.conversation));
+        let l = self.policies.locale_for(&inbound.user, Some(&inbound.conversation));
         let response = match self.route(&inbound, l).await {
             Ok(response) => response,
             Err(e) => {
@@ -94,12 +129,12 @@ impl Engine {
     /// # Errors
     /// When the store fails.
     pub async fn first_sighting(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.store.first_seen(key, self.now_ms()).await
+        self.store.first_seen(key, self.clock.now_ms()).await
     }
 
     async fn route(&self, inbound: &Inbound, l: Locale) -> Result<Response, StoreError> {
         let Some(key) = &inbound.key else { return self.dispatch(inbound, l).await };
-        if self.inner.store.seen(key).await? {
+        if self.store.seen(key).await? {
             tracing::debug!(key, "a redelivered update was ignored");
             return Ok(Response::default());
         }
@@ -110,7 +145,7 @@ impl Engine {
         let recorded =
             matches!(response.receipt, Some(Receipt::Resolved { .. } | Receipt::Counted { .. })) || response.started;
         if !recorded {
-            self.inner.store.first_seen(key, self.now_ms()).await?;
+            self.store.first_seen(key, self.clock.now_ms()).await?;
         }
         Ok(response)
     }
@@ -133,8 +168,8 @@ impl Engine {
             None => {}
         }
         if let Said::Reply { chat, message, .. } = &inbound.said
-            && let Some((id, role)) = self.inner.store.question_for_card(inbound.surface, chat, message).await?
-            && let Some(question) = self.inner.store.question(id).await?
+            && let Some((id, role)) = self.store.question_for_card(inbound.surface, chat, message).await?
+            && let Some(question) = self.store.question(id).await?
             && question.is_in(&inbound.conversation)
         {
             if question.form.is_some() && role != DeliveryRole::Note {
@@ -150,10 +185,10 @@ impl Engine {
                 DeliveryRole::Prompt => question.own_words(text),
                 DeliveryRole::Note => Ok(Choice::Decline(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))),
             };
-            let receipt = self.claims().attempt(&question, choice, &resolver).await?;
+            let receipt = self.claims.attempt(&question, choice, &resolver).await?;
             return Ok(Response::attempt(receipt, Some(&question), l));
         }
-        let waiting = self.inner.store.pending(Some(&inbound.conversation), u32::MAX).await?;
+        let waiting = self.store.pending(Some(&inbound.conversation), u32::MAX).await?;
         let others = waiting.len();
         let here = Some(&inbound.conversation);
         let mut pending: Vec<Question> = waiting.into_iter().filter(|q| q.admits(&inbound.user, here)).collect();
@@ -165,11 +200,11 @@ impl Engine {
             }
             [question] => {
                 let resolver = answering(inbound, &resolver, question);
-                let receipt = self.claims().attempt(question, question.parse_choice(text), &resolver).await?;
+                let receipt = self.claims.attempt(question, question.parse_choice(text), &resolver).await?;
                 Ok(Response::attempt(receipt, Some(question), l))
             }
             // Someone else's question waits: say so, rather than that nothing waits.
-            [] if others > 0 && self.policies().policy(&inbound.conversation).default_function.is_none() => {
+            [] if others > 0 && self.policies.policy(&inbound.conversation).default_function.is_none() => {
                 Ok(Response::say(replies::not_yours(others, l)))
             }
             [] => self.new_turn(inbound, text.trim(), l).await,
@@ -188,7 +223,7 @@ impl Engine {
         l: Locale,
     ) -> Result<Response, StoreError> {
         let filled = |draft, refused| FormFilled { question: question.clone(), draft, refused, to_prompt };
-        Ok(match self.forms().form_step(question, resolver, filling).await? {
+        Ok(match self.forms.form_step(question, resolver, filling).await? {
             super::FormStep::Next { draft, next } => Response {
                 form: Some(filled(Some(draft.clone()), None)),
                 ..Response::say(wording::next_field(question, &draft, &next, l).unwrap_or_default())
@@ -208,7 +243,7 @@ impl Engine {
     }
 
     async fn new_turn(&self, inbound: &Inbound, text: &str, l: Locale) -> Result<Response, StoreError> {
-        match self.policies().policy(&inbound.conversation).default_function {
+        match self.policies.policy(&inbound.conversation).default_function {
             Some(function) => self.run_command(inbound, &function, text.to_owned(), l).await,
             None => {
                 let heard = super::Heard {
@@ -217,7 +252,7 @@ impl Engine {
                     name: inbound.name.clone(),
                     text: text.to_owned(),
                 };
-                Ok(Response::say(if self.policies().pass_on(heard) {
+                Ok(Response::say(if self.policies.pass_on(heard) {
                     replies::passed_on(l)
                 } else {
                     replies::nothing_waiting(l)
@@ -244,7 +279,7 @@ impl Engine {
                     Given::OwnWords(words) => question.own_words(&words),
                     Given::Ticked(ticked) => question.ticked(&ticked),
                 };
-                let receipt = self.claims().attempt(&question, choice, resolver).await?;
+                let receipt = self.claims.attempt(&question, choice, resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Decline { id, feedback } => {
@@ -252,8 +287,7 @@ impl Engine {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
                 let resolver = &answering(inbound, resolver, &question);
-                let receipt =
-                    self.claims().attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
+                let receipt = self.claims.attempt_choice(&question, Some(Choice::Decline(feedback)), resolver).await?;
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Approve { id, how } => {
@@ -266,12 +300,10 @@ impl Engine {
                 let resolver = &answering(inbound, resolver, &question);
                 let receipt = match how {
                     Allow::Once => {
-                        self.claims().attempt_choice(&question, Some(question.allowed_once()), resolver).await?
+                        self.claims.attempt_choice(&question, Some(question.allowed_once()), resolver).await?
                     }
-                    Allow::Always => self.claims().attempt(&question, question.allowed_always(), resolver).await?,
-                    Allow::Edited(action) => {
-                        self.claims().attempt(&question, question.edited(&action), resolver).await?
-                    }
+                    Allow::Always => self.claims.attempt(&question, question.allowed_always(), resolver).await?,
+                    Allow::Edited(action) => self.claims.attempt(&question, question.edited(&action), resolver).await?,
                     Allow::Like(pattern) => {
                         // Checked for those who may answer: others learn nothing about it.
                         if resolver.may_answer(&question)
@@ -279,36 +311,36 @@ impl Engine {
                         {
                             return Ok(Response::say(why));
                         }
-                        self.claims().attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
+                        self.claims.attempt_choice(&question, Some(Choice::AllowLike(pattern)), resolver).await?
                     }
                 };
                 Ok(Response::attempt(receipt, Some(&question), l))
             }
             Command::Pending => {
-                let mut pending = self.records().pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
+                let mut pending = self.records.pending_for(Some(&inbound.conversation), wording::LISTED + 1).await?;
                 pending.extend(self.board(inbound).await?);
                 pending.sort_by_key(|q| q.created_at);
                 pending.truncate(wording::LISTED as usize + 1);
-                Ok(Response::say(wording::pending_list(&pending, self.now_ms(), l)))
+                Ok(Response::say(wording::pending_list(&pending, self.clock.now_ms(), l)))
             }
             Command::Show { id } => {
                 let Some(question) = self.named(inbound, &id).await? else {
                     return self.unknown(&inbound.conversation, &id, l).await;
                 };
-                Ok(Response::say(wording::whole(&question, self.now_ms())))
+                Ok(Response::say(wording::whole(&question, self.clock.now_ms())))
             }
             Command::Run { function, input } => self.run_command(inbound, &function, input, l).await,
             Command::Cancel => {
-                let n = self.claims().cancel_conversation(&inbound.conversation, &inbound.user).await?;
+                let n = self.claims.cancel_conversation(&inbound.conversation, &inbound.user).await?;
                 Ok(Response::say(replies::cancelled(n, l)))
             }
             Command::Help => Ok(Response::say(self.help_in(l))),
             Command::Grants => {
-                let grants = self.records().grants(Some(&inbound.conversation)).await?;
-                Ok(Response::say(wording::grants_list(&grants, self.now_ms(), l)))
+                let grants = self.records.grants(Some(&inbound.conversation)).await?;
+                Ok(Response::say(wording::grants_list(&grants, self.clock.now_ms(), l)))
             }
             Command::Revoke { id } => self.revoke_command(inbound, &id, l).await,
-            Command::Web => self.people().web_command(inbound).await,
+            Command::Web => self.people.web_command(inbound).await,
             Command::Card { id, action } => self.typed_card(inbound, resolver, &id, action, l).await,
         }
     }
@@ -320,7 +352,7 @@ impl Engine {
         if wanted.chars().count() < MIN_PREFIX {
             return Ok(Response::say(replies::grant_id_too_short(MIN_PREFIX, l)));
         }
-        let grants = self.records().grants(Some(&inbound.conversation)).await?;
+        let grants = self.records.grants(Some(&inbound.conversation)).await?;
         let grant = match grants.iter().filter(|g| g.id.starts_with(&wanted)).collect::<Vec<_>>().as_slice() {
             [grant] => (*grant).clone(),
             [] => {
@@ -333,7 +365,7 @@ impl Engine {
             return Ok(Response::say(replies::not_yours_to_revoke(l)));
         }
         let short = grant.short_id();
-        Ok(Response::say(if self.records().revoke_grant(&grant.id).await? {
+        Ok(Response::say(if self.records.revoke_grant(&grant.id).await? {
             tracing::info!(grant = %grant.id, by = %inbound.user, "a grant was revoked");
             replies::revoked(short, &crate::text::clip(&grant.action, 200, "…"), grant.pattern, l)
         } else {
@@ -347,7 +379,7 @@ impl Engine {
         if user.is(&grant.granted_by) || user.is_operator() {
             return Ok(true);
         }
-        let question = self.inner.store.question(grant.question).await?;
+        let question = self.store.question(grant.question).await?;
         Ok(question.is_some_and(|q| q.admits(user, q.conversation.as_ref())))
     }
 
@@ -359,11 +391,11 @@ impl Engine {
         l: Locale,
     ) -> Result<Response, StoreError> {
         // Runs started from a chat never block a turn, unless the function must stay alive.
-        let mode = self.inner.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
+        let mode = self.functions.get(function).map_or(Mode::FollowUp, |f| f.mode);
         let mut request =
             RunRequest::new(function, Some(inbound.conversation.clone()), inbound.user.clone()).input(input);
         request.update.clone_from(&inbound.key);
-        let started = self.runner().start_run(request, mode).await;
+        let started = self.runner.start_run(request, mode).await;
         Ok(match started {
             Ok(_) => Response { started: true, ..Response::default() },
             Err(e @ StartError::UnknownFunction(_)) => Response::say(replies::unknown_function(&e, l)),
@@ -384,7 +416,7 @@ impl Engine {
             crate::command::help(l),
             crate::say!(l, "help.functions")
         );
-        for (name, description) in self.inner.functions.list() {
+        for (name, description) in self.functions.list() {
             let _ = write!(out, "\n  {name} — {description}");
         }
         out
@@ -404,11 +436,11 @@ impl Engine {
     async fn find(&self, conversation: &Conversation, id: &QuestionRef) -> Result<Option<Question>, StoreError> {
         let prefix = match id {
             QuestionRef::Id(full) => {
-                return Ok(self.inner.store.question(*full).await?.filter(|q| q.is_in(conversation)));
+                return Ok(self.store.question(*full).await?.filter(|q| q.is_in(conversation)));
             }
             QuestionRef::Prefix(prefix) => prefix,
         };
-        let mut found = self.inner.store.questions_by_prefix(Some(conversation), prefix, 2).await?;
+        let mut found = self.store.questions_by_prefix(Some(conversation), prefix, 2).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     }
 
@@ -420,7 +452,7 @@ impl Engine {
         l: Locale,
     ) -> Result<Response, StoreError> {
         let prefix = id.prefix();
-        let found = self.inner.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
+        let found = self.store.questions_by_prefix(Some(conversation), &prefix, 2).await?;
         let reason = if found.len() > 1 { replies::ambiguous_id(l) } else { replies::no_question(&prefix, l) };
         Ok(Response::receipt(Receipt::Unknown { reason }, None, l))
     }

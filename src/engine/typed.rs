@@ -7,9 +7,10 @@
 
 use std::fmt::Write;
 
+use super::Resolver;
 use super::forms::Filling;
+use super::router::Router;
 use super::router::{Inbound, Response};
-use super::{Engine, Resolver};
 use crate::command::{FormAction, OnCard};
 use crate::question::form::{Draft, Fill, Form, Input};
 use crate::question::{Choice, Kind, Locale, Question, QuestionRef, UserRef};
@@ -21,7 +22,7 @@ use crate::wording;
 /// keyed by their keys).
 const OWN_OPTIONS: &str = "";
 
-impl Engine {
+impl Router {
     /// A card's button typed as a command about the question `id` names.
     pub(super) async fn typed_card(
         &self,
@@ -37,7 +38,7 @@ impl Engine {
         let resolver = &*super::board::answering(inbound, resolver, &q);
         if !resolver.may_answer(&q) || !q.is_pending() {
             // Not theirs, or over: the attempt says which, as it would for an answer.
-            let attempt = self.claims().attempt_choice(&q, None, resolver).await?;
+            let attempt = self.claims.attempt_choice(&q, None, resolver).await?;
             return Ok(Response::attempt(attempt, Some(&q), l));
         }
         let short = q.id.short();
@@ -46,12 +47,12 @@ impl Engine {
             (OnCard::Other(None), _) if q.kind == Kind::Approval => say(say!(l, "typed.edit", id = short)),
             (OnCard::Other(None), _) => say(say!(l, "typed.other", id = short)),
             (OnCard::Other(Some(words)), _) => {
-                let attempt = self.claims().attempt(&q, q.own_words(&words), resolver).await?;
+                let attempt = self.claims.attempt(&q, q.own_words(&words), resolver).await?;
                 Ok(Response::attempt(attempt, Some(&q), l))
             }
             (OnCard::Note(None), _) => say(say!(l, "typed.note", id = short)),
             (OnCard::Note(Some(note)), _) => {
-                let attempt = self.claims().attempt_choice(&q, Some(Choice::Decline(Some(note))), resolver).await?;
+                let attempt = self.claims.attempt_choice(&q, Some(Choice::Decline(Some(note))), resolver).await?;
                 Ok(Response::attempt(attempt, Some(&q), l))
             }
             (OnCard::Toggle(_) | OnCard::Submit, _) if !q.multi || q.form.is_some() => {
@@ -73,7 +74,7 @@ impl Engine {
                 if ticked.is_empty() {
                     return say(say!(l, "typed.none_ticked", id = short));
                 }
-                let attempt = self.claims().attempt(&q, q.ticked(&ticked), resolver).await?;
+                let attempt = self.claims.attempt(&q, q.ticked(&ticked), resolver).await?;
                 if attempt.resolved.is_some() {
                     ticks.remove(OWN_OPTIONS);
                     self.set_ticks(&q, &resolver.user, ticks).await?;
@@ -113,16 +114,16 @@ impl Engine {
         let user = &resolver.user;
         match &action {
             OnCard::Form(FormAction::Restart) => {
-                self.forms().forget_draft(q, user).await?;
+                self.forms.forget_draft(q, user).await?;
                 self.set_ticks(q, user, Draft::new()).await?;
                 let first = form.fields.first().map(|f| f.key.as_str()).unwrap_or_default();
                 let next = wording::next_field(q, &Draft::new(), first, l).unwrap_or_default();
                 return Ok(Response::say(format!("{}\n{next}", say!(l, "tg.started_over"))));
             }
-            OnCard::Show => return Ok(Response::say(shown(q, form, &self.forms().form_draft(q, user).await?, l))),
+            OnCard::Show => return Ok(Response::say(shown(q, form, &self.forms.form_draft(q, user).await?, l))),
             OnCard::Send => {
                 // What is filled in, as one object: left-out fields take their defaults.
-                let draft = self.forms().form_draft(q, user).await?;
+                let draft = self.forms.form_draft(q, user).await?;
                 let given: Draft = draft.into_iter().filter(|(_, v)| !v.is_null()).collect();
                 let whole = Filling::Whole(serde_json::Value::Object(given));
                 return self.form_reply(q, resolver, whole, false, l).await;
@@ -151,7 +152,7 @@ impl Engine {
                 Ok(Response::say(say!(l, "typed.field_ticked", field = label, list = list, id = id, n = n)))
             }
             FormAction::Type { .. } => {
-                let draft = self.forms().form_draft(q, user).await?;
+                let draft = self.forms.form_draft(q, user).await?;
                 let about = wording::next_field(q, &draft, &field.key, l).unwrap_or_default();
                 Ok(Response::say(format!("{about}\n{}", say!(l, "typed.field_value", id = short, n = n))))
             }
@@ -174,12 +175,12 @@ impl Engine {
     }
 
     async fn ticks(&self, q: &Question, user: &UserRef) -> Result<Draft, StoreError> {
-        Ok(self.inner.store.draft(q.id, &Self::ticks_row(user)).await?.unwrap_or_default())
+        Ok(self.store.draft(q.id, &Self::ticks_row(user)).await?.unwrap_or_default())
     }
 
     async fn set_ticks(&self, q: &Question, user: &UserRef, ticks: Draft) -> Result<(), StoreError> {
         let ticks = (!ticks.is_empty()).then_some(ticks);
-        self.inner.store.set_draft(q.id, &Self::ticks_row(user), ticks, self.now_ms()).await
+        self.store.set_draft(q.id, &Self::ticks_row(user), ticks, self.clock.now_ms()).await
     }
 
     /// Ticks option `n` of `key` (a field's key, or [`OWN_OPTIONS`]) when it is not, else

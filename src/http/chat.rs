@@ -114,7 +114,7 @@ pub(super) async fn say(
     let surface = if caller.via == Surface::TUI { Surface::TUI } else { Surface::WEB };
     let inbound =
         Inbound::text(conversation.clone(), caller.user.clone(), surface, text).in_private(true).on_board(true);
-    let response = state.engine.handle(inbound).await;
+    let response = state.engine.router().handle(inbound).await;
     if let Some(reply) = &response.text {
         web.push(&conversation, "askgate", reply, None);
     }

@@ -334,9 +334,12 @@ async fn the_web_page_updates_its_cards_live() {
     // The console's operator is the same person as the page's: counted once, nothing changes.
     let operator = askgate::question::UserRef::parse("console:local").unwrap();
     let again = askgate::engine::Inbound::text(console.clone(), operator, surface, format!("/approve {}", &id[..8]));
-    assert!(engine.handle(again).await.text.unwrap().contains("each person counts once"));
+    assert!(engine.router().handle(again).await.text.unwrap().contains("each person counts once"));
     let bob = askgate::question::UserRef::parse("test:bob").unwrap();
-    engine.handle(askgate::engine::Inbound::text(console, bob, surface, format!("/approve {}", &id[..8]))).await;
+    engine
+        .router()
+        .handle(askgate::engine::Inbound::text(console, bob, surface, format!("/approve {}", &id[..8])))
+        .await;
     browser
         .wait_for(&format!("{quorum}//p[@class='outcome good'][normalize-space()='✅ allowed once — 2 of 2 approvals: “Alice” (api:operator), test:bob']"))
         .await;

@@ -391,7 +391,7 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place
     let console = Conversation::parse("console:local").unwrap();
     let user = UserRef::parse("console:local").unwrap();
     for round in 0..10 {
-        engine.handle(Inbound::text(console.clone(), user.clone(), Surface::CONSOLE, "/run demo")).await;
+        engine.router().handle(Inbound::text(console.clone(), user.clone(), Surface::CONSOLE, "/run demo")).await;
         let (_, list) = eventually(|| async {
             let (s, list) = app.get("/api/questions?conversation=console:local").await;
             let found = list["questions"]
@@ -410,7 +410,7 @@ async fn an_api_answer_racing_a_console_answer_resumes_the_run_once(place: Place
         let id = q["id"].as_str().unwrap().to_owned();
         let path = format!("/api/questions/{id}/reply");
         let api = app.post(&path, json!({"value": "dayjs"}));
-        let typed = engine.handle(Inbound::text(
+        let typed = engine.router().handle(Inbound::text(
             console.clone(),
             user.clone(),
             Surface::CONSOLE,
@@ -818,7 +818,7 @@ async fn a_quorum_approval_counts_each_person_once_but_never_the_asker() {
     let console = Conversation::parse("console:local").unwrap();
     let approve = |user: &str| {
         let user = UserRef::parse(user).unwrap();
-        engine.handle(Inbound::text(console.clone(), user, Surface::CONSOLE, format!("/approve {}", &id[..8])))
+        engine.router().handle(Inbound::text(console.clone(), user, Surface::CONSOLE, format!("/approve {}", &id[..8])))
     };
     let typed = approve("console:local").await;
     assert!(matches!(typed.receipt, Some(askgate::question::Receipt::OwnRequest { .. })), "{typed:?}");

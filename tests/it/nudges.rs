@@ -129,7 +129,7 @@ async fn an_unanswered_question_is_escalated_answered_there_and_retracted_everyw
     let in_ops = |user: &str, text: String| {
         let inbound =
             Inbound::text(Conversation::parse(OPS).unwrap(), UserRef::parse(user).unwrap(), Surface::CONSOLE, text);
-        h.engine.handle(inbound)
+        h.engine.router().handle(inbound)
     };
     let early = in_ops(CAROL, format!("/approve {id}")).await;
     assert!(matches!(early.receipt, Some(Receipt::Unknown { .. })), "not escalated yet: {early:?}");

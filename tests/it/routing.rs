@@ -188,7 +188,7 @@ async fn a_reply_to_a_card_answers_that_question() {
     let reply = |text: &str, to: String| {
         Inbound::text(room(), alice(), Surface::OTHER, text).replying_to(room().to_string(), to)
     };
-    let r = h.engine.handle(reply("my own library", format!("m-{}", second.id))).await;
+    let r = h.engine.router().handle(reply("my own library", format!("m-{}", second.id))).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(
         h.question(&second).await.outcome.unwrap(),
@@ -202,7 +202,7 @@ async fn a_reply_to_a_card_answers_that_question() {
         .delivery()
         .record_delivery(&first, askgate::store::Delivery::note(first.id, Surface::OTHER, room().to_string(), "p-1"))
         .await;
-    let r = h.engine.handle(reply("not today", "p-1".to_owned())).await;
+    let r = h.engine.router().handle(reply("not today", "p-1".to_owned())).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(
         h.question(&first).await.outcome.unwrap(),
@@ -215,10 +215,10 @@ async fn a_redelivered_update_is_applied_once_also_after_a_restart() {
     let (h, card) = demo_waiting().await;
     let mut inbound = Inbound::text(room(), alice(), Surface::CONSOLE, format!("/answer {} 1", card.id));
     inbound.key = Some("test:update:7".into());
-    let first = h.engine.handle(inbound.clone()).await;
+    let first = h.engine.router().handle(inbound.clone()).await;
     assert!(matches!(first.receipt, Some(Receipt::Resolved { .. })));
     let h = h.restart(builtins(), Settings::default(), Clock::manual(T0)).await;
-    let again = h.engine.handle(inbound).await;
+    let again = h.engine.router().handle(inbound).await;
     assert_eq!(again, Default::default(), "a redelivery must be silent and change nothing");
 }
 
@@ -315,7 +315,7 @@ async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
     let recorder = Arc::new(Recorder::default());
     engine.delivery().attach(recorder.clone());
     engine.start().await.unwrap();
-    engine.handle(Inbound::text(room(), alice(), Surface::CONSOLE, "/run demo")).await;
+    engine.router().handle(Inbound::text(room(), alice(), Surface::CONSOLE, "/run demo")).await;
     let card = eventually(|| async { recorder.cards().first().cloned() }).await;
 
     // The adapter opens the card's question once, as a button's tap does.
@@ -323,7 +323,7 @@ async fn a_tap_on_an_opened_card_does_not_read_its_question_again() {
     let before = store.reads_of(card.id);
     let choice = askgate::command::Given::Text("2".into());
     let command = askgate::command::Command::Answer { id: card.id.into(), choice };
-    let r = engine.handle(Inbound::on_card(room(), alice(), Surface::CONSOLE, opened, command)).await;
+    let r = engine.router().handle(Inbound::on_card(room(), alice(), Surface::CONSOLE, opened, command)).await;
 
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     assert_eq!(store.reads_of(card.id), before, "the tap read its question again");
@@ -365,7 +365,7 @@ async fn a_reply_to_the_other_prompt_is_recorded_exactly_as_typed() {
         .record_delivery(&card, askgate::store::Delivery::prompt(card.id, Surface::OTHER, ROOM, "p-1"))
         .await;
     let reply = Inbound::text(room(), alice(), Surface::OTHER, "#1").replying_to(ROOM.to_owned(), "p-1".to_owned());
-    let r = h.engine.handle(reply).await;
+    let r = h.engine.router().handle(reply).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     let outcome = h.question(&card).await.outcome.unwrap();
     assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!("#1") }, "one's own words, not option 1");
@@ -404,7 +404,7 @@ async fn words_given_in_an_other_form_are_recorded_exactly_as_typed() {
     let (h, card) = demo_waiting().await;
     // What Discord's and Slack's "Other…" modal submits: the person's words, typed.
     let (command, _) = askgate::command::form_command(&format!("/answer {}", card.id), "#1").unwrap();
-    let r = h.engine.handle(Inbound::tap(room(), alice(), Surface::OTHER, command)).await;
+    let r = h.engine.router().handle(Inbound::tap(room(), alice(), Surface::OTHER, command)).await;
     assert!(matches!(r.receipt, Some(Receipt::Resolved { .. })), "{r:?}");
     let outcome = h.question(&card).await.outcome.unwrap();
     assert_eq!(outcome, askgate::question::Outcome::Answered { value: json!("#1") }, "one's own words, not option 1");

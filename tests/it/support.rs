@@ -283,7 +283,7 @@ impl Harness {
     /// Sends a message to the engine as `user` in the room.
     pub async fn say(&self, user: &str, text: &str) -> Response {
         let inbound = Inbound::text(room(), UserRef::parse(user).unwrap(), Surface::CONSOLE, text);
-        self.engine.handle(inbound).await
+        self.engine.router().handle(inbound).await
     }
 
     pub async fn question(&self, q: &Question) -> Question {

@@ -212,7 +212,7 @@ impl Handler {
     /// Whether this interaction is applied for the first time: a gateway replay was answered
     /// when it was first applied. When that cannot be recorded, its sender is told.
     async fn first_time(&self, ctx: &SerenityContext, interaction: &Interaction, filler: &Filler) -> bool {
-        match self.engine.first_sighting(&filler.key).await {
+        match self.engine.router().first_sighting(&filler.key).await {
             Ok(first) => first,
             Err(e) => {
                 tracing::error!(error = %e, "could not record a discord interaction");

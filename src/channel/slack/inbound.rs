@@ -99,7 +99,7 @@ impl Handler<'_> {
         if let Some(thread) = thread {
             inbound = inbound.replying_to(place.channel.clone(), thread);
         }
-        let response = self.engine.handle(inbound).await;
+        let response = self.engine.router().handle(inbound).await;
         if let Some(text) = response.text {
             let reply = render::plain(&text);
             if let Err(e) = self.slack.post(&place, render::content(&reply)).await {
@@ -197,7 +197,7 @@ impl Handler<'_> {
         let inbound = Inbound::tap(conversation, who, super::SURFACE, command)
             .named(&name(user))
             .keyed(format!("slack:action:{}:{stamp}", user.id));
-        let response = self.engine.handle(inbound).await;
+        let response = self.engine.router().handle(inbound).await;
         self.note(&place, &user.id.0, &response).await;
     }
 
@@ -226,7 +226,7 @@ impl Handler<'_> {
         let inbound = Inbound::tap(conversation, who, super::SURFACE, command)
             .named(&name(&event.user))
             .keyed(format!("slack:view:{}", event.view.state_params.id));
-        let response = self.engine.handle(inbound).await;
+        let response = self.engine.router().handle(inbound).await;
         self.note(&place, &event.user.id.0, &response).await;
     }
 
@@ -244,7 +244,7 @@ impl Handler<'_> {
             Inbound::text(conversation, who, super::SURFACE, text)
                 .keyed(format!("slack:command:{}", event.trigger_id))
                 .in_private(true);
-        let response = self.engine.handle(inbound).await;
+        let response = self.engine.router().handle(inbound).await;
         let note = wording::tap_note(response.receipt.as_ref(), response.text.as_deref(), response.locale)
             .unwrap_or_else(|| "Started.".to_owned());
         self.slack.whisper(&place, &event.user_id.0, &note).await;

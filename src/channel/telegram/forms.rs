@@ -40,7 +40,7 @@ impl Telegram {
             },
             None => None,
         };
-        match engine.first_sighting(key).await {
+        match engine.router().first_sighting(key).await {
             Ok(true) => {}
             // Answered when it was first applied; this stops the spinner.
             Ok(false) => return self.answer(query, "", false).await,
