@@ -4,7 +4,7 @@
 //! a card, retract cards after a resolution, send plain text. The engine calls it from its
 //! lanes, one per conversation, so messages to a conversation keep their order. Inbound, the adapter
 //! turns platform events into [`crate::engine::Inbound`] messages and hands them to
-//! [`crate::engine::Engine::handle`].
+//! [`crate::engine::Router::handle`].
 //!
 //! A chat platform is a [`Component`]: its folder holds its adapter, its start and its HTTP
 //! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from.

@@ -1,4 +1,4 @@
-//! Inbound routing and the command grammar, through `Engine::handle`.
+//! Inbound routing and the command grammar, through `Router::handle`.
 
 use std::sync::Arc;
 
