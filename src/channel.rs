@@ -182,8 +182,21 @@ mod tests {
         let config = checked(&text).unwrap();
         let env = Env::from_pairs([("T", "t"), ("S", "s")]);
         let states: Vec<String> = states(&config, &env).iter().map(|(n, s)| format!("{n}: {s}")).collect();
+        // The console first, then every platform in its order: those the file configures
+        // lack a variable, the others are not configured.
+        let expected: Vec<String> = std::iter::once("console: disabled: enabled = false".to_owned())
+            .chain(PLATFORMS.iter().map(|p| {
+                let state = match p.name() {
+                    "telegram" => "W is unset",
+                    "slack" => "G is unset",
+                    _ => "not configured",
+                };
+                format!("{}: disabled: {state}", p.name())
+            }))
+            .collect();
+        assert_eq!(states, expected);
         assert_eq!(
-            states,
+            &states[..4],
             [
                 "console: disabled: enabled = false",
                 "telegram: disabled: W is unset",
@@ -197,11 +210,9 @@ mod tests {
     #[test]
     fn every_platform_names_its_surface_and_reads_it_back() {
         use crate::question::Surface;
-        let surfaces = [telegram::SURFACE, discord::SURFACE, slack::SURFACE];
-        assert_eq!(surfaces.len(), PLATFORMS.len());
-        for (platform, surface) in PLATFORMS.iter().zip(surfaces) {
-            assert_eq!(platform.name(), surface.as_str());
-            assert_eq!(Surface::from_stored(platform.name()), Ok(surface), "{}", platform.name());
+        for platform in PLATFORMS {
+            let surface = Surface::from_stored(platform.name()).unwrap();
+            assert_eq!(surface.as_str(), platform.name());
             assert!(Surface::core().all(|(core, _)| core != surface), "{}", platform.name());
         }
     }
