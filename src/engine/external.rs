@@ -245,6 +245,8 @@ impl Asks {
         if !question.is_pending() || wait.is_zero() {
             return Ok(Some(question));
         }
+        // From here a resolution reaches the watch: the line tells that a caller is held.
+        tracing::debug!(question = %id, "a caller waits for the question's outcome");
         tokio::select! {
             resolved = &mut watch.resolved => match resolved {
                 Ok(resolved) => Ok(Some(Question::clone(&resolved))),

@@ -39,6 +39,8 @@ pub struct Served {
     stdin: Option<ChildStdin>,
     out: Arc<Mutex<Vec<String>>>,
     err: Arc<Mutex<Vec<String>>>,
+    /// The tasks reading stdout and stderr: each ends at its stream's end.
+    readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Served {
@@ -74,9 +76,11 @@ impl Served {
             .unwrap();
         let out = Arc::new(Mutex::new(Vec::new()));
         let err = Arc::new(Mutex::new(Vec::new()));
-        collect(child.stdout.take().unwrap(), out.clone());
-        collect(child.stderr.take().unwrap(), err.clone());
-        Self { stdin: child.stdin.take(), child, out, err }
+        let readers = vec![
+            collect(child.stdout.take().unwrap(), out.clone()),
+            collect(child.stderr.take().unwrap(), err.clone()),
+        ];
+        Self { stdin: child.stdin.take(), child, out, err, readers }
     }
 
     /// The console's input, for a caller that types from elsewhere.
@@ -179,8 +183,11 @@ impl Served {
             Ok(status) => status.unwrap(),
             Err(_) => panic!("no exit within 20 s of SIGTERM; its log:\n{}", self.log()),
         };
-        // The last lines are read after the exit.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The last lines are read after the exit: the log is whole once both streams ended.
+        for reader in std::mem::take(&mut self.readers) {
+            let read = tokio::time::timeout(Duration::from_secs(20), reader).await;
+            read.expect("stdout and stderr end within 20 s of the exit").unwrap();
+        }
         let log = self.log();
         // Whatever a scenario left behind ends on the stop: none is waited out.
         assert!(!log.contains("tasks still running"), "the stop waited for tasks that should have ended:\n{log}");
@@ -188,13 +195,17 @@ impl Served {
     }
 }
 
-fn collect(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc<Mutex<Vec<String>>>) {
+/// Reads `stream` into `into` line by line, until it ends.
+fn collect(
+    stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: Arc<Mutex<Vec<String>>>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             into.lock().unwrap().push(line);
         }
-    });
+    })
 }
 
 /// The short id from a card's `id 0b6f12ab · expires …` line.

@@ -46,7 +46,8 @@ impl Api {
 async fn sigterm_ends_every_waiting_caller_then_exits_zero() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), "\n[[functions]]\nname = \"approve-demo\"\nbuiltin = \"approve-demo\"\n");
-    let served = Served::start(&config);
+    // The engine's debug lines say when a long-poll is held.
+    let served = Served::start_with_env(&config, &[("RUST_LOG", "info,askgate::engine::external=debug")]);
     let api = Arc::new(Api::of(&served, dir.path()).await);
     // An API caller waits for a run whose approval nobody gives.
     let waiting = {
@@ -56,7 +57,7 @@ async fn sigterm_ends_every_waiting_caller_then_exits_zero() {
                 .await
         })
     };
-    let question = eventually(|| async {
+    let question: String = eventually(|| async {
         let (_, list) = api.get("/api/questions?conversation=console:local").await;
         list["questions"].as_array()?.first().map(|q| q["id"].as_str().unwrap().to_owned())
     })
@@ -66,13 +67,13 @@ async fn sigterm_ends_every_waiting_caller_then_exits_zero() {
     // signal comes); under a loaded machine a fresh connection could lose that race.
     let poller = Api { base: api.base.clone(), token: api.token.clone(), client: reqwest::Client::new() };
     assert_eq!(poller.get("/healthz").await.0, StatusCode::OK);
-    let polling = tokio::spawn(async move { poller.get(&format!("/api/questions/{question}/outcome?wait=60")).await });
+    let path = format!("/api/questions/{question}/outcome?wait=60");
+    let polling = tokio::spawn(async move { poller.get(&path).await });
     let events = api.client.get(format!("{}/api/events", api.base)).bearer_auth(&api.token).send().await.unwrap();
     let mut events = events.bytes_stream();
     events.next().await.expect("the stream began").unwrap();
-    // The long-poll's request is written by now (its task ran while the stream opened); give the
-    // server a moment to read it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The signal comes once the server holds the long-poll.
+    served.log_line(&format!("a caller waits for the question's outcome question={question}")).await;
 
     served.signal("TERM");
     let (status, body) = waiting.await.unwrap();

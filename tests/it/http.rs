@@ -506,9 +506,9 @@ async fn a_long_poll_returns_the_answer_when_it_lands(place: Place) {
         let (app, id) = (app.clone(), id.clone());
         tokio::spawn(async move { app.get(&format!("/api/questions/{id}/outcome?wait=30")).await })
     };
-    // A head start, so that the usual case (the answer lands while the poll waits) is the one
-    // exercised; an answer that lands first is returned at once, which is just as right.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The answer lands once the server holds the poll, the usual case and the one exercised
+    // here; an answer that lands first is returned at once, which is just as right.
+    crate::support::logged(&format!("a caller waits for the question's outcome question={id}")).await;
     app.post(&format!("/api/questions/{id}/reply"), json!({"value": "blue"})).await;
     let (status, body) =
         tokio::time::timeout(Duration::from_secs(25), waiting).await.expect("the long-poll returned").unwrap();

@@ -215,10 +215,18 @@ async fn a_session_put_away_then_unused_for_session_timeout_is_gone() {
     let served = Served::start_with_env(&write_config(dir.path(), &mcp), &[("RUST_LOG", "info,askgate::mcp=debug")]);
     let (base, token) = served.agent(dir.path()).await;
     let raw = Raw::new(&base, &token);
+    // Before the session's first request: its last use is later.
+    let opened = std::time::Instant::now();
     let session = raw.idle_session().await;
     served.log_line(&format!("an idle MCP session was put away session={session}")).await;
-    // Only the time since its last request counts; every request would count as a use.
-    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    // Only the time since its last request counts; every request would count as a use, so
+    // askgate is not asked meanwhile: it says when it forgets the session.
+    served.log_line(&format!("an MCP session unused for session_timeout was forgotten session={session}")).await;
+    // askgate looks for such sessions every session_timeout: one is forgotten within two of
+    // its last use (with two seconds to spare here).
+    let unused = opened.elapsed();
+    assert!(unused >= Duration::from_secs(2), "forgotten before its session_timeout: {unused:?}");
+    assert!(unused < Duration::from_secs(6), "forgotten long after its session_timeout: {unused:?}");
     let (status, _, _) = raw.post(Some(&session), notify(3, "Too late")).await;
     assert_eq!(status, 404, "the session ended as a running one would have");
     assert!(!served.stdout().contains("Too late"));

@@ -123,11 +123,55 @@ pub fn channel_functions() -> Functions {
     f
 }
 
-/// Logs to stderr when TEST_LOG=1.
+/// Where the engine says that a caller waits for a question's outcome: its lines are kept for
+/// [`logged`].
+const KEPT: &str = "askgate::engine::external";
+
+/// The lines kept from [`KEPT`], by every test in this process.
+static KEPT_LINES: Mutex<String> = Mutex::new(String::new());
+
+/// Logs to stderr when TEST_LOG=1, and keeps the engine's lines about waiting callers for
+/// [`logged`] (only those: the rest costs nothing).
 pub fn init_log() {
-    if std::env::var_os("TEST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt().with_env_filter("debug,sqlx=warn").with_test_writer().try_init();
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let print = std::env::var_os("TEST_LOG").is_some().then(|| {
+        let filter = tracing_subscriber::EnvFilter::new("debug,sqlx=warn");
+        tracing_subscriber::fmt::layer().with_test_writer().with_filter(filter)
+    });
+    let kept = tracing_subscriber::fmt::layer()
+        .with_writer(|| Kept)
+        .with_ansi(false)
+        .without_time()
+        .with_filter(tracing_subscriber::filter::Targets::new().with_target(KEPT, tracing::Level::DEBUG));
+    let _ = tracing_subscriber::registry().with(print).with(kept).try_init();
+}
+
+/// Appends what it is given to [`KEPT_LINES`].
+struct Kept;
+
+impl std::io::Write for Kept {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        KEPT_LINES.lock().unwrap().push_str(&String::from_utf8_lossy(bytes));
+        Ok(bytes.len())
     }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Waits for a kept line (see [`init_log`]) containing `needle`, logged by any test of this
+/// process: the needle names what is the caller's own, such as a question's id.
+#[track_caller]
+pub fn logged(needle: &str) -> impl Future<Output = ()> {
+    let needle = needle.to_owned();
+    eventually(move || {
+        let seen = KEPT_LINES.lock().unwrap().contains(&needle);
+        async move { seen.then_some(()) }
+    })
 }
 
 /// What the recording channel saw.

@@ -193,12 +193,16 @@ async fn the_tui_answers_by_keys_starts_a_run_and_sees_a_question_answered_elsew
     tui.keys(&["1"]);
     tui.wait_for("↑/↓ chooses the next question").await;
     // The second press comes once the first question has left: it must not land on the next.
+    // Keys are taken in order, and one that sends an answer says so on the status line at
+    // once; so once the next key's choice shows, the status line still telling how the first
+    // ended proves the second press sent nothing.
     tui.keys(&["1"]);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    tui.keys(&["Down"]);
+    let first_ended = format!("[{}] ✅ once — ", &first[..8]);
+    tui.wait_for_all(&["▸ [approval] purge the queue", "1 waiting", &first_ended]).await;
     assert_eq!(question(&base, &operator, &first).await["outcome"]["value"], "once");
     assert_eq!(question(&base, &operator, &second).await["status"], "pending", "the second press answered nothing");
-    tui.keys(&["Down"]);
-    tui.wait_for_all(&["▸ [approval] purge the queue", "1 allow once"]).await;
+    tui.wait_for("1 allow once").await;
     tui.keys(&["1"]);
     tui.wait_for("web:bob · 0 waiting").await;
     assert_eq!(question(&base, &operator, &second).await["outcome"]["value"], "once");

@@ -175,7 +175,13 @@ impl Shared {
     fn sweep(&self) {
         let timeout = self.timeout;
         let mut records = self.lock();
-        records.by_id.retain(|_, r| !(matches!(r.state, State::Away) && r.used.elapsed() >= timeout));
+        records.by_id.retain(|id, r| {
+            let expired = matches!(r.state, State::Away) && r.used.elapsed() >= timeout;
+            if expired {
+                tracing::debug!(session = %id, "an MCP session unused for session_timeout was forgotten");
+            }
+            !expired
+        });
     }
 
     /// Until `stop`: tells listeners when `changes` says the tools changed, and forgets
