@@ -192,7 +192,12 @@ pub(super) fn section_of(conversation: &Conversation) -> String {
 /// ([`super::speech`]), and who listens to a conversation's plain messages
 /// ([`super::listeners`]), which the same rules let in.
 #[derive(Clone)]
-pub struct Policies {
+pub struct Policies(Arc<PoliciesParts>);
+
+/// The parts of [`Policies`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct PoliciesParts {
     /// The rules per channel name, or per `channel:chat` (the settings' `channels`).
     pub(super) channels: Arc<HashMap<String, ChannelPolicy>>,
     pub(super) functions: Arc<Functions>,
@@ -203,6 +208,14 @@ pub struct Policies {
     pub(super) listeners: Arc<Listeners>,
 }
 
+impl std::ops::Deref for Policies {
+    type Target = PoliciesParts;
+
+    fn deref(&self) -> &PoliciesParts {
+        &self.0
+    }
+}
+
 impl Policies {
     pub(super) fn new(
         channels: HashMap<String, ChannelPolicy>,
@@ -210,14 +223,14 @@ impl Policies {
         store: Arc<dyn Store>,
         clock: Clock,
     ) -> Self {
-        Self {
+        Self(Arc::new(PoliciesParts {
             channels: Arc::new(channels),
             functions,
             store,
             clock,
             languages: Arc::default(),
             listeners: Arc::default(),
-        }
+        }))
     }
 
     /// The rules for a conversation: those of `channel:chat` when configured (a named webhook

@@ -78,12 +78,25 @@ pub struct CallbackSpec {
 /// tracker and the engine's stop (its senders end with askgate), and the events (a resolution
 /// wakes a sender).
 #[derive(Clone)]
-pub struct Callbacks {
+pub struct Callbacks(Arc<CallbacksParts>);
+
+/// The parts of [`Callbacks`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct CallbacksParts {
     store: Arc<dyn Store>,
     clock: Clock,
     tasks: Tasks,
     stop: CancellationToken,
     events: Arc<Events>,
+}
+
+impl std::ops::Deref for Callbacks {
+    type Target = CallbacksParts;
+
+    fn deref(&self) -> &CallbacksParts {
+        &self.0
+    }
 }
 
 impl Callbacks {
@@ -94,7 +107,7 @@ impl Callbacks {
         stop: CancellationToken,
         events: Arc<Events>,
     ) -> Self {
-        Self { store, clock, tasks, stop, events }
+        Self(Arc::new(CallbacksParts { store, clock, tasks, stop, events }))
     }
 
     /// Writes `spec` for `run` (and `question`, whose outcome it reports) to the outbox,

@@ -80,7 +80,12 @@ impl Resolver {
 /// Claims, the service that resolves questions once: the claim-once write and what follows a
 /// win (retraction, events, counters, the waiting caller, the parked run), and quorum votes.
 #[derive(Clone)]
-pub struct Claims {
+pub struct Claims(Arc<ClaimsParts>);
+
+/// The parts of [`Claims`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct ClaimsParts {
     // The quorum's vote (`quorum`) reads these too.
     pub(super) store: Arc<dyn Store>,
     pub(super) clock: Clock,
@@ -93,6 +98,14 @@ pub struct Claims {
     pub(super) delivery: Delivery,
     pub(super) turns: Arc<Turns>,
     pub(super) waiters: Arc<Waiters>,
+}
+
+impl std::ops::Deref for Claims {
+    type Target = ClaimsParts;
+
+    fn deref(&self) -> &ClaimsParts {
+        &self.0
+    }
 }
 
 impl Claims {
@@ -108,7 +121,17 @@ impl Claims {
         waiters: Arc<Waiters>,
     ) -> Self {
         let (grant_ttl, quorum_includes_requester) = (settings.grant_ttl, settings.quorum_includes_requester);
-        Self { store, clock, grant_ttl, quorum_includes_requester, bus, metrics, delivery, turns, waiters }
+        Self(Arc::new(ClaimsParts {
+            store,
+            clock,
+            grant_ttl,
+            quorum_includes_requester,
+            bus,
+            metrics,
+            delivery,
+            turns,
+            waiters,
+        }))
     }
 
     pub(super) fn now_ms(&self) -> i64 {

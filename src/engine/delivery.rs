@@ -237,13 +237,26 @@ impl Outbox {
 /// Delivery, the service that shows questions and sends messages: the outbox's lanes, with
 /// what a new question wakes (the sweeper, the counters, the observers).
 #[derive(Clone)]
-pub struct Delivery {
+pub struct Delivery(Arc<DeliveryParts>);
+
+/// The parts of [`Delivery`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct DeliveryParts {
     outbox: Arc<Outbox>,
     store: Arc<dyn Store>,
     bus: Bus,
     policies: Policies,
     sweeper: Arc<Sweeper>,
     metrics: Arc<Metrics>,
+}
+
+impl std::ops::Deref for Delivery {
+    type Target = DeliveryParts;
+
+    fn deref(&self) -> &DeliveryParts {
+        &self.0
+    }
 }
 
 impl Delivery {
@@ -255,7 +268,7 @@ impl Delivery {
         sweeper: Arc<Sweeper>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { outbox: Arc::new(outbox), store, bus, policies, sweeper, metrics }
+        Self(Arc::new(DeliveryParts { outbox: Arc::new(outbox), store, bus, policies, sweeper, metrics }))
     }
 
     /// See [`Outbox::close`].

@@ -276,15 +276,28 @@ mod tests {
 /// instances sharing the store (a run's: a question's goes with its own write), to whoever
 /// waits on its question here, and to the observers here.
 #[derive(Clone)]
-pub(super) struct Bus {
+pub(super) struct Bus(Arc<BusParts>);
+
+/// The parts of [`Bus`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub(super) struct BusParts {
     store: Arc<dyn Store>,
     events: Arc<Events>,
     waiters: Arc<Waiters>,
 }
 
+impl std::ops::Deref for Bus {
+    type Target = BusParts;
+
+    fn deref(&self) -> &BusParts {
+        &self.0
+    }
+}
+
 impl Bus {
     pub(super) fn new(store: Arc<dyn Store>, events: Arc<Events>, waiters: Arc<Waiters>) -> Self {
-        Self { store, events, waiters }
+        Self(Arc::new(BusParts { store, events, waiters }))
     }
 
     /// Logs `event`, tells the other instances of a run's, and publishes it here.

@@ -43,7 +43,12 @@ pub enum ExternalAskError {
 /// the policies, delivery, the claims, nudges, callbacks, the bus, the waiters, and the stop
 /// (no new asks once it fires).
 #[derive(Clone)]
-pub struct Asks {
+pub struct Asks(Arc<AsksParts>);
+
+/// The parts of [`Asks`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct AsksParts {
     store: Arc<dyn Store>,
     clock: Clock,
     /// How long an ask that names no timeout waits.
@@ -57,6 +62,14 @@ pub struct Asks {
     waiters: Arc<Waiters>,
     /// Fires when shutdown begins: asks are refused, long waits end.
     stop: CancellationToken,
+}
+
+impl std::ops::Deref for Asks {
+    type Target = AsksParts;
+
+    fn deref(&self) -> &AsksParts {
+        &self.0
+    }
 }
 
 impl Asks {
@@ -75,7 +88,19 @@ impl Asks {
         waiters: Arc<Waiters>,
         stop: CancellationToken,
     ) -> Self {
-        Self { store, clock, default_timeout, policies, delivery, claims, nudges, callbacks, bus, waiters, stop }
+        Self(Arc::new(AsksParts {
+            store,
+            clock,
+            default_timeout,
+            policies,
+            delivery,
+            claims,
+            nudges,
+            callbacks,
+            bus,
+            waiters,
+            stop,
+        }))
     }
 
     /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in

@@ -53,16 +53,29 @@ pub enum FormStep {
 /// Forms, the service that fills a form a field at a time: over the store's drafts, the clock,
 /// and the claims the completed form goes to.
 #[derive(Clone)]
-pub struct Forms {
+pub struct Forms(Arc<FormsParts>);
+
+/// The parts of [`Forms`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct FormsParts {
     store: Arc<dyn Store>,
     clock: Clock,
     claims: Claims,
 }
 
+impl std::ops::Deref for Forms {
+    type Target = FormsParts;
+
+    fn deref(&self) -> &FormsParts {
+        &self.0
+    }
+}
+
 impl Forms {
     /// Forms over the store's drafts, the clock and the claims.
     pub(super) fn new(store: Arc<dyn Store>, clock: Clock, claims: Claims) -> Self {
-        Self { store, clock, claims }
+        Self(Arc::new(FormsParts { store, clock, claims }))
     }
 
     /// One step of filling `question` (a form, or several questions) as `resolver` with

@@ -149,10 +149,23 @@ pub struct Held {
 /// consumer at a time) and knows those this instance holds now (`telegram:polling`), for
 /// `/healthz`. Holds the store, the engine's stop and the names held.
 #[derive(Clone)]
-pub struct Leases {
+pub struct Leases(Arc<LeasesParts>);
+
+/// The parts of [`Leases`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct LeasesParts {
     store: Arc<dyn Store>,
     stop: CancellationToken,
     held: Names,
+}
+
+impl std::ops::Deref for Leases {
+    type Target = LeasesParts;
+
+    fn deref(&self) -> &LeasesParts {
+        &self.0
+    }
 }
 
 /// The names of the leases held now.
@@ -188,7 +201,7 @@ impl Drop for Held {
 
 impl Leases {
     pub(super) fn new(store: Arc<dyn Store>, stop: CancellationToken) -> Self {
-        Self { store, stop, held: Names::default() }
+        Self(Arc::new(LeasesParts { store, stop, held: Names::default() }))
     }
 
     /// Waits until this instance holds the lease `name` (a platform connection that admits one

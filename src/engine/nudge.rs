@@ -14,13 +14,26 @@ use crate::store::{Store, StoreError, StoreExt};
 /// Nudges, the service that reminds and escalates: over the store's nudge times, the
 /// policies' escalations, and delivery.
 #[derive(Clone)]
-pub(super) struct Nudges {
+pub(super) struct Nudges(Arc<NudgesParts>);
+
+/// The parts of [`Nudges`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub(super) struct NudgesParts {
     store: Arc<dyn Store>,
     clock: Clock,
     /// The gateway's `remind_before`.
     remind_before: Option<Duration>,
     policies: Policies,
     delivery: Delivery,
+}
+
+impl std::ops::Deref for Nudges {
+    type Target = NudgesParts;
+
+    fn deref(&self) -> &NudgesParts {
+        &self.0
+    }
 }
 
 impl Nudges {
@@ -31,7 +44,7 @@ impl Nudges {
         policies: Policies,
         delivery: Delivery,
     ) -> Self {
-        Self { store, clock, remind_before, policies, delivery }
+        Self(Arc::new(NudgesParts { store, clock, remind_before, policies, delivery }))
     }
 
     /// Completes a new question's nudges with the configured ones (the gateway's

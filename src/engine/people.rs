@@ -40,7 +40,12 @@ fn ms(d: Duration) -> i64 {
 /// ([`super::revocations`]). Holds the store, the clock, the page's address (for links), the
 /// revocations part and the access service (links go to whom a channel lets in).
 #[derive(Clone)]
-pub struct People {
+pub struct People(Arc<PeopleParts>);
+
+/// The parts of [`People`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct PeopleParts {
     pub(super) store: Arc<dyn Store>,
     pub(super) clock: Clock,
     /// Where people's browsers reach the web page; none: no page, no links.
@@ -49,9 +54,23 @@ pub struct People {
     policies: Policies,
 }
 
+impl std::ops::Deref for People {
+    type Target = PeopleParts;
+
+    fn deref(&self) -> &PeopleParts {
+        &self.0
+    }
+}
+
 impl People {
     pub(super) fn new(store: Arc<dyn Store>, clock: Clock, page_url: Option<&str>, policies: Policies) -> Self {
-        Self { store, clock, page_url: page_url.map(Arc::from), revocations: Revocations::default(), policies }
+        Self(Arc::new(PeopleParts {
+            store,
+            clock,
+            page_url: page_url.map(Arc::from),
+            revocations: Revocations::default(),
+            policies,
+        }))
     }
 
     /// The live credential (a personal token or a browser session) whose secret is `secret`.

@@ -38,14 +38,27 @@ impl fmt::Display for CardRefusal {
 /// The records service: the reads the engine lets HTTP, the channels and its own services make
 /// of the store. Holds the store and the clock (grants are live as of now).
 #[derive(Clone)]
-pub struct Records {
+pub struct Records(Arc<RecordsParts>);
+
+/// The parts of [`Records`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct RecordsParts {
     store: Arc<dyn Store>,
     clock: Clock,
 }
 
+impl std::ops::Deref for Records {
+    type Target = RecordsParts;
+
+    fn deref(&self) -> &RecordsParts {
+        &self.0
+    }
+}
+
 impl Records {
     pub(super) fn new(store: Arc<dyn Store>, clock: Clock) -> Self {
-        Self { store, clock }
+        Self(Arc::new(RecordsParts { store, clock }))
     }
 
     /// One question, wherever it was asked.

@@ -74,7 +74,12 @@ const MIN_PREFIX: usize = QuestionId::MIN_PREFIX;
 /// questions a message names, the updates seen), the clock, the functions (`/run`, `/help`),
 /// the policies, the people (`/web`), the records, the claims, the forms and the runner.
 #[derive(Clone)]
-pub struct Router {
+pub struct Router(Arc<RouterParts>);
+
+/// The parts of [`Router`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct RouterParts {
     // A card's typed buttons (`typed`) and a person's board (`board`) read these too.
     pub(super) store: Arc<dyn Store>,
     pub(super) clock: Clock,
@@ -85,6 +90,14 @@ pub struct Router {
     pub(super) claims: Claims,
     pub(super) forms: Forms,
     runner: Runner,
+}
+
+impl std::ops::Deref for Router {
+    type Target = RouterParts;
+
+    fn deref(&self) -> &RouterParts {
+        &self.0
+    }
 }
 
 impl Router {
@@ -100,7 +113,7 @@ impl Router {
         forms: Forms,
         runner: Runner,
     ) -> Self {
-        Self { store, clock, functions, policies, people, records, claims, forms, runner }
+        Self(Arc::new(RouterParts { store, clock, functions, policies, people, records, claims, forms, runner }))
     }
 }
 

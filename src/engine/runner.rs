@@ -101,7 +101,12 @@ pub enum StartError {
 /// bus, the counters, the engine's task tracker and stop, and its own tracker of turns and the
 /// token that drops them.
 #[derive(Clone)]
-pub struct Runner {
+pub struct Runner(Arc<RunnerParts>);
+
+/// The parts of [`Runner`], behind one `Arc`: a clone of the service (each turn and task
+/// takes one) is one count, not one per part.
+#[doc(hidden)]
+pub struct RunnerParts {
     // A function's context (`context`) asks through these too.
     pub(super) store: Arc<dyn Store>,
     clock: Clock,
@@ -128,6 +133,14 @@ pub struct Runner {
     abort: CancellationToken,
 }
 
+impl std::ops::Deref for Runner {
+    type Target = RunnerParts;
+
+    fn deref(&self) -> &RunnerParts {
+        &self.0
+    }
+}
+
 impl Runner {
     /// A runner over the engine's parts and lower services, with a tracker of turns and a
     /// token that drops them of its own.
@@ -149,7 +162,7 @@ impl Runner {
         tasks: Tasks,
         stop: CancellationToken,
     ) -> Self {
-        Self {
+        Self(Arc::new(RunnerParts {
             store,
             clock,
             functions,
@@ -167,7 +180,7 @@ impl Runner {
             runs: TaskTracker::new(),
             stop,
             abort: CancellationToken::new(),
-        }
+        }))
     }
 
     /// Now, in unix milliseconds, by the engine's clock.
