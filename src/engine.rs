@@ -280,9 +280,7 @@ impl Engine {
     /// # Errors
     /// When the store cannot be read.
     pub async fn start(&self) -> Result<(), StoreError> {
-        if let Some(queue) = self.inner.turns.take_queue() {
-            self.runner().spawn(runner::resumes(self.runner().clone(), queue));
-        }
+        self.runner().take_resumes();
         self.runner().adopt_orphans().await?;
         if self.inner.store.shared() {
             // Other instances share the store: take over what one that dies leaves, and hear

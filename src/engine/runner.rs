@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -362,6 +361,18 @@ impl Runner {
     /// Replays a follow-up run handed over by the claim (or by the start, for one a stop
     /// interrupted): with the run and journal parked here, at once; else read from the store
     /// first, and only while the run is `running`.
+    /// Takes the resumes the claim hands the turns part over from now on (and those it handed
+    /// over before), replaying each at once. The turns part holds the runner weakly: the
+    /// runner holds it.
+    pub(super) fn take_resumes(&self) {
+        let runner = Arc::downgrade(&self.0);
+        self.turns.take_resumes(Arc::new(move |resume| {
+            if let Some(parts) = runner.upgrade() {
+                Runner(parts).resume(resume);
+            }
+        }));
+    }
+
     fn resume(&self, Resume { run, resolved, parked, busy }: Resume) {
         if let Some((run, journal)) = parked {
             return self.replay(run, journal, resolved, busy);
@@ -561,14 +572,6 @@ impl Runner {
         if let Some(c) = &run.conversation {
             self.delivery.send_text(c, text);
         }
-    }
-}
-
-/// The runner's resume loop: replays the runs the claim hands over, in the order it resolved
-/// their questions, until the stop closes the hand-over (see `Turns::close`).
-pub(super) async fn resumes(runner: Runner, mut queue: mpsc::UnboundedReceiver<Resume>) {
-    while let Some(resume) = queue.recv().await {
-        runner.resume(resume);
     }
 }
 

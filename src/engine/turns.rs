@@ -1,8 +1,10 @@
 //! The turns part: what the claim and the runner share about follow-up runs, so that the claim
-//! never calls the runner. The claim hands each resolved follow-up question here as a
-//! [`Resume`] (with the run and its journal when they were parked here); the runner's resume
-//! loop takes them in the order they came and replays the runs. It also counts the turns
-//! executing per conversation, which the console waits on.
+//! never names the runner. The claim hands each resolved follow-up question here as a
+//! [`Resume`] (with the run and its journal when they were parked here); the runner, which
+//! registers itself as the taker at start, replays the run at once, in the claimer's task (a
+//! queue read by one loop cost a task switch per resume and held the 64-conversation cycle
+//! benchmark to two thirds of its throughput). It also counts the turns executing per
+//! conversation, which the console waits on.
 //!
 //! A resume counts its run's conversation as busy from the moment the claim hands it over, so
 //! that nobody sees a conversation settled between an answer and the turn it starts.
@@ -11,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use super::lock;
 use super::recent::Recent;
@@ -26,10 +28,18 @@ pub(super) struct Turns {
     parked: Mutex<Recent<(Run, Vec<Arc<Question>>)>>,
     busy: Mutex<HashMap<Conversation, usize>>,
     settled: Notify,
-    /// Where resumes go; none once the stop closed it.
-    resumes: Mutex<Option<mpsc::UnboundedSender<Resume>>>,
-    /// Where the runner's resume loop takes them; none once it took it.
-    queue: Mutex<Option<mpsc::UnboundedReceiver<Resume>>>,
+    /// Where resumes go.
+    taker: Mutex<Taker>,
+}
+
+/// What takes the resumes handed over.
+enum Taker {
+    /// Nobody yet: they wait here for the runner.
+    Waiting(Vec<Resume>),
+    /// The runner.
+    Runner(Arc<dyn Fn(Resume) + Send + Sync>),
+    /// Nobody any more: the stop closed the hand-over.
+    Closed,
 }
 
 /// A follow-up run to replay: its question was resolved, or a stop interrupted its turn.
@@ -46,13 +56,11 @@ pub(super) struct Resume {
 
 impl Turns {
     pub(super) fn new(parked: usize) -> Arc<Self> {
-        let (resumes, queue) = mpsc::unbounded_channel();
         Arc::new(Self {
             parked: Mutex::new(Recent::new(parked)),
             busy: Mutex::default(),
             settled: Notify::new(),
-            resumes: Mutex::new(Some(resumes)),
-            queue: Mutex::new(Some(queue)),
+            taker: Mutex::new(Taker::Waiting(Vec::new())),
         })
     }
 
@@ -77,23 +85,43 @@ impl Turns {
         parked: Option<(Run, Vec<Arc<Question>>)>,
     ) {
         let resume = Resume { run, resolved, parked, busy: self.busy(conversation) };
-        let sent = match &*lock(&self.resumes) {
-            Some(resumes) => resumes.send(resume).is_ok(),
-            None => false,
+        // Called outside the lock: the taker spawns the turn.
+        let taker = match &mut *lock(&self.taker) {
+            Taker::Waiting(waiting) => {
+                waiting.push(resume);
+                return;
+            }
+            Taker::Runner(taker) => taker.clone(),
+            Taker::Closed => {
+                tracing::debug!(%run, "not resuming after the stop; the run goes on at the next start");
+                return;
+            }
         };
-        if !sent {
-            tracing::debug!(%run, "not resuming after the stop; the run goes on at the next start");
+        taker(resume);
+    }
+
+    /// From now on `taker` takes the resumes, beginning with those handed over before; once
+    /// closed, nothing does.
+    pub(super) fn take_resumes(&self, taker: Arc<dyn Fn(Resume) + Send + Sync>) {
+        let waiting = {
+            let mut current = lock(&self.taker);
+            match std::mem::replace(&mut *current, Taker::Runner(taker.clone())) {
+                Taker::Waiting(waiting) => waiting,
+                Taker::Closed => {
+                    *current = Taker::Closed;
+                    Vec::new()
+                }
+                Taker::Runner(_) => Vec::new(),
+            }
+        };
+        for resume in waiting {
+            taker(resume);
         }
     }
 
-    /// The resumes handed over, for the runner's resume loop (once).
-    pub(super) fn take_queue(&self) -> Option<mpsc::UnboundedReceiver<Resume>> {
-        lock(&self.queue).take()
-    }
-
-    /// Takes no more resumes: the resume loop ends once it took those handed over already.
+    /// Takes no more resumes: those handed over later go on at the next start.
     pub(super) fn close(&self) {
-        lock(&self.resumes).take();
+        *lock(&self.taker) = Taker::Closed;
     }
 
     /// Counts a turn as executing in `conversation` while the guard lives.
