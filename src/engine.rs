@@ -21,6 +21,21 @@
 //! with other instances; the leases part), `revocations` (what a revoked credential held
 //! open ends), `settings`, `metrics`, the `sweeper` (timeouts) and the `pruner` (retention).
 
+/// A service is a handle on its parts behind one `Arc` (`struct Runner(Arc<RunnerParts>)`): a
+/// clone is one count, and the parts' fields read through it.
+macro_rules! parts {
+    ($service:ident, $parts:ident) => {
+        impl std::ops::Deref for $service {
+            type Target = $parts;
+
+            fn deref(&self) -> &$parts {
+                &self.0
+            }
+        }
+    };
+}
+use parts;
+
 mod access;
 mod board;
 pub mod callbacks;

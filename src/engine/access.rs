@@ -208,13 +208,7 @@ pub struct PoliciesParts {
     pub(super) listeners: Arc<Listeners>,
 }
 
-impl std::ops::Deref for Policies {
-    type Target = PoliciesParts;
-
-    fn deref(&self) -> &PoliciesParts {
-        &self.0
-    }
-}
+super::parts!(Policies, PoliciesParts);
 
 impl Policies {
     pub(super) fn new(

@@ -91,13 +91,7 @@ pub struct CallbacksParts {
     events: Arc<Events>,
 }
 
-impl std::ops::Deref for Callbacks {
-    type Target = CallbacksParts;
-
-    fn deref(&self) -> &CallbacksParts {
-        &self.0
-    }
-}
+super::parts!(Callbacks, CallbacksParts);
 
 impl Callbacks {
     pub(super) fn new(

@@ -100,13 +100,7 @@ pub struct ClaimsParts {
     pub(super) waiters: Arc<Waiters>,
 }
 
-impl std::ops::Deref for Claims {
-    type Target = ClaimsParts;
-
-    fn deref(&self) -> &ClaimsParts {
-        &self.0
-    }
-}
+super::parts!(Claims, ClaimsParts);
 
 impl Claims {
     #[allow(clippy::too_many_arguments)]

@@ -251,13 +251,7 @@ pub struct DeliveryParts {
     metrics: Arc<Metrics>,
 }
 
-impl std::ops::Deref for Delivery {
-    type Target = DeliveryParts;
-
-    fn deref(&self) -> &DeliveryParts {
-        &self.0
-    }
-}
+super::parts!(Delivery, DeliveryParts);
 
 impl Delivery {
     pub(super) fn new(

@@ -287,13 +287,7 @@ pub(super) struct BusParts {
     waiters: Arc<Waiters>,
 }
 
-impl std::ops::Deref for Bus {
-    type Target = BusParts;
-
-    fn deref(&self) -> &BusParts {
-        &self.0
-    }
-}
+super::parts!(Bus, BusParts);
 
 impl Bus {
     pub(super) fn new(store: Arc<dyn Store>, events: Arc<Events>, waiters: Arc<Waiters>) -> Self {

@@ -64,13 +64,7 @@ pub struct AsksParts {
     stop: CancellationToken,
 }
 
-impl std::ops::Deref for Asks {
-    type Target = AsksParts;
-
-    fn deref(&self) -> &AsksParts {
-        &self.0
-    }
-}
+super::parts!(Asks, AsksParts);
 
 impl Asks {
     /// Asks over these parts; `stop` is the engine's own stop.

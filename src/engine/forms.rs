@@ -64,13 +64,7 @@ pub struct FormsParts {
     claims: Claims,
 }
 
-impl std::ops::Deref for Forms {
-    type Target = FormsParts;
-
-    fn deref(&self) -> &FormsParts {
-        &self.0
-    }
-}
+super::parts!(Forms, FormsParts);
 
 impl Forms {
     /// Forms over the store's drafts, the clock and the claims.

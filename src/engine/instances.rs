@@ -160,13 +160,7 @@ pub struct LeasesParts {
     held: Names,
 }
 
-impl std::ops::Deref for Leases {
-    type Target = LeasesParts;
-
-    fn deref(&self) -> &LeasesParts {
-        &self.0
-    }
-}
+super::parts!(Leases, LeasesParts);
 
 /// The names of the leases held now.
 #[derive(Clone, Default)]

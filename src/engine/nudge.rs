@@ -28,13 +28,7 @@ pub(super) struct NudgesParts {
     delivery: Delivery,
 }
 
-impl std::ops::Deref for Nudges {
-    type Target = NudgesParts;
-
-    fn deref(&self) -> &NudgesParts {
-        &self.0
-    }
-}
+super::parts!(Nudges, NudgesParts);
 
 impl Nudges {
     pub(super) fn new(

@@ -54,13 +54,7 @@ pub struct PeopleParts {
     policies: Policies,
 }
 
-impl std::ops::Deref for People {
-    type Target = PeopleParts;
-
-    fn deref(&self) -> &PeopleParts {
-        &self.0
-    }
-}
+super::parts!(People, PeopleParts);
 
 impl People {
     pub(super) fn new(store: Arc<dyn Store>, clock: Clock, page_url: Option<&str>, policies: Policies) -> Self {

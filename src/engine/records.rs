@@ -48,13 +48,7 @@ pub struct RecordsParts {
     clock: Clock,
 }
 
-impl std::ops::Deref for Records {
-    type Target = RecordsParts;
-
-    fn deref(&self) -> &RecordsParts {
-        &self.0
-    }
-}
+super::parts!(Records, RecordsParts);
 
 impl Records {
     pub(super) fn new(store: Arc<dyn Store>, clock: Clock) -> Self {

@@ -92,13 +92,7 @@ pub struct RouterParts {
     runner: Runner,
 }
 
-impl std::ops::Deref for Router {
-    type Target = RouterParts;
-
-    fn deref(&self) -> &RouterParts {
-        &self.0
-    }
-}
+super::parts!(Router, RouterParts);
 
 impl Router {
     #[allow(clippy::too_many_arguments)]

@@ -132,13 +132,7 @@ pub struct RunnerParts {
     abort: CancellationToken,
 }
 
-impl std::ops::Deref for Runner {
-    type Target = RunnerParts;
-
-    fn deref(&self) -> &RunnerParts {
-        &self.0
-    }
-}
+super::parts!(Runner, RunnerParts);
 
 impl Runner {
     /// A runner over the engine's parts and lower services, with a tracker of turns and a
