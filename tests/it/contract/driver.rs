@@ -74,6 +74,13 @@ pub trait Driver: Send + Sync {
     /// The platform delivers `delivered` once more.
     async fn redeliver(&self, delivered: &Delivered);
 
+    /// Whether this driver can deliver a typed message once more as the platform would (the
+    /// same update). The console and the page have no redelivery: a second line or request is
+    /// a new message; Discord's and Slack's fakes redeliver taps only, so far.
+    fn redelivers_messages(&self) -> bool {
+        false
+    }
+
     /// Waits for the first card whose text contains `prompt`.
     async fn card(&self, prompt: &str) -> Card;
 
@@ -183,6 +190,12 @@ impl Askgate {
     }
 
     /// The question `id` as the API shows it.
+    /// How many questions, in any state, have `prompt` as their prompt.
+    pub async fn asked(&self, prompt: &str) -> usize {
+        let listed = crate::support::get_json(&format!("{}/api/questions?status=all", self.base), &self.token).await;
+        listed["questions"].as_array().unwrap().iter().filter(|q| q["prompt"] == prompt).count()
+    }
+
     pub async fn question(&self, id: &str) -> Value {
         crate::support::get_json(&format!("{}/api/questions/{id}", self.base), &self.token).await
     }

@@ -96,6 +96,10 @@ impl Driver for Telegram {
         }
     }
 
+    fn redelivers_messages(&self) -> bool {
+        true
+    }
+
     async fn redeliver(&self, delivered: &Delivered) {
         let update = delivered.0.split_whitespace().nth(1).unwrap().parse().unwrap();
         self.fake.redeliver(update);

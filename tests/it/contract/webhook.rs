@@ -85,6 +85,10 @@ impl Driver for Webhook {
         // Handled before the bridge's POST was answered.
     }
 
+    fn redelivers_messages(&self) -> bool {
+        true
+    }
+
     async fn redeliver(&self, delivered: &Delivered) {
         // Signed anew, as a bridge does when it sends again: a signature is taken once.
         self.post(&serde_json::from_str(&delivered.0).unwrap(), 1).await;
