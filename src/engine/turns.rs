@@ -2,9 +2,8 @@
 //! never names the runner. The claim hands each resolved follow-up question here as a
 //! [`Resume`] (with the run and its journal when they were parked here); the runner, which
 //! registers itself as the taker at start, replays the run at once, in the claimer's task (a
-//! queue read by one loop cost a task switch per resume and held the 64-conversation cycle
-//! benchmark to two thirds of its throughput). It also counts the turns executing per
-//! conversation, which the console waits on.
+//! queue read by one loop would cost a task switch per resume). It also counts the turns
+//! executing per conversation, which the console waits on.
 //!
 //! A resume counts its run's conversation as busy from the moment the claim hands it over, so
 //! that nobody sees a conversation settled between an answer and the turn it starts.
