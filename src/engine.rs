@@ -22,9 +22,16 @@
 //! open ends), `settings`, `metrics`, the `sweeper` (timeouts) and the `pruner` (retention).
 
 /// A service is a handle on its parts behind one `Arc` (`struct Runner(Arc<RunnerParts>)`): a
-/// clone is one count, and the parts' fields read through it.
+/// clone is one count, the parts' fields read through it, and a service whose parts are all
+/// given is built from them by name (`Router::from(RouterParts { .. })`).
 macro_rules! parts {
     ($service:ident, $parts:ident) => {
+        impl From<$parts> for $service {
+            fn from(parts: $parts) -> Self {
+                Self(std::sync::Arc::new(parts))
+            }
+        }
+
         impl std::ops::Deref for $service {
             type Target = $parts;
 
@@ -81,6 +88,7 @@ pub use claim::{Claims, Resolver};
 pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
+use external::AsksParts;
 pub use external::{Asks, ExternalAskError};
 pub use forms::{Filling, FormStep, Forms};
 pub use function::{Entry, Function, FunctionError, Functions};
@@ -91,6 +99,7 @@ pub use port::{Channel, ChannelError, ChannelState};
 pub use records::{CardRefusal, Found, Records};
 pub use retry::Retry;
 pub use revocations::Hold;
+use router::RouterParts;
 pub use router::{FormFilled, Inbound, Response, Router, Said};
 pub use runner::{RunRequest, Runner, StartError};
 pub use settings::Settings;
@@ -213,19 +222,19 @@ impl Engine {
             policies.clone(),
             delivery.clone(),
         );
-        let asks = Asks::new(
-            store.clone(),
-            clock.clone(),
-            settings.default_timeout,
-            policies.clone(),
-            delivery.clone(),
-            claims.clone(),
-            nudges.clone(),
-            callbacks.clone(),
-            bus.clone(),
-            waiters.clone(),
-            stop.clone(),
-        );
+        let asks = Asks::from(AsksParts {
+            store: store.clone(),
+            clock: clock.clone(),
+            default_timeout: settings.default_timeout,
+            policies: policies.clone(),
+            delivery: delivery.clone(),
+            claims: claims.clone(),
+            nudges: nudges.clone(),
+            callbacks: callbacks.clone(),
+            bus: bus.clone(),
+            waiters: waiters.clone(),
+            stop: stop.clone(),
+        });
         let forms = Forms::new(store.clone(), clock.clone(), claims.clone());
         let runner = Runner::new(
             store.clone(),
@@ -246,17 +255,17 @@ impl Engine {
         );
         let people = People::new(store.clone(), clock.clone(), settings.page_url.as_deref(), policies.clone());
         let records = Records::new(store.clone(), clock.clone());
-        let router = Router::new(
-            store.clone(),
-            clock.clone(),
-            functions.clone(),
-            policies.clone(),
-            people.clone(),
-            records.clone(),
-            claims.clone(),
-            forms.clone(),
-            runner.clone(),
-        );
+        let router = Router::from(RouterParts {
+            store: store.clone(),
+            clock: clock.clone(),
+            functions: functions.clone(),
+            policies: policies.clone(),
+            people: people.clone(),
+            records: records.clone(),
+            claims: claims.clone(),
+            forms: forms.clone(),
+            runner: runner.clone(),
+        });
         Self {
             inner: Arc::new(Inner {
                 router,

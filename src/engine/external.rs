@@ -49,54 +49,24 @@ pub struct Asks(Arc<AsksParts>);
 /// takes one) is one count, not one per part.
 #[doc(hidden)]
 pub struct AsksParts {
-    store: Arc<dyn Store>,
-    clock: Clock,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clock: Clock,
     /// How long an ask that names no timeout waits.
-    default_timeout: Duration,
-    policies: Policies,
-    delivery: Delivery,
-    claims: Claims,
-    nudges: Nudges,
-    callbacks: Callbacks,
-    bus: Bus,
-    waiters: Arc<Waiters>,
+    pub(super) default_timeout: Duration,
+    pub(super) policies: Policies,
+    pub(super) delivery: Delivery,
+    pub(super) claims: Claims,
+    pub(super) nudges: Nudges,
+    pub(super) callbacks: Callbacks,
+    pub(super) bus: Bus,
+    pub(super) waiters: Arc<Waiters>,
     /// Fires when shutdown begins: asks are refused, long waits end.
-    stop: CancellationToken,
+    pub(super) stop: CancellationToken,
 }
 
 super::parts!(Asks, AsksParts);
 
 impl Asks {
-    /// Asks over these parts; `stop` is the engine's own stop.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        store: Arc<dyn Store>,
-        clock: Clock,
-        default_timeout: Duration,
-        policies: Policies,
-        delivery: Delivery,
-        claims: Claims,
-        nudges: Nudges,
-        callbacks: Callbacks,
-        bus: Bus,
-        waiters: Arc<Waiters>,
-        stop: CancellationToken,
-    ) -> Self {
-        Self(Arc::new(AsksParts {
-            store,
-            clock,
-            default_timeout,
-            policies,
-            delivery,
-            claims,
-            nudges,
-            callbacks,
-            bus,
-            waiters,
-            stop,
-        }))
-    }
-
     /// Asks a question on behalf of an external agent (the HTTP API): persisted and rendered in
     /// `conversation` like any other. Who may answer is the users the ask names, else the
     /// channel's `allowed_users` when that names people (see [`Policies::api_answerers`]). The

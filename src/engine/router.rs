@@ -83,33 +83,16 @@ pub struct RouterParts {
     // A card's typed buttons (`typed`) and a person's board (`board`) read these too.
     pub(super) store: Arc<dyn Store>,
     pub(super) clock: Clock,
-    functions: Arc<Functions>,
-    policies: Policies,
-    people: People,
-    records: Records,
+    pub(super) functions: Arc<Functions>,
+    pub(super) policies: Policies,
+    pub(super) people: People,
+    pub(super) records: Records,
     pub(super) claims: Claims,
     pub(super) forms: Forms,
-    runner: Runner,
+    pub(super) runner: Runner,
 }
 
 super::parts!(Router, RouterParts);
-
-impl Router {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        store: Arc<dyn Store>,
-        clock: Clock,
-        functions: Arc<Functions>,
-        policies: Policies,
-        people: People,
-        records: Records,
-        claims: Claims,
-        forms: Forms,
-        runner: Runner,
-    ) -> Self {
-        Self(Arc::new(RouterParts { store, clock, functions, policies, people, records, claims, forms, runner }))
-    }
-}
 
 impl Router {
     /// Handles one inbound message and says what to tell its sender.

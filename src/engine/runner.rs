@@ -176,7 +176,6 @@ impl Runner {
         }))
     }
 
-    /// Now, in unix milliseconds, by the engine's clock.
     /// Takes over what an askgate that is gone left: its blocking questions are cancelled and
     /// its blocking runs end `cancelled` ([`super::INSTANCE_LOST`]: nobody waits for them any more),
     /// its follow-up runs that were mid-turn are replayed.
@@ -212,6 +211,7 @@ impl Runner {
         Ok(())
     }
 
+    /// Now, in unix milliseconds, by the engine's clock.
     pub(super) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
