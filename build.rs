@@ -112,6 +112,16 @@ const TOOLS: &[Tool] = &[
         reason: "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)",
     },
     Tool {
+        cfg: "no_dovecot",
+        probes: &[Probe::Says(&["dovecot", "--version"], "2.")],
+        reason: "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)",
+    },
+    Tool {
+        cfg: "no_aiosmtpd",
+        probes: &[Probe::Python(concat!("import aiosmtpd; ", python_version!("aiosmtpd", "1.4.6")))],
+        reason: "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_user_namespaces",
         probes: &[Probe::UserNamespaces, Probe::Says(&["nsenter", "--version"], "nsenter")],
         reason: "needs unprivileged user and mount namespaces (unshare --user --map-root-user --mount): allow them \

@@ -11,6 +11,7 @@
 
 pub mod console;
 pub mod discord;
+pub mod email;
 pub mod slack;
 pub mod telegram;
 pub mod web;
@@ -24,7 +25,7 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] = &[&telegram::Platform, &discord::Platform, &slack::Platform];
+pub const PLATFORMS: &[&dyn Component] = &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
@@ -42,6 +43,12 @@ pub trait Component: Sync {
     /// # Errors
     /// A [`ConfigError`] naming the key at fault.
     fn check(&self, section: &ChatConfig) -> Result<(), ConfigError>;
+
+    /// Whether its section names its token's variable in `token_env` (then required). A
+    /// platform whose secrets have keys of their own says no, and reads those in `check`.
+    fn has_token(&self) -> bool {
+        true
+    }
 
     /// The environment variables its section names that it needs to run, its token's first.
     fn variables(&self, section: &ChatConfig) -> Vec<String> {
@@ -76,6 +83,9 @@ pub trait Component: Sync {
 pub fn check(config: &Config) -> Result<(), ConfigError> {
     for section in &config.chats {
         match PLATFORMS.iter().find(|p| p.name() == section.name) {
+            Some(platform) if platform.has_token() && section.token_env.is_empty() => {
+                return Err(section.refuse("missing field `token_env`"));
+            }
             Some(platform) => platform.check(section)?,
             None => {
                 let names: Vec<String> = PLATFORMS.iter().map(|p| format!("`{}`", p.name())).collect();
@@ -170,7 +180,24 @@ mod tests {
             ("[gateway]\n[channels.nope]\ntoken_env = \"N\"\n", "line 2"),
             ("[channels.nope]\ntoken_env = \"N\"\n", "unknown field `nope`, expected one of `console`, `telegram`"),
             ("[channels.discord]\ntoken_env = \"D\"\nescalate_after = \"soon\"\n", "line 3"),
-            ("[channels.discord]\nescalate_after = \"1m\"\n", "missing field `token_env`"),
+            ("[channels.discord]\nanswerers = \"conversation\"\n", "missing field `token_env`"),
+            ("[channels.email]\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\n", "`channels.email.from`: set from"),
+            (
+                "[channels.email]\ntoken_env = \"T\"\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\nfrom = \"a@b\"\n",
+                "`channels.email.token_env`: email has no token",
+            ),
+            (
+                "[channels.email]\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\nfrom = \"nobody\"\n",
+                "`channels.email.from`: `nobody` is not an address",
+            ),
+            (
+                "[channels.email]\nimap_url_env = \"I\"\nfrom = \"a@b\"\n",
+                "`channels.email.smtp_url_env`: set smtp_url_env",
+            ),
+            (
+                "[channels.email]\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\nfrom = \"a@b\"\nlink_base = \"https://x\"\n",
+                "unknown field `link_base`",
+            ),
         ] {
             let err = checked(text).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");

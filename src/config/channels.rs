@@ -102,7 +102,7 @@ pub(super) fn channels(
 /// A platform's policy from the keys every platform has.
 fn chat(name: &str, c: &RawChat, functions: &[&str]) -> Result<ChannelPolicy, Fault> {
     let key = |k: &str| format!("channels.{name}.{k}");
-    if c.token_env.is_empty() {
+    if c.token_env.as_deref().is_some_and(str::is_empty) {
         return Err((key("token_env"), "is empty".to_owned()));
     }
     if let Some(url) = &c.api_url

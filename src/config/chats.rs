@@ -18,7 +18,8 @@ use super::{ConfigError, Env};
 pub struct ChatConfig {
     /// The section's name: the platform it is for (`[channels.<name>]`).
     pub name: String,
-    /// The environment variable holding the token.
+    /// The environment variable holding the token; empty when the section names none (a
+    /// platform whose secrets have keys of their own).
     pub token_env: String,
     /// A different API base URL (a self-hosted server, or a test double).
     pub api_url: Option<String>,
@@ -90,7 +91,7 @@ pub(super) fn chats(text: &str, path: &str) -> Result<Vec<(RawChat, ChatConfig)>
     let mut chats = Vec::new();
     for (name, section) in sections(text).map_err(located)? {
         let raw = RawChat::deserialize(ValueDeserializer::from(split(section).0)).map_err(located)?;
-        let (token_env, api_url) = (raw.token_env.clone(), raw.api_url.clone());
+        let (token_env, api_url) = (raw.token_env.clone().unwrap_or_default(), raw.api_url.clone());
         chats.push((raw, ChatConfig { name, token_env, api_url, file: file.clone() }));
     }
     Ok(chats)

@@ -221,7 +221,10 @@ pub(super) const CHAT_KEYS: &[&str] = &[
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChat {
-    pub token_env: String,
+    // Required by every platform that reads its token from one variable (see
+    // `Component::has_token`).
+    #[serde(default)]
+    pub token_env: Option<String>,
     #[serde(default)]
     pub api_url: Option<String>,
     // The rule keys every chat channel shares (serde's `flatten` would lose

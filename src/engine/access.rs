@@ -54,11 +54,12 @@ impl Access {
         }
     }
 
-    /// Whether `user` is let in.
+    /// Whether `user` is let in: listed, or at a domain listed as `<channel>:*@<domain>`
+    /// (`email:*@example.org` lets in every `email:` address at example.org).
     pub fn admits(&self, user: &UserRef) -> bool {
         match self {
             Self::Nobody => false,
-            Self::Only(users) => users.contains(user),
+            Self::Only(users) => users.iter().any(|listed| listed == user || at_domain(listed, user)),
             Self::Anyone => true,
         }
     }
@@ -70,6 +71,15 @@ impl Access {
             Self::Nobody | Self::Anyone => None,
         }
     }
+}
+
+/// Whether `listed` is `<channel>:*@<domain>` and `user` an address of that channel at that
+/// domain (the domain compared without case).
+fn at_domain(listed: &UserRef, user: &UserRef) -> bool {
+    let Some((channel, domain)) = listed.as_str().split_once(":*@") else { return false };
+    let id = user.as_str().strip_prefix(channel).and_then(|rest| rest.strip_prefix(':'));
+    id.and_then(|id| id.rsplit_once('@'))
+        .is_some_and(|(local, at)| !local.is_empty() && at.eq_ignore_ascii_case(domain))
 }
 
 impl fmt::Display for Access {
@@ -369,6 +379,20 @@ mod tests {
         assert!(!Access::from_users(Vec::new(), false).admits(&alice));
         assert!(Access::from_users(Vec::new(), true).admits(&alice));
         assert!(Access::from_users(vec![alice.clone()], false).admits(&alice));
+    }
+
+    #[test]
+    fn a_listed_domain_lets_in_its_addresses_on_its_channel_only() {
+        let user = |u: &str| UserRef::parse(u).unwrap();
+        let access = Access::from_users(vec![user("email:*@example.org"), user("email:bob@example.com")], false);
+        assert!(access.admits(&user("email:alice@example.org")));
+        assert!(access.admits(&user("email:carol@EXAMPLE.org")));
+        assert!(access.admits(&user("email:bob@example.com")));
+        for stranger in
+            ["email:eve@example.com", "email:eve@example.org.evil", "email:@example.org", "webhook:a@example.org"]
+        {
+            assert!(!access.admits(&user(stranger)), "{stranger}");
+        }
     }
 
     #[test]

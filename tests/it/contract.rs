@@ -7,7 +7,8 @@
 
 mod console;
 mod discord;
-mod driver;
+pub mod driver;
+pub mod email;
 mod page;
 mod slack;
 mod telegram;
@@ -37,6 +38,12 @@ macro_rules! on_every_channel {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
                     super::$name(Box::new(super::webhook::Webhook::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
+                #[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+                async fn email() {
+                    super::$name(Box::new(super::email::Email::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn console() {
