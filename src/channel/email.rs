@@ -15,6 +15,7 @@ pub mod config;
 mod mailbox;
 pub mod read;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,7 +44,12 @@ pub struct Email {
     clock: Clock,
     health: Mutex<Health>,
     engine: Mutex<Option<Engine>>,
+    /// When each sender was last told why their mail changed nothing (once an hour at most).
+    explained: Mutex<HashMap<String, i64>>,
 }
+
+/// How often one sender is told why their mail changed nothing.
+const EXPLAIN_EVERY_MS: i64 = 60 * 60 * 1000;
 
 /// What each server last did: the mailbox's reason for not answering, and SMTP's.
 #[derive(Default)]
@@ -79,7 +85,27 @@ impl Email {
             .map_err(|e| SmtpUrlError(e.to_string()))?
             .timeout(Some(SMTP_TIMEOUT))
             .build();
-        Ok(Self { sender, smtp, clock, health: Mutex::new(Health::default()), engine: Mutex::new(None) })
+        Ok(Self {
+            sender,
+            smtp,
+            clock,
+            health: Mutex::new(Health::default()),
+            engine: Mutex::new(None),
+            explained: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Whether `sender` may be told now why their mail changed nothing: not in the last
+    /// hour. Then it counts as told.
+    fn may_explain(&self, sender: &str) -> bool {
+        let now = self.clock.now_ms();
+        let mut explained = self.explained.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        explained.retain(|_, at| now - *at < EXPLAIN_EVERY_MS);
+        if explained.contains_key(sender) {
+            return false;
+        }
+        explained.insert(sender.to_owned(), now);
+        true
     }
 
     /// Reports how both servers answer on `engine`'s health, from now on.

@@ -182,3 +182,26 @@ async fn a_mail_the_smtp_server_refuses_is_given_up_with_its_reason_logged() {
     let lists = d.sent_to(PERSON).iter().filter(|m| m.text().contains("Which colour for the bus?")).count();
     assert_eq!(lists, 1, "the card only; the refused list was not sent again: {}", help.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
+#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+async fn a_reply_without_the_cards_secret_changes_nothing_with_one_explanation_an_hour() {
+    let d = Email::start().await;
+    let id = asked(&d, "Which colour for the roof?").await;
+    let card = d.card("Which colour for the roof?").await;
+    // The card's id with another secret: what someone who knows the question's id could forge.
+    let (local, domain) = card.at.split_once('@').unwrap();
+    let (stem, secret) = local.rsplit_once('.').unwrap();
+    assert!(secret.len() >= 32, "a card's secret is long: {secret}");
+    let forged = format!("{stem}.{}@{domain}", "0".repeat(secret.len()));
+    d.say_replying(&forged, "blue").await;
+    d.say_replying(&forged, "/answer roof blue").await;
+    d.say(Who::Person, "/pending").await;
+    d.server
+        .sent_where(|m| m.text().contains("Which colour for the roof?") && !m.message_id().starts_with("askgate.card."))
+        .await;
+    assert_eq!(d.askgate.question(&id).await["status"], "pending");
+    let told = d.sent_to(PERSON).iter().filter(|m| m.text().contains("did not send to")).count();
+    assert_eq!(told, 1, "one explanation for two such mails");
+}

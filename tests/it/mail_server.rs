@@ -104,11 +104,12 @@ impl SentMail {
 
 /// Dovecot and the SMTP receiver, each on a port of its own on 127.0.0.1.
 pub struct MailServer {
-    dir: TempDir,
     imap_port: u16,
     smtp_port: u16,
+    // The servers stop (dropped) before their folder goes.
     dovecot: Option<Child>,
     _smtp: Child,
+    dir: TempDir,
 }
 
 impl MailServer {

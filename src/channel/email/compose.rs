@@ -1,7 +1,8 @@
 //! The mails askgate sends: a card (text with its `/answer` commands, and the same as HTML),
 //! the outcome of a card in its thread, and plain text. Each has askgate's own `Message-ID`; a
-//! card's says it is a card (`askgate.card.<question>.<nonce>@<domain>`), so a reply that
-//! names it (`In-Reply-To`, `References`) is read as a reply to that card.
+//! card's says it is a card and holds its secret (`askgate.card.<question>.<secret>@<domain>`),
+//! so a reply that names it (`In-Reply-To`, `References`) is read as a reply to that card, and
+//! one that names a card askgate never sent its sender is refused.
 
 use lettre::Message;
 use lettre::message::header::{HeaderName, HeaderValue};
@@ -56,7 +57,10 @@ impl Sender {
     /// # Errors
     /// When `to` is not an address.
     pub fn card(&self, question: &Question, to: &str, text: &str) -> Result<Composed, ComposeError> {
-        let id = format!("{CARD}{}.{}@{}", question.id, nonce(), self.domain);
+        // The card's secret: a reply proves it answers this card by naming its id, which
+        // nobody but its addressee has seen (122 random bits).
+        let secret = uuid::Uuid::new_v4().simple();
+        let id = format!("{CARD}{}.{secret}@{}", question.id, self.domain);
         let html = format!(
             "<!doctype html><html><body><pre style=\"font-family: inherit; white-space: pre-wrap\">{}</pre></body></html>",
             escape(text)

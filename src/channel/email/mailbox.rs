@@ -254,13 +254,35 @@ async fn handle(raw: &[u8], email: &Shared, engine: &Engine, place: &str) {
         inbound = inbound.named(name);
     }
     if let Some(card) = mail.card {
-        inbound = inbound.replying_to(mail.from.clone(), card);
+        // The card's id is its secret: only a card askgate sent this sender proves the reply.
+        match engine.records().card_conversation(SURFACE, &mail.from, &card).await {
+            Ok(Some(_)) => inbound = inbound.replying_to(mail.from.clone(), card),
+            Ok(None) => {
+                tracing::info!(mail = place, from = %mail.from, "a reply to a card askgate did not send its sender changed nothing");
+                if email.may_explain(&mail.from) {
+                    engine.delivery().send_text(&conversation, not_your_card(&mail.from));
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::error!(mail = place, error = %e, "could not read the card a mail replies to; it is read again later");
+                return;
+            }
+        }
     }
     let response = engine.router().handle(inbound).await;
     // An answer's outcome comes as the card's own thread; everything else is said here.
     if let Some(text) = response.text.filter(|_| !matches!(response.receipt, Some(Receipt::Resolved { .. }))) {
         engine.delivery().send_text(&conversation, text);
     }
+}
+
+/// What the sender of a reply to a card that was not theirs reads.
+fn not_your_card(from: &str) -> String {
+    format!(
+        "This mail replies to a card askgate did not send to {from}, so it changed nothing. Reply to the card \
+         you received, or send /pending to see the questions waiting for you."
+    )
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@ pub const PERSON: &str = "alice@example.org";
 pub const STRANGER: &str = "eve@example.org";
 
 pub struct Email {
-    pub server: MailServer,
+    // askgate stops (dropped) before its mail servers.
     pub askgate: Askgate,
+    pub server: MailServer,
     sent: AtomicU64,
 }
 
@@ -69,6 +70,13 @@ impl Email {
         let raw = mail(Self::address(who), &id, subject, card, body);
         self.server.deliver(ASKGATE, raw.as_bytes()).await;
         Delivered(raw)
+    }
+
+    /// The person mails `body` in reply to the card with id `card`, and waits until askgate
+    /// has read it.
+    pub async fn say_replying(&self, card: &str, body: &str) {
+        let delivered = self.send(Who::Person, Some(card), body).await;
+        self.handled(&delivered).await;
     }
 
     /// The mails askgate sent to `to`.
