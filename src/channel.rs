@@ -195,8 +195,8 @@ mod tests {
                 "`channels.email.smtp_url_env`: set smtp_url_env",
             ),
             (
-                "[channels.email]\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\nfrom = \"a@b\"\nlink_base = \"https://x\"\n",
-                "unknown field `link_base`",
+                "[channels.email]\nsmtp_url_env = \"S\"\nimap_url_env = \"I\"\nfrom = \"a@b\"\nlink_base = \"ftp://x\"\n",
+                "`channels.email.link_base`: `ftp://x` is not an http(s) URL",
             ),
         ] {
             let err = checked(text).unwrap_err();

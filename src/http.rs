@@ -233,7 +233,10 @@ async fn session_ended(request: Request, next: axum::middleware::Next) -> Respon
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
-    headers.insert(header::CONTENT_SECURITY_POLICY, header::HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    // A page that sets its own policy keeps it (a platform's confirm page posts its form).
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, header::HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    }
     headers.insert(header::REFERRER_POLICY, header::HeaderValue::from_static("no-referrer"));
     response
 }

@@ -12,6 +12,7 @@
 mod component;
 pub mod compose;
 pub mod config;
+mod links;
 mod mailbox;
 pub mod read;
 
@@ -30,6 +31,25 @@ use crate::engine::{Channel, ChannelError, ChannelState, Engine};
 use crate::question::{Conversation, Question, Surface};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording;
+
+/// What a card's `Message-ID` starts with.
+pub const CARD: &str = "askgate.card.";
+
+/// `text` made safe inside HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// The surface of answers given by mail.
 pub const SURFACE: Surface = Surface::platform("email");
@@ -64,13 +84,19 @@ struct Health {
 pub struct SmtpUrlError(String);
 
 impl Email {
-    /// The adapter, sending from `from` through the SMTP server of `smtp_url`.
+    /// The adapter, sending from `from` through the SMTP server of `smtp_url`; with
+    /// `link_base`, cards carry one-click links to it.
     ///
     /// # Errors
     /// When `from` is not an address or the URL not an SMTP URL (the message never repeats
     /// the URL, which holds a password).
-    pub fn new(from: &str, smtp_url: &str, clock: Clock) -> Result<Self, crate::channel::PlatformError> {
-        let sender = Sender::new(from)?;
+    pub fn new(
+        from: &str,
+        link_base: Option<&str>,
+        smtp_url: &str,
+        clock: Clock,
+    ) -> Result<Self, crate::channel::PlatformError> {
+        let sender = Sender::new(from, link_base)?;
         let url = match smtp_url.strip_prefix("smtp+starttls://") {
             Some(rest) => {
                 let glue = if rest.contains('?') { '&' } else { '?' };
@@ -191,7 +217,8 @@ impl Channel for Email {
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
         let to = address(conversation)?;
-        let card = self.sender.card(question, to, &wording::card(question, self.clock.now_ms())).map_err(composing)?;
+        let now = self.clock.now_ms();
+        let card = self.sender.card(question, to, &wording::card(question, now), now).map_err(composing)?;
         self.send(&card).await?;
         Ok(vec![Delivery::card(question.id, SURFACE, to, card.id)])
     }

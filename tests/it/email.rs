@@ -205,3 +205,47 @@ async fn a_reply_without_the_cards_secret_changes_nothing_with_one_explanation_a
     let told = d.sent_to(PERSON).iter().filter(|m| m.text().contains("did not send to")).count();
     assert_eq!(told, 1, "one explanation for two such mails");
 }
+
+/// The token of the one-click link labelled `label` in a card's HTML.
+fn link(html: &str, label: &str) -> String {
+    let end = html.find(&format!("\">{label}</a>")).unwrap_or_else(|| panic!("no link {label} in {html}"));
+    let start = html[..end].rfind("href=\"").unwrap() + "href=\"".len();
+    let href = &html[start..end];
+    href.strip_prefix("https://askgate.example.com/act/").unwrap_or_else(|| panic!("{href}")).to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
+#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+async fn a_one_click_link_changes_nothing_until_its_page_is_confirmed_then_answers_once() {
+    let d = Email::start_with("link_base = \"https://askgate.example.com\"\n").await;
+    let id = asked(&d, "Which colour for the door?").await;
+    let card = d.card("Which colour for the door?").await;
+    let sent = d.sent_to(PERSON).into_iter().find(|m| m.message_id() == card.at).unwrap();
+    let token = link(&sent.html().unwrap(), "green");
+    let url = format!("{}/act/{token}", d.askgate.base);
+    let client = reqwest::Client::new();
+    // Opening the link (as a mail scanner would, twice) shows the question and changes nothing.
+    for _ in 0..2 {
+        let page = client.get(&url).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        assert!(csp.contains("form-action 'self'"), "its form may post: {csp}");
+        let page = page.text().await.unwrap();
+        assert!(page.contains("Which colour for the door?") && page.contains("Confirm: green"), "{page}");
+    }
+    assert_eq!(d.askgate.question(&id).await["status"], "pending");
+    // A token whose signature was changed is no link of askgate's.
+    let other = if url.ends_with('0') { '1' } else { '0' };
+    let forged = format!("{}{other}", &url[..url.len() - 1]);
+    assert_eq!(client.post(&forged).send().await.unwrap().status(), 404);
+    let answered = client.post(&url).send().await.unwrap();
+    assert_eq!(answered.status(), 200);
+    assert!(answered.text().await.unwrap().contains("Answered: green"));
+    let q = d.askgate.resolved(&id).await;
+    assert_eq!((&q["outcome"]["value"], &q["answered_by"]), (&json!("green"), &json!(format!("email:{PERSON}"))));
+    let again = client.post(&url).send().await.unwrap();
+    assert_eq!(again.status(), 409);
+    assert!(again.text().await.unwrap().contains("already used"));
+    d.settled(&card, "green").await;
+}

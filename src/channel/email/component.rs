@@ -1,4 +1,5 @@
-//! Email as a component: its section read, the adapter attached, its mailbox watched.
+//! Email as a component: its section read, the adapter attached, its mailbox watched, and
+//! with `link_base` the routes of its one-click links.
 
 use std::sync::Arc;
 
@@ -39,10 +40,12 @@ impl crate::channel::Component for Platform {
         };
         let url = ImapUrl::parse(&imap).map_err(|e| format!("{}: {e}", config.imap_url_env))?;
         let adapter = Arc::new(
-            Email::new(&config.from, &smtp, cx.clock.clone()).map_err(|e| format!("{}: {e}", config.smtp_url_env))?,
+            Email::new(&config.from, config.link_base.as_deref(), &smtp, cx.clock.clone())
+                .map_err(|e| format!("{}: {e}", config.smtp_url_env))?,
         );
         cx.engine.delivery().attach(adapter.clone());
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
-        Ok(Started { serve: Some(Box::pin(watch(adapter, url, engine, stop))), routes: None })
+        let routes = config.link_base.is_some().then(|| super::links::routes(cx.engine.clone(), cx.clock.clone()));
+        Ok(Started { serve: Some(Box::pin(watch(adapter, url, engine, stop))), routes })
     }
 }

@@ -8,10 +8,8 @@ use lettre::Message;
 use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
 
+use super::{CARD, escape};
 use crate::question::Question;
-
-/// What a card's `Message-ID` starts with.
-pub const CARD: &str = "askgate.card.";
 
 /// The longest subject, in characters, before the question's id.
 const SUBJECT: usize = 70;
@@ -29,6 +27,8 @@ pub struct Composed {
 pub struct Sender {
     from: Mailbox,
     domain: String,
+    /// askgate's public URL: cards get one-click links.
+    link_base: Option<String>,
 }
 
 /// The mail could not be made (an address that is not one).
@@ -37,14 +37,15 @@ pub struct Sender {
 pub struct ComposeError(String);
 
 impl Sender {
-    /// Mails from `from`.
+    /// Mails from `from`; with `link_base`, cards carry one-click links to it.
     ///
     /// # Errors
     /// When `from` is not an address.
-    pub fn new(from: &str) -> Result<Self, ComposeError> {
+    pub fn new(from: &str, link_base: Option<&str>) -> Result<Self, ComposeError> {
         let from: Mailbox = from.parse().map_err(|e| ComposeError(format!("from `{from}`: {e}")))?;
         let domain = from.email.domain().to_owned();
-        Ok(Self { from, domain })
+        let link_base = link_base.map(|base| base.trim_end_matches('/').to_owned());
+        Ok(Self { from, domain, link_base })
     }
 
     /// The address mails come from, in lower case: mail from it is askgate's own.
@@ -52,17 +53,32 @@ impl Sender {
         self.from.email.to_string().to_lowercase()
     }
 
-    /// A card of `question` to `to`: `text` is the text card; the HTML part shows the same.
+    /// A card of `question` to `to`: `text` is the text card; the HTML part shows the same,
+    /// and with a link base one link per choice.
     ///
     /// # Errors
     /// When `to` is not an address.
-    pub fn card(&self, question: &Question, to: &str, text: &str) -> Result<Composed, ComposeError> {
+    pub fn card(&self, question: &Question, to: &str, text: &str, now_ms: i64) -> Result<Composed, ComposeError> {
         // The card's secret: a reply proves it answers this card by naming its id, which
         // nobody but its addressee has seen (122 random bits).
         let secret = uuid::Uuid::new_v4().simple();
         let id = format!("{CARD}{}.{secret}@{}", question.id, self.domain);
+        let secret = secret.to_string();
+        let links = match &self.link_base {
+            Some(base) => super::links::choices(question)
+                .into_iter()
+                .enumerate()
+                .map(|(n, (label, _))| {
+                    let href = format!("{base}/act/{}", super::links::token(question, n, &secret, now_ms));
+                    format!("<a href=\"{}\">{}</a>", escape(&href), escape(&label))
+                })
+                .collect::<Vec<_>>()
+                .join(" &middot; "),
+            None => String::new(),
+        };
+        let links = if links.is_empty() { links } else { format!("<p>{links}</p>") };
         let html = format!(
-            "<!doctype html><html><body><pre style=\"font-family: inherit; white-space: pre-wrap\">{}</pre></body></html>",
+            "<!doctype html><html><body>{links}<pre style=\"font-family: inherit; white-space: pre-wrap\">{}</pre></body></html>",
             escape(text)
         );
         let message = self
@@ -124,22 +140,6 @@ fn nonce() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
-/// `text` made safe inside HTML.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,8 +155,8 @@ mod tests {
     #[test]
     fn a_card_is_text_and_html_with_its_own_message_id_and_subject() {
         let q = question("Ship <b>it</b>?");
-        let sender = Sender::new("askgate <askgate@example.com>").unwrap();
-        let card = sender.card(&q, "alice@example.org", "Ship <b>it</b>?\n   /answer 1a2b 1").unwrap();
+        let sender = Sender::new("askgate <askgate@example.com>", None).unwrap();
+        let card = sender.card(&q, "alice@example.org", "Ship <b>it</b>?\n   /answer 1a2b 1", 0).unwrap();
         let raw = sent(&card);
         assert!(card.id.starts_with(&format!("{CARD}{}.", q.id)) && card.id.ends_with("@example.com"), "{}", card.id);
         assert!(raw.contains(&format!("Message-ID: <{}>", card.id)), "{raw}");
@@ -164,13 +164,13 @@ mod tests {
         assert!(raw.contains("multipart/alternative") && raw.contains("text/html"), "{raw}");
         assert!(raw.contains("Ship &lt;b&gt;it&lt;/b&gt;?"), "the HTML part escapes: {raw}");
         assert!(raw.contains("Auto-Submitted: auto-generated"), "{raw}");
-        assert_ne!(sender.card(&q, "alice@example.org", "x").unwrap().id, card.id, "each card its own id");
+        assert_ne!(sender.card(&q, "alice@example.org", "x", 0).unwrap().id, card.id, "each card its own id");
     }
 
     #[test]
     fn an_outcome_is_in_its_cards_thread() {
         let q = question("Ship?");
-        let sender = Sender::new("askgate@example.com").unwrap();
+        let sender = Sender::new("askgate@example.com", None).unwrap();
         let raw = sent(&sender.outcome(&q, "alice@example.org", "askgate.card.x@example.com", "✅ yes").unwrap());
         assert!(raw.contains("In-Reply-To: <askgate.card.x@example.com>"), "{raw}");
         assert!(raw.contains("References: <askgate.card.x@example.com>"), "{raw}");
@@ -179,8 +179,8 @@ mod tests {
 
     #[test]
     fn a_bad_address_is_refused_not_sent() {
-        assert!(Sender::new("not an address").is_err());
-        let sender = Sender::new("askgate@example.com").unwrap();
+        assert!(Sender::new("not an address", None).is_err());
+        let sender = Sender::new("askgate@example.com", None).unwrap();
         assert!(sender.text("nobody", "hi").is_err());
     }
 }

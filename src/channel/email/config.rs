@@ -1,5 +1,5 @@
 //! `[channels.email]`'s own keys: the variables that hold the SMTP and IMAP URLs (with their
-//! passwords), and the address cards come from.
+//! passwords), the address cards come from, and askgate's public URL for one-click links.
 
 use serde::Deserialize;
 
@@ -12,6 +12,7 @@ struct Own {
     smtp_url_env: Option<String>,
     imap_url_env: Option<String>,
     from: Option<String>,
+    link_base: Option<String>,
 }
 
 /// The email section, read.
@@ -23,6 +24,8 @@ pub struct EmailConfig {
     pub imap_url_env: String,
     /// The address cards come from (`askgate@example.com`, or `askgate <askgate@example.com>`).
     pub from: String,
+    /// askgate's public URL, for one-click links; none: cards carry commands only.
+    pub link_base: Option<String>,
 }
 
 /// The section's own keys.
@@ -48,5 +51,10 @@ pub fn read(section: &ChatConfig) -> Result<EmailConfig, ConfigError> {
     if from.parse::<lettre::message::Mailbox>().is_err() {
         return Err(section.fault("from", format!("`{from}` is not an address like askgate@example.com")));
     }
-    Ok(EmailConfig { smtp_url_env, imap_url_env, from })
+    if let Some(base) = &own.link_base
+        && !(base.starts_with("https://") || base.starts_with("http://"))
+    {
+        return Err(section.fault("link_base", format!("`{base}` is not an http(s) URL")));
+    }
+    Ok(EmailConfig { smtp_url_env, imap_url_env, from, link_base: own.link_base })
 }

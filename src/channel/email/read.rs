@@ -4,7 +4,7 @@
 
 use mail_parser::{HeaderValue, MessageParser};
 
-use super::compose::CARD;
+use super::CARD;
 
 /// A mail, read.
 #[derive(Clone, Debug, PartialEq, Eq)]
