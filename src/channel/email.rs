@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 pub use self::component::Platform;
@@ -71,9 +72,11 @@ pub struct Email {
 /// How often one sender is told why their mail changed nothing.
 const EXPLAIN_EVERY_MS: i64 = 60 * 60 * 1000;
 
-/// What each server last did: the mailbox's reason for not answering, and SMTP's.
+/// What each server last did: whether the mailbox was reached yet, its reason for not
+/// answering, and SMTP's.
 #[derive(Default)]
 struct Health {
+    reached: bool,
     mailbox: Option<String>,
     smtp: Option<String>,
 }
@@ -107,8 +110,11 @@ impl Email {
         if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
             return Err(SmtpUrlError("not smtp://, smtps:// or smtp+starttls://".to_owned()).into());
         }
+        // askgate greets the server as its sending domain (lettre's default is `localhost`).
+        let hello = ClientId::Domain(sender.domain().to_owned());
         let smtp = AsyncSmtpTransport::<Tokio1Executor>::from_url(&url)
             .map_err(|e| SmtpUrlError(e.to_string()))?
+            .hello_name(hello)
             .timeout(Some(SMTP_TIMEOUT))
             .build();
         Ok(Self {
@@ -142,7 +148,10 @@ impl Email {
 
     /// Notes how the mailbox answers (none: it does) and reports both servers.
     fn mailbox_is(&self, problem: Option<String>) {
-        self.health.lock().unwrap_or_else(std::sync::PoisonError::into_inner).mailbox = problem;
+        let mut health = self.health.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        health.reached |= problem.is_none();
+        health.mailbox = problem;
+        drop(health);
         self.report();
     }
 
@@ -161,6 +170,7 @@ impl Email {
             let health = self.health.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match (&health.mailbox, &health.smtp) {
                 (Some(mailbox), _) => ChannelState::Down(format!("the mailbox does not answer: {mailbox}")),
+                (None, _) if !health.reached => ChannelState::Connecting,
                 (None, Some(smtp)) => ChannelState::Degraded(format!("SMTP does not take mail: {smtp}")),
                 (None, None) => ChannelState::Up,
             }

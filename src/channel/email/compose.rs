@@ -48,6 +48,11 @@ impl Sender {
         Ok(Self { from, domain, link_base })
     }
 
+    /// The domain of the address mails come from.
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+
     /// The address mails come from, in lower case: mail from it is askgate's own.
     pub fn address(&self) -> String {
         self.from.email.to_string().to_lowercase()

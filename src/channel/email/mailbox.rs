@@ -216,8 +216,11 @@ where
         } else {
             let fetched: Vec<_> =
                 timed(session.uid_fetch(uid.to_string(), "BODY.PEEK[]")).await??.try_collect().await?;
+            let place = format!("email:uid:{validity}:{uid}");
             match fetched.iter().find_map(|f| f.body()) {
-                Some(raw) => handle(raw, email, engine, &format!("email:uid:{validity}:{uid}")).await,
+                // Not handled (askgate's store did not answer): unseen, it is read again next time.
+                Some(raw) if !handle(raw, email, engine, &place).await => continue,
+                Some(_) => {}
                 None => tracing::warn!(uid, "a mail the server did not hand over was left in the mailbox"),
             }
         }
@@ -227,23 +230,24 @@ where
     Ok(())
 }
 
-/// Hands one mail to the router as what its sender typed; tells them what it did.
-async fn handle(raw: &[u8], email: &Shared, engine: &Engine, place: &str) {
+/// Hands one mail to the router as what its sender typed, and tells them what it did; false
+/// when it could not be handled now and is to be read again.
+async fn handle(raw: &[u8], email: &Shared, engine: &Engine, place: &str) -> bool {
     let mail = match read::read(raw) {
         Ok(mail) => mail,
         Err(e) => {
             tracing::warn!(mail = place, error = %e, "a mail that could not be read was left in the mailbox");
-            return;
+            return true;
         }
     };
     if mail.automatic || mail.from == email.sender.address() {
         tracing::info!(mail = place, from = %mail.from, "an automatic mail was left in the mailbox");
-        return;
+        return true;
     }
     let who = format!("{}:{}", SURFACE.as_str(), mail.from);
     let (Ok(conversation), Ok(user)) = (Conversation::parse(&who), UserRef::parse(&who)) else {
         tracing::warn!(mail = place, from = %mail.from, "a mail from an address askgate cannot name was left in the mailbox");
-        return;
+        return true;
     };
     let key = match &mail.id {
         Some(id) => format!("email:{id}"),
@@ -262,11 +266,11 @@ async fn handle(raw: &[u8], email: &Shared, engine: &Engine, place: &str) {
                 if email.may_explain(&mail.from) {
                     engine.delivery().send_text(&conversation, not_your_card(&mail.from));
                 }
-                return;
+                return true;
             }
             Err(e) => {
                 tracing::error!(mail = place, error = %e, "could not read the card a mail replies to; it is read again later");
-                return;
+                return false;
             }
         }
     }
@@ -275,6 +279,7 @@ async fn handle(raw: &[u8], email: &Shared, engine: &Engine, place: &str) {
     if let Some(text) = response.text.filter(|_| !matches!(response.receipt, Some(Receipt::Resolved { .. }))) {
         engine.delivery().send_text(&conversation, text);
     }
+    true
 }
 
 /// What the sender of a reply to a card that was not theirs reads.
