@@ -249,3 +249,29 @@ async fn a_one_click_link_changes_nothing_until_its_page_is_confirmed_then_answe
     assert!(again.text().await.unwrap().contains("already used"));
     d.settled(&card, "green").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
+#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+async fn an_smtp_server_that_takes_no_mail_shows_on_healthz_until_the_card_goes_out() {
+    let d = Email::start().await;
+    let health = || async {
+        let url = format!("{}/healthz", d.askgate.base);
+        reqwest::get(url).await.unwrap().json::<serde_json::Value>().await.unwrap()
+    };
+    // Busy for longer than one send's tries (about 15 s of pauses).
+    d.server.refuse_next(&["451 4.3.0 busy"; 7]);
+    asked(&d, "Which colour for the gate?").await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let degraded = loop {
+        let h = health().await;
+        if h["channels"]["email"].as_str().is_some_and(|s| s.starts_with("degraded: SMTP does not take mail")) {
+            break h;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never degraded: {h}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(degraded["channels"]["email"].as_str().unwrap().contains("451"), "{degraded}");
+    d.card("Which colour for the gate?").await;
+    eventually(|| async { (health().await["channels"]["email"] == "up").then_some(()) }).await;
+}
