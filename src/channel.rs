@@ -11,6 +11,8 @@
 
 pub mod console;
 pub mod discord;
+pub mod matrix;
+pub mod reactions;
 pub mod slack;
 pub mod telegram;
 pub mod web;
@@ -24,7 +26,8 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] = &[&telegram::Platform, &discord::Platform, &slack::Platform];
+pub const PLATFORMS: &[&dyn Component] =
+    &[&telegram::Platform, &discord::Platform, &slack::Platform, &matrix::Platform];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {

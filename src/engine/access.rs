@@ -58,7 +58,7 @@ impl Access {
     pub fn admits(&self, user: &UserRef) -> bool {
         match self {
             Self::Nobody => false,
-            Self::Only(users) => users.contains(user),
+            Self::Only(users) => users.iter().any(|allowed| allowed == user || matches_wildcard(allowed, user)),
             Self::Anyone => true,
         }
     }
@@ -69,6 +69,21 @@ impl Access {
             Self::Only(users) => Some(users),
             Self::Nobody | Self::Anyone => None,
         }
+    }
+}
+
+/// Whether `allowed` is a pattern of one channel's users that `user` fits: its id part
+/// starts with `*`, which stands for any start (`matrix:*:example.org`: everyone on that
+/// server).
+fn matches_wildcard(allowed: &UserRef, user: &UserRef) -> bool {
+    let (Some((channel, pattern)), Some((theirs, id))) =
+        (allowed.as_str().split_once(':'), user.as_str().split_once(':'))
+    else {
+        return false;
+    };
+    match pattern.strip_prefix('*') {
+        Some(end) => channel == theirs && id.ends_with(end) && id.len() > end.len(),
+        None => false,
     }
 }
 
@@ -360,6 +375,17 @@ mod tests {
         assert_eq!(policy_key(&c("webhook:sms:+1555")), "webhook:sms");
         assert_eq!(policy_key(&c("telegram:-100:7")), "telegram");
         assert_eq!(section("webhook:sms"), "channels.webhook.sms");
+    }
+
+    #[test]
+    fn a_star_at_the_start_of_an_id_lets_in_everyone_it_ends_like() {
+        let u = |s: &str| UserRef::parse(s).unwrap();
+        let server = Access::from_users(vec![u("matrix:*:example.org")], false);
+        assert!(server.admits(&u("matrix:@alice:example.org")));
+        assert!(!server.admits(&u("matrix:@alice:example.org.evil")));
+        assert!(!server.admits(&u("matrix:@alice:other.org")));
+        assert!(!server.admits(&u("telegram:@alice:example.org")), "another channel's");
+        assert!(!server.admits(&u("matrix::example.org")), "the star stands for something");
     }
 
     #[test]
