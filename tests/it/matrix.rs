@@ -229,6 +229,23 @@ async fn a_homeserver_that_goes_away_is_reported_down_until_it_is_back() {
     r.card("Which library for date formatting?").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn a_homeserver_asking_to_slow_down_is_waited_out() {
+    // Two events at once, then one a second: a card and its three reactions are four.
+    let synapse = Synapse::limited(1.0, 2);
+    let r = Room::start(&synapse).await;
+    r.alice.send_text(&r.room, "/run demo").await;
+    let card = r.card("Which library for date formatting?").await;
+    assert_eq!(r.seeded(id(&card), 3).await, ["1️⃣", "2️⃣", "3️⃣"]);
+    r.askgate.served().log_line("M_LIMIT_EXCEEDED").await;
+}
+
 /// Waits up to `limit` for `holds` (a homeserver's restart outlasts `eventually`'s 20 s).
 async fn within<F, Fut>(limit: Duration, mut holds: F)
 where

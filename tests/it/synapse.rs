@@ -47,7 +47,7 @@ impl Synapse {
         SHARED.get_or_init(|| {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let mut synapse = Self::start(true);
+                let mut synapse = Self::start(true, FAST);
                 let child = synapse.child.take();
                 tx.send(synapse).unwrap();
                 if let Some(mut child) = child {
@@ -60,13 +60,19 @@ impl Synapse {
 
     /// A Synapse of the calling test's own, stopped when dropped.
     pub fn dedicated() -> Synapse {
-        Self::start(false)
+        Self::start(false, FAST)
     }
 
-    fn start(die_with_parent: bool) -> Synapse {
+    /// A Synapse of the calling test's own that lets each account send `per_second` events a
+    /// second after a burst of `burst` (`M_LIMIT_EXCEEDED` beyond).
+    pub fn limited(per_second: f64, burst: u32) -> Synapse {
+        Self::start(false, &format!("{{per_second: {per_second}, burst_count: {burst}}}"))
+    }
+
+    fn start(die_with_parent: bool, messages: &str) -> Synapse {
         let dir = tempfile::TempDir::new().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        write_config(dir.path(), port);
+        write_config(dir.path(), port, messages);
         let url = format!("http://127.0.0.1:{port}");
         let mut synapse = Synapse { url, child: None, dir };
         synapse.spawn(die_with_parent);
@@ -165,11 +171,13 @@ fn answers(url: &str) -> bool {
     answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
 }
 
-/// Synapse's configuration in `dir`, listening on `port`.
-fn write_config(dir: &Path, port: u16) {
+/// A rate limit out of the way: tests act faster than people.
+const FAST: &str = "{per_second: 10000, burst_count: 10000}";
+
+/// Synapse's configuration in `dir`, listening on `port`, sending `messages` fast.
+fn write_config(dir: &Path, port: u16, messages: &str) {
     let d = dir.display();
-    // Every rate limit out of the way: tests act faster than people.
-    let fast = "{per_second: 10000, burst_count: 10000}";
+    let fast = FAST;
     let config = format!(
         "server_name: \"{SERVER}\"\n\
          pid_file: {d}/homeserver.pid\n\
@@ -188,7 +196,7 @@ fn write_config(dir: &Path, port: u16) {
          federation_domain_whitelist: []\n\
          enable_registration: false\n\
          use_presence: false\n\
-         rc_message: {fast}\n\
+         rc_message: {messages}\n\
          rc_registration: {fast}\n\
          rc_login:\n  address: {fast}\n  account: {fast}\n  failed_attempts: {fast}\n\
          rc_joins:\n  local: {fast}\n  remote: {fast}\n\

@@ -22,7 +22,7 @@ pub enum ApiError {
     #[error("the homeserver cannot be reached: {0}")]
     Unreachable(String),
     /// `M_LIMIT_EXCEEDED`: try again after the pause it asks for.
-    #[error("the homeserver asks to slow down")]
+    #[error("the homeserver asks to slow down (M_LIMIT_EXCEEDED)")]
     Limited(Option<Duration>),
     /// Any other refusal, with the homeserver's words.
     #[error("{errcode}: {error} (HTTP {status})")]
