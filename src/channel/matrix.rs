@@ -17,8 +17,7 @@ mod outbound;
 mod render;
 mod sync;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -42,8 +41,6 @@ pub struct Matrix {
     me: String,
     /// Rooms joined at start.
     rooms: Vec<String>,
-    /// Rooms known to be encrypted, where askgate reads nothing and says so once.
-    encrypted: Mutex<HashSet<String>>,
     clock: Clock,
 }
 
@@ -73,13 +70,7 @@ impl Matrix {
     /// A homeserver URL that is not one.
     pub fn new(config: &config::MatrixConfig, token: String, clock: Clock) -> Result<Arc<Self>, StartError> {
         let client = Client::new(&config.homeserver, token, clock.now_ms()).map_err(StartError::Client)?;
-        Ok(Arc::new(Self {
-            client,
-            me: config.user_id.clone(),
-            rooms: config.rooms.clone(),
-            encrypted: Mutex::new(HashSet::new()),
-            clock,
-        }))
+        Ok(Arc::new(Self { client, me: config.user_id.clone(), rooms: config.rooms.clone(), clock }))
     }
 
     /// Applies one event of `room`'s timeline.
@@ -116,11 +107,7 @@ impl Matrix {
                     self.answer(room, &format!("{sender}: {note}"), &on, None).await;
                 }
             }
-            Event::Encrypted { id } => {
-                if engine.router().first_sighting(&format!("matrix:event:{id}")).await.unwrap_or(false) {
-                    self.refuse_encrypted(room, engine).await;
-                }
-            }
+            Event::Encrypted => self.refuse_encrypted(room, engine).await,
         }
     }
 
@@ -152,12 +139,17 @@ impl Matrix {
         }
     }
 
-    /// Says once per room, unencrypted, that askgate cannot read an encrypted room.
+    /// Says once per room (the store keeps that it did, a week), unencrypted, that askgate
+    /// cannot read an encrypted room.
     async fn refuse_encrypted(&self, room: &str, engine: &Engine) {
-        let first = self.encrypted.lock().map(|mut rooms| rooms.insert(room.to_owned())).unwrap_or(false);
         let key = format!("matrix:encrypted:{room}");
-        if !first || !engine.router().first_sighting(&key).await.unwrap_or(false) {
-            return;
+        match engine.router().first_sighting(&key).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, room, "could not record that an encrypted room was refused");
+                return;
+            }
         }
         let text = crate::say!(crate::question::Locale::default(), "matrix.encrypted");
         if let Err(e) = self.send(room, "m.room.message", &render::message("m.notice", &text)).await {

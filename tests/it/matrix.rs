@@ -202,6 +202,12 @@ async fn the_bot_joins_allowed_users_rooms_only_saying_once_where_it_cannot_read
     r.marker().await;
     let said = r.alice.timeline(&secret).await.iter().filter(|e| said_by(e, &r.bot.user_id)).count();
     assert_eq!(said, 1, "one refusal");
+    // A room whose encryption is turned on later is refused from then on.
+    let later = r.alice.create_room(&[&r.bot.user_id], false).await;
+    joined(&r.alice, &later, &r.bot.user_id).await;
+    r.alice.encrypt(&later).await;
+    let refusal = r.alice.wait_for(&later, "the refusal", |e| said_by(e, &r.bot.user_id)).await;
+    assert!(body(&refusal).contains("encrypted"), "{refusal}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,6 +250,67 @@ async fn a_homeserver_asking_to_slow_down_is_waited_out() {
     let card = r.card("Which library for date formatting?").await;
     assert_eq!(r.seeded(id(&card), 3).await, ["1️⃣", "2️⃣", "3️⃣"]);
     r.askgate.served().log_line("M_LIMIT_EXCEEDED").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn on_postgres_one_instance_syncs_until_it_is_killed() {
+    use crate::binary::{Served, write_config_on};
+    let database = crate::backend::TestDatabase::create().await;
+    let synapse = Synapse::shared();
+    let bot = synapse.register("askgate").await;
+    let alice = synapse.register("alice").await;
+    let section = format!(
+        "\n[channels.matrix]\ntoken_env = \"ASKGATE_TEST_MX_TOKEN\"\nhomeserver = \"{}\"\nuser_id = \"{}\"\n\
+         allowed_users = [\"{}\"]\n",
+        synapse.url, bot.user_id, alice.user_id
+    );
+    let env = [("ASKGATE_TEST_MX_TOKEN", bot.token.as_str())];
+    let start = || async {
+        let dir = tempfile::TempDir::new().unwrap();
+        let served = Served::start_with_env(&write_config_on(dir.path(), &database.url, &section), &env);
+        let line = served.log_line("web page on http://").await;
+        let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
+        served.log_line("askgate is ready").await;
+        (served, base, dir)
+    };
+    let leases = |base: String| async move {
+        let health: Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
+        health["leases"].as_array().cloned().unwrap_or_default()
+    };
+    let (mut a, a_base, _a_dir) = start().await;
+    within(Duration::from_secs(20), || async { leases(a_base.clone()).await == [json!("matrix:sync")] }).await;
+    let (b, b_base, _b_dir) = start().await;
+    assert!(leases(b_base.clone()).await.is_empty(), "one instance syncs at a time");
+    let room = alice.create_room(&[&bot.user_id], false).await;
+    joined(&alice, &room, &bot.user_id).await;
+    alice.send_text(&room, "/run demo").await;
+    let prompt = "Which library for date formatting?";
+    alice.wait_for(&room, "the card", |e| said_by(e, &bot.user_id) && body(e).contains(prompt)).await;
+
+    // A dies without a word; B takes the lease and syncs from where A kept its position.
+    a.child.kill().await.unwrap();
+    within(Duration::from_secs(30), || async { leases(b_base.clone()).await == [json!("matrix:sync")] }).await;
+    let marker = alice.send_text(&room, "/pending").await;
+    let mut after = false;
+    alice
+        .wait_for(&room, "B's answer to /pending", |e| {
+            after |= e["event_id"] == marker.as_str();
+            after && said_by(e, &bot.user_id)
+        })
+        .await;
+    // Before the marker (whose answer lists the question): one card, the message applied by
+    // one instance only.
+    let events = alice.timeline(&room).await;
+    let before = events.iter().take_while(|e| e["event_id"] != marker.as_str());
+    let cards = before.filter(|e| said_by(e, &bot.user_id) && body(e).contains(prompt)).count();
+    assert_eq!(cards, 1, "the run was started once");
+    assert_eq!(b.terminate().await.code(), Some(0));
 }
 
 /// Waits up to `limit` for `holds` (a homeserver's restart outlasts `eventually`'s 20 s).

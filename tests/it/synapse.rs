@@ -253,6 +253,12 @@ impl Account {
         made["room_id"].as_str().unwrap().to_owned()
     }
 
+    /// Turns end-to-end encryption on in `room` (it cannot be turned off).
+    pub async fn encrypt(&self, room: &str) {
+        let path = format!("/_matrix/client/v3/rooms/{}/state/m.room.encryption/", enc(room));
+        self.call(reqwest::Method::PUT, &path, Some(json!({"algorithm": "m.megolm.v1.aes-sha2"}))).await;
+    }
+
     pub async fn join(&self, room: &str) {
         let path = format!("/_matrix/client/v3/join/{}", enc(room));
         self.call(reqwest::Method::POST, &path, Some(json!({}))).await;

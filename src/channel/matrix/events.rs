@@ -33,10 +33,7 @@ pub enum Event {
         key: String,
     },
     /// A message askgate cannot read: the room is encrypted.
-    Encrypted {
-        /// The event's id.
-        id: String,
-    },
+    Encrypted,
 }
 
 /// The event askgate acts on in `event` (one of a room's timeline), if any; askgate's own
@@ -74,7 +71,7 @@ pub fn read(event: &Value, me: &str) -> Option<Event> {
             let key = relates["key"].as_str()?.to_owned();
             Some(Event::Reaction { id, sender, on, key })
         }
-        "m.room.encrypted" => Some(Event::Encrypted { id }),
+        "m.room.encrypted" => Some(Event::Encrypted),
         _ => None,
     }
 }
@@ -196,6 +193,6 @@ mod tests {
         assert!(encrypted(&invited));
         assert!(!encrypted(&json!({"timeline": {"events": []}})));
         let m = json!({"type": "m.room.encrypted", "event_id": "$e", "sender": "@alice:example.org", "content": {}});
-        assert_eq!(read(&m, ME), Some(Event::Encrypted { id: "$e".into() }));
+        assert_eq!(read(&m, ME), Some(Event::Encrypted));
     }
 }

@@ -175,13 +175,12 @@ impl Matrix {
         }
         for (room, joined) in rooms["join"].as_object().into_iter().flatten() {
             acted = true;
-            if events::encrypted(joined)
-                && let Ok(mut rooms) = self.encrypted.lock()
-            {
-                rooms.insert(room.clone());
-            }
             if first {
                 continue;
+            }
+            // A room whose encryption was turned on after askgate joined.
+            if events::encrypted(joined) {
+                self.refuse_encrypted(room, engine).await;
             }
             for event in joined["timeline"]["events"].as_array().into_iter().flatten() {
                 self.on_event(room, event, engine).await;
