@@ -57,3 +57,35 @@ fn is_id(id: &str, sigil: char) -> bool {
         .and_then(|rest| rest.split_once(':'))
         .is_some_and(|(local, server)| !local.is_empty() && !server.is_empty() && !id.contains(char::is_whitespace))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::config::Config;
+
+    fn checked(own: &str) -> Result<super::MatrixConfig, String> {
+        let text = format!("[channels.matrix]\ntoken_env = \"M\"\n{own}");
+        let config = Config::parse(&text, "c.toml", Path::new(".")).map_err(|e| e.to_string())?;
+        super::read(config.chat("matrix").unwrap()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_homeserver_and_the_bots_id_are_required_and_checked_where_they_are() {
+        let ok = checked(
+            "homeserver = \"https://m.example.org\"\nuser_id = \"@askgate:example.org\"\nrooms = [\"#ops:example.org\"]\n",
+        );
+        assert_eq!(ok.unwrap().rooms, ["#ops:example.org"]);
+        for (own, says) in [
+            ("user_id = \"@a:x\"\n", "`channels.matrix.homeserver`: set homeserver"),
+            ("homeserver = \"m.example.org\"\nuser_id = \"@a:x\"\n", "is not an http(s) URL"),
+            ("homeserver = \"https://m\"\n", "`channels.matrix.user_id`: set user_id"),
+            ("homeserver = \"https://m\"\nuser_id = \"askgate\"\n", "is not a Matrix id"),
+            ("homeserver = \"https://m\"\nuser_id = \"@a:x\"\nrooms = [\"ops\"]\n", "`channels.matrix.rooms`"),
+            ("homeserver = \"https://m\"\nuser_id = \"@a:x\"\npassword_env = \"P\"\n", "unknown field `password_env`"),
+        ] {
+            let err = checked(own).unwrap_err();
+            assert!(err.contains(says), "{own}: {err}");
+        }
+    }
+}
