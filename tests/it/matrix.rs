@@ -313,6 +313,25 @@ async fn on_postgres_one_instance_syncs_until_it_is_killed() {
     assert_eq!(b.terminate().await.code(), Some(0));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn what_was_said_while_askgate_was_stopped_is_applied_however_much_came_after() {
+    let mut r = Room::start(Synapse::shared()).await;
+    r.askgate.stop().await;
+    let run = r.alice.send_text(&r.room, "/run demo").await;
+    // More events after it than one sync's timeline holds (100): the sync is limited.
+    for n in 0..130 {
+        r.alice.react(&r.room, &run, &format!("seen {n}")).await;
+    }
+    r.askgate.start_again().await;
+    r.card("Which library for date formatting?").await;
+}
+
 /// Waits up to `limit` for `holds` (a homeserver's restart outlasts `eventually`'s 20 s).
 async fn within<F, Fut>(limit: Duration, mut holds: F)
 where

@@ -4,7 +4,7 @@
 //! matrix-sdk 0.18 without default features adds 121 crates, and with `e2e-encryption` it does
 //! not resolve at all (its crypto store's rusqlite wants libsqlite3-sys 0.35, askgate's pinned
 //! sqlx links 0.37); ruma's client API types add 33. askgate needs nine endpoints (whoami,
-//! sync, join, send, redact, relations, account data read and write, event), whose JSON it
+//! sync, join, send, redact, relations, messages, account data read and write), whose JSON it
 //! reads with serde_json like the platforms' tests do; this client adds none.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -182,6 +182,25 @@ impl Client {
         let path = ["_matrix", "client", "v1", "rooms", room, "relations", event, rel_type];
         let found = self.call(Method::GET, &path, &[("limit", "100")], None, CALL_TIMEOUT).await?;
         Ok(found["chunk"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// A page of `room`'s events going back from `from` to `to` (both sync positions), newest
+    /// first, with where the next page starts (none at `to`).
+    ///
+    /// # Errors
+    /// When the homeserver refuses or cannot be reached.
+    pub async fn messages_back(
+        &self,
+        room: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(Vec<Value>, Option<String>), ApiError> {
+        let path = ["_matrix", "client", "v3", "rooms", room, "messages"];
+        let query = [("dir", "b"), ("from", from), ("to", to), ("limit", "100")];
+        let page = self.call(Method::GET, &path, &query, None, CALL_TIMEOUT).await?;
+        let events = page["chunk"].as_array().cloned().unwrap_or_default();
+        let end = page["end"].as_str().filter(|_| !events.is_empty()).map(str::to_owned);
+        Ok((events, end))
     }
 
     /// The account's data of type `kind`; none when it has none.

@@ -3,13 +3,23 @@
 
 use serde_json::{Value, json};
 
-/// A message's content: `text` as its body, and as HTML with the first line bold.
+/// The most bytes of text and HTML together in one event: a homeserver refuses an event over
+/// 64 KiB, and askgate's longest card (a question's 16 KiB of detail and its options) fits
+/// twice with room to spare, but its HTML may not (every indent is `&nbsp;`s).
+const MAX_BYTES: usize = 48 * 1024;
+
+/// A message's content: `text` as its body, and as HTML with the first line bold (plain text
+/// alone when both would not fit in one event).
 pub fn message(msgtype: &str, text: &str) -> Value {
+    let html = html(text);
+    if text.len() + html.len() > MAX_BYTES {
+        return json!({"msgtype": msgtype, "body": text});
+    }
     json!({
         "msgtype": msgtype,
         "body": text,
         "format": "org.matrix.custom.html",
-        "formatted_body": html(text),
+        "formatted_body": html,
     })
 }
 
@@ -74,6 +84,13 @@ mod tests {
             m["formatted_body"],
             "<b>❓ &lt;b&gt;Which&lt;/b&gt;?</b><br>&nbsp;&nbsp;&nbsp;1. a &amp; b    /answer 0b6f 1"
         );
+    }
+
+    #[test]
+    fn a_card_too_long_for_both_is_plain_text_alone() {
+        let code: String = "       let x = 1;\n".repeat(2_000);
+        let m = message("m.text", &format!("❓ Read it?\n{code}"));
+        assert!(m.get("formatted_body").is_none() && m["body"].as_str().unwrap().ends_with("let x = 1;\n"));
     }
 
     #[test]

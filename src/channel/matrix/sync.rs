@@ -105,7 +105,7 @@ impl Matrix {
                         );
                     }
                     engine.delivery().set_channel_state("matrix", ChannelState::Up);
-                    let acted = self.apply(&batch, since.is_none(), engine).await;
+                    let acted = self.apply(&batch, since.as_deref(), engine).await;
                     let Some(next) = batch["next_batch"].as_str() else { continue };
                     if acted || since.is_none() {
                         self.keep_position(next).await;
@@ -164,9 +164,10 @@ impl Matrix {
         }
     }
 
-    /// Applies a batch: invites first, then each joined room's events in order. `first`: the
-    /// first sync ever, whose timelines are history. Whether it had rooms in it.
-    async fn apply(&self, batch: &Value, first: bool, engine: &Engine) -> bool {
+    /// Applies a batch: invites first, then each joined room's events in order. `since`: where
+    /// the batch starts; none for the first sync ever, whose timelines are history. Whether it
+    /// had rooms in it.
+    async fn apply(&self, batch: &Value, since: Option<&str>, engine: &Engine) -> bool {
         let rooms = &batch["rooms"];
         let mut acted = false;
         for (room, invited) in rooms["invite"].as_object().into_iter().flatten() {
@@ -175,18 +176,47 @@ impl Matrix {
         }
         for (room, joined) in rooms["join"].as_object().into_iter().flatten() {
             acted = true;
-            if first {
-                continue;
-            }
+            let Some(since) = since else { continue };
             // A room whose encryption was turned on after askgate joined.
             if events::encrypted(joined) {
                 self.refuse_encrypted(room, engine).await;
             }
-            for event in joined["timeline"]["events"].as_array().into_iter().flatten() {
+            let timeline = &joined["timeline"];
+            if timeline["limited"] == true
+                && let Some(gap) = timeline["prev_batch"].as_str()
+            {
+                for event in self.gap(room, gap, since).await {
+                    self.on_event(room, &event, engine).await;
+                }
+            }
+            for event in timeline["events"].as_array().into_iter().flatten() {
                 self.on_event(room, event, engine).await;
             }
         }
         acted
+    }
+
+    /// The events of `room` a limited timeline left out, between `since` and `from`, oldest
+    /// first (as many as the homeserver gives; what it cannot is logged).
+    async fn gap(&self, room: &str, from: &str, since: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        let mut next = Some(from.to_owned());
+        // At most 100 pages of 100 events: a gap longer than that is a room to read, not to act on.
+        for _ in 0..100 {
+            let Some(from) = next.take() else { break };
+            match self.client.messages_back(room, &from, since).await {
+                Ok((page, end)) => {
+                    events.extend(page);
+                    next = end;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, room, "could not read the events a sync left out; they are not applied");
+                    break;
+                }
+            }
+        }
+        events.reverse();
+        events
     }
 
     /// Joins `room` when an allowed user invited the bot; an encrypted room is told at once
