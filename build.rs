@@ -30,6 +30,9 @@ enum Probe {
     Node(&'static [(&'static str, &'static str)]),
     /// A small tmpfs mounted in a user and mount namespace of its own, as the full-disk test does.
     UserNamespaces,
+    /// A Python program that the python of a virtual environment `.ci/run` makes in its folder
+    /// (`~/.cache/askgate-ci/<name>`) runs without an error.
+    Venv(&'static str, &'static str),
 }
 
 /// A Python check that the installed distribution `$package` is at `$version`.
@@ -122,6 +125,16 @@ const TOOLS: &[Tool] = &[
         reason: "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)",
     },
     Tool {
+        cfg: "no_synapse",
+        probes: &[Probe::Venv(
+            "synapse-venv",
+            concat!("import synapse.app.homeserver; ", python_version!("matrix-synapse", "1.163.2")),
+        )],
+        reason: "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+                 ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+                 matrix-synapse==1.163.2 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_user_namespaces",
         probes: &[Probe::UserNamespaces, Probe::Says(&["nsenter", "--version"], "nsenter")],
         reason: "needs unprivileged user and mount namespaces (unshare --user --map-root-user --mount): allow them \
@@ -179,7 +192,7 @@ fn tools() {
     // Installing or removing a tool changes a folder on the PATH, Debian's /usr/bin, python3's
     // scripts folder (pip puts each package's commands there) or `.ci/run`'s Node folder.
     let mut watched: Vec<PathBuf> = path().collect();
-    watched.extend([PathBuf::from("/usr/bin"), ci_node_modules().join(".bin")]);
+    watched.extend([PathBuf::from("/usr/bin"), ci_node_modules().join(".bin"), ci_cache()]);
     watched.extend(python_output("import sysconfig; print(sysconfig.get_paths()['scripts'])").map(PathBuf::from));
     watched.sort();
     watched.dedup();
@@ -214,6 +227,10 @@ fn found(probe: &Probe) -> bool {
                 manifest.contains(&format!("\"version\":\"{version}\""))
             })
         }),
+        Probe::Venv(name, program) => {
+            let python = ci_cache().join(name).join("bin/python");
+            Command::new(python).args(["-c", program]).output().is_ok_and(|o| o.status.success())
+        }
         Probe::UserNamespaces => {
             let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("tmpfs");
             let _ = std::fs::create_dir_all(&out);
@@ -243,14 +260,19 @@ fn path() -> impl Iterator<Item = PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect::<Vec<_>>().into_iter()
 }
 
-/// The `node_modules` folder `.ci/run` installs the Node tools into.
-fn ci_node_modules() -> PathBuf {
+/// The folder `.ci/run` installs tools into: `${XDG_CACHE_HOME:-~/.cache}/askgate-ci`.
+fn ci_cache() -> PathBuf {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
         .unwrap_or_default();
-    cache.join("askgate-ci/node_modules")
+    cache.join("askgate-ci")
+}
+
+/// The `node_modules` folder `.ci/run` installs the Node tools into.
+fn ci_node_modules() -> PathBuf {
+    ci_cache().join("node_modules")
 }
 
 /// Every `node_modules` whose `.bin` is on the PATH, then `.ci/run`'s.

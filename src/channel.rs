@@ -12,6 +12,8 @@
 pub mod console;
 pub mod discord;
 pub mod email;
+pub mod matrix;
+pub mod reactions;
 pub mod slack;
 pub mod telegram;
 pub mod web;
@@ -25,7 +27,8 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] = &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform];
+pub const PLATFORMS: &[&dyn Component] =
+    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {

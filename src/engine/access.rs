@@ -59,7 +59,7 @@ impl Access {
     pub fn admits(&self, user: &UserRef) -> bool {
         match self {
             Self::Nobody => false,
-            Self::Only(users) => users.iter().any(|listed| listed == user || at_domain(listed, user)),
+            Self::Only(users) => users.iter().any(|allowed| allowed == user || matches_wildcard(allowed, user)),
             Self::Anyone => true,
         }
     }
@@ -73,13 +73,20 @@ impl Access {
     }
 }
 
-/// Whether `listed` is `<channel>:*@<domain>` and `user` an address of that channel at that
-/// domain (the domain compared without case).
-fn at_domain(listed: &UserRef, user: &UserRef) -> bool {
-    let Some((channel, domain)) = listed.as_str().split_once(":*@") else { return false };
-    let id = user.as_str().strip_prefix(channel).and_then(|rest| rest.strip_prefix(':'));
-    id.and_then(|id| id.rsplit_once('@'))
-        .is_some_and(|(local, at)| !local.is_empty() && at.eq_ignore_ascii_case(domain))
+/// Whether `allowed` is a pattern of one channel's users that `user` fits: its id part
+/// starts with `*`, which stands for any start, and the rest ends the id, compared without
+/// ASCII case as domains are (`matrix:*:example.org`: everyone on that server;
+/// `email:*@example.org`: every address at that domain).
+fn matches_wildcard(allowed: &UserRef, user: &UserRef) -> bool {
+    let (Some((channel, pattern)), Some((theirs, id))) =
+        (allowed.as_str().split_once(':'), user.as_str().split_once(':'))
+    else {
+        return false;
+    };
+    let Some(end) = pattern.strip_prefix('*') else { return false };
+    channel == theirs
+        && id.len() > end.len()
+        && id.get(id.len() - end.len()..).is_some_and(|tail| tail.eq_ignore_ascii_case(end))
 }
 
 impl fmt::Display for Access {
@@ -370,6 +377,17 @@ mod tests {
         assert_eq!(policy_key(&c("webhook:sms:+1555")), "webhook:sms");
         assert_eq!(policy_key(&c("telegram:-100:7")), "telegram");
         assert_eq!(section("webhook:sms"), "channels.webhook.sms");
+    }
+
+    #[test]
+    fn a_star_at_the_start_of_an_id_lets_in_everyone_it_ends_like() {
+        let u = |s: &str| UserRef::parse(s).unwrap();
+        let server = Access::from_users(vec![u("matrix:*:example.org")], false);
+        assert!(server.admits(&u("matrix:@alice:example.org")));
+        assert!(!server.admits(&u("matrix:@alice:example.org.evil")));
+        assert!(!server.admits(&u("matrix:@alice:other.org")));
+        assert!(!server.admits(&u("telegram:@alice:example.org")), "another channel's");
+        assert!(!server.admits(&u("matrix::example.org")), "the star stands for something");
     }
 
     #[test]

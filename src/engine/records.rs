@@ -78,6 +78,23 @@ impl Records {
         Ok(self.store.question(id).await?.and_then(|q| q.conversation))
     }
 
+    /// The question whose card is message `message` in `chat` of `surface` (not a prompt
+    /// or a note askgate sent about it): what a reaction on that message is about.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn card_question(
+        &self,
+        surface: crate::question::Surface,
+        chat: &str,
+        message: &str,
+    ) -> Result<Option<Question>, StoreError> {
+        match self.store.question_for_card(surface, chat, message).await? {
+            Some((id, crate::store::DeliveryRole::Card)) => self.store.question(id).await,
+            _ => Ok(None),
+        }
+    }
+
     /// The question behind a card's button, when `user` may still act on it in
     /// `conversation`: the one check for buttons that change only the card or ask for the
     /// next message. Answers themselves are checked again by the claim.

@@ -9,6 +9,7 @@ mod console;
 mod discord;
 pub mod driver;
 pub mod email;
+pub mod matrix;
 mod page;
 mod slack;
 mod telegram;
@@ -34,6 +35,13 @@ macro_rules! on_every_channel {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn slack() {
                     super::$name(Box::new(super::slack::Slack::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(no_synapse, ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+                    ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+                    matrix-synapse==1.163.2 (or run .ci/run)")]
+                async fn matrix() {
+                    super::$name(Box::new(super::matrix::Matrix::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
@@ -178,7 +186,7 @@ async fn a_duplicate_tap_applies_once(d: Box<dyn Driver>) {
     the_demo_went_on_once(&*d).await;
 }
 
-async fn a_redelivered_update_applies_once(d: Box<dyn Driver>) {
+async fn a_redelivered_update_applies_once(mut d: Box<dyn Driver>) {
     let start = d.say(Who::Person, "/run demo").await;
     let card = d.card("Which library for date formatting?").await;
     if d.redelivers_messages() {

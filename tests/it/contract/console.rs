@@ -71,7 +71,7 @@ impl Driver for Console {
         eventually(|| async { (self.lines().len() > before).then_some(()) }).await;
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         let (_, typed) = delivered.0.split_once(' ').unwrap();
         self.askgate.type_line(typed).await;
     }

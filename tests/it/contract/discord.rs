@@ -107,7 +107,7 @@ impl Driver for Discord {
         }
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         let words: Vec<&str> = delivered.0.splitn(5, ' ').collect();
         let [_, interaction, user, message, custom_id] = words[..] else { panic!("not a tap: {delivered:?}") };
         let (interaction, user, message) =

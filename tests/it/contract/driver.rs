@@ -72,7 +72,7 @@ pub trait Driver: Send + Sync {
     async fn handled(&self, delivered: &Delivered);
 
     /// The platform delivers `delivered` once more.
-    async fn redeliver(&self, delivered: &Delivered);
+    async fn redeliver(&mut self, delivered: &Delivered);
 
     /// Whether this driver can deliver a typed message once more as the platform would (the
     /// same update). The console and the page have no redelivery: a second line or request is
@@ -158,8 +158,18 @@ impl Askgate {
 
     /// SIGTERM, then the same config again.
     pub async fn restart(&mut self) {
+        self.stop().await;
+        self.start_again().await;
+    }
+
+    /// SIGTERM: askgate stops cleanly.
+    pub async fn stop(&mut self) {
         let old = self.served.take().expect("askgate runs");
         assert_eq!(old.terminate().await.code(), Some(0));
+    }
+
+    /// Starts askgate again after [`Askgate::stop`], on the same config.
+    pub async fn start_again(&mut self) {
         let mut served = serve(&self.config, &self.env);
         (self.base, _) = served.api(self.dir.path()).await;
         served.log_line("askgate is ready").await;

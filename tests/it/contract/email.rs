@@ -132,7 +132,7 @@ impl Driver for Email {
         true
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         self.server.deliver(ASKGATE, delivered.0.as_bytes()).await;
         let id = id_of(delivered);
         // Both copies read: each is marked \Seen.

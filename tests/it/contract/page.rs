@@ -116,7 +116,7 @@ impl Driver for Page {
         // Each request is answered once askgate has handled it.
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         let (person, payload) = delivered.0.split_once(' ').unwrap();
         let (path, body) = payload.split_once(' ').unwrap();
         let who = if person == "true" { Who::Person } else { Who::Stranger };

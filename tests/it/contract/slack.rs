@@ -124,7 +124,7 @@ impl Driver for Slack {
         }
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         let mut words = delivered.0.splitn(3, ' ');
         let (kind, id, payload) = (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
         assert_eq!(kind, "tap", "taps are redelivered here");

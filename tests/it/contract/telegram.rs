@@ -100,7 +100,7 @@ impl Driver for Telegram {
         true
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         let update = delivered.0.split_whitespace().nth(1).unwrap().parse().unwrap();
         self.fake.redeliver(update);
     }

@@ -89,7 +89,7 @@ impl Driver for Webhook {
         true
     }
 
-    async fn redeliver(&self, delivered: &Delivered) {
+    async fn redeliver(&mut self, delivered: &Delivered) {
         // Signed anew, as a bridge does when it sends again: a signature is taken once.
         self.post(&serde_json::from_str(&delivered.0).unwrap(), 1).await;
     }
