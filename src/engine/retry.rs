@@ -7,6 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
+use tokio_util::sync::CancellationToken;
 
 /// Whether a failed call may succeed if tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +68,14 @@ where
         })
         .notify(|e, pause| tracing::info!(error = %e, "trying again in {} ms", pause.as_millis()))
         .await
+}
+
+/// Sleeps for `wait` between a loop's tries; `Err` when `stop` fired first (the loop ends).
+pub async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), ()> {
+    tokio::select! {
+        () = tokio::time::sleep(wait) => Ok(()),
+        () = stop.cancelled() => Err(()),
+    }
 }
 
 /// Pauses for a loop that tries again for as long as askgate runs: `first`, doubling, at most

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::ApiError;
 use super::{Matrix, StartError, events};
+use crate::engine::retry::pause;
 use crate::engine::{ChannelState, Engine};
 
 /// The account data type holding the sync position.
@@ -249,14 +250,6 @@ impl Matrix {
 fn backoff(failures: u32) -> Duration {
     let nth = usize::try_from(failures.saturating_sub(1).min(16)).unwrap_or(16);
     crate::engine::retry::pauses(Duration::from_secs(1), MAX_BACKOFF).nth(nth).unwrap_or(MAX_BACKOFF)
-}
-
-/// Sleeps for `wait`; `Err` when `stop` fired first.
-async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), ()> {
-    tokio::select! {
-        () = tokio::time::sleep(wait) => Ok(()),
-        () = stop.cancelled() => Err(()),
-    }
 }
 
 #[cfg(test)]

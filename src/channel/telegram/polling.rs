@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::Telegram;
 use crate::engine::ChannelState;
 use crate::engine::Engine;
+use crate::engine::retry::pause;
 
 /// How many failed polls in a row mark the channel down: one lost poll is a blip, not an outage.
 const DOWN_AFTER: u32 = 3;
@@ -155,14 +156,6 @@ impl Telegram {
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "could not read the webhook settings"),
         }
-    }
-}
-
-/// Sleeps for `wait`; `Err` when `stop` fired first.
-async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), ()> {
-    tokio::select! {
-        () = tokio::time::sleep(wait) => Ok(()),
-        () = stop.cancelled() => Err(()),
     }
 }
 
