@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 /// The homeserver's name: users are `@name:askgate.test`.
 pub const SERVER: &str = "askgate.test";
 const SECRET: &str = "askgate-test-registration";
+/// Every account's password.
+pub const PASSWORD: &str = "correct horse battery staple";
 
 /// The virtual environment `.ci/run` installs Synapse into.
 pub fn venv() -> PathBuf {
@@ -138,7 +140,7 @@ impl Synapse {
         let url = format!("{}/_synapse/admin/v1/register", self.url);
         let nonce: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
         let nonce = nonce["nonce"].as_str().unwrap();
-        let password = "correct horse battery staple";
+        let password = PASSWORD;
         let mut mac = Hmac::<sha1::Sha1>::new_from_slice(SECRET.as_bytes()).unwrap();
         mac.update(format!("{nonce}\0{username}\0{password}\0notadmin").as_bytes());
         let mac = hex::encode(mac.finalize().into_bytes());
@@ -372,6 +374,16 @@ impl Account {
     pub async fn account_data(&self, kind: &str) -> Value {
         let path = format!("/_matrix/client/v3/user/{}/account_data/{kind}", enc(&self.user_id));
         self.call(reqwest::Method::GET, &path, None).await
+    }
+
+    /// The ids of the account's devices but the one this token is, sorted.
+    pub async fn other_devices(&self) -> Vec<String> {
+        let me = self.call(reqwest::Method::GET, "/_matrix/client/v3/account/whoami", None).await;
+        let devices = self.call(reqwest::Method::GET, "/_matrix/client/v3/devices", None).await;
+        let ids = devices["devices"].as_array().unwrap().iter().map(|d| d["device_id"].as_str().unwrap().to_owned());
+        let mut ids: Vec<String> = ids.filter(|id| *id != me["device_id"]).collect();
+        ids.sort();
+        ids
     }
 }
 
