@@ -398,6 +398,25 @@ async fn a_wrong_password_stops_the_channel_naming_password_env() {
     assert!(bot.other_devices().await.is_empty(), "no device for a refused login");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn a_login_the_homeserver_rate_limits_is_waited_out() {
+    // One login, then one every 4 s: the restart's login is asked to wait.
+    let synapse = Synapse::limiting_logins(0.25, 1);
+    let (bot, alice) = (synapse.register("askgate").await, synapse.register("alice").await);
+    let mut askgate = start_with_password(&synapse, &bot, &alice.user_id, PASSWORD).await;
+    askgate.served().log_line("matrix connected").await;
+    askgate.restart().await;
+    askgate.served().log_line("M_LIMIT_EXCEEDED").await;
+    askgate.served().log_line("matrix connected").await;
+    assert_eq!(bot.other_devices().await, ["ASKGATE"]);
+}
+
 #[tokio::test]
 async fn a_token_and_a_password_both_or_neither_are_refused_by_check_naming_both_keys() {
     use crate::binary::{BIN, write_config};

@@ -49,7 +49,7 @@ impl Synapse {
         SHARED.get_or_init(|| {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let mut synapse = Self::start(true, FAST);
+                let mut synapse = Self::start(true, FAST, FAST);
                 let child = synapse.child.take();
                 tx.send(synapse).unwrap();
                 if let Some(mut child) = child {
@@ -62,19 +62,25 @@ impl Synapse {
 
     /// A Synapse of the calling test's own, stopped when dropped.
     pub fn dedicated() -> Synapse {
-        Self::start(false, FAST)
+        Self::start(false, FAST, FAST)
     }
 
     /// A Synapse of the calling test's own that lets each account send `per_second` events a
     /// second after a burst of `burst` (`M_LIMIT_EXCEEDED` beyond).
     pub fn limited(per_second: f64, burst: u32) -> Synapse {
-        Self::start(false, &format!("{{per_second: {per_second}, burst_count: {burst}}}"))
+        Self::start(false, &format!("{{per_second: {per_second}, burst_count: {burst}}}"), FAST)
     }
 
-    fn start(die_with_parent: bool, messages: &str) -> Synapse {
+    /// A Synapse of the calling test's own that lets each account log in `per_second` times a
+    /// second after a burst of `burst` (`M_LIMIT_EXCEEDED` beyond).
+    pub fn limiting_logins(per_second: f64, burst: u32) -> Synapse {
+        Self::start(false, FAST, &format!("{{per_second: {per_second}, burst_count: {burst}}}"))
+    }
+
+    fn start(die_with_parent: bool, messages: &str, logins: &str) -> Synapse {
         let dir = tempfile::TempDir::new().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        write_config(dir.path(), port, messages);
+        write_config(dir.path(), port, messages, logins);
         let url = format!("http://127.0.0.1:{port}");
         let mut synapse = Synapse { url, child: None, dir };
         synapse.spawn(die_with_parent);
@@ -176,8 +182,9 @@ fn answers(url: &str) -> bool {
 /// A rate limit out of the way: tests act faster than people.
 const FAST: &str = "{per_second: 10000, burst_count: 10000}";
 
-/// Synapse's configuration in `dir`, listening on `port`, sending `messages` fast.
-fn write_config(dir: &Path, port: u16, messages: &str) {
+/// Synapse's configuration in `dir`, listening on `port`, sending messages and logging in as
+/// fast as `messages` and `logins` let.
+fn write_config(dir: &Path, port: u16, messages: &str, logins: &str) {
     let d = dir.display();
     let fast = FAST;
     let config = format!(
@@ -200,7 +207,7 @@ fn write_config(dir: &Path, port: u16, messages: &str) {
          use_presence: false\n\
          rc_message: {messages}\n\
          rc_registration: {fast}\n\
-         rc_login:\n  address: {fast}\n  account: {fast}\n  failed_attempts: {fast}\n\
+         rc_login:\n  address: {fast}\n  account: {logins}\n  failed_attempts: {fast}\n\
          rc_joins:\n  local: {fast}\n  remote: {fast}\n\
          rc_invites:\n  per_room: {fast}\n  per_user: {fast}\n  per_issuer: {fast}\n\
          rc_admin_redaction: {fast}\n"

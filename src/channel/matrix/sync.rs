@@ -59,8 +59,8 @@ impl Matrix {
                         ApiError::Limited(Some(after)) => *after,
                         _ => backoff(failures),
                     };
-                    tracing::warn!(error = %e, "matrix is not reachable; retrying in {}s", wait.as_secs());
-                    state(ChannelState::Down(format!("the homeserver cannot be reached ({e}); retrying")));
+                    tracing::warn!(error = %e, "could not sign in to matrix; retrying in {}s", wait.as_secs());
+                    state(ChannelState::Down(format!("signing in: {e}; retrying")));
                     if pause(wait, &stop).await.is_err() {
                         return Ok(());
                     }
