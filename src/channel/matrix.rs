@@ -41,8 +41,18 @@ pub struct Matrix {
     me: String,
     /// Rooms joined at start.
     rooms: Vec<String>,
+    /// The variable `password_env` names and the account's password in it, when askgate logs
+    /// in with that rather than being given an access token.
+    password: Option<(String, String)>,
     clock: Clock,
 }
+
+/// The device askgate logs in on with a password: always the same, so a restart (or another
+/// instance) takes up the device it had rather than adding a new one to the account each
+/// start. The account is the bot's own, so one fixed name is enough; a login on a device that
+/// exists gives a new token and leaves the device's other tokens working, so instances sharing
+/// the account do not log each other out.
+const DEVICE: &str = "ASKGATE";
 
 /// Why the channel could not start.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +63,17 @@ pub enum StartError {
     /// The homeserver refused the token.
     #[error("the homeserver refused the access token")]
     Token(#[source] ApiError),
+    /// The homeserver refused the password.
+    #[error("the homeserver refused the password of channels.matrix.password_env (`{variable}`) for {user}")]
+    Password {
+        /// The variable holding it.
+        variable: String,
+        /// The account.
+        user: String,
+        /// The homeserver's refusal.
+        #[source]
+        source: ApiError,
+    },
     /// The token is another account's than `user_id`.
     #[error("the access token is {actual}'s, not {configured}'s (channels.matrix.user_id)")]
     OtherAccount {
@@ -64,13 +85,19 @@ pub enum StartError {
 }
 
 impl Matrix {
-    /// The channel, ready to send; nothing is sent until it is used.
+    /// The channel, signing in with `secret` (the value of the variable `config` names), ready
+    /// to send once it serves; nothing is sent until it is used.
     ///
     /// # Errors
     /// A homeserver URL that is not one.
-    pub fn new(config: &config::MatrixConfig, token: String, clock: Clock) -> Result<Arc<Self>, StartError> {
+    pub fn new(config: &config::MatrixConfig, secret: String, clock: Clock) -> Result<Arc<Self>, StartError> {
+        let (token, password) = match &config.secret {
+            config::Secret::Token(_) => (secret, None),
+            config::Secret::Password(variable) => (String::new(), Some((variable.clone(), secret))),
+        };
         let client = Client::new(&config.homeserver, token, clock.now_ms()).map_err(StartError::Client)?;
-        Ok(Arc::new(Self { client, me: config.user_id.clone(), rooms: config.rooms.clone(), clock }))
+        let (me, rooms) = (config.user_id.clone(), config.rooms.clone());
+        Ok(Arc::new(Self { client, me, rooms, password, clock }))
     }
 
     /// Applies one event of `room`'s timeline.

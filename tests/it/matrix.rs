@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::contract::driver::Askgate;
 use crate::contract::matrix::{joined, said_by, start_askgate};
-use crate::synapse::{Account, Synapse, body};
+use crate::synapse::{Account, PASSWORD, Synapse, body};
 
 /// The bot, a person allowed to start runs, a stranger in the same room, and askgate serving.
 struct Room {
@@ -330,6 +330,118 @@ async fn what_was_said_while_askgate_was_stopped_is_applied_however_much_came_af
     }
     r.askgate.start_again().await;
     r.card("Which library for date formatting?").await;
+}
+
+/// askgate with `[channels.matrix]` signing in as `bot` with `password` (`password_env`),
+/// letting `allowed` start runs; started, not waited for.
+async fn start_with_password(synapse: &Synapse, bot: &Account, allowed: &str, password: &str) -> Askgate {
+    let channel = format!(
+        "\n[channels.matrix]\npassword_env = \"ASKGATE_TEST_MX_PASSWORD\"\nhomeserver = \"{}\"\nuser_id = \"{}\"\n\
+         allowed_users = [\"{allowed}\"]\n",
+        synapse.url, bot.user_id
+    );
+    Askgate::start(&channel, &[("ASKGATE_TEST_MX_PASSWORD", password)]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn a_bot_logging_in_with_its_password_answers_and_keeps_its_one_device_across_restarts() {
+    let synapse = Synapse::shared();
+    let (bot, alice) = (synapse.register("askgate").await, synapse.register("alice").await);
+    // The registration's device is the test's (`bot` acts with its token); askgate has its own.
+    assert!(bot.other_devices().await.is_empty());
+    let mut askgate = start_with_password(synapse, &bot, &alice.user_id, PASSWORD).await;
+    askgate.served().log_line("matrix connected").await;
+    assert_eq!(bot.other_devices().await, ["ASKGATE"]);
+    let room = alice.create_room(&[&bot.user_id], false).await;
+    joined(&alice, &room, &bot.user_id).await;
+    alice.send_text(&room, "/run demo").await;
+    let is_card = |prompt: &'static str| {
+        let bot = bot.user_id.clone();
+        move |e: &Value| said_by(e, &bot) && body(e).contains(prompt)
+    };
+    let card = alice.wait_for(&room, "the card", is_card("Which library for date formatting?")).await;
+    alice.react(&room, id(&card), "2️⃣").await;
+    let confirm = alice.wait_for(&room, "the confirm", is_card("Archive all 87 emails?")).await;
+    // Restarted mid-run: it logs in again on the same device, and the reaction resumes the run.
+    askgate.restart().await;
+    askgate.served().log_line("matrix connected").await;
+    assert_eq!(bot.other_devices().await, ["ASKGATE"], "a restart adds no device");
+    alice.react(&room, id(&confirm), "👍").await;
+    alice
+        .wait_for(&room, "the run's reply", |e| body(e).contains("Using date-fns for dates; archived 87 emails."))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn a_wrong_password_stops_the_channel_naming_password_env() {
+    let synapse = Synapse::shared();
+    let bot = synapse.register("askgate").await;
+    let askgate = start_with_password(synapse, &bot, "*", "not the password").await;
+    let line = askgate.served().log_line("refused the password").await;
+    assert!(line.contains("channels.matrix.password_env") && line.contains("ASKGATE_TEST_MX_PASSWORD"), "{line}");
+    assert!(line.contains("M_FORBIDDEN"), "the homeserver's words: {line}");
+    let health: Value = reqwest::get(format!("{}/healthz", askgate.base)).await.unwrap().json().await.unwrap();
+    let state = health["channels"]["matrix"].as_str().unwrap();
+    assert!(state.starts_with("down: stopped: the homeserver refused the password"), "{state}");
+    assert!(bot.other_devices().await.is_empty(), "no device for a refused login");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    no_synapse,
+    ignore = "needs Synapse 1.163.2 in ~/.cache/askgate-ci/synapse-venv: python3 -m venv \
+              ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
+              matrix-synapse==1.163.2 (or run .ci/run)"
+)]
+async fn a_login_the_homeserver_rate_limits_is_waited_out() {
+    // One login, then one every 4 s: the restart's login is asked to wait.
+    let synapse = Synapse::limiting_logins(0.25, 1);
+    let (bot, alice) = (synapse.register("askgate").await, synapse.register("alice").await);
+    let mut askgate = start_with_password(&synapse, &bot, &alice.user_id, PASSWORD).await;
+    askgate.served().log_line("matrix connected").await;
+    askgate.restart().await;
+    askgate.served().log_line("M_LIMIT_EXCEEDED").await;
+    askgate.served().log_line("matrix connected").await;
+    assert_eq!(bot.other_devices().await, ["ASKGATE"]);
+}
+
+#[tokio::test]
+async fn a_token_and_a_password_both_or_neither_are_refused_by_check_naming_both_keys() {
+    use crate::binary::{BIN, write_config};
+    let dir = tempfile::TempDir::new().unwrap();
+    let account = "homeserver = \"https://m.example.org\"\nuser_id = \"@askgate:example.org\"\n";
+    for (keys, says) in [
+        (
+            "token_env = \"T\"\npassword_env = \"P\"\n",
+            "`channels.matrix.password_env`: set token_env or password_env, not both",
+        ),
+        (
+            "",
+            "`channels.matrix.token_env`: set token_env (the variable holding the bot's access token) or password_env",
+        ),
+    ] {
+        let config = write_config(dir.path(), &format!("\n[channels.matrix]\n{account}{keys}"));
+        let out = tokio::process::Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{keys}: {err}");
+        assert!(err.contains(says), "{keys}: {err}");
+    }
+    let config = write_config(dir.path(), &format!("\n[channels.matrix]\n{account}password_env = \"P\"\n"));
+    let out = tokio::process::Command::new(BIN).args(["check", "--config"]).arg(&config).output().await.unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("P is unset"), "the password's variable is the one it needs: {report}");
 }
 
 /// Waits up to `limit` for `holds` (a homeserver's restart outlasts `eventually`'s 20 s).

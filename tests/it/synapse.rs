@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 /// The homeserver's name: users are `@name:askgate.test`.
 pub const SERVER: &str = "askgate.test";
 const SECRET: &str = "askgate-test-registration";
+/// Every account's password.
+pub const PASSWORD: &str = "correct horse battery staple";
 
 /// The virtual environment `.ci/run` installs Synapse into.
 pub fn venv() -> PathBuf {
@@ -47,7 +49,7 @@ impl Synapse {
         SHARED.get_or_init(|| {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let mut synapse = Self::start(true, FAST);
+                let mut synapse = Self::start(true, FAST, FAST);
                 let child = synapse.child.take();
                 tx.send(synapse).unwrap();
                 if let Some(mut child) = child {
@@ -60,19 +62,25 @@ impl Synapse {
 
     /// A Synapse of the calling test's own, stopped when dropped.
     pub fn dedicated() -> Synapse {
-        Self::start(false, FAST)
+        Self::start(false, FAST, FAST)
     }
 
     /// A Synapse of the calling test's own that lets each account send `per_second` events a
     /// second after a burst of `burst` (`M_LIMIT_EXCEEDED` beyond).
     pub fn limited(per_second: f64, burst: u32) -> Synapse {
-        Self::start(false, &format!("{{per_second: {per_second}, burst_count: {burst}}}"))
+        Self::start(false, &format!("{{per_second: {per_second}, burst_count: {burst}}}"), FAST)
     }
 
-    fn start(die_with_parent: bool, messages: &str) -> Synapse {
+    /// A Synapse of the calling test's own that lets each account log in `per_second` times a
+    /// second after a burst of `burst` (`M_LIMIT_EXCEEDED` beyond).
+    pub fn limiting_logins(per_second: f64, burst: u32) -> Synapse {
+        Self::start(false, FAST, &format!("{{per_second: {per_second}, burst_count: {burst}}}"))
+    }
+
+    fn start(die_with_parent: bool, messages: &str, logins: &str) -> Synapse {
         let dir = tempfile::TempDir::new().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        write_config(dir.path(), port, messages);
+        write_config(dir.path(), port, messages, logins);
         let url = format!("http://127.0.0.1:{port}");
         let mut synapse = Synapse { url, child: None, dir };
         synapse.spawn(die_with_parent);
@@ -138,7 +146,7 @@ impl Synapse {
         let url = format!("{}/_synapse/admin/v1/register", self.url);
         let nonce: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
         let nonce = nonce["nonce"].as_str().unwrap();
-        let password = "correct horse battery staple";
+        let password = PASSWORD;
         let mut mac = Hmac::<sha1::Sha1>::new_from_slice(SECRET.as_bytes()).unwrap();
         mac.update(format!("{nonce}\0{username}\0{password}\0notadmin").as_bytes());
         let mac = hex::encode(mac.finalize().into_bytes());
@@ -174,8 +182,9 @@ fn answers(url: &str) -> bool {
 /// A rate limit out of the way: tests act faster than people.
 const FAST: &str = "{per_second: 10000, burst_count: 10000}";
 
-/// Synapse's configuration in `dir`, listening on `port`, sending `messages` fast.
-fn write_config(dir: &Path, port: u16, messages: &str) {
+/// Synapse's configuration in `dir`, listening on `port`, sending messages and logging in as
+/// fast as `messages` and `logins` let.
+fn write_config(dir: &Path, port: u16, messages: &str, logins: &str) {
     let d = dir.display();
     let fast = FAST;
     let config = format!(
@@ -198,7 +207,7 @@ fn write_config(dir: &Path, port: u16, messages: &str) {
          use_presence: false\n\
          rc_message: {messages}\n\
          rc_registration: {fast}\n\
-         rc_login:\n  address: {fast}\n  account: {fast}\n  failed_attempts: {fast}\n\
+         rc_login:\n  address: {fast}\n  account: {logins}\n  failed_attempts: {fast}\n\
          rc_joins:\n  local: {fast}\n  remote: {fast}\n\
          rc_invites:\n  per_room: {fast}\n  per_user: {fast}\n  per_issuer: {fast}\n\
          rc_admin_redaction: {fast}\n"
@@ -372,6 +381,16 @@ impl Account {
     pub async fn account_data(&self, kind: &str) -> Value {
         let path = format!("/_matrix/client/v3/user/{}/account_data/{kind}", enc(&self.user_id));
         self.call(reqwest::Method::GET, &path, None).await
+    }
+
+    /// The ids of the account's devices but the one this token is, sorted.
+    pub async fn other_devices(&self) -> Vec<String> {
+        let me = self.call(reqwest::Method::GET, "/_matrix/client/v3/account/whoami", None).await;
+        let devices = self.call(reqwest::Method::GET, "/_matrix/client/v3/devices", None).await;
+        let ids = devices["devices"].as_array().unwrap().iter().map(|d| d["device_id"].as_str().unwrap().to_owned());
+        let mut ids: Vec<String> = ids.filter(|id| *id != me["device_id"]).collect();
+        ids.sort();
+        ids
     }
 }
 

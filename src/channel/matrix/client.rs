@@ -3,10 +3,11 @@
 //! Why not matrix-sdk or ruma: measured against askgate's 499 crates (`cargo tree -e normal`),
 //! matrix-sdk 0.18 without default features adds 121 crates, and with `e2e-encryption` it does
 //! not resolve at all (its crypto store's rusqlite wants libsqlite3-sys 0.35, askgate's pinned
-//! sqlx links 0.37); ruma's client API types add 33. askgate needs nine endpoints (whoami,
+//! sqlx links 0.37); ruma's client API types add 33. askgate needs ten endpoints (login, whoami,
 //! sync, join, send, redact, relations, messages, account data read and write), whose JSON it
 //! reads with serde_json like the platforms' tests do; this client adds none.
 
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -48,11 +49,12 @@ impl ApiError {
     }
 }
 
-/// A client of one homeserver, as one account (its access token).
+/// A client of one homeserver, as one account (its access token: the configured one, or the
+/// one a password login gave).
 pub struct Client {
     http: reqwest::Client,
     base: Url,
-    token: String,
+    token: RwLock<String>,
     /// Transaction ids: unique across restarts (the start time) and within one (the count).
     txn_prefix: String,
     txn: AtomicU64,
@@ -72,7 +74,7 @@ impl Client {
             return Err(format!("`{base}` is not an http(s) URL"));
         }
         let http = reqwest::Client::builder().build().map_err(|e| e.to_string())?;
-        Ok(Self { http, base, token, txn_prefix: format!("ag{now_ms}-"), txn: AtomicU64::new(0) })
+        Ok(Self { http, base, token: RwLock::new(token), txn_prefix: format!("ag{now_ms}-"), txn: AtomicU64::new(0) })
     }
 
     /// A new transaction id, for one event sent (the same on its retries).
@@ -97,8 +99,11 @@ impl Client {
         body: Option<&Value>,
         timeout: Duration,
     ) -> Result<Value, ApiError> {
-        let mut request =
-            self.http.request(method, self.url(segments)).bearer_auth(&self.token).query(query).timeout(timeout);
+        let mut request = self.http.request(method, self.url(segments)).query(query).timeout(timeout);
+        let token = self.token.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if !token.is_empty() {
+            request = request.bearer_auth(token);
+        }
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -120,6 +125,29 @@ impl Client {
         }
         let error = body["error"].as_str().unwrap_or_default().to_owned();
         Err(ApiError::Refused { status: status.as_u16(), errcode, error })
+    }
+
+    /// Logs in as `user` with `password` on the device `device` (`m.login.password`), and acts
+    /// with the access token it gives from then on.
+    ///
+    /// # Errors
+    /// When the homeserver refuses the password or cannot be reached.
+    pub async fn login(&self, user: &str, password: &str, device: &str) -> Result<(), ApiError> {
+        let body = json!({
+            "type": "m.login.password",
+            "identifier": {"type": "m.id.user", "user": user},
+            "password": password,
+            "device_id": device,
+            "initial_device_display_name": "askgate",
+        });
+        let path = ["_matrix", "client", "v3", "login"];
+        let answer = self.call(Method::POST, &path, &[], Some(&body), CALL_TIMEOUT).await?;
+        let Some(token) = answer["access_token"].as_str() else {
+            let error = "the login's answer has no access_token".to_owned();
+            return Err(ApiError::Refused { status: 200, errcode: "M_UNKNOWN".to_owned(), error });
+        };
+        *self.token.write().unwrap_or_else(std::sync::PoisonError::into_inner) = token.to_owned();
+        Ok(())
     }
 
     /// The account's user id (`@askgate:example.org`): checks the token.

@@ -34,32 +34,45 @@ const DOWN_AFTER: u32 = 3;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 impl Matrix {
-    /// Checks the token (retrying while the homeserver cannot be reached), joins the rooms of
+    /// Logs in with the password when it has one, checks the token (retrying while the
+    /// homeserver cannot be reached or asks to slow down), joins the rooms of
     /// the configuration, then syncs while this instance holds the lease, until `stop`.
     ///
     /// # Errors
-    /// When the homeserver refuses the token or it is another account's.
+    /// When the homeserver refuses the password or the token, or the token is another
+    /// account's.
     pub async fn serve(self: std::sync::Arc<Self>, engine: Engine, stop: CancellationToken) -> Result<(), StartError> {
         let state = |s| engine.delivery().set_channel_state("matrix", s);
         state(ChannelState::Connecting);
         let mut failures = 0;
+        let mut logged_in = self.password.is_none();
         let me = loop {
             let attempt = tokio::select! {
-                me = self.client.whoami() => me,
+                me = self.sign_in(&mut logged_in) => me,
                 () = stop.cancelled() => return Ok(()),
             };
             match attempt {
                 Ok(me) => break me,
                 Err(e) if e.retry() != crate::engine::Retry::No => {
                     failures += 1;
-                    let wait = backoff(failures);
-                    tracing::warn!(error = %e, "matrix is not reachable; retrying in {}s", wait.as_secs());
-                    state(ChannelState::Down(format!("the homeserver cannot be reached ({e}); retrying")));
+                    // A homeserver asking to slow down (a login's rate limit) says how long.
+                    let wait = match &e {
+                        ApiError::Limited(Some(after)) => *after,
+                        _ => backoff(failures),
+                    };
+                    tracing::warn!(error = %e, "could not sign in to matrix; retrying in {}s", wait.as_secs());
+                    state(ChannelState::Down(format!("signing in: {e}; retrying")));
                     if pause(wait, &stop).await.is_err() {
                         return Ok(());
                     }
                 }
-                Err(e) => return Err(StartError::Token(e)),
+                Err(e) => match (&self.password, logged_in) {
+                    (Some((variable, _)), false) => {
+                        let (variable, user) = (variable.clone(), self.me.clone());
+                        return Err(StartError::Password { variable, user, source: e });
+                    }
+                    _ => return Err(StartError::Token(e)),
+                },
             }
         };
         if me != self.me {
@@ -83,6 +96,17 @@ impl Matrix {
             }
         }
         Ok(())
+    }
+
+    /// Logs in with the password unless `logged_in` (then it is), and checks the token: whose
+    /// it is.
+    async fn sign_in(&self, logged_in: &mut bool) -> Result<String, ApiError> {
+        if let Some((_, password)) = self.password.as_ref().filter(|_| !*logged_in) {
+            self.client.login(&self.me, password, super::DEVICE).await?;
+            *logged_in = true;
+            tracing::info!(user = %self.me, device = super::DEVICE, "logged in to matrix with the password");
+        }
+        self.client.whoami().await
     }
 
     /// Syncs until `stop`, applying each batch in order and keeping the position after it.
