@@ -350,7 +350,7 @@ async fn start_with_password(synapse: &Synapse, bot: &Account, allowed: &str, pa
               ~/.cache/askgate-ci/synapse-venv && ~/.cache/askgate-ci/synapse-venv/bin/pip install \
               matrix-synapse==1.163.2 (or run .ci/run)"
 )]
-async fn a_bot_logging_in_with_its_password_answers_and_keeps_its_one_device_across_restarts() {
+async fn a_bot_that_logs_in_with_its_password_keeps_one_device_across_restarts() {
     let synapse = Synapse::shared();
     let (bot, alice) = (synapse.register("askgate").await, synapse.register("alice").await);
     // The registration's device is the test's (`bot` acts with its token); askgate has its own.
@@ -418,7 +418,7 @@ async fn a_login_the_homeserver_rate_limits_is_waited_out() {
 }
 
 #[tokio::test]
-async fn a_token_and_a_password_both_or_neither_are_refused_by_check_naming_both_keys() {
+async fn check_names_both_sign_in_keys_when_both_or_neither_is_set() {
     use crate::binary::{BIN, write_config};
     let dir = tempfile::TempDir::new().unwrap();
     let account = "homeserver = \"https://m.example.org\"\nuser_id = \"@askgate:example.org\"\n";
