@@ -47,7 +47,10 @@ if pid == 0:
         err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(err, 2)
         os.execv(binary, [binary, "serve", "--config", config])
-    os.setpgid(job, job)
+    try:
+        os.setpgid(job, job)
+    except PermissionError:
+        pass  # the job set its own group and started askgate first (EACCES after its exec)
     with open(log + ".tmp", "w") as f:
         f.write(str(job))
     os.rename(log + ".tmp", log + ".pid")
