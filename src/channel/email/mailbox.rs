@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{SURFACE, Shared, read};
 use crate::channel::ServeError;
-use crate::engine::{Engine, Inbound};
+use crate::engine::{Engine, Inbound, retry};
 use crate::question::{Conversation, Receipt, UserRef};
 
 /// The biggest mail read; a bigger one is left unread in the mailbox.
@@ -117,9 +117,8 @@ pub async fn watch(email: Shared, url: ImapUrl, engine: Engine, stop: Cancellati
         let Err(e) = watched;
         tracing::warn!(mailbox = ?url, error = %e, retry_in = ?backoff, "the mailbox does not answer");
         email.mailbox_is(Some(e.to_string()));
-        tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            () = tokio::time::sleep(backoff) => {}
+        if retry::pause(backoff, &stop).await.is_err() {
+            return Ok(());
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
