@@ -12,6 +12,7 @@
 pub mod console;
 pub mod discord;
 pub mod email;
+pub mod google_chat;
 pub mod jwt;
 pub mod matrix;
 pub mod reactions;
@@ -28,8 +29,14 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] =
-    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform];
+pub const PLATFORMS: &[&dyn Component] = &[
+    &telegram::Platform,
+    &discord::Platform,
+    &slack::Platform,
+    &email::Platform,
+    &matrix::Platform,
+    &google_chat::Platform,
+];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
