@@ -9,6 +9,7 @@ mod console;
 mod discord;
 pub mod driver;
 pub mod email;
+pub mod google_chat;
 pub mod matrix;
 mod page;
 mod slack;
@@ -42,6 +43,10 @@ macro_rules! on_every_channel {
                     matrix-synapse==1.163.2 (or run .ci/run)")]
                 async fn matrix() {
                     super::$name(Box::new(super::matrix::Matrix::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn google_chat() {
+                    super::$name(Box::new(super::google_chat::GoogleChat::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
