@@ -9,6 +9,7 @@
 //! A chat platform is a [`Component`]: its folder holds its adapter, its start and its HTTP
 //! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from.
 
+pub mod buttons;
 pub mod console;
 pub mod discord;
 pub mod email;
