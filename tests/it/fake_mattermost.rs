@@ -125,6 +125,12 @@ impl FakeMattermost {
         Self::broadcast(&mut self.inner.lock().unwrap(), event);
     }
 
+    /// Closes every WebSocket connection, as a server restarting does.
+    pub fn drop_connections(&self) {
+        // A null in a connection's outbox closes it.
+        Self::broadcast(&mut self.inner.lock().unwrap(), &Value::Null);
+    }
+
     fn broadcast(inner: &mut Inner, event: &Value) {
         inner.sockets.retain(|socket| socket.send(event.clone()).is_ok());
     }
@@ -245,6 +251,10 @@ impl FakeMattermost {
             tokio::select! {
                 event = rx.recv() => {
                     let Some(mut event) = event else { return };
+                    if event.is_null() {
+                        let _ = sink.send(Ws::Close(None)).await;
+                        return;
+                    }
                     event["seq"] = json!(next);
                     next += 1;
                     if sink.send(Ws::text(event.to_string())).await.is_err() {

@@ -185,3 +185,67 @@ async fn a_redelivered_click_applies_once_without_a_second_note() {
     assert!(said["ephemeral_text"].as_str().unwrap().to_lowercase().contains("already"), "{said}");
     assert_eq!(m.fake.ephemerals(PERSON).len(), 1, "one note, for the other choice");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_in_the_cards_thread_answers_it() {
+    let m = Mattermost::start().await;
+    let body = json!({"prompt": "Which colour, in the thread?", "options": ["red", "green"]});
+    let question = m.askgate.ask(&m.conversation(), &m.person(), body).await;
+    let card = m.fake.posted("Which colour, in the thread?").await;
+    m.fake.post_as(PERSON, "@alice", CHANNEL, "2", card["id"].as_str());
+    assert_eq!(m.askgate.resolved(&question).await["outcome"]["value"], "green");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_websocket_is_made_again_resuming_where_it_was() {
+    let m = Mattermost::start().await;
+    m.fake.post_as(PERSON, "@alice", CHANNEL, "/pending", None);
+    m.fake.posted("").await;
+    m.fake.drop_connections();
+    m.fake.connected(2).await;
+    let resumed = &m.fake.connections()[1];
+    assert!(resumed.contains("connection_id=conn") && resumed.contains("sequence_number="), "{resumed}");
+    // What is said now is heard on the new connection.
+    m.fake.post_as(PERSON, "@alice", CHANNEL, "/run demo", None);
+    m.fake.posted(LIBRARY).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_one_instance_holds_the_websocket_until_it_is_killed() {
+    use crate::binary::{Served, write_config_on};
+    use crate::contract::mattermost::TOKEN;
+    let database = crate::backend::TestDatabase::create().await;
+    let (fake, url) = crate::fake_mattermost::FakeMattermost::start(TOKEN).await;
+    let section = format!(
+        "\n[channels.mattermost]\ntoken_env = \"ASKGATE_TEST_MM_TOKEN\"\nurl = \"{url}\"\npublic_url = \"{PUBLIC_URL}\"\n\
+         allowed_users = [\"{PERSON}\"]\n"
+    );
+    let env = [("ASKGATE_TEST_MM_TOKEN", TOKEN)];
+    let start = || async {
+        let dir = tempfile::TempDir::new().unwrap();
+        let served = Served::start_with_env(&write_config_on(dir.path(), &database.url, &section), &env);
+        let line = served.log_line("web page on http://").await;
+        let base = line.split("web page on ").nth(1).unwrap().trim().trim_end_matches('/').to_owned();
+        served.log_line("askgate is ready").await;
+        (served, base, dir)
+    };
+    let leases = |base: String| async move {
+        let health: Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
+        health["leases"].as_array().cloned().unwrap_or_default()
+    };
+    let (mut a, a_base, _a_dir) = start().await;
+    fake.connected(1).await;
+    eventually(|| async { (leases(a_base.clone()).await == [json!("mattermost:websocket")]).then_some(()) }).await;
+    let (b, b_base, _b_dir) = start().await;
+    assert!(leases(b_base.clone()).await.is_empty(), "one instance listens at a time");
+    assert_eq!(fake.connections().len(), 1, "one WebSocket");
+
+    // A dies without a word; B takes the lease and connects.
+    a.child.kill().await.unwrap();
+    eventually(|| async { (leases(b_base.clone()).await == [json!("mattermost:websocket")]).then_some(()) }).await;
+    fake.connected(2).await;
+    fake.post_as(PERSON, "@alice", CHANNEL, "/run demo", None);
+    fake.posted(LIBRARY).await;
+    assert_eq!(fake.bot_posts().iter().filter(|p| message(p).contains(LIBRARY)).count(), 1);
+    drop(b);
+}
