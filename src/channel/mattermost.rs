@@ -38,8 +38,8 @@ pub const SURFACE: crate::question::Surface = crate::question::Surface::platform
 /// The Mattermost channel: one bot account on one server.
 pub struct Mattermost {
     client: Client,
-    /// The bot's user id, once the server said it.
-    me: OnceLock<String>,
+    /// The bot's user id and username, once the server said them.
+    me: OnceLock<(String, String)>,
     /// Where the buttons' requests go: `<public_url>/channels/mattermost/actions`.
     actions_url: String,
     signer: Signer,
@@ -118,13 +118,19 @@ impl Mattermost {
 
     /// The bot's user id; empty until the server said it.
     fn me(&self) -> &str {
-        self.me.get().map_or("", String::as_str)
+        self.me.get().map_or("", |(id, _)| id.as_str())
+    }
+
+    /// The bot's username (`askgate`); empty until the server said it.
+    fn username(&self) -> &str {
+        self.me.get().map_or("", |(_, name)| name.as_str())
     }
 
     /// Applies a person's post.
     async fn on_post(&self, post: events::Post, engine: &Engine) {
         let (Some(conversation), Some(user)) = (conversation(&post.channel), user_ref(&post.user)) else { return };
-        let mut inbound = Inbound::text(conversation, user, SURFACE, post.text)
+        let text = events::addressed(&post.text, self.username()).to_owned();
+        let mut inbound = Inbound::text(conversation, user, SURFACE, text)
             .keyed(format!("mattermost:post:{}", post.id))
             .in_private(post.direct);
         if let Some(name) = &post.name {

@@ -249,3 +249,11 @@ async fn on_postgres_one_instance_holds_the_websocket_until_it_is_killed() {
     assert_eq!(fake.bot_posts().iter().filter(|p| message(p).contains(LIBRARY)).count(), 1);
     drop(b);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_after_a_mention_of_the_bot_is_read() {
+    let m = Mattermost::start().await;
+    // Mattermost takes a message starting with `/` for its own command: a mention goes first.
+    m.fake.post_as(PERSON, "@alice", CHANNEL, "@askgate /run demo", None);
+    m.fake.posted(LIBRARY).await;
+}

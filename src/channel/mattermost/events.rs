@@ -99,6 +99,20 @@ fn posted(data: &Value, me: &str) -> Option<Post> {
     })
 }
 
+/// `text` without a leading mention of the bot (`@askgate /answer 0b6f 2` is the command): in
+/// Mattermost a message that starts with `/` is taken for one of its own slash commands, so a
+/// mention is a way to type one to askgate.
+pub fn addressed<'a>(text: &'a str, username: &str) -> &'a str {
+    let mention = format!("@{username}");
+    match text.strip_prefix(&mention) {
+        Some(rest) if !username.is_empty() && (rest.is_empty() || rest.starts_with([' ', '\t', '\n', ':'])) => {
+            let rest = rest.strip_prefix(':').unwrap_or(rest);
+            rest.trim_start()
+        }
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -153,6 +167,15 @@ mod tests {
         assert_eq!(read(&posted(bot, "O"), ME), Some(Frame::Other));
         assert_eq!(read(&posted(post("alice", "  "), "O"), ME), Some(Frame::Other));
         assert_eq!(read("not json", ME), None);
+    }
+
+    #[test]
+    fn a_leading_mention_of_the_bot_is_taken_off() {
+        assert_eq!(addressed("@askgate /answer 0b6f 2", "askgate"), "/answer 0b6f 2");
+        assert_eq!(addressed("@askgate: run demo", "askgate"), "run demo");
+        assert_eq!(addressed("@askgatebot hi", "askgate"), "@askgatebot hi");
+        assert_eq!(addressed("hi @askgate", "askgate"), "hi @askgate");
+        assert_eq!(addressed("@ hi", ""), "@ hi");
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl Mattermost {
         };
         let id = me["id"].as_str().unwrap_or_default().to_owned();
         let username = me["username"].as_str().unwrap_or_default().to_owned();
-        let _ = self.me.set(id);
+        let _ = self.me.set((id, username.clone()));
         tracing::info!(user = %username, "mattermost connected");
         state(ChannelState::Up);
         while let Some(held) = engine.leases().lease(LEASE).await {
@@ -151,13 +151,15 @@ impl Mattermost {
                 Some(Ok(Message::Close(_))) => return Ok(()),
                 Some(Ok(_)) => continue,
             };
-            if let Some(seq) = events::seq(&text) {
+            let frame = events::read(&text, self.me());
+            // The hello starts a connection's numbering, or (resumed) continues it.
+            if let Some(seq) = events::seq(&text).filter(|_| !matches!(frame, Some(Frame::Hello { .. }))) {
                 if let Some(last) = resume.seq.filter(|last| seq > last + 1) {
                     tracing::warn!(last, seq, "mattermost's WebSocket skipped events; those posts are not applied");
                 }
                 resume.seq = Some(seq);
             }
-            match events::read(&text, self.me()) {
+            match frame {
                 Some(Frame::Hello { connection }) => {
                     if connection != resume.connection {
                         resume.seq = Some(0);
