@@ -15,6 +15,7 @@ pub mod discord;
 pub mod email;
 pub mod jwt;
 pub mod matrix;
+pub mod mattermost;
 pub mod reactions;
 pub mod slack;
 pub mod telegram;
@@ -29,8 +30,14 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] =
-    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform];
+pub const PLATFORMS: &[&dyn Component] = &[
+    &telegram::Platform,
+    &discord::Platform,
+    &slack::Platform,
+    &email::Platform,
+    &matrix::Platform,
+    &mattermost::Platform,
+];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
