@@ -2,10 +2,10 @@
 //! footer as text paragraphs, and buttons whose action carries the text command in its
 //! `command` parameter; the card once answered, with the outcome and no buttons; plain text.
 //!
-//! A single choice of at most ten options, a confirm and an approval get a button each; a
-//! multi-select, a form, several questions or a longer list are shown as the text card lists
-//! them (each choice with its command), answered by a typed command or a plain reply, with a
-//! Decline button.
+//! A single choice of at most ten options, a confirm and an approval get a button each (the
+//! shared [`crate::channel::buttons`]); a multi-select, a form, several questions or a longer
+//! list are shown as the text card lists them (each choice with its command), answered by a
+//! typed command or a plain reply, with a Decline button.
 
 use serde_json::{Value, json};
 
@@ -66,36 +66,13 @@ fn has_buttons(q: &Question) -> bool {
     }
 }
 
-/// The buttons of a pending question, each with its command.
+/// The buttons of a pending question, each with its command ([`crate::channel::buttons`]);
+/// a card answered as on text surfaces has Decline alone.
 fn buttons(q: &Question) -> Vec<Value> {
-    let (id, l) = (q.id, q.presentation.locale);
-    let decline = button(&say!(l, "button.decline"), format!("/decline {id}"));
     if !has_buttons(q) {
-        return vec![decline];
+        return vec![button(&say!(q.presentation.locale, "button.decline"), format!("/decline {}", q.id))];
     }
-    match q.kind {
-        Kind::Confirm => vec![
-            button(&say!(l, "button.yes"), format!("/answer {id} yes")),
-            button(&say!(l, "button.no"), format!("/answer {id} no")),
-            decline,
-        ],
-        Kind::Approval if q.needs_quorum() => vec![
-            button(&say!(l, "button.approve"), format!("/approve {id}")),
-            button(&say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-        Kind::Approval => vec![
-            button(&say!(l, "button.allow_once"), format!("/approve {id}")),
-            button(&say!(l, "button.allow_always"), format!("/approve {id} always")),
-            button(&say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-        Kind::Question | Kind::Form => {
-            let mut row: Vec<Value> = (1..=q.options.len())
-                .map(|n| button(&q.options[n - 1], format!("/answer {id} {}", q.position_token(n))))
-                .collect();
-            row.push(decline);
-            row
-        }
-    }
+    crate::channel::buttons::choices(q).into_iter().map(|(label, command)| button(&label, command)).collect()
 }
 
 /// What a pending question's card says besides its prompt and detail: the options'
@@ -183,14 +160,7 @@ mod tests {
         let q = test_question(Ask::question("Which <lib>?").options(["dayjs", "date-fns"]));
         let card = card(&q, 0);
         let id = q.id;
-        assert_eq!(
-            commands(&card),
-            [
-                format!("/answer {id} {}", q.position_token(1)),
-                format!("/answer {id} {}", q.position_token(2)),
-                format!("/decline {id}")
-            ]
-        );
+        assert_eq!(commands(&card), [format!("/answer {id} #1"), format!("/answer {id} #2"), format!("/decline {id}")]);
         let button =
             &card[0]["card"]["sections"][0]["widgets"].as_array().unwrap().last().unwrap()["buttonList"]["buttons"][0];
         assert_eq!(button["text"], "dayjs");
@@ -202,10 +172,7 @@ mod tests {
     fn a_confirm_and_an_approval_have_their_buttons() {
         let q = test_question(Ask::confirm("Archive?"));
         let id = q.id;
-        assert_eq!(
-            commands(&card(&q, 0)),
-            [format!("/answer {id} yes"), format!("/answer {id} no"), format!("/decline {id}")]
-        );
+        assert_eq!(commands(&card(&q, 0)), [format!("/answer {id} yes"), format!("/answer {id} no")]);
         let q = test_question(Ask::approval("rm -rf build/"));
         let id = q.id;
         assert_eq!(
