@@ -223,3 +223,20 @@ async fn an_endpoint_url_audience_takes_chats_id_tokens_only() {
     assert_eq!(status, StatusCode::OK, "{body}");
     fake.sent(DEMO).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_token_endpoint_shows_on_healthz() {
+    let fake = FakeGoogleChat::start().await;
+    // A port nothing listens on: the key's own token_uri is where askgate asks.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut key: Value = serde_json::from_str(&fake.service_account()).unwrap();
+    key["token_uri"] = json!(format!("http://{closed}/token"));
+    let askgate = Askgate::start(&section(&fake, "users/111"), &[("GOOGLE_CHAT_KEY", &key.to_string())]).await;
+    let state = eventually(|| async {
+        let health: Value = reqwest::get(format!("{}/healthz", askgate.base)).await.ok()?.json().await.ok()?;
+        health["channels"]["google_chat"].as_str().filter(|s| s.starts_with("down")).map(str::to_owned)
+    })
+    .await;
+    assert!(state.contains("token endpoint") && state.contains("cannot be reached"), "{state}");
+    assert!(fake.calls("token").is_empty());
+}
