@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// The question module cannot see the platforms, so reading a stored name
 /// ([`Surface::from_stored`]) accepts the core names and any other name made of `a`–`z` and
-/// inner `_` (`google_chat`), at most [`MAX_NAME`] long (a platform's); `channel` checks that every platform's name is such a
-/// name and reads back as its own surface. A name read that is not a core one is kept once for
-/// the life of the process, at most [`MAX_NAMES`] of them.
+/// inner `_` (`google_chat`), at most [`MAX_NAME`] long (a platform's); `channel` checks that
+/// every platform's name is such a name and reads back as its own surface. A name read that
+/// is not a core one is kept once for the life of the process, at most [`MAX_NAMES`] of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Surface(&'static str);
 
