@@ -13,6 +13,7 @@ pub mod buttons;
 pub mod console;
 pub mod discord;
 pub mod email;
+pub mod google_chat;
 pub mod jwt;
 pub mod matrix;
 pub mod mattermost;
@@ -37,6 +38,7 @@ pub const PLATFORMS: &[&dyn Component] = &[
     &email::Platform,
     &matrix::Platform,
     &mattermost::Platform,
+    &google_chat::Platform,
 ];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
