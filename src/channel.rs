@@ -18,6 +18,7 @@ pub mod slack;
 pub mod telegram;
 pub mod web;
 pub mod webhook;
+pub mod whatsapp;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,8 +28,14 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] =
-    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform];
+pub const PLATFORMS: &[&dyn Component] = &[
+    &telegram::Platform,
+    &discord::Platform,
+    &slack::Platform,
+    &email::Platform,
+    &matrix::Platform,
+    &whatsapp::Platform,
+];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {

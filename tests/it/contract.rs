@@ -14,6 +14,7 @@ mod page;
 mod slack;
 mod telegram;
 mod webhook;
+pub mod whatsapp;
 
 use serde_json::{Value, json};
 
@@ -42,6 +43,10 @@ macro_rules! on_every_channel {
                     matrix-synapse==1.163.2 (or run .ci/run)")]
                 async fn matrix() {
                     super::$name(Box::new(super::matrix::Matrix::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn whatsapp() {
+                    super::$name(Box::new(super::whatsapp::WhatsApp::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
