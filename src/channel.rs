@@ -12,6 +12,7 @@
 pub mod console;
 pub mod discord;
 pub mod email;
+pub mod jwt;
 pub mod matrix;
 pub mod reactions;
 pub mod slack;

@@ -91,6 +91,7 @@ mod logins;
 mod memory;
 mod migrations;
 mod named;
+mod notes;
 mod outbox;
 mod postgres;
 mod reads;
@@ -112,7 +113,7 @@ pub use memory::{MEMORY_URL, MemoryStore, is_memory_url};
 pub use postgres::{InstanceRow, PostgresStore, instances, is_postgres_url, redact};
 use records::covering;
 pub use records::{
-    Callback, CallbackTry, Change, Claim, Delivery, DeliveryRole, Grant, Lease, Orphans, Pruned, QuestionFilter,
+    Callback, CallbackTry, Change, Claim, Delivery, DeliveryRole, Grant, Lease, Note, Orphans, Pruned, QuestionFilter,
     Resolution, Resume, RunAfter, RunEvent, RunWritten, Undelivered, WriteStats,
 };
 pub use sqlite::{SqliteStore, Synchronous};
@@ -203,6 +204,8 @@ pub trait Store: Send + Sync + 'static {
         question: QuestionId,
         person: &str,
     ) -> Result<Option<crate::question::form::Draft>, StoreError>;
+    /// A platform's note under `key` ([`Remember`](command::Remember)), if it kept one.
+    async fn note(&self, key: &str) -> Result<Option<Note>, StoreError>;
     /// What the writes have cost so far, for `/metrics`.
     fn write_stats(&self) -> WriteStats {
         WriteStats::default()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::clock::Clock;
 use crate::question::{Conversation, Question, QuestionId, RunId, Status, UserRef};
 use crate::run::Run;
-use crate::store::{Delivery, Grant, QuestionFilter, Store, StoreError, StoreExt, WriteStats};
+use crate::store::{Delivery, Grant, Note, QuestionFilter, Store, StoreError, StoreExt, WriteStats};
 
 /// Why a card's local button (a multi-select toggle, "Other…", "Reject with note…") may not
 /// be used. Its `Display` is what the person who tapped is told.
@@ -146,6 +146,23 @@ impl Records {
             [one] => self.store.deliveries(*one).await,
             many => self.store.deliveries_of(many).await,
         }
+    }
+
+    /// A platform's note under `key` (`whatsapp:window:+15551234567`): a small value it keeps
+    /// across restarts, with when it was last written.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn note(&self, key: &str) -> Result<Option<Note>, StoreError> {
+        self.store.note(key).await
+    }
+
+    /// Keeps a platform's note `value` under `key`, stamped now, replacing the one before.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn remember(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.store.remember(key, value, self.clock.now_ms()).await
     }
 
     /// One run.

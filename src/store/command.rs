@@ -148,6 +148,8 @@ commands! {
     UseLink -> Option<Box<Login>>;
     /// Sets or forgets what a person has filled in so far of a form.
     SetDraft -> ();
+    /// Keeps a platform's note under its key, replacing the one before.
+    Remember -> ();
     /// Deletes what ended long enough ago.
     Prune -> Pruned;
     /// Takes what askgates that are gone left.
@@ -309,6 +311,19 @@ pub struct SetDraft {
     pub person: String,
     /// What they filled in (none: forget it).
     pub draft: Option<Draft>,
+    /// When, in unix milliseconds.
+    pub at: i64,
+}
+
+/// Keeps `value` under `key`: a small value a chat platform needs across restarts (where it
+/// last heard from a person, how to reach a conversation), namespaced by the platform's name
+/// (`whatsapp:window:+15551234567`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remember {
+    /// The key, the platform's name first.
+    pub key: String,
+    /// The value.
+    pub value: String,
     /// When, in unix milliseconds.
     pub at: i64,
 }

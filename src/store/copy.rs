@@ -17,7 +17,7 @@ struct Table {
 }
 
 /// In the order the foreign keys allow.
-const TABLES: [Table; 7] = [
+const TABLES: [Table; 8] = [
     Table { name: "runs", order: "created_at, id" },
     Table { name: "questions", order: "rowid" },
     Table { name: "deliveries", order: "created_at" },
@@ -25,6 +25,7 @@ const TABLES: [Table; 7] = [
     Table { name: "inbound", order: "created_at" },
     Table { name: "callbacks", order: "created_at" },
     Table { name: "logins", order: "created_at" },
+    Table { name: "platform_notes", order: "updated_at, key" },
 ];
 
 /// Rows per `INSERT`: PostgreSQL takes at most 65,535 parameters in one statement.

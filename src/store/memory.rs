@@ -164,6 +164,10 @@ impl Store for MemoryStore {
         Ok(self.open()?.drafts.get(&(question, person.to_owned())).cloned())
     }
 
+    async fn note(&self, key: &str) -> Result<Option<crate::store::Note>, StoreError> {
+        Ok(self.open()?.notes.get(key).cloned())
+    }
+
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
         let tables = self.open()?;
         let live = |l: &&Login, now: i64| l.expires_at.is_none_or(|at| at > now);

@@ -31,7 +31,7 @@ mod writes;
 use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
 pub use instances::{InstanceRow, instances};
 
-use super::command::{Deliver, FinishRun, Nudge, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans};
+use super::command::{Deliver, FinishRun, Nudge, Remember, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans};
 use super::reads::{self, Dialect, Reads, Select};
 use super::rows::{Columns, delivery_from_row, page, page_after, undelivered_from_row};
 use super::{
@@ -193,6 +193,7 @@ impl Store for PostgresStore {
             Write::RemoveLogin(call) => call.answer_async(|remove| self.remove_login(remove)).await,
             Write::UseLink(call) => call.answer_async(|link| self.use_link(link)).await,
             Write::SetDraft(call) => call.answer_async(|draft| self.set_draft(draft)).await,
+            Write::Remember(call) => call.answer_async(|note| self.remember(note)).await,
             Write::Prune(call) => call.answer_async(|prune| self.prune_old(prune)).await,
             Write::TakeOrphans(call) => call.answer_async(|TakeOrphans| self.take_orphans()).await,
         }
@@ -314,6 +315,10 @@ impl Store for PostgresStore {
         reads::draft(self, question, person).await
     }
 
+    async fn note(&self, key: &str) -> Result<Option<super::Note>, StoreError> {
+        reads::note(self, key).await
+    }
+
     async fn close(&self) {
         self.tasks.abort();
         // Gone at once: the others take its running runs over without waiting for the lapse.
@@ -400,6 +405,11 @@ impl PostgresStore {
             None => sqlx::query(super::drafts::CLEAR).bind(question).bind(person),
         };
         self.writes.execute(write).await?;
+        Ok(())
+    }
+
+    async fn remember(&self, Remember { key, value, at }: Remember) -> Result<(), StoreError> {
+        self.writes.execute(sqlx::query(super::notes::SET).bind(key).bind(value).bind(at)).await?;
         Ok(())
     }
 

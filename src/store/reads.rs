@@ -261,3 +261,11 @@ pub(super) async fn draft<R: Reads + ?Sized>(
     let select = Select::new(super::drafts::GET, [question.to_string().into(), person.into()]);
     r.rows(select).await?.first().map(super::drafts::from_row).transpose()
 }
+
+/// [`Store::note`](super::Store::note) through a backend.
+pub(super) async fn note<R: Reads + ?Sized>(r: &R, key: &str) -> Result<Option<super::Note>, StoreError> {
+    let select = Select::new(super::notes::GET, [key.into()]);
+    let rows = r.rows(select).await?;
+    let Some(row) = rows.first() else { return Ok(None) };
+    Ok(Some(super::Note { value: row.req_text("value")?, at: row.req_int("updated_at")? }))
+}

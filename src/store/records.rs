@@ -357,6 +357,15 @@ pub struct Orphans {
     pub runs: Vec<Run>,
 }
 
+/// A platform's note, read back (see [`Store::note`](crate::store::Store::note)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// What the platform kept.
+    pub value: String,
+    /// When it was last written, in unix milliseconds.
+    pub at: i64,
+}
+
 /// A held lease (see [`Shared::lease`](crate::store::Shared::lease)): released when dropped.
 pub struct Lease {
     lost: tokio_util::sync::CancellationToken,

@@ -260,6 +260,10 @@ impl Store for SqliteStore {
         reads::draft(self, question, person).await
     }
 
+    async fn note(&self, key: &str) -> Result<Option<super::Note>, StoreError> {
+        reads::note(self, key).await
+    }
+
     fn write_stats(&self) -> WriteStats {
         self.counters.stats()
     }

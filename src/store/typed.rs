@@ -7,8 +7,8 @@ use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use super::command::{
-    Ask, Command, Deliver, FinishRun, Nudge, Prune, Resolve, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans,
-    UseLink, Vote,
+    Ask, Command, Deliver, FinishRun, Nudge, Prune, Remember, Resolve, RevokeGrant, SaveRun, Says, Seen, SetDraft,
+    TakeOrphans, UseLink, Vote,
 };
 use super::{
     CardFind, Claim, Delivery, Find, Grant, GrantFind, Lease, Login, LoginFind, Orphans, Pruned, Resolution, Resume,
@@ -104,6 +104,11 @@ pub trait StoreExt: Store {
         at: i64,
     ) -> Result<(), StoreError> {
         self.run_command(SetDraft { question, person: person.to_owned(), draft, at }).await
+    }
+
+    /// Keeps a platform's note `value` under `key` (see [`Remember`]), replacing the one before.
+    async fn remember(&self, key: &str, value: &str, at: i64) -> Result<(), StoreError> {
+        self.run_command(Remember { key: key.to_owned(), value: value.to_owned(), at }).await
     }
 
     /// Records how many `say` messages a run has delivered.

@@ -62,6 +62,7 @@ crate::backend::on_every_store!(
     a_claim_changes_its_run_only_while_the_run_waits,
     a_won_claim_says_what_it_wrote_to_its_run,
     pending_questions_are_listed_in_the_order_they_were_asked,
+    a_platforms_note_is_replaced_whole_then_survives_a_reopen,
 );
 
 fn run(conversation: &str) -> Run {
@@ -279,6 +280,21 @@ async fn an_inbound_key_is_first_seen_once(place: Place) {
     r.update = Some("telegram:update:9".into());
     b.store.save_run(&r).await.unwrap();
     assert!(!b.store.first_seen("telegram:update:9", T0).await.unwrap());
+    b.store.close().await;
+}
+
+async fn a_platforms_note_is_replaced_whole_then_survives_a_reopen(place: Place) {
+    let b = Backend::open(place).await;
+    let key = "whatsapp:window:+15551234567";
+    assert_eq!(b.store.note(key).await.unwrap(), None);
+    b.store.remember(key, "first", T0).await.unwrap();
+    b.store.remember(key, "it's \"second\"", T0 + 5).await.unwrap();
+    b.store.remember("teams:conversation:a", "other", T0 + 9).await.unwrap();
+    let b = b.reopen().await;
+    let note = b.store.note(key).await.unwrap().unwrap();
+    assert_eq!((note.value.as_str(), note.at), ("it's \"second\"", T0 + 5));
+    assert_eq!(b.store.note("teams:conversation:a").await.unwrap().unwrap().value, "other");
+    assert_eq!(b.store.note("whatsapp:window:+1555").await.unwrap(), None, "a key is whole, not a prefix");
     b.store.close().await;
 }
 

@@ -53,8 +53,7 @@ macro_rules! on_every_channel {
                     super::$name(Box::new(super::webhook::Webhook::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-                #[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+                #[cfg_attr(no_mail_servers, ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)")]
                 async fn email() {
                     super::$name(Box::new(super::email::Email::start().await)).await;
                 }

@@ -15,8 +15,10 @@ async fn asked(d: &Email, prompt: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_mailed_run_is_answered_by_a_plain_reply_then_by_a_typed_command() {
     let d = Email::start().await;
     d.say(Who::Person, "run demo").await;
@@ -38,8 +40,10 @@ async fn a_mailed_run_is_answered_by_a_plain_reply_then_by_a_typed_command() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_stranger_who_mails_run_is_told_the_key_that_would_allow_them() {
     let d = Email::start().await;
     d.say(Who::Stranger, "run demo").await;
@@ -49,8 +53,10 @@ async fn a_stranger_who_mails_run_is_told_the_key_that_would_allow_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_reply_sent_while_askgate_restarts_is_taken_once() {
     let mut d = Email::start().await;
     let id = asked(&d, "Which colour for the van?").await;
@@ -74,8 +80,10 @@ async fn a_reply_sent_while_askgate_restarts_is_taken_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_twenty_megabyte_mail_answers_its_question() {
     let d = Email::start().await;
     let id = asked(&d, "Which colour for the bike?").await;
@@ -94,8 +102,10 @@ async fn a_twenty_megabyte_mail_answers_its_question() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_mail_with_only_html_answers_from_its_text() {
     let d = Email::start().await;
     let id = asked(&d, "Which colour for the boat?").await;
@@ -111,8 +121,10 @@ async fn a_mail_with_only_html_answers_from_its_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_mail_askgate_cannot_read_stays_in_the_mailbox_without_holding_up_the_next() {
     let d = Email::start().await;
     let id = asked(&d, "Which colour for the kite?").await;
@@ -127,8 +139,10 @@ async fn a_mail_askgate_cannot_read_stays_in_the_mailbox_without_holding_up_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_mailbox_that_stops_answering_is_reported_down_until_it_is_back() {
     let mut d = Email::start().await;
     let health = |d: &Email| {
@@ -155,8 +169,10 @@ async fn a_mailbox_that_stops_answering_is_reported_down_until_it_is_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_card_the_smtp_server_is_too_busy_for_is_sent_again() {
     let d = Email::start().await;
     d.server.refuse_next(&["451 4.3.0 busy, try later", "452 4.3.1 out of room"]);
@@ -166,8 +182,10 @@ async fn a_card_the_smtp_server_is_too_busy_for_is_sent_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_mail_the_smtp_server_refuses_is_given_up_with_its_reason_logged() {
     let d = Email::start().await;
     asked(&d, "Which colour for the bus?").await;
@@ -184,8 +202,10 @@ async fn a_mail_the_smtp_server_refuses_is_given_up_with_its_reason_logged() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_reply_without_the_cards_secret_changes_nothing_with_one_explanation_an_hour() {
     let d = Email::start().await;
     let id = asked(&d, "Which colour for the roof?").await;
@@ -215,8 +235,10 @@ fn link(html: &str, label: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn a_one_click_link_changes_nothing_until_its_page_is_confirmed_then_answers_once() {
     let d = Email::start_with("link_base = \"https://askgate.example.com\"\n").await;
     let id = asked(&d, "Which colour for the door?").await;
@@ -251,8 +273,10 @@ async fn a_one_click_link_changes_nothing_until_its_page_is_confirmed_then_answe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_dovecot, ignore = "needs Dovecot's IMAP server: apt-get install dovecot-imapd (or run .ci/run)")]
-#[cfg_attr(no_aiosmtpd, ignore = "needs aiosmtpd 1.4.6 in python3: pip install aiosmtpd==1.4.6 (or run .ci/run)")]
+#[cfg_attr(
+    no_mail_servers,
+    ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)"
+)]
 async fn an_smtp_server_that_takes_no_mail_shows_on_healthz_until_the_card_goes_out() {
     let d = Email::start().await;
     let health = || async {

@@ -48,6 +48,7 @@ mod security;
 mod seed;
 mod sessions;
 mod shown;
+mod signing;
 mod slack;
 mod slack_forms;
 mod startup;

@@ -132,6 +132,8 @@ pub(super) struct Tables {
     pub(super) callbacks: Vec<super::outbox::Outboxed>,
     /// What people have filled in of forms asked one field at a time, by question and person.
     pub(super) drafts: HashMap<(QuestionId, String), crate::question::form::Draft>,
+    /// Platforms' notes by key.
+    pub(super) notes: HashMap<String, crate::store::Note>,
 }
 
 impl Tables {

@@ -10,8 +10,8 @@ use super::tables::Tables;
 use crate::question::{Approver, Conversation, Question, QuestionId, Status};
 use crate::run::{Run, RunStatus};
 use crate::store::command::{
-    AddCallback, AddLogin, Ask, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, Resolve, RevokeGrant,
-    SaveRun, Says, Seen, SetDraft, TakeCallback, TakeOrphans, UseLink, Vote,
+    AddCallback, AddLogin, Ask, CallbackTried, Deliver, FinishRun, Nudge, Prune, Remember, RemoveLogin, Resolve,
+    RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeCallback, TakeOrphans, UseLink, Vote,
 };
 use crate::store::{Claim, Login, Pruned, Resolution, RunWritten, StoreError, Write};
 
@@ -61,6 +61,10 @@ impl Tables {
                     Some(draft) => self.drafts.insert((question, person), draft),
                     None => self.drafts.remove(&(question, person)),
                 };
+                Ok(())
+            }),
+            Write::Remember(call) => call.answer(|Remember { key, value, at }| {
+                self.notes.insert(key, crate::store::Note { value, at });
                 Ok(())
             }),
             Write::RevokeGrant(call) => call.answer(|RevokeGrant { id, at }| Ok(self.revoke(&id, at))),

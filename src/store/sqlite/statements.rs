@@ -6,8 +6,8 @@ use super::writer::Queued;
 use crate::question::{Conversation, Question};
 use crate::run::Run;
 use crate::store::command::{
-    AddCallback, AddLogin, CallbackTried, Deliver, FinishRun, Nudge, Prune, RemoveLogin, RevokeGrant, Says, Seen,
-    SetDraft, TakeCallback, UseLink, Vote,
+    AddCallback, AddLogin, CallbackTried, Deliver, FinishRun, Nudge, Prune, Remember, RemoveLogin, RevokeGrant, Says,
+    Seen, SetDraft, TakeCallback, UseLink, Vote,
 };
 use crate::store::named::{Named, row_params};
 use crate::store::reads::Dialect;
@@ -16,7 +16,7 @@ use crate::store::rows::{
     to_json as json,
 };
 use crate::store::{Claim, Orphans, Pruned, Resolution, RunWritten, StoreError, Write};
-use crate::store::{drafts, logins, outbox};
+use crate::store::{drafts, logins, notes, outbox};
 
 /// The claim-once write: closes the question only while it is pending, and answers with the
 /// columns other writes may have set meanwhile (an escalation, the next reminder, approvals).
@@ -57,6 +57,7 @@ pub(super) struct Statements<'d, 'h> {
     prune_drafts: Statement<'d, 'h>,
     set_draft: Statement<'d, 'h>,
     clear_draft: Statement<'d, 'h>,
+    remember: Statement<'d, 'h>,
     prune_questions: Statement<'d, 'h>,
     prune_runs: Statement<'d, 'h>,
     prune_inbound: Statement<'d, 'h>,
@@ -156,6 +157,7 @@ impl<'d, 'h> Statements<'d, 'h> {
             ))?,
             set_draft: db.prepare(drafts::SET)?,
             clear_draft: db.prepare(drafts::CLEAR)?,
+            remember: db.prepare(notes::SET)?,
             prune_questions: db.prepare(concat!("DELETE FROM questions WHERE run_id IN (", ended_runs!(), ")"))?,
             prune_runs: db.prepare(concat!("DELETE FROM runs WHERE id IN (", ended_runs!(), ")"))?,
             prune_inbound: db.prepare(
@@ -359,6 +361,11 @@ impl<'d, 'h> Statements<'d, 'h> {
                         self.clear_draft.execute(&[question.as_str().into(), person.as_str().into()])?;
                     }
                 }
+                call.set(());
+            }
+            Write::Remember(call) => {
+                let Remember { key, value, at } = &call.command;
+                self.remember.execute(&[key.as_str().into(), value.as_str().into(), (*at).into()])?;
                 call.set(());
             }
             Write::AddLogin(call) => {

@@ -99,6 +99,10 @@ impl Store for Counting {
         self.inner.draft(question, person).await
     }
 
+    async fn note(&self, key: &str) -> Result<Option<askgate::store::Note>, StoreError> {
+        self.inner.note(key).await
+    }
+
     fn write_stats(&self) -> WriteStats {
         self.inner.write_stats()
     }
