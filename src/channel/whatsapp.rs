@@ -52,7 +52,6 @@ pub struct WhatsApp {
     clock: Clock,
     /// The engine it hands what people do, and whose store keeps when each person last wrote.
     engine: Engine,
-    heard: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
 
 impl WhatsApp {
@@ -68,7 +67,7 @@ impl WhatsApp {
     ) -> Result<Arc<Self>, String> {
         let client = Client::new(&config.api_url, &config.phone_number_id, token)?;
         let (phone_number_id, template) = (config.phone_number_id.clone(), config.template.clone());
-        Ok(Arc::new(Self { client, phone_number_id, template, clock, engine, heard: Default::default() }))
+        Ok(Arc::new(Self { client, phone_number_id, template, clock, engine }))
     }
 
     /// The id of the business number it sends from.

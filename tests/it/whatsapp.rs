@@ -333,3 +333,16 @@ async fn a_stranger_is_told_their_number_not_run() {
     assert!(refusal.text().contains("whatsapp:+15557654321"), "{}", refusal.text());
     assert_eq!(chat.askgate.asked("Which library for date formatting?").await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_is_remembered_across_a_restart() {
+    let mut chat = Chat::start("").await;
+    chat.say("hello").await;
+    chat.askgate.restart().await;
+    chat.askgate.served().log_line("whatsapp connected").await;
+    // No template: a question outside the window would end at once; this one is shown.
+    let id = chat.ask(PERSON, json!({"prompt": "Which colour, after a restart?", "options": ["red", "green"]})).await;
+    let card = chat.fake.card("Which colour, after a restart?").await;
+    assert_eq!(card.body["interactive"]["type"], "button");
+    assert_eq!(chat.askgate.question(&id).await["status"], "pending");
+}

@@ -1,5 +1,6 @@
-//! When each person last wrote: WhatsApp's 24-hour window is counted from it. Kept by the
-//! engine's store under `whatsapp:window:<number>`, so a restart remembers it.
+//! When each person last wrote: WhatsApp's 24-hour window is counted from it. Kept as the
+//! engine's platform note `whatsapp:window:<number>` (its time is when it was written), so a
+//! restart, or another instance, knows it.
 
 use super::WhatsApp;
 
@@ -9,16 +10,22 @@ fn key(number: &str) -> String {
 }
 
 impl WhatsApp {
-    /// When `number` last wrote, in ms on askgate's clock; none when never (or the store
+    /// When `number` last wrote, in ms on askgate's clock; none when never (or when the store
     /// did not answer, which is logged: the window is then taken as closed).
     pub(super) async fn last_heard(&self, number: &str) -> Option<i64> {
-        let heard = self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        heard.get(&key(number)).copied()
+        match self.engine.records().note(&key(number)).await {
+            Ok(note) => note.map(|n| n.at),
+            Err(e) => {
+                tracing::warn!(error = %e, number, "could not read when a WhatsApp number last wrote");
+                None
+            }
+        }
     }
 
     /// Notes that `number` wrote now.
     pub(super) async fn heard(&self, number: &str) {
-        let now = self.clock.now_ms();
-        self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key(number), now);
+        if let Err(e) = self.engine.records().remember(&key(number), "").await {
+            tracing::warn!(error = %e, number, "could not note when a WhatsApp number wrote");
+        }
     }
 }
