@@ -21,6 +21,7 @@ mod webhook;
 mod window;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::channel::reactions;
 use crate::clock::Clock;
@@ -78,7 +79,7 @@ impl WhatsApp {
     /// Checks the token against the business number, and says how the channel stands.
     async fn serve(self: Arc<Self>) -> Result<(), crate::channel::ServeError> {
         let stop = self.engine.stopping();
-        let mut failures = 0;
+        let mut pauses = crate::engine::retry::pauses(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             match self.client.number().await {
                 Ok(number) => {
@@ -87,19 +88,18 @@ impl WhatsApp {
                     break;
                 }
                 Err(e) if e.retry() == Retry::No => {
+                    // A token refused says so in its own words; any other refusal (a wrong
+                    // phone_number_id) in the Graph API's.
+                    let why = format!("the Graph API refused to read the business number: {e}");
+                    self.engine.delivery().set_channel_state("whatsapp", ChannelState::Down(why));
                     self.refused(&e);
                     tracing::warn!(error = %e, "the Graph API refused askgate's call for the business number");
                     break;
                 }
                 Err(e) => {
-                    failures += 1;
                     self.engine.delivery().set_channel_state("whatsapp", ChannelState::Down(e.to_string()));
-                    let wait = Backoff {
-                        first: std::time::Duration::from_secs(1),
-                        max: std::time::Duration::from_secs(60),
-                        retries: 0,
-                    };
-                    if crate::engine::retry::pause(wait.pause(failures, None), &stop).await.is_err() {
+                    let wait = pauses.next().unwrap_or(Duration::from_secs(60));
+                    if crate::engine::retry::pause(wait, &stop).await.is_err() {
                         return Ok(());
                     }
                 }
@@ -227,7 +227,7 @@ impl WhatsApp {
         for attempt in 0..4 {
             match self.engine.records().card_question(SURFACE, number, id).await {
                 Ok(Some(question)) => return Some(question),
-                Ok(None) if attempt < 3 => tokio::time::sleep(std::time::Duration::from_millis(300)).await,
+                Ok(None) if attempt < 3 => tokio::time::sleep(Duration::from_millis(300)).await,
                 Ok(None) => return None,
                 Err(e) => {
                     tracing::warn!(error = %e, message = id, "could not read the question of a whatsapp card");

@@ -346,3 +346,23 @@ async fn the_window_is_remembered_across_a_restart() {
     assert_eq!(card.body["interactive"]["type"], "button");
     assert_eq!(chat.askgate.question(&id).await["status"], "pending");
 }
+
+#[tokio::test]
+async fn a_number_not_in_e164_is_refused_naming_the_key() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let section = "\n[channels.whatsapp]\ntoken_env = \"T\"\napp_secret_env = \"S\"\nverify_token_env = \"V\"\n\
+                   phone_number_id = \"1065\"\nallowed_users = [\"15551234567\"]\n";
+    let config = crate::binary::write_config(dir.path(), section);
+    let out = tokio::process::Command::new(crate::binary::BIN)
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("channels.whatsapp.allowed_users") && err.contains("`15551234567` is not a phone number in E.164"),
+        "{err}"
+    );
+}
