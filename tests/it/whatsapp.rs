@@ -366,3 +366,18 @@ async fn a_number_not_in_e164_is_refused_naming_the_key() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_answered_with_what_askgate_reads() {
+    let chat = Chat::start("").await;
+    let note = chat.send_from(PERSON, json!({"type": "audio", "audio": {"id": "m1", "mime_type": "audio/ogg"}})).await;
+    let id = note["entry"][0]["changes"][0]["value"]["messages"][0]["id"].as_str().unwrap().to_owned();
+    let answer = chat.fake.reply_to(&id, "askgate reads text, buttons, list choices and reactions here").await;
+    assert!(answer.text().contains("audio"), "{}", answer.text());
+    // Delivered again, it is answered once: nothing more came by the answer to a later message.
+    chat.fake.deliver(&chat.askgate.base, &note).await;
+    let marker = chat.say("/pending").await;
+    let marker = marker["entry"][0]["changes"][0]["value"]["messages"][0]["id"].as_str().unwrap().to_owned();
+    chat.fake.wait_for(|s| s.replying_to() == Some(marker.as_str())).await;
+    assert_eq!(chat.fake.sent().iter().filter(|s| s.replying_to() == Some(id.as_str())).count(), 1);
+}
