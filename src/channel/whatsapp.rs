@@ -306,8 +306,12 @@ impl WhatsApp {
                  write first only with an approved template: set template (and template_language) in \
                  [channels.whatsapp]"
             );
-            // An escalated copy of a question is another conversation's: it stays as it is there.
-            let copy = question.nudges.escalate_to.is_some() && question.nudges.escalate_to == question.conversation;
+            // A question escalated here is another conversation's: it stays as it is there. (The
+            // lane shows such a copy with its conversation set to this one; a status reports
+            // on the question as stored, whose conversation is its own.)
+            let own = question.conversation.as_ref().map(Conversation::as_str) == Some(&format!("whatsapp:{number}"));
+            let copy =
+                !own || (question.nudges.escalate_to.is_some() && question.nudges.escalate_to == question.conversation);
             if !copy && let Err(e) = self.engine.claims().cancel(question, &why).await {
                 tracing::error!(error = %e, question = %question.id, "could not cancel a question WhatsApp cannot deliver");
             }

@@ -381,3 +381,18 @@ async fn a_voice_note_is_answered_with_what_askgate_reads() {
     chat.fake.wait_for(|s| s.replying_to() == Some(marker.as_str())).await;
     assert_eq!(chat.fake.sent().iter().filter(|s| s.replying_to() == Some(id.as_str())).count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_escalated_outside_the_window_keeps_waiting_where_it_was_asked() {
+    let chat = Chat::start("").await;
+    chat.say("hello").await;
+    let body = json!({"prompt": "Which colour, escalated?", "options": ["red", "green"],
+        "escalate_after": 1, "escalate_to": format!("whatsapp:{NEWCOMER}")});
+    let id = chat.ask(PERSON, body).await;
+    chat.fake.card("Which colour, escalated?").await;
+    // The copy cannot reach the newcomer (no template): the question itself is not cancelled.
+    chat.askgate.served().log_line("has not written to the WhatsApp number in the last 24 hours").await;
+    assert_eq!(chat.askgate.question(&id).await["status"], "pending");
+    let cards = chat.fake.sent().into_iter().filter(|s| s.to() == NEWCOMER && !s.choices().is_empty()).count();
+    assert_eq!(cards, 0, "no card went to the newcomer");
+}
