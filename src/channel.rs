@@ -9,11 +9,13 @@
 //! A chat platform is a [`Component`]: its folder holds its adapter, its start and its HTTP
 //! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from.
 
+pub mod buttons;
 pub mod console;
 pub mod discord;
 pub mod email;
 pub mod jwt;
 pub mod matrix;
+pub mod mattermost;
 pub mod reactions;
 pub mod slack;
 pub mod telegram;
@@ -35,6 +37,7 @@ pub const PLATFORMS: &[&dyn Component] = &[
     &slack::Platform,
     &email::Platform,
     &matrix::Platform,
+    &mattermost::Platform,
     &whatsapp::Platform,
 ];
 
