@@ -48,33 +48,16 @@ pub enum Shape {
     Text,
 }
 
-/// The choices a card's buttons or rows offer: each label and the command it is. Empty when
+/// The choices a card's buttons or rows offer: each label and the command it is
+/// ([`crate::channel::buttons`], the same as other platforms' buttons). A question's Decline is
+/// left to the card's typed line, so that three options fit WhatsApp's three buttons. Empty when
 /// the answer needs words (free text, several picks, a form, several questions).
 pub fn choices(q: &Question) -> Vec<(String, String)> {
-    let (l, id) = (q.presentation.locale, q.id.to_string());
-    match q.kind {
-        _ if q.form.is_some() => Vec::new(),
-        Kind::Question | Kind::Form if q.multi => Vec::new(),
-        Kind::Question | Kind::Form => q
-            .options
-            .iter()
-            .enumerate()
-            .map(|(i, o)| (o.clone(), format!("/answer {id} {}", q.position_token(i + 1))))
-            .collect(),
-        Kind::Confirm => vec![
-            (say!(l, "button.yes"), format!("/answer {id} yes")),
-            (say!(l, "button.no"), format!("/answer {id} no")),
-        ],
-        Kind::Approval if q.needs_quorum() => vec![
-            (say!(l, "button.approve"), format!("/approve {id}")),
-            (say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-        Kind::Approval => vec![
-            (say!(l, "button.allow_once"), format!("/approve {id}")),
-            (say!(l, "button.allow_always"), format!("/approve {id} always")),
-            (say!(l, "button.reject"), format!("/deny {id}")),
-        ],
+    let mut all = crate::channel::buttons::choices(q);
+    if q.kind == Kind::Question {
+        all.retain(|(_, command)| !command.starts_with("/decline "));
     }
+    all
 }
 
 /// How `q`'s card offers its choices.
@@ -230,7 +213,7 @@ mod tests {
         assert_eq!(card["interactive"]["type"], "button");
         let buttons = card["interactive"]["action"]["buttons"].as_array().unwrap();
         assert_eq!(buttons.len(), 3);
-        assert_eq!(buttons[1]["reply"]["id"], format!("/answer {} 2", q.id));
+        assert_eq!(buttons[1]["reply"]["id"], format!("/answer {} #2", q.id));
         assert_eq!(buttons[1]["reply"]["title"], "date-fns");
         let body = card["interactive"]["body"]["text"].as_str().unwrap();
         assert!(body.contains("Which library?") && body.contains("/decline"), "{body}");
@@ -256,7 +239,7 @@ mod tests {
         assert_eq!(list["interactive"]["type"], "list");
         let rows = list["interactive"]["action"]["sections"][0]["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 5);
-        assert_eq!(rows[4]["id"], format!("/answer {} 5", q.id));
+        assert_eq!(rows[4]["id"], format!("/answer {} #5", q.id));
         assert!(rows.iter().all(|r| r["id"].as_str().unwrap().len() <= ROW_ID));
         let twelve: Vec<String> = (1..=12).map(|n| format!("option {n}")).collect();
         let q = question(Ask::question("Which?").options(twelve));
