@@ -5,7 +5,7 @@
 //! A card's body is the text card (every choice with the command that answers it, so anything
 //! can be typed). Up to 3 choices are reply buttons, up to 10 a list; more, several at once, a
 //! form, or words are the text card alone. A button's id (≤ 256 characters) and a row's
-//! (≤ 200) is the very command its choice is (`/answer <question id> 2`, with the question's
+//! (≤ 200) is the very command its choice is (`/answer <question id> #2`, with the question's
 //! whole id, so it never depends on a prefix); a title longer than WhatsApp shows (20
 //! characters on a button, 24 on a row) is cut and ends with `…`, and the body has it whole.
 
