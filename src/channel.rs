@@ -22,6 +22,7 @@ pub mod slack;
 pub mod telegram;
 pub mod web;
 pub mod webhook;
+pub mod whatsapp;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,6 +40,7 @@ pub const PLATFORMS: &[&dyn Component] = &[
     &matrix::Platform,
     &mattermost::Platform,
     &google_chat::Platform,
+    &whatsapp::Platform,
 ];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.

@@ -23,6 +23,8 @@ pub struct ChatConfig {
     pub token_env: String,
     /// A different API base URL (a self-hosted server, or a test double).
     pub api_url: Option<String>,
+    /// `allowed_users` as written, for a platform that checks the form of its ids.
+    pub allowed_users: Vec<String>,
     /// The file's name and text: the platform's own keys are read from it, with errors that
     /// point into it.
     file: Arc<(String, String)>,
@@ -92,7 +94,8 @@ pub(super) fn chats(text: &str, path: &str) -> Result<Vec<(RawChat, ChatConfig)>
     for (name, section) in sections(text).map_err(located)? {
         let raw = RawChat::deserialize(ValueDeserializer::from(split(section).0)).map_err(located)?;
         let (token_env, api_url) = (raw.token_env.clone().unwrap_or_default(), raw.api_url.clone());
-        chats.push((raw, ChatConfig { name, token_env, api_url, file: file.clone() }));
+        let allowed_users = raw.allowed_users.clone();
+        chats.push((raw, ChatConfig { name, token_env, api_url, allowed_users, file: file.clone() }));
     }
     Ok(chats)
 }

@@ -296,6 +296,17 @@ impl Claims {
         .await
     }
 
+    /// Ends a pending question as `cancelled(reason)` on askgate's behalf: a channel that
+    /// cannot put it before anyone (its platform will not deliver it) says why, and the asker
+    /// hears that at once rather than waiting for nothing. `false` when it was not pending.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn cancel(&self, question: &Question, reason: &str) -> Result<bool, StoreError> {
+        let outcome = Outcome::Cancelled { reason: reason.to_owned() };
+        Ok(matches!(self.close(question, outcome).await?, Claimed::Won(_)))
+    }
+
     /// The claim-once write, and everything that follows a win.
     async fn claim(&self, resolution: Resolution) -> Result<Claimed, StoreError> {
         Ok(match self.store.resolve(resolution).await? {

@@ -16,6 +16,7 @@ mod page;
 mod slack;
 mod telegram;
 mod webhook;
+pub mod whatsapp;
 
 use serde_json::{Value, json};
 
@@ -52,6 +53,10 @@ macro_rules! on_every_channel {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn google_chat() {
                     super::$name(Box::new(super::google_chat::GoogleChat::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn whatsapp() {
+                    super::$name(Box::new(super::whatsapp::WhatsApp::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
