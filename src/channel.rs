@@ -16,6 +16,7 @@ pub mod jwt;
 pub mod matrix;
 pub mod reactions;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 pub mod web;
 pub mod webhook;
@@ -29,7 +30,7 @@ use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
 pub const PLATFORMS: &[&dyn Component] =
-    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform];
+    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform, &teams::Platform];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
