@@ -12,6 +12,7 @@ pub mod email;
 pub mod matrix;
 mod page;
 mod slack;
+pub mod teams;
 mod telegram;
 mod webhook;
 
@@ -42,6 +43,10 @@ macro_rules! on_every_channel {
                     matrix-synapse==1.163.2 (or run .ci/run)")]
                 async fn matrix() {
                     super::$name(Box::new(super::matrix::Matrix::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn teams() {
+                    super::$name(Box::new(super::teams::Teams::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {
