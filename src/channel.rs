@@ -9,11 +9,13 @@
 //! A chat platform is a [`Component`]: its folder holds its adapter, its start and its HTTP
 //! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from.
 
+pub mod buttons;
 pub mod console;
 pub mod discord;
 pub mod email;
 pub mod jwt;
 pub mod matrix;
+pub mod mattermost;
 pub mod reactions;
 pub mod slack;
 pub mod teams;
@@ -29,8 +31,15 @@ use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
 /// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] =
-    &[&telegram::Platform, &discord::Platform, &slack::Platform, &email::Platform, &matrix::Platform, &teams::Platform];
+pub const PLATFORMS: &[&dyn Component] = &[
+    &telegram::Platform,
+    &discord::Platform,
+    &slack::Platform,
+    &email::Platform,
+    &matrix::Platform,
+    &mattermost::Platform,
+    &teams::Platform,
+];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {

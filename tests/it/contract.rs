@@ -10,6 +10,7 @@ mod discord;
 pub mod driver;
 pub mod email;
 pub mod matrix;
+pub mod mattermost;
 mod page;
 mod slack;
 pub mod teams;
@@ -43,6 +44,10 @@ macro_rules! on_every_channel {
                     matrix-synapse==1.163.2 (or run .ci/run)")]
                 async fn matrix() {
                     super::$name(Box::new(super::matrix::Matrix::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn mattermost() {
+                    super::$name(Box::new(super::mattermost::Mattermost::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn teams() {

@@ -19,46 +19,15 @@ use super::{CARD, escape};
 use crate::clock::Clock;
 use crate::command::Command;
 use crate::engine::{Engine, Inbound};
-use crate::question::{Conversation, Kind, Question, QuestionId, Receipt, UserRef};
+use crate::question::{Conversation, Question, QuestionId, Receipt, UserRef};
 use crate::store::DeliveryRole;
 
 /// How long a link works when its question has no deadline.
 const TTL_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
-/// What each one-click link of `question` does: its label and its command. None for a form
-/// or a multi-select question (their cards carry commands only).
-pub fn choices(question: &Question) -> Vec<(String, String)> {
-    let id = question.id;
-    let l = question.presentation.locale;
-    match question.kind {
-        _ if question.form.is_some() || question.multi => Vec::new(),
-        Kind::Form => Vec::new(),
-        Kind::Question => {
-            let options = question.options.iter().enumerate();
-            let mut all: Vec<(String, String)> =
-                options.map(|(i, label)| (label.clone(), format!("/answer {id} #{}", i + 1))).collect();
-            all.push((crate::say!(l, "button.decline"), format!("/decline {id}")));
-            all
-        }
-        Kind::Confirm => {
-            vec![
-                (crate::say!(l, "button.yes"), format!("/answer {id} yes")),
-                (crate::say!(l, "button.no"), format!("/answer {id} no")),
-            ]
-        }
-        Kind::Approval if question.needs_quorum() => {
-            vec![
-                (crate::say!(l, "button.approve"), format!("/approve {id}")),
-                (crate::say!(l, "button.reject"), format!("/deny {id}")),
-            ]
-        }
-        Kind::Approval => vec![
-            (crate::say!(l, "button.allow_once"), format!("/approve {id}")),
-            (crate::say!(l, "button.allow_always"), format!("/approve {id} always")),
-            (crate::say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-    }
-}
+/// What each one-click link of `question` does: its label and its command (the labelled
+/// buttons Mattermost's cards have too).
+pub use crate::channel::buttons::choices;
 
 /// The secret of the card whose `Message-ID` is `card`.
 pub fn secret(card: &str) -> Option<&str> {

@@ -6,8 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::question::{Kind, Question};
-use crate::say;
+use crate::question::Question;
 use crate::wording;
 
 /// The content type of an Adaptive Card attachment.
@@ -26,7 +25,7 @@ pub fn text(text: &str) -> Value {
 
 /// The message activity of `question`'s card while it waits: its words, and its choices.
 pub fn card(question: &Question, now_ms: i64) -> Value {
-    let actions: Vec<Value> = choices(question)
+    let actions: Vec<Value> = crate::channel::buttons::choices(question)
         .into_iter()
         .map(|(title, command)| json!({"type": "Action.Submit", "title": title, "data": {COMMAND: command}}))
         .collect();
@@ -63,37 +62,6 @@ fn message(text: &str, actions: Vec<Value>) -> Value {
         card["actions"] = json!(actions);
     }
     json!({"type": "message", "attachments": [{"contentType": ADAPTIVE, "content": card}]})
-}
-
-/// What each button of `question`'s card says and the command it sends; none for a form, a
-/// multi-select or several questions (answered by typed commands, as the card's lines say).
-pub fn choices(question: &Question) -> Vec<(String, String)> {
-    let (id, l) = (question.id, question.presentation.locale);
-    match question.kind {
-        _ if question.form.is_some() || question.multi => Vec::new(),
-        Kind::Form => Vec::new(),
-        Kind::Question => {
-            let options = question.options.iter().enumerate();
-            let mut all: Vec<(String, String)> = options
-                .map(|(i, label)| (label.clone(), format!("/answer {id} {}", question.position_token(i + 1))))
-                .collect();
-            all.push((say!(l, "button.decline"), format!("/decline {id}")));
-            all
-        }
-        Kind::Confirm => vec![
-            (say!(l, "button.yes"), format!("/answer {id} yes")),
-            (say!(l, "button.no"), format!("/answer {id} no")),
-        ],
-        Kind::Approval if question.needs_quorum() => vec![
-            (say!(l, "button.approve"), format!("/approve {id}")),
-            (say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-        Kind::Approval => vec![
-            (say!(l, "button.allow_once"), format!("/approve {id}")),
-            (say!(l, "button.allow_always"), format!("/approve {id} always")),
-            (say!(l, "button.reject"), format!("/deny {id}")),
-        ],
-    }
 }
 
 /// `line` with the characters Teams' card Markdown reads as formatting escaped, and a line
@@ -135,7 +103,7 @@ mod tests {
         let actions = card["content"]["actions"].as_array().unwrap();
         assert_eq!(actions[1]["type"], "Action.Submit");
         assert_eq!(actions[1]["title"], "date-fns");
-        assert_eq!(actions[1]["data"][COMMAND], format!("/answer {} 2", q.id));
+        assert_eq!(actions[1]["data"][COMMAND], format!("/answer {} #2", q.id));
         assert_eq!(actions[2]["data"][COMMAND], format!("/decline {}", q.id));
         let first = &card["content"]["body"][0];
         assert_eq!((first["weight"].as_str(), first["wrap"].as_bool()), (Some("bolder"), Some(true)));
@@ -145,10 +113,14 @@ mod tests {
     #[test]
     fn an_approval_offers_allow_once_allow_always_reject() {
         let q = question(Ask::approval("rm -rf build/"));
-        let titles: Vec<String> = choices(&q).into_iter().map(|(t, _)| t).collect();
+        let activity = card(&q, 0);
+        let titles: Vec<&str> = activity["attachments"][0]["content"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["title"].as_str().unwrap())
+            .collect();
         assert_eq!(titles, ["Allow once", "Allow always", "Reject"]);
-        let q = question(Ask::confirm("Archive?"));
-        assert_eq!(choices(&q)[0].1, format!("/answer {} yes", q.id));
     }
 
     #[test]
