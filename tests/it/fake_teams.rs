@@ -2,7 +2,8 @@
 //! real Teams client: the Bot Connector REST API v3 (activities sent, replied to and updated in
 //! place, personal chats started; 429 with `Retry-After` on demand; every call recorded), the
 //! token endpoint of the client-credentials grant (refusing a wrong password), and the OpenID
-//! metadata with its keys (an RSA key the test makes, endorsed for `msteams`). It
+//! metadata with its keys (an RSA key the test makes, endorsed for `msteams`, and another
+//! endorsed for another channel only). It
 //! delivers activities to askgate as the Bot Framework does: POSTed, with a bearer JWT signed
 //! by that key.
 
@@ -28,7 +29,8 @@ pub const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 /// The issuer of the Bot Framework's tokens.
 const ISSUER: &str = "https://api.botframework.com";
 
-/// The Bot Framework's signing key (the test's), and a key nobody published.
+/// The Bot Framework's signing key for Teams (the test's), and another: published for another
+/// channel only, and a forger's when it signs under the first one's id.
 fn keys_pair() -> (&'static TestKey, &'static TestKey) {
     let (published, forger) = TestKey::pair();
     (published, forger)
@@ -76,6 +78,8 @@ pub enum Signed {
     Forged,
     /// Signed for another bot.
     OtherAudience,
+    /// Signed by a published key that does not endorse Teams (`msteams`).
+    NotEndorsed,
     /// Naming another connector than the activity's `serviceUrl`.
     OtherServiceUrl,
 }
@@ -208,6 +212,7 @@ impl FakeTeams {
             Signed::Unsigned => None,
             // The published key's id on a token it did not sign.
             Signed::Forged => Some(askgate::channel::jwt::sign(&forger.pem, Some(&published.kid), &claims).unwrap()),
+            Signed::NotEndorsed => Some(forger.sign(&claims)),
             _ => Some(published.sign(&claims)),
         };
         if let Some(token) = token {
@@ -271,9 +276,12 @@ async fn openid(State(fake): State<FakeTeams>) -> Response {
 }
 
 async fn keys() -> Response {
-    let mut key = keys_pair().0.jwk.clone();
-    key["endorsements"] = json!(["msteams", "skype"]);
-    axum::Json(json!({"keys": [key]})).into_response()
+    let (teams, other) = keys_pair();
+    let (mut teams, mut other) = (teams.jwk.clone(), other.jwk.clone());
+    teams["endorsements"] = json!(["msteams", "skype"]);
+    // Published, but for another channel only.
+    other["endorsements"] = json!(["skype"]);
+    axum::Json(json!({"keys": [teams, other]})).into_response()
 }
 
 async fn token(State(fake): State<FakeTeams>, axum::Form(form): axum::Form<HashMap<String, String>>) -> Response {

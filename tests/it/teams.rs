@@ -105,7 +105,9 @@ async fn a_strangers_tap_changes_nothing_but_gets_a_reply_naming_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_the_bot_framework_did_not_sign_for_this_activity_are_refused_401_with_nothing_applied() {
     let bot = Bot::start().await;
-    for signed in [Signed::Unsigned, Signed::Forged, Signed::OtherAudience, Signed::OtherServiceUrl] {
+    let refused =
+        [Signed::Unsigned, Signed::Forged, Signed::OtherAudience, Signed::NotEndorsed, Signed::OtherServiceUrl];
+    for signed in refused {
         let status = bot.say_as(PERSON, "/run demo", signed.clone()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{signed:?}");
     }
