@@ -189,3 +189,29 @@ fn channel_error(e: &ApiError) -> ChannelError {
         Retry::Later(after) => ChannelError::transient(e.to_string(), after),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn activity(personal: bool, aad: Option<&str>) -> Activity {
+        Activity {
+            id: "1".into(),
+            service_url: "https://smba.trafficmanager.net/amer/".into(),
+            conversation: if personal { "a:1xyz".into() } else { "19:abc@thread.v2".into() },
+            personal,
+            tenant: None,
+            from: activity::From { id: "29:1".into(), name: None, aad: aad.map(str::to_owned), upn: None },
+            locale: None,
+            said: Said::Other,
+        }
+    }
+
+    #[test]
+    fn a_personal_chat_is_the_persons_conversation_a_group_its_own() {
+        let aad = "7faf3d4c-1a3c-4e6f-9b61-b55f3f3b8c11";
+        assert_eq!(conversation_of(&activity(true, Some(aad))).unwrap().as_str(), format!("teams:{aad}"));
+        assert_eq!(conversation_of(&activity(false, Some(aad))).unwrap().as_str(), "teams:19:abc@thread.v2");
+        assert_eq!(conversation_of(&activity(true, None)).unwrap().as_str(), "teams:a:1xyz");
+    }
+}

@@ -94,6 +94,7 @@ async fn a_strangers_tap_changes_nothing_but_gets_a_reply_naming_them() {
     let tap = bot.fake.tap_activity(group, false, STRANGER, "Bob", &json!({"askgate": command}));
     assert_eq!(bot.fake.deliver(&bot.askgate.base, &tap, Signed::Properly).await, StatusCode::OK);
     let reply = bot.fake.replied("Bob: ").await;
+    assert_eq!(words(&reply), "Bob: Not yours to answer.");
     assert_eq!(reply["replyToId"], tap["id"], "{reply}");
     let listed =
         crate::support::get_json(&format!("{}/api/questions?status=pending", bot.askgate.base), &bot.askgate.token)
