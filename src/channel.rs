@@ -13,6 +13,7 @@ pub mod buttons;
 pub mod console;
 pub mod discord;
 pub mod email;
+pub mod google_chat;
 pub mod jwt;
 pub mod matrix;
 pub mod mattermost;
@@ -38,6 +39,7 @@ pub const PLATFORMS: &[&dyn Component] = &[
     &email::Platform,
     &matrix::Platform,
     &mattermost::Platform,
+    &google_chat::Platform,
     &teams::Platform,
 ];
 

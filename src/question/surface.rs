@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 /// component's name.
 ///
 /// The question module cannot see the platforms, so reading a stored name
-/// ([`Surface::from_stored`]) accepts the core names and any other name made of `a`–`z`, at
-/// most [`MAX_NAME`] long (a platform's); `channel` checks that every platform's name is such a
-/// name and reads back as its own surface. A name read that is not a core one is kept once for
-/// the life of the process, at most [`MAX_NAMES`] of them.
+/// ([`Surface::from_stored`]) accepts the core names and any other name made of `a`–`z` and
+/// inner `_` (`google_chat`), at most [`MAX_NAME`] long (a platform's); `channel` checks that
+/// every platform's name is such a name and reads back as its own surface. A name read that
+/// is not a core one is kept once for the life of the process, at most [`MAX_NAMES`] of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Surface(&'static str);
 
@@ -74,13 +74,15 @@ impl Surface {
     /// Reads a stored name: a core surface's, or a platform's (see [`Surface`]).
     ///
     /// # Errors
-    /// When the name is neither a core one nor made of `a`–`z`, or too many such were read.
+    /// When the name is neither a core one nor made of `a`–`z` and inner `_`, or too many
+    /// such were read.
     pub fn from_stored(s: &str) -> Result<Self, String> {
         if let Some((core, _)) = CORE.iter().find(|(c, _)| c.0 == s) {
             return Ok(*core);
         }
         let unknown = || format!("unknown Surface `{s}`");
-        if s.is_empty() || s.len() > MAX_NAME || !s.bytes().all(|b| b.is_ascii_lowercase()) {
+        let letters = s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if s.is_empty() || s.len() > MAX_NAME || !letters || s.starts_with('_') || s.ends_with('_') {
             return Err(unknown());
         }
         let mut read = READ.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -147,13 +149,14 @@ mod tests {
             assert_eq!(Surface::from_stored(core.as_str()), Ok(core));
         }
         assert_eq!(Surface::from_stored("telegram"), Ok(Surface::platform("telegram")));
+        assert_eq!(Surface::from_stored("google_chat"), Ok(Surface::platform("google_chat")));
         assert_eq!(serde_json::to_string(&Surface::WEB).unwrap(), "\"web\"");
         assert_eq!(serde_json::from_str::<Surface>("\"web\"").unwrap(), Surface::WEB);
     }
 
     #[test]
     fn a_name_not_made_of_letters_is_refused() {
-        for bad in ["", "Telegram", "tele gram", "web2", "x".repeat(MAX_NAME + 1).as_str()] {
+        for bad in ["", "Telegram", "tele gram", "web2", "_chat", "chat_", "x".repeat(MAX_NAME + 1).as_str()] {
             assert!(Surface::from_stored(bad).is_err(), "{bad}");
         }
     }

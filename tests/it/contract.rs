@@ -9,6 +9,7 @@ mod console;
 mod discord;
 pub mod driver;
 pub mod email;
+pub mod google_chat;
 pub mod matrix;
 pub mod mattermost;
 mod page;
@@ -48,6 +49,10 @@ macro_rules! on_every_channel {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn mattermost() {
                     super::$name(Box::new(super::mattermost::Mattermost::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn google_chat() {
+                    super::$name(Box::new(super::google_chat::GoogleChat::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn teams() {
