@@ -19,6 +19,7 @@ pub mod matrix;
 pub mod mattermost;
 pub mod reactions;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 pub mod web;
 pub mod webhook;
@@ -41,6 +42,7 @@ pub const PLATFORMS: &[&dyn Component] = &[
     &mattermost::Platform,
     &google_chat::Platform,
     &whatsapp::Platform,
+    &teams::Platform,
 ];
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.

@@ -14,6 +14,7 @@ pub mod matrix;
 pub mod mattermost;
 mod page;
 mod slack;
+pub mod teams;
 mod telegram;
 mod webhook;
 pub mod whatsapp;
@@ -57,6 +58,10 @@ macro_rules! on_every_channel {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn whatsapp() {
                     super::$name(Box::new(super::whatsapp::WhatsApp::start().await)).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn teams() {
+                    super::$name(Box::new(super::teams::Teams::start().await)).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn webhook() {

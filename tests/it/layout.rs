@@ -254,7 +254,8 @@ use super::Engine;
 
 /// The chat platforms askgate ships, each in `src/channel/<name>/` (and `src/channel/<name>.rs`).
 /// Email is not counted: its name is also a kind of form field and a crate (`email_address`).
-const PLATFORMS: [&str; 7] = ["telegram", "discord", "slack", "matrix", "mattermost", "google_chat", "whatsapp"];
+const PLATFORMS: [&str; 8] =
+    ["telegram", "discord", "slack", "matrix", "mattermost", "google_chat", "whatsapp", "teams"];
 
 /// A source file's code lines: without comments and unit tests, string literals kept (a name in
 /// a message or a key is code).

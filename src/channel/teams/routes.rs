@@ -1,0 +1,79 @@
+//! `POST /channels/teams`: the bot's messaging endpoint, where the Bot Framework posts every
+//! activity. Its token is checked first ([`super::auth`]): anything not the Bot Framework's,
+//! for this bot, about this activity, is 401 and changes nothing. A checked activity is
+//! answered at once (the Bot Framework waits 15 s) and applied after, in order.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+
+use super::Teams;
+use super::activity;
+use super::auth::Door;
+
+/// The largest activity taken (the Bot Framework's messages are far smaller).
+const MAX_BODY: usize = 256 * 1024;
+
+/// The endpoint's state: the adapter and the check of its tokens, when Teams is configured.
+#[derive(Clone)]
+struct Endpoint {
+    teams: Option<(Arc<Teams>, Arc<Door>)>,
+}
+
+/// The route `POST /channels/teams`, for `teams` checked by `door` (none: Teams is off, and
+/// the route says so).
+pub fn routes(teams: Option<(Arc<Teams>, Arc<Door>)>) -> Router {
+    Router::new()
+        .route("/channels/teams", post(activity_posted))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(Endpoint { teams })
+}
+
+/// An error in the API's shape: `{"error":{"code","message"}}`.
+fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// `POST /channels/teams`.
+async fn activity_posted(State(endpoint): State<Endpoint>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let Some((teams, door)) = &endpoint.teams else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Teams is off: configure [channels.teams] and set its variables",
+        );
+    };
+    let unauthorized = |why: String| {
+        tracing::info!(why, "refused an activity posted to /channels/teams");
+        refuse(StatusCode::UNAUTHORIZED, "unauthorized", why)
+    };
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let checked = match door.token(authorization).await {
+        Ok(checked) => checked,
+        Err(why) => return unauthorized(why.to_string()),
+    };
+    let posted: Value = match serde_json::from_slice(&body) {
+        Ok(posted) => posted,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, "bad_request", format!("not JSON: {e}")),
+    };
+    let envelope = match activity::envelope(&posted) {
+        Ok(envelope) => envelope,
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, "bad_request", why),
+    };
+    if let Err(why) = checked.carries(&envelope) {
+        return unauthorized(why.to_string());
+    }
+    match activity::read(&posted) {
+        Ok(activity) => {
+            teams.accept(activity);
+            StatusCode::OK.into_response()
+        }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, "bad_request", why),
+    }
+}
