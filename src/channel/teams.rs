@@ -9,8 +9,9 @@
 //! `teams:<their AAD object id>`: whatever its Teams id (which changes when the bot is
 //! installed again), it is the place to ask them, even before it exists. Teams lets a bot
 //! write first only where someone has talked to it, so askgate keeps where it heard from
-//! ([`references`]) and refuses a card it has nowhere to send. An activity is applied once
-//! (its id is the update key), in the order they came.
+//! ([`references`]); a question to a person it never heard from ends at once as cancelled,
+//! saying why. An activity is applied before its request is answered, once (its id is the
+//! update key).
 
 mod activity;
 mod auth;
@@ -22,15 +23,14 @@ mod references;
 mod render;
 mod routes;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::command::Command;
 use crate::engine::retry::{pause, pauses};
-use crate::engine::{ChannelError, Engine, Inbound, Records, Retry};
+use crate::engine::{ChannelError, Claims, Engine, Inbound, Records, Retry};
 use crate::question::{Conversation, Receipt, UserRef};
 use activity::{Activity, Said};
 use connector::{ApiError, Connector};
@@ -41,34 +41,27 @@ pub use component::Platform;
 /// Where answers given on Teams come from: its surface, named by its component's name.
 pub const SURFACE: crate::question::Surface = crate::question::Surface::platform("teams");
 
-/// The Teams channel: the bot's app, its Bot Connector client, and the activities waiting to
-/// be applied.
+/// The Teams channel: the bot's app and its Bot Connector client.
 pub struct Teams {
     /// The bot's Microsoft app id.
     app_id: String,
     connector: Connector,
     references: References,
+    /// Ends a question Teams cannot carry (to a person the bot never heard from), saying why.
+    claims: Claims,
     clock: Clock,
-    queue: mpsc::UnboundedSender<Activity>,
-    received: Mutex<Option<mpsc::UnboundedReceiver<Activity>>>,
 }
 
 impl Teams {
     /// The channel of the app `app_id`, ready to send once it serves.
-    pub fn new(app_id: String, connector: Connector, records: Records, clock: Clock) -> Arc<Self> {
-        let (queue, received) = mpsc::unbounded_channel();
+    pub fn new(app_id: String, connector: Connector, records: Records, claims: Claims, clock: Clock) -> Arc<Self> {
         let references = References::new(records);
-        Arc::new(Self { app_id, connector, references, clock, queue, received: Mutex::new(Some(received)) })
+        Arc::new(Self { app_id, connector, references, claims, clock })
     }
 
-    /// Takes an activity whose token was checked; it is applied after the ones before it.
-    fn accept(&self, activity: Activity) {
-        let _ = self.queue.send(activity);
-    }
-
-    /// Gets a first token (which checks the app's credentials), then applies activities in
-    /// order until `stop` fires. How the connector and the token endpoint stand shows on
-    /// `/healthz`.
+    /// Gets a first token (which checks the app's credentials), then waits until `stop` fires;
+    /// activities are applied by the endpoint ([`routes`]). How the connector and the token
+    /// endpoint stand shows on `/healthz`.
     ///
     /// # Errors
     /// Never so far: a refused password shows as down, and is tried again.
@@ -96,17 +89,7 @@ impl Teams {
             }
         }
         tracing::info!("teams connected");
-        let received = self.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        let Some(mut received) = received else { return Ok(()) };
-        loop {
-            tokio::select! {
-                activity = received.recv() => match activity {
-                    Some(activity) => self.apply(activity, &engine).await,
-                    None => break,
-                },
-                () = stop.cancelled() => break,
-            }
-        }
+        stop.cancelled().await;
         let _ = watcher.await;
         Ok(())
     }
@@ -114,6 +97,9 @@ impl Teams {
     /// Applies one activity: keeps where it came from, then hands a message or a tap to the
     /// engine and answers its sender.
     async fn apply(&self, activity: Activity, engine: &Engine) {
+        // Applied before the endpoint answers: an activity the Bot Framework was told arrived
+        // has had its effect, so a stop or a crash after the answer loses none (before it, the
+        // Bot Framework sends it again).
         if let Err(e) = self.references.heard(&activity).await {
             tracing::warn!(error = %e, "teams: could not keep where an activity came from");
         }

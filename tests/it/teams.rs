@@ -176,11 +176,14 @@ async fn a_person_who_wrote_in_a_group_is_asked_in_a_personal_chat_started_for_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_never_heard_from_is_not_asked() {
     let bot = Bot::start().await;
-    // Nobody by that id ever wrote to the bot: the card is refused, saying why.
+    // Nobody by that id ever wrote to the bot: the question ends at once, saying why, rather
+    // than wait for a card nobody sees.
     let body = json!({"prompt": "Who are you?", "kind": "confirm"});
-    bot.askgate.ask(&format!("teams:{STRANGER}"), &format!("teams:{STRANGER}"), body).await;
-    let line = bot.askgate.served().log_line("askgate has not heard from").await;
-    assert!(line.contains(STRANGER) && line.contains("send the bot a message first"), "{line}");
+    let id = bot.askgate.ask(&format!("teams:{STRANGER}"), &format!("teams:{STRANGER}"), body).await;
+    let q = bot.askgate.resolved(&id).await;
+    let reason = q["outcome"]["reason"].as_str().unwrap_or_default();
+    assert_eq!(q["status"], "cancelled", "{q}");
+    assert!(reason.contains(STRANGER) && reason.contains("send the bot a message first"), "{q}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -50,10 +50,11 @@ impl crate::channel::Component for Platform {
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(15)).build()?;
         let connector =
             Connector::new(http.clone(), config.token_url.clone(), app_id.clone(), password, cx.clock.clone());
-        let adapter = Teams::new(app_id.clone(), connector, cx.engine.records().clone(), cx.clock.clone());
+        let (records, claims) = (cx.engine.records().clone(), cx.engine.claims().clone());
+        let adapter = Teams::new(app_id.clone(), connector, records, claims, cx.clock.clone());
         cx.engine.delivery().attach(adapter.clone());
         let door = Arc::new(Door::new(http, config.openid_url.clone(), app_id));
-        let routes = super::routes::routes(Some((adapter.clone(), door)));
+        let routes = super::routes::routes(Some((adapter.clone(), door, cx.engine.clone())));
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
         let serve = async move { adapter.serve(engine, stop).await.map_err(Into::into) };
         Ok(Started { serve: Some(Box::pin(serve)), routes: Some(routes) })

@@ -50,6 +50,12 @@ impl Teams {
         Ok(Target { place, conversation: chat })
     }
 
+    /// Whether askgate has heard neither from `conversation` nor from the person it names.
+    async fn never_heard(&self, conversation: &Conversation) -> Result<bool, crate::store::StoreError> {
+        let Some(id) = conversation.as_str().strip_prefix("teams:") else { return Ok(false) };
+        Ok(self.references.place(id).await?.is_none() && self.references.person(id).await?.is_none())
+    }
+
     async fn send(&self, conversation: &Conversation, activity: &Value) -> Result<(String, String), ChannelError> {
         let target = self.target(conversation).await?;
         let sent = self.connector.send(&target.place.service_url, &target.conversation, activity).await;
@@ -89,7 +95,19 @@ impl Channel for Teams {
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
         let Some(conversation) = &question.conversation else { return Ok(Vec::new()) };
-        let (chat, id) = self.send(conversation, &render::card(question, self.clock.now_ms())).await?;
+        let (chat, id) = match self.send(conversation, &render::card(question, self.clock.now_ms())).await {
+            Ok(sent) => sent,
+            Err(e) if matches!(self.never_heard(conversation).await, Ok(true)) => {
+                // Nowhere to ask: the question ends now, saying why, rather than wait for a
+                // card nobody sees. A copy escalated here stays as it is where it was asked.
+                let copy = question.nudges.escalate_to.as_ref() == Some(conversation);
+                if !copy && let Err(e) = self.claims.cancel(question, &e.to_string()).await {
+                    tracing::error!(error = %e, question = %question.id, "could not cancel a question Teams cannot carry");
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         Ok(vec![Delivery::card(question.id, SURFACE, chat, id)])
     }
 

@@ -1,7 +1,8 @@
 //! `POST /channels/teams`: the bot's messaging endpoint, where the Bot Framework posts every
 //! activity. Its token is checked first ([`super::auth`]): anything not the Bot Framework's,
 //! for this bot, about this activity, is 401 and changes nothing. A checked activity is
-//! answered at once (the Bot Framework waits 15 s) and applied after, in order.
+//! applied, then answered (the Bot Framework waits 15 s, and sends again what it was not
+//! answered).
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use serde_json::Value;
 use super::Teams;
 use super::activity;
 use super::auth::Door;
+use crate::engine::Engine;
 
 /// The largest activity taken (the Bot Framework's messages are far smaller).
 const MAX_BODY: usize = 256 * 1024;
@@ -22,12 +24,12 @@ const MAX_BODY: usize = 256 * 1024;
 /// The endpoint's state: the adapter and the check of its tokens, when Teams is configured.
 #[derive(Clone)]
 struct Endpoint {
-    teams: Option<(Arc<Teams>, Arc<Door>)>,
+    teams: Option<(Arc<Teams>, Arc<Door>, Engine)>,
 }
 
-/// The route `POST /channels/teams`, for `teams` checked by `door` (none: Teams is off, and
-/// the route says so).
-pub fn routes(teams: Option<(Arc<Teams>, Arc<Door>)>) -> Router {
+/// The route `POST /channels/teams`, for `teams` checked by `door`, applied to the engine
+/// (none: Teams is off, and the route says so).
+pub fn routes(teams: Option<(Arc<Teams>, Arc<Door>, Engine)>) -> Router {
     Router::new()
         .route("/channels/teams", post(activity_posted))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -42,7 +44,7 @@ fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Respons
 
 /// `POST /channels/teams`.
 async fn activity_posted(State(endpoint): State<Endpoint>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    let Some((teams, door)) = &endpoint.teams else {
+    let Some((teams, door, engine)) = &endpoint.teams else {
         return refuse(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -71,7 +73,7 @@ async fn activity_posted(State(endpoint): State<Endpoint>, headers: HeaderMap, b
     }
     match activity::read(&posted) {
         Ok(activity) => {
-            teams.accept(activity);
+            teams.apply(activity, engine).await;
             StatusCode::OK.into_response()
         }
         Err(why) => refuse(StatusCode::BAD_REQUEST, "bad_request", why),
