@@ -228,6 +228,14 @@ pub fn asked_line(q: &Question) -> String {
     format!("[{}] {} {}", q.id.short(), title(q), crate::text::clip(&q.prompt, 200, "…"))
 }
 
+/// What a chat says under an expired question's card, and where: `⌛ <prompt>: <outcome>` in
+/// its conversation. None for a question that did not expire.
+pub fn expiry_notice(q: &Question) -> Option<(&crate::question::Conversation, String)> {
+    let conversation = q.conversation.as_ref().filter(|_| q.status == crate::question::Status::Expired)?;
+    let outcome = q.outcome.as_ref().map(|o| o.summary(q.kind)).unwrap_or_default();
+    Some((conversation, format!("⌛ {}: {outcome}", q.prompt)))
+}
+
 /// The one line a text surface prints when a question is resolved.
 pub fn resolved_line(q: &Question) -> String {
     format!("[{}] {}", q.id.short(), q.outcome_line())
@@ -447,6 +455,20 @@ mod tests {
         (q.status, q.outcome) = (Status::Declined, Some(Outcome::Declined { feedback: Some("no".into()) }));
         let id = q.id.short();
         assert_eq!(whole(&q, 0), format!("deploy\n   a\n       b\n[{id}] ❌ rejected: no"));
+    }
+
+    #[test]
+    fn only_an_expired_question_has_a_notice_in_its_conversation() {
+        use crate::question::{Ask, Conversation, Outcome, Status};
+        let mut q = crate::question::test_question(Ask::confirm("Archive?"));
+        q.conversation = Some(Conversation::parse("test:room").unwrap());
+        assert_eq!(expiry_notice(&q), None, "pending");
+        (q.status, q.outcome) = (Status::Expired, Some(Outcome::Expired { value: None }));
+        let (place, line) = expiry_notice(&q).unwrap();
+        assert_eq!(place.as_str(), "test:room");
+        assert!(line.starts_with("⌛ Archive?: "), "{line}");
+        (q.status, q.outcome) = (Status::Declined, Some(Outcome::Declined { feedback: None }));
+        assert_eq!(expiry_notice(&q), None, "declined");
     }
 
     #[test]

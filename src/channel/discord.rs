@@ -36,7 +36,7 @@ use crate::command::{self, CardAction, Tap};
 use crate::engine::retry::{Backoff, retrying};
 use crate::engine::{Channel, ChannelError, ChannelState, Retry};
 use crate::engine::{Engine, Inbound, Response};
-use crate::question::{Conversation, Question, QuestionId, QuestionRef, Receipt, Status, Surface, UserRef};
+use crate::question::{Conversation, Question, QuestionId, QuestionRef, Receipt, Surface, UserRef};
 use crate::store::Delivery;
 use crate::wording;
 
@@ -70,11 +70,7 @@ impl Discord {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("edit", &failures)
     }
 
     /// The channel, ready to send.
@@ -477,11 +473,8 @@ impl Channel for Discord {
         let content = render::resolved(question, self.clock.now_ms());
         let edit = EditMessage::new().content(content).components(Vec::new()).allowed_mentions(no_pings());
         let edited = self.edit_cards(cards, &edit).await;
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            let line = render::escape(&render::shorten(&format!("⌛ {}: {outcome}", question.prompt), 500));
+        if let Some((conversation, line)) = wording::expiry_notice(question) {
+            let line = render::escape(&render::shorten(&line, 500));
             self.send(channel_of(conversation)?, CreateMessage::new().content(line).allowed_mentions(no_pings()))
                 .await?;
         }

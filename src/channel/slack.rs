@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::engine::{Channel, ChannelError, ChannelState, Engine};
-use crate::question::{Conversation, Question, Status, Surface, UserRef};
+use crate::question::{Conversation, Question, Surface, UserRef};
 use crate::store::Delivery;
 use crate::wording;
 
@@ -241,11 +241,7 @@ impl Slack {
                 failures.push(format!("{}/{}: {e}", delivery.chat, delivery.message));
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not update {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("update", &failures)
     }
 }
 
@@ -317,11 +313,8 @@ impl Channel for Slack {
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
         let updated = self.update(cards, &render::resolved(question)).await;
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            let line = render::plain(&render::shorten(&format!("⌛ {}: {outcome}", question.prompt), 500));
+        if let Some((conversation, line)) = wording::expiry_notice(question) {
+            let line = render::plain(&render::shorten(&line, 500));
             self.post(&Place::of(conversation)?, render::content(&line)).await?;
         }
         updated

@@ -55,6 +55,19 @@ impl ChannelError {
         Self { message: message.into(), retry: Retry::Later(after) }
     }
 
+    /// The end of a pass over several cards: fine when none failed, else one permanent error
+    /// naming each failure (`could not update <chat>/<message>: …, …`, `verb` being `update`).
+    ///
+    /// # Errors
+    /// When `failures` is not empty.
+    pub fn unless_failed(verb: &str, failures: &[String]) -> Result<(), Self> {
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(Self::permanent(format!("could not {verb} {}", failures.join(", "))))
+        }
+    }
+
     /// Whether, and when, to try again.
     pub fn retry(&self) -> Retry {
         self.retry

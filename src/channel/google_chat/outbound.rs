@@ -7,7 +7,7 @@ use serde_json::json;
 use super::client::ApiError;
 use super::{GoogleChat, SURFACE, render, space_of};
 use crate::engine::{Channel, ChannelError, Retry};
-use crate::question::{Conversation, Question, Status, Surface};
+use crate::question::{Conversation, Question, Surface};
 use crate::store::{Delivery, DeliveryRole};
 
 fn channel_error(e: &ApiError) -> ChannelError {
@@ -34,11 +34,7 @@ impl GoogleChat {
                 failures.push(format!("{}: {e}", card.message));
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not update {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("update", &failures)
     }
 }
 
@@ -62,11 +58,8 @@ impl Channel for GoogleChat {
 
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
         let updated = self.update(cards, &render::resolved(question)).await;
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            self.send_text(conversation, &format!("⌛ {}: {outcome}", question.prompt)).await?;
+        if let Some((conversation, line)) = crate::wording::expiry_notice(question) {
+            self.send_text(conversation, &line).await?;
         }
         updated
     }

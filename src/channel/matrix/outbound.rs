@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::{Matrix, SURFACE, channel_error, render, room_of};
 use crate::channel::reactions;
 use crate::engine::{Channel, ChannelError};
-use crate::question::{Conversation, Question, Status, Surface};
+use crate::question::{Conversation, Question, Surface};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording;
 
@@ -66,17 +66,10 @@ impl Channel for Matrix {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
         }
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            self.send_text(conversation, &format!("⌛ {}: {outcome}", question.prompt)).await?;
+        if let Some((conversation, line)) = wording::expiry_notice(question) {
+            self.send_text(conversation, &line).await?;
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("edit", &failures)
     }
 
     /// A quorum approval's count so far, on its cards (their reactions stay).

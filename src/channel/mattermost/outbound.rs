@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use super::{Mattermost, SURFACE, channel_error, channel_of, render};
 use crate::engine::{Channel, ChannelError};
-use crate::question::{Conversation, Question, Status, Surface};
+use crate::question::{Conversation, Question, Surface};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording;
 
@@ -60,17 +60,10 @@ impl Channel for Mattermost {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
         }
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            self.send_text(conversation, &format!("⌛ {}: {outcome}", question.prompt)).await?;
+        if let Some((conversation, line)) = wording::expiry_notice(question) {
+            self.send_text(conversation, &line).await?;
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not update {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("update", &failures)
     }
 
     /// A quorum approval's count so far, on its cards (their buttons stay).

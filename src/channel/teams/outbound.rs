@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::references::Place;
 use super::{SURFACE, Teams, channel_error, render};
 use crate::engine::{Channel, ChannelError};
-use crate::question::{Conversation, Question, Status, Surface};
+use crate::question::{Conversation, Question, Surface};
 use crate::store::{Delivery, DeliveryRole};
 
 /// Where a message to a conversation goes: its connector and its Teams conversation id.
@@ -75,11 +75,7 @@ impl Teams {
                 failures.push(format!("{}/{}: {e}", card.chat, card.message));
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(ChannelError::permanent(format!("could not update {}", failures.join(", "))))
-        }
+        ChannelError::unless_failed("update", &failures)
     }
 }
 
@@ -114,11 +110,8 @@ impl Channel for Teams {
     /// Updates each card in place to show the outcome and who answered, with nothing to tap.
     async fn retract(&self, question: &Question, cards: &[Delivery]) -> Result<(), ChannelError> {
         let updated = self.update(cards, &render::resolved(question, self.clock.now_ms())).await;
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            self.send_text(conversation, &format!("⌛ {}: {outcome}", question.prompt)).await?;
+        if let Some((conversation, line)) = crate::wording::expiry_notice(question) {
+            self.send_text(conversation, &line).await?;
         }
         updated
     }

@@ -8,7 +8,7 @@ use teloxide::types::{ChatId, MessageId, ParseMode};
 
 use super::{Telegram, render, retry};
 use crate::engine::{Channel, ChannelError};
-use crate::question::{Conversation, Locale, Question, Status, Surface, UserRef};
+use crate::question::{Conversation, Locale, Question, Surface, UserRef};
 use crate::store::{Delivery, DeliveryRole};
 use crate::wording;
 
@@ -58,11 +58,7 @@ impl Channel for Telegram {
             }
         })
         .await;
-        if question.status == Status::Expired
-            && let Some(conversation) = &question.conversation
-        {
-            let outcome = question.outcome.as_ref().map(|o| o.summary(question.kind)).unwrap_or_default();
-            let line = format!("⌛ {}: {outcome}", question.prompt);
+        if let Some((conversation, line)) = wording::expiry_notice(question) {
             let line = render::escape(&render::shorten(&line, 500));
             self.send(conversation, line, None).await?;
         }
@@ -114,9 +110,5 @@ where
             failures.push(format!("{}/{}: {e}", card.chat, card.message));
         }
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(ChannelError::permanent(format!("could not edit {}", failures.join(", "))))
-    }
+    ChannelError::unless_failed("edit", &failures)
 }
