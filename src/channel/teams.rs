@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::command::Command;
 use crate::engine::retry::{pause, pauses};
-use crate::engine::{ChannelError, Claims, Engine, Inbound, Records, Retry};
+use crate::engine::{ChannelError, ChannelState, Claims, Engine, Inbound, Records, Retry};
 use crate::question::{Conversation, Receipt, UserRef};
 use activity::{Activity, Said};
 use connector::{ApiError, Connector};
@@ -65,16 +65,26 @@ impl Teams {
     ///
     /// # Errors
     /// Never so far: a refused password shows as down, and is tried again.
-    pub async fn serve(self: Arc<Self>, engine: Engine, stop: CancellationToken) -> Result<(), ChannelError> {
+    pub async fn serve(
+        self: Arc<Self>,
+        door: Arc<auth::Door>,
+        engine: Engine,
+        stop: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let mut states = self.connector.states();
         let watcher = {
             let (engine, stop) = (engine.clone(), stop.clone());
             async move {
                 loop {
-                    let state = states.borrow_and_update().clone();
+                    let state = match states.borrow_and_update().clone() {
+                        ChannelState::Up if !door.keys_healthy() => keys_unavailable(),
+                        state => state,
+                    };
                     engine.delivery().set_channel_state("teams", state);
+                    // The keys are fetched when activities come: looked at again each minute.
                     tokio::select! {
                         changed = states.changed() => if changed.is_err() { return },
+                        () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
                         () = stop.cancelled() => return,
                     }
                 }
@@ -174,6 +184,12 @@ fn channel_error(e: &ApiError) -> ChannelError {
         Retry::No => ChannelError::permanent(e.to_string()),
         Retry::Later(after) => ChannelError::transient(e.to_string(), after),
     }
+}
+
+/// What `/healthz` says while the Bot Framework's keys cannot be fetched: activities are
+/// refused (503, so the Bot Framework sends them again) until they can.
+fn keys_unavailable() -> ChannelState {
+    ChannelState::Degraded("the Bot Framework's keys (openid_url) cannot be fetched".into())
 }
 
 #[cfg(test)]

@@ -56,6 +56,8 @@ struct Inner {
     tokens: Vec<String>,
     /// Whether the token endpoint answers at all.
     token_down: bool,
+    /// Whether the OpenID metadata answers at all.
+    keys_down: bool,
 }
 
 /// The fake Bot Framework.
@@ -111,6 +113,11 @@ impl FakeTeams {
     /// The next `n` connector calls are answered 429 with `Retry-After: 1`.
     pub fn busy(&self, n: u32) {
         self.inner.lock().unwrap().busy = n;
+    }
+
+    /// Makes the OpenID metadata stop answering (a 503) or answer again.
+    pub fn keys_down(&self, down: bool) {
+        self.inner.lock().unwrap().keys_down = down;
     }
 
     /// Makes the token endpoint stop answering (a 503) or answer again.
@@ -265,6 +272,9 @@ fn conversation_of(path: &str) -> String {
 }
 
 async fn openid(State(fake): State<FakeTeams>) -> Response {
+    if fake.inner.lock().unwrap().keys_down {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     axum::Json(json!({
         "issuer": ISSUER,
         "authorization_endpoint": "https://invalid.botframework.com",

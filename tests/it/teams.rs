@@ -195,6 +195,19 @@ async fn a_busy_connector_is_waited_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_that_cannot_be_fetched_refuse_activities_with_503_shown_on_healthz() {
+    // Before askgate has ever fetched the Bot Framework's keys, they stop answering: an
+    // activity cannot be checked, so it is refused 503 (the Bot Framework sends it again) and
+    // changes nothing, and /healthz says why.
+    let bot = Bot::start().await;
+    bot.fake.keys_down(true);
+    assert_eq!(bot.say_as(PERSON, "/run demo", Signed::Properly).await, StatusCode::SERVICE_UNAVAILABLE);
+    let health = bot.health().await;
+    assert!(health.starts_with("degraded: ") && health.contains("openid_url"), "{health}");
+    assert!(bot.fake.calls().is_empty(), "nothing was applied: {:?}", bot.fake.calls());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_endpoint_that_does_not_answer_shows_on_healthz() {
     let fake = FakeTeams::start().await;
     fake.token_down(true);

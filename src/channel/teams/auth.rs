@@ -51,6 +51,11 @@ impl Door {
         }
     }
 
+    /// Whether the Bot Framework's keys were fetched at the last try.
+    pub fn keys_healthy(&self) -> bool {
+        self.keys.healthy()
+    }
+
     /// Checks the token of the header `authorization`.
     ///
     /// # Errors

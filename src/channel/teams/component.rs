@@ -54,9 +54,9 @@ impl crate::channel::Component for Platform {
         let adapter = Teams::new(app_id.clone(), connector, records, claims, cx.clock.clone());
         cx.engine.delivery().attach(adapter.clone());
         let door = Arc::new(Door::new(http, config.openid_url.clone(), app_id));
-        let routes = super::routes::routes(Some((adapter.clone(), door, cx.engine.clone())));
+        let routes = super::routes::routes(Some((adapter.clone(), door.clone(), cx.engine.clone())));
         let (engine, stop) = (cx.engine.clone(), cx.engine.stopping());
-        let serve = async move { adapter.serve(engine, stop).await.map_err(Into::into) };
+        let serve = async move { adapter.serve(door, engine, stop).await.map_err(Into::into) };
         Ok(Started { serve: Some(Box::pin(serve)), routes: Some(routes) })
     }
 

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::Teams;
 use super::activity;
-use super::auth::Door;
+use super::auth::{Door, Refusal};
+use crate::channel::jwt::Refused;
 use crate::engine::Engine;
 
 /// The largest activity taken (the Bot Framework's messages are far smaller).
@@ -58,6 +59,13 @@ async fn activity_posted(State(endpoint): State<Endpoint>, headers: HeaderMap, b
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let checked = match door.token(authorization).await {
         Ok(checked) => checked,
+        // askgate's fault, not the sender's: the Bot Framework sends again what it was not
+        // taken, and /healthz says why.
+        Err(Refusal::Token(Refused::Unavailable(why))) => {
+            tracing::warn!(why, "teams: the Bot Framework's keys cannot be fetched");
+            engine.delivery().set_channel_state("teams", super::keys_unavailable());
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("the Bot Framework's keys: {why}"));
+        }
         Err(why) => return unauthorized(why.to_string()),
     };
     let posted: Value = match serde_json::from_slice(&body) {
