@@ -54,8 +54,9 @@ impl Access {
         }
     }
 
-    /// Whether `user` is let in: listed, or at a domain listed as `<channel>:*@<domain>`
-    /// (`email:*@example.org` lets in every `email:` address at example.org).
+    /// Whether `user` is let in: listed, or at a domain or server listed as
+    /// `<channel>:*@<domain>` or `<channel>:*:<server>` (`email:*@example.org` lets in every
+    /// `email:` address at example.org).
     pub fn admits(&self, user: &UserRef) -> bool {
         match self {
             Self::Nobody => false,
@@ -74,16 +75,20 @@ impl Access {
 }
 
 /// Whether `allowed` is a pattern of one channel's users that `user` fits: its id part
-/// starts with `*`, which stands for any start, and the rest ends the id, compared without
-/// ASCII case as domains are (`matrix:*:example.org`: everyone on that server;
-/// `email:*@example.org`: every address at that domain).
+/// starts with `*`, which stands for any start, and the rest, a domain or a server after its
+/// `@` or `:`, ends the id, compared without ASCII case as domains are
+/// (`matrix:*:example.org`: everyone on that server; `email:*@example.org`: every address at
+/// that domain). `telegram:*` is no pattern: everyone is `"*"` alone, which `askgate check`
+/// warns of.
 fn matches_wildcard(allowed: &UserRef, user: &UserRef) -> bool {
     let (Some((channel, pattern)), Some((theirs, id))) =
         (allowed.as_str().split_once(':'), user.as_str().split_once(':'))
     else {
         return false;
     };
-    let Some(end) = pattern.strip_prefix('*') else { return false };
+    let Some(end) = pattern.strip_prefix('*').filter(|end| end.len() > 1 && end.starts_with([':', '@'])) else {
+        return false;
+    };
     channel == theirs
         && id.len() > end.len()
         && id.get(id.len() - end.len()..).is_some_and(|tail| tail.eq_ignore_ascii_case(end))
@@ -388,6 +393,12 @@ mod tests {
         assert!(!server.admits(&u("matrix:@alice:other.org")));
         assert!(!server.admits(&u("telegram:@alice:example.org")), "another channel's");
         assert!(!server.admits(&u("matrix::example.org")), "the star stands for something");
+        // Only a domain or a server ends a pattern: a bare star is not everyone on a channel.
+        for (pattern, user) in
+            [("telegram:*", "telegram:42"), ("matrix:*", "matrix:@a:b.org"), ("telegram:*2", "telegram:42")]
+        {
+            assert!(!Access::from_users(vec![u(pattern)], false).admits(&u(user)), "{pattern} let in {user}");
+        }
     }
 
     #[test]
