@@ -17,6 +17,7 @@ pub mod google_chat;
 pub mod jwt;
 pub mod matrix;
 pub mod mattermost;
+pub mod posted;
 pub mod reactions;
 pub mod slack;
 pub mod teams;

@@ -205,6 +205,7 @@ async fn keys_that_cannot_be_fetched_refuse_activities_with_503_shown_on_healthz
     let health = bot.health().await;
     assert!(health.starts_with("degraded: ") && health.contains("openid_url"), "{health}");
     assert!(bot.fake.calls().is_empty(), "nothing was applied: {:?}", bot.fake.calls());
+    assert_eq!(bot.askgate.asked("Which library for date formatting?").await, 0, "the run was not started");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

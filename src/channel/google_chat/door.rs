@@ -11,12 +11,10 @@
 //! (`UPDATE_MESSAGE`), or a note only the clicker sees (`privateMessageViewer`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -24,6 +22,7 @@ use serde_json::{Value, json};
 use super::events::{self, Event, Person, Place, Unread};
 use super::{GoogleChat, SURFACE, conversation_of, render, typed};
 use crate::channel::jwt::{Expect, Keys, Refused};
+use crate::channel::posted::{read_body, refuse};
 use crate::command::Command;
 use crate::engine::{Engine, Inbound};
 use crate::question::Receipt;
@@ -37,8 +36,6 @@ pub const CHAT_ISSUER: &str = "chat@system.gserviceaccount.com";
 const GOOGLE_ISSUERS: [&str; 2] = ["https://accounts.google.com", "accounts.google.com"];
 /// The largest event accepted.
 const MAX_BODY: usize = 256 * 1024;
-/// How long a body may take to arrive.
-const BODY_WITHIN: Duration = Duration::from_secs(10);
 
 /// The endpoint's state: the channel, the engine, and what a token must be.
 pub struct Door {
@@ -182,37 +179,13 @@ pub fn routes(door: Arc<Door>) -> Router {
     Router::new().route(PATH, post(receive)).with_state(door)
 }
 
-/// An error in the API's shape: `{"error":{"code","message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = json!({"error": {"code": code, "message": message.into()}});
-    (status, axum::Json(body)).into_response()
-}
-
-/// The body, within the size and time limits; the connection is closed after a refusal.
-async fn read_body(request: Request) -> Result<Bytes, Response> {
-    let mut refusal = match tokio::time::timeout(BODY_WITHIN, axum::body::to_bytes(request.into_body(), MAX_BODY)).await
-    {
-        Ok(Ok(bytes)) => return Ok(bytes),
-        Ok(Err(_)) => {
-            refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the body is larger than {MAX_BODY} bytes"))
-        }
-        Err(_) => refuse(
-            StatusCode::REQUEST_TIMEOUT,
-            "timeout",
-            format!("the body did not arrive within {}s", BODY_WITHIN.as_secs()),
-        ),
-    };
-    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    Err(refusal)
-}
-
 /// `POST /channels/google-chat`.
 async fn receive(State(door): State<Arc<Door>>, headers: HeaderMap, request: Request) -> Response {
     // The token first: nothing of an unverified request is read.
     if let Err(refusal) = door.verify(&headers).await {
         return refusal;
     }
-    let body = match read_body(request).await {
+    let body = match read_body(request, MAX_BODY).await {
         Ok(body) => body,
         Err(refusal) => return refusal,
     };

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{Mattermost, SURFACE, conversation, user_ref};
+use crate::channel::posted::refuse;
 use crate::command::Command;
 use crate::engine::{Engine, Inbound};
 use crate::question::Receipt;
@@ -55,11 +56,6 @@ struct Door {
 /// is off, and the route says so).
 pub fn routes(mattermost: Option<(Arc<Mattermost>, Engine)>) -> Router {
     Router::new().route(super::render::ACTIONS_PATH, post(action)).with_state(Door { on: mattermost })
-}
-
-/// An error in the API's shape: `{"error":{"code","message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
 }
 
 async fn action(State(door): State<Door>, body: Bytes) -> Response {

@@ -13,21 +13,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use slack_morphism::prelude::*;
 use slack_morphism::signature_verifier::{SlackEventSignatureVerifier, SlackEventSignatureVerifierError};
 
 use super::{Incoming, Slack};
+use crate::channel::posted::{read_body, refuse};
 use crate::clock::Clock;
 
 /// The largest request body accepted (the API's limit).
 const MAX_BODY: usize = 64 * 1024;
-/// How long a body may take to arrive (the API's limit).
-const BODY_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How far a request's timestamp may be from now (slack-morphism's window, which is Slack's).
 pub const MAX_SKEW_SECS: i64 = SlackEventSignatureVerifier::MAX_TIMESTAMP_AGE_SECONDS;
@@ -142,31 +140,6 @@ pub fn routes(door: Option<Arc<SlackEvents>>, clock: Clock) -> Router {
     Router::new().route("/channels/slack", post(events)).with_state(Door { events: door, clock })
 }
 
-/// An error in the API's shape: `{"error":{"code","message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
-    (status, axum::Json(body)).into_response()
-}
-
-/// The body, within the API's size and time limits; the connection is closed after a refusal
-/// (the rest of the body was not read).
-async fn read_body(request: Request) -> Result<Bytes, Response> {
-    let refusal = match tokio::time::timeout(BODY_WITHIN, axum::body::to_bytes(request.into_body(), MAX_BODY)).await {
-        Ok(Ok(bytes)) => return Ok(bytes),
-        Ok(Err(_)) => {
-            refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the body is larger than {MAX_BODY} bytes"))
-        }
-        Err(_) => refuse(
-            StatusCode::REQUEST_TIMEOUT,
-            "timeout",
-            format!("the body did not arrive within {}s", BODY_WITHIN.as_secs()),
-        ),
-    };
-    let mut refusal = refusal;
-    refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    Err(refusal)
-}
-
 /// `POST /channels/slack`.
 async fn events(State(state): State<Door>, headers: HeaderMap, request: Request) -> Response {
     let Some(door) = &state.events else {
@@ -176,7 +149,7 @@ async fn events(State(state): State<Door>, headers: HeaderMap, request: Request)
             "Slack's events over HTTP are off: set signing_secret_env in [channels.slack]",
         );
     };
-    let body = match read_body(request).await {
+    let body = match read_body(request, MAX_BODY).await {
         Ok(body) => body,
         Err(refusal) => return refusal,
     };

@@ -17,6 +17,7 @@ use super::Teams;
 use super::activity;
 use super::auth::{Door, Refusal};
 use crate::channel::jwt::Refused;
+use crate::channel::posted::refuse;
 use crate::engine::Engine;
 
 /// The largest activity taken (the Bot Framework's messages are far smaller).
@@ -35,12 +36,6 @@ pub fn routes(teams: Option<(Arc<Teams>, Arc<Door>, Engine)>) -> Router {
         .route("/channels/teams", post(activity_posted))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(Endpoint { teams })
-}
-
-/// An error in the API's shape: `{"error":{"code","message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
-    (status, axum::Json(body)).into_response()
 }
 
 /// `POST /channels/teams`.

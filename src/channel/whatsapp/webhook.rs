@@ -7,10 +7,8 @@
 //! once by its id.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,11 +18,10 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use super::WhatsApp;
+use crate::channel::posted::{read_body, refuse};
 
 /// The largest delivery accepted (Meta batches up to a thousand changes in one).
 const MAX_BODY: usize = 3 * 1024 * 1024;
-/// How long a body may take to arrive.
-const BODY_WITHIN: Duration = Duration::from_secs(10);
 
 /// The webhook's state: the adapter, and the secrets that check Meta's requests.
 #[derive(Clone)]
@@ -39,12 +36,6 @@ pub struct Door {
 /// The routes `GET` and `POST /channels/whatsapp`.
 pub fn routes(door: Door) -> Router {
     Router::new().route("/channels/whatsapp", get(handshake).post(deliver)).with_state(door)
-}
-
-/// An error in the API's shape: `{"error":{"code","message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
-    (status, axum::Json(body)).into_response()
 }
 
 /// Whether `header` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under `secret`, compared in
@@ -74,17 +65,9 @@ async fn handshake(State(door): State<Door>, Query(query): Query<Vec<(String, St
 
 /// `POST /channels/whatsapp`: a delivery.
 async fn deliver(State(door): State<Door>, headers: HeaderMap, request: Request) -> Response {
-    let body: Bytes = match tokio::time::timeout(BODY_WITHIN, axum::body::to_bytes(request.into_body(), MAX_BODY)).await
-    {
-        Ok(Ok(body)) => body,
-        Ok(Err(_)) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                format!("the body is larger than {MAX_BODY} bytes"),
-            );
-        }
-        Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "timeout", "the body did not arrive in time"),
+    let body = match read_body(request, MAX_BODY).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
     };
     let signature = headers.get("x-hub-signature-256").and_then(|v| v.to_str().ok());
     if let Err(why) = verify(door.app_secret.as_bytes(), signature, &body) {
