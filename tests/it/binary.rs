@@ -145,6 +145,11 @@ impl Served {
         self.out.lock().unwrap().join("\n")
     }
 
+    /// The log so far.
+    pub fn stderr(&self) -> String {
+        self.err.lock().unwrap().join("\n")
+    }
+
     /// The HTTP API's base URL (from the start-up log) and the token kept in `dir`.
     pub async fn api(&self, dir: &Path) -> (String, String) {
         let line = self.log_line("web page on http://").await;

@@ -63,6 +63,8 @@ struct Inner {
     refuse_key: bool,
     /// Access tokens issued.
     tokens: Vec<String>,
+    /// How many of them, the first ones, the API no longer takes.
+    revoked: usize,
     /// Private notes: (viewer, text).
     private: Vec<(String, String)>,
 }
@@ -96,6 +98,14 @@ impl FakeGoogleChat {
             "private_key": keys().1.pem, "client_email": ACCOUNT, "client_id": "1",
             "token_uri": format!("{}/token", self.base)})
         .to_string()
+    }
+
+    /// Makes the API refuse (401) every token issued so far, as when they are revoked before
+    /// they expire; how many were issued.
+    pub fn revoke_tokens(&self) -> usize {
+        let mut inner = self.inner.lock().unwrap();
+        inner.revoked = inner.tokens.len();
+        inner.revoked
     }
 
     /// The next `n` calls of `call` (`create`, `patch`, `token`) are answered 429.
@@ -318,7 +328,7 @@ fn error(code: StatusCode, status: &str, message: &str) -> Response {
 /// Checks the call's token and its 429s; records it. The refusal, if any.
 fn refusal(fake: &FakeGoogleChat, headers: &HeaderMap, call: &str, body: &Value) -> Option<Response> {
     let mut inner = fake.inner.lock().unwrap();
-    if !bearer(headers).is_some_and(|t| inner.tokens.contains(&t)) {
+    if !bearer(headers).is_some_and(|t| inner.tokens[inner.revoked..].contains(&t)) {
         return Some(error(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",

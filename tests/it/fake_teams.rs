@@ -54,6 +54,8 @@ struct Inner {
     busy: u32,
     /// Tokens handed out.
     tokens: Vec<String>,
+    /// How many of them, the first ones, the connector no longer takes.
+    revoked: usize,
     /// Whether the token endpoint answers at all.
     token_down: bool,
     /// Whether the OpenID metadata answers at all.
@@ -128,6 +130,13 @@ impl FakeTeams {
     /// Every connector call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.inner.lock().unwrap().calls.clone()
+    }
+
+    /// Makes the connector refuse (401) every token handed out so far, as when they are
+    /// revoked before they expire.
+    pub fn revoke_tokens(&self) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.revoked = inner.tokens.len();
     }
 
     /// How many tokens were handed out.
@@ -321,7 +330,7 @@ impl FakeTeams {
     fn call(&self, headers: &HeaderMap, method: &str, path: String, body: &Value) -> Result<String, Box<Response>> {
         let mut inner = self.inner.lock().unwrap();
         let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-        if !token.is_some_and(|t| inner.tokens.iter().any(|issued| issued == t)) {
+        if !token.is_some_and(|t| inner.tokens[inner.revoked..].iter().any(|issued| issued == t)) {
             let refusal = json!({"error": {"code": "Unauthorized"}});
             return Err(Box::new((StatusCode::UNAUTHORIZED, axum::Json(refusal)).into_response()));
         }

@@ -45,6 +45,19 @@ fn question_of(card: &Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_before_it_expires_is_replaced_without_losing_a_card() {
+    let (fake, askgate) = start("users/111").await;
+    let card = run_demo(&fake, &askgate).await;
+    let issued = fake.revoke_tokens();
+    fake.deliver(&askgate.base, &click(&alice(), &card, "date-fns")).await;
+    fake.sent("Archive all 87 emails?").await;
+    assert_eq!(fake.revoke_tokens(), issued + 1, "the refused token was replaced once");
+    // At once, by the call that was refused: no card failed and waited to be sent again.
+    let log = askgate.served().stderr();
+    assert!(!log.contains("401"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_runs_to_its_end_through_card_buttons() {
     let (fake, askgate) = start("users/111").await;
     let card = run_demo(&fake, &askgate).await;

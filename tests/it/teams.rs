@@ -84,6 +84,18 @@ async fn run_demo_shows_an_adaptive_card_whose_taps_resume_then_finish_the_run()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_before_it_expires_is_replaced_without_losing_a_card() {
+    let bot = Bot::start().await;
+    bot.say("/run demo").await;
+    let (card, _, _) = bot.fake.sent("Which library for date formatting?").await;
+    bot.fake.revoke_tokens();
+    bot.tap(PERSON, &card, "date-fns").await;
+    bot.settled(&card, "date-fns").await;
+    bot.fake.sent("Archive all 87 emails?").await;
+    assert_eq!(bot.fake.tokens(), 2, "the refused token was replaced once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_strangers_tap_changes_nothing_but_gets_a_reply_naming_them() {
     let bot = Bot::start().await;
     let group = "19:ops-chat@thread.v2";

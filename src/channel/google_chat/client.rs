@@ -131,7 +131,7 @@ impl Client {
             return Err(ApiError::Limited(wait));
         }
         if status == StatusCode::UNAUTHORIZED {
-            // The token was revoked or has expired early: the next try fetches another.
+            // The token was revoked or has expired early: the next call fetches another.
             self.tokens.forget().await;
         }
         let error = &body["error"];
@@ -143,8 +143,15 @@ impl Client {
     }
 
     /// A call, tried again while the API asks to slow down or does not answer.
+    /// A token refused (revoked, or expired early) is forgotten, and the call made once more
+    /// with a new one.
     async fn call(&self, method: Method, url: Url, query: &[(&str, &str)], body: &Value) -> Result<Value, ApiError> {
-        retrying(Backoff::QUICK, ApiError::retry, || self.call_once(method.clone(), url.clone(), query, body)).await
+        let call =
+            || retrying(Backoff::QUICK, ApiError::retry, || self.call_once(method.clone(), url.clone(), query, body));
+        match call().await {
+            Err(ApiError::Refused { code: 401, .. }) => call().await,
+            result => result,
+        }
     }
 
     /// Posts `message` in `space` (in `thread` when given, else starting one); its name.

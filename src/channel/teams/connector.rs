@@ -151,9 +151,17 @@ impl Connector {
 
     /// Makes one call, waiting out 429s and pauses as [`Backoff::QUICK`] says; the answer's
     /// body.
+    /// A token the connector refuses (revoked, or expired early) is forgotten, and the call
+    /// made once more with a new one.
     async fn call(&self, method: Method, url: Url, body: &Value) -> Result<Value, ApiError> {
-        let result =
-            retrying(Backoff::QUICK, ApiError::retry, || self.call_once(method.clone(), url.clone(), body)).await;
+        let call = || retrying(Backoff::QUICK, ApiError::retry, || self.call_once(method.clone(), url.clone(), body));
+        let result = match call().await {
+            Err(ApiError::Refused { status: StatusCode::UNAUTHORIZED, .. }) => {
+                *self.tokens.cached.lock().await = None;
+                call().await
+            }
+            result => result,
+        };
         self.stood(result.as_ref().map(|_| ()));
         result
     }
