@@ -350,6 +350,13 @@ pub struct Question {
 }
 
 impl Question {
+    /// Whether this is the copy a channel's lane shows in the conversation the question was
+    /// escalated to (its conversation set to that one): what happens to it there leaves the
+    /// question as it is where it was asked.
+    pub fn is_escalation_copy(&self) -> bool {
+        self.conversation.is_some() && self.conversation == self.nudges.escalate_to
+    }
+
     /// Whether the question is still waiting.
     pub fn is_pending(&self) -> bool {
         self.status == Status::Pending

@@ -310,8 +310,7 @@ impl WhatsApp {
             // lane shows such a copy with its conversation set to this one; a status reports
             // on the question as stored, whose conversation is its own.)
             let own = question.conversation.as_ref().map(Conversation::as_str) == Some(&format!("whatsapp:{number}"));
-            let copy =
-                !own || (question.nudges.escalate_to.is_some() && question.nudges.escalate_to == question.conversation);
+            let copy = !own || question.is_escalation_copy();
             if !copy && let Err(e) = self.engine.claims().cancel(question, &why).await {
                 tracing::error!(error = %e, question = %question.id, "could not cancel a question WhatsApp cannot deliver");
             }

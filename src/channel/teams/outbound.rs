@@ -96,8 +96,9 @@ impl Channel for Teams {
             Err(e) if matches!(self.never_heard(conversation).await, Ok(true)) => {
                 // Nowhere to ask: the question ends now, saying why, rather than wait for a
                 // card nobody sees. A copy escalated here stays as it is where it was asked.
-                let copy = question.nudges.escalate_to.as_ref() == Some(conversation);
-                if !copy && let Err(e) = self.claims.cancel(question, &e.to_string()).await {
+                if !question.is_escalation_copy()
+                    && let Err(e) = self.claims.cancel(question, &e.to_string()).await
+                {
                     tracing::error!(error = %e, question = %question.id, "could not cancel a question Teams cannot carry");
                 }
                 return Err(e);

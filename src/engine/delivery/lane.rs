@@ -19,13 +19,6 @@ use crate::store::{self, DeliveryRole, Store, StoreExt};
 const CARD_BACKOFF: Backoff =
     Backoff { first: Duration::from_secs(1), max: Duration::from_secs(60), retries: u32::MAX };
 
-/// Whether `question` is the copy sent to the lane of the conversation it may have been
-/// escalated to (see [`Delivery::to_its_conversations`]): with no card of its own there, that
-/// lane has nothing to do.
-fn is_escalation_copy(question: &Question) -> bool {
-    question.conversation.is_some() && question.conversation == question.nudges.escalate_to
-}
-
 /// One lane: deliveries in the order they were queued.
 pub(super) struct Lane {
     pub(super) store: Arc<dyn Store>,
@@ -81,7 +74,7 @@ impl Lane {
                     }
                     // An escalation card is shown on another lane than its question's, whose
                     // retraction may have read the cards just before this one was recorded.
-                    if is_escalation_copy(&question)
+                    if question.is_escalation_copy()
                         && let Ok(Some(now)) = self.store.question(question.id).await
                         && !now.is_pending()
                     {
@@ -95,7 +88,7 @@ impl Lane {
             Outbound::Retract(question) => {
                 let Some(cards) = self.cards(&question, shown.remove(&question.id)).await else { return };
                 if cards.is_empty() {
-                    if is_escalation_copy(&question) {
+                    if question.is_escalation_copy() {
                         return;
                     }
                     closed.insert(question.id, question.clone());
@@ -105,7 +98,7 @@ impl Lane {
             Outbound::Refresh(question) => {
                 let Some(cards) = self.cards(&question, shown.get(&question.id).cloned()).await else { return };
                 let cards: Vec<store::Delivery> = cards.into_iter().filter(|d| d.role == DeliveryRole::Card).collect();
-                if cards.is_empty() && is_escalation_copy(&question) {
+                if cards.is_empty() && question.is_escalation_copy() {
                     return;
                 }
                 if let Err(e) = self.channel.refresh(&question, &cards).await {
