@@ -10,7 +10,9 @@ mod callbacks;
 mod channels;
 mod chats;
 mod claude_code;
+mod codex;
 mod functions;
+mod hooks;
 mod limits;
 mod mcp;
 mod opencode;
@@ -29,8 +31,10 @@ use std::path::Path;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
 pub use chats::ChatConfig;
-pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
+pub use claude_code::ClaudeCodeConfig;
+pub use codex::CodexConfig;
 pub use functions::{FunctionKind, FunctionSpec};
+pub use hooks::{HOOK_TIMEOUT, HookRules, ToolRule};
 pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
@@ -154,6 +158,8 @@ pub struct Config {
     pub mcp: Option<McpConfig>,
     /// Claude Code's hooks (`[claude_code]`).
     pub claude_code: Option<ClaudeCodeConfig>,
+    /// Codex's hooks (`[codex]`).
+    pub codex: Option<CodexConfig>,
     /// opencode servers whose prompts askgate asks (`[[opencode]]`).
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
@@ -312,6 +318,7 @@ impl Config {
         let channels = channels::channels(&raw.channels, chats, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
+        let codex = codex::codex(raw.codex).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
@@ -343,6 +350,7 @@ impl Config {
             limits,
             mcp,
             claude_code,
+            codex,
             opencode,
             gateway_values,
         })
