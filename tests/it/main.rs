@@ -68,4 +68,5 @@ mod tools;
 mod traces;
 mod trust;
 mod tui;
+mod typescript_client;
 mod whatsapp;
