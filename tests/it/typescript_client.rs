@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use tempfile::TempDir;
 use tokio::process::Command;
@@ -22,7 +23,7 @@ const ANSWERS: &[(&str, &str)] = &[
     ("Project setup", "/answer {id} Library=dayjs Tests=unit,e2e"),
     ("Who are you?", "/answer {id} name=Ada age=36"),
     ("Still there?", "/cancel"),
-    ("Which port?", "/answer {id} 8080"),
+    ("Which host?", "/answer {id} localhost"),
 ];
 
 /// A copy of the package's sources (not its `dist` or `node_modules`) in `into`.
@@ -115,7 +116,11 @@ async fn the_typescript_client_asks_through_the_real_binary_with_typed_outcomes(
         }
         () = person => {}
     }
-    let out = output.await.unwrap();
+    // A test that never ends (a wait nobody answers) fails here rather than holding the suite.
+    let out = tokio::time::timeout(Duration::from_secs(300), output)
+        .await
+        .expect("node --test ends within 5 minutes of the last answer")
+        .unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "node --test failed:\n{said}");
     let written = std::fs::read_to_string(&tests).unwrap().matches("\ntest(").count();

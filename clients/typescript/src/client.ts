@@ -113,7 +113,8 @@ export class Client {
    */
   async canAsk(): Promise<boolean> {
     try {
-      const { body } = await this.transport.json("GET", "/api/me");
+      // Asked once: the answer is wanted now, not after the retries' pauses.
+      const { body } = await this.transport.json("GET", "/api/me", { retries: 0 });
       return (body as { may?: { ask?: boolean } }).may?.ask === true;
     } catch {
       return false;
@@ -178,7 +179,7 @@ export class Client {
     const { signal: _signal, conversation = this.conversation, answerers = this.answerers, ...keys } = options;
     if (!conversation) throw new TypeError("a conversation is needed: pass { conversation } to the ask or to the Client");
     const body = defined({ kind, conversation, answerers, prompt, ...ask, ...keys });
-    const { body: asked } = await this.transport.json("POST", "/api/questions", body);
+    const { body: asked } = await this.transport.json("POST", "/api/questions", { body });
     return (asked as { id: string }).id;
   }
 
@@ -189,7 +190,7 @@ export class Client {
   async outcome<V = unknown>(id: string, options: { wait?: number; signal?: AbortSignal } = {}): Promise<Outcome<V> | Pending> {
     const wait = Math.max(0, Math.min(Math.floor(options.wait ?? 0), MAX_WAIT));
     const path = `/api/questions/${encodeURIComponent(id)}/outcome?wait=${wait}`;
-    const { body } = await this.transport.json("GET", path, undefined, options.signal);
+    const { body } = await this.transport.json("GET", path, { signal: options.signal });
     return fromWire<V>(body as { id: string; status: Status; outcome: WireOutcome | null });
   }
 

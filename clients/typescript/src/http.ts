@@ -32,8 +32,13 @@ export class Transport {
    * @throws {NetworkError} when askgate cannot be reached, also after asking again.
    * @throws {TimeoutError} when no answer came within `requestTimeoutMs`, also after asking again.
    */
-  async json(method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
-    const response = await this.send(method, path, { body, signal, accept: "application/json" });
+  async json(
+    method: "GET" | "POST",
+    path: string,
+    how: { body?: unknown; signal?: AbortSignal; retries?: number } = {},
+  ): Promise<Answer> {
+    const { signal } = how;
+    const response = await this.send(method, path, { ...how, accept: "application/json" });
     const text = await this.read(response, path, signal);
     let parsed: unknown;
     try {
@@ -60,7 +65,14 @@ export class Transport {
   private async send(
     method: "GET" | "POST",
     path: string,
-    how: { body?: unknown; signal?: AbortSignal; accept: string; headers?: Record<string, string>; stream?: boolean },
+    how: {
+      body?: unknown;
+      signal?: AbortSignal;
+      accept: string;
+      headers?: Record<string, string>;
+      stream?: boolean;
+      retries?: number;
+    },
   ): Promise<Response> {
     const headers: Record<string, string> = {
       ...how.headers,
@@ -68,10 +80,14 @@ export class Transport {
       accept: how.accept,
     };
     if (how.body !== undefined) headers["content-type"] = "application/json";
-    const attempts = method === "GET" ? this.options.retries + 1 : 1;
+    const attempts = method === "GET" ? (how.retries ?? this.options.retries) + 1 : 1;
+    const ms = this.options.requestTimeoutMs;
     for (let attempt = 1; ; attempt++) {
-      // A stream's timeout covers its headers only: an event stream stays open for hours.
-      const timeout = AbortSignal.timeout(this.options.requestTimeoutMs);
+      // A stream's deadline covers its headers only (an event stream stays open for hours),
+      // so it is a timer cleared once they came; a response's covers its body too.
+      const headed = how.stream ? new AbortController() : undefined;
+      const timer = headed && setTimeout(() => headed.abort(), ms);
+      const timeout = headed ? headed.signal : AbortSignal.timeout(ms);
       const signal = how.signal ? AbortSignal.any([how.signal, timeout]) : timeout;
       let failure: NetworkError | TimeoutError;
       try {
@@ -79,16 +95,16 @@ export class Transport {
           method,
           headers,
           body: how.body === undefined ? undefined : JSON.stringify(how.body),
-          signal: how.stream ? (how.signal ?? null) : signal,
+          signal,
         });
         if (!response.ok) throw await refusal(response);
         return response;
       } catch (error) {
         if (error instanceof ApiError) throw error;
         if (how.signal?.aborted) throw how.signal.reason;
-        failure = timeout.aborted
-          ? new TimeoutError(this.url(path), this.options.requestTimeoutMs)
-          : new NetworkError(this.url(path), error);
+        failure = timeout.aborted ? new TimeoutError(this.url(path), ms) : new NetworkError(this.url(path), error);
+      } finally {
+        clearTimeout(timer);
       }
       if (attempt >= attempts) throw failure;
       await pause(Math.min(250 * 2 ** (attempt - 1), 4000), how.signal);

@@ -134,10 +134,10 @@ test("the event stream replays what waits, then says what happens", async () => 
     next = await stream.next();
   }
   assert.ok(seen.includes("Later?"), `the pending question is replayed: ${seen}`);
-  const asked = gate.ask("Which port?");
+  const asked = gate.ask("Which host?");
   const events = [];
   for await (const event of stream) {
-    if (event.event.startsWith("question.") && event.data.prompt === "Which port?") events.push(event);
+    if (event.event.startsWith("question.") && event.data.prompt === "Which host?") events.push(event);
     if (event.event === "question.replied") break;
   }
   stop.abort();
@@ -148,8 +148,8 @@ test("the event stream replays what waits, then says what happens", async () => 
   const [first, last] = events;
   assert.ok(first.id && last.id, "live events carry ids");
   assert.equal(last.data.id, first.data.id);
-  assert.deepEqual(last.data.outcome, { status: "answered", value: "8080" });
-  assert.deepEqual((await asked).value, "8080");
+  assert.deepEqual(last.data.outcome, { status: "answered", value: "localhost" });
+  assert.deepEqual((await asked).value, "localhost");
 });
 
 test("the wait for an outcome survives a dropped connection", async () => {
@@ -170,23 +170,26 @@ test("the wait for an outcome survives a dropped connection", async () => {
     for (const socket of [inbound, outbound]) socket.on("error", () => {});
   });
   await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  const through = new Client({ url: `http://127.0.0.1:${proxy.address().port}`, token: agent, conversation });
-  const asked = through.ask("Survive a drop?", { options: ["yes", "no"] });
-  await polled;
-  for (const socket of sockets) socket.destroy();
-  sockets.clear();
-  // Answered after the drop, by the operator over the API: only a client that asked again sees it.
-  const list = await fetch(`${url}/api/questions?conversation=${conversation}`, {
-    headers: { authorization: `Bearer ${operator}` },
-  }).then((r) => r.json());
-  const question = list.questions.find((q) => q.prompt === "Survive a drop?");
-  const reply = await fetch(`${url}/api/questions/${question.id}/reply`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-    body: JSON.stringify({ value: "yes" }),
-  });
-  assert.equal(reply.status, 200, await reply.text());
-  const outcome = await asked;
-  proxy.close();
-  assert.deepEqual([outcome.status, outcome.value, outcome.answered_via], ["answered", "yes", "api"]);
+  try {
+    const through = new Client({ url: `http://127.0.0.1:${proxy.address().port}`, token: agent, conversation });
+    const asked = through.ask("Survive a drop?", { options: ["yes", "no"] });
+    await polled;
+    for (const socket of sockets) socket.destroy();
+    // Answered after the drop, by the operator over the API: only a client that asks again sees it.
+    const list = await fetch(`${url}/api/questions?conversation=${conversation}`, {
+      headers: { authorization: `Bearer ${operator}` },
+    }).then((r) => r.json());
+    const question = list.questions.find((q) => q.prompt === "Survive a drop?");
+    const reply = await fetch(`${url}/api/questions/${question.id}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ value: "yes" }),
+    });
+    assert.equal(reply.status, 200, await reply.text());
+    const outcome = await asked;
+    assert.deepEqual([outcome.status, outcome.value, outcome.answered_via], ["answered", "yes", "api"]);
+  } finally {
+    proxy.close();
+    for (const socket of sockets) socket.destroy();
+  }
 });
