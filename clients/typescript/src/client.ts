@@ -228,7 +228,7 @@ function defined(object: Wire): Wire {
   return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
 }
 
-/** An environment variable, where there is an environment (Node, Deno, Bun). */
+/** An environment variable, where the runtime has an environment (`process.env`). */
 function environment(name: string): string | undefined {
   return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
 }
