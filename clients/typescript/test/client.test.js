@@ -152,29 +152,46 @@ test("the event stream replays what waits, then says what happens", async () => 
   assert.deepEqual((await asked).value, "localhost");
 });
 
-test("the wait for an outcome survives a dropped connection", async () => {
-  // A proxy between the client and askgate that drops every connection once a long poll is
-  // under way, as a load balancer closing idle connections does.
+/**
+ * A proxy in front of askgate that drops every connection on demand, as a load balancer
+ * closing idle connections does; `sent(text)` resolves once a request holding `text` went by.
+ */
+async function flakyProxy() {
   const sockets = new Set();
-  let polling;
-  const polled = new Promise((resolve) => (polling = resolve));
+  const waiting = [];
   const target = new URL(url);
   const proxy = createServer((inbound) => {
-    sockets.add(inbound);
     const outbound = createConnection(Number(target.port), target.hostname);
-    sockets.add(outbound);
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => sockets.delete(socket));
+    }
     inbound.on("data", (chunk) => {
-      if (chunk.toString().includes("/outcome?wait=60")) polling();
+      for (const wait of waiting) if (chunk.toString().includes(wait.text)) wait.resolve();
     });
     inbound.pipe(outbound).pipe(inbound);
-    for (const socket of [inbound, outbound]) socket.on("error", () => {});
   });
   await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${proxy.address().port}`,
+    sent: (text) => new Promise((resolve) => waiting.push({ text, resolve })),
+    drop: () => sockets.forEach((socket) => socket.destroy()),
+    close: () => {
+      proxy.close();
+      sockets.forEach((socket) => socket.destroy());
+    },
+  };
+}
+
+test("the wait for an outcome survives a dropped connection", async () => {
+  const proxy = await flakyProxy();
   try {
-    const through = new Client({ url: `http://127.0.0.1:${proxy.address().port}`, token: agent, conversation });
+    const through = new Client({ url: proxy.url, token: agent, conversation });
+    const polled = proxy.sent("/outcome?wait=60");
     const asked = through.ask("Survive a drop?", { options: ["yes", "no"] });
     await polled;
-    for (const socket of sockets) socket.destroy();
+    proxy.drop();
     // Answered after the drop, by the operator over the API: only a client that asks again sees it.
     const list = await fetch(`${url}/api/questions?conversation=${conversation}`, {
       headers: { authorization: `Bearer ${operator}` },
@@ -190,6 +207,32 @@ test("the wait for an outcome survives a dropped connection", async () => {
     assert.deepEqual([outcome.status, outcome.value, outcome.answered_via], ["answered", "yes", "api"]);
   } finally {
     proxy.close();
-    for (const socket of sockets) socket.destroy();
+  }
+});
+
+test("a dropped event stream resumes after the last event it got", async () => {
+  // Waiting all along: a stream opened afresh would replay it first.
+  await gate.submit("question", "Left waiting?");
+  const proxy = await flakyProxy();
+  const stop = new AbortController();
+  try {
+    const stream = new Client({ url: proxy.url, token: operator }).events({ conversation, signal: stop.signal });
+    let next = await stream.next();
+    while (!next.done && next.value.event !== "replay.done") next = await stream.next();
+    assert.ok(next.value?.id, "replay.done carries an id to resume from");
+    const resumed = proxy.sent("GET /api/events");
+    proxy.drop();
+    // Reading on meets the drop and opens the stream again, with Last-Event-ID.
+    const after = stream.next();
+    await resumed;
+    const id = await gate.submit("question", "While away?");
+    // What happened since (its run started, then it was asked), not the pending questions replayed.
+    next = await after;
+    while (!next.done && !next.value.event.startsWith("question.")) next = await stream.next();
+    stop.abort();
+    assert.deepEqual([next.value?.event, next.value?.data.id], ["question.asked", id]);
+    assert.ok(next.value?.id, "a live event, not a replayed one");
+  } finally {
+    proxy.close();
   }
 });
