@@ -7,7 +7,7 @@
 
 import type { Question, Run } from "./outcome.js";
 import type { Transport } from "./http.js";
-import { NetworkError } from "./errors.js";
+import { ApiError, NetworkError } from "./errors.js";
 
 /** The events about questions; `data` is the question after the change. */
 export type QuestionEventName =
@@ -57,8 +57,8 @@ const NAMES = new Set<string>([
 
 /**
  * The events of one stream, opened again after a drop. Refusals (a wrong token, an agent's
- * token, too many streams) end it with an `ApiError`; a stream that cannot be opened again
- * ends it with a `NetworkError`.
+ * token, too many streams) and an event that is not JSON end it with an `ApiError`; a stream
+ * that cannot be opened again ends it with a `NetworkError`.
  */
 export async function* events(transport: Transport, options: EventsOptions = {}): AsyncGenerator<Event, void, void> {
   const { conversation, signal, reconnect = true } = options;
@@ -74,6 +74,7 @@ export async function* events(transport: Transport, options: EventsOptions = {})
       }
     } catch (error) {
       if (signal?.aborted) return;
+      if (error instanceof ApiError) throw error;
       if (!reconnect) throw new NetworkError(transport.url(path), error);
     }
     if (signal?.aborted || !reconnect) return;
@@ -92,8 +93,8 @@ function parse(message: Message, url: string): Event | undefined {
   if (!NAMES.has(message.event)) return undefined;
   try {
     return { event: message.event, id: message.id, data: JSON.parse(message.data) } as Event;
-  } catch (error) {
-    throw new NetworkError(url, new Error(`event ${message.event} carries no JSON: ${message.data.slice(0, 200)}`, { cause: error }));
+  } catch {
+    throw new ApiError(200, "bad_response", `event ${message.event} from ${url} carries no JSON: ${message.data.slice(0, 200)}`);
   }
 }
 
