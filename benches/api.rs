@@ -128,7 +128,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::TempDir::new().unwrap();
-        let served = serve(dir.path(), Start { open_files: None, cpu: Some(0) }).await;
+        let served = serve(dir.path(), Start { cpu: Some(0), ..Start::default() }).await;
         let client = reqwest::Client::new();
         let made: Value = client
             .post(format!("{}/api/tokens", served.base))

@@ -245,7 +245,7 @@ async fn slow_client(addr: String, flood: Arc<Flood>, stop: CancellationToken) {
 /// how many are answered within 5 s, and how fast.
 async fn slow_headers(clients: usize, open_files: Option<u64>, limit: &str) {
     let dir = tempfile::TempDir::new().unwrap();
-    let mut served = serve(dir.path(), Start { open_files, cpu: None }).await;
+    let mut served = serve(dir.path(), Start { open_files, ..Start::default() }).await;
     let addr = served.base.trim_start_matches("http://").to_owned();
     let (flood, stop) = (Arc::new(Flood::default()), CancellationToken::new());
     let slow: Vec<_> =

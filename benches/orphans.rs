@@ -13,18 +13,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use sqlx::{ConnectOptions, Connection};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The binary under test: this build's, or `ASKGATE_BENCH_BIN` (another build, to compare two in one sitting).
-fn binary() -> String {
-    std::env::var("ASKGATE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_askgate").to_owned())
-}
+#[path = "support/served.rs"]
+mod served;
+
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-orphans";
 const INSTANCES: usize = 3;
 const RUNS: usize = 6;
@@ -104,26 +101,9 @@ struct Instance {
 }
 
 async fn start(config: &Path) -> Instance {
-    let mut child = tokio::process::Command::new(binary())
-        .args(["serve", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .env("ASKGATE_API_TOKEN", TOKEN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let start = served::Start { env: vec![("ASKGATE_API_TOKEN", TOKEN.to_owned())], ..served::Start::default() };
+    let (child, base) = served::launch(config, &start).await;
     let pid = child.id().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("askgate started");
-        if let Some(rest) = line.split("web page on ").nth(1) {
-            break rest.trim().trim_end_matches('/').to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let health: Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
     let id = health["instance"].as_str().expect("an instance id").to_owned();
     Instance { child, pid, base, id }

@@ -12,39 +12,20 @@
 //! build, to compare). Figures go to stdout. Traffic stays on 127.0.0.1.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The askgate binary to run: this build's, unless `ASKGATE_BENCH_BIN` names another.
-fn bin() -> String {
-    std::env::var("ASKGATE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_askgate").to_owned())
-}
+#[path = "support/served.rs"]
+mod served;
+use served::{Start, cpu, memory_mb};
 
 /// Sessions opened at once (and connections kept) by the bench.
 const CONCURRENCY: usize = 8;
 
 /// Tool calls made one after another in one session at the end.
 const CALLS: u64 = 1_000;
-
-/// A field of `/proc/<pid>/status` in KB (`VmRSS:`, `VmHWM:`).
-fn status_kb(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// The process's user and system CPU time so far, in milliseconds.
-fn cpu_ms(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The fields after the command name (which is in parentheses and may hold spaces).
-    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
-    // Linux reports them in USER_HZ, 100 a second on every common build.
-    (fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()) * 10
-}
 
 struct Served {
     child: tokio::process::Child,
@@ -64,25 +45,8 @@ async fn serve(dir: &Path) -> Served {
         ),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(bin())
-        .args(["serve", "--config"])
-        .arg(&config)
-        // A line per session would be the log's cost, not the session's.
-        .env("RUST_LOG", "info,rmcp=warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("askgate started");
-        if let Some(rest) = line.split("web page on ").nth(1) {
-            break rest.trim().trim_end_matches('/').to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // A line per session would be the log's cost, not the session's.
+    let (child, base) = served::launch(&config, &Start { log: Some("info,rmcp=warn"), ..Start::default() }).await;
     let token = std::fs::read_to_string(dir.join("askgate-agent.token")).unwrap().trim().to_owned();
     Served { child, url: format!("{base}/mcp"), token }
 }
@@ -158,7 +122,7 @@ async fn measure(n: usize, streams: bool) {
     // What the first sessions start once (the tool list, the HTTP stack) is no session's.
     let mut ids = open_many(&client, &served, 100).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (before, cpu_before) = (status_kb(pid, "VmRSS:"), cpu_ms(pid));
+    let ((before, _), cpu_before) = (memory_mb(pid), cpu(pid));
     let opened = open_many(&client, &served, n).await;
     let listener = reqwest::Client::new();
     let listening: Vec<reqwest::Response> = match streams {
@@ -172,18 +136,18 @@ async fn measure(n: usize, streams: bool) {
         false => Vec::new(),
     };
     ids.extend(opened);
-    let cpu = cpu_ms(pid) - cpu_before;
+    let cpu = cpu(pid) - cpu_before;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (after, peak) = (status_kb(pid, "VmRSS:"), status_kb(pid, "VmHWM:"));
-    let per = after.saturating_sub(before) as f64 / n as f64;
+    let (after, peak) = memory_mb(pid);
+    let per = (after - before).max(0.0) * 1024.0 / n as f64;
     println!(
         "{n:>6} idle sessions{}: {:.1} → {:.1} MB resident (peak {:.1} MB), {per:.1} KB per session; \
          askgate's CPU {:.2} ms per session opened",
         if streams { " with their event streams open" } else { "" },
-        before as f64 / 1024.0,
-        after as f64 / 1024.0,
-        peak as f64 / 1024.0,
-        cpu as f64 / n as f64
+        before,
+        after,
+        peak,
+        cpu.as_secs_f64() * 1000.0 / n as f64
     );
     // The first session (idle all along) still calls a tool, and calls it again one call
     // after another (each finding it idle).
@@ -211,7 +175,7 @@ fn main() {
     askgate::http::server::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        println!("askgate idle MCP sessions ({})", bin());
+        println!("askgate idle MCP sessions ({})", served::bin());
         measure(2_000, false).await;
         if streams {
             measure(2_000, true).await;

@@ -1,6 +1,8 @@
 //! The real askgate binary, served on a temp directory for a benchmark: its address, its
 //! operator token and its process, whose CPU and memory the benchmark reads from `/proc`.
 
+#![allow(dead_code, reason = "a module of several benchmarks, each using some of it")]
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -28,7 +30,6 @@ pub fn memory_mb(pid: u32) -> (f64, f64) {
 }
 
 /// A process's user and system CPU time so far.
-#[allow(dead_code, reason = "not every benchmark reads the server's CPU")]
 pub fn cpu(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The fields after the command name (which is in parentheses and may hold spaces).
@@ -45,14 +46,17 @@ pub struct Served {
     pub token: String,
 }
 
-/// How askgate is started: under an open-files limit (soft and hard), and on one CPU.
+/// How askgate is started: its log filter (`info` unless said), variables of its environment,
+/// an open-files limit (soft and hard) and one CPU to run on.
 #[derive(Default)]
 pub struct Start {
+    pub log: Option<&'static str>,
+    pub env: Vec<(&'static str, String)>,
     pub open_files: Option<u64>,
     pub cpu: Option<usize>,
 }
 
-/// askgate on `dir`, with the console channel, started as `start` says.
+/// askgate on `dir` with the console channel, started as `start` says, and its operator token.
 pub async fn serve(dir: &Path, start: Start) -> Served {
     let config = dir.join("channels.toml");
     std::fs::write(
@@ -63,22 +67,30 @@ pub async fn serve(dir: &Path, start: Start) -> Served {
         ),
     )
     .unwrap();
+    let (child, base) = launch(&config, &start).await;
+    let token = std::fs::read_to_string(dir.join("askgate.token")).unwrap().trim().to_owned();
+    Served { child, base, token }
+}
+
+/// askgate serving `config`, started as `start` says, once it listens: the process and its
+/// address (`http://127.0.0.1:<port>`). Its log is read and dropped.
+pub async fn launch(config: &Path, start: &Start) -> (tokio::process::Child, String) {
     // The shell lowers both limits and pins the CPU, then becomes askgate.
     let mut script = String::new();
     if let Some(limit) = start.open_files {
         script.push_str(&format!("ulimit -n {limit} && "));
     }
-    if let Some(cpu) = start.cpu {
-        script.push_str(&format!("exec taskset -c {cpu} \"$0\" \"$@\""));
-    } else {
-        script.push_str("exec \"$0\" \"$@\"");
+    match start.cpu {
+        Some(cpu) => script.push_str(&format!("exec taskset -c {cpu} \"$0\" \"$@\"")),
+        None => script.push_str("exec \"$0\" \"$@\""),
     }
     let mut child = tokio::process::Command::new("sh")
         .args(["-c", &script])
         .arg(bin())
         .args(["serve", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "info")
+        .arg(config)
+        .env("RUST_LOG", start.log.unwrap_or("info"))
+        .envs(start.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -93,6 +105,5 @@ pub async fn serve(dir: &Path, start: Start) -> Served {
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let token = std::fs::read_to_string(dir.join("askgate.token")).unwrap().trim().to_owned();
-    Served { child, base, token }
+    (child, base)
 }
