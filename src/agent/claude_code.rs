@@ -191,9 +191,10 @@ impl HookInput {
                     input.insert("command".into(), json!(command));
                     input
                 });
-                // "Always": askgate keeps its own grant; Claude Code adds the rule it offered.
+                // "Always": askgate keeps its own grant; Claude Code adds the rule it offered
+                // for this tool, and nothing broader (see `rules_offered`).
                 let permissions = match value.as_str() {
-                    Some("always") => self.permission_suggestions.clone(),
+                    Some("always") => self.rules_offered(),
                     _ => Vec::new(),
                 };
                 Answer::Allow { input, permissions }
@@ -210,6 +211,20 @@ impl HookInput {
             }
             None => Answer::Ask { reason: "the approval has no outcome".to_owned() },
         }
+    }
+
+    /// The suggestions an "Allow always" hands back to Claude Code: only those adding allow
+    /// rules for this tool. Claude Code also suggests widening the session (`setMode`
+    /// `acceptEdits`, `addDirectories`: what it offers for `rm -rf build` in the project), which
+    /// would let through far more than the card the person allowed showed.
+    fn rules_offered(&self) -> Vec<Value> {
+        let tool = self.tool_name.as_str();
+        self.permission_suggestions
+            .iter()
+            .filter(|s| s["type"] == "addRules" && s["behavior"] == "allow")
+            .filter(|s| s["rules"].as_array().is_some_and(|rules| rules.iter().all(|r| r["toolName"] == tool)))
+            .cloned()
+            .collect()
     }
 
     /// The answer `AskUserQuestion`'s answered question gives: its input with `answers`, each
