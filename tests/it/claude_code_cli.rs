@@ -177,11 +177,16 @@ async fn claude_codes_command_hook_asks_the_person_for_its_permission_dialog() {
     assert_eq!(results[0]["is_error"], true, "{results:?}");
     assert!(result_text(&results[0]).contains("not today, the release needs it"), "{results:?}");
 
+    // Allowed always: it runs, and in this project it runs again without a card.
     let allowed = project(dir.path(), "allowed");
     let claude = run_claude(dir.path(), &allowed, &settings, &model, &[]);
     let id = served.nth_card_id(&format!("Bash: {COMMAND}"), 2).await;
-    served.type_line(&format!("/approve {id}")).await;
+    served.type_line(&format!("/approve {id} always")).await;
     let messages = claude.finished().await;
     assert!(!allowed.join("build").exists(), "an allowed rm -rf build did not run: {messages:?}");
+    project(dir.path(), "allowed");
+    let messages = run_claude(dir.path(), &allowed, &settings, &model, &[]).finished().await;
+    assert!(!allowed.join("build").exists(), "the granted rm -rf build did not run: {messages:?}");
+    assert_eq!(served.cards(&format!("Bash: {COMMAND}")), 2, "a granted command is not asked again");
     served.terminate().await;
 }
