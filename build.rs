@@ -85,6 +85,17 @@ const TOOLS: &[Tool] = &[
                  (or run .ci/run)",
     },
     Tool {
+        cfg: "no_claude_code",
+        probes: &[Probe::Node(&[("@anthropic-ai/claude-code", "2.1.332")])],
+        reason: "needs Claude Code 2.1.332: npm install --prefix ~/.cache/askgate-ci @anthropic-ai/claude-code@2.1.332 \
+                 (or run .ci/run)",
+    },
+    Tool {
+        cfg: "no_opencode",
+        probes: &[Probe::Node(&[("opencode-ai", "1.18.33")])],
+        reason: "needs opencode 1.18.33: npm install --prefix ~/.cache/askgate-ci opencode-ai@1.18.33 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_pip_wheel",
         // setuptools from 70.1 builds wheels itself; before, it needs the `wheel` package.
         probes: &[Probe::Python(

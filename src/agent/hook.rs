@@ -185,6 +185,20 @@ impl HookInput {
         Ok(ask.timeout(Timeout::Seconds(wait_seconds)))
     }
 
+    /// The suggestions an "Allow always" hands back to Claude Code: only those adding allow
+    /// rules for this tool. Claude Code also suggests widening the session (`setMode`
+    /// `acceptEdits`, `addDirectories`: what it offers for `rm -rf build` in the project), which
+    /// would let through far more than the card the person allowed showed.
+    fn rules_offered(&self) -> Vec<Value> {
+        let tool = self.tool_name.as_str();
+        self.permission_suggestions
+            .iter()
+            .filter(|s| s["type"] == "addRules" && s["behavior"] == "allow")
+            .filter(|s| s["rules"].as_array().is_some_and(|rules| rules.iter().all(|r| r["toolName"] == tool)))
+            .cloned()
+            .collect()
+    }
+
     /// The answer an approval's outcome gives.
     pub fn decided(&self, question: &Question) -> Answer {
         let who = question.answered_name.clone().or_else(|| question.answered_by.clone()).unwrap_or_default();
@@ -197,9 +211,9 @@ impl HookInput {
                     input
                 });
                 // "Always": askgate keeps its own grant; Claude Code adds the rule it offered
-                // (Codex offers none).
+                // for this tool, and nothing broader (see `rules_offered`; Codex offers none).
                 let permissions = match value.as_str() {
-                    Some("always") => self.permission_suggestions.clone(),
+                    Some("always") => self.rules_offered(),
                     _ => Vec::new(),
                 };
                 Answer::Allow { input, permissions }

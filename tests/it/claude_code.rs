@@ -111,7 +111,13 @@ async fn a_permission_request_allowed_always_becomes_claude_codes_own_rule() {
     let suggestion = json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm run lint"}],
         "behavior": "allow", "destination": "localSettings"});
     let mut request = hook("PermissionRequest", "Bash", json!({"command": "npm run lint"}));
-    request["permission_suggestions"] = json!([suggestion]);
+    // What Claude Code 2.1 also offers (for `rm -rf build` in the project): widening the whole
+    // session, which the person did not see on the card, is not handed back.
+    let widening = [
+        json!({"type": "addDirectories", "directories": ["/home/dev/app/build"], "destination": "session"}),
+        json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+    ];
+    request["permission_suggestions"] = json!([widening[0], suggestion, widening[1]]);
     request.as_object_mut().unwrap().remove("tool_use_id");
 
     let pending = posted(&base, &token, request.clone());
