@@ -1,5 +1,6 @@
 //! askgate's integration tests, compiled into one binary.
 
+mod agui;
 mod backend;
 mod binary;
 mod browser;
@@ -15,6 +16,7 @@ mod disk;
 mod docs;
 mod email;
 mod engine;
+mod fake_agui;
 mod fake_discord;
 mod fake_google_chat;
 mod fake_mattermost;
