@@ -13,6 +13,7 @@
 //! outbox row is written with the question or run it reports on (`engine::callbacks`), and the
 //! plain messages Claude Code's channel hears come from the engine's listeners.
 
+pub mod a2a;
 pub mod agui;
 pub mod callbacks;
 pub mod claude_code;
