@@ -5,6 +5,8 @@
 //!
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
+//! - [`a2a_remote`]: remote A2A agents run as functions, their `input-required` tasks asked of
+//!   a person and answered on the same task.
 //! - [`agui`]: AG-UI agents run as functions, their interrupts asked of a person and resumed
 //!   with the answers.
 //! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
@@ -14,6 +16,7 @@
 //! plain messages Claude Code's channel hears come from the engine's listeners.
 
 pub mod a2a;
+pub mod a2a_remote;
 pub mod agui;
 pub mod callbacks;
 pub mod claude_code;

@@ -404,7 +404,7 @@ pub fn functions(config: &Config, env: &Env) -> Functions {
                 if p.hold { Mode::Blocking } else { Mode::FollowUp },
             ),
             FunctionKind::Agui(agent) => (crate::agent::agui::function(&spec.name, agent, env), Mode::FollowUp),
-            FunctionKind::A2a(_) => continue,
+            FunctionKind::A2a(agent) => (crate::agent::a2a_remote::function(&spec.name, agent, env), Mode::FollowUp),
         };
         let entry = Entry {
             function,
