@@ -119,6 +119,22 @@ const TOOLS: &[Tool] = &[
                  @a2a-js/sdk@1.3.0 express@5.3.0 (or run .ci/run)",
     },
     Tool {
+        cfg: "no_codex",
+        probes: &[Probe::Node(&[("@openai/codex", "0.171.0")]), Probe::Says(&["node", "--version"], "v")],
+        reason: "needs the Codex CLI 0.171.0: npm install --prefix ~/.cache/askgate-ci @openai/codex@0.171.0 \
+                 (or run .ci/run)",
+    },
+    Tool {
+        cfg: "no_typescript",
+        probes: &[
+            Probe::Node(&[("typescript", "5.9.3")]),
+            Probe::Says(&["node", "--version"], "v"),
+            Probe::Says(&["npm", "--version"], "."),
+        ],
+        reason: "needs node, npm and typescript 5.9.3: npm install --prefix ~/.cache/askgate-ci typescript@5.9.3 \
+                 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_python_mcp",
         probes: &[Probe::Python(concat!("import mcp; ", python_version!("mcp", "2.3.0")))],
         reason: "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)",

@@ -1,9 +1,12 @@
 //! The agents askgate asks for, each a component in a folder of its own: what the agent sends,
 //! read as asks; the routes it calls; what it runs on its side; and the answers written back in
-//! its own shape. Their config sections are `config`'s (`[claude_code]`, `[[opencode]]`,
-//! `[callbacks]`).
+//! its own shape. Their config sections are `config`'s (`[claude_code]`, `[codex]`,
+//! `[[opencode]]`, `[callbacks]`).
 //!
+//! - [`hook`]: what the hooks of coding agents share (Claude Code's and Codex's contract): the
+//!   hook's JSON read as an ask, the outcome as an answer, the command form.
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
+//! - [`codex`]: Codex's hooks.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
 //! - [`a2a_remote`]: remote A2A agents run as functions, their `input-required` tasks asked of
 //!   a person and answered on the same task.
@@ -20,4 +23,6 @@ pub mod a2a_remote;
 pub mod agui;
 pub mod callbacks;
 pub mod claude_code;
+pub mod codex;
+pub mod hook;
 pub mod opencode;

@@ -4,13 +4,17 @@
 //!
 //! The parts: `raw` (the file as serde reads it), `channels` (the `[channels.*]` sections and
 //! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
-//! callbacks may go), `limits` (how fast people may act).
+//! callbacks may go), `limits` (how fast people may act), `hooks` (what `[claude_code]` and
+//! `[codex]` share), `agents` (`[[agents]]`).
 
+mod agents;
 mod callbacks;
 mod channels;
 mod chats;
 mod claude_code;
+mod codex;
 mod functions;
+mod hooks;
 mod limits;
 mod mcp;
 mod opencode;
@@ -27,11 +31,14 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+pub use agents::AgentConfig;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
 pub use chats::ChatConfig;
-pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
+pub use claude_code::ClaudeCodeConfig;
+pub use codex::CodexConfig;
 pub use functions::{FunctionKind, FunctionSpec};
+pub use hooks::{HOOK_TIMEOUT, HookRules, ToolRule};
 pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
@@ -156,6 +163,8 @@ pub struct Config {
     pub mcp: Option<McpConfig>,
     /// Claude Code's hooks (`[claude_code]`).
     pub claude_code: Option<ClaudeCodeConfig>,
+    /// Codex's hooks (`[codex]`).
+    pub codex: Option<CodexConfig>,
     /// opencode servers whose prompts askgate asks (`[[opencode]]`).
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
@@ -166,46 +175,6 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Each `[gateway]` key's value and where it came from (default, file, environment).
     pub gateway_values: Vec<GatewayValue>,
-}
-
-/// `[[agents]]`: an agent with a token of its own. It asks as `agent:<name>` through the API
-/// and `/mcp`, and never answers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentConfig {
-    /// Its name (letters, digits, `-`, `_`): no `.`, which separates it from the client's
-    /// name in `mcp:<agent>.<client>`, so that no two agents' clients can share an identity.
-    pub name: String,
-    /// The environment variable that holds its token (at least 32 characters).
-    pub token_env: String,
-}
-
-fn agents(raw: Vec<raw::RawAgent>) -> Result<Vec<AgentConfig>, (String, String)> {
-    let mut agents: Vec<AgentConfig> = Vec::new();
-    for (i, agent) in raw.into_iter().enumerate() {
-        let usable = !agent.name.is_empty()
-            && agent.name.len() <= 64
-            && agent.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
-        if !usable {
-            return Err((
-                format!("agents[{i}].name"),
-                format!("`{}` is not a name of letters, digits, - and _", agent.name),
-            ));
-        }
-        if agent.name == "agent" || agents.iter().any(|a| a.name == agent.name) {
-            return Err((
-                format!("agents[{i}].name"),
-                format!("`{}` is taken (`agent` is the default agent token's)", agent.name),
-            ));
-        }
-        if agent.token_env.trim().is_empty() {
-            return Err((
-                format!("agents[{i}].token_env"),
-                "is required: the variable that holds its token".to_owned(),
-            ));
-        }
-        agents.push(AgentConfig { name: agent.name, token_env: agent.token_env });
-    }
-    Ok(agents)
 }
 
 impl Config {
@@ -314,8 +283,9 @@ impl Config {
         let channels = channels::channels(&raw.channels, chats, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
+        let codex = codex::codex(raw.codex).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
-        let agents = agents(raw.agents).map_err(bad)?;
+        let agents = agents::agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
         let limits = limits::limits(raw.limits).map_err(bad)?;
         let gateway = raw.gateway;
@@ -345,6 +315,7 @@ impl Config {
             limits,
             mcp,
             claude_code,
+            codex,
             opencode,
             gateway_values,
         })

@@ -274,7 +274,10 @@ impl Gateway {
             (service, upstreams)
         });
         crate::agent::opencode::start(&config.opencode, &engine);
-        let agents = vec![crate::agent::claude_code::routes(&engine, config.claude_code.clone())];
+        let agents = vec![
+            crate::agent::claude_code::routes(&engine, config.claude_code.clone()),
+            crate::agent::codex::routes(&engine, config.codex.clone()),
+        ];
         let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web), agents };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);
         let max_connections = config.max_connections;

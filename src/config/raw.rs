@@ -23,6 +23,7 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub agents: Vec<RawAgent>,
     pub claude_code: Option<RawClaudeCode>,
+    pub codex: Option<RawCodex>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
     pub callbacks: Option<RawCallbacks>,
@@ -67,6 +68,19 @@ pub(super) struct RawClaudeCode {
     pub hook_timeout: Option<Duration>,
     #[serde(default)]
     pub messages: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCodex {
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub hook_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]
