@@ -121,6 +121,15 @@ const TOOLS: &[Tool] = &[
                  (or run .ci/run)",
     },
     Tool {
+        cfg: "no_a2a_js_server",
+        probes: &[
+            Probe::Node(&[("@a2a-js/sdk", "1.3.0"), ("express", "5.3.0")]),
+            Probe::Says(&["node", "--version"], "v"),
+        ],
+        reason: "needs node and the A2A JS SDK 1.3.0 with express 5.3.0: npm install --prefix ~/.cache/askgate-ci \
+                 @a2a-js/sdk@1.3.0 express@5.3.0 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_codex",
         probes: &[Probe::Node(&[("@openai/codex", "0.171.0")]), Probe::Says(&["node", "--version"], "v")],
         reason: "needs the Codex CLI 0.171.0: npm install --prefix ~/.cache/askgate-ci @openai/codex@0.171.0 \

@@ -8,12 +8,19 @@
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
 //! - [`codex`]: Codex's hooks.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
+//! - [`a2a_remote`]: remote A2A agents run as functions, their `input-required` tasks asked of
+//!   a person and answered on the same task.
+//! - [`agui`]: AG-UI agents run as functions, their interrupts asked of a person and resumed
+//!   with the answers.
 //! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
 //!
 //! What has to be written inside the engine's own writes stays in the engine: a callback's
 //! outbox row is written with the question or run it reports on (`engine::callbacks`), and the
 //! plain messages Claude Code's channel hears come from the engine's listeners.
 
+pub mod a2a;
+pub mod a2a_remote;
+pub mod agui;
 pub mod callbacks;
 pub mod claude_code;
 pub mod codex;

@@ -20,6 +20,7 @@ mod mcp;
 mod opencode;
 mod overrides;
 mod raw;
+mod remote;
 
 /// The default of `gateway.max_event_streams`.
 pub const DEFAULT_MAX_EVENT_STREAMS: usize = 1000;
@@ -42,6 +43,7 @@ pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
 pub use overrides::{GatewayValue, Source};
+pub use remote::RemoteAgent;
 
 use crate::engine::Settings;
 use crate::store::Synchronous;

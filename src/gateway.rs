@@ -131,7 +131,7 @@ impl Builder {
     pub async fn start(self) -> Result<Gateway, GatewayError> {
         let Self { config, env, clock, console, functions: added, channels, store } = self;
         crate::channel::check(&config)?;
-        let mut registry = functions(&config);
+        let mut registry = functions(&config, &env);
         let mut settings = config.settings.clone();
         for (name, entry) in added {
             if registry.get(&name).is_some() {
@@ -391,8 +391,9 @@ fn stopped(engine: &Engine, channel: &'static str, error: &dyn std::error::Error
     engine.delivery().set_channel_state(channel, ChannelState::Down(format!("stopped: {}", crate::error_chain(error))));
 }
 
-/// The functions the configuration names, ready to run.
-pub fn functions(config: &Config) -> Functions {
+/// The functions the configuration names, ready to run; remote agents' tokens are read from
+/// `env`.
+pub fn functions(config: &Config, env: &Env) -> Functions {
     let mut registry = Functions::new();
     for spec in &config.functions {
         let (function, mode): (Arc<dyn Function>, Mode) = match &spec.kind {
@@ -405,6 +406,8 @@ pub fn functions(config: &Config) -> Functions {
                 Arc::new(Process::new(spec.name.clone(), p.clone())),
                 if p.hold { Mode::Blocking } else { Mode::FollowUp },
             ),
+            FunctionKind::Agui(agent) => (crate::agent::agui::function(&spec.name, agent, env), Mode::FollowUp),
+            FunctionKind::A2a(agent) => (crate::agent::a2a_remote::function(&spec.name, agent, env), Mode::FollowUp),
         };
         let entry = Entry {
             function,

@@ -132,11 +132,20 @@ pub fn check(config: &Config, path: &Path) -> usize {
         if !f.pre_approved.is_empty() {
             say!(out, "    approvals allowed without asking: {}", f.pre_approved.join(", "));
         }
-        if let askgate::config::FunctionKind::Process(p) = &f.kind {
-            for fault in command_faults(&p.command, &p.cwd) {
-                problems += 1;
-                say!(out, "problem: function `{}`: {fault}", f.name);
+        match &f.kind {
+            askgate::config::FunctionKind::Process(p) => {
+                for fault in command_faults(&p.command, &p.cwd) {
+                    problems += 1;
+                    say!(out, "problem: function `{}`: {fault}", f.name);
+                }
             }
+            askgate::config::FunctionKind::Agui(agent) | askgate::config::FunctionKind::A2a(agent) => {
+                if let Some(var) = agent.token_env.as_ref().filter(|v| Env::process().get(v).is_none()) {
+                    problems += 1;
+                    say!(out, "problem: function `{}`: {var} is not set, so its agent cannot be called", f.name);
+                }
+            }
+            askgate::config::FunctionKind::Builtin(_) => {}
         }
     }
     let access = config.access_report();

@@ -1,5 +1,6 @@
-//! The `[[functions]]` entries: a built-in by name, or a program speaking the process
-//! protocol, with who may start it.
+//! The `[[functions]]` entries: a built-in by name, a program speaking the process
+//! protocol, or a remote agent (AG-UI or A2A) that askgate runs on a person's behalf, with who
+//! may start it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use super::channels::{Fault, access};
 use super::raw::RawFunction;
+use super::remote::{self, RemoteAgent};
 use crate::engine::Access;
 use crate::function::{self, process::ProcessConfig};
 
@@ -17,6 +19,10 @@ pub enum FunctionKind {
     Builtin(String),
     /// A program speaking the process protocol.
     Process(ProcessConfig),
+    /// An AG-UI agent: each run is a run of the agent, its interrupts asked of the person.
+    Agui(RemoteAgent),
+    /// An A2A agent: each run is a task of the agent, its `input-required` asked of the person.
+    A2a(RemoteAgent),
 }
 
 /// A configured function.
@@ -43,6 +49,8 @@ impl FunctionSpec {
                 let mode = if p.hold { "hold" } else { "follow_up" };
                 format!("command `{}`, {mode}, timeout {}s", p.command.join(" "), p.timeout.as_secs())
             }
+            FunctionKind::Agui(agent) => format!("AG-UI agent at {}", agent.url),
+            FunctionKind::A2a(agent) => format!("A2A agent at {}", agent.url),
         }
     }
 }
@@ -91,11 +99,16 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
     }
     let pre_approved = f.pre_approved.clone();
     let (name, description) = (f.name.clone(), f.description.clone());
-    let (kind, default_description) = match (&f.builtin, &f.command) {
-        (Some(_), Some(_)) => return Err((key("command"), "give either `builtin` or `command`, not both".to_owned())),
-        (None, None) => return Err((key("command"), "is required (or `builtin`)".to_owned())),
-        (Some(_), None) => builtin(f),
-        (None, Some(_)) => process(f, base),
+    let given = [f.builtin.is_some(), f.command.is_some(), f.agui.is_some(), f.a2a.is_some()];
+    let (kind, default_description) = match given {
+        [false, false, false, false] => {
+            return Err((key("command"), "is required (or `builtin`, `agui`, `a2a`)".to_owned()));
+        }
+        [true, false, false, false] => builtin(f),
+        [false, true, false, false] => process(f, base),
+        [false, false, true, false] => remote::agui(f),
+        [false, false, false, true] => remote::a2a(f),
+        _ => return Err((key("command"), "give one of `builtin`, `command`, `agui` and `a2a`".to_owned())),
     }
     .map_err(|(k, m)| (key(k), m))?;
     let description = description.unwrap_or(default_description);
@@ -104,6 +117,9 @@ fn function_spec(i: usize, f: RawFunction, base: &Path) -> Result<FunctionSpec, 
 
 /// A built-in by name, with its own description; it takes none of a program's keys.
 fn builtin(f: RawFunction) -> Result<(FunctionKind, String), (&'static str, String)> {
+    if f.token_env.is_some() {
+        return Err(("token_env", "is for `agui` and `a2a` agents; a built-in takes none".to_owned()));
+    }
     let process_keys = f.cwd.is_some()
         || f.env.is_some()
         || !f.set_env.is_empty()
@@ -151,6 +167,9 @@ pub(super) fn program(
 }
 
 fn process(f: RawFunction, base: &Path) -> Result<(FunctionKind, String), (&'static str, String)> {
+    if f.token_env.is_some() {
+        return Err(("token_env", "is for `agui` and `a2a` agents; a program gets variables from `env`".to_owned()));
+    }
     let Program { command, cwd, pass_env } = program(f.command, f.cwd, f.env, &f.set_env, base)?;
     let hold = match f.mode.as_deref() {
         None | Some("follow_up") => false,

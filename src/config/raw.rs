@@ -305,6 +305,12 @@ pub(super) struct RawFunction {
     #[serde(default)]
     pub command: Option<Vec<String>>,
     #[serde(default)]
+    pub agui: Option<String>,
+    #[serde(default)]
+    pub a2a: Option<String>,
+    #[serde(default)]
+    pub token_env: Option<String>,
+    #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]
     pub env: Option<Vec<String>>,

@@ -217,6 +217,30 @@ impl Context {
         Ok(())
     }
 
+    /// What this run kept under `name` in an earlier invocation ([`Context::keep`]), if it did.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn kept(&self, name: &str) -> Result<Option<String>, AskError> {
+        Ok(self.runner.store.note(&self.note_key(name)).await?.map(|note| note.value))
+    }
+
+    /// Keeps `value` under `name` for this run's later invocations: what the function learned
+    /// from the world outside (a remote agent's question, its ids) that a replay must read back
+    /// rather than ask the world for again. Kept in the store, so it survives a restart.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn keep(&mut self, name: &str, value: &str) -> Result<(), AskError> {
+        let at = self.runner.now_ms();
+        self.runner.store.remember(&self.note_key(name), value, at).await?;
+        Ok(())
+    }
+
+    fn note_key(&self, name: &str) -> String {
+        format!("run:{}:{name}", self.run.id)
+    }
+
     /// The final state of this invocation's run record, for the runner.
     pub(super) fn into_parts(self) -> (Run, Vec<Arc<Question>>) {
         (self.run, self.journal)

@@ -1,5 +1,7 @@
 //! askgate's integration tests, compiled into one binary.
 
+mod a2a_remote;
+mod agui;
 mod backend;
 mod binary;
 mod browser;
@@ -18,6 +20,7 @@ mod docs;
 mod email;
 mod engine;
 mod fake_anthropic;
+mod fake_agui;
 mod fake_discord;
 mod fake_google_chat;
 mod fake_mattermost;
