@@ -11,6 +11,7 @@
 //! outbox row is written with the question or run it reports on (`engine::callbacks`), and the
 //! plain messages Claude Code's channel hears come from the engine's listeners.
 
+pub mod a2a;
 pub mod callbacks;
 pub mod claude_code;
 pub mod opencode;
