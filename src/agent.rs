@@ -1,10 +1,11 @@
 //! The agents askgate asks for, each a component in a folder of its own: what the agent sends,
 //! read as asks; the routes it calls; what it runs on its side; and the answers written back in
 //! its own shape. Their config sections are `config`'s (`[claude_code]`, `[[opencode]]`,
-//! `[callbacks]`).
+//! `[callbacks]`, `[a2a]`).
 //!
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
+//! - [`a2a`]: askgate as an A2A agent: a task is a question a person answers.
 //! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
 //!
 //! What has to be written inside the engine's own writes stays in the engine: a callback's

@@ -6,6 +6,7 @@
 //! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
 //! callbacks may go), `limits` (how fast people may act).
 
+mod a2a;
 mod callbacks;
 mod channels;
 mod chats;
@@ -26,6 +27,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+pub use a2a::A2aConfig;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
 pub use chats::ChatConfig;
@@ -154,6 +156,8 @@ pub struct Config {
     pub mcp: Option<McpConfig>,
     /// Claude Code's hooks (`[claude_code]`).
     pub claude_code: Option<ClaudeCodeConfig>,
+    /// askgate as an A2A agent (`[a2a]`).
+    pub a2a: Option<A2aConfig>,
     /// opencode servers whose prompts askgate asks (`[[opencode]]`).
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
@@ -312,6 +316,7 @@ impl Config {
         let channels = channels::channels(&raw.channels, chats, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
+        let a2a = a2a::a2a(raw.a2a).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
@@ -343,6 +348,7 @@ impl Config {
             limits,
             mcp,
             claude_code,
+            a2a,
             opencode,
             gateway_values,
         })
