@@ -110,6 +110,12 @@ const TOOLS: &[Tool] = &[
                  (or run .ci/run)",
     },
     Tool {
+        cfg: "no_a2a_sdk",
+        probes: &[Probe::Node(&[("@a2a-js/sdk", "1.3.0")]), Probe::Says(&["node", "--version"], "v")],
+        reason: "needs node and @a2a-js/sdk 1.3.0: npm install --prefix ~/.cache/askgate-ci @a2a-js/sdk@1.3.0 \
+                 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_python_mcp",
         probes: &[Probe::Python(concat!("import mcp; ", python_version!("mcp", "2.3.0")))],
         reason: "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)",
