@@ -7,6 +7,7 @@
 //! callbacks may go), `limits` (how fast people may act).
 
 mod a2a;
+mod agents;
 mod callbacks;
 mod channels;
 mod chats;
@@ -28,6 +29,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 pub use a2a::A2aConfig;
+pub use agents::AgentConfig;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
 pub use chats::ChatConfig;
@@ -170,46 +172,6 @@ pub struct Config {
     pub gateway_values: Vec<GatewayValue>,
 }
 
-/// `[[agents]]`: an agent with a token of its own. It asks as `agent:<name>` through the API
-/// and `/mcp`, and never answers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentConfig {
-    /// Its name (letters, digits, `-`, `_`): no `.`, which separates it from the client's
-    /// name in `mcp:<agent>.<client>`, so that no two agents' clients can share an identity.
-    pub name: String,
-    /// The environment variable that holds its token (at least 32 characters).
-    pub token_env: String,
-}
-
-fn agents(raw: Vec<raw::RawAgent>) -> Result<Vec<AgentConfig>, (String, String)> {
-    let mut agents: Vec<AgentConfig> = Vec::new();
-    for (i, agent) in raw.into_iter().enumerate() {
-        let usable = !agent.name.is_empty()
-            && agent.name.len() <= 64
-            && agent.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
-        if !usable {
-            return Err((
-                format!("agents[{i}].name"),
-                format!("`{}` is not a name of letters, digits, - and _", agent.name),
-            ));
-        }
-        if agent.name == "agent" || agents.iter().any(|a| a.name == agent.name) {
-            return Err((
-                format!("agents[{i}].name"),
-                format!("`{}` is taken (`agent` is the default agent token's)", agent.name),
-            ));
-        }
-        if agent.token_env.trim().is_empty() {
-            return Err((
-                format!("agents[{i}].token_env"),
-                "is required: the variable that holds its token".to_owned(),
-            ));
-        }
-        agents.push(AgentConfig { name: agent.name, token_env: agent.token_env });
-    }
-    Ok(agents)
-}
-
 impl Config {
     /// Reads and validates a file, with the process environment's `ASKGATE_GATEWAY_<KEY>`
     /// values in place of the file's `[gateway]` keys.
@@ -318,7 +280,7 @@ impl Config {
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let a2a = a2a::a2a(raw.a2a).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
-        let agents = agents(raw.agents).map_err(bad)?;
+        let agents = agents::agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
         let limits = limits::limits(raw.limits).map_err(bad)?;
         let gateway = raw.gateway;

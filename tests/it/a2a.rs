@@ -106,7 +106,7 @@ impl Sdk {
             answers
                 .iter()
                 .any(|a| a["end"] == json!(true))
-                .then(|| answers.iter().map(|a| a["event"].clone()).collect())
+                .then(|| answers.iter().filter_map(|a| a.get("event").cloned()).collect())
         })
         .await
     }
@@ -171,7 +171,7 @@ async fn a_task_streams_working_then_completes_with_the_persons_answer_as_its_ar
                                  @a2a-js/sdk@1.3.0 (or run .ci/run)"
 )]
 #[tokio::test]
-async fn a_declined_approval_is_rejected_with_the_persons_words_and_a_cancel_cancels_the_question() {
+async fn a_declined_approval_is_rejected_with_the_persons_words_while_a_cancel_cancels_the_question() {
     let dir = TempDir::new().unwrap();
     let mut served = Served::start(&write_config(dir.path(), A2A));
     let (base, token) = served.agent(dir.path()).await;
@@ -195,7 +195,10 @@ async fn a_declined_approval_is_rejected_with_the_persons_words_and_a_cancel_can
     served.card_id("Deploy v1.2?").await;
     let cancelled = sdk.call(json!({"op": "cancel", "id": id})).await;
     assert_eq!(cancelled["task"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
-    served.stdout_line("cancelled by agent:").await;
+    assert!(cancelled["task"]["said"].as_str().unwrap().contains("cancelled by agent:"), "{cancelled}");
+    let (_, operator) = served.api(dir.path()).await;
+    let (_, question) = crate::support::get(&base, &operator, &format!("/api/questions/{}", id.as_str().unwrap())).await;
+    assert_eq!(question["status"], "cancelled", "the question itself is cancelled: {question}");
     let again = sdk.call(json!({"op": "cancel", "id": id})).await;
     assert_eq!(again["task"]["state"], "TASK_STATE_CANCELED", "cancelling twice is still canceled: {again}");
     let done = sdk.call(json!({"op": "send", "text": "Ship it?", "data": {"kind": "confirm"}})).await;
@@ -222,7 +225,7 @@ async fn sdk_get(base: &str, token: &str, id: &Value) -> Value {
                                  @a2a-js/sdk@1.3.0 (or run .ci/run)"
 )]
 #[tokio::test]
-async fn a_task_waiting_across_a_restart_is_answered_after_it_and_the_sdk_sees_it_completed() {
+async fn a_task_waiting_across_a_restart_is_seen_completed_by_the_sdk_once_answered_after_it() {
     let dir = TempDir::new().unwrap();
     let config = write_config(dir.path(), A2A);
     let served = Served::start(&config);

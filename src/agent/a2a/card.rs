@@ -20,7 +20,7 @@ pub fn card(base: &str) -> Value {
     json!({
         "name": "askgate",
         "description": "Asks a person and answers with what they said: a question, a confirmation or an \
-            approval, shown on the chat where they are (Telegram, Slack, email, …). The task stays working \
+            approval, shown on the chat, the email or the page where they are. The task stays working \
             while the person thinks (minutes or days) and completes with the answer as its artifact; a \
             decline is rejected, an expiry failed, a cancel canceled, each with the reason.",
         "supportedInterfaces": [{"url": url, "protocolBinding": JSONRPC_BINDING, "protocolVersion": PROTOCOL_VERSION}],

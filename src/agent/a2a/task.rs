@@ -220,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn the_text_is_the_prompt_and_a_data_part_makes_it_a_confirm() {
+    fn a_data_part_makes_the_text_a_confirm() {
         let ask = ask_of(&message(vec![text_part("Deploy v1.2?"), data_part(json!({"kind": "confirm"}))])).unwrap();
         let question = crate::question::test_question(ask);
         assert_eq!((question.kind, question.prompt.as_str()), (Kind::Confirm, "Deploy v1.2?"));
