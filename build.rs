@@ -116,6 +116,16 @@ const TOOLS: &[Tool] = &[
                  (or run .ci/run)",
     },
     Tool {
+        cfg: "no_typescript",
+        probes: &[
+            Probe::Node(&[("typescript", "5.9.3")]),
+            Probe::Says(&["node", "--version"], "v"),
+            Probe::Says(&["npm", "--version"], "."),
+        ],
+        reason: "needs node, npm and typescript 5.9.3: npm install --prefix ~/.cache/askgate-ci typescript@5.9.3 \
+                 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_python_mcp",
         probes: &[Probe::Python(concat!("import mcp; ", python_version!("mcp", "2.3.0")))],
         reason: "needs the Python MCP SDK 2.3.0 in python3: pip install mcp==2.3.0 (or run .ci/run)",

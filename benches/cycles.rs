@@ -261,13 +261,11 @@ async fn fill(db: &Path, n: usize) {
     for t in tasks {
         t.await.unwrap();
     }
-    // Every run ends its first turn with a pending question; wait until all are stored.
-    loop {
-        let pending =
-            engine.records().pending_for(Some(&Conversation::parse(&format!("bench:p{}", n - 1)).unwrap()), 2).await;
-        if pending.map(|p| p.len()).unwrap_or(0) == 1 {
-            break;
-        }
+    // Every run ends its first turn with a pending question: wait until every run's is stored
+    // (not the last run's alone: the others' first turns may still be running, and a shutdown
+    // then would leave them to be replayed at the probe's start, after it counted).
+    let want = u64::try_from(n).unwrap();
+    while engine.records().pending_count().await.unwrap() < want {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     engine.shutdown().await;

@@ -12,7 +12,6 @@
 //! 127.0.0.1.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,28 +20,12 @@ use askgate::question::{Answerers, Ask, Conversation, Mode, RunId, UserRef};
 use askgate::run::{Run, RunStatus};
 use askgate::store::StoreExt;
 use askgate::store::{SqliteStore, Store, Synchronous};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-/// The askgate binary to run: this build's, unless `ASKGATE_BENCH_BIN` names another.
-fn bin() -> String {
-    std::env::var("ASKGATE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_askgate").to_owned())
-}
-
-/// Resident and peak resident memory of a process, in MB.
-fn memory_mb(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
+#[path = "support/served.rs"]
+mod served;
+use served::{Start, memory_mb, serve};
 
 /// Stores `n` questions waiting for an answer in `console:local`, as agents' asks would.
 async fn fill(db: &Path, n: usize) {
@@ -80,54 +63,6 @@ async fn fill(db: &Path, n: usize) {
     }
     futures_util::future::join_all(writes).await;
     store.close().await;
-}
-
-struct Served {
-    child: tokio::process::Child,
-    base: String,
-    token: String,
-}
-
-/// askgate on `dir`, under an open-files limit of `open_files` (soft and hard) when given.
-async fn serve(dir: &Path, open_files: Option<u64>) -> Served {
-    let config = dir.join("channels.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\ndatabase = \"{}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n",
-            dir.join("askgate.db").display()
-        ),
-    )
-    .unwrap();
-    let mut command = match open_files {
-        None => tokio::process::Command::new(bin()),
-        Some(limit) => {
-            // The shell lowers both limits, then becomes askgate.
-            let mut sh = tokio::process::Command::new("sh");
-            sh.args(["-c", &format!("ulimit -n {limit} && exec \"$0\" \"$@\"")]).arg(bin());
-            sh
-        }
-    };
-    let mut child = command
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("askgate started");
-        if let Some(rest) = line.split("web page on ").nth(1) {
-            break rest.trim().trim_end_matches('/').to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let token = std::fs::read_to_string(dir.join("askgate.token")).unwrap().trim().to_owned();
-    Served { child, base, token }
 }
 
 /// `/healthz` latencies, sampled every 50 ms until `stop`.
@@ -173,7 +108,7 @@ async fn many_clients(quick: bool) {
     {
         let dir = tempfile::TempDir::new().unwrap();
         fill(&dir.path().join("askgate.db"), pending).await;
-        let mut served = serve(dir.path(), None).await;
+        let mut served = serve(dir.path(), Start::default()).await;
         let pid = served.child.id().unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (idle, _) = memory_mb(pid);
@@ -310,7 +245,7 @@ async fn slow_client(addr: String, flood: Arc<Flood>, stop: CancellationToken) {
 /// how many are answered within 5 s, and how fast.
 async fn slow_headers(clients: usize, open_files: Option<u64>, limit: &str) {
     let dir = tempfile::TempDir::new().unwrap();
-    let mut served = serve(dir.path(), open_files).await;
+    let mut served = serve(dir.path(), Start { open_files, cpu: None }).await;
     let addr = served.base.trim_start_matches("http://").to_owned();
     let (flood, stop) = (Arc::new(Flood::default()), CancellationToken::new());
     let slow: Vec<_> =

@@ -11,6 +11,7 @@ mod auth;
 mod bodies;
 pub(super) mod chat;
 mod events;
+mod health;
 mod limits;
 pub mod openapi;
 mod page;
@@ -32,7 +33,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::channel::webhook::{InboundError, SIGNATURE_HEADER, TIMESTAMP_HEADER, Webhooks};
-use crate::engine::ChannelState;
 use crate::engine::Engine;
 
 pub use api::refused;
@@ -68,6 +68,8 @@ pub struct AppState {
     person_limits: Arc<limits::PersonLimits>,
     /// Requests counted by route and status, for `/metrics`.
     requests: Arc<access::Requests>,
+    /// The pending count `/healthz` shows.
+    pending: Arc<health::Pending>,
 }
 
 /// The chat channels whose messages come over askgate's own server.
@@ -153,6 +155,7 @@ pub fn router(
         callback_rules: settings.callbacks,
         person_limits: Arc::new(limits::PersonLimits::new(settings.limits)),
         requests: Arc::default(),
+        pending: Arc::default(),
     };
     let mut app = Router::new();
     if let Some(mcp) = mcp {
@@ -194,8 +197,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/", get(page::page)),
         ("/page.js", get(page::script)),
         ("/page.css", get(page::style)),
-        ("/healthz", get(healthz)),
-        ("/livez", get(livez)),
+        ("/healthz", get(health::healthz)),
+        ("/livez", get(health::livez)),
         ("/metrics", get(access::metrics)),
         ("/api/openapi.json", get(openapi::serve)),
         ("/docs", get(openapi::reference)),
@@ -411,48 +414,6 @@ fn conversation_param(value: Option<&str>) -> Result<Option<crate::question::Con
             crate::question::Conversation::parse(c).map_err(|e| ApiError::bad_request(format!("conversation: {e}")))
         })
         .transpose()
-}
-
-/// 200 when the store answers, no channel is down and every gated MCP upstream has had its
-/// first try at starting; 503 otherwise. The body says what stands how:
-/// `{"status","store","pending","channels":{"telegram":"up",…}}`.
-async fn healthz(State(state): State<AppState>) -> Response {
-    let store = state.engine.records().pending_count().await;
-    let writes = state.engine.records().write_stats().failing;
-    let channels = state.engine.delivery().channel_states();
-    let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
-    let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
-    let healthy = store.is_ok() && writes.is_none() && !down;
-    let starting = state.upstreams.as_ref().is_some_and(|u| u.starting());
-    let instance = state.engine.records().instance().map(str::to_owned);
-    let body = bodies::Health {
-        status: if !healthy {
-            "failing"
-        } else if starting {
-            "starting"
-        } else if degraded {
-            "degraded"
-        } else {
-            "ok"
-        },
-        store: match (&store, &writes) {
-            (Err(e), _) => format!("failing: {}", crate::error_chain(e)),
-            (Ok(_), Some(why)) => format!("writes failing: {why}"),
-            (Ok(_), None) => "ok".to_owned(),
-        },
-        pending: store.ok(),
-        channels: channels.iter().map(|(name, s)| ((*name).to_owned(), s.to_string())).collect(),
-        leases: instance.is_some().then(|| state.engine.leases().names()),
-        instance,
-    };
-    let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
-}
-
-/// 200 while the process runs (liveness), whatever the store and channels say (that is
-/// `/healthz`, readiness).
-async fn livez() -> Response {
-    axum::Json(bodies::Live { status: "live" }).into_response()
 }
 
 async fn webhook(

@@ -129,7 +129,8 @@ pub struct Health {
     pub status: &'static str,
     /// `ok`, or what fails.
     pub store: String,
-    /// How many questions wait; null when the store does not answer.
+    /// How many questions wait, counted at most two seconds ago (counting a million takes tens of
+    /// milliseconds, and this route needs no token); null when the store does not answer.
     pub pending: Option<u64>,
     /// Each channel's state: `up`, `degraded: …`, `down: …`.
     pub channels: BTreeMap<String, String>,

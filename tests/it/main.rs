@@ -69,4 +69,5 @@ mod tools;
 mod traces;
 mod trust;
 mod tui;
+mod typescript_client;
 mod whatsapp;

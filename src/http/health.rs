@@ -1,0 +1,147 @@
+//! `/healthz` (readiness) and `/livez` (liveness). `/healthz` needs no token, so what it costs
+//! is what anyone can make askgate spend: counting the pending questions takes tens of
+//! milliseconds with a million of them, so the count it shows is a recent one ([`Pending`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{AppState, bodies};
+use crate::engine::{ChannelState, Engine};
+
+/// How old the pending count `/healthz` shows may be.
+const COUNT_AGE: Duration = Duration::from_secs(2);
+
+/// The pending count as `/healthz` shows it: the first call counts; later ones get the last
+/// count, and one that finds it older than its age starts one count in the background.
+/// However often `/healthz` is called, the store counts at most once per [`COUNT_AGE`], and no
+/// call waits for a count but the first.
+pub(super) struct Pending {
+    /// How old the count shown may be.
+    age: Duration,
+    /// The last count (or why it failed, as `/healthz` says it) and when it was made.
+    last: Mutex<Option<(Instant, Result<u64, String>)>>,
+    /// Whether a count is under way.
+    counting: AtomicBool,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self { age: COUNT_AGE, last: Mutex::default(), counting: AtomicBool::new(false) }
+    }
+}
+
+impl Pending {
+    /// A recent count, made by `count` when there is none yet or the last is too old.
+    async fn recent<F>(self: &Arc<Self>, count: impl FnOnce() -> F) -> Result<u64, String>
+    where
+        F: Future<Output = Result<u64, String>> + Send + 'static,
+    {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let Some((at, figure)) = last else {
+            let figure = count().await;
+            self.keep(figure.clone());
+            return figure;
+        };
+        if at.elapsed() >= self.age && !self.counting.swap(true, Ordering::AcqRel) {
+            let (pending, counted) = (self.clone(), count());
+            tokio::spawn(async move {
+                pending.keep(counted.await);
+                pending.counting.store(false, Ordering::Release);
+            });
+        }
+        figure
+    }
+
+    fn keep(&self, figure: Result<u64, String>) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), figure));
+    }
+}
+
+/// The store's count of pending questions, as a future that owns what it needs.
+fn counted(engine: &Engine) -> impl Future<Output = Result<u64, String>> + Send + 'static {
+    let engine = engine.clone();
+    async move { engine.records().pending_count().await.map_err(|e| crate::error_chain(&e)) }
+}
+
+/// 200 when the store answers, no channel is down and every gated MCP upstream has had its
+/// first try at starting; 503 otherwise. The body says what stands how:
+/// `{"status","store","pending","channels":{"telegram":"up",…}}`.
+pub(super) async fn healthz(State(state): State<AppState>) -> Response {
+    let store = state.pending.recent(|| counted(&state.engine)).await;
+    let writes = state.engine.records().write_stats().failing;
+    let channels = state.engine.delivery().channel_states();
+    let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
+    let degraded = channels.iter().any(|(_, s)| matches!(s, ChannelState::Degraded(_)));
+    let healthy = store.is_ok() && writes.is_none() && !down;
+    let starting = state.upstreams.as_ref().is_some_and(|u| u.starting());
+    let instance = state.engine.records().instance().map(str::to_owned);
+    let body = bodies::Health {
+        status: if !healthy {
+            "failing"
+        } else if starting {
+            "starting"
+        } else if degraded {
+            "degraded"
+        } else {
+            "ok"
+        },
+        store: match (&store, &writes) {
+            (Err(e), _) => format!("failing: {e}"),
+            (Ok(_), Some(why)) => format!("writes failing: {why}"),
+            (Ok(_), None) => "ok".to_owned(),
+        },
+        pending: store.ok(),
+        channels: channels.iter().map(|(name, s)| ((*name).to_owned(), s.to_string())).collect(),
+        leases: instance.is_some().then(|| state.engine.leases().names()),
+        instance,
+    };
+    let status = if healthy && !starting { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
+}
+
+/// 200 while the process runs (liveness), whatever the store and channels say (that is
+/// `/healthz`, readiness).
+pub(super) async fn livez() -> Response {
+    axum::Json(bodies::Live { status: "live" }).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+
+    /// A count that says how many times it was made.
+    fn counter(made: &Arc<AtomicU64>) -> impl FnOnce() -> std::future::Ready<Result<u64, String>> {
+        let made = made.clone();
+        move || std::future::ready(Ok(made.fetch_add(1, Ordering::SeqCst) + 1))
+    }
+
+    #[tokio::test]
+    async fn a_flood_of_calls_counts_once_while_the_count_is_recent() {
+        let (pending, made) = (Arc::new(Pending::default()), Arc::new(AtomicU64::new(0)));
+        for _ in 0..1000 {
+            assert_eq!(pending.recent(counter(&made)).await, Ok(1));
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn an_old_count_is_shown_while_a_new_one_is_made_in_the_background() {
+        let pending = Arc::new(Pending { age: Duration::ZERO, ..Pending::default() });
+        let made = Arc::new(AtomicU64::new(0));
+        assert_eq!(pending.recent(counter(&made)).await, Ok(1));
+        // Old at once: the call shows the last count and starts the next.
+        assert_eq!(pending.recent(counter(&made)).await, Ok(1));
+        while made.load(Ordering::SeqCst) < 2 || pending.counting.load(Ordering::Acquire) {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(pending.recent(counter(&made)).await, Ok(2));
+    }
+}
