@@ -116,6 +116,12 @@ const TOOLS: &[Tool] = &[
                  (or run .ci/run)",
     },
     Tool {
+        cfg: "no_codex",
+        probes: &[Probe::Node(&[("@openai/codex", "0.171.0")]), Probe::Says(&["node", "--version"], "v")],
+        reason: "needs the Codex CLI 0.171.0: npm install --prefix ~/.cache/askgate-ci @openai/codex@0.171.0 \
+                 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_typescript",
         probes: &[
             Probe::Node(&[("typescript", "5.9.3")]),

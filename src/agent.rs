@@ -1,9 +1,12 @@
 //! The agents askgate asks for, each a component in a folder of its own: what the agent sends,
 //! read as asks; the routes it calls; what it runs on its side; and the answers written back in
-//! its own shape. Their config sections are `config`'s (`[claude_code]`, `[[opencode]]`,
-//! `[callbacks]`, `[a2a]`).
+//! its own shape. Their config sections are `config`'s (`[claude_code]`, `[codex]`,
+//! `[[opencode]]`, `[callbacks]`, `[a2a]`).
 //!
+//! - [`hook`]: what the hooks of coding agents share (Claude Code's and Codex's contract): the
+//!   hook's JSON read as an ask, the outcome as an answer, the command form.
 //! - [`claude_code`]: Claude Code's hooks and its channel relay.
+//! - [`codex`]: Codex's hooks.
 //! - [`opencode`]: a running opencode server's permission prompts and questions.
 //! - [`a2a`]: askgate as an A2A agent: a task is a question a person answers.
 //! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
@@ -15,4 +18,6 @@
 pub mod a2a;
 pub mod callbacks;
 pub mod claude_code;
+pub mod codex;
+pub mod hook;
 pub mod opencode;

@@ -4,7 +4,8 @@
 //!
 //! The parts: `raw` (the file as serde reads it), `channels` (the `[channels.*]` sections and
 //! who may do what there), `functions` (the `[[functions]]` entries), `callbacks` (where
-//! callbacks may go), `limits` (how fast people may act).
+//! callbacks may go), `limits` (how fast people may act), `hooks` (what `[claude_code]` and
+//! `[codex]` share), `agents` (`[[agents]]`).
 
 mod a2a;
 mod agents;
@@ -12,7 +13,9 @@ mod callbacks;
 mod channels;
 mod chats;
 mod claude_code;
+mod codex;
 mod functions;
+mod hooks;
 mod limits;
 mod mcp;
 mod opencode;
@@ -33,8 +36,10 @@ pub use agents::AgentConfig;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
 pub use chats::ChatConfig;
-pub use claude_code::{ClaudeCodeConfig, HOOK_TIMEOUT, ToolRule};
+pub use claude_code::ClaudeCodeConfig;
+pub use codex::CodexConfig;
 pub use functions::{FunctionKind, FunctionSpec};
+pub use hooks::{HOOK_TIMEOUT, HookRules, ToolRule};
 pub use limits::{LimitsConfig, PersonRate};
 pub use mcp::{GrantScope, McpConfig, UpstreamConfig, UpstreamTransport};
 pub use opencode::OpencodeConfig;
@@ -160,6 +165,8 @@ pub struct Config {
     pub claude_code: Option<ClaudeCodeConfig>,
     /// askgate as an A2A agent (`[a2a]`).
     pub a2a: Option<A2aConfig>,
+    /// Codex's hooks (`[codex]`).
+    pub codex: Option<CodexConfig>,
     /// opencode servers whose prompts askgate asks (`[[opencode]]`).
     pub opencode: Vec<OpencodeConfig>,
     /// Agents with tokens of their own (`[[agents]]`), besides the default agent token.
@@ -279,6 +286,7 @@ impl Config {
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
         let a2a = a2a::a2a(raw.a2a).map_err(bad)?;
+        let codex = codex::codex(raw.codex).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents::agents(raw.agents).map_err(bad)?;
         let callbacks = callbacks::callbacks(raw.callbacks).map_err(bad)?;
@@ -311,6 +319,7 @@ impl Config {
             mcp,
             claude_code,
             a2a,
+            codex,
             opencode,
             gateway_values,
         })

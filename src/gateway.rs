@@ -284,6 +284,7 @@ impl Gateway {
         let agents = vec![
             crate::agent::claude_code::routes(&engine, config.claude_code.clone()),
             crate::agent::a2a::routes(&engine, config.a2a.clone(), &page, outbound),
+            crate::agent::codex::routes(&engine, config.codex.clone()),
         ];
         let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web), agents };
         let app = crate::http::router(engine.clone(), tokens, surfaces, settings, mcp);

@@ -86,7 +86,7 @@ enum Command {
     /// decision on stdout, asked through a running askgate's /hooks/claude-code as an agent
     /// (the token as for `askgate mcp`).
     Hook {
-        /// Whose hook: `claude-code`.
+        /// Whose hook: `claude-code` or `codex`.
         agent: HookAgent,
         /// The configuration file (for gateway.http and where the token file is).
         #[arg(long, env = "ASKGATE_CONFIG", default_value = "channels.toml")]
@@ -170,6 +170,18 @@ enum TokenAction {
 enum HookAgent {
     /// Claude Code's `PreToolUse` and `PermissionRequest` hooks.
     ClaudeCode,
+    /// Codex's `PreToolUse` and `PermissionRequest` hooks.
+    Codex,
+}
+
+impl HookAgent {
+    /// Where its hooks are posted.
+    fn route(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "/hooks/claude-code",
+            Self::Codex => "/hooks/codex",
+        }
+    }
 }
 
 /// `0.1.0 (commit 1a2b3c4d5e6f)`.
@@ -235,13 +247,14 @@ fn main() -> ExitCode {
         Command::Migrate { .. } | Command::Init { .. } | Command::Completions { .. } | Command::Man => {
             unreachable!("handled before the configuration is read")
         }
-        Command::Hook { agent: HookAgent::ClaudeCode, url, .. } => match hook(&config, url) {
+        Command::Hook { agent, url, .. } => match hook(&config, agent, url) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                // Any exit but 2 lets Claude Code go on as without the hook (it asks in the
-                // terminal); the reason goes to its log.
-                eprintln!("askgate hook: {e}");
-                ExitCode::FAILURE
+            Err((e, blocks)) => {
+                // Exit 2 blocks the call with the reason on stderr; any other exit lets the
+                // agent go on as without the hook (Claude Code asks in the terminal, Codex shows
+                // its own approval prompt). The reason goes to the agent's log.
+                eprintln!("askgate hook: {e:#}");
+                if blocks { ExitCode::from(2) } else { ExitCode::FAILURE }
             }
         },
         Command::Token { action, url, .. } => token(&config, action, url),
@@ -371,21 +384,26 @@ fn ignore_terminal_stops() {
     }
 }
 
-/// `askgate hook claude-code`: the hook's JSON from stdin to `/hooks/claude-code`, and its
-/// answer to stdout.
-fn hook(config: &Config, url: Option<String>) -> anyhow::Result<()> {
+/// `askgate hook <agent>`: the hook's JSON from stdin to the agent's hook route, and its answer
+/// to stdout. An error says whether the call must be blocked for it: a Codex `PreToolUse`, which
+/// Codex would otherwise run without asking anyone.
+fn hook(config: &Config, agent: HookAgent, url: Option<String>) -> Result<(), (anyhow::Error, bool)> {
     use std::io::{Read, Write};
 
-    let address = askgate::client::address(config, url);
-    let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
-        .map_err(anyhow::Error::msg)?;
     let mut body = Vec::new();
-    std::io::stdin().take(64 * 1024 * 1024).read_to_end(&mut body).context("reading stdin")?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    let answer = runtime.block_on(askgate::agent::claude_code::hook::forward(&address, &token, body))?;
-    let mut stdout = std::io::stdout();
-    stdout.write_all(answer.as_bytes()).and_then(|()| stdout.flush()).context("writing stdout")?;
-    Ok(())
+    let read = std::io::stdin().take(64 * 1024 * 1024).read_to_end(&mut body).context("reading stdin");
+    let blocks = matches!(agent, HookAgent::Codex) && askgate::agent::codex::fails_closed(&body);
+    let forwarded = read.and_then(|_| {
+        let address = askgate::client::address(config, url);
+        let token = askgate::http::token::client_token(Env::process().get("ASKGATE_AGENT_TOKEN"), &config.database)
+            .map_err(anyhow::Error::msg)?;
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+        let answer = runtime.block_on(askgate::agent::hook::forward::forward(&address, agent.route(), &token, body))?;
+        let mut stdout = std::io::stdout();
+        stdout.write_all(answer.as_bytes()).and_then(|()| stdout.flush()).context("writing stdout")
+    });
+    forwarded.map_err(|e| (e, blocks))
 }
 
 /// askgate's `/mcp` for `--url`, which takes askgate's address (`http://127.0.0.1:8080`) or the

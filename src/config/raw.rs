@@ -24,6 +24,7 @@ pub(super) struct RawConfig {
     pub agents: Vec<RawAgent>,
     pub claude_code: Option<RawClaudeCode>,
     pub a2a: Option<RawA2a>,
+    pub codex: Option<RawCodex>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
     pub callbacks: Option<RawCallbacks>,
@@ -75,6 +76,19 @@ pub(super) struct RawClaudeCode {
 pub(super) struct RawA2a {
     pub conversation: Option<String>,
     pub answerers: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCodex {
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default, deserialize_with = "some_duration")]
+    pub hook_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,7 +19,7 @@ const COUNT_AGE: Duration = Duration::from_secs(2);
 /// The pending count as `/healthz` shows it: the first call counts; later ones get the last
 /// count, and one that finds it older than its age starts one count in the background.
 /// However often `/healthz` is called, the store counts at most once per [`COUNT_AGE`], and no
-/// call waits for a count but the first.
+/// call waits for a count but the first (the next is run by the engine's task tracker).
 pub(super) struct Pending {
     /// How old the count shown may be.
     age: Duration,
@@ -36,8 +36,12 @@ impl Default for Pending {
 }
 
 impl Pending {
-    /// A recent count, made by `count` when there is none yet or the last is too old.
-    async fn recent<F>(self: &Arc<Self>, count: impl FnOnce() -> F) -> Result<u64, String>
+    /// A recent count, made by `count` when there is none yet; when the last is too old, also
+    /// the next count, for the caller to run in the background.
+    async fn recent<F>(
+        self: &Arc<Self>,
+        count: impl FnOnce() -> F,
+    ) -> (Result<u64, String>, Option<impl Future<Output = ()> + Send + 'static>)
     where
         F: Future<Output = Result<u64, String>> + Send + 'static,
     {
@@ -45,16 +49,17 @@ impl Pending {
         let Some((at, figure)) = last else {
             let figure = count().await;
             self.keep(figure.clone());
-            return figure;
+            return (figure, None);
         };
-        if at.elapsed() >= self.age && !self.counting.swap(true, Ordering::AcqRel) {
+        let stale = at.elapsed() >= self.age && !self.counting.swap(true, Ordering::AcqRel);
+        let next = stale.then(|| {
             let (pending, counted) = (self.clone(), count());
-            tokio::spawn(async move {
+            async move {
                 pending.keep(counted.await);
                 pending.counting.store(false, Ordering::Release);
-            });
-        }
-        figure
+            }
+        });
+        (figure, next)
     }
 
     fn keep(&self, figure: Result<u64, String>) {
@@ -72,7 +77,10 @@ fn counted(engine: &Engine) -> impl Future<Output = Result<u64, String>> + Send 
 /// first try at starting; 503 otherwise. The body says what stands how:
 /// `{"status","store","pending","channels":{"telegram":"up",…}}`.
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {
-    let store = state.pending.recent(|| counted(&state.engine)).await;
+    let (store, next) = state.pending.recent(|| counted(&state.engine)).await;
+    if let Some(next) = next {
+        state.engine.tasks().spawn(next);
+    }
     let writes = state.engine.records().write_stats().failing;
     let channels = state.engine.delivery().channel_states();
     let down = channels.iter().any(|(_, s)| matches!(s, ChannelState::Down(_)));
@@ -116,32 +124,38 @@ mod tests {
 
     use super::*;
 
-    /// A count that says how many times it was made.
-    fn counter(made: &Arc<AtomicU64>) -> impl FnOnce() -> std::future::Ready<Result<u64, String>> {
+    /// A count that says how many times it was made (when it runs, not when it is handed out).
+    fn counter(
+        made: &Arc<AtomicU64>,
+    ) -> impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = Result<u64, String>> + Send>> {
         let made = made.clone();
-        move || std::future::ready(Ok(made.fetch_add(1, Ordering::SeqCst) + 1))
+        move || Box::pin(async move { Ok(made.fetch_add(1, Ordering::SeqCst) + 1) })
     }
 
     #[tokio::test]
     async fn a_flood_of_calls_counts_once_while_the_count_is_recent() {
         let (pending, made) = (Arc::new(Pending::default()), Arc::new(AtomicU64::new(0)));
         for _ in 0..1000 {
-            assert_eq!(pending.recent(counter(&made)).await, Ok(1));
-            tokio::task::yield_now().await;
+            let (figure, next) = pending.recent(counter(&made)).await;
+            assert_eq!(figure, Ok(1));
+            assert!(next.is_none(), "no count while the last is recent");
         }
         assert_eq!(made.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
-    async fn an_old_count_is_shown_while_a_new_one_is_made_in_the_background() {
+    async fn an_old_count_is_shown_while_one_new_count_is_made() {
         let pending = Arc::new(Pending { age: Duration::ZERO, ..Pending::default() });
         let made = Arc::new(AtomicU64::new(0));
-        assert_eq!(pending.recent(counter(&made)).await, Ok(1));
-        // Old at once: the call shows the last count and starts the next.
-        assert_eq!(pending.recent(counter(&made)).await, Ok(1));
-        while made.load(Ordering::SeqCst) < 2 || pending.counting.load(Ordering::Acquire) {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(pending.recent(counter(&made)).await, Ok(2));
+        assert_eq!(pending.recent(counter(&made)).await.0, Ok(1));
+        // Old at once: the call shows the last count and hands over the next.
+        let (figure, next) = pending.recent(counter(&made)).await;
+        assert_eq!(figure, Ok(1));
+        // While that count is under way, no other starts.
+        let (figure, other) = pending.recent(counter(&made)).await;
+        assert_eq!((figure, other.is_none()), (Ok(1), true));
+        next.expect("a new count").await;
+        assert_eq!(pending.recent(counter(&made)).await.0, Ok(2));
+        assert_eq!(made.load(Ordering::SeqCst), 2);
     }
 }

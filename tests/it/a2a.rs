@@ -197,7 +197,8 @@ async fn a_declined_approval_is_rejected_with_the_persons_words_while_a_cancel_c
     assert_eq!(cancelled["task"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
     assert!(cancelled["task"]["said"].as_str().unwrap().contains("cancelled by agent:"), "{cancelled}");
     let (_, operator) = served.api(dir.path()).await;
-    let (_, question) = crate::support::get(&base, &operator, &format!("/api/questions/{}", id.as_str().unwrap())).await;
+    let (_, question) =
+        crate::support::get(&base, &operator, &format!("/api/questions/{}", id.as_str().unwrap())).await;
     assert_eq!(question["status"], "cancelled", "the question itself is cancelled: {question}");
     let again = sdk.call(json!({"op": "cancel", "id": id})).await;
     assert_eq!(again["task"]["state"], "TASK_STATE_CANCELED", "cancelling twice is still canceled: {again}");

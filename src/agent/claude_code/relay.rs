@@ -68,7 +68,7 @@ impl PermissionRequest {
             detail.push(self.description.trim().to_owned());
         }
         if command.is_none() && !self.input_preview.trim().is_empty() {
-            detail.push(super::code(&self.input_preview));
+            detail.push(crate::agent::hook::code(&self.input_preview));
         }
         let place = self.cwd.as_deref().map(|cwd| format!("in {cwd} · ")).unwrap_or_default();
         detail.push(format!("{place}Claude Code asks in its terminal too ({})", self.request_id));

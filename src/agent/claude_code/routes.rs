@@ -4,7 +4,6 @@
 //! asks for. Their contract is Claude Code's, so `/api/openapi.json` does not describe them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Extension, Request};
@@ -13,11 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::relay::{PermissionRequest, Settled};
-use super::{Answer, HookInput, reply};
+use super::reply;
+use crate::agent::hook::wait::{ask, wait};
+use crate::agent::hook::{Answer, HookInput};
 use crate::config::{ClaudeCodeConfig, ToolRule};
 use crate::engine::Engine;
 use crate::http::{ApiError, AppState, Asker, Caller, Role, read_body, refused};
-use crate::question::{Answerers, Ask, Question, QuestionId, UserRef};
+use crate::question::{Answerers, QuestionId, UserRef};
 
 /// What the routes share.
 struct Hooks {
@@ -37,9 +38,6 @@ pub fn routes(engine: &Engine, config: Option<ClaudeCodeConfig>) -> Router<AppSt
         .route("/hooks/claude-code/messages", get(messages))
         .layer(Extension(hooks))
 }
-
-/// How long before the hook's own timeout askgate answers `ask`, so the answer arrives.
-const MARGIN: Duration = Duration::from_secs(5);
 
 /// The largest hook body: a `Write` carries the whole file.
 const MAX_HOOK_BODY: usize = 4 * 1024 * 1024;
@@ -75,14 +73,15 @@ async fn claude_code(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks
         hooks.relayed.settle(&hooks.engine, &settled, &caller.user);
         return axum::Json(serde_json::json!({})).into_response();
     }
-    let (event, input) = match HookInput::parse(&body) {
+    let also = " (and reads PostToolUse, PostToolUseFailure, Stop and SessionEnd)";
+    let (event, input) = match HookInput::parse(&body, "Claude Code", also) {
         Ok(parsed) => parsed,
         Err(message) => return ApiError::bad_request(message).into_response(),
     };
-    let answer = match config.rule(&input.tool_name) {
+    let answer = match config.hooks.rule(&input.tool_name) {
         ToolRule::Allow => Answer::Allow { input: None, permissions: Vec::new() },
         ToolRule::Pass => Answer::Pass,
-        ToolRule::Ask => match ask(&hooks.engine, &config, &input, caller.user).await {
+        ToolRule::Ask => match ask(&hooks.engine, &config.hooks, &input, caller.user, true).await {
             Ok(answer) => answer,
             Err(e) => return e.into_response(),
         },
@@ -101,19 +100,21 @@ async fn permission(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>
         Ok(request) => request,
         Err(message) => return ApiError::bad_request(message).into_response(),
     };
-    let behavior = match config.rule(&request.tool_name) {
+    let behavior = match config.hooks.rule(&request.tool_name) {
         ToolRule::Allow => Some("allow"),
         ToolRule::Pass => None,
         ToolRule::Ask => {
-            let mut ask = request.approval(config.hook_timeout.as_secs().max(1));
-            ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
+            let mut ask = request.approval(config.hooks.hook_timeout.as_secs().max(1));
+            ask.answerers = config.hooks.answerers.clone().map(|users| Answerers::Users { users });
             let engine = &hooks.engine;
             // Listed before it is asked: a hook saying the terminal answered may come as soon
             // as the card is out, before the ask returns.
             let project = request.cwd.clone();
             let listed = hooks.relayed.add(request, caller.user.clone());
-            let asked =
-                engine.asks().ask_in_project(config.conversation.clone(), ask, caller.user, project.as_deref()).await;
+            let asked = engine
+                .asks()
+                .ask_in_project(config.hooks.conversation.clone(), ask, caller.user, project.as_deref())
+                .await;
             let question = match asked {
                 Ok(question) => question,
                 Err(e) => return refused(e).into_response(),
@@ -142,7 +143,7 @@ async fn messages(Asker(caller): Asker, Extension(hooks): Extension<Arc<Hooks>>,
         return ApiError::not_found("set messages = true in [claude_code] to pass plain messages on to Claude Code")
             .into_response();
     }
-    let heard = hooks.engine.policies().listen(&config.conversation);
+    let heard = hooks.engine.policies().listen(&config.hooks.conversation);
     let stop = hooks.engine.stopping();
     let lines = futures_util::stream::unfold((heard, stop), |(mut heard, stop)| async move {
         loop {
@@ -241,74 +242,5 @@ impl Listed<'_> {
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
         self.relayed.lock().retain(|e| e.serial != self.serial);
-    }
-}
-
-/// Asks the hook's approval (or its questions, together) and waits for the outcome;
-/// each expires before the hook's own timeout, which then answers `ask`.
-async fn ask(
-    engine: &Engine,
-    config: &ClaudeCodeConfig,
-    input: &HookInput,
-    asker: UserRef,
-) -> Result<Answer, ApiError> {
-    let margin = MARGIN.min(config.hook_timeout / 4);
-    let wait = config.hook_timeout.saturating_sub(margin).as_secs().max(1);
-    if !input.is_question() {
-        let question = settle(engine, config, input.approval(wait), asker, input.project()).await?;
-        return Ok(input.decided(&question));
-    }
-    let ask = input.questions(wait).map_err(ApiError::bad_request)?;
-    let question = settle(engine, config, ask, asker, input.project()).await?;
-    Ok(input.answered(&question))
-}
-
-/// One ask, asked and waited for until it is resolved (its expiry resolves it).
-async fn settle(
-    engine: &Engine,
-    config: &ClaudeCodeConfig,
-    mut ask: Ask,
-    asker: UserRef,
-    project: Option<&str>,
-) -> Result<Question, ApiError> {
-    ask.answerers = config.answerers.clone().map(|users| Answerers::Users { users });
-    let question =
-        engine.asks().ask_in_project(config.conversation.clone(), ask, asker, project).await.map_err(refused)?;
-    wait(engine, question.id).await
-}
-
-/// Waits until question `id` is resolved (its expiry resolves it); cancelled when the caller
-/// stops waiting first.
-async fn wait(engine: &Engine, id: QuestionId) -> Result<Question, ApiError> {
-    let mut abandoned = Abandoned { engine: engine.clone(), id: Some(id) };
-    let question = engine
-        .asks()
-        .wait_resolved(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("the question {id} is gone")))?;
-    // Still pending only as askgate stops: the guard cancels it, and the hook answers `ask`.
-    if !question.is_pending() {
-        abandoned.id = None;
-    }
-    Ok(question)
-}
-
-/// Cancels the question of a hook Claude Code stopped waiting for (the person pressed Esc, or
-/// its timeout came first), so that its card does not stay.
-struct Abandoned {
-    engine: Engine,
-    id: Option<QuestionId>,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            let engine = self.engine.clone();
-            self.engine.tasks().spawn(async move {
-                if let Err(e) = engine.asks().cancel_external(id, "client").await {
-                    tracing::error!(question = %id, error = %e, "could not cancel an abandoned hook's question");
-                }
-            });
-        }
     }
 }

@@ -66,14 +66,9 @@ pub(super) fn questions(properties: &Value) -> Option<Ask> {
     match questions {
         [one] => {
             let multi = one.get("multiple").and_then(Value::as_bool).unwrap_or(false);
-            crate::agent::claude_code::choices(
-                one,
-                multi,
-                one.get("custom").and_then(Value::as_bool).unwrap_or(true),
-                None,
-            )
+            crate::agent::hook::choices(one, multi, one.get("custom").and_then(Value::as_bool).unwrap_or(true), None)
         }
-        many => match crate::agent::claude_code::together(many, "multiple", true) {
+        many => match crate::agent::hook::together(many, "multiple", true) {
             Ok(ask) => Some(ask),
             Err(e) => {
                 tracing::warn!(error = %e, "opencode's questions cannot be asked");

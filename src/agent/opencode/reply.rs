@@ -119,7 +119,7 @@ enum Answers {
 fn answers(question: &Question) -> Answers {
     match &question.outcome {
         Some(Outcome::Answered { value }) => Answers::Chosen(
-            crate::agent::claude_code::by_question(question, value)
+            crate::agent::hook::by_question(question, value)
                 .into_iter()
                 .map(|(_, value)| match value {
                     Value::Array(labels) => Value::Array(labels),

@@ -1,15 +1,15 @@
-//! `askgate hook claude-code`, the hook's command form: the hook's JSON, as Claude Code pipes
-//! it in, goes to a running askgate's `POST /hooks/claude-code`, and the answer is what the
-//! command prints for Claude Code to read.
+//! `askgate hook <agent>`, the hook's command form: the hook's JSON, as the agent pipes it in,
+//! goes to a running askgate's hook route (`POST /hooks/claude-code`, `POST /hooks/codex`), and
+//! the answer is what the command prints for the agent to read.
 
-/// Why a hook got no answer. Claude Code then goes on as without the hook (it asks in the
-/// terminal).
+/// Why a hook got no answer. The agent then goes on as without the hook (Claude Code asks in
+/// the terminal; Codex follows its own approval policy).
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
     /// Nothing answered at the URL.
     #[error("no askgate answers at {url}")]
     Unreachable {
-        /// `/hooks/claude-code` of the askgate it tried.
+        /// The hook route of the askgate it tried.
         url: String,
         /// What the request said.
         #[source]
@@ -36,12 +36,13 @@ pub enum HookError {
     },
 }
 
-/// Sends `body`, the hook's JSON, to the askgate at `address` with the agent token `token`.
+/// Sends `body`, the hook's JSON, to `route` (`/hooks/codex`) of the askgate at `address` with
+/// the agent token `token`.
 ///
 /// # Errors
 /// [`HookError`] when no answer comes, or askgate refuses.
-pub async fn forward(address: &str, token: &str, body: Vec<u8>) -> Result<String, HookError> {
-    let url = format!("{address}/hooks/claude-code");
+pub async fn forward(address: &str, route: &str, token: &str, body: Vec<u8>) -> Result<String, HookError> {
+    let url = format!("{address}{route}");
     let response = reqwest::Client::new()
         .post(&url)
         .bearer_auth(token)
