@@ -1,7 +1,7 @@
 //! The agents askgate asks for, each a component in a folder of its own: what the agent sends,
 //! read as asks; the routes it calls; what it runs on its side; and the answers written back in
 //! its own shape. Their config sections are `config`'s (`[claude_code]`, `[codex]`,
-//! `[[opencode]]`, `[callbacks]`).
+//! `[[opencode]]`, `[callbacks]`, `[a2a]`).
 //!
 //! - [`hook`]: what the hooks of coding agents share (Claude Code's and Codex's contract): the
 //!   hook's JSON read as an ask, the outcome as an answer, the command form.
@@ -12,6 +12,7 @@
 //!   a person and answered on the same task.
 //! - [`agui`]: AG-UI agents run as functions, their interrupts asked of a person and resumed
 //!   with the answers.
+//! - [`a2a`]: askgate as an A2A agent: a task is a question a person answers.
 //! - [`callbacks`]: an agent's outcome POSTed where it asked, from the store's outbox.
 //!
 //! What has to be written inside the engine's own writes stays in the engine: a callback's

@@ -7,6 +7,7 @@
 //! callbacks may go), `limits` (how fast people may act), `hooks` (what `[claude_code]` and
 //! `[codex]` share), `agents` (`[[agents]]`).
 
+mod a2a;
 mod agents;
 mod callbacks;
 mod channels;
@@ -31,6 +32,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
+pub use a2a::A2aConfig;
 pub use agents::AgentConfig;
 pub use callbacks::{CallbackTarget, CallbacksConfig};
 pub use channels::{AccessReport, ChannelState, WebhookSpec};
@@ -163,6 +165,8 @@ pub struct Config {
     pub mcp: Option<McpConfig>,
     /// Claude Code's hooks (`[claude_code]`).
     pub claude_code: Option<ClaudeCodeConfig>,
+    /// askgate as an A2A agent (`[a2a]`).
+    pub a2a: Option<A2aConfig>,
     /// Codex's hooks (`[codex]`).
     pub codex: Option<CodexConfig>,
     /// opencode servers whose prompts askgate asks (`[[opencode]]`).
@@ -283,6 +287,7 @@ impl Config {
         let channels = channels::channels(&raw.channels, chats, &names).map_err(bad)?;
         let mcp = mcp::mcp(raw.mcp, base).map_err(bad)?;
         let claude_code = claude_code::claude_code(raw.claude_code).map_err(bad)?;
+        let a2a = a2a::a2a(raw.a2a).map_err(bad)?;
         let codex = codex::codex(raw.codex).map_err(bad)?;
         let opencode = opencode::opencode(raw.opencode).map_err(bad)?;
         let agents = agents::agents(raw.agents).map_err(bad)?;
@@ -315,6 +320,7 @@ impl Config {
             limits,
             mcp,
             claude_code,
+            a2a,
             codex,
             opencode,
             gateway_values,

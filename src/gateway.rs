@@ -264,6 +264,7 @@ impl Gateway {
             callbacks: Some(Arc::new(callbacks.clone())),
             limits: config.limits,
         };
+        let outbound = crate::agent::callbacks::Outbound::new(callbacks.clone(), config.callback_timeout);
         crate::agent::callbacks::start(&engine, callback_secret, config.callback_timeout, callbacks);
         let mcp = config.mcp.clone().map(|mcp| {
             tracing::info!(conversation = %mcp.conversation, "MCP server on http://{http}/mcp");
@@ -274,8 +275,15 @@ impl Gateway {
             (service, upstreams)
         });
         crate::agent::opencode::start(&config.opencode, &engine);
+        // Where agents reach askgate, as `/web` links name it: the A2A card says so.
+        let page =
+            (config.settings.page_url.clone()).unwrap_or_else(|| format!("http://{}/", crate::config::reachable(http)));
+        if let Some(a2a) = &config.a2a {
+            tracing::info!(conversation = %a2a.conversation, "A2A agent on {page}a2a (its card at {page}.well-known/agent-card.json)");
+        }
         let agents = vec![
             crate::agent::claude_code::routes(&engine, config.claude_code.clone()),
+            crate::agent::a2a::routes(&engine, config.a2a.clone(), &page, outbound),
             crate::agent::codex::routes(&engine, config.codex.clone()),
         ];
         let surfaces = crate::http::Surfaces { webhooks, routes, web: Some(web), agents };

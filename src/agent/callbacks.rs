@@ -87,28 +87,59 @@ impl CallbackCheck for CallbackRules {
     }
 }
 
+/// Where a POST on an asker's behalf may go, and the client that goes there: the operator's
+/// rules (`[callbacks] allow`) asked again at every attempt, names resolved to public addresses
+/// only (https only) for a target no entry lists. Callbacks and A2A's push notifications go
+/// out through it.
+#[derive(Clone)]
+pub struct Outbound {
+    /// For URLs no `allow` entry lists: names resolve to public addresses only, https only.
+    public: reqwest::Client,
+    /// For the targets the operator listed.
+    listed: reqwest::Client,
+    rules: CallbackRules,
+}
+
+impl Outbound {
+    /// The clients for `rules`, each attempt ending after `timeout`.
+    pub fn new(rules: CallbackRules, timeout: Duration) -> Self {
+        // A redirect would turn the POST into a GET, carry the headers elsewhere and go where the
+        // rules were not asked: a receiver that moved answers 3xx, tried again like any failure.
+        // No proxy from the environment either: the rules must see where the connection goes.
+        let client = |resolver: Option<Arc<PublicOnly>>| {
+            let builder =
+                reqwest::Client::builder().timeout(timeout).redirect(reqwest::redirect::Policy::none()).no_proxy();
+            let builder = match resolver {
+                Some(resolver) => builder.dns_resolver(resolver).https_only(true),
+                None => builder,
+            };
+            builder.build().unwrap_or_default()
+        };
+        Self { public: client(Some(Arc::new(PublicOnly))), listed: client(None), rules }
+    }
+
+    /// The rules, to check a target when it is given.
+    pub fn rules(&self) -> &CallbackRules {
+        &self.rules
+    }
+
+    /// The client that may POST to `url` under the rules as they are now.
+    ///
+    /// # Errors
+    /// The rules refuse it: the message says why.
+    pub fn client(&self, url: &reqwest::Url) -> Result<&reqwest::Client, String> {
+        match self.rules.reach(url) {
+            Ok(Reach::Listed) => Ok(&self.listed),
+            Ok(Reach::Public) => Ok(&self.public),
+            Err(refused) => Err(format!("refused: {refused}")),
+        }
+    }
+}
+
 /// Sends the outbox's due callbacks until askgate stops, where `rules` let them go.
 pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: CallbackRules) {
-    // A redirect would turn the POST into a GET, carry the headers elsewhere and go where the
-    // rules were not asked: a receiver that moved answers 3xx, tried again like any failure.
-    // No proxy from the environment either: the rules must see where the connection goes.
-    let client = |resolver: Option<Arc<PublicOnly>>| {
-        let builder =
-            reqwest::Client::builder().timeout(timeout).redirect(reqwest::redirect::Policy::none()).no_proxy();
-        let builder = match resolver {
-            Some(resolver) => builder.dns_resolver(resolver).https_only(true),
-            None => builder,
-        };
-        builder.build().unwrap_or_default()
-    };
-    let deliverer = Deliverer {
-        engine: engine.clone(),
-        public: client(Some(Arc::new(PublicOnly))),
-        listed: client(None),
-        rules,
-        secret,
-        stop: engine.stopping(),
-    };
+    let deliverer =
+        Deliverer { engine: engine.clone(), outbound: Outbound::new(rules, timeout), secret, stop: engine.stopping() };
     let stop = engine.stopping();
     engine.tasks().spawn(async move {
         let mut events = deliverer.engine.subscribe();
@@ -135,11 +166,8 @@ fn ends_a_run(event: &crate::engine::Event) -> bool {
 
 struct Deliverer {
     engine: Engine,
-    /// For URLs no `allow` entry lists: names resolve to public addresses only, https only.
-    public: reqwest::Client,
-    /// For the targets the operator listed.
-    listed: reqwest::Client,
-    rules: CallbackRules,
+    /// Where it may POST, and how.
+    outbound: Outbound,
     /// The configured secret, for callbacks without one of their own.
     secret: Option<String>,
     /// Fires when askgate begins to stop.
@@ -260,10 +288,9 @@ impl Deliverer {
             Ok(url) => url,
             Err(e) => return retry(format!("callback url: {e}"), None),
         };
-        let client = match self.rules.reach(&url) {
-            Ok(Reach::Listed) => &self.listed,
-            Ok(Reach::Public) => &self.public,
-            Err(refused) => return retry(format!("refused: {refused}"), None),
+        let client = match self.outbound.client(&url) {
+            Ok(client) => client,
+            Err(refused) => return retry(refused, None),
         };
         let timestamp = self.engine.clock().now_ms() / 1000;
         let signature = crate::channel::webhook::sign(secret.as_bytes(), timestamp, body);

@@ -23,6 +23,7 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub agents: Vec<RawAgent>,
     pub claude_code: Option<RawClaudeCode>,
+    pub a2a: Option<RawA2a>,
     pub codex: Option<RawCodex>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
@@ -68,6 +69,13 @@ pub(super) struct RawClaudeCode {
     pub hook_timeout: Option<Duration>,
     #[serde(default)]
     pub messages: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawA2a {
+    pub conversation: Option<String>,
+    pub answerers: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,6 @@
 //! askgate's integration tests, compiled into one binary.
 
+mod a2a;
 mod a2a_remote;
 mod agui;
 mod backend;

@@ -8,10 +8,10 @@
 pub use a2a_rust::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, JsonRpcId, JsonRpcRequest, JsonRpcResponse,
     METHOD_CANCEL_TASK, METHOD_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, METHOD_DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
-    METHOD_GET_EXTENDED_AGENT_CARD, METHOD_GET_TASK, METHOD_GET_TASK_PUSH_NOTIFICATION_CONFIG, METHOD_LIST_TASKS,
-    METHOD_LIST_TASK_PUSH_NOTIFICATION_CONFIGS, METHOD_NOT_FOUND, METHOD_SEND_MESSAGE, METHOD_SEND_STREAMING_MESSAGE,
-    METHOD_SUBSCRIBE_TO_TASK, PARSE_ERROR, PROTOCOL_VERSION, PUSH_NOTIFICATION_NOT_SUPPORTED, TASK_NOT_CANCELABLE,
-    TASK_NOT_FOUND, UNSUPPORTED_OPERATION,
+    METHOD_GET_EXTENDED_AGENT_CARD, METHOD_GET_TASK, METHOD_GET_TASK_PUSH_NOTIFICATION_CONFIG,
+    METHOD_LIST_TASK_PUSH_NOTIFICATION_CONFIGS, METHOD_LIST_TASKS, METHOD_NOT_FOUND, METHOD_SEND_MESSAGE,
+    METHOD_SEND_STREAMING_MESSAGE, METHOD_SUBSCRIBE_TO_TASK, PARSE_ERROR, PROTOCOL_VERSION,
+    PUSH_NOTIFICATION_NOT_SUPPORTED, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION,
 };
 pub use a2a_rust::types::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, AuthenticationInfo, CancelTaskRequest,
@@ -39,15 +39,7 @@ pub const PUSH_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
 /// A part carrying `text`.
 pub fn text_part(text: impl Into<String>) -> Part {
-    Part {
-        text: Some(text.into()),
-        raw: None,
-        url: None,
-        data: None,
-        metadata: None,
-        filename: None,
-        media_type: None,
-    }
+    Part { text: Some(text.into()), raw: None, url: None, data: None, metadata: None, filename: None, media_type: None }
 }
 
 /// A part carrying JSON `data`.
