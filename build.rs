@@ -128,6 +128,8 @@ const TOOLS: &[Tool] = &[
         ],
         reason: "needs node and the A2A JS SDK 1.3.0 with express 5.3.0: npm install --prefix ~/.cache/askgate-ci \
                  @a2a-js/sdk@1.3.0 express@5.3.0 (or run .ci/run)",
+    },
+    Tool {
         cfg: "no_a2a_sdk",
         probes: &[Probe::Node(&[("@a2a-js/sdk", "1.3.0")]), Probe::Says(&["node", "--version"], "v")],
         reason: "needs node and @a2a-js/sdk 1.3.0: npm install --prefix ~/.cache/askgate-ci @a2a-js/sdk@1.3.0 \
