@@ -134,17 +134,11 @@ impl HookInput {
             ("Write", _, Some(path)) => {
                 (format!("{tool}: {path}"), Some(code(self.text("content").unwrap_or_default())))
             }
-            // Codex's edits: the patch as its `command`, each file named on a `*** … File:` line.
-            ("apply_patch", Some(patch), _) => {
-                let files: Vec<&str> = patch
-                    .lines()
-                    .filter_map(|l| {
-                        ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
-                            .iter()
-                            .find_map(|p| l.strip_prefix(p))
-                    })
-                    .collect();
-                (format!("{tool}: {}", files.join(", ")), Some(code(patch)))
+            // Codex's edits: the patch as its `command`, each file named on a `*** … File:` line
+            // with what is done to it, since an "always" is kept for the action as written:
+            // allowing updates to a file never allows deleting it or moving it elsewhere.
+            ("apply_patch", Some(patch), _) if !patch_changes(patch).is_empty() => {
+                (format!("{tool}: {}", patch_changes(patch).join(", ")), Some(code(patch)))
             }
             _ => {
                 let pretty = serde_json::to_string_pretty(&self.tool_input).unwrap_or_default();
@@ -185,18 +179,29 @@ impl HookInput {
         Ok(ask.timeout(Timeout::Seconds(wait_seconds)))
     }
 
-    /// The suggestions an "Allow always" hands back to Claude Code: only those adding allow
-    /// rules for this tool. Claude Code also suggests widening the session (`setMode`
-    /// `acceptEdits`, `addDirectories`: what it offers for `rm -rf build` in the project), which
-    /// would let through far more than the card the person allowed showed.
+    /// The rule an "Allow always" hands back to Claude Code: the command the card showed, as an
+    /// exact allow rule in the project's local settings, and only where Claude Code offered to
+    /// add an allow rule for this tool (Codex offers none). Claude Code's own suggestions are
+    /// never passed through: for `rm -rf build` it offers widening the session (`setMode`
+    /// `acceptEdits`, `addDirectories`), and a rule may be a prefix (`npm run:*`), a wildcard, the
+    /// whole tool or the user's settings for every project: far more than the person allowed.
+    /// Commands a rule would read as a pattern (a `*` anywhere) get askgate's grant alone.
     fn rules_offered(&self) -> Vec<Value> {
         let tool = self.tool_name.as_str();
-        self.permission_suggestions
-            .iter()
-            .filter(|s| s["type"] == "addRules" && s["behavior"] == "allow")
-            .filter(|s| s["rules"].as_array().is_some_and(|rules| rules.iter().all(|r| r["toolName"] == tool)))
-            .cloned()
-            .collect()
+        let offered = self.permission_suggestions.iter().any(|s| {
+            s["type"] == "addRules"
+                && s["behavior"] == "allow"
+                && s["rules"].as_array().is_some_and(|rules| rules.iter().any(|r| r["toolName"] == tool))
+        });
+        match (tool, self.text("command")) {
+            ("Bash" | "PowerShell", Some(command))
+                if offered && !command.contains('*') && !command.trim().is_empty() =>
+            {
+                vec![json!({"type": "addRules", "rules": [{"toolName": tool, "ruleContent": command}],
+                    "behavior": "allow", "destination": "localSettings"})]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The answer an approval's outcome gives.
@@ -354,6 +359,21 @@ pub(crate) fn code(text: &str) -> String {
     format!("```\n{shown}\n```")
 }
 
+/// What a Codex patch does, file by file: `add a.rs`, `update b.rs`, `update c.rs, move to
+/// d.rs`, `delete e.rs`.
+fn patch_changes(patch: &str) -> Vec<String> {
+    let mut changes: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        let verbs = [("*** Add File: ", "add"), ("*** Update File: ", "update"), ("*** Delete File: ", "delete")];
+        if let Some((verb, file)) = verbs.iter().find_map(|(p, verb)| line.strip_prefix(p).map(|f| (verb, f))) {
+            changes.push(format!("{verb} {file}"));
+        } else if let (Some(to), Some(last)) = (line.strip_prefix("*** Move to: "), changes.last_mut()) {
+            last.push_str(&format!(" → {to}"));
+        }
+    }
+    changes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +402,19 @@ mod tests {
             panic!()
         };
         assert_eq!(input["answers"], json!({"First\u{200B}?": "x", "Second?": "y"}));
+    }
+
+    #[test]
+    fn a_patchs_card_names_what_it_does_to_each_file() {
+        let patch = "*** Begin Patch\n*** Update File: a.rs\n@@\n-x\n+y\n*** Update File: b.rs\n*** Move to: c.rs\n\
+                     *** Delete File: d.rs\n*** Add File: e.rs\n+z\n*** End Patch";
+        let body =
+            json!({"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "tool_input": {"command": patch}});
+        let input = HookInput::parse(body.to_string().as_bytes(), "Codex", "").unwrap().1;
+        assert_eq!(
+            input.approval(60).prompt,
+            "apply_patch: update a.rs, update b.rs → c.rs, delete d.rs, add e.rs",
+            "an \"always\" for updating a file must not read as deleting or moving it"
+        );
     }
 }

@@ -112,12 +112,16 @@ async fn a_permission_request_allowed_always_becomes_claude_codes_own_rule() {
         "behavior": "allow", "destination": "localSettings"});
     let mut request = hook("PermissionRequest", "Bash", json!({"command": "npm run lint"}));
     // What Claude Code 2.1 also offers (for `rm -rf build` in the project): widening the whole
-    // session, which the person did not see on the card, is not handed back.
+    // session, a prefix rule, the whole tool for every project; the person saw one command on
+    // the card, and only that command comes back.
     let widening = [
         json!({"type": "addDirectories", "directories": ["/home/dev/app/build"], "destination": "session"}),
+        json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm run:*"}],
+            "behavior": "allow", "destination": "userSettings"}),
+        json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow", "destination": "projectSettings"}),
         json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
     ];
-    request["permission_suggestions"] = json!([widening[0], suggestion, widening[1]]);
+    request["permission_suggestions"] = json!([widening[0], widening[1], widening[2], widening[3]]);
     request.as_object_mut().unwrap().remove("tool_use_id");
 
     let pending = posted(&base, &token, request.clone());
