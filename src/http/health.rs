@@ -16,6 +16,10 @@ use crate::engine::{ChannelState, Engine};
 /// How old the pending count `/healthz` shows may be.
 const COUNT_AGE: Duration = Duration::from_secs(2);
 
+/// How long a count may take before `/healthz` says the store is failing: a wedged database
+/// must not be shown as healthy from its last count.
+const COUNT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The pending count as `/healthz` shows it: the first call counts; later ones get the last
 /// count, and one that finds it older than its age starts one count in the background.
 /// However often `/healthz` is called, the store counts at most once per [`COUNT_AGE`], and no
@@ -27,11 +31,13 @@ pub(super) struct Pending {
     last: Mutex<Option<(Instant, Result<u64, String>)>>,
     /// Whether a count is under way.
     counting: AtomicBool,
+    /// Held by the first count: calls arriving meanwhile wait for it instead of counting too.
+    first: tokio::sync::Mutex<()>,
 }
 
 impl Default for Pending {
     fn default() -> Self {
-        Self { age: COUNT_AGE, last: Mutex::default(), counting: AtomicBool::new(false) }
+        Self { age: COUNT_AGE, last: Mutex::default(), counting: AtomicBool::new(false), first: Default::default() }
     }
 }
 
@@ -45,8 +51,12 @@ impl Pending {
     where
         F: Future<Output = Result<u64, String>> + Send + 'static,
     {
-        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let Some((at, figure)) = last else {
+        let last = || self.last.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let Some((at, figure)) = last() else {
+            let _first = self.first.lock().await;
+            if let Some((_, figure)) = last() {
+                return (figure, None);
+            }
             let figure = count().await;
             self.keep(figure.clone());
             return (figure, None);
@@ -70,7 +80,12 @@ impl Pending {
 /// The store's count of pending questions, as a future that owns what it needs.
 fn counted(engine: &Engine) -> impl Future<Output = Result<u64, String>> + Send + 'static {
     let engine = engine.clone();
-    async move { engine.records().pending_count().await.map_err(|e| crate::error_chain(&e)) }
+    async move {
+        match tokio::time::timeout(COUNT_TIMEOUT, engine.records().pending_count()).await {
+            Ok(counted) => counted.map_err(|e| crate::error_chain(&e)),
+            Err(_) => Err(format!("the pending questions were not counted within {} s", COUNT_TIMEOUT.as_secs())),
+        }
+    }
 }
 
 /// 200 when the store answers, no channel is down and every gated MCP upstream has had its
@@ -157,5 +172,21 @@ mod tests {
         next.expect("a new count").await;
         assert_eq!(pending.recent(counter(&made)).await.0, Ok(2));
         assert_eq!(made.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn calls_that_come_together_share_the_first_count() {
+        let (pending, made) = (Arc::new(Pending::default()), Arc::new(AtomicU64::new(0)));
+        // A count that takes a while: the second call arrives while it runs.
+        let slow = |made: &Arc<AtomicU64>| {
+            let made = made.clone();
+            move || async move {
+                tokio::task::yield_now().await;
+                Ok::<u64, String>(made.fetch_add(1, Ordering::SeqCst) + 1)
+            }
+        };
+        let (one, two) = tokio::join!(pending.recent(slow(&made)), pending.recent(slow(&made)));
+        assert_eq!((one.0, two.0), (Ok(1), Ok(1)));
+        assert_eq!(made.load(Ordering::SeqCst), 1);
     }
 }
