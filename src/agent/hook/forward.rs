@@ -2,6 +2,9 @@
 //! goes to a running askgate's hook route (`POST /hooks/claude-code`, `POST /hooks/codex`), and
 //! the answer is what the command prints for the agent to read.
 
+/// How long the command waits for askgate to take its connection.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Why a hook got no answer. The agent then goes on as without the hook (Claude Code asks in
 /// the terminal; Codex follows its own approval policy).
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +46,16 @@ pub enum HookError {
 /// [`HookError`] when no answer comes, or askgate refuses.
 pub async fn forward(address: &str, route: &str, token: &str, body: Vec<u8>) -> Result<String, HookError> {
     let url = format!("{address}{route}");
-    let response = reqwest::Client::new()
+    // An askgate that does not take the connection (a dropped SYN, a host gone) is found
+    // within seconds, so the hook blocks the call itself instead of being killed by the agent's
+    // own timeout first; the wait for a person is askgate's to bound (it answers before the
+    // hook's timeout).
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_keepalive(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap_or_default();
+    let response = client
         .post(&url)
         .bearer_auth(token)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
