@@ -105,6 +105,21 @@ impl Served {
         self.nth_card_id(prompt, 1).await
     }
 
+    /// As [`Self::nth_card_id`], waiting up to two minutes for the card: a real agent's CLI
+    /// takes its time to start and to hear from its model, more so on a loaded machine.
+    pub async fn agents_card_id(&self, prompt: &str, n: usize) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while self.cards(prompt) < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no card {prompt:?} within two minutes:\n{}",
+                self.stdout()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.nth_card_id(prompt, n).await
+    }
+
     /// The short id of the `n`th card (from 1) on stdout whose prompt contains `prompt`.
     pub async fn nth_card_id(&self, prompt: &str, n: usize) -> String {
         eventually(|| async {

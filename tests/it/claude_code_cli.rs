@@ -118,7 +118,7 @@ async fn claude_codes_http_hook_asks_the_person_before_bash_runs() {
     // Denied with words: the folder stays, and the model reads why.
     let denied = project(dir.path(), "denied");
     let claude = run_claude(dir.path(), &denied, &settings, &model, &env);
-    let id = served.card_id(&format!("Bash: {COMMAND}")).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 1).await;
     served.stdout_line(&format!("in {}", denied.display())).await;
     served.type_line(&format!("/deny {id} keep the build, the release needs it")).await;
     let messages = claude.finished().await;
@@ -134,7 +134,7 @@ async fn claude_codes_http_hook_asks_the_person_before_bash_runs() {
     // Allowed: it runs.
     let allowed = project(dir.path(), "allowed");
     let claude = run_claude(dir.path(), &allowed, &settings, &model, &env);
-    let id = served.nth_card_id(&format!("Bash: {COMMAND}"), 2).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 2).await;
     served.type_line(&format!("/approve {id}")).await;
     let messages = claude.finished().await;
     assert!(!allowed.join("build").exists(), "an allowed rm -rf build did not run: {messages:?}");
@@ -143,7 +143,7 @@ async fn claude_codes_http_hook_asks_the_person_before_bash_runs() {
     // Edited: the command the person wrote runs instead.
     let edited = project(dir.path(), "edited");
     let claude = run_claude(dir.path(), &edited, &settings, &model, &env);
-    let id = served.nth_card_id(&format!("Bash: {COMMAND}"), 3).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 3).await;
     served.type_line(&format!("/approve {id} edit rm -rf build/cache")).await;
     claude.finished().await;
     assert!(edited.join("build").exists() && !edited.join("build/cache").exists(), "the edited command ran");
@@ -169,7 +169,7 @@ async fn claude_codes_command_hook_asks_the_person_for_its_permission_dialog() {
 
     let denied = project(dir.path(), "denied");
     let claude = run_claude(dir.path(), &denied, &settings, &model, &[]);
-    let id = served.card_id(&format!("Bash: {COMMAND}")).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 1).await;
     served.type_line(&format!("/deny {id} not today, the release needs it")).await;
     let messages = claude.finished().await;
     assert!(denied.join("build/cache/app.o").exists(), "a denied rm -rf build ran");
@@ -180,7 +180,7 @@ async fn claude_codes_command_hook_asks_the_person_for_its_permission_dialog() {
     // Allowed always: it runs, and in this project it runs again without a card.
     let allowed = project(dir.path(), "allowed");
     let claude = run_claude(dir.path(), &allowed, &settings, &model, &[]);
-    let id = served.nth_card_id(&format!("Bash: {COMMAND}"), 2).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 2).await;
     served.type_line(&format!("/approve {id} always")).await;
     let messages = claude.finished().await;
     assert!(!allowed.join("build").exists(), "an allowed rm -rf build did not run: {messages:?}");

@@ -114,7 +114,7 @@ async fn codex_denied_on_the_console_keeps_the_folder_with_the_persons_words() {
     allow_rm(home.path());
 
     let codex = codex_exec(home.path(), work.path());
-    let id = served.card_id(&format!("Bash: {COMMAND}")).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 1).await;
     served.type_line(&format!("/deny {id} keep build, the release is in it")).await;
     let (stdout, stderr) = finished(codex).await;
 
@@ -141,7 +141,7 @@ async fn codex_allowed_on_the_console_runs_the_command() {
     allow_rm(home.path());
 
     let codex = codex_exec(home.path(), work.path());
-    let id = served.card_id(&format!("Bash: {COMMAND}")).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 1).await;
     served.stdout_line(&format!("in {}", work.path().display())).await;
     served.type_line(&format!("/approve {id}")).await;
     let (stdout, stderr) = finished(codex).await;
@@ -196,7 +196,7 @@ async fn codexs_app_server_asks_its_permission_request_on_the_console() {
     // Denied: the command does not run, and the model reads the person's words. Codex asks its
     // client nothing (the hook decided).
     server.call("turn/start", turn.clone()).await;
-    let id = served.card_id(&format!("Bash: {COMMAND}")).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 1).await;
     served.type_line(&format!("/deny {id} not while the release builds")).await;
     server.turn_completed().await;
     assert!(work.path().join("build/app.js").exists());
@@ -206,7 +206,7 @@ async fn codexs_app_server_asks_its_permission_request_on_the_console() {
 
     // Asked again and allowed: it runs.
     server.call("turn/start", turn).await;
-    let id = served.nth_card_id(&format!("Bash: {COMMAND}"), 2).await;
+    let id = served.agents_card_id(&format!("Bash: {COMMAND}"), 2).await;
     served.type_line(&format!("/approve {id}")).await;
     server.turn_completed().await;
     assert!(!work.path().join("build").exists(), "the model heard: {:?}", fake.call_outputs());

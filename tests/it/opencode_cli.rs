@@ -139,17 +139,6 @@ fn project(dir: &Path, name: &str) -> PathBuf {
     project
 }
 
-/// Waits (up to two minutes: opencode's first turn is slow to start) for the `n`th card whose
-/// prompt contains `prompt`, and gives its id.
-async fn nth_card(served: &Served, prompt: &str, n: usize) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while served.cards(prompt) < n {
-        assert!(tokio::time::Instant::now() < deadline, "no card {prompt:?} within two minutes:\n{}", served.stdout());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    served.nth_card_id(prompt, n).await
-}
-
 #[tokio::test]
 #[cfg_attr(
     no_opencode,
@@ -168,7 +157,7 @@ async fn opencodes_bash_permission_waits_for_the_person() {
 
     // Rejected with words: the folder stays, and opencode's model reads them.
     let session = opencode.prompt(&denied).await;
-    let id = nth_card(&served, &format!("bash: {COMMAND}"), 1).await;
+    let id = served.agents_card_id(&format!("bash: {COMMAND}"), 1).await;
     served.stdout_line(&format!("in {}", denied.display())).await;
     served.type_line(&format!("/deny {id} keep the build, the release needs it")).await;
     let state = opencode.bash_ended(&denied, &session).await;
@@ -182,7 +171,7 @@ async fn opencodes_bash_permission_waits_for_the_person() {
 
     // Allowed once: it runs.
     let session = opencode.prompt(&allowed).await;
-    let id = nth_card(&served, &format!("bash: {COMMAND}"), 2).await;
+    let id = served.agents_card_id(&format!("bash: {COMMAND}"), 2).await;
     served.type_line(&format!("/approve {id}")).await;
     let state = opencode.bash_ended(&allowed, &session).await;
     assert_eq!(state["status"], "completed", "{state}");
