@@ -209,9 +209,7 @@ impl A2aRemote {
             let offered: Vec<&str> = card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
             return Err(bad(format!("it offers no JSONRPC interface (it offers {offered:?})")));
         };
-        let base = reqwest::Url::parse(&self.card).map_err(|e| bad(e.to_string()))?;
-        let url = base.join(&interface.url).map_err(|e| bad(format!("`{}`: {e}", interface.url)))?;
-        Ok(url.to_string())
+        endpoint_of(&self.card, &interface.url).map_err(bad)
     }
 
     async fn call<P: Serialize, R: serde::de::DeserializeOwned>(
@@ -245,6 +243,21 @@ impl A2aRemote {
             None => request,
         }
     }
+}
+
+/// The JSON-RPC endpoint `named` by the card at `card`, resolved against it. It must have the
+/// card's origin (scheme, host and port): askgate sends the agent's token there, and a card
+/// naming another host would otherwise receive it for that host.
+fn endpoint_of(card: &str, named: &str) -> Result<String, String> {
+    let base = reqwest::Url::parse(card).map_err(|e| e.to_string())?;
+    let url = base.join(named).map_err(|e| format!("`{named}`: {e}"))?;
+    if url.origin() != base.origin() {
+        return Err(format!(
+            "its JSON-RPC endpoint {url} is not on the card's origin ({card}); askgate sends the agent's \
+             token only to the card's scheme, host and port, so serve both from one origin"
+        ));
+    }
+    Ok(url.to_string())
 }
 
 /// The body of a 2xx answer; any other is refused with the start of what it said.
@@ -345,6 +358,17 @@ mod tests {
             "artifacts": [{"artifactId": "a", "parts": [{"text": "Deleted build/."}]}]}));
         let Ok(Some(Settled::Answered(reply))) = settled(&t) else { panic!("not answered") };
         assert_eq!(reply, "Deleted build/.");
+    }
+
+    #[test]
+    fn the_endpoint_must_share_the_cards_origin() {
+        let card = "http://127.0.0.1:9/.well-known/agent-card.json";
+        assert_eq!(endpoint_of(card, "/a2a").unwrap(), "http://127.0.0.1:9/a2a");
+        assert_eq!(endpoint_of(card, "http://127.0.0.1:9/rpc").unwrap(), "http://127.0.0.1:9/rpc");
+        for elsewhere in ["http://evil.example/a2a", "https://127.0.0.1:9/a2a", "http://127.0.0.1:10/a2a"] {
+            let e = endpoint_of(card, elsewhere).unwrap_err();
+            assert!(e.contains(elsewhere) && e.contains(card), "{e}");
+        }
     }
 
     #[test]
