@@ -264,8 +264,7 @@ fn endpoint_of(card: &str, named: &str) -> Result<String, String> {
 async fn success(response: reqwest::Response) -> Result<Vec<u8>, RemoteError> {
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(RemoteError::Refused { status: status.as_u16(), body: crate::text::clip(text.trim(), 300, "…") });
+        return Err(RemoteError::Refused { status: status.as_u16(), body: crate::agent::refusal(response).await });
     }
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 /// The protocol version askgate speaks.
 const PROTOCOL_VERSION: &str = "1.0";
 /// The most text of a run's messages kept; the rest is cut, and the reply says so.
-const MAX_TEXT: usize = 64 * 1024;
+pub(super) const MAX_TEXT: usize = 64 * 1024;
 /// The most of one run's event stream read (tool calls' arguments and state snapshots
 /// included); a run that streams more fails.
 const MAX_STREAM: usize = 32 * 1024 * 1024;
@@ -163,9 +163,7 @@ async fn exchange(
     let response = request.send().await.map_err(|e| RunError::Unreachable(crate::error_chain(&e)))?;
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        let body = crate::text::clip(text.trim(), 300, "…");
-        return Err(RunError::Refused { status: status.as_u16(), body });
+        return Err(RunError::Refused { status: status.as_u16(), body: crate::agent::refusal(response).await });
     }
     // Bounded: a line that never ends would otherwise be kept whole.
     let mut read = 0usize;
