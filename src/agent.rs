@@ -27,3 +27,21 @@ pub mod claude_code;
 pub mod codex;
 pub mod hook;
 pub mod opencode;
+
+/// The most of a refusing answer's body read, to show its start.
+const MAX_REFUSAL: usize = 4 * 1024;
+
+/// The start of what a non-2xx `response` said, trimmed and clipped to 300 characters: at most
+/// [`MAX_REFUSAL`] bytes are read, so an agent answering an error with a huge (or endless) body
+/// costs no more than that.
+async fn refusal(response: reqwest::Response) -> String {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() < MAX_REFUSAL {
+        let Some(Ok(chunk)) = chunks.next().await else { break };
+        body.extend_from_slice(&chunk);
+    }
+    body.truncate(MAX_REFUSAL);
+    crate::text::clip(String::from_utf8_lossy(&body).trim(), 300, "…")
+}

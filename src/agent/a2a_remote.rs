@@ -10,7 +10,9 @@
 //! As with AG-UI agents, a replay after an answer, or after askgate restarted, must not send a
 //! message again whose answer is known: each round's `input-required` is kept with the run
 //! ([`Context::keep`]) before it is asked, and only the round after the last kept one is sent
-//! (with the same `messageId` if askgate stopped before its answer came).
+//! (with the same `messageId` if askgate stopped before its answer came). A round's task id is
+//! kept as soon as `SendMessage` answers with it unsettled, so a replay while the task works reads it again with
+//! `GetTask` instead of starting a second task.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +98,7 @@ impl Function for A2aRemote {
                 })?,
                 None => {
                     let message = message(format!("{run}-{round}"), &text, on.as_ref());
-                    let task = self.exchange(message).await.map_err(|e| self.failure(&e))?;
+                    let task = self.exchange(ctx, round, message).await?;
                     let waiting = match task {
                         Settled::Answered(reply) => return Ok(reply),
                         Settled::Waiting(waiting) => waiting,
@@ -157,31 +159,64 @@ impl A2aRemote {
         FunctionError::failed(format!("the agent `{}`: {error}", self.name))
     }
 
-    /// Sends `message`, then follows its task until it completes, fails or needs a person.
-    async fn exchange(&self, message: Message) -> Result<Settled, RemoteError> {
-        let work = async {
-            let endpoint = self.endpoint().await?;
-            // The task's history is not needed: its status and artifacts are.
-            let configuration = SendMessageConfiguration { history_length: Some(0), ..Default::default() };
-            let request =
-                SendMessageRequest { message, configuration: Some(configuration), metadata: None, tenant: None };
-            let answer: SendMessageResponse = self.call(&endpoint, METHOD_SEND_MESSAGE, &request).await?;
-            let mut task = match answer {
-                SendMessageResponse::Message(reply) => return Ok(Settled::Answered(text_of(&reply.parts))),
-                SendMessageResponse::Task(task) => task,
-            };
-            let mut wait = FIRST_POLL;
-            loop {
-                if let Some(settled) = settled(&task)? {
-                    return Ok(settled);
+    /// Round `round`: sends `message`, then follows its task until it completes, fails or needs
+    /// a person. The task's id is kept with the run as soon as the agent answers with it still
+    /// working, so a replay after a restart reads that task again rather than sending the
+    /// message anew, which would start a second task. (Not `returnImmediately`: the answer to a
+    /// later round would then show the task still `input-required` from the round before.)
+    async fn exchange(&self, ctx: &mut Context, round: u32, message: Message) -> Result<Settled, FunctionError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let sent = format!("a2a.sent.{round}");
+        let endpoint = self.within(deadline, self.endpoint()).await.map_err(|e| self.failure(&e))?;
+        let task = match ctx.kept(&sent).await? {
+            Some(id) => self.within(deadline, self.task(&endpoint, id)).await,
+            None => {
+                // The task's history is not needed: its status and artifacts are.
+                let configuration = SendMessageConfiguration { history_length: Some(0), ..Default::default() };
+                let request =
+                    SendMessageRequest { message, configuration: Some(configuration), metadata: None, tenant: None };
+                let answer = self.within(deadline, self.call(&endpoint, METHOD_SEND_MESSAGE, &request)).await;
+                match answer.map_err(|e| self.failure(&e))? {
+                    SendMessageResponse::Message(reply) => return Ok(Settled::Answered(text_of(&reply.parts))),
+                    SendMessageResponse::Task(task) => {
+                        if matches!(settled(&task), Ok(None)) {
+                            ctx.keep(&sent, &task.id).await?;
+                        }
+                        Ok(task)
+                    }
                 }
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(MAX_POLL);
-                let get = GetTaskRequest { id: task.id.clone(), history_length: Some(0), tenant: None };
-                task = self.call(&endpoint, METHOD_GET_TASK, &get).await?;
             }
         };
-        tokio::time::timeout(self.timeout, work).await.map_err(|_| RemoteError::TooLong(self.timeout))?
+        let task = task.map_err(|e| self.failure(&e))?;
+        self.within(deadline, self.follow(&endpoint, task)).await.map_err(|e| self.failure(&e))
+    }
+
+    /// `work`, failed as too long when it is not done by `deadline`.
+    async fn within<T>(
+        &self,
+        deadline: tokio::time::Instant,
+        work: impl std::future::Future<Output = Result<T, RemoteError>>,
+    ) -> Result<T, RemoteError> {
+        tokio::time::timeout_at(deadline, work).await.map_err(|_| RemoteError::TooLong(self.timeout))?
+    }
+
+    /// Reads `task` again until it completes, fails or needs a person, waiting longer each time.
+    async fn follow(&self, endpoint: &str, mut task: Task) -> Result<Settled, RemoteError> {
+        let mut wait = FIRST_POLL;
+        loop {
+            if let Some(settled) = settled(&task)? {
+                return Ok(settled);
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(MAX_POLL);
+            task = self.task(endpoint, task.id.clone()).await?;
+        }
+    }
+
+    /// The task `id` as it stands (`GetTask`, without its history).
+    async fn task(&self, endpoint: &str, id: String) -> Result<Task, RemoteError> {
+        let get = GetTaskRequest { id, history_length: Some(0), tenant: None };
+        self.call(endpoint, METHOD_GET_TASK, &get).await
     }
 
     /// Cancels `task`, as well as it can: the run ends either way.
@@ -209,9 +244,7 @@ impl A2aRemote {
             let offered: Vec<&str> = card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
             return Err(bad(format!("it offers no JSONRPC interface (it offers {offered:?})")));
         };
-        let base = reqwest::Url::parse(&self.card).map_err(|e| bad(e.to_string()))?;
-        let url = base.join(&interface.url).map_err(|e| bad(format!("`{}`: {e}", interface.url)))?;
-        Ok(url.to_string())
+        endpoint_of(&self.card, &interface.url).map_err(bad)
     }
 
     async fn call<P: Serialize, R: serde::de::DeserializeOwned>(
@@ -247,12 +280,26 @@ impl A2aRemote {
     }
 }
 
+/// The JSON-RPC endpoint `named` by the card at `card`, resolved against it. It must have the
+/// card's origin (scheme, host and port): askgate sends the agent's token there, and a card
+/// naming another host would otherwise receive it for that host.
+fn endpoint_of(card: &str, named: &str) -> Result<String, String> {
+    let base = reqwest::Url::parse(card).map_err(|e| e.to_string())?;
+    let url = base.join(named).map_err(|e| format!("`{named}`: {e}"))?;
+    if url.origin() != base.origin() {
+        return Err(format!(
+            "its JSON-RPC endpoint {url} is not on the card's origin ({card}); askgate sends the agent's \
+             token only to the card's scheme, host and port, so serve both from one origin"
+        ));
+    }
+    Ok(url.to_string())
+}
+
 /// The body of a 2xx answer; any other is refused with the start of what it said.
 async fn success(response: reqwest::Response) -> Result<Vec<u8>, RemoteError> {
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(RemoteError::Refused { status: status.as_u16(), body: crate::text::clip(text.trim(), 300, "…") });
+        return Err(RemoteError::Refused { status: status.as_u16(), body: crate::agent::refusal(response).await });
     }
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
@@ -345,6 +392,17 @@ mod tests {
             "artifacts": [{"artifactId": "a", "parts": [{"text": "Deleted build/."}]}]}));
         let Ok(Some(Settled::Answered(reply))) = settled(&t) else { panic!("not answered") };
         assert_eq!(reply, "Deleted build/.");
+    }
+
+    #[test]
+    fn the_endpoint_must_share_the_cards_origin() {
+        let card = "http://127.0.0.1:9/.well-known/agent-card.json";
+        assert_eq!(endpoint_of(card, "/a2a").unwrap(), "http://127.0.0.1:9/a2a");
+        assert_eq!(endpoint_of(card, "http://127.0.0.1:9/rpc").unwrap(), "http://127.0.0.1:9/rpc");
+        for elsewhere in ["http://evil.example/a2a", "https://127.0.0.1:9/a2a", "http://127.0.0.1:10/a2a"] {
+            let e = endpoint_of(card, elsewhere).unwrap_err();
+            assert!(e.contains(elsewhere) && e.contains(card), "{e}");
+        }
     }
 
     #[test]

@@ -125,7 +125,8 @@ async fn answer(ctx: &mut Context, agent: &str, interrupt: &Interrupt) -> Result
 }
 
 /// What the person reads when the agent's run finished: its text, and its result when it is
-/// not the text again.
+/// not the text again (cut as the text is, at [`wire::MAX_TEXT`] characters, saying so: a
+/// result may be as large as the stream).
 fn reply(agent: &str, ended: &Ended) -> String {
     let result = match &ended.result {
         None => None,
@@ -137,7 +138,7 @@ fn reply(agent: &str, ended: &Ended) -> String {
         if !text.is_empty() {
             text.push_str("\n\n");
         }
-        text.push_str(&result);
+        text.push_str(&crate::text::clip(&result, wire::MAX_TEXT, " […cut]"));
     }
     match (text.is_empty(), ended.cancelled) {
         (_, true) => format!("The agent `{agent}` stopped the run. {text}").trim().to_owned(),
@@ -159,5 +160,12 @@ mod tests {
         assert_eq!(reply("a", &ended("Deleted build/.", Some(json!("Deleted build/.")))), "Deleted build/.");
         assert_eq!(reply("a", &ended("Done.", Some(json!({"files": 3})))), "Done.\n\n{\"files\":3}");
         assert_eq!(reply("a", &ended("", None)), "The agent `a` finished.");
+    }
+
+    #[test]
+    fn a_large_result_is_cut_saying_so() {
+        let reply = reply("a", &ended("Done.", Some(json!("x".repeat(wire::MAX_TEXT * 2)))));
+        assert!(reply.chars().count() <= "Done.\n\n".len() + wire::MAX_TEXT, "{}", reply.len());
+        assert!(reply.ends_with(" […cut]"));
     }
 }

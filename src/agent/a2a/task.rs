@@ -31,6 +31,10 @@ impl Record {
     }
 }
 
+/// The ask fields an A2A client may not send: they would let the asking agent choose who
+/// answers its ask, which `[a2a] answerers` decides.
+const ESCALATION: [&str; 3] = ["escalate_to", "escalate_answerers", "escalate_after"];
+
 /// The ask a message makes: its text parts (joined by blank lines) are the prompt; one data
 /// part may carry askgate's ask fields: `kind` (`question`, `confirm`, `approval`, `form`) and
 /// those of `POST /api/questions` (`options`, `multi`, `allow_custom`, `detail`, `schema`,
@@ -38,7 +42,7 @@ impl Record {
 ///
 /// # Errors
 /// No prompt, several data parts, a data part that is not an object, an unknown kind or key,
-/// or an ask askgate refuses; each said so the sender can fix it.
+/// an escalation key, or an ask askgate refuses; each said so the sender can fix it.
 pub fn ask_of(message: &Message) -> Result<Ask, String> {
     let texts: Vec<&str> = message.parts.iter().filter_map(|p| p.text.as_deref()).collect();
     let data: Vec<&Value> = message.parts.iter().filter_map(|p| p.data.as_ref()).collect();
@@ -51,6 +55,12 @@ pub fn ask_of(message: &Message) -> Result<Ask, String> {
         [_] => return Err("the data part must be an object of askgate's ask fields (kind, options, …)".into()),
         _ => return Err("one data part at most: it carries the ask's fields".into()),
     };
+    if let Some(key) = ESCALATION.iter().find(|k| fields.contains_key(**k)) {
+        return Err(format!(
+            "the data part has `{key}`: escalation comes from askgate's configuration, not from the agent \
+             asking (it would choose who answers its own ask); leave it out"
+        ));
+    }
     let kind = match fields.remove("kind") {
         None => Kind::Question,
         Some(Value::String(kind)) => {
@@ -231,6 +241,18 @@ mod tests {
         let error = ask_of(&message(vec![text_part("x"), data_part(json!({"colour": "red"}))])).unwrap_err();
         assert!(error.contains("colour"), "{error}");
         assert!(ask_of(&message(vec![data_part(json!({"kind": "confirm"}))])).unwrap_err().contains("no text"));
+    }
+
+    #[test]
+    fn a_data_part_choosing_its_escalation_is_refused() {
+        for (key, value) in [
+            ("escalate_to", json!("telegram:7")),
+            ("escalate_answerers", json!(["telegram:7"])),
+            ("escalate_after", json!("10m")),
+        ] {
+            let error = ask_of(&message(vec![text_part("Deploy?"), data_part(json!({key: value}))])).unwrap_err();
+            assert!(error.contains(key) && error.contains("configuration"), "{error}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 /// The protocol version askgate speaks.
 const PROTOCOL_VERSION: &str = "1.0";
 /// The most text of a run's messages kept; the rest is cut, and the reply says so.
-const MAX_TEXT: usize = 64 * 1024;
+pub(super) const MAX_TEXT: usize = 64 * 1024;
 /// The most of one run's event stream read (tool calls' arguments and state snapshots
 /// included); a run that streams more fails.
 const MAX_STREAM: usize = 32 * 1024 * 1024;
@@ -126,6 +126,9 @@ pub(super) enum RunError {
     /// It ended the run with `RUN_ERROR`.
     #[error("the agent failed: {0}")]
     Failed(String),
+    /// It ended the run in a way AG-UI does not allow.
+    #[error("the agent's run ended unreadably: {0}")]
+    Unreadable(String),
     /// Its stream ended without `RUN_FINISHED` or `RUN_ERROR`.
     #[error("the agent's stream ended before the run did")]
     Unfinished,
@@ -160,9 +163,7 @@ async fn exchange(
     let response = request.send().await.map_err(|e| RunError::Unreachable(crate::error_chain(&e)))?;
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        let body = crate::text::clip(text.trim(), 300, "…");
-        return Err(RunError::Refused { status: status.as_u16(), body });
+        return Err(RunError::Refused { status: status.as_u16(), body: crate::agent::refusal(response).await });
     }
     // Bounded: a line that never ends would otherwise be kept whole.
     let mut read = 0usize;
@@ -210,7 +211,7 @@ impl Reading {
                 Ok(None)
             }
             "RUN_ERROR" => Err(RunError::Failed(str_of("message").unwrap_or("no reason given").to_owned())),
-            "RUN_FINISHED" => Ok(Some(self.finished(event))),
+            "RUN_FINISHED" => self.finished(event).map(Some),
             _ => Ok(None),
         }
     }
@@ -229,27 +230,39 @@ impl Reading {
         self.text.push_str(delta);
     }
 
-    fn finished(&mut self, event: &Value) -> Ended {
+    /// The end of the run `event` finishes. An `interrupt` outcome carries at least one
+    /// interrupt (AG-UI says so): one without any is refused rather than read as a finished run,
+    /// which would skip the person the agent was waiting for.
+    fn finished(&mut self, event: &Value) -> Result<Ended, RunError> {
         let outcome = event.get("outcome");
         let kind = outcome.and_then(|o| o.get("type")).and_then(Value::as_str);
         let interrupts: Vec<Interrupt> = match kind {
-            Some("interrupt") => outcome
-                .and_then(|o| o.get("interrupts"))
-                .and_then(|i| serde_json::from_value(i.clone()).ok())
-                .unwrap_or_default(),
+            Some("interrupt") => interrupts_of(outcome.and_then(|o| o.get("interrupts")))?,
             _ => Vec::new(),
         };
         let mut text = std::mem::take(&mut self.text);
         if self.cut {
             text.push_str(" […cut]");
         }
-        Ended {
+        Ok(Ended {
             text,
             interrupts,
             result: event.get("result").filter(|r| !r.is_null()).cloned(),
             cancelled: kind == Some("cancelled"),
-        }
+        })
     }
+}
+
+/// The interrupts of an `interrupt` outcome: one at least, each with its id and reason.
+fn interrupts_of(interrupts: Option<&Value>) -> Result<Vec<Interrupt>, RunError> {
+    let bad = |why: String| RunError::Unreadable(format!("its `interrupt` outcome {why}"));
+    let Some(interrupts) = interrupts else { return Err(bad("has no `interrupts`".into())) };
+    let interrupts: Vec<Interrupt> =
+        serde_json::from_value(interrupts.clone()).map_err(|e| bad(format!("has unreadable `interrupts`: {e}")))?;
+    if interrupts.is_empty() {
+        return Err(bad("has no interrupt in `interrupts` (AG-UI asks for one at least)".into()));
+    }
+    Ok(interrupts)
 }
 
 #[cfg(test)]
@@ -272,6 +285,20 @@ mod tests {
         assert_eq!(ended.interrupts.len(), 1);
         assert!(ended.interrupts[0].is_approval());
         assert_eq!(ended.interrupts[0].prompt(), "rm -rf build");
+    }
+
+    #[test]
+    fn an_interrupt_outcome_without_interrupts_is_refused() {
+        for interrupts in [None, Some(json!([])), Some(json!([{"message": "no id"}])), Some(json!("x"))] {
+            let mut outcome = json!({"type": "interrupt"});
+            if let Some(interrupts) = interrupts {
+                outcome["interrupts"] = interrupts;
+            }
+            let event = json!({"type": "RUN_FINISHED", "outcome": outcome});
+            let error = Reading::default().read(&event).unwrap_err();
+            assert!(matches!(error, RunError::Unreadable(_)), "{error}");
+            assert!(error.to_string().contains("interrupt"), "{error}");
+        }
     }
 
     #[test]
