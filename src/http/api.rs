@@ -235,6 +235,7 @@ pub(super) async fn create(
             .map_err(|_| ApiError::bad_request(format!("kind `{k}` is not question, confirm, approval or form")))?,
     };
     let mut ask = wire.into_ask(kind).map_err(ApiError::bad_request)?;
+    agents_escalate_nowhere(&operator, &ask)?;
     let named = agents_name_nobody(&operator, users_param(placement.answerers.as_deref())?)?;
     ask.answerers = named.map(|users| Answerers::Users { users });
     let callback = placement.callback.map(|c| c.spec(&state)).transpose()?;
@@ -407,6 +408,15 @@ fn agents_name_nobody(caller: &Caller, named: Option<Vec<UserRef>>) -> Result<Op
         ));
     }
     Ok(named)
+}
+
+/// An agent's ask escalates only as configured (403 `agent_answerers`): naming where or to whom
+/// would let it choose who approves it, as `answerers` would.
+fn agents_escalate_nowhere(caller: &Caller, ask: &crate::question::Ask) -> Result<(), ApiError> {
+    let named = ask.nudges.escalate_to.is_some() || ask.nudges.escalate_answerers.is_some();
+    let why = "an agent does not choose who answers: leave out `escalate_to` and `escalate_answerers`";
+    let refused = || ApiError::new(StatusCode::FORBIDDEN, "agent_answerers", why);
+    if caller.role == Role::Agent && named { Err(refused()) } else { Ok(()) }
 }
 
 /// A list of users from a body: each `channel:id`.

@@ -68,10 +68,11 @@ pub struct AskWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub escalate_after: Option<Value>,
-    /// The conversation to escalate to (`telegram:-100123`).
+    /// The conversation to escalate to (`telegram:-100123`); not from an agent's token (403
+    /// `agent_answerers`: who answers an agent is the configuration's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate_to: Option<Conversation>,
-    /// Who may answer there (default: anyone in it).
+    /// Who may answer there (default: anyone in it); not from an agent's token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate_answerers: Option<Vec<UserRef>>,
 }

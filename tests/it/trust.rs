@@ -237,6 +237,20 @@ async fn one_person_is_one_vote_and_neither_the_unlisted_operator_nor_the_reques
     let (_, agent) = served.agent(dir.path()).await;
     let (status, refused) = post(&base, &agent, "/api/questions", quorum(json!(["telegram:1"]))).await;
     assert_eq!((status, &refused["error"]["code"]), (reqwest::StatusCode::FORBIDDEN, &json!("agent_answerers")));
+    // Nor through where it escalates: after a second, anyone named there could approve it.
+    for escalation in [
+        json!({"escalate_after": 1, "escalate_to": "telegram:-100"}),
+        json!({"escalate_after": 1, "escalate_to": "console:local", "escalate_answerers": ["telegram:9"]}),
+    ] {
+        let mut ask = json!({"conversation": "console:local", "kind": "approval", "action": "deploy prod"});
+        ask.as_object_mut().unwrap().extend(escalation.as_object().unwrap().clone());
+        let (status, refused) = post(&base, &agent, "/api/questions", ask).await;
+        assert_eq!(
+            (status, &refused["error"]["code"]),
+            (reqwest::StatusCode::FORBIDDEN, &json!("agent_answerers")),
+            "{refused}"
+        );
+    }
 
     // Asked by an agent over MCP ([mcp] answerers: the operator and another), the operator's
     // approval counts, once, however it is given.
