@@ -1,8 +1,8 @@
 //! `[claude_code]`: where Claude Code's hooks (`POST /hooks/claude-code`, `askgate hook
 //! claude-code`) ask a person, which tools ask, and whether its channel hears plain messages.
 
-use super::hooks::{HookRules, RawHooks, rules};
-use super::raw::RawClaudeCode;
+use super::hooks::{HookRules, rules};
+use super::raw::{RawClaudeCode, RawHooks};
 
 /// The hooks' settings; the hook endpoint answers when the file has a `[claude_code]` table.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,20 +3,12 @@
 //! push them into); a section of its own, because Codex runs in other places and names its tools
 //! its own way (`Bash`, `apply_patch`, `mcp__<server>__<tool>`).
 
-use super::hooks::{HookRules, RawHooks, rules};
-use super::raw::RawCodex;
+use super::hooks::{HookRules, rules};
+use super::raw::RawHooks;
 
 /// Codex's hook settings; the hook endpoint answers when the file has a `[codex]` table.
 pub type CodexConfig = HookRules;
 
-pub(super) fn codex(raw: Option<RawCodex>) -> Result<Option<CodexConfig>, (String, String)> {
-    let Some(raw) = raw else { return Ok(None) };
-    let hooks = RawHooks {
-        conversation: raw.conversation,
-        answerers: raw.answerers,
-        ask: raw.ask,
-        allow: raw.allow,
-        hook_timeout: raw.hook_timeout,
-    };
-    rules("codex", "Codex", "Bash", hooks).map(Some)
+pub(super) fn codex(raw: Option<RawHooks>) -> Result<Option<CodexConfig>, (String, String)> {
+    raw.map(|raw| rules("codex", "Codex", "Bash", raw)).transpose()
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 use crate::question::{Conversation, EXAMPLE_USER, UserRef};
 use crate::text::glob;
 
+use super::raw::RawHooks;
+
 /// A coding agent's hook settings: the same keys under `[claude_code]` and `[codex]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HookRules {
@@ -48,15 +50,6 @@ impl HookRules {
             ToolRule::Pass
         }
     }
-}
-
-/// The keys of a hooks section as the file has them.
-pub(super) struct RawHooks {
-    pub conversation: Option<String>,
-    pub answerers: Option<Vec<String>>,
-    pub ask: Vec<String>,
-    pub allow: Vec<String>,
-    pub hook_timeout: Option<Duration>,
 }
 
 /// Reads the section `section` (`claude_code`, `codex`), naming `agent` in its errors; `example`

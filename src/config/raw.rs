@@ -24,7 +24,7 @@ pub(super) struct RawConfig {
     pub agents: Vec<RawAgent>,
     pub claude_code: Option<RawClaudeCode>,
     pub a2a: Option<RawA2a>,
-    pub codex: Option<RawCodex>,
+    pub codex: Option<RawHooks>,
     #[serde(default)]
     pub opencode: Vec<RawOpencode>,
     pub callbacks: Option<RawCallbacks>,
@@ -78,9 +78,10 @@ pub(super) struct RawA2a {
     pub answerers: Option<Vec<String>>,
 }
 
+/// The keys of a hooks section (`[codex]`; `[claude_code]` has `messages` besides).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCodex {
+pub(super) struct RawHooks {
     pub conversation: Option<String>,
     pub answerers: Option<Vec<String>>,
     #[serde(default)]
