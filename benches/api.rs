@@ -40,21 +40,17 @@ struct Api {
     agent: String,
 }
 
+/// `body` POSTed to `url` with `token`: the JSON askgate answered with (any failure ends the run).
+async fn posted(client: &reqwest::Client, url: &str, token: &str, body: Value) -> Value {
+    let response = client.post(url).bearer_auth(token).json(&body).send().await.unwrap();
+    response.error_for_status().unwrap().json().await.unwrap()
+}
+
 /// One cycle: ask, hold the long-poll open, answer, hear the outcome. Returns answer → outcome.
 async fn cycle(client: &reqwest::Client, api: &Api, i: usize) -> Duration {
     let (base, agent) = (&api.base, &api.agent);
-    let asked: Value = client
-        .post(format!("{base}/api/questions"))
-        .bearer_auth(agent)
-        .json(&json!({"conversation": "console:local", "kind": "confirm", "prompt": format!("Deploy {i}?")}))
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ask = json!({"conversation": "console:local", "kind": "confirm", "prompt": format!("Deploy {i}?")});
+    let asked = posted(client, &format!("{base}/api/questions"), agent, ask).await;
     let id = asked["id"].as_str().unwrap().to_owned();
     let poll = {
         let (client, url, agent) =
@@ -130,18 +126,8 @@ fn main() {
         let dir = tempfile::TempDir::new().unwrap();
         let served = serve(dir.path(), Start { cpu: Some(0), ..Start::default() }).await;
         let client = reqwest::Client::new();
-        let made: Value = client
-            .post(format!("{}/api/tokens", served.base))
-            .bearer_auth(&served.token)
-            .json(&json!({"name": "bench", "agent": true}))
-            .send()
-            .await
-            .unwrap()
-            .error_for_status()
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let url = format!("{}/api/tokens", served.base);
+        let made = posted(&client, &url, &served.token, json!({"name": "bench", "agent": true})).await;
         let agent = made["token"].as_str().expect("the agent's token").to_owned();
         let api = Api { base: served.base.clone(), operator: served.token.clone(), agent };
         println!("askgate API benchmark: ask, long-poll, answer, outcome (release binary, server on CPU 0)");
