@@ -89,7 +89,7 @@ pub use context::{Answer, Approval, AskError, Context};
 pub use delivery::{Delivery, NotServed};
 pub use event::{Event, Logged, Subscription};
 use external::AsksParts;
-pub use external::{Asks, ExternalAskError};
+pub use external::{Asks, ExternalAskError, OutcomeWatch};
 pub use forms::{Filling, FormStep, Forms};
 pub use function::{Entry, Function, FunctionError, Functions};
 pub use instances::{Held, Leases};

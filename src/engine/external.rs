@@ -227,24 +227,16 @@ impl Asks {
     /// # Errors
     /// When the store fails.
     pub async fn wait_outcome(&self, id: QuestionId, wait: Duration) -> Result<Option<Question>, StoreError> {
-        // Watch before looking, so that a resolution between the two is not missed; only this
-        // question's resolution wakes the watch.
-        let mut watch = self.waiters.watch(id);
+        // Watch before looking, so that a resolution between the two is not missed.
+        let watch = self.watch_outcome(id);
         let Some(question) = self.store.question(id).await? else { return Ok(None) };
-        if !question.is_pending() || wait.is_zero() {
-            return Ok(Some(question));
-        }
-        // From here a resolution reaches the watch: the line tells that a caller is held.
-        tracing::debug!(question = %id, "a caller waits for the question's outcome");
-        tokio::select! {
-            resolved = &mut watch.resolved => match resolved {
-                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
-                // Not told (cannot happen while the watch is kept): the store knows.
-                Err(_) => self.store.question(id).await,
-            },
-            () = tokio::time::sleep(wait) => Ok(Some(question)),
-            () = self.stop.cancelled() => Ok(Some(question)),
-        }
+        watch.wait(question, wait).await.map(Some)
+    }
+
+    /// Watches `id`'s resolution from now on: a caller that reads the question after this
+    /// (to check it may see it) waits with what it read, without reading it again.
+    pub fn watch_outcome(&self, id: QuestionId) -> OutcomeWatch<'_> {
+        OutcomeWatch { watch: self.waiters.watch(id), asks: self }
     }
 
     /// The question once it is resolved, however long that takes: still pending only when
@@ -260,6 +252,43 @@ impl Asks {
                 Some(question) if question.is_pending() && !self.stop.is_cancelled() => {}
                 other => return Ok(other),
             }
+        }
+    }
+}
+
+/// A question's resolution, watched from the moment [`Asks::watch_outcome`] made it; only that
+/// question's resolution wakes it.
+pub struct OutcomeWatch<'a> {
+    watch: super::waiters::Watch<'a>,
+    asks: &'a Asks,
+}
+
+impl OutcomeWatch<'_> {
+    /// The question watched.
+    pub fn id(&self) -> QuestionId {
+        self.watch.id
+    }
+
+    /// `seen` (the question as read after the watch began) once it is resolved, or after
+    /// `wait` if it is still pending, or at once when askgate begins to stop.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn wait(mut self, seen: Question, wait: Duration) -> Result<Question, StoreError> {
+        if !seen.is_pending() || wait.is_zero() {
+            return Ok(seen);
+        }
+        // From here a resolution reaches the watch: the line tells that a caller is held.
+        tracing::debug!(question = %seen.id, "a caller waits for the question's outcome");
+        let asks = self.asks;
+        tokio::select! {
+            resolved = &mut self.watch.resolved => match resolved {
+                Ok(resolved) => Ok(Question::clone(&resolved)),
+                // Not told (cannot happen while the watch is kept): the store knows.
+                Err(_) => Ok(asks.store.question(seen.id).await?.unwrap_or(seen)),
+            },
+            () = tokio::time::sleep(wait) => Ok(seen),
+            () = asks.stop.cancelled() => Ok(seen),
         }
     }
 }

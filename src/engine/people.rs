@@ -52,6 +52,35 @@ pub struct PeopleParts {
     page_url: Option<Arc<str>>,
     pub(super) revocations: Revocations,
     policies: Policies,
+    /// Credentials found lately, so that a request presenting one does not read the store.
+    found: Found,
+}
+
+/// The most credentials [`Found`] keeps; when full it starts over. Each is one token or
+/// session in use: agents' and people's requests find theirs without a read of the store.
+const FOUND_KEPT: usize = 1024;
+
+/// Credentials found lately, by the digest of their secret, each with how many revocations
+/// had been heard before it was read: one is used only while no revocation (here or on
+/// another instance) was heard since, and until it expires. A token added is not in it until
+/// found; one revoked is not used again once its revocation is heard.
+#[derive(Default)]
+struct Found(std::sync::Mutex<std::collections::HashMap<String, (Login, u64)>>);
+
+impl Found {
+    fn get(&self, digest: &str, heard: u64, now: i64) -> Option<Login> {
+        let found = super::lock(&self.0);
+        let (login, when) = found.get(digest)?;
+        (*when == heard && login.expires_at.is_none_or(|at| at > now)).then(|| login.clone())
+    }
+
+    fn keep(&self, digest: String, login: Login, heard: u64) {
+        let mut found = super::lock(&self.0);
+        if found.len() >= FOUND_KEPT {
+            found.clear();
+        }
+        found.insert(digest, (login, heard));
+    }
 }
 
 super::parts!(People, PeopleParts);
@@ -64,6 +93,7 @@ impl People {
             page_url: page_url.map(Arc::from),
             revocations: Revocations::default(),
             policies,
+            found: Found::default(),
         }))
     }
 
@@ -72,7 +102,17 @@ impl People {
     /// # Errors
     /// When the store fails.
     pub async fn login(&self, secret: &str) -> Result<Option<Login>, StoreError> {
-        self.store.login(&digest(secret), self.clock.now_ms()).await
+        let (digest, now) = (digest(secret), self.clock.now_ms());
+        // Counted before the read: a revocation heard while it reads makes what it found stale.
+        let heard = self.revocations_heard();
+        if let Some(login) = self.found.get(&digest, heard, now) {
+            return Ok(Some(login));
+        }
+        let login = self.store.login(&digest, now).await?;
+        if let Some(login) = &login {
+            self.found.keep(digest, login.clone(), heard);
+        }
+        Ok(login)
     }
 
     /// Whether the credential whose secret has `digest` still works (not revoked, not expired).

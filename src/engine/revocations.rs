@@ -52,6 +52,12 @@ impl Revocations {
         held.by_name.remove(name).map(|(ended, _)| ended.cancel()).is_some()
     }
 
+    /// Revocations may have been missed: counted as one heard, so that what was read before
+    /// (a credential found, a hold's check) is not trusted again.
+    fn missed(&self) {
+        lock(&self.0).heard += 1;
+    }
+
     fn heard(&self) -> u64 {
         lock(&self.0).heard
     }
@@ -150,8 +156,10 @@ impl People {
     }
 
     /// Another instance's revocations may have been missed (its listener reconnected): the
-    /// credentials held here are looked up again, and those gone end.
+    /// credentials held here are looked up again, and those gone end; the credentials found
+    /// before are read again when next presented.
     pub(super) async fn recheck_holds(&self) -> Result<(), StoreError> {
+        self.revocations.missed();
         let held = self.revocations.names();
         if held.is_empty() {
             return Ok(());

@@ -241,7 +241,8 @@ pub(super) async fn create(
     let callback = placement.callback.map(|c| c.spec(&state)).transpose()?;
     let question =
         state.engine.asks().ask_external_with(conversation, ask, operator.user, callback).await.map_err(refused)?;
-    let view = snapshot(&state, &question).await?;
+    // Just asked: its cards go out after this answer (`GET /api/questions/{id}` lists them).
+    let view = snapshot_with(&question, &[]);
     Ok((StatusCode::CREATED, axum::Json(Asked { id: question.id, status: question.status, question: view }))
         .into_response())
 }
@@ -273,19 +274,30 @@ pub(super) async fn outcome(
     Path(id): Path<String>,
     Params(query): Params<WaitQuery>,
 ) -> Result<Response, ApiError> {
-    let id = find_for(&state, &caller, &id).await?.id;
+    let asks = state.engine.asks();
+    // A full id is watched before the question is read (to check the caller may see it), so
+    // that an answer between the two is not missed and the question is read once.
+    let watch = id.parse().ok().map(|full| asks.watch_outcome(full));
+    let seen = find_for(&state, &caller, &id).await?;
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
     // A wait ends when the token that holds it is revoked, and then says nothing of the question.
     let held = if wait.is_zero() { Held::none() } else { Held::of(&state, &caller).await? };
+    let waiting = async {
+        match watch.filter(|watch| watch.id() == seen.id) {
+            Some(watch) => watch.wait(seen, wait).await.map(Some),
+            None => asks.wait_outcome(seen.id, wait).await,
+        }
+    };
     let waited = tokio::select! {
         biased;
         () = held.ended() => return Err(Held::refusal()),
-        waited = state.engine.asks().wait_outcome(id, wait) => waited?,
+        waited = waiting => waited?,
     };
     if held.is_ended() {
         return Err(Held::refusal());
     }
-    let question = waited.ok_or_else(|| ApiError::not_found(format!("no question {id}")))?;
+    let question =
+        waited.ok_or_else(|| ApiError::not_found(format!("no question `{}`", crate::text::clip(&id, 40, "…"))))?;
     let status = if question.is_pending() { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((status, axum::Json(OutcomeView::from(&question))).into_response())
 }

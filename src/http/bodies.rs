@@ -18,7 +18,8 @@ pub struct QuestionView {
     pub question: Question,
     /// The first eight characters of the id, as text surfaces show it (the API accepts it).
     pub short_id: String,
-    /// The messages that show it, on each surface.
+    /// The messages that show it, on each surface (none yet in the answer to its creation:
+    /// its cards go out after it).
     pub deliveries: Vec<Delivery>,
 }
 

@@ -212,6 +212,10 @@ async fn a_token_revoked_through_one_instance_ends_the_stream_another_holds() {
     ask_alice(&b_base, OPERATOR, "Asked after the revocation").await;
     let said = tokio::time::timeout(DEADLINE, stream).await.expect("A ended the stream B's revocation named").unwrap();
     assert!(!said.contains("Asked after the revocation"), "{said}");
+    // A found alice's token when her stream began; once it heard the revocation, it does not
+    // take the token again.
+    let (status, me) = call(reqwest::Method::GET, format!("{a_base}/api/me"), &alice, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{me}");
     a.terminate().await;
     b.terminate().await;
 }
