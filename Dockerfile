@@ -14,10 +14,11 @@ ARG ASKGATE_COMMIT=unknown
 WORKDIR /src
 COPY . .
 # The registry and the build directory are cache mounts: a change to askgate's own source
-# rebuilds askgate, not its dependencies.
+# rebuilds askgate, not its dependencies. `full`: every chat platform (the default build has
+# Telegram and those over plain HTTP only).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin askgate \
+    cargo build --release --locked --features full --bin askgate \
  && cp target/release/askgate /usr/local/bin/askgate \
  && strip /usr/local/bin/askgate
 

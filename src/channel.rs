@@ -7,24 +7,17 @@
 //! [`crate::engine::Router::handle`].
 //!
 //! A chat platform is a [`Component`]: its folder holds its adapter, its start and its HTTP
-//! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from.
+//! routes, and it is registered in [`PLATFORMS`], the one list the gateway starts from. The
+//! platforms whose client crates are their own (Telegram, Discord, Slack, email) are each built
+//! in by a Cargo feature; a build without one lists it in [`LEFT_OUT`].
 
 pub mod buttons;
 pub mod console;
-pub mod discord;
-pub mod email;
-pub mod google_chat;
 pub mod jwt;
-pub mod matrix;
-pub mod mattermost;
 pub mod posted;
 pub mod reactions;
-pub mod slack;
-pub mod teams;
-pub mod telegram;
 pub mod web;
 pub mod webhook;
-pub mod whatsapp;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,18 +26,50 @@ use crate::clock::Clock;
 use crate::config::{ChannelState, ChatConfig, Config, ConfigError, Env};
 use crate::engine::Engine;
 
-/// Every chat platform askgate ships, in the order they start.
-pub const PLATFORMS: &[&dyn Component] = &[
-    &telegram::Platform,
-    &discord::Platform,
-    &slack::Platform,
-    &email::Platform,
-    &matrix::Platform,
-    &mattermost::Platform,
-    &google_chat::Platform,
-    &whatsapp::Platform,
-    &teams::Platform,
-];
+/// Registers the chat platforms, one line each, in the order they start: first those that
+/// bring client crates of their own, each built in by the Cargo feature of its name, then
+/// those always built in. It declares their modules, [`PLATFORMS`] and [`LEFT_OUT`].
+macro_rules! platforms {
+    (features { $($gated:ident = $feature:literal,)* } always { $($always:ident,)* }) => {
+        $(
+            #[cfg(feature = $feature)]
+            pub mod $gated;
+        )*
+        $(pub mod $always;)*
+
+        /// Every chat platform this build has, in the order they start.
+        pub const PLATFORMS: &[&dyn Component] = &[
+            $(
+                #[cfg(feature = $feature)]
+                &$gated::Platform,
+            )*
+            $(&$always::Platform,)*
+        ];
+
+        /// The chat platforms this build leaves out, by name, which is also the Cargo feature
+        /// that builds each in (`full` builds them all). A section of one is refused.
+        pub const LEFT_OUT: &[&str] = &[$(
+            #[cfg(not(feature = $feature))]
+            $feature,
+        )*];
+    };
+}
+
+platforms! {
+    features {
+        telegram = "telegram",
+        discord = "discord",
+        slack = "slack",
+        email = "email",
+    }
+    always {
+        matrix,
+        mattermost,
+        google_chat,
+        whatsapp,
+        teams,
+    }
+}
 
 /// A chat platform, as the gateway sees it: a name, its section's own keys, and a start.
 pub trait Component: Sync {
@@ -106,6 +131,9 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
                 return Err(section.refuse("missing field `token_env`"));
             }
             Some(platform) => platform.check(section)?,
+            None if LEFT_OUT.contains(&section.name.as_str()) => {
+                return Err(section.refuse(&left_out(&section.name)));
+            }
             None => {
                 let names: Vec<String> = PLATFORMS.iter().map(|p| format!("`{}`", p.name())).collect();
                 let message = format!(
@@ -118,6 +146,14 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// Why the section of a platform this build leaves out is refused, and how to build it in.
+fn left_out(name: &str) -> String {
+    format!(
+        "this askgate is built without the `{name}` platform: build it with \
+         `cargo build --release --features {name}` (or `--features full` for every platform)"
+    )
 }
 
 /// Each channel of `config` with whether it runs and why not: the console, the platforms,
@@ -181,6 +217,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "full")]
     fn a_platform_reads_its_own_keys_and_errors_say_where() {
         for (text, says) in [
             (
@@ -251,6 +288,24 @@ mod tests {
             ]
         );
         assert_eq!(config.settings.channels["slack"].allowed_users.to_string(), "slack:7");
+    }
+
+    /// A build without a platform refuses its section, naming the feature and the build
+    /// command, at the section's line; `askgate serve` and `askgate check` both check so.
+    #[test]
+    fn a_section_of_a_platform_this_build_leaves_out_names_its_feature() {
+        for name in LEFT_OUT {
+            assert!(PLATFORMS.iter().all(|p| p.name() != *name), "{name}");
+            let err = checked(&format!("[gateway]\n\n[channels.{name}]\ntoken_env = \"T\"\n")).unwrap_err();
+            for says in [
+                "line 3",
+                &format!("built without the `{name}` platform"),
+                &format!("`cargo build --release --features {name}`"),
+                "`--features full`",
+            ] {
+                assert!(err.contains(says), "{name}: {err}");
+            }
+        }
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub fn check(config: &Config, path: &Path) -> usize {
     for (name, state) in askgate::channel::states(config, &Env::process()) {
         say!(out, "  {name}: {state}");
     }
+    let left_out = askgate::channel::LEFT_OUT;
+    if !left_out.is_empty() {
+        say!(out, "  not in this build: {} (build with --features <name>, or --features full)", left_out.join(", "));
+    }
     for platform in askgate::channel::PLATFORMS {
         let advice = config.chat(platform.name()).and_then(|section| platform.advice(section, config.http));
         if let Some(advice) = advice {

@@ -411,6 +411,7 @@ async fn a_second_askgate_on_the_same_database_is_refused_naming_the_first() {
     assert!(report.contains("askgate.db (not in use)"), "{report}");
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn check_exits_2_naming_the_bad_key() {
     let dir = TempDir::new().unwrap();
@@ -430,6 +431,33 @@ async fn check_exits_2_naming_the_bad_key() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A build without a platform (here the default build, without Discord) refuses its section
+/// in `check` and in `serve`, naming the feature and the command that builds it in.
+#[cfg(not(feature = "discord"))]
+#[tokio::test]
+async fn a_section_of_a_platform_left_out_of_the_build_is_refused_naming_its_feature() {
+    let dir = TempDir::new().unwrap();
+    let config = write_config(dir.path(), "\n[channels.discord]\ntoken_env = \"DC\"\n");
+    for command in ["check", "serve"] {
+        let mut run = Command::new(BIN);
+        run.args([command, "--config"]).arg(&config).stdin(Stdio::null()).kill_on_drop(true);
+        // A serve that started would not exit: the deadline ends the test instead of hanging it.
+        let out = tokio::time::timeout(Duration::from_secs(120), run.output()).await;
+        let out = out.unwrap_or_else(|_| panic!("{command} started with a section it cannot run")).unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        for says in [
+            "line 12",
+            "built without the `discord` platform",
+            "`cargo build --release --features discord`",
+            "`--features full`",
+        ] {
+            assert!(err.contains(says), "{command}: {err}");
+        }
+    }
+    assert!(!dir.path().join("askgate.db").exists(), "a refused serve opened no database");
+}
+
 #[tokio::test]
 async fn check_lists_channels_with_why_they_are_disabled() {
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("channels.toml");
@@ -445,8 +473,14 @@ async fn check_lists_channels_with_why_they_are_disabled() {
     assert!(text.contains("console: enabled"), "{text}");
     assert!(text.contains("telegram: disabled: TELEGRAM_BOT_TOKEN is unset"), "{text}");
     assert!(text.contains("demo (built-in demo)"), "{text}");
+    // The platforms the build leaves out are named, with how to build them in.
+    assert_eq!(
+        text.contains("  not in this build: discord, slack, email (build with --features"),
+        cfg!(not(any(feature = "discord", feature = "slack", feature = "email")))
+    );
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn check_describes_each_channels_reminders_with_its_escalation() {
     let dir = TempDir::new().unwrap();
@@ -469,6 +503,7 @@ async fn check_describes_each_channels_reminders_with_its_escalation() {
 
 /// What `askgate check` says of Telegram open to anyone, Discord to nobody, a function with a
 /// pre-approved action and one narrowed to a person (a warning is not an error).
+#[cfg(all(feature = "telegram", feature = "discord"))]
 async fn check_of_open_channels() -> String {
     let dir = TempDir::new().unwrap();
     let extra = "\n[channels.telegram]\ntoken_env = \"TG\"\nallowed_users = [\"*\"]\n\
@@ -481,6 +516,7 @@ async fn check_of_open_channels() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+#[cfg(all(feature = "telegram", feature = "discord"))]
 #[tokio::test]
 async fn check_lists_who_may_run_what() {
     let text = check_of_open_channels().await;
@@ -491,6 +527,7 @@ async fn check_lists_who_may_run_what() {
     assert!(text.contains("    approvals allowed without asking: git push *"), "{text}");
 }
 
+#[cfg(all(feature = "telegram", feature = "discord"))]
 #[tokio::test]
 async fn check_warns_of_a_channel_open_to_anyone_with_programs() {
     let text = check_of_open_channels().await;
@@ -552,6 +589,7 @@ async fn the_example_programs_run_end_to_end_through_the_console() {
     assert_eq!(served.terminate().await.code(), Some(0));
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn the_binary_serves_telegram_when_its_token_is_set() {
     let dir = TempDir::new().unwrap();
@@ -568,6 +606,7 @@ async fn the_binary_serves_telegram_when_its_token_is_set() {
     assert_eq!(served.terminate().await.code(), Some(0));
 }
 
+#[cfg(feature = "discord")]
 #[tokio::test]
 async fn the_binary_serves_discord_when_its_token_is_set() {
     let dir = TempDir::new().unwrap();

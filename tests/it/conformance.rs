@@ -362,12 +362,12 @@ async fn a_question_is_found_by_the_start_of_its_id(place: Place) {
 async fn recorded(b: &Backend) -> (Question, Question, Delivery, Delivery) {
     let (_, q) = asked(&b.store, "test:room", "Card?").await;
     let (_, other) = asked(&b.store, "test:room", "Other card?").await;
-    let card = Delivery::card(q.id, askgate::channel::telegram::SURFACE, "42", "1001");
-    let prompt = Delivery::prompt(q.id, askgate::channel::telegram::SURFACE, "42", "1002");
+    let card = Delivery::card(q.id, Surface::platform("telegram"), "42", "1001");
+    let prompt = Delivery::prompt(q.id, Surface::platform("telegram"), "42", "1002");
     b.store.add_delivery(&card).await.unwrap();
     b.store.add_delivery(&card).await.unwrap();
     b.store.add_delivery(&prompt).await.unwrap();
-    b.store.add_delivery(&Delivery::card(other.id, askgate::channel::discord::SURFACE, "7", "9")).await.unwrap();
+    b.store.add_delivery(&Delivery::card(other.id, Surface::platform("discord"), "7", "9")).await.unwrap();
     (q, other, card, prompt)
 }
 
@@ -384,19 +384,19 @@ async fn a_recorded_message_is_found_by_where_it_is(place: Place) {
     let b = Backend::open(place).await;
     let (q, ..) = recorded(&b).await;
     assert_eq!(
-        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1002").await.unwrap(),
+        b.store.question_for_card(Surface::platform("telegram"), "42", "1002").await.unwrap(),
         Some((q.id, DeliveryRole::Prompt))
     );
     assert_eq!(
-        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1001").await.unwrap(),
+        b.store.question_for_card(Surface::platform("telegram"), "42", "1001").await.unwrap(),
         Some((q.id, DeliveryRole::Card))
     );
-    b.store.add_delivery(&Delivery::note(q.id, askgate::channel::telegram::SURFACE, "42", "1003")).await.unwrap();
+    b.store.add_delivery(&Delivery::note(q.id, Surface::platform("telegram"), "42", "1003")).await.unwrap();
     assert_eq!(
-        b.store.question_for_card(askgate::channel::telegram::SURFACE, "42", "1003").await.unwrap(),
+        b.store.question_for_card(Surface::platform("telegram"), "42", "1003").await.unwrap(),
         Some((q.id, DeliveryRole::Note))
     );
-    assert_eq!(b.store.question_for_card(askgate::channel::discord::SURFACE, "42", "1002").await.unwrap(), None);
+    assert_eq!(b.store.question_for_card(Surface::platform("discord"), "42", "1002").await.unwrap(), None);
     b.store.close().await;
 }
 
@@ -689,7 +689,7 @@ async fn a_vote_counts_only_on_the_approvals_its_voter_saw(place: Place) {
     let b = Backend::open(place).await;
     let q = two_of_us(&b).await;
     let alice = Approver { user: "test:alice".into(), name: Some("@alice".into()), via: Surface::API, at: T0 + 1 };
-    let bob = Approver { user: "test:bob".into(), name: None, via: askgate::channel::telegram::SURFACE, at: T0 + 2 };
+    let bob = Approver { user: "test:bob".into(), name: None, via: Surface::platform("telegram"), at: T0 + 2 };
     assert!(b.store.vote(q.id, &[], std::slice::from_ref(&alice), Some("vote:1")).await.unwrap());
     let late = b.store.vote(q.id, &[], std::slice::from_ref(&bob), Some("vote:2")).await.unwrap();
     assert!(!late, "counted on approvals that changed meanwhile");

@@ -6,15 +6,19 @@
 //! done when this suite passes on it.
 
 mod console;
+#[cfg(feature = "discord")]
 mod discord;
 pub mod driver;
+#[cfg(feature = "email")]
 pub mod email;
 pub mod google_chat;
 pub mod matrix;
 pub mod mattermost;
 mod page;
+#[cfg(feature = "slack")]
 mod slack;
 pub mod teams;
+#[cfg(feature = "telegram")]
 mod telegram;
 mod webhook;
 pub mod whatsapp;
@@ -24,18 +28,22 @@ use serde_json::{Value, json};
 use driver::{Card, Driver, Who, short};
 
 /// Each named `async fn(Box<dyn Driver>)` as one test per channel: `<name>::telegram`, …
+/// (a platform's only in a build that has it).
 macro_rules! on_every_channel {
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {
+                #[cfg(feature = "telegram")]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn telegram() {
                     super::$name(Box::new(super::telegram::Telegram::start().await)).await;
                 }
+                #[cfg(feature = "discord")]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn discord() {
                     super::$name(Box::new(super::discord::Discord::start().await)).await;
                 }
+                #[cfg(feature = "slack")]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn slack() {
                     super::$name(Box::new(super::slack::Slack::start().await)).await;
@@ -67,6 +75,7 @@ macro_rules! on_every_channel {
                 async fn webhook() {
                     super::$name(Box::new(super::webhook::Webhook::start().await)).await;
                 }
+                #[cfg(feature = "email")]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 #[cfg_attr(no_mail_servers, ignore = "needs Dovecot's IMAP server and aiosmtpd 1.4.6 in python3: apt-get install dovecot-imapd, pip install aiosmtpd==1.4.6 (or run .ci/run)")]
                 async fn email() {

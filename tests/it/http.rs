@@ -192,6 +192,7 @@ async fn an_unknown_route_is_a_json_not_found() {
 }
 
 /// askgate with a webhook channel and a Telegram channel whose API nobody answers.
+#[cfg(feature = "telegram")]
 async fn telegram_unreachable() -> App {
     // Telegram's API address is a port nobody listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
@@ -202,6 +203,7 @@ async fn telegram_unreachable() -> App {
     App::start(&extra, Env::from_pairs([("TG", "123:fake"), ("SMS_SECRET", "s")])).await
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn healthz_says_which_channel_is_down_with_the_reason() {
     let app = telegram_unreachable().await;
@@ -221,6 +223,7 @@ async fn healthz_says_which_channel_is_down_with_the_reason() {
     app.stop().await;
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn metrics_say_which_channel_is_up() {
     let app = telegram_unreachable().await;

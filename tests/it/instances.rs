@@ -283,6 +283,7 @@ async fn two_thousand_questions_answered_at_once_through_two_instances_have_one_
     }
 }
 
+#[cfg(feature = "telegram")]
 #[tokio::test]
 async fn on_telegram_one_instance_holds_the_polling_lease_until_it_is_killed() {
     use crate::fake_telegram::FakeTelegram;

@@ -15,20 +15,25 @@ mod codex;
 mod conformance;
 mod console;
 mod contract;
+#[cfg(feature = "discord")]
 mod discord;
 mod disk;
 mod docs;
+#[cfg(feature = "email")]
 mod email;
 mod engine;
 mod fake_agui;
 mod fake_anthropic;
+#[cfg(feature = "discord")]
 mod fake_discord;
 mod fake_google_chat;
 mod fake_mattermost;
 mod fake_openai;
 mod fake_responses;
+#[cfg(feature = "slack")]
 mod fake_slack;
 mod fake_teams;
+#[cfg(feature = "telegram")]
 mod fake_telegram;
 mod fake_whatsapp;
 mod faults;
@@ -40,6 +45,7 @@ mod http;
 mod init;
 mod instances;
 mod layout;
+#[cfg(feature = "email")]
 mod mail_server;
 mod matrix;
 mod mattermost;
@@ -64,7 +70,9 @@ mod seed;
 mod sessions;
 mod shown;
 mod signing;
+#[cfg(feature = "slack")]
 mod slack;
+#[cfg(feature = "slack")]
 mod slack_forms;
 mod startup;
 mod stdio_bridge;
@@ -73,6 +81,7 @@ mod store;
 mod support;
 mod synapse;
 mod teams;
+#[cfg(feature = "telegram")]
 mod telegram;
 mod tools;
 mod traces;

@@ -59,7 +59,11 @@ async fn the_api_answers_as_its_openapi_document_says() {
         &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")).unwrap(),
     )
     .unwrap();
-    assert!(served_document == stored, "the served document is not docs/openapi.json (the unit tests rewrite it)");
+    // The repository's copy is a build's with every platform: one without some describes
+    // fewer surfaces.
+    if cfg!(feature = "full") {
+        assert!(served_document == stored, "the served document is not docs/openapi.json (the unit tests rewrite it)");
+    }
     assert_eq!(served_document["openapi"], "3.1.0");
     // The reference people read, rendered from the same document, without a token.
     let page = reqwest::get(format!("{base}/docs")).await.unwrap();

@@ -269,6 +269,7 @@ async fn prompts_pending_before_askgate_started_are_asked_in_either_servers_form
     served.terminate().await;
 }
 
+#[cfg(feature = "discord")]
 #[tokio::test]
 async fn an_opencode_permission_allowed_always_on_discord_reaches_opencode_as_always() {
     const ALICE: u64 = 100;

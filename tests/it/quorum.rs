@@ -153,8 +153,8 @@ async fn quorum_approvals_racing_on_several_surfaces_resolve_once(place: Place) 
         let run = h.run_as(DAVE, "two-of-three", &format!("deploy {round}")).await;
         let card = h.card(round).await;
         let voters = [
-            (ALICE, askgate::channel::telegram::SURFACE, 0),
-            (BOB, askgate::channel::discord::SURFACE, 1),
+            (ALICE, askgate::question::Surface::platform("telegram"), 0),
+            (BOB, askgate::question::Surface::platform("discord"), 1),
             (CAROL, Surface::API, round % 2),
         ];
         let votes = voters.map(|(user, via, instance)| {

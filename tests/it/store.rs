@@ -157,7 +157,7 @@ async fn a_tap_is_recorded_as_applied_in_its_claims_own_write() {
         outcome: Outcome::Answered { value: json!("it's") },
         by: Some("test:alice".into()),
         name: None,
-        via: askgate::channel::telegram::SURFACE,
+        via: askgate::question::Surface::platform("telegram"),
         at: T0,
         grant: None,
         update: Some("telegram:update:7".into()),
@@ -369,7 +369,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
     waiting.approvals = vec![Approver {
         user: "test:alice".into(),
         name: Some("@alice".into()),
-        via: askgate::channel::telegram::SURFACE,
+        via: askgate::question::Surface::platform("telegram"),
         at: T0,
     }];
     waiting.nudges = Nudges {
@@ -402,7 +402,7 @@ async fn a_copy_to_postgres_keeps_every_column() {
         outcome: Outcome::Answered { value: json!("always") },
         by: Some("test:alice".into()),
         name: None,
-        via: askgate::channel::telegram::SURFACE,
+        via: askgate::question::Surface::platform("telegram"),
         at: T0 + 1,
         grant: Some(rule.clone()),
         update: None,
