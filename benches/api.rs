@@ -20,16 +20,6 @@ use serde_json::{Value, json};
 mod served;
 use served::{Served, Start, cpu, memory_mb, serve};
 
-/// This process's CPUs: all but the server's.
-fn pin_client() {
-    let pid = std::process::id().to_string();
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if cpus > 1 {
-        let _ =
-            std::process::Command::new("taskset").args(["-a", "-p", "-c", &format!("1-{}", cpus - 1), &pid]).output();
-    }
-}
-
 /// Where the API is, and the two tokens a cycle uses.
 #[derive(Clone)]
 struct Api {
@@ -120,7 +110,7 @@ async fn level(served: &Served, api: &Api, in_flight: usize, each: usize) -> Lev
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    pin_client();
+    served::pin_client();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::TempDir::new().unwrap();

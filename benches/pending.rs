@@ -91,16 +91,6 @@ async fn fresh(kind: &str) -> Arc<Store> {
     })
 }
 
-/// This process's CPUs: all but the server's.
-fn pin_client() {
-    let pid = std::process::id().to_string();
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if cpus > 1 {
-        let _ =
-            std::process::Command::new("taskset").args(["-a", "-p", "-c", &format!("1-{}", cpus - 1), &pid]).output();
-    }
-}
-
 /// The machine: cores, memory, the temp directory's disk.
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -277,7 +267,7 @@ fn main() {
     let sizes = Sizes::from_args();
     // Before the pinning, which would narrow the cores this process sees.
     let machine = machine();
-    pin_client();
+    served::pin_client();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     println!("askgate pending approvals per node (release binary, askgate on CPU 0)");
     println!("machine: {machine}; {}", load());

@@ -11,6 +11,7 @@ mod auth;
 mod bodies;
 pub(super) mod chat;
 mod events;
+mod grants;
 mod health;
 mod limits;
 pub mod openapi;
@@ -208,8 +209,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/questions/{id}/reply", post(api::reply)),
         ("/api/questions/{id}/reject", post(api::reject)),
         ("/api/events", get(events::stream)),
-        ("/api/grants", get(api::grants)),
-        ("/api/grants/{id}", delete(api::revoke_grant)),
+        ("/api/grants", get(grants::grants)),
+        ("/api/grants/{id}", delete(grants::revoke_grant)),
         ("/api/runs", post(api::start_run)),
         ("/api/runs/{id}", get(api::get_run)),
         ("/api/me", get(people::me)),

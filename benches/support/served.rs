@@ -107,3 +107,13 @@ pub async fn launch(config: &Path, start: &Start) -> (tokio::process::Child, Str
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, base)
 }
+
+/// Pins this process (the benchmark's client) to all CPUs but the server's (CPU 0).
+pub fn pin_client() {
+    let pid = std::process::id().to_string();
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus > 1 {
+        let _ =
+            std::process::Command::new("taskset").args(["-a", "-p", "-c", &format!("1-{}", cpus - 1), &pid]).output();
+    }
+}

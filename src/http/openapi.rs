@@ -5,12 +5,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::api::{GrantsQuery, ListQuery, NewRun, Placement, Reject, Reply, WaitQuery};
+use super::api::{ListQuery, NewRun, Placement, Reject, Reply, WaitQuery};
 use super::bodies::{
     Asked, ErrorBody, GrantList, Health, Live, OutcomeView, QuestionPage, QuestionView, ReceiptView, RunStarted,
     RunView, WebhookReply,
 };
 use super::events::EventsQuery;
+use super::grants::GrantsQuery;
 
 mod mcp;
 mod people;
