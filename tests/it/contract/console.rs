@@ -22,13 +22,15 @@ impl Console {
         self.askgate.served().stdout().lines().map(str::to_owned).collect()
     }
 
-    /// The card that starts at line `at`: its first line and the indented ones under it.
-    fn card_at(lines: &[String], at: usize) -> Card {
+    /// The card that starts at line `at`: its first line and the indented ones under it; none
+    /// while its id line is not written yet (a card is printed a line at a time).
+    fn card_at(lines: &[String], at: usize) -> Option<Card> {
         let under = lines[at + 1..].iter().take_while(|l| l.starts_with(' '));
         let text: Vec<&str> = std::iter::once(&lines[at]).chain(under).map(String::as_str).collect();
-        let id = text.iter().find_map(|l| l.trim_start().strip_prefix("id ")).expect("a card shows its id");
+        let id = text.iter().find_map(|l| l.trim_start().strip_prefix("id "))?;
+        let at = id.split_whitespace().next()?.to_owned();
         let text = text.join("\n");
-        Card { at: id.split_whitespace().next().unwrap().to_owned(), choices: text_choices(&text), text }
+        Some(Card { at, choices: text_choices(&text), text })
     }
 }
 
@@ -81,7 +83,7 @@ impl Driver for Console {
             let lines = self.lines();
             let at = lines.iter().position(|l| is_card(l) && l.contains(prompt))?;
             // Wait for the whole card: every card's last line is how to decline it.
-            let card = Self::card_at(&lines, at);
+            let card = Self::card_at(&lines, at)?;
             card.text.contains("/decline ").then_some(card)
         })
         .await
