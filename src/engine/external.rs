@@ -264,11 +264,6 @@ pub struct OutcomeWatch<'a> {
 }
 
 impl OutcomeWatch<'_> {
-    /// The question watched.
-    pub fn id(&self) -> QuestionId {
-        self.watch.id
-    }
-
     /// `seen` (the question as read after the watch began) once it is resolved, or after
     /// `wait` if it is still pending, or at once when askgate begins to stop.
     ///

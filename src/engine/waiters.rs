@@ -35,7 +35,7 @@ pub(super) struct Waiters {
 /// caller timed out or went away) forgets it.
 pub(super) struct Watch<'a> {
     waiters: &'a Waiters,
-    pub(super) id: QuestionId,
+    id: QuestionId,
     pub(super) resolved: oneshot::Receiver<Arc<Question>>,
 }
 

@@ -282,8 +282,9 @@ pub(super) async fn outcome(
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
     // A wait ends when the token that holds it is revoked, and then says nothing of the question.
     let held = if wait.is_zero() { Held::none() } else { Held::of(&state, &caller).await? };
+    // A full id finds that question or none; a prefix found it before it was watched.
     let waiting = async {
-        match watch.filter(|watch| watch.id() == seen.id) {
+        match watch {
             Some(watch) => watch.wait(seen, wait).await.map(Some),
             None => asks.wait_outcome(seen.id, wait).await,
         }
