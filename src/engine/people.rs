@@ -296,3 +296,34 @@ impl People {
         Ok(removed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login(expires_at: Option<i64>) -> Login {
+        Login {
+            name: "alice".to_owned(),
+            person: UserRef::parse("web:alice").unwrap(),
+            digest: "d".to_owned(),
+            may: Powers::default(),
+            created_at: 0,
+            expires_at,
+            link: false,
+        }
+    }
+
+    #[test]
+    fn a_credential_found_is_used_until_a_revocation_is_heard_or_it_expires() {
+        let found = Found::default();
+        found.keep("d".to_owned(), login(Some(100)), 3);
+        assert!(found.get("d", 3, 99).is_some(), "kept and live");
+        assert!(found.get("d", 4, 99).is_none(), "a revocation heard since it was read");
+        assert!(found.get("d", 3, 100).is_none(), "expired");
+        assert!(found.get("e", 3, 99).is_none(), "another secret");
+        for i in 0..FOUND_KEPT {
+            found.keep(format!("k{i}"), login(None), 3);
+        }
+        assert!(crate::engine::lock(&found.0).len() <= FOUND_KEPT, "bounded");
+    }
+}
