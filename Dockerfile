@@ -16,7 +16,7 @@ COPY . .
 # The registry and the build directory are cache mounts: a change to askgate's own source
 # rebuilds askgate, not its dependencies. `full`: every chat platform (the default build has
 # Telegram and those over plain HTTP only). The `dist` profile optimises the whole program at
-# once: a quarter smaller than the release build, in a longer build.
+# once: smaller and cheaper to run than the release build, in a longer build.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --profile dist --locked --features full --bin askgate \

@@ -1,37 +1,15 @@
 -- no-transaction
--- Runs are found by their id and cards by their question or their message, never by SQLite's
--- rowid: both tables are kept WITHOUT ROWID, so a row is stored once, in its primary key's tree,
--- instead of once in the table and again in the key's index. Questions keep their rowid: it is
--- the order they were asked in. The tables are built anew (SQLite cannot change this in place),
+-- A card is found by its question or by its message, never by SQLite's rowid: `deliveries` is
+-- kept WITHOUT ROWID, so a card is stored once, in its primary key's tree (which holds all of
+-- its short columns), instead of once in the table and again in the key's index. `runs` keeps
+-- its rowid: a run's input and result can be kilobytes, and a row without a rowid over about a
+-- twentieth of a page spills to a whole overflow page. `questions` keeps it too: it is the
+-- order questions were asked in. The table is built anew (SQLite cannot change this in place),
 -- with the same columns, checks and indexes.
 
 PRAGMA foreign_keys = OFF;
 
 BEGIN;
-
-CREATE TABLE runs_new (
-    id           TEXT PRIMARY KEY NOT NULL,
-    function     TEXT NOT NULL,
-    conversation TEXT,
-    initiator    TEXT NOT NULL,
-    input        TEXT NOT NULL,
-    mode         TEXT NOT NULL CHECK (mode = 'follow_up' OR mode = 'blocking' OR mode = 'external'),
-    status       TEXT NOT NULL CHECK (status = 'running' OR status = 'waiting' OR status = 'finished'
-                                      OR status = 'failed' OR status = 'cancelled'),
-    says         INTEGER NOT NULL DEFAULT 0,
-    result       TEXT,
-    created_at   INTEGER NOT NULL,
-    updated_at   INTEGER NOT NULL,
-    answerers    TEXT
-) WITHOUT ROWID;
-INSERT INTO runs_new (id, function, conversation, initiator, input, mode, status, says, result, created_at,
-                      updated_at, answerers)
-    SELECT id, function, conversation, initiator, input, mode, status, says, result, created_at, updated_at,
-           answerers FROM runs;
-DROP TABLE runs;
-ALTER TABLE runs_new RENAME TO runs;
-CREATE INDEX runs_running ON runs (created_at) WHERE status = 'running';
-CREATE INDEX runs_final ON runs (updated_at) WHERE status = 'finished' OR status = 'failed' OR status = 'cancelled';
 
 CREATE TABLE deliveries_new (
     question_id  TEXT NOT NULL REFERENCES questions (id),

@@ -40,7 +40,8 @@ mod tests {
     use sqlx::{ConnectOptions, Connection};
 
     use super::*;
-    use crate::store::{SqliteStore, Store, Synchronous};
+    use crate::question::{QuestionId, Surface};
+    use crate::store::{Delivery, SqliteStore, Store, StoreError, StoreExt, Synchronous};
 
     /// What sqlx reads from a folder, as the `migrate!` macro of earlier builds embedded it.
     async fn read_by_sqlx(folder: &str) -> Migrator {
@@ -65,10 +66,10 @@ mod tests {
         }
     }
 
-    /// 0024 builds runs and cards anew without SQLite's rowid: a database made before it keeps
-    /// every run and card, column for column, and its foreign keys still hold.
+    /// 0024 builds the cards' table anew without SQLite's rowid: a database made before it keeps
+    /// every card, column for column, with the same indexes, checks and foreign keys.
     #[tokio::test]
-    async fn runs_and_cards_keep_every_row_without_a_rowid() {
+    async fn cards_keep_every_row_without_a_rowid() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("askgate.db");
         let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true).foreign_keys(true);
@@ -76,55 +77,58 @@ mod tests {
         let earlier: Vec<_> = SQLITE.iter().copied().filter(|&(version, ..)| version < 24).collect();
         migrator(&earlier).run(&mut before).await.expect("the earlier migrations");
         for sql in [
-            "INSERT INTO runs (id, function, conversation, initiator, input, mode, status, says, created_at, updated_at, answerers) \
-             VALUES ('r1', 'deploy', 'console:local', 'console:op', '{\"x\":1}', 'external', 'waiting', 2, 10, 11, '[\"a\"]')",
+            "INSERT INTO runs (id, function, initiator, input, mode, status, created_at, updated_at) \
+             VALUES ('r1', 'deploy', 'console:op', '{}', 'external', 'waiting', 10, 11)",
             "INSERT INTO questions (id, conversation, run_id, step, mode, kind, prompt, options, multi, allow_custom, answerers, \
              fingerprint, created_at, status) VALUES ('q1', 'console:local', 'r1', 0, 'external', 'question', 'Ship?', '[]', 0, 0, \
              '[]', 'f', 12, 'pending')",
+            // A card of today, a prompt, and one recorded before cards had a role and a conversation.
             "INSERT INTO deliveries (question_id, surface, chat, message, created_at, role, conversation) \
              VALUES ('q1', 'telegram', '42', '7', 13, 'note', 'telegram:42')",
+            "INSERT INTO deliveries (question_id, surface, chat, message, created_at, role) VALUES ('q1', 'slack', 'C1', '1.2', 14, 'prompt')",
+            "INSERT INTO deliveries (question_id, surface, chat, message, created_at) VALUES ('q1', 'console', 'local', 'q1', 15)",
         ] {
             sqlx::query(sql).execute(&mut before).await.expect("a row of the earlier schema");
         }
+        let rows = |sql| sqlx::query_scalar::<_, String>(sql);
+        let cards = "SELECT json_array(question_id, surface, chat, message, created_at, role, conversation) FROM deliveries \
+                     ORDER BY created_at";
+        let indexes = "SELECT name || ': ' || sql FROM sqlite_master WHERE tbl_name = 'deliveries' AND type = 'index' \
+                       AND sql IS NOT NULL ORDER BY name";
+        let cards_before = rows(cards).fetch_all(&mut before).await.expect("cards");
+        let indexes_before = rows(indexes).fetch_all(&mut before).await.expect("indexes");
+        assert_eq!(cards_before.len(), 3);
+        assert_eq!(indexes_before.len(), 1, "{indexes_before:?}");
         before.close().await.expect("closed");
 
         let store =
             SqliteStore::open(&path.to_string_lossy(), Synchronous::Normal).await.expect("the store migrates the file");
+        // The writer enforces the foreign keys again after the migration turned them off.
+        let orphan = store.add_delivery(&Delivery::card(QuestionId::new(), Surface::WEB, "x", "y")).await;
+        assert!(matches!(orphan, Err(StoreError::Constraint(_))), "a card of no question: {orphan:?}");
         store.close().await;
 
         let mut after = options.connect().await.expect("the file again");
-        let rows = |sql| sqlx::query_scalar::<_, String>(sql);
-        let runs = rows(
-            "SELECT json_array(id, function, conversation, initiator, input, mode, status, says, result, created_at, \
-             updated_at, answerers) FROM runs",
+        assert_eq!(rows(cards).fetch_all(&mut after).await.expect("cards"), cards_before);
+        assert_eq!(rows(indexes).fetch_all(&mut after).await.expect("indexes"), indexes_before);
+        let table: String = rows("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'")
+            .fetch_one(&mut after)
+            .await
+            .expect("the table");
+        assert!(table.ends_with("WITHOUT ROWID"), "{table}");
+        let bad_role = sqlx::query(
+            "INSERT INTO deliveries (question_id, surface, chat, message, created_at, role) VALUES ('q1', 'web', 'c', 'm', 1, 'x')",
         )
-        .fetch_all(&mut after)
-        .await
-        .expect("runs");
-        assert_eq!(
-            runs,
-            [r#"["r1","deploy","console:local","console:op","{\"x\":1}","external","waiting",2,null,10,11,"[\"a\"]"]"#]
-        );
-        let cards = rows(
-            "SELECT json_array(question_id, surface, chat, message, created_at, role, conversation) FROM deliveries",
+        .execute(&mut after)
+        .await;
+        assert!(bad_role.is_err(), "the role's check holds");
+        let role: String = rows(
+            "INSERT INTO deliveries (question_id, surface, chat, message, created_at) VALUES ('q1', 'web', 'c', 'm', 1) \
+             RETURNING role",
         )
-        .fetch_all(&mut after)
+        .fetch_one(&mut after)
         .await
-        .expect("cards");
-        assert_eq!(cards, [r#"["q1","telegram","42","7",13,"note","telegram:42"]"#]);
-        let broken = sqlx::query("PRAGMA foreign_key_check").fetch_all(&mut after).await.expect("checked");
-        assert!(broken.is_empty(), "every question's run and every card's question is there");
-        for table in ["runs", "deliveries"] {
-            let sql: String = sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1")
-                .bind(table)
-                .fetch_one(&mut after)
-                .await
-                .expect("the table");
-            assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
-        }
-        let orphan = sqlx::query("INSERT INTO deliveries (question_id, surface, chat, message, created_at) VALUES ('nope', 's', 'c', 'm', 1)")
-            .execute(&mut after)
-            .await;
-        assert!(orphan.is_err(), "the card's foreign key is enforced again");
+        .expect("a card without a role");
+        assert_eq!(role, "card", "the role's default holds");
     }
 }

@@ -202,7 +202,9 @@ pub(super) async fn grants<R: Reads + ?Sized>(r: &R, find: GrantFind<'_>) -> Res
     }
 }
 
-/// [`CardFind::At`]: the recorded message at a place, through a backend.
+/// [`CardFind::At`]: the recorded message at a place, through a backend; of several at one
+/// place, the first recorded, as the memory store finds it (SQLite's cards have no rowid to
+/// keep that order by).
 pub(super) async fn card_at<R: Reads + ?Sized>(
     r: &R,
     surface: Surface,
@@ -211,7 +213,7 @@ pub(super) async fn card_at<R: Reads + ?Sized>(
 ) -> Result<Vec<Delivery>, StoreError> {
     let select = Select::new(
         "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
-         WHERE surface = $1 AND chat = $2 AND message = $3 LIMIT 1",
+         WHERE surface = $1 AND chat = $2 AND message = $3 ORDER BY created_at LIMIT 1",
         [surface.as_str().into(), chat.into(), message.into()],
     );
     r.rows(select).await?.iter().map(delivery_from_row).collect()
