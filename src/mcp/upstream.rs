@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use bytesize::ByteSize;
 use rmcp::ServiceError;
-use rmcp::model::ProtocolVersion;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, ProtocolVersion, Tool};
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
 use rmcp::service::{SubscriptionContext, SubscriptionSink};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -36,13 +35,14 @@ use crate::engine::{Engine, Tasks};
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long an upstream may take to start and list its tools.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long one session or stream may take to hear that the tools changed (a stuck one is passed over).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(1);
 /// Room for the JSON-RPC envelope around a result, on top of `max_result`, in the
 /// transports' own limits (which then never cut a result the cap would let through).
 const ENVELOPE: u64 = 64 * 1024;
 /// rmcp's own limit on one message from an HTTP upstream, raised when `max_result` is larger.
 const RMCP_HTTP_LIMIT: u64 = 16 * 1024 * 1024;
-/// Marks the error askgate writes in place of a stdio result over the limit, so that the call
-/// tells it from an error the upstream sent.
+/// Marks the error askgate writes for a stdio result over the limit, told from the upstream's own errors.
 const TOO_LARGE: &str = "askgate:result_too_large";
 
 /// The configured upstreams, and the sessions to tell when their tools change.
@@ -95,11 +95,11 @@ impl Sessions {
         };
         for peer in peers {
             // A session that ended meanwhile is forgotten at the next change.
-            let _ = peer.notify_tool_list_changed().await;
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.notify_tool_list_changed()).await;
         }
         for stream in streams {
             // One that closed meanwhile is forgotten as its listen ends.
-            let _ = stream.notify_tool_list_changed().await;
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, stream.notify_tool_list_changed()).await;
         }
     }
 }
@@ -333,7 +333,7 @@ impl Upstream {
                     engine.delivery().set_channel_state(self.health, ChannelState::Up);
                     // Counted before the wait below; the call after the match then does nothing.
                     first.done();
-                    sessions.tools_changed().await;
+                    tokio::select! { () = sessions.tools_changed() => {}, () = stop.cancelled() => return }
                     let ended = tokio::select! {
                         ended = service.waiting() => ended,
                         () = stop.cancelled() => return,
@@ -344,7 +344,7 @@ impl Upstream {
                     engine
                         .delivery()
                         .set_channel_state(self.health, ChannelState::Degraded("stopped; restarting".to_owned()));
-                    sessions.tools_changed().await;
+                    tokio::select! { () = sessions.tools_changed() => {}, () = stop.cancelled() => return }
                 }
                 Ok(Err(e)) => {
                     engine
