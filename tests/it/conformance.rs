@@ -41,6 +41,7 @@ crate::backend::on_every_store!(
     a_question_is_found_by_the_start_of_its_id,
     a_card_recorded_twice_is_kept_once,
     a_recorded_message_is_found_by_where_it_is,
+    of_two_cards_at_one_place_the_first_recorded_is_found,
     a_card_of_no_question_is_refused,
     due_questions_are_found_earliest_deadline_first,
     pending_questions_are_listed_oldest_first_up_to_a_limit,
@@ -397,6 +398,22 @@ async fn a_recorded_message_is_found_by_where_it_is(place: Place) {
         Some((q.id, DeliveryRole::Note))
     );
     assert_eq!(b.store.question_for_card(Surface::platform("discord"), "42", "1002").await.unwrap(), None);
+    b.store.close().await;
+}
+
+/// A place used again (a message number after a restart): a reply there goes to the card
+/// recorded first there, whatever order the store keeps its cards in.
+async fn of_two_cards_at_one_place_the_first_recorded_is_found(place: Place) {
+    let b = Backend::open(place).await;
+    let (_, one) = asked(&b.store, "test:room", "One").await;
+    let (_, two) = asked(&b.store, "test:room", "Two").await;
+    // The larger id first: a store that read in its key's order would find the other.
+    let (first, second) = if one.id.to_string() > two.id.to_string() { (one.id, two.id) } else { (two.id, one.id) };
+    b.store.add_delivery(&Delivery::card(first, Surface::WEB, "chat", "5")).await.unwrap();
+    // Recorded a few milliseconds apart, as two cards a restart apart always are.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    b.store.add_delivery(&Delivery::card(second, Surface::WEB, "chat", "5")).await.unwrap();
+    assert_eq!(b.store.question_for_card(Surface::WEB, "chat", "5").await.unwrap(), Some((first, DeliveryRole::Card)));
     b.store.close().await;
 }
 
