@@ -156,6 +156,21 @@ pub enum GrantFind<'a> {
     For { conversation: &'a Conversation, grantee: &'a str, action: &'a str, now: i64 },
 }
 
+/// Which pending questions without a card to read ([`Store::undelivered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unshown<'a> {
+    /// Those after this place in the order questions were asked (0: from the first).
+    pub after: i64,
+    /// Those asked before this time.
+    pub before: i64,
+    /// Only those whose own conversation is of this channel (`telegram` names `telegram:…`)
+    /// and, on a store several askgates share, not those whose run another askgate that lives
+    /// owns: the askgate that asked a question shows its cards. None: every one.
+    pub channel: Option<&'a str>,
+    /// At most this many.
+    pub limit: u32,
+}
+
 /// The persistence askgate needs.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -173,14 +188,13 @@ pub trait Store: Send + Sync + 'static {
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<(Vec<Question>, Option<String>), StoreError>;
-    /// Pending questions asked before `before` without a recorded card in their conversation
-    /// or in the one they were escalated to, by id after `after`, at most `limit`.
-    async fn undelivered(
-        &self,
-        before: i64,
-        after: Option<QuestionId>,
-        limit: u32,
-    ) -> Result<Vec<Undelivered>, StoreError>;
+    /// Pending questions without a recorded card in their conversation or in the one they
+    /// were escalated to, in the order they were asked, each with its place in that order:
+    /// those `find` selects.
+    async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError>;
+    /// Where `question` is in the order questions were asked (the place [`Undelivered`]
+    /// carries); none when there is no such question.
+    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError>;
     /// How many questions are pending.
     async fn pending_count(&self) -> Result<u64, StoreError>;
     /// The earliest pending deadline, reminder or escalation.

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::access::policy_key;
+mod held;
 mod lane;
 
 use super::event::Bus;
@@ -26,7 +27,8 @@ use super::sweeper::Sweeper;
 use super::{Channel, ChannelState};
 use super::{Event, Policies, lock};
 use crate::question::{Conversation, Question, UserRef};
-use crate::store::{self, Store, Undelivered};
+use crate::store::{self, Store, Undelivered, Unshown};
+use held::{Admit, Held, Reader};
 use lane::Lane;
 
 /// How many lanes each group of a channel's conversations is spread over.
@@ -75,8 +77,22 @@ impl Backlog {
 /// An attached channel, its lanes per group, and how many of its cards wait to be delivered.
 pub(super) struct Attached {
     channel: Arc<dyn Channel>,
-    groups: HashMap<String, Vec<mpsc::UnboundedSender<Outbound>>>,
+    groups: HashMap<String, Group>,
     undelivered: Arc<AtomicUsize>,
+}
+
+/// A group's lanes, and the cards of its own conversations they hold (at most
+/// [`held::HELD`]; the rest wait in the store).
+struct Group {
+    lanes: Vec<mpsc::UnboundedSender<Outbound>>,
+    held: Arc<Held>,
+}
+
+/// The lane of a conversation, among a group's [`LANES`].
+fn lane_of(conversation: &Conversation) -> usize {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(conversation, &mut hasher);
+    usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0)
 }
 
 /// A conversation that no enabled channel serves.
@@ -173,7 +189,13 @@ impl Outbox {
         lock(&self.channels).iter().map(|(name, a)| (*name, a.undelivered.load(Ordering::Relaxed))).collect()
     }
 
-    /// Queues a delivery on the lane of its conversation.
+    /// Queues a delivery on the lane of its conversation: a card of the conversation's own
+    /// question only while its group holds fewer than [`held::HELD`] and none waits in the
+    /// store (otherwise it waits there too, and the group's reader shows it in turn).
+    ///
+    /// Retractions, updates, reminders, texts and escalation copies are always queued: each
+    /// is one per event that happened (a resolution, a reminder due), not one per question
+    /// waiting, and a retraction must follow its card.
     pub(super) fn send(&self, conversation: &Conversation, message: Outbound) {
         let mut channels = lock(&self.channels);
         let Some(attached) = channels.get_mut(conversation.channel()) else {
@@ -181,8 +203,10 @@ impl Outbox {
             return;
         };
         let (channel, undelivered) = (attached.channel.clone(), attached.undelivered.clone());
-        let lanes = attached.groups.entry(policy_key(conversation)).or_insert_with(|| {
-            (0..LANES)
+        let key = policy_key(conversation);
+        let group = attached.groups.entry(key.clone()).or_insert_with(|| {
+            let held = Arc::new(Held::default());
+            let lanes = (0..LANES)
                 .map(|_| {
                     let (tx, rx) = mpsc::unbounded_channel();
                     let lane = Lane {
@@ -190,22 +214,50 @@ impl Outbox {
                         backlog: self.backlog.clone(),
                         channel: channel.clone(),
                         undelivered: undelivered.clone(),
+                        held: held.clone(),
                         stop: self.stop.clone(),
                         abandon: self.abandon.clone(),
                     };
                     self.tasks.spawn(self.lanes.track_future(lane.run(rx)));
                     tx
                 })
-                .collect()
+                .collect();
+            Group { lanes, held }
         });
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::hash::Hash::hash(conversation, &mut hasher);
-        let lane = usize::try_from(std::hash::Hasher::finish(&hasher) % LANES as u64).unwrap_or(0);
+        if let Outbound::Card(question) = &message
+            && !question.is_escalation_copy()
+        {
+            match group.held.admit(question.id) {
+                Admit::Queue => {}
+                Admit::Held => return,
+                Admit::Spill { first } => {
+                    if first {
+                        self.backlog.add();
+                        let reader = Reader {
+                            store: self.store.clone(),
+                            channel: channel.name(),
+                            group: key,
+                            lanes: group.lanes.clone(),
+                            held: group.held.clone(),
+                            backlog: self.backlog.clone(),
+                            stop: self.stop.clone(),
+                        };
+                        self.tasks.spawn(reader.run(question.id));
+                    }
+                    return;
+                }
+            }
+        }
         self.backlog.add();
-        if lanes[lane].send(message).is_err() {
+        if group.lanes[lane_of(conversation)].send(message).is_err() {
             self.backlog.done();
             tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
         }
+    }
+
+    /// How many cards the lanes hold, over every group of every channel.
+    fn held(&self) -> usize {
+        lock(&self.channels).values().flat_map(|a| a.groups.values()).map(|g| g.held.len()).sum()
     }
 
     /// See [`Delivery::outbound_idle`].
@@ -300,6 +352,12 @@ impl Delivery {
         self.outbox.undelivered_cards()
     }
 
+    /// How many cards of questions' own conversations the lanes hold, queued or being shown:
+    /// at most [`held::HELD`] per group of a channel's conversations, however many wait.
+    pub fn cards_held(&self) -> usize {
+        self.outbox.held()
+    }
+
     /// Queues a delivery on the lane of its conversation.
     pub(super) fn outbound(&self, conversation: &Conversation, message: Outbound) {
         self.outbox.send(conversation, message);
@@ -378,13 +436,15 @@ impl Delivery {
     /// delivery failed and askgate stopped before it got through): a card is never dropped
     /// while its question waits. Questions asked since are on their way through the lanes.
     ///
-    /// A page at a time: the next page is read once the lanes delivered the last (or after
-    /// [`REDELIVERY_PAUSE`], when a channel that is down holds them), so that many such
+    /// In the order asked, a page at a time: the next page is read once the lanes delivered
+    /// the last (or after [`REDELIVERY_PAUSE`], when a channel that is down holds them), and
+    /// a group's cards over its bound wait in the store for its reader, so that many such
     /// questions never sit in memory at once.
     pub(super) async fn redeliver_undelivered(&self, before: i64) {
-        let mut after = None;
+        let mut after = 0;
         loop {
-            let page = match self.store.undelivered(before, after, 500).await {
+            let find = Unshown { after, before, channel: None, limit: 500 };
+            let page = match self.store.undelivered(find).await {
                 Ok(page) => page,
                 Err(e) => {
                     tracing::error!(error = %e, "could not look for questions whose card was not delivered");
@@ -392,9 +452,9 @@ impl Delivery {
                 }
             };
             let Some(last) = page.last() else { return };
-            after = Some(last.question.id);
+            after = last.place;
             let mut shown = 0;
-            for Undelivered { question, own, escalation } in page {
+            for Undelivered { question, own, escalation, .. } in page {
                 if own
                     && let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()

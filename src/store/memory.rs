@@ -20,7 +20,7 @@ use async_trait::async_trait;
 
 use super::{
     Callback, CardFind, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, Store, StoreError,
-    Undelivered, Write, WriteStats,
+    Undelivered, Unshown, Write, WriteStats,
 };
 use crate::question::{Question, QuestionId, RunId};
 use tables::Tables;
@@ -115,13 +115,12 @@ impl Store for MemoryStore {
         self.open()?.page(filter, cursor, limit)
     }
 
-    async fn undelivered(
-        &self,
-        before: i64,
-        after: Option<QuestionId>,
-        limit: u32,
-    ) -> Result<Vec<Undelivered>, StoreError> {
-        Ok(self.open()?.undelivered(before, after, limit))
+    async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError> {
+        Ok(self.open()?.undelivered(find))
+    }
+
+    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
+        Ok(self.open()?.place(question))
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {

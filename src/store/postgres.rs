@@ -33,10 +33,10 @@ pub use instances::{InstanceRow, instances};
 
 use super::command::{Deliver, FinishRun, Nudge, Remember, RevokeGrant, SaveRun, Says, Seen, SetDraft, TakeOrphans};
 use super::reads::{self, Dialect, Reads, Select};
-use super::rows::{Columns, delivery_from_row, page, page_after, undelivered_from_row};
+use super::rows::{Columns, delivery_from_row, page, page_after};
 use super::{
     Callback, CardFind, Change, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, RunEvent,
-    Shared, Store, StoreError, Undelivered, Write,
+    Shared, Store, StoreError, Undelivered, Unshown, Write,
 };
 use crate::question::form::Draft;
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status};
@@ -278,29 +278,12 @@ impl Store for PostgresStore {
         reads::next_deadline(self).await
     }
 
-    async fn undelivered(
-        &self,
-        before: i64,
-        after: Option<QuestionId>,
-        limit: u32,
-    ) -> Result<Vec<Undelivered>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT * FROM (SELECT ",
-            question_columns!(),
-            ", ",
-            card_missing_in!("conversation"),
-            " AS own_missing, ",
-            card_missing_in!("escalated_to"),
-            " AS escalation_missing FROM questions q WHERE id > $2 AND status = 'pending' \
-             AND conversation IS NOT NULL AND created_at < $1) AS u \
-             WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY id LIMIT $3"
-        ))
-        .bind(before)
-        .bind(after.map_or_else(String::new, |id| id.to_string()))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(undelivered_from_row).collect()
+    async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError> {
+        reads::undelivered(self, find).await
+    }
+
+    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
+        reads::place(self, question).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {

@@ -333,6 +333,8 @@ pub enum CallbackTry {
 pub struct Undelivered {
     /// The question, as stored.
     pub question: Question,
+    /// Its place in the order questions were asked.
+    pub place: i64,
     /// No card in its own conversation.
     pub own: bool,
     /// No card in the conversation it was escalated to.

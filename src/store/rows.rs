@@ -169,6 +169,7 @@ pub(super) fn delivery_from_row(r: &impl Columns) -> Result<Delivery, StoreError
 pub(super) fn undelivered_from_row(row: &impl Columns) -> Result<Undelivered, StoreError> {
     Ok(Undelivered {
         question: question_from_row(row)?,
+        place: row.req_int("place")?,
         own: row.req_int("own_missing")? != 0,
         escalation: row.req_int("escalation_missing")? != 0,
     })

@@ -17,7 +17,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use super::reads::{self, Dialect, Reads, Select};
 use super::{
     Callback, CardFind, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, Store, StoreError,
-    Undelivered, Write, WriteStats,
+    Undelivered, Unshown, Write, WriteStats,
 };
 use crate::question::form::Draft;
 use crate::question::{Conversation, Kind, Question, QuestionId, RunId, Status};
@@ -42,7 +42,7 @@ mod rows;
 mod statements;
 mod writer;
 
-use super::rows::{Bind, delivery_from_row, page, page_after, undelivered_from_row};
+use super::rows::{Bind, delivery_from_row, page, page_after};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
 
@@ -211,32 +211,12 @@ impl Store for SqliteStore {
         reads::next_deadline(self).await
     }
 
-    // In id order through the primary key, so that a page stops at its 500th find instead of
-    // sorting every pending question each time (`id > ''` on the first page: ids are never
-    // empty). With every card delivered it still reads each pending question once, at start.
-    async fn undelivered(
-        &self,
-        before: i64,
-        after: Option<QuestionId>,
-        limit: u32,
-    ) -> Result<Vec<Undelivered>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT * FROM (SELECT ",
-            question_columns!(),
-            ", ",
-            card_missing_in!("conversation"),
-            " AS own_missing, ",
-            card_missing_in!("escalated_to"),
-            " AS escalation_missing FROM questions q INDEXED BY sqlite_autoindex_questions_1 WHERE id > ?2 AND status = 'pending' \
-             AND conversation IS NOT NULL AND created_at < ?1) AS u \
-             WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY id LIMIT ?3"
-        ))
-        .bind(before)
-        .bind(after.map_or_else(String::new, |id| id.to_string()))
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter().map(undelivered_from_row).collect()
+    async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError> {
+        reads::undelivered(self, find).await
+    }
+
+    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
+        reads::place(self, question).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {

@@ -10,7 +10,9 @@ use crate::support::{T0, waiting_run};
 use askgate::question::{Answerers, Ask, Conversation, Mode, Outcome, Question, QuestionId, RunId, Status, Surface};
 use askgate::run::{Run, RunStatus};
 use askgate::store::StoreExt;
-use askgate::store::{Claim, Delivery, DeliveryRole, Grant, QuestionFilter, Resolution, RunWritten, Store, StoreError};
+use askgate::store::{
+    Claim, Delivery, DeliveryRole, Grant, QuestionFilter, Resolution, RunWritten, Store, StoreError, Unshown,
+};
 use serde_json::json;
 
 /// A store open on a place.
@@ -470,23 +472,33 @@ async fn pending_questions_are_listed_oldest_first_up_to_a_limit(place: Place) {
     b.store.close().await;
 }
 
+/// What to read of the questions without a card: every channel's, after `after`.
+fn unshown(after: i64, before: i64, limit: u32) -> Unshown<'static> {
+    Unshown { after, before, channel: None, limit }
+}
+
+/// In the order they were asked, each with its place, page by page after the last place read;
+/// of one channel when one is named.
 async fn undelivered_questions_are_found_page_by_page(place: Place) {
     let b = Backend::open(place).await;
     let mut ids = Vec::new();
-    for i in 0..3 {
-        ids.push(asked(&b.store, "test:room", &format!("U{i}")).await.1.id);
+    for (i, at) in ["test:room", "test:room", "other:room", "test:room"].into_iter().enumerate() {
+        ids.push(asked(&b.store, at, &format!("U{i}")).await.1.id);
     }
     b.store.add_delivery(&Delivery::card(ids[1], Surface::CONSOLE, "local", "1")).await.unwrap();
-    let mut expected = [ids[0], ids[2]];
-    expected.sort_by_key(ToString::to_string);
-    let first = b.store.undelivered(T0 + 100, None, 1).await.unwrap();
-    assert_eq!(
-        first.iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>(),
-        [(expected[0], true, false)]
-    );
-    let rest = b.store.undelivered(T0 + 100, Some(expected[0]), 10).await.unwrap();
-    assert_eq!(rest.iter().map(|u| u.question.id).collect::<Vec<_>>(), [expected[1]]);
-    assert_eq!(b.store.undelivered(T0, None, 10).await.unwrap(), [], "only those asked before `before`");
+    let first = b.store.undelivered(unshown(0, T0 + 100, 1)).await.unwrap();
+    assert_eq!(first.iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>(), [(ids[0], true, false)]);
+    assert_eq!(b.store.place(ids[0]).await.unwrap(), Some(first[0].place));
+    let rest = b.store.undelivered(unshown(first[0].place, T0 + 100, 10)).await.unwrap();
+    assert_eq!(rest.iter().map(|u| u.question.id).collect::<Vec<_>>(), [ids[2], ids[3]], "in the order asked");
+    assert!(first[0].place < rest[0].place && rest[0].place < rest[1].place);
+    let test = Unshown { channel: Some("test"), ..unshown(0, T0 + 100, 10) };
+    let of_test = b.store.undelivered(test).await.unwrap();
+    assert_eq!(of_test.iter().map(|u| u.question.id).collect::<Vec<_>>(), [ids[0], ids[3]], "of one channel");
+    let te = Unshown { channel: Some("te"), ..test };
+    assert_eq!(b.store.undelivered(te).await.unwrap(), [], "a channel is a whole name");
+    assert_eq!(b.store.undelivered(unshown(0, T0, 10)).await.unwrap(), [], "only those asked before `before`");
+    assert_eq!(b.store.place(askgate::question::QuestionId::new()).await.unwrap(), None);
     b.store.close().await;
 }
 
@@ -511,7 +523,7 @@ async fn a_question_escalated_without_a_card_there_is_found(place: Place) {
     b.store.add_delivery(&card(q, "test:room", "1")).await.unwrap();
     b.store.add_delivery(&Delivery::card(legacy, Surface::OTHER, "test:room", "l")).await.unwrap();
     let found = || async {
-        let found = b.store.undelivered(T0 + 100, None, 10).await.unwrap();
+        let found = b.store.undelivered(unshown(0, T0 + 100, 10)).await.unwrap();
         found.into_iter().map(|u| (u.question.id, u.own, u.escalation)).collect::<Vec<_>>()
     };
     assert_eq!(found().await, [], "each card was shown");

@@ -74,6 +74,7 @@ mod signing;
 mod slack;
 #[cfg(feature = "slack")]
 mod slack_forms;
+mod spill;
 mod startup;
 mod stdio_bridge;
 mod stop;

@@ -189,12 +189,25 @@ pub struct Recorder {
     shown: Mutex<Vec<Shown>>,
     /// A conversation where cards fail for now (as when a platform is down).
     down: Mutex<Option<String>>,
+    /// While set, cards wait before they are shown (as a platform slower than the asks).
+    paused: std::sync::atomic::AtomicBool,
+    resumed: tokio::sync::Notify,
 }
 
 impl Recorder {
     /// Cards for `conversation` fail from now on, as a platform that is down (texts still go).
     pub fn down_in(&self, conversation: &str) {
         *self.down.lock().unwrap() = Some(conversation.to_owned());
+    }
+
+    /// Cards wait from now on until [`Recorder::resume`].
+    pub fn pause(&self) {
+        self.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn resume(&self) {
+        self.paused.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.resumed.notify_waiters();
     }
 
     pub fn all(&self) -> Vec<Shown> {
@@ -234,6 +247,15 @@ impl Channel for Recorder {
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
+        loop {
+            let resumed = self.resumed.notified();
+            tokio::pin!(resumed);
+            resumed.as_mut().enable();
+            if !self.paused.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            resumed.await;
+        }
         let chat = question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
         if self.down.lock().unwrap().as_ref() == Some(&chat) {
             return Err(ChannelError::transient(format!("{chat} is down"), None));

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::held::{Held, Release};
 use super::{Backlog, Outbound};
 use crate::engine::Channel;
 use crate::engine::recent::Recent;
@@ -25,6 +26,9 @@ pub(super) struct Lane {
     pub(super) backlog: Arc<Backlog>,
     pub(super) channel: Arc<dyn Channel>,
     pub(super) undelivered: Arc<AtomicUsize>,
+    /// The group's cards in its lanes: a card of a question's own conversation is released
+    /// once this lane is done with it.
+    pub(super) held: Arc<Held>,
     pub(super) stop: CancellationToken,
     pub(super) abandon: CancellationToken,
 }
@@ -60,6 +64,7 @@ impl Lane {
     ) {
         match message {
             Outbound::Card(question) => {
+                let _release = (!question.is_escalation_copy()).then(|| Release(&self.held, question.id));
                 if closed.remove(&question.id).is_some() {
                     return;
                 }

@@ -8,7 +8,7 @@ use super::tables::Tables;
 use crate::question::{Conversation, Mode, Question, QuestionId, RunId, Status, Surface};
 use crate::store::rows::page_after;
 use crate::store::{
-    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, StoreError, Undelivered,
+    Delivery, DeliveryRole, Find, Grant, GrantFind, Orphans, QuestionFilter, Resume, StoreError, Undelivered, Unshown,
 };
 
 /// The lowest id that starts with `prefix`, when some id can (ids are UUIDs written as
@@ -124,19 +124,30 @@ impl Tables {
         Ok((page.into_iter().map(|(_, q)| q.clone()).collect(), next))
     }
 
-    /// Pending questions asked before `before` with a card missing in their conversation or
-    /// the one they were escalated to, by id after `after`.
-    pub(super) fn undelivered(&self, before: i64, after: Option<QuestionId>, limit: u32) -> Vec<Undelivered> {
-        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-        self.these(self.pending.by_id.range((from, Bound::Unbounded)))
-            .filter(|q| q.conversation.is_some() && q.created_at < before)
-            .filter_map(|q| {
+    /// Pending questions with a card missing in their conversation or the one they were
+    /// escalated to, in the order they were asked, as `find` selects (one askgate holds this
+    /// store: every run is its own).
+    pub(super) fn undelivered(&self, find: Unshown<'_>) -> Vec<Undelivered> {
+        let after = u64::try_from(find.after).unwrap_or(0);
+        let of_channel = |c: &Conversation| find.channel.is_none_or(|channel| c.channel() == channel);
+        self.pending
+            .by_seq
+            .range((Bound::Excluded(after), Bound::Unbounded))
+            .filter_map(|(seq, id)| Some((*seq, &self.questions.get(id)?.question)))
+            .filter(|(_, q)| q.conversation.as_ref().is_some_and(of_channel) && q.created_at < find.before)
+            .filter_map(|(seq, q)| {
                 let own = self.card_missing_in(q, q.conversation.as_ref());
                 let escalation = self.card_missing_in(q, q.escalated_to.as_ref());
-                (own || escalation).then(|| Undelivered { question: q.clone(), own, escalation })
+                let place = i64::try_from(seq).unwrap_or(i64::MAX);
+                (own || escalation).then(|| Undelivered { question: q.clone(), place, own, escalation })
             })
-            .take(limit as usize)
+            .take(find.limit as usize)
             .collect()
+    }
+
+    /// Where `id` is in the order questions were asked.
+    pub(super) fn place(&self, id: QuestionId) -> Option<i64> {
+        self.questions.get(&id).and_then(|stored| i64::try_from(stored.seq).ok())
     }
 
     /// Whether `q` has no card in `place` (a card recorded without its conversation counts

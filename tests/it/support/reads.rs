@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use askgate::question::{Question, QuestionId, RunId};
 use askgate::store::{
     Callback, CardFind, Delivery, Find, Grant, GrantFind, Login, LoginFind, QuestionFilter, Resume, Shared, Store,
-    StoreError, Undelivered, Write, WriteStats,
+    StoreError, Undelivered, Unshown, Write, WriteStats,
 };
 use async_trait::async_trait;
 
@@ -50,13 +50,12 @@ impl Store for Counting {
         self.inner.questions_page(filter, cursor, limit).await
     }
 
-    async fn undelivered(
-        &self,
-        before: i64,
-        after: Option<QuestionId>,
-        limit: u32,
-    ) -> Result<Vec<Undelivered>, StoreError> {
-        self.inner.undelivered(before, after, limit).await
+    async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError> {
+        self.inner.undelivered(find).await
+    }
+
+    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
+        self.inner.place(question).await
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {

@@ -1,0 +1,230 @@
+//! The bound on what a group's lanes hold of its cards, and the reading that shows the cards
+//! over it from the store, where every pending question without a card already is.
+//!
+//! A question is written before its card is queued, so a card the lanes cannot take loses
+//! nothing by not being held in memory: the group *spills*, its later cards wait in the store
+//! too (so that a conversation's cards keep their order), and one reader per group reads them
+//! back in the order they were asked as the lanes make room. Asking a million questions faster
+//! than a channel shows them then costs [`HELD`] cards of memory per group, not a million.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::{Backlog, Outbound, lane_of};
+use crate::engine::access::policy_key;
+use crate::engine::lock;
+use crate::engine::retry::Backoff;
+use crate::question::QuestionId;
+use crate::store::{Store, StoreError, Unshown};
+
+/// The most cards of a group's own conversations its lanes hold at once, queued or being
+/// shown (about 1 KB each with their question). Enough for any chat's pace between two reads;
+/// the rest wait in the store.
+pub(super) const HELD: usize = 1_024;
+
+/// How many questions the reader reads at a time; it reads when the lanes hold at most
+/// [`HELD`] less this many, so a page always fits.
+const PAGE: u32 = 256;
+
+/// How many places in the order asked the reader reads back before the first card it was
+/// left: questions committed together are announced in no particular order, so a card
+/// turned away after the first may belong before it.
+const MARGIN: i64 = 1_024;
+
+/// How long the reader waits after the store failed, at most: it tries until the stop.
+const STORE_BACKOFF: Backoff =
+    Backoff { first: Duration::from_millis(100), max: Duration::from_secs(10), retries: u32::MAX };
+
+/// A group's cards in its lanes, and whether more wait in the store.
+#[derive(Default)]
+pub(super) struct Held {
+    state: Mutex<State>,
+    /// Wakes the reader when the lanes made room.
+    room: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    /// The questions whose card the lanes hold (at most [`HELD`]): a card already held is not
+    /// queued twice.
+    cards: HashSet<QuestionId>,
+    /// Whether cards wait in the store (a reader reads them).
+    spilling: bool,
+    /// How many cards were turned away so far: the reader ends only after a read during
+    /// which none was.
+    turned_away: u64,
+}
+
+/// What the lanes do with a card of the group's own conversations.
+pub(super) enum Admit {
+    /// Queue it.
+    Queue,
+    /// Nothing: the lanes hold it already.
+    Held,
+    /// Nothing: it waits in the store; `first` when it is the first, so a reader must start.
+    Spill { first: bool },
+}
+
+impl Held {
+    /// Takes the card of `question` for the lanes, unless they hold it or are full.
+    pub(super) fn admit(&self, question: QuestionId) -> Admit {
+        let mut state = lock(&self.state);
+        if state.cards.contains(&question) {
+            return Admit::Held;
+        }
+        if !state.spilling && state.cards.len() < HELD {
+            state.cards.insert(question);
+            return Admit::Queue;
+        }
+        state.turned_away += 1;
+        let first = !state.spilling;
+        state.spilling = true;
+        Admit::Spill { first }
+    }
+
+    /// The lanes are done with the card of `question` (shown and recorded, given up, or not
+    /// needed).
+    pub(super) fn release(&self, question: QuestionId) {
+        let mut state = lock(&self.state);
+        if state.cards.remove(&question) && state.spilling && state.cards.len() <= HELD - PAGE as usize {
+            drop(state);
+            self.room.notify_one();
+        }
+    }
+
+    /// How many cards the lanes hold.
+    pub(super) fn len(&self) -> usize {
+        lock(&self.state).cards.len()
+    }
+
+    /// Takes a card the reader found, whatever the bound (it reads only into room); false
+    /// when the lanes hold it already.
+    fn take(&self, question: QuestionId) -> bool {
+        lock(&self.state).cards.insert(question)
+    }
+
+    /// The cards the lanes hold now and how many were turned away so far, before a read: a
+    /// card they held then and found without a card in the read may have been shown since.
+    fn before_read(&self) -> (HashSet<QuestionId>, u64) {
+        let state = lock(&self.state);
+        (state.cards.clone(), state.turned_away)
+    }
+
+    /// Returns once the lanes have room for a page.
+    async fn room(&self) {
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if self.len() <= HELD - PAGE as usize {
+                return;
+            }
+            room.await;
+        }
+    }
+
+    /// Ends the spill unless a card was turned away since `seen`; whether it ended.
+    fn end(&self, seen: u64) -> bool {
+        let mut state = lock(&self.state);
+        if state.turned_away != seen {
+            return false;
+        }
+        state.spilling = false;
+        true
+    }
+}
+
+/// A card turned away: held until the lane is done with it, then released (also when the
+/// lane drops it at shutdown).
+pub(super) struct Release<'a>(pub(super) &'a Held, pub(super) QuestionId);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
+/// Reads the cards a group spilled back from the store into its lanes, in the order asked.
+pub(super) struct Reader {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) channel: &'static str,
+    pub(super) group: String,
+    pub(super) lanes: Vec<mpsc::UnboundedSender<Outbound>>,
+    pub(super) held: Arc<Held>,
+    pub(super) backlog: Arc<Backlog>,
+    pub(super) stop: CancellationToken,
+}
+
+impl Reader {
+    /// Shows what waits from `first` (the first card turned away) on, until nothing is left
+    /// or the stop (the next start shows the rest: pending questions without a card).
+    pub(super) async fn run(self, first: QuestionId) {
+        let (channel, group) = (self.channel, self.group.as_str());
+        tracing::warn!(
+            channel,
+            group,
+            "more than {HELD} cards wait to be shown in {group}; the rest wait in the store and are shown in the order asked as the channel takes them"
+        );
+        tokio::select! {
+            () = self.catch_up(first) => tracing::info!(channel, group, "every card that waited in the store for {group} is shown"),
+            () = self.stop.cancelled() => {}
+        }
+        self.backlog.done();
+    }
+
+    async fn catch_up(&self, first: QuestionId) {
+        let start = self.retrying(|| self.store.place(first)).await;
+        let mut after = start.map_or(0, |place| (place - 1 - MARGIN).max(0));
+        loop {
+            self.held.room().await;
+            // While the group spills only this reader adds to the lanes, so a card neither
+            // held before the read nor recorded in it waits in the store.
+            let (held, seen) = self.held.before_read();
+            let find = Unshown { after, before: i64::MAX, channel: Some(self.channel), limit: PAGE };
+            let page = self.retrying(|| self.store.undelivered(find)).await;
+            let read = page.len();
+            for unshown in page {
+                after = unshown.place;
+                let Some(conversation) = unshown.question.conversation.clone() else { continue };
+                let id = unshown.question.id;
+                if !unshown.own || policy_key(&conversation) != self.group || held.contains(&id) || !self.held.take(id)
+                {
+                    continue;
+                }
+                self.backlog.add();
+                let lane = &self.lanes[lane_of(&conversation)];
+                if lane.send(Outbound::Card(Arc::new(unshown.question))).is_err() {
+                    self.backlog.done();
+                    return;
+                }
+            }
+            if read < PAGE as usize {
+                if self.held.end(seen) {
+                    return;
+                }
+                // Cards turned away during the read were committed by then or after: read
+                // the last places again, then on.
+                after = (after - MARGIN).max(0);
+            }
+        }
+    }
+
+    /// What `read` gives, tried again with backoff while the store fails.
+    async fn retrying<T, F: Future<Output = Result<T, StoreError>>>(&self, read: impl Fn() -> F) -> T {
+        let mut attempt = 0;
+        loop {
+            match read().await {
+                Ok(found) => return found,
+                Err(e) => {
+                    attempt += 1;
+                    tracing::warn!(channel = self.channel, error = %e, "could not read the cards that wait to be shown; trying again");
+                    tokio::time::sleep(STORE_BACKOFF.pause(attempt, None)).await;
+                }
+            }
+        }
+    }
+}
