@@ -17,7 +17,8 @@
 //!   count and every acknowledged ask survived.
 //!
 //! `cargo bench --bench pending` (`-- --quick` for 20,000 pending; `-- --pending N`, `--churn
-//! N`; `-- --only sqlite` or `-- --only postgres`). PostgreSQL at `ASKGATE_TEST_POSTGRES`
+//! N`; `-- --only sqlite` or `-- --only postgres`; `-- --channel-down` asks in a conversation
+//! whose channel refuses every card, so every card waits). PostgreSQL at `ASKGATE_TEST_POSTGRES`
 //! (default `postgres://postgres@127.0.0.1:5432/postgres`), in a database of the benchmark's
 //! own, dropped at the end. askgate runs pinned to CPU 0 (`taskset`), this process on the
 //! others. `ASKGATE_BENCH_BIN` runs another askgate binary. Figures go to stdout, each section
@@ -69,6 +70,12 @@ impl Sizes {
             crash_load: Duration::from_secs(5),
         }
     }
+}
+
+/// Whether `--channel-down` asks every question where no card can be shown (a webhook
+/// endpoint that refuses connections), so that the fill measures what cards waiting costs.
+fn channel_down() -> bool {
+    std::env::args().any(|a| a == "--channel-down")
 }
 
 /// The stores to measure on, as `--only` says (both unless it does).

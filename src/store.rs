@@ -164,8 +164,8 @@ pub struct Unshown<'a> {
     /// Those asked before this time.
     pub before: i64,
     /// Only those whose own conversation is of this channel (`telegram` names `telegram:…`)
-    /// and, on a store several askgates share, not those whose run another askgate that lives
-    /// owns: the askgate that asked a question shows its cards. None: every one.
+    /// and, on a store several askgates share, not those whose run another askgate owns while
+    /// it lives: the askgate that asked a question shows its cards. None: every one.
     pub channel: Option<&'a str>,
     /// At most this many.
     pub limit: u32,
@@ -192,9 +192,6 @@ pub trait Store: Send + Sync + 'static {
     /// were escalated to, in the order they were asked, each with its place in that order:
     /// those `find` selects.
     async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError>;
-    /// Where `question` is in the order questions were asked (the place [`Undelivered`]
-    /// carries); none when there is no such question.
-    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError>;
     /// How many questions are pending.
     async fn pending_count(&self) -> Result<u64, StoreError>;
     /// The earliest pending deadline, reminder or escalation.

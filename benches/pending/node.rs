@@ -15,8 +15,11 @@ use crate::served::{Start, cpu, launch, memory_mb};
 /// and on either store.
 const OPERATOR: &str = "0123456789abcdef0123456789abcdef-pending";
 /// The conversation every question is asked in: the console's, whose cards go to a stdout that
-/// is dropped, so no slow channel holds them back.
-const CONVERSATION: &str = "console:local";
+/// is dropped, so no slow channel holds them back; with `--channel-down`, a webhook endpoint's
+/// that refuses every connection, so every card waits to be shown.
+fn conversation() -> &'static str {
+    if crate::channel_down() { "webhook:down:ops" } else { "console:local" }
+}
 
 /// A running askgate: its config, its process and its API.
 pub struct Node {
@@ -118,14 +121,14 @@ impl Api {
 
     /// An agent asks a yes/no question that waits `timeout` (`"never"` or seconds).
     pub async fn ask(&self, i: usize, timeout: Value) -> Call {
-        let ask = json!({"conversation": CONVERSATION, "kind": "confirm", "prompt": format!("Deploy {i}?"), "timeout": timeout});
+        let ask = json!({"conversation": conversation(), "kind": "confirm", "prompt": format!("Deploy {i}?"), "timeout": timeout});
         self.post("/api/questions", &self.agent, ask).await
     }
 
     /// An agent asks a question that never expires: its id once askgate acknowledged it (201),
     /// or an error when the call failed (askgate was killed under it).
     pub async fn try_ask(&self, i: usize) -> Result<String, reqwest::Error> {
-        let ask = json!({"conversation": CONVERSATION, "kind": "confirm", "prompt": format!("Deploy {i}?"), "timeout": "never"});
+        let ask = json!({"conversation": conversation(), "kind": "confirm", "prompt": format!("Deploy {i}?"), "timeout": "never"});
         let url = format!("{}/api/questions", self.base);
         let response = self.client.post(url).bearer_auth(&self.agent).json(&ask).send().await?;
         let asked: Value = response.error_for_status()?.json().await?;
@@ -170,7 +173,8 @@ impl Api {
 /// askgate on `config`, pinned to CPU 0, and how long from spawning it to `/healthz` 200.
 async fn spawn(config: &std::path::Path) -> (tokio::process::Child, String, Duration) {
     let started = Instant::now();
-    let start = Start { env: vec![("ASKGATE_API_TOKEN", OPERATOR.to_owned())], cpu: Some(0), ..Start::default() };
+    let env = vec![("ASKGATE_API_TOKEN", OPERATOR.to_owned()), (crate::store::WEBHOOK_SECRET, "s3cret".to_owned())];
+    let start = Start { env, cpu: Some(0), ..Start::default() };
     let (child, base) = launch(config, &start).await;
     let client = reqwest::Client::new();
     loop {

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use sqlx::{ConnectOptions, Connection, Row};
 
+/// The variable holding the secret of `--channel-down`'s webhook endpoint.
+pub const WEBHOOK_SECRET: &str = "ASKGATE_BENCH_WEBHOOK_SECRET";
+
 /// Where the questions are kept.
 pub enum Store {
     Sqlite { dir: tempfile::TempDir },
@@ -55,16 +58,23 @@ impl Store {
         self.dir().join("askgate.db")
     }
 
-    /// A config for askgate on this store with the console channel, written to its directory.
+    /// A config for askgate on this store with the console channel (and with `--channel-down`
+    /// a webhook endpoint nobody listens at), written to its directory.
     pub fn config(&self) -> PathBuf {
         let database = match self {
             Self::Sqlite { .. } => self.sqlite_file().display().to_string(),
             Self::Postgres { url, .. } => url.clone(),
         };
         let config = self.dir().join("channels.toml");
-        let text = format!(
+        let mut text = format!(
             "[gateway]\ndatabase = \"{database}\"\nhttp = \"127.0.0.1:0\"\n\n[channels.console]\nenabled = true\n"
         );
+        if crate::channel_down() {
+            // Port 9 (discard) listens nowhere here: every card is refused and tried again.
+            text.push_str(&format!(
+                "\n[channels.webhook.down]\nurl = \"http://127.0.0.1:9/\"\nsecret_env = \"{WEBHOOK_SECRET}\"\nallowed_users = [\"webhook:down:alice\"]\n"
+            ));
+        }
         std::fs::write(&config, text).unwrap();
         config
     }

@@ -285,9 +285,9 @@ impl Context {
                 self.run.status = RunStatus::Waiting;
                 self.run.updated_at = now;
                 let question = Arc::new(question);
-                runner.store.ask(&self.run, &question).await?;
+                let place = runner.store.ask(&self.run, &question).await?;
                 self.run.update = None;
-                runner.delivery.announce(question.clone());
+                runner.delivery.announce(question.clone(), place);
                 let id = question.id;
                 self.journal.push(question);
                 Err(AskError::Pending { question: id })
@@ -296,12 +296,15 @@ impl Context {
                 let (tx, rx) = oneshot::channel();
                 runner.waiters.hold(&question, tx);
                 let shared = Arc::new(question.clone());
-                if let Err(e) = runner.store.ask(&self.run, &shared).await {
-                    runner.waiters.release(question.id);
-                    return Err(e.into());
-                }
+                let place = match runner.store.ask(&self.run, &shared).await {
+                    Ok(place) => place,
+                    Err(e) => {
+                        runner.waiters.release(question.id);
+                        return Err(e.into());
+                    }
+                };
                 self.run.update = None;
-                runner.delivery.announce(shared);
+                runner.delivery.announce(shared, place);
                 self.awaiting = Some(question.clone());
                 let waiting = runner.waiting_on_a_person(question.conversation.as_ref());
                 let outcome = rx.await.unwrap_or(Outcome::Cancelled { reason: "shutdown".to_owned() });

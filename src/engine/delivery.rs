@@ -84,6 +84,7 @@ pub(super) struct Attached {
 /// A group's lanes, and the cards of its own conversations they hold (at most
 /// [`held::HELD`]; the rest wait in the store).
 struct Group {
+    channel: Arc<dyn Channel>,
     lanes: Vec<mpsc::UnboundedSender<Outbound>>,
     held: Arc<Held>,
 }
@@ -189,22 +190,62 @@ impl Outbox {
         lock(&self.channels).iter().map(|(name, a)| (*name, a.undelivered.load(Ordering::Relaxed))).collect()
     }
 
-    /// Queues a delivery on the lane of its conversation: a card of the conversation's own
-    /// question only while its group holds fewer than [`held::HELD`] and none waits in the
-    /// store (otherwise it waits there too, and the group's reader shows it in turn).
-    ///
-    /// Retractions, updates, reminders, texts and escalation copies are always queued: each
-    /// is one per event that happened (a resolution, a reminder due), not one per question
-    /// waiting, and a retraction must follow its card.
+    /// Queues a delivery on the lane of its conversation. Cards of questions in their own
+    /// conversation go through [`Outbox::card`]; what comes here is queued whatever the lanes
+    /// hold: retractions, updates, reminders, texts and escalation copies are each one per event
+    /// that happened (a resolution, a reminder due), not one per question waiting, and a
+    /// retraction must follow its card.
     pub(super) fn send(&self, conversation: &Conversation, message: Outbound) {
         let mut channels = lock(&self.channels);
+        let Some(group) = self.group(&mut channels, conversation) else { return };
+        self.queue(group, conversation, message);
+    }
+
+    /// Queues the card of `question`, asked at `place`, in its own conversation, while its
+    /// group holds fewer than [`held::HELD`] and none waits in the store; otherwise it waits
+    /// there too, and the group's reader shows it in turn (and a card the lanes hold already
+    /// is not queued again).
+    pub(super) fn card(&self, conversation: &Conversation, question: Arc<Question>, place: i64) {
+        let mut channels = lock(&self.channels);
+        let Some(group) = self.group(&mut channels, conversation) else { return };
+        match group.held.admit(question.id, place) {
+            Admit::Queue => {
+                let id = question.id;
+                if !self.queue(group, conversation, Outbound::Card(question)) {
+                    group.held.release(id);
+                }
+            }
+            Admit::Held => {}
+            Admit::Spill { first: false } => {}
+            Admit::Spill { first: true } => {
+                self.backlog.add();
+                let reader = Reader {
+                    store: self.store.clone(),
+                    channel: group.channel.clone(),
+                    group: policy_key(conversation),
+                    lanes: group.lanes.clone(),
+                    held: group.held.clone(),
+                    backlog: self.backlog.clone(),
+                    stop: self.stop.clone(),
+                };
+                self.tasks.spawn(reader.run(place));
+            }
+        }
+    }
+
+    /// The group of `conversation`'s lanes, started on its first message; none when no channel
+    /// is attached for it.
+    fn group<'c>(
+        &self,
+        channels: &'c mut HashMap<&'static str, Attached>,
+        conversation: &Conversation,
+    ) -> Option<&'c Group> {
         let Some(attached) = channels.get_mut(conversation.channel()) else {
             tracing::debug!(%conversation, "no channel attached for this conversation");
-            return;
+            return None;
         };
         let (channel, undelivered) = (attached.channel.clone(), attached.undelivered.clone());
-        let key = policy_key(conversation);
-        let group = attached.groups.entry(key.clone()).or_insert_with(|| {
+        Some(attached.groups.entry(policy_key(conversation)).or_insert_with(|| {
             let held = Arc::new(Held::default());
             let lanes = (0..LANES)
                 .map(|_| {
@@ -222,37 +263,20 @@ impl Outbox {
                     tx
                 })
                 .collect();
-            Group { lanes, held }
-        });
-        if let Outbound::Card(question) = &message
-            && !question.is_escalation_copy()
-        {
-            match group.held.admit(question.id) {
-                Admit::Queue => {}
-                Admit::Held => return,
-                Admit::Spill { first } => {
-                    if first {
-                        self.backlog.add();
-                        let reader = Reader {
-                            store: self.store.clone(),
-                            channel: channel.name(),
-                            group: key,
-                            lanes: group.lanes.clone(),
-                            held: group.held.clone(),
-                            backlog: self.backlog.clone(),
-                            stop: self.stop.clone(),
-                        };
-                        self.tasks.spawn(reader.run(question.id));
-                    }
-                    return;
-                }
-            }
-        }
+            Group { channel, lanes, held }
+        }))
+    }
+
+    /// Queues `message` on the lane of `conversation` in `group`; false when the lane is gone
+    /// (the channel stopped).
+    fn queue(&self, group: &Group, conversation: &Conversation, message: Outbound) -> bool {
         self.backlog.add();
         if group.lanes[lane_of(conversation)].send(message).is_err() {
             self.backlog.done();
             tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
+            return false;
         }
+        true
     }
 
     /// How many cards the lanes hold, over every group of every channel.
@@ -408,10 +432,10 @@ impl Delivery {
         self.outbound(conversation, Outbound::Text(conversation.clone(), text));
     }
 
-    /// A question was persisted: render it and tell observers.
-    pub(super) fn announce(&self, question: Arc<Question>) {
+    /// A question was persisted at `place` in the order asked: render it and tell observers.
+    pub(super) fn announce(&self, question: Arc<Question>, place: i64) {
         if let Some(c) = &question.conversation {
-            self.outbound(c, Outbound::Card(question.clone()));
+            self.outbox.card(c, question.clone(), place);
         }
         self.sweeper.wake_for(&question);
         self.metrics.asked();
@@ -436,10 +460,10 @@ impl Delivery {
     /// delivery failed and askgate stopped before it got through): a card is never dropped
     /// while its question waits. Questions asked since are on their way through the lanes.
     ///
-    /// In the order asked, a page at a time: the next page is read once the lanes delivered
-    /// the last (or after [`REDELIVERY_PAUSE`], when a channel that is down holds them), and
-    /// a group's cards over its bound wait in the store for its reader, so that many such
-    /// questions never sit in memory at once.
+    /// In the order asked, a page at a time. A group's cards over its bound wait in the store
+    /// for its reader; escalation copies are not bounded, so after a page that queued some the
+    /// next is read once the lanes delivered them (or after [`REDELIVERY_PAUSE`], when a
+    /// channel that is down holds them): many such questions never sit in memory at once.
     pub(super) async fn redeliver_undelivered(&self, before: i64) {
         let mut after = 0;
         loop {
@@ -453,14 +477,14 @@ impl Delivery {
             };
             let Some(last) = page.last() else { return };
             after = last.place;
-            let mut shown = 0;
-            for Undelivered { question, own, escalation, .. } in page {
+            let (mut shown, mut escalations) = (0, 0);
+            for Undelivered { question, own, escalation, place } in page {
                 if own
                     && let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()
                 {
                     tracing::debug!(question = %question.id, "showing a card that was not delivered before the stop");
-                    self.outbound(c, Outbound::Card(Arc::new(question.clone())));
+                    self.outbox.card(c, Arc::new(question.clone()), place);
                     shown += 1;
                 }
                 if escalation
@@ -469,11 +493,13 @@ impl Delivery {
                 {
                     tracing::debug!(question = %question.id, %to, "showing an escalation card that was not delivered before the stop");
                     self.show_escalated(&question, to);
-                    shown += 1;
+                    escalations += 1;
                 }
             }
-            if shown > 0 {
-                tracing::info!("showing {shown} cards that were not delivered before the stop");
+            if shown + escalations > 0 {
+                tracing::info!("showing {} cards that were not delivered before the stop", shown + escalations);
+            }
+            if escalations > 0 {
                 let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
         }

@@ -191,9 +191,9 @@ impl Asks {
             return Ok(Arc::unwrap_or_clone(question));
         }
         let question = Arc::new(question);
-        self.store.ask(&run, &question).await?;
+        let place = self.store.ask(&run, &question).await?;
         self.bus.emit(Event::RunStarted(Arc::new(run)));
-        self.delivery.announce(question.clone());
+        self.delivery.announce(question.clone(), place);
         Ok(Arc::unwrap_or_clone(question))
     }
 

@@ -116,8 +116,9 @@ commands! {
     SaveRun -> ();
     /// Sets a stored run's status and result without reading it: false when there is no such run.
     FinishRun -> bool;
-    /// Saves the run (inserting it on its first ask) and inserts its new question.
-    Ask -> ();
+    /// Saves the run (inserting it on its first ask) and inserts its new question; answers
+    /// with the question's place in the order asked (see [`Undelivered::place`](crate::store::Undelivered::place)).
+    Ask -> i64;
     /// The claim-once write: closes the question if it is still pending, with the grant, the
     /// update and the run's change ([`Resolution::run_after`]).
     Resolve -> Box<Claim>;

@@ -119,10 +119,6 @@ impl Store for MemoryStore {
         Ok(self.open()?.undelivered(find))
     }
 
-    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
-        Ok(self.open()?.place(question))
-    }
-
     async fn pending_count(&self) -> Result<u64, StoreError> {
         Ok(self.open()?.pending.by_seq.len() as u64)
     }

@@ -26,6 +26,7 @@ use sqlx::{ConnectOptions, Row};
 mod batch;
 mod connect;
 mod instances;
+pub(super) use instances::LOCK_SPACE;
 mod writes;
 
 use instances::{CHANNEL, background, hold_lock, instance_id, sign_on};
@@ -280,10 +281,6 @@ impl Store for PostgresStore {
 
     async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError> {
         reads::undelivered(self, find).await
-    }
-
-    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
-        reads::place(self, question).await
     }
 
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {

@@ -276,8 +276,7 @@ pub(super) async fn note<R: Reads + ?Sized>(r: &R, key: &str) -> Result<Option<s
 /// were asked (SQLite's rowid, PostgreSQL's `seq`) on the index of pending questions, which
 /// keeps that order, so a page stops at its `limit`th find instead of sorting every pending
 /// question. A channel is matched by the conversation's text (`substr`, not a range, which
-/// PostgreSQL's collations would order differently); on PostgreSQL not those of runs another
-/// askgate that lives owns (it shows their cards; one that died left its runs to the others).
+/// PostgreSQL's collations would order differently).
 pub(super) async fn undelivered<R: Reads + ?Sized>(
     r: &R,
     find: super::Unshown<'_>,
@@ -296,32 +295,37 @@ pub(super) async fn undelivered<R: Reads + ?Sized>(
              AND (CAST($3 AS TEXT) IS NULL OR substr(conversation, 1, length($3) + 1) = $3 || ':')) AS u \
              WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY place LIMIT $4"
         ),
-        concat!(
-            "SELECT * FROM (SELECT q.seq AS place, ",
-            question_columns!(),
-            ", ",
-            card_missing_in!("conversation"),
-            " AS own_missing, ",
-            card_missing_in!("escalated_to"),
-            " AS escalation_missing FROM questions q WHERE status = 'pending' \
-             AND q.seq > $1 AND conversation IS NOT NULL AND created_at < $2 \
-             AND (CAST($3 AS TEXT) IS NULL OR (substr(conversation, 1, length($3) + 1) = $3 || ':' \
-             AND NOT EXISTS (SELECT 1 FROM runs JOIN instances i ON i.id = runs.owner WHERE runs.id = q.run_id \
-             AND i.id <> current_setting('askgate.instance', true))))) AS u \
-             WHERE own_missing = 1 OR escalation_missing = 1 ORDER BY place LIMIT $4"
-        ),
+        undelivered_postgres(),
         vec![find.after.into(), find.before.into(), find.channel.into(), limit(find.limit)],
     );
     r.rows(select).await?.iter().map(super::rows::undelivered_from_row).collect()
 }
 
-/// [`Store::place`](super::Store::place) through a backend.
-pub(super) async fn place<R: Reads + ?Sized>(r: &R, question: QuestionId) -> Result<Option<i64>, StoreError> {
-    let select = Select::per(
-        R::DIALECT,
-        "SELECT rowid AS place FROM questions WHERE id = $1",
-        "SELECT seq AS place FROM questions WHERE id = $1",
-        vec![question.to_string().into()],
-    );
-    r.rows(select).await?.first().map(|row| row.req_int("place")).transpose()
+/// [`undelivered`] on PostgreSQL: with a channel named, not the questions whose run another
+/// askgate owns while it lives (it shows their cards). Alive is holding its liveness lock,
+/// which its connection holds while its process lives: the runs of an askgate that was just
+/// killed and started again under a new id are the new one's to show.
+fn undelivered_postgres() -> &'static str {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            concat!(
+                "SELECT * FROM (SELECT q.seq AS place, q.run_id AS owned_run, ",
+                question_columns!(),
+                ", ",
+                card_missing_in!("conversation"),
+                " AS own_missing, ",
+                card_missing_in!("escalated_to"),
+                " AS escalation_missing FROM questions q WHERE status = 'pending' \
+                 AND q.seq > $1 AND conversation IS NOT NULL AND created_at < $2 \
+                 AND (CAST($3 AS TEXT) IS NULL OR substr(conversation, 1, length($3) + 1) = $3 || ':')) AS u \
+                 WHERE (own_missing = 1 OR escalation_missing = 1) AND (CAST($3 AS TEXT) IS NULL OR NOT EXISTS \
+                 (SELECT 1 FROM runs JOIN instances i ON i.id = runs.owner WHERE runs.id = u.owned_run \
+                 AND i.id <> current_setting('askgate.instance', true) \
+                 AND (i.lock_key IS NULL OR NOT pg_try_advisory_xact_lock({}, i.lock_key)))) \
+                 ORDER BY place LIMIT $4"
+            ),
+            super::postgres::LOCK_SPACE
+        )
+    });
+    SQL.as_str()
 }

@@ -215,10 +215,6 @@ impl Store for SqliteStore {
         reads::undelivered(self, find).await
     }
 
-    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
-        reads::place(self, question).await
-    }
-
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
         let rows = match find {
             LoginFind::Secret { digest, now } => {

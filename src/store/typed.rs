@@ -47,7 +47,7 @@ pub trait StoreExt: Store {
     }
 
     /// Saves the run and inserts its new question, in one transaction.
-    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<(), StoreError> {
+    async fn ask(&self, run: &Run, question: &Arc<Question>) -> Result<i64, StoreError> {
         self.run_command(Ask { run: Box::new(run.clone()), question: question.clone() }).await
     }
 

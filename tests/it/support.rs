@@ -302,13 +302,23 @@ impl Harness {
     }
 
     /// An engine on `place`'s store.
-    pub async fn on(place: Place, functions: Functions, mut settings: Settings, clock: Clock) -> Self {
+    pub async fn on(place: Place, functions: Functions, settings: Settings, clock: Clock) -> Self {
+        Self::showing_on(Arc::default(), place, functions, settings, clock).await
+    }
+
+    /// An engine on `place`'s store whose cards go to `recorder` from its start.
+    pub async fn showing_on(
+        recorder: Arc<Recorder>,
+        place: Place,
+        functions: Functions,
+        mut settings: Settings,
+        clock: Clock,
+    ) -> Self {
         init_log();
         // Anyone in the test room may start runs unless a test sets the rule itself.
         settings.channels.entry("test".into()).or_insert_with(anyone);
         let store = place.open().await;
         let engine = Engine::new(store.clone(), functions, settings, clock.clone());
-        let recorder = Arc::new(Recorder::default());
         engine.delivery().attach(recorder.clone());
         engine.start().await.unwrap();
         Self { engine, store, recorder, clock, place }

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::{Backlog, Outbound, lane_of};
+use crate::engine::Channel;
 use crate::engine::access::policy_key;
 use crate::engine::lock;
 use crate::engine::retry::Backoff;
@@ -29,11 +30,6 @@ pub(super) const HELD: usize = 1_024;
 /// How many questions the reader reads at a time; it reads when the lanes hold at most
 /// [`HELD`] less this many, so a page always fits.
 const PAGE: u32 = 256;
-
-/// How many places in the order asked the reader reads back before the first card it was
-/// left: questions committed together are announced in no particular order, so a card
-/// turned away after the first may belong before it.
-const MARGIN: i64 = 1_024;
 
 /// How long the reader waits after the store failed, at most: it tries until the stop.
 const STORE_BACKOFF: Backoff =
@@ -57,6 +53,10 @@ struct State {
     /// How many cards were turned away so far: the reader ends only after a read during
     /// which none was.
     turned_away: u64,
+    /// The lowest place in the order asked of a card turned away since the reader last read:
+    /// it reads from there (questions are not announced in the order they were committed,
+    /// nor, on PostgreSQL, committed in the order of their places).
+    lowest: Option<i64>,
 }
 
 /// What the lanes do with a card of the group's own conversations.
@@ -70,8 +70,9 @@ pub(super) enum Admit {
 }
 
 impl Held {
-    /// Takes the card of `question` for the lanes, unless they hold it or are full.
-    pub(super) fn admit(&self, question: QuestionId) -> Admit {
+    /// Takes the card of `question`, asked at `place`, for the lanes, unless they hold it or
+    /// are full.
+    pub(super) fn admit(&self, question: QuestionId, place: i64) -> Admit {
         let mut state = lock(&self.state);
         if state.cards.contains(&question) {
             return Admit::Held;
@@ -81,6 +82,7 @@ impl Held {
             return Admit::Queue;
         }
         state.turned_away += 1;
+        state.lowest = Some(state.lowest.map_or(place, |lowest| lowest.min(place)));
         let first = !state.spilling;
         state.spilling = true;
         Admit::Spill { first }
@@ -107,11 +109,12 @@ impl Held {
         lock(&self.state).cards.insert(question)
     }
 
-    /// The cards the lanes hold now and how many were turned away so far, before a read: a
-    /// card they held then and found without a card in the read may have been shown since.
-    fn before_read(&self) -> (HashSet<QuestionId>, u64) {
-        let state = lock(&self.state);
-        (state.cards.clone(), state.turned_away)
+    /// Before a read: the cards the lanes hold now (one they held then and the read finds
+    /// without a card may have been shown since), how many were turned away so far, and the
+    /// lowest place of those turned away since the last read.
+    fn before_read(&self) -> (HashSet<QuestionId>, u64, Option<i64>) {
+        let mut state = lock(&self.state);
+        (state.cards.clone(), state.turned_away, state.lowest.take())
     }
 
     /// Returns once the lanes have room for a page.
@@ -151,7 +154,7 @@ impl Drop for Release<'_> {
 /// Reads the cards a group spilled back from the store into its lanes, in the order asked.
 pub(super) struct Reader {
     pub(super) store: Arc<dyn Store>,
-    pub(super) channel: &'static str,
+    pub(super) channel: Arc<dyn Channel>,
     pub(super) group: String,
     pub(super) lanes: Vec<mpsc::UnboundedSender<Outbound>>,
     pub(super) held: Arc<Held>,
@@ -160,10 +163,11 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    /// Shows what waits from `first` (the first card turned away) on, until nothing is left
-    /// or the stop (the next start shows the rest: pending questions without a card).
-    pub(super) async fn run(self, first: QuestionId) {
-        let (channel, group) = (self.channel, self.group.as_str());
+    /// Shows what waits from `first` (the place of the first card turned away) on, until
+    /// nothing is left or the stop (the next start shows the rest: pending questions without a
+    /// card).
+    pub(super) async fn run(self, first: i64) {
+        let (channel, group) = (self.channel.name(), self.group.as_str());
         tracing::warn!(
             channel,
             group,
@@ -176,39 +180,40 @@ impl Reader {
         self.backlog.done();
     }
 
-    async fn catch_up(&self, first: QuestionId) {
-        let start = self.retrying(|| self.store.place(first)).await;
-        let mut after = start.map_or(0, |place| (place - 1 - MARGIN).max(0));
+    async fn catch_up(&self, first: i64) {
+        let mut after = first - 1;
         loop {
             self.held.room().await;
             // While the group spills only this reader adds to the lanes, so a card neither
             // held before the read nor recorded in it waits in the store.
-            let (held, seen) = self.held.before_read();
-            let find = Unshown { after, before: i64::MAX, channel: Some(self.channel), limit: PAGE };
+            let (held, seen, lowest) = self.held.before_read();
+            if let Some(lowest) = lowest {
+                after = after.min(lowest - 1);
+            }
+            let find = Unshown { after, before: i64::MAX, channel: Some(self.channel.name()), limit: PAGE };
             let page = self.retrying(|| self.store.undelivered(find)).await;
             let read = page.len();
             for unshown in page {
-                after = unshown.place;
+                after = after.max(unshown.place);
                 let Some(conversation) = unshown.question.conversation.clone() else { continue };
                 let id = unshown.question.id;
-                if !unshown.own || policy_key(&conversation) != self.group || held.contains(&id) || !self.held.take(id)
+                if !unshown.own
+                    || policy_key(&conversation) != self.group
+                    || !self.channel.serves(&conversation)
+                    || held.contains(&id)
+                    || !self.held.take(id)
                 {
                     continue;
                 }
                 self.backlog.add();
-                let lane = &self.lanes[lane_of(&conversation)];
-                if lane.send(Outbound::Card(Arc::new(unshown.question))).is_err() {
+                if self.lanes[lane_of(&conversation)].send(Outbound::Card(Arc::new(unshown.question))).is_err() {
+                    self.held.release(id);
                     self.backlog.done();
                     return;
                 }
             }
-            if read < PAGE as usize {
-                if self.held.end(seen) {
-                    return;
-                }
-                // Cards turned away during the read were committed by then or after: read
-                // the last places again, then on.
-                after = (after - MARGIN).max(0);
+            if read < PAGE as usize && self.held.end(seen) {
+                return;
             }
         }
     }
@@ -221,7 +226,7 @@ impl Reader {
                 Ok(found) => return found,
                 Err(e) => {
                     attempt += 1;
-                    tracing::warn!(channel = self.channel, error = %e, "could not read the cards that wait to be shown; trying again");
+                    tracing::warn!(channel = self.channel.name(), error = %e, "could not read the cards that wait to be shown; trying again");
                     tokio::time::sleep(STORE_BACKOFF.pause(attempt, None)).await;
                 }
             }

@@ -145,11 +145,6 @@ impl Tables {
             .collect()
     }
 
-    /// Where `id` is in the order questions were asked.
-    pub(super) fn place(&self, id: QuestionId) -> Option<i64> {
-        self.questions.get(&id).and_then(|stored| i64::try_from(stored.seq).ok())
-    }
-
     /// Whether `q` has no card in `place` (a card recorded without its conversation counts
     /// as shown anywhere); false when there is no such place.
     fn card_missing_in(&self, q: &Question, place: Option<&Conversation>) -> bool {

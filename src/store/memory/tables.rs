@@ -171,12 +171,14 @@ impl Tables {
     }
 
     /// Inserts a question whose id and step were checked to be free.
-    pub(super) fn insert_question(&mut self, question: Question) {
+    /// Inserts a question; its place in the order asked.
+    pub(super) fn insert_question(&mut self, question: Question) -> u64 {
         let seq = self.seq();
         self.pending.add(seq, &question);
         self.by_seq.insert(seq, question.id);
         self.by_run.entry(question.run).or_default().insert(question.step, question.id);
         self.questions.insert(question.id, Stored { seq, question });
+        seq
     }
 
     /// Changes a stored question through `change`, keeping the pending indexes true; the

@@ -143,7 +143,7 @@ impl Tables {
     }
 
     /// Saves the run and inserts its question, or neither when the question breaks a rule.
-    fn ask(&mut self, run: Run, question: &Arc<Question>) -> Result<(), StoreError> {
+    fn ask(&mut self, run: Run, question: &Arc<Question>) -> Result<i64, StoreError> {
         let q = question.as_ref();
         if self.questions.contains_key(&q.id) {
             return Err(broken(format_args!("question {} is stored already", q.id)));
@@ -161,8 +161,7 @@ impl Tables {
             return Err(broken(format_args!("question {} needs a quorum of at least 1", q.id)));
         }
         self.save_run(run);
-        self.insert_question(q.clone());
-        Ok(())
+        Ok(i64::try_from(self.insert_question(q.clone())).unwrap_or(i64::MAX))
     }
 
     /// The claim: closes the question only if it is still pending, with the grant, the update

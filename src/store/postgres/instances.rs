@@ -26,7 +26,7 @@ pub(super) const LAPSE: Duration = Duration::from_secs(10);
 /// lives and beats (a dropped connection, re-locked at the next beat) is not taken for a death.
 pub(super) const UNLOCKED_LAPSE: Duration = Duration::from_secs(HEARTBEAT.as_secs() + 2);
 /// The first key of every instance's liveness lock ("askg"; leases use the one-key form).
-const LOCK_SPACE: i32 = 0x6173_6b67;
+pub(in crate::store) const LOCK_SPACE: i32 = 0x6173_6b67;
 /// How often an instance that waits for a lease tries it again.
 pub(super) const LEASE_RETRY: Duration = Duration::from_secs(2);
 /// The channel of `NOTIFY askgate` (payload: `<instance> asked|resolved <question id>`,

@@ -16,7 +16,7 @@ use crate::store::command::{
 use crate::store::named::{Named, row_names, row_params};
 use crate::store::reads::Dialect;
 use crate::store::rows::{
-    Bind, approvals_json, claimed_from_row, question_binds, question_from_row, run_binds, to_json,
+    Bind, Columns, approvals_json, claimed_from_row, corrupt, question_binds, question_from_row, run_binds, to_json,
 };
 use crate::store::{Claim, Login, LoginFind, Pruned, RunWritten, StoreError};
 use crate::store::{logins, outbox};
@@ -65,8 +65,9 @@ fn ask_sql() -> &'static Named {
             concat!(
                 "WITH {inbound}, r AS ({run} RETURNING id), q AS (INSERT INTO questions (",
                 question_columns!(),
-                ") SELECT {question} FROM r RETURNING id) \
-                 SELECT CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END FROM q"
+                ") SELECT {question} FROM r RETURNING seq) \
+                 SELECT q.seq AS place, CASE WHEN :announcing::boolean THEN pg_notify('askgate', :announcement) END \
+                 AS notified FROM q"
             ),
             inbound = INBOUND_KEY,
             run = upsert_run(),
@@ -150,13 +151,13 @@ impl PostgresStore {
 
     /// A run and its new question, and the announcement of it, in one statement: one round trip
     /// and one commit, shared with the writes beside it (see `batch`).
-    pub(super) async fn ask_once(&self, Ask { run, question }: Ask) -> Result<(), StoreError> {
+    pub(super) async fn ask_once(&self, Ask { run, question }: Ask) -> Result<i64, StoreError> {
         let mut values = run_values(&run)?;
         values.extend(QUESTION.iter().map(String::as_str).zip(question_binds(&question)?.map(Value::Bind)));
         values.push(("announcing", Value::Bool(self.announcing())));
         values.push(("announcement", self.announcement("asked", question.id).into()));
-        self.writes.execute(bind_named(ask_sql(), &values)?).await?;
-        Ok(())
+        let row = self.writes.fetch_optional(bind_named(ask_sql(), &values)?).await?;
+        row.map_or_else(|| Err(corrupt("place", "missing")), |row| row.req_int("place"))
     }
 
     /// The claim-once write (see [`crate::store::StoreExt::resolve`]), in one statement with what

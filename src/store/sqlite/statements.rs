@@ -12,8 +12,8 @@ use crate::store::command::{
 use crate::store::named::{Named, row_params};
 use crate::store::reads::Dialect;
 use crate::store::rows::{
-    approvals_json, claimed_from_row, question_binds, question_from_row, questions, run_binds, run_from_row,
-    to_json as json,
+    Columns, approvals_json, claimed_from_row, corrupt, question_binds, question_from_row, questions, run_binds,
+    run_from_row, to_json as json,
 };
 use crate::store::{Claim, Orphans, Pruned, Resolution, RunWritten, StoreError, Write};
 use crate::store::{drafts, logins, notes, outbox};
@@ -88,7 +88,7 @@ impl<'d, 'h> Statements<'d, 'h> {
         let insert_question = Named::new(
             Dialect::Sqlite,
             &format!(
-                concat!("INSERT INTO questions (", question_columns!(), ") VALUES ({})"),
+                concat!("INSERT INTO questions (", question_columns!(), ") VALUES ({}) RETURNING rowid AS place"),
                 row_params("", question_columns!())
             ),
         );
@@ -248,8 +248,8 @@ impl<'d, 'h> Statements<'d, 'h> {
             }
             Write::Ask(call) => {
                 self.upsert_run(&call.command.run)?;
-                self.insert_question(&call.command.question)?;
-                call.set(());
+                let place = self.insert_question(&call.command.question)?;
+                call.set(place);
             }
             Write::Resolve(call) => {
                 let claim = self.resolve(&call.command.0)?;
@@ -509,10 +509,11 @@ impl<'d, 'h> Statements<'d, 'h> {
         Ok(())
     }
 
-    fn insert_question(&mut self, q: &Question) -> Result<(), StoreError> {
+    /// Inserts a question; its place in the order asked (its rowid).
+    fn insert_question(&mut self, q: &Question) -> Result<i64, StoreError> {
         let binds = question_binds(q)?;
-        self.insert_question.execute(&binds.each_ref().map(Param::from))?;
-        Ok(())
+        let rows = self.insert_question.query(&binds.each_ref().map(Param::from))?;
+        rows.iter().next().map_or_else(|| Err(corrupt("place", "missing")), |row| row.req_int("place"))
     }
 }
 

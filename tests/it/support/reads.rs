@@ -54,10 +54,6 @@ impl Store for Counting {
         self.inner.undelivered(find).await
     }
 
-    async fn place(&self, question: QuestionId) -> Result<Option<i64>, StoreError> {
-        self.inner.place(question).await
-    }
-
     async fn pending_count(&self) -> Result<u64, StoreError> {
         self.inner.pending_count().await
     }
