@@ -171,10 +171,42 @@ fn print_disk(disk: &store::Disk, questions: u64) {
     }
 }
 
+/// With `--channel-down`: the fill and a restart, every card waiting to be shown (the
+/// operator answers nowhere there, so nothing is answered).
+async fn cards_waiting(kind: &str, label: &str, sizes: &Sizes) {
+    section(&format!("{label}: filling with {} pending, no card shown", sizes.pending));
+    let store = fresh(kind).await;
+    let (mut node, _) = Node::start(store.config()).await;
+    let took = phases::fill(&node.api, sizes.pending).await;
+    let (rss, peak) = node.memory_mb();
+    println!(
+        "  asked {} in {:.0} s ({:.0} asks/s, 64 in flight); askgate resident {rss:.1} MB (peak {peak:.1} MB)",
+        sizes.pending,
+        took.as_secs_f64(),
+        sizes.pending as f64 / took.as_secs_f64()
+    );
+    let pending = node.api.pending().await;
+    node.stop().await;
+    section(&format!("{label}: restart with {pending} pending, no card shown"));
+    let ready = node.start_again().await;
+    let cpu = node.cpu();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let busy = (node.cpu() - cpu).as_secs_f64() / 30.0 * 100.0;
+    let (rss, peak) = node.memory_mb();
+    println!(
+        "  start to ready {:.0} ms; 30 s later resident {rss:.1} MB (peak {peak:.1} MB), {busy:.2} % of a core meanwhile",
+        ready.as_secs_f64() * 1000.0
+    );
+    node.stop().await;
+}
+
 /// Every figure on one store.
 async fn bench(kind: &str, sizes: &Sizes) {
     let label = if kind == "postgres" { "PostgreSQL" } else { "SQLite" };
 
+    if channel_down() {
+        return cards_waiting(kind, label, sizes).await;
+    }
     section(&format!("{label}: asks and answers with {} pending", sizes.baseline));
     let baseline = {
         let store = fresh(kind).await;

@@ -204,19 +204,20 @@ impl Outbox {
     /// Queues the card of `question`, asked at `place`, in its own conversation, while its
     /// group holds fewer than [`held::HELD`] and none waits in the store; otherwise it waits
     /// there too, and the group's reader shows it in turn (and a card the lanes hold already
-    /// is not queued again).
-    pub(super) fn card(&self, conversation: &Conversation, question: Arc<Question>, place: i64) {
+    /// is not queued again). False when it waits in the store.
+    pub(super) fn card(&self, conversation: &Conversation, question: Arc<Question>, place: i64) -> bool {
         let mut channels = lock(&self.channels);
-        let Some(group) = self.group(&mut channels, conversation) else { return };
+        let Some(group) = self.group(&mut channels, conversation) else { return true };
         match group.held.admit(question.id, place) {
             Admit::Queue => {
                 let id = question.id;
                 if !self.queue(group, conversation, Outbound::Card(question)) {
                     group.held.release(id);
                 }
+                true
             }
-            Admit::Held => {}
-            Admit::Spill { first: false } => {}
+            Admit::Held => true,
+            Admit::Spill { first: false } => false,
             Admit::Spill { first: true } => {
                 self.backlog.add();
                 let reader = Reader {
@@ -229,6 +230,7 @@ impl Outbox {
                     stop: self.stop.clone(),
                 };
                 self.tasks.spawn(reader.run(place));
+                false
             }
         }
     }
@@ -461,9 +463,10 @@ impl Delivery {
     /// while its question waits. Questions asked since are on their way through the lanes.
     ///
     /// In the order asked, a page at a time. A group's cards over its bound wait in the store
-    /// for its reader; escalation copies are not bounded, so after a page that queued some the
-    /// next is read once the lanes delivered them (or after [`REDELIVERY_PAUSE`], when a
-    /// channel that is down holds them): many such questions never sit in memory at once.
+    /// for its reader, and escalation copies are not bounded: after a page that left cards
+    /// waiting or queued copies, the next is read once the lanes and readers are done (or
+    /// after [`REDELIVERY_PAUSE`], when a channel that is down holds them), so that neither
+    /// memory nor the reading outruns the channels.
     pub(super) async fn redeliver_undelivered(&self, before: i64) {
         let mut after = 0;
         loop {
@@ -477,14 +480,14 @@ impl Delivery {
             };
             let Some(last) = page.last() else { return };
             after = last.place;
-            let (mut shown, mut escalations) = (0, 0);
+            let (mut shown, mut escalations, mut waiting) = (0, 0, false);
             for Undelivered { question, own, escalation, place } in page {
                 if own
                     && let Some(c) = &question.conversation
                     && self.check_served(c).is_ok()
                 {
                     tracing::debug!(question = %question.id, "showing a card that was not delivered before the stop");
-                    self.outbox.card(c, Arc::new(question.clone()), place);
+                    waiting |= !self.outbox.card(c, Arc::new(question.clone()), place);
                     shown += 1;
                 }
                 if escalation
@@ -499,7 +502,7 @@ impl Delivery {
             if shown + escalations > 0 {
                 tracing::info!("showing {} cards that were not delivered before the stop", shown + escalations);
             }
-            if escalations > 0 {
+            if waiting || escalations > 0 {
                 let _ = tokio::time::timeout(REDELIVERY_PAUSE, self.outbound_idle()).await;
             }
         }

@@ -18,6 +18,7 @@ use super::{Backlog, Outbound, lane_of};
 use crate::engine::Channel;
 use crate::engine::access::policy_key;
 use crate::engine::lock;
+use crate::engine::recent::Recent;
 use crate::engine::retry::Backoff;
 use crate::question::QuestionId;
 use crate::store::{Store, StoreError, Unshown};
@@ -31,6 +32,11 @@ pub(super) const HELD: usize = 1_024;
 /// [`HELD`] less this many, so a page always fits.
 const PAGE: u32 = 256;
 
+/// How many cards the lanes were done with lately are remembered: a card is not queued again
+/// when its question is announced late or read from a page read before it was shown (a page
+/// is 500 at most; this is what a group's lanes show in the time a page is read, and more).
+const RELEASED: usize = 2_048;
+
 /// How long the reader waits after the store failed, at most: it tries until the stop.
 const STORE_BACKOFF: Backoff =
     Backoff { first: Duration::from_millis(100), max: Duration::from_secs(10), retries: u32::MAX };
@@ -43,11 +49,12 @@ pub(super) struct Held {
     room: Notify,
 }
 
-#[derive(Default)]
 struct State {
     /// The questions whose card the lanes hold (at most [`HELD`]): a card already held is not
     /// queued twice.
     cards: HashSet<QuestionId>,
+    /// The last [`RELEASED`] cards the lanes were done with: nor is one of those.
+    released: Recent<()>,
     /// Whether cards wait in the store (a reader reads them).
     spilling: bool,
     /// How many cards were turned away so far: the reader ends only after a read during
@@ -59,11 +66,17 @@ struct State {
     lowest: Option<i64>,
 }
 
+impl Default for State {
+    fn default() -> Self {
+        Self { cards: HashSet::new(), released: Recent::new(RELEASED), spilling: false, turned_away: 0, lowest: None }
+    }
+}
+
 /// What the lanes do with a card of the group's own conversations.
 pub(super) enum Admit {
     /// Queue it.
     Queue,
-    /// Nothing: the lanes hold it already.
+    /// Nothing: the lanes hold it already, or were done with it lately.
     Held,
     /// Nothing: it waits in the store; `first` when it is the first, so a reader must start.
     Spill { first: bool },
@@ -74,7 +87,7 @@ impl Held {
     /// are full.
     pub(super) fn admit(&self, question: QuestionId, place: i64) -> Admit {
         let mut state = lock(&self.state);
-        if state.cards.contains(&question) {
+        if state.cards.contains(&question) || state.released.get(&question).is_some() {
             return Admit::Held;
         }
         if !state.spilling && state.cards.len() < HELD {
@@ -92,7 +105,11 @@ impl Held {
     /// needed).
     pub(super) fn release(&self, question: QuestionId) {
         let mut state = lock(&self.state);
-        if state.cards.remove(&question) && state.spilling && state.cards.len() <= HELD - PAGE as usize {
+        if !state.cards.remove(&question) {
+            return;
+        }
+        state.released.insert(question, ());
+        if state.spilling && state.cards.len() <= HELD - PAGE as usize {
             drop(state);
             self.room.notify_one();
         }
@@ -104,9 +121,10 @@ impl Held {
     }
 
     /// Takes a card the reader found, whatever the bound (it reads only into room); false
-    /// when the lanes hold it already.
+    /// when the lanes hold it already or were done with it lately.
     fn take(&self, question: QuestionId) -> bool {
-        lock(&self.state).cards.insert(question)
+        let mut state = lock(&self.state);
+        state.released.get(&question).is_none() && state.cards.insert(question)
     }
 
     /// Before a read: the cards the lanes hold now (one they held then and the read finds

@@ -68,14 +68,6 @@ impl Lane {
                 if closed.remove(&question.id).is_some() {
                     return;
                 }
-                // Shown here already: the group's reader found the question in the store
-                // before it was announced (and the conversation always takes this lane).
-                if shown
-                    .get(&question.id)
-                    .is_some_and(|cards| cards.iter().any(|c| c.conversation == question.conversation))
-                {
-                    return;
-                }
                 if let Some(mut cards) = self.show(&question).await {
                     for card in &mut cards {
                         if card.conversation.is_none() {
