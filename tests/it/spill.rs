@@ -13,7 +13,7 @@ use crate::backend::Place;
 use crate::support::{Harness, T0, alice, builtins, eventually, room, waiting_run};
 
 crate::backend::on_every_store!(
-    cards_asked_faster_than_shown_wait_in_the_store_and_are_shown_once_in_order,
+    cards_asked_faster_than_shown_wait_in_the_store_to_be_shown_once_in_order,
     cards_asked_in_four_conversations_while_the_channel_catches_up_are_each_shown_once_in_order,
     a_restart_shows_the_cards_that_waited_once_in_order,
 );
@@ -52,7 +52,7 @@ fn once_in_order(shown: &[QuestionId], asked: &[QuestionId]) {
     );
 }
 
-async fn cards_asked_faster_than_shown_wait_in_the_store_and_are_shown_once_in_order(place: Place) {
+async fn cards_asked_faster_than_shown_wait_in_the_store_to_be_shown_once_in_order(place: Place) {
     let h = Harness::on(place, builtins(), Settings::default(), Clock::manual(T0)).await;
     h.recorder.pause();
     let asked = ask_many(&h).await;
