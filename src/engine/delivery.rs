@@ -6,7 +6,9 @@
 //! webhook endpoint), so that a bridge that stalls holds up only its own conversations, and a
 //! chat the platform paces holds up only its lane. A card that cannot be delivered for a
 //! while (the platform down, a 429, a 5xx) is tried again with backoff until its question
-//! ends; one the platform refuses for good is logged and left.
+//! ends; one the platform refuses for good is logged and left. A group's lanes hold at most
+//! [`held::HELD`] cards; the rest wait in the store and are read back in the order asked
+//! (see [`held`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -6,6 +6,12 @@
 //! too (so that a conversation's cards keep their order), and one reader per group reads them
 //! back in the order they were asked as the lanes make room. Asking a million questions faster
 //! than a channel shows them then costs [`HELD`] cards of memory per group, not a million.
+//!
+//! The bound is the group's, not each lane's: a card a platform refuses for a while holds its
+//! lane, and the cards queued behind it count against the group. When more than
+//! `HELD - PAGE` of them wait behind such a card, the group's cards in the store wait with
+//! them until it gets through or its question ends (the lanes not held up keep showing what
+//! they were given).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
