@@ -163,9 +163,9 @@ pub struct Unshown<'a> {
     pub after: i64,
     /// Those asked before this time.
     pub before: i64,
-    /// Only those whose own conversation is of this channel (`telegram` names `telegram:…`)
-    /// and, on a store several askgates share, not those whose run another askgate owns while
-    /// it lives: the askgate that asked a question shows its cards. None: every one.
+    /// Only those whose own conversation is of this channel (`telegram` names `telegram:…`);
+    /// none: of every channel. On a store several askgates share, never those whose run
+    /// another askgate owns while it lives: the askgate that asked a question shows its cards.
     pub channel: Option<&'a str>,
     /// At most this many.
     pub limit: u32,

@@ -30,7 +30,7 @@ use super::{Channel, ChannelState};
 use super::{Event, Policies, lock};
 use crate::question::{Conversation, Question, UserRef};
 use crate::store::{self, Store, Undelivered, Unshown};
-use held::{Admit, Held, Reader};
+use held::{Admit, Held, Reader, Slot};
 use lane::Lane;
 
 /// How many lanes each group of a channel's conversations is spread over.
@@ -44,7 +44,9 @@ const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Things the lanes deliver, in order per conversation.
 pub(super) enum Outbound {
-    Card(Arc<Question>),
+    /// A card, with its place among those the group's lanes hold (none for an escalation
+    /// copy, which is not bounded).
+    Card(Arc<Question>, Option<Slot>),
     Retract(Arc<Question>),
     /// A pending question changed (a quorum approval's count): its cards show it.
     Refresh(Arc<Question>),
@@ -212,10 +214,8 @@ impl Outbox {
         let Some(group) = self.group(&mut channels, conversation) else { return true };
         match group.held.admit(question.id, place) {
             Admit::Queue => {
-                let id = question.id;
-                if !self.queue(group, conversation, Outbound::Card(question)) {
-                    group.held.release(id);
-                }
+                let slot = Slot::new(&group.held, question.id);
+                self.queue(group, conversation, Outbound::Card(question, Some(slot)));
                 true
             }
             Admit::Held => true,
@@ -259,7 +259,6 @@ impl Outbox {
                         backlog: self.backlog.clone(),
                         channel: channel.clone(),
                         undelivered: undelivered.clone(),
-                        held: held.clone(),
                         stop: self.stop.clone(),
                         abandon: self.abandon.clone(),
                     };
@@ -457,7 +456,7 @@ impl Delivery {
         // Placed in the conversation it is escalated to (the card goes there, its answers
         // come from there); its own conversation's lane keeps the rest.
         let card = Question { conversation: Some(to.clone()), ..question.clone() };
-        self.outbound(to, Outbound::Card(Arc::new(card)));
+        self.outbound(to, Outbound::Card(Arc::new(card), None));
     }
 
     /// Shows again the pending questions asked before `before` that have no card (their

@@ -301,8 +301,8 @@ pub(super) async fn undelivered<R: Reads + ?Sized>(
     r.rows(select).await?.iter().map(super::rows::undelivered_from_row).collect()
 }
 
-/// [`undelivered`] on PostgreSQL: with a channel named, not the questions whose run another
-/// askgate owns while it lives (it shows their cards). Alive is holding its liveness lock,
+/// [`undelivered`] on PostgreSQL: not the questions whose run another askgate owns while it
+/// lives (it shows their cards). Alive is holding its liveness lock,
 /// which its connection holds while its process lives: the runs of an askgate that was just
 /// killed and started again under a new id are the new one's to show.
 fn undelivered_postgres() -> &'static str {
@@ -318,10 +318,10 @@ fn undelivered_postgres() -> &'static str {
                 " AS escalation_missing FROM questions q WHERE status = 'pending' \
                  AND q.seq > $1 AND conversation IS NOT NULL AND created_at < $2 \
                  AND (CAST($3 AS TEXT) IS NULL OR substr(conversation, 1, length($3) + 1) = $3 || ':')) AS u \
-                 WHERE (own_missing = 1 OR escalation_missing = 1) AND (CAST($3 AS TEXT) IS NULL OR NOT EXISTS \
+                 WHERE (own_missing = 1 OR escalation_missing = 1) AND NOT EXISTS \
                  (SELECT 1 FROM runs JOIN instances i ON i.id = runs.owner WHERE runs.id = u.owned_run \
                  AND i.id <> current_setting('askgate.instance', true) \
-                 AND (i.lock_key IS NULL OR NOT pg_try_advisory_xact_lock({}, i.lock_key)))) \
+                 AND (i.lock_key IS NULL OR NOT pg_try_advisory_xact_lock({}, i.lock_key))) \
                  ORDER BY place LIMIT $4"
             ),
             super::postgres::LOCK_SPACE

@@ -214,6 +214,11 @@ impl Recorder {
         self.shown.lock().unwrap().clone()
     }
 
+    /// How many cards were shown (without copying them, for a probe that polls).
+    pub fn card_count(&self) -> usize {
+        self.shown.lock().unwrap().iter().filter(|s| matches!(s, Shown::Card(_))).count()
+    }
+
     pub fn cards(&self) -> Vec<Question> {
         self.all().into_iter().filter_map(|s| if let Shown::Card(q) = s { Some(q) } else { None }).collect()
     }

@@ -165,11 +165,18 @@ impl Held {
     }
 }
 
-/// A card turned away: held until the lane is done with it, then released (also when the
-/// lane drops it at shutdown).
-pub(super) struct Release<'a>(pub(super) &'a Held, pub(super) QuestionId);
+/// A card's place among those its group's lanes hold, carried with the card: released when
+/// the lane is done with it, and also when the card is dropped unshown (a lane that ended,
+/// at shutdown or after a panic), so that the bound never keeps a card nobody will show.
+pub(in crate::engine) struct Slot(Arc<Held>, QuestionId);
 
-impl Drop for Release<'_> {
+impl Slot {
+    pub(super) fn new(held: &Arc<Held>, question: QuestionId) -> Self {
+        Self(held.clone(), question)
+    }
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
         self.0.release(self.1);
     }
@@ -230,10 +237,10 @@ impl Reader {
                     continue;
                 }
                 self.backlog.add();
-                if self.lanes[lane_of(&conversation)].send(Outbound::Card(Arc::new(unshown.question))).is_err() {
-                    self.held.release(id);
+                let card = Outbound::Card(Arc::new(unshown.question), Some(Slot::new(&self.held, id)));
+                if self.lanes[lane_of(&conversation)].send(card).is_err() {
+                    // Its lane ended: the card stays in the store for the next start.
                     self.backlog.done();
-                    return;
                 }
             }
             if read < PAGE as usize && self.held.end(seen) {

@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::held::{Held, Release};
 use super::{Backlog, Outbound};
 use crate::engine::Channel;
 use crate::engine::recent::Recent;
@@ -26,9 +25,6 @@ pub(super) struct Lane {
     pub(super) backlog: Arc<Backlog>,
     pub(super) channel: Arc<dyn Channel>,
     pub(super) undelivered: Arc<AtomicUsize>,
-    /// The group's cards in its lanes: a card of a question's own conversation is released
-    /// once this lane is done with it.
-    pub(super) held: Arc<Held>,
     pub(super) stop: CancellationToken,
     pub(super) abandon: CancellationToken,
 }
@@ -63,8 +59,8 @@ impl Lane {
         closed: &mut Recent<Arc<Question>>,
     ) {
         match message {
-            Outbound::Card(question) => {
-                let _release = (!question.is_escalation_copy()).then(|| Release(&self.held, question.id));
+            // The slot is released when this arm ends, shown or not.
+            Outbound::Card(question, _slot) => {
                 if closed.remove(&question.id).is_some() {
                     return;
                 }
