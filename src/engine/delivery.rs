@@ -270,16 +270,13 @@ impl Outbox {
         }))
     }
 
-    /// Queues `message` on the lane of `conversation` in `group`; false when the lane is gone
-    /// (the channel stopped).
-    fn queue(&self, group: &Group, conversation: &Conversation, message: Outbound) -> bool {
+    /// Queues `message` on the lane of `conversation` in `group`.
+    fn queue(&self, group: &Group, conversation: &Conversation, message: Outbound) {
         self.backlog.add();
         if group.lanes[lane_of(conversation)].send(message).is_err() {
             self.backlog.done();
             tracing::warn!(%conversation, "the channel stopped; a message was not delivered");
-            return false;
         }
-        true
     }
 
     /// How many cards the lanes hold, over every group of every channel.

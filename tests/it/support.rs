@@ -189,9 +189,8 @@ pub struct Recorder {
     shown: Mutex<Vec<Shown>>,
     /// A conversation where cards fail for now (as when a platform is down).
     down: Mutex<Option<String>>,
-    /// While set, cards wait before they are shown (as a platform slower than the asks).
-    paused: std::sync::atomic::AtomicBool,
-    resumed: tokio::sync::Notify,
+    /// While true, cards wait before they are shown (as a platform slower than the asks).
+    paused: tokio::sync::watch::Sender<bool>,
 }
 
 impl Recorder {
@@ -202,12 +201,11 @@ impl Recorder {
 
     /// Cards wait from now on until [`Recorder::resume`].
     pub fn pause(&self) {
-        self.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.paused.send_replace(true);
     }
 
     pub fn resume(&self) {
-        self.paused.store(false, std::sync::atomic::Ordering::SeqCst);
-        self.resumed.notify_waiters();
+        self.paused.send_replace(false);
     }
 
     pub fn all(&self) -> Vec<Shown> {
@@ -252,15 +250,8 @@ impl Channel for Recorder {
     }
 
     async fn show_question(&self, question: &Question) -> Result<Vec<Delivery>, ChannelError> {
-        loop {
-            let resumed = self.resumed.notified();
-            tokio::pin!(resumed);
-            resumed.as_mut().enable();
-            if !self.paused.load(std::sync::atomic::Ordering::SeqCst) {
-                break;
-            }
-            resumed.await;
-        }
+        // The sender lives as long as the recorder, so the wait ends only on a resume.
+        let _ = self.paused.subscribe().wait_for(|paused| !paused).await;
         let chat = question.conversation.as_ref().map(|c| c.to_string()).unwrap_or_default();
         if self.down.lock().unwrap().as_ref() == Some(&chat) {
             return Err(ChannelError::transient(format!("{chat} is down"), None));

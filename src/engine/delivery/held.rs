@@ -25,9 +25,9 @@ use crate::engine::Channel;
 use crate::engine::access::policy_key;
 use crate::engine::lock;
 use crate::engine::recent::Recent;
-use crate::engine::retry::Backoff;
+use crate::engine::retry::{Backoff, Retry, retrying};
 use crate::question::QuestionId;
-use crate::store::{Store, StoreError, Unshown};
+use crate::store::{Store, Undelivered, Unshown};
 
 /// The most cards of a group's own conversations its lanes hold at once, queued or being
 /// shown (about 1 KB each with their question). Enough for any chat's pace between two reads;
@@ -108,8 +108,8 @@ impl Held {
     }
 
     /// The lanes are done with the card of `question` (shown and recorded, given up, or not
-    /// needed).
-    pub(super) fn release(&self, question: QuestionId) {
+    /// needed): see [`Slot`].
+    fn release(&self, question: QuestionId) {
         let mut state = lock(&self.state);
         if !state.cards.remove(&question) {
             return;
@@ -222,7 +222,7 @@ impl Reader {
                 after = after.min(lowest - 1);
             }
             let find = Unshown { after, before: i64::MAX, channel: Some(self.channel.name()), limit: PAGE };
-            let page = self.retrying(|| self.store.undelivered(find)).await;
+            let page = self.read(find).await;
             let read = page.len();
             for unshown in page {
                 after = after.max(unshown.place);
@@ -249,16 +249,14 @@ impl Reader {
         }
     }
 
-    /// What `read` gives, tried again with backoff while the store fails.
-    async fn retrying<T, F: Future<Output = Result<T, StoreError>>>(&self, read: impl Fn() -> F) -> T {
-        let mut attempt = 0;
+    /// A page of what waits, read again with backoff while the store fails (until the stop).
+    async fn read(&self, find: Unshown<'_>) -> Vec<Undelivered> {
         loop {
-            match read().await {
-                Ok(found) => return found,
+            let read = retrying(STORE_BACKOFF, |_| Retry::Later(None), || self.store.undelivered(find)).await;
+            match read {
+                Ok(page) => return page,
                 Err(e) => {
-                    attempt += 1;
-                    tracing::warn!(channel = self.channel.name(), error = %e, "could not read the cards that wait to be shown; trying again");
-                    tokio::time::sleep(STORE_BACKOFF.pause(attempt, None)).await;
+                    tracing::warn!(channel = self.channel.name(), error = %e, "could not read the cards that wait to be shown")
                 }
             }
         }

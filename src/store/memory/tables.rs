@@ -170,8 +170,8 @@ impl Tables {
         true
     }
 
-    /// Inserts a question whose id and step were checked to be free.
-    /// Inserts a question; its place in the order asked.
+    /// Inserts a question whose id and step were checked to be free; its place in the order
+    /// asked.
     pub(super) fn insert_question(&mut self, question: Question) -> u64 {
         let seq = self.seq();
         self.pending.add(seq, &question);
