@@ -11,10 +11,21 @@
 //! server's resident memory. Then the server's CPU over 10 idle seconds with the questions
 //! pending. `ASKGATE_BENCH_BIN` runs another askgate binary (an earlier build, to compare).
 //! Traffic stays on 127.0.0.1.
+//!
+//! `cargo bench --bench api -- --waiting 10000,50000` measures waiting agents instead: in a
+//! fresh askgate for each number, that many questions are asked and each outcome read once, then
+//! each is long-polled (`GET …/outcome?wait=60`) on a connection of its own, from a raw socket
+//! that holds its request open, 500 agents at a time a moment apart; askgate's resident memory
+//! before and after, over the agents, is what each one waiting costs it (the kernel's buffers of
+//! a socket are not in it). Then every question is answered
+//! and each connection must bring its outcome. More connections than the source ports of one
+//! address leave from 127.0.0.2, 127.0.0.3, …; both processes raise their open-files limit to
+//! the hard limit, and a number of agents it cannot hold is said and skipped.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "support/served.rs"]
 mod served;
@@ -108,10 +119,139 @@ async fn level(served: &Served, api: &Api, in_flight: usize, each: usize) -> Lev
     }
 }
 
+/// Connections kept from one source address: fewer than its ephemeral ports (32,768–60,999 by
+/// default).
+const PER_SOURCE: usize = 20_000;
+
+/// The hard limit of open files a process may raise its own to (an unprivileged process, or
+/// root in a container without `CAP_SYS_RESOURCE`, cannot go beyond it).
+fn open_files_ceiling() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum.unwrap_or(u64::MAX)
+}
+
+/// A long-poll of question `id` on a socket of its own (from the `source`th address), its
+/// request sent; the response is read once the question is answered.
+async fn long_poll(api: &Api, id: &str, source: usize) -> tokio::net::TcpStream {
+    let server: std::net::SocketAddr = api.base.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1 + u8::try_from(source).unwrap()], 0))).unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    let request = format!(
+        "GET /api/questions/{id}/outcome?wait=60 HTTP/1.1\r\nhost: {server}\r\nauthorization: Bearer {}\r\n\
+         connection: close\r\n\r\n",
+        api.agent
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
+/// `agents` waiting agents in a fresh askgate: what each costs it.
+async fn waiting(agents: usize) {
+    use futures_util::StreamExt;
+    let dir = tempfile::TempDir::new().unwrap();
+    // Room for every connection: askgate serves at most ¾ of its open files over HTTP.
+    let (open_files, wanted) = (open_files_ceiling(), u64::try_from(agents + 1_024).unwrap());
+    if wanted > open_files / 4 * 3 {
+        println!(
+            "{agents:>6} agents waiting: not measured, more than ¾ of the {open_files} open files a process may have here"
+        );
+        return;
+    }
+    let env = vec![("ASKGATE_GATEWAY_MAX_CONNECTIONS", (agents + 1_024).to_string())];
+    let served = serve(dir.path(), Start { cpu: Some(0), open_files: Some(open_files), env, ..Start::default() }).await;
+    let pid = served.child.id().unwrap();
+    let client = reqwest::Client::new();
+    let made =
+        posted(&client, &format!("{}/api/tokens", served.base), &served.token, json!({"name": "bench", "agent": true}))
+            .await;
+    let api = Api {
+        base: served.base.clone(),
+        operator: served.token.clone(),
+        agent: made["token"].as_str().unwrap().to_owned(),
+    };
+    let ask = |i: usize| {
+        let (client, api) = (client.clone(), api.clone());
+        async move {
+            let ask = json!({"conversation": "console:local", "kind": "confirm", "prompt": format!("Deploy {i}?")});
+            let asked = posted(&client, &format!("{}/api/questions", api.base), &api.agent, ask).await;
+            asked["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let ids: Vec<String> = futures_util::stream::iter(0..agents).map(ask).buffered(64).collect().await;
+    // The first long-polls pay for what every later one shares (the route's first use).
+    let warm: Vec<_> =
+        futures_util::stream::iter(ids.iter().take(100)).map(|id| long_poll(&api, id, 0)).buffered(64).collect().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let asked = memory_mb(pid).0;
+    let peek = |id: &String| {
+        let (client, api) = (client.clone(), api.clone());
+        let url = format!("{}/api/questions/{id}/outcome?wait=0", api.base);
+        async move {
+            let response = client.get(url).bearer_auth(&api.agent).send().await.unwrap();
+            assert_eq!(response.status(), 202);
+        }
+    };
+    // Every outcome read once first (`wait=0`): what a request takes and gives back along the
+    // way (the allocator keeps it) is then in the figure before, and the difference is what the
+    // waiting holds.
+    futures_util::stream::iter(&ids).map(peek).buffer_unordered(64).collect::<Vec<()>>().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (before, cpu_before) = (memory_mb(pid).0, cpu(pid));
+    println!("{agents:>6} questions asked: {asked:.1} MB resident; {before:.1} MB once each outcome was read");
+    // 500 at a time, a moment apart, as agents arrive: not a burst whose reads queue up.
+    let mut polls = Vec::with_capacity(agents);
+    for batch in ids.iter().enumerate().skip(100).collect::<Vec<_>>().chunks(500) {
+        let batch = batch.iter().map(|&(i, id)| long_poll(&api, id, i / PER_SOURCE));
+        polls.extend(futures_util::stream::iter(batch).buffered(64).collect::<Vec<_>>().await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (after, peak) = memory_mb(pid);
+    let held = polls.len();
+    println!(
+        "{held:>6} agents waiting: {before:.1} → {after:.1} MB resident (peak {peak:.1} MB), {:.2} KiB each; \
+         askgate's CPU {:.0} µs per long-poll begun",
+        (after - before) * 1024.0 / held as f64,
+        (cpu(pid) - cpu_before).as_secs_f64() * 1e6 / held as f64
+    );
+    // Every one of them was waiting: each answer reaches its connection.
+    let reply = |id: &String| {
+        let (client, api) = (client.clone(), api.clone());
+        let url = format!("{}/api/questions/{id}/reply", api.base);
+        async move {
+            let response =
+                client.post(url).bearer_auth(&api.operator).json(&json!({"value": true})).send().await.unwrap();
+            assert!(response.status().is_success(), "the reply: {}", response.status());
+        }
+    };
+    futures_util::stream::iter(&ids).map(reply).buffer_unordered(64).collect::<Vec<()>>().await;
+    let read = |mut stream: tokio::net::TcpStream| async move {
+        let mut response = String::new();
+        tokio::time::timeout(Duration::from_secs(30), stream.read_to_string(&mut response)).await.unwrap().unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(response.contains("\"answered\""), "{response}");
+    };
+    let streams = warm.into_iter().chain(polls);
+    futures_util::stream::iter(streams).map(read).buffer_unordered(256).collect::<Vec<()>>().await;
+    println!("{agents:>6} agents each heard their answer");
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     served::pin_client();
+    let waiting_for = std::env::args().skip_while(|a| a != "--waiting").nth(1);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    if let Some(numbers) = waiting_for {
+        let numbers: Vec<usize> = numbers.split(',').map(|n| n.parse().expect("--waiting N[,N…]")).collect();
+        let limit = askgate::http::server::raise_open_files_limit().unwrap_or(1_024);
+        println!(
+            "askgate API benchmark: waiting agents (release binary, server on CPU 0; {limit} open files a process)"
+        );
+        for agents in numbers {
+            runtime.block_on(waiting(agents));
+        }
+        return;
+    }
     runtime.block_on(async {
         let dir = tempfile::TempDir::new().unwrap();
         let served = serve(dir.path(), Start { cpu: Some(0), ..Start::default() }).await;
