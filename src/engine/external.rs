@@ -269,21 +269,33 @@ impl OutcomeWatch<'_> {
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn wait(mut self, seen: Question, wait: Duration) -> Result<Question, StoreError> {
+    pub async fn wait(self, seen: Question, wait: Duration) -> Result<Question, StoreError> {
         if !seen.is_pending() || wait.is_zero() {
             return Ok(seen);
         }
+        Ok(self.resolution(wait).await?.unwrap_or(seen))
+    }
+
+    /// The question once it is resolved, for a caller that saw it pending after the watch
+    /// began; `None` after `wait`, or at once when askgate begins to stop. What waits is the
+    /// watch alone (no question): a long-poll holds it for up to a minute, so thousands of
+    /// them cost what this future is.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn resolution(mut self, wait: Duration) -> Result<Option<Question>, StoreError> {
+        let id = self.watch.id();
         // From here a resolution reaches the watch: the line tells that a caller is held.
-        tracing::debug!(question = %seen.id, "a caller waits for the question's outcome");
+        tracing::debug!(question = %id, "a caller waits for the question's outcome");
         let asks = self.asks;
         tokio::select! {
             resolved = &mut self.watch.resolved => match resolved {
-                Ok(resolved) => Ok(Question::clone(&resolved)),
+                Ok(resolved) => Ok(Some(Question::clone(&resolved))),
                 // Not told (cannot happen while the watch is kept): the store knows.
-                Err(_) => Ok(asks.store.question(seen.id).await?.unwrap_or(seen)),
+                Err(_) => Ok(Box::pin(asks.store.question(id)).await?),
             },
-            () = tokio::time::sleep(wait) => Ok(seen),
-            () = asks.stop.cancelled() => Ok(seen),
+            () = tokio::time::sleep(wait) => Ok(None),
+            () = asks.stop.cancelled() => Ok(None),
         }
     }
 }

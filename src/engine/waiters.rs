@@ -39,6 +39,13 @@ pub(super) struct Watch<'a> {
     pub(super) resolved: oneshot::Receiver<Arc<Question>>,
 }
 
+impl Watch<'_> {
+    /// The question watched.
+    pub(super) fn id(&self) -> QuestionId {
+        self.id
+    }
+}
+
 impl Waiters {
     /// Watches `id` from now on: a resolution published after this call reaches the watch.
     pub(super) fn watch(&self, id: QuestionId) -> Watch<'_> {

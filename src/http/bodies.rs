@@ -60,6 +60,13 @@ pub struct OutcomeView {
     pub answered_via: Option<Surface>,
 }
 
+impl OutcomeView {
+    /// A question still pending: what a long-poll answers when its wait is over.
+    pub fn pending(id: QuestionId) -> Self {
+        Self { id, status: Status::Pending, outcome: None, answered_by: None, answered_name: None, answered_via: None }
+    }
+}
+
 impl From<&Question> for OutcomeView {
     fn from(q: &Question) -> Self {
         Self {
