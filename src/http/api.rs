@@ -1,5 +1,6 @@
 //! `/api/questions` and `/api/runs` (`/api/grants` is in [`super::grants`]).
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -281,19 +282,20 @@ pub(super) async fn outcome(
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
     // What a long-poll keeps while it waits is this future and the watch: the checks are a
     // future of their own (boxed, so their reads do not size this one), and neither the
-    // question read nor the caller is kept.
+    // question read nor the caller is kept. It breaks with the answer to give now, or goes on
+    // with the question to wait for and the credential that holds the wait.
     let (state_, id_) = (&state, &id);
     let checked = Box::pin(async move {
         let seen = find_for(state_, &caller, id_).await?;
         if !seen.is_pending() || wait.is_zero() {
-            return Ok(Looked::Now(outcome_of(&seen)));
+            return Ok(ControlFlow::Break(outcome_of(&seen)));
         }
         // A wait ends when the token that holds it is revoked, and then says nothing of the question.
-        Ok::<_, ApiError>(Looked::Wait(seen.id, Held::of(state_, &caller).await?))
+        Ok::<_, ApiError>(ControlFlow::Continue((seen.id, Held::of(state_, &caller).await?)))
     });
     let (seen, held) = match checked.await? {
-        Looked::Now(response) => return Ok(response),
-        Looked::Wait(seen, held) => (seen, held),
+        ControlFlow::Break(now) => return Ok(now),
+        ControlFlow::Continue(waits) => waits,
     };
     let waiting = async {
         match watch {
@@ -314,13 +316,6 @@ pub(super) async fn outcome(
         Some(question) => outcome_of(&question),
         None => (StatusCode::ACCEPTED, axum::Json(OutcomeView::pending(seen))).into_response(),
     })
-}
-
-/// What a long-poll found before it waits: the answer to give now, or the question to wait for
-/// and the credential that holds the wait.
-enum Looked {
-    Now(Response),
-    Wait(QuestionId, Held),
 }
 
 /// A question's outcome as `GET …/outcome` answers it: 202 while it is pending.
