@@ -189,16 +189,16 @@ pub fn router(
     // One stack of layers that box nothing: each `Router::layer` (and each `from_fn`) boxes
     // every request's future again, which a long-poll keeps for up to a minute (measured: two
     // such layers cost a waiting request 2 KiB; these four, applied once, 0.6 KiB).
-    let header = SetResponseHeaderLayer::overriding;
+    let overriding = SetResponseHeaderLayer::overriding;
     app.layer(
         tower::ServiceBuilder::new()
-            .layer(header(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+            .layer(overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
             // A page that sets its own policy keeps it (a platform's confirm page posts its form).
             .layer(SetResponseHeaderLayer::if_not_present(
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static(CONTENT_SECURITY_POLICY),
             ))
-            .layer(header(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+            .layer(overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
             .layer(access::layer(requests))
             // Inside the log: a request refused for its host is logged and counted.
             .layer(ValidateRequestHeaderLayer::custom(LoopbackHosts { only: settings.loopback })),

@@ -297,11 +297,12 @@ pub(super) async fn outcome(
         ControlFlow::Break(now) => return Ok(now),
         ControlFlow::Continue(waits) => waits,
     };
+    // The question as it stands once the wait is over: gone (None), still pending (Some(None)).
     let waiting = async {
         match watch {
-            Some(watch) => watch.resolution(wait).await,
+            Some(watch) => watch.resolution(wait).await.map(Some),
             // A prefix found the question before it was watched: watched now, and read again.
-            None => Box::pin(asks.wait_outcome(seen, wait)).await.map(|q| q.filter(|q| !q.is_pending())),
+            None => Box::pin(asks.wait_outcome(seen, wait)).await.map(|q| q.map(Some)),
         }
     };
     let waited = tokio::select! {
@@ -313,8 +314,9 @@ pub(super) async fn outcome(
         return Err(Held::refusal());
     }
     Ok(match waited {
-        Some(question) => outcome_of(&question),
-        None => (StatusCode::ACCEPTED, axum::Json(OutcomeView::pending(seen))).into_response(),
+        Some(Some(question)) => outcome_of(&question),
+        Some(None) => (StatusCode::ACCEPTED, axum::Json(OutcomeView::pending(seen))).into_response(),
+        None => return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(&id, 40, "…")))),
     })
 }
 
