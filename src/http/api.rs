@@ -24,14 +24,19 @@ const MAX_WAIT: u64 = 60;
 
 /// The question a full id or a unique prefix names (cards show 8 characters).
 async fn find(state: &AppState, id: &str) -> Result<Question, ApiError> {
-    let shown = crate::text::clip(id, 40, "…");
     match state.engine.records().find_question(id).await? {
         Found::One(question) => Ok(*question),
-        Found::Ambiguous => {
-            Err(ApiError::not_found(format!("`{shown}` names more than one question; use more characters")))
-        }
-        Found::Nothing => Err(ApiError::not_found(format!("no question `{shown}`"))),
+        Found::Ambiguous => Err(ApiError::not_found(format!(
+            "`{}` names more than one question; use more characters",
+            crate::text::clip(id, 40, "…")
+        ))),
+        Found::Nothing => Err(no_question(id)),
     }
+}
+
+/// 404 for `id`: also for a question the caller may not see, as if it did not exist.
+fn no_question(id: &str) -> ApiError {
+    ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…")))
 }
 
 /// As [`find`], for `caller`: an agent finds only the questions it asked, a person only those
@@ -43,7 +48,7 @@ async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Questio
         _ => !caller.sees(&question),
     };
     if hidden {
-        return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…"))));
+        return Err(no_question(id));
     }
     Ok(question)
 }
@@ -280,10 +285,9 @@ pub(super) async fn outcome(
     // that an answer between the two is not missed and the question is read once.
     let watch = id.parse().ok().map(|full| asks.watch_outcome(full));
     let wait = Duration::from_secs(query.wait.min(MAX_WAIT));
-    // What a long-poll keeps while it waits is this future and the watch: the checks are a
-    // future of their own (boxed, so their reads do not size this one), and neither the
-    // question read nor the caller is kept. It breaks with the answer to give now, or goes on
-    // with the question to wait for and the credential that holds the wait.
+    // A long-poll keeps this future and the watch while it waits: its checks are boxed apart (their
+    // reads do not size this one) and break with the answer now, or go on with the question's id
+    // and the credential that holds the wait; neither the question read nor the caller is kept.
     let (state_, id_) = (&state, &id);
     let checked = Box::pin(async move {
         let seen = find_for(state_, &caller, id_).await?;
@@ -316,7 +320,7 @@ pub(super) async fn outcome(
     Ok(match waited {
         Some(Some(question)) => outcome_of(&question),
         Some(None) => (StatusCode::ACCEPTED, axum::Json(OutcomeView::pending(seen))).into_response(),
-        None => return Err(ApiError::not_found(format!("no question `{}`", crate::text::clip(&id, 40, "…")))),
+        None => return Err(no_question(&id)),
     })
 }
 
@@ -582,10 +586,8 @@ mod tests {
 
     #[test]
     fn a_long_poll_waits_in_a_small_future() {
-        // A long-poll keeps its future for up to a minute, thousands at once: the checks before
-        // the wait (store reads) are boxed apart and the question read is not kept. Inlined,
-        // with the question kept too, 3,592 bytes (an unoptimised build, as tests are); with the
-        // checks inline alone, 1,744; now about 1,200.
+        // Kept up to a minute, thousands at once. Unoptimised (as tests are): 3,592 bytes with the
+        // checks and the question inline, 1,744 with the checks inline alone, about 1,200 now.
         let size = future_size(outcome);
         assert!(size <= 1_536, "the long-poll's future is {size} bytes");
     }
