@@ -525,6 +525,8 @@ async fn a_long_poll_that_times_out_says_pending_with_202(place: Place) {
     let id = app.ask("console:local", "Which colour?").await;
     let (status, body) = app.get(&format!("/api/questions/{id}/outcome?wait=1")).await;
     assert_eq!((status, body["status"].as_str()), (StatusCode::ACCEPTED, Some("pending")));
+    // Said of the question waited for, which the wait no longer keeps.
+    assert_eq!((body["id"].as_str(), &body["outcome"]), (Some(id.as_str()), &Value::Null), "{body}");
     app.stop().await;
 }
 

@@ -272,6 +272,8 @@ async fn only_loopback_host_names_are_answered() {
     ] {
         let r = app.client.get(app.url("/healthz")).header("host", &host).send().await.unwrap();
         assert_eq!(r.status(), expected, "Host: {host}");
+        // A refusal too carries the security headers (the check is inside them).
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff", "Host: {host}");
     }
 
     app.stop().await;
