@@ -123,12 +123,6 @@ async fn level(served: &Served, api: &Api, in_flight: usize, each: usize) -> Lev
 /// default).
 const PER_SOURCE: usize = 20_000;
 
-/// The hard limit of open files a process may raise its own to (an unprivileged process, or
-/// root in a container without `CAP_SYS_RESOURCE`, cannot go beyond it).
-fn open_files_ceiling() -> u64 {
-    rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum.unwrap_or(u64::MAX)
-}
-
 /// A long-poll of question `id` on a socket of its own (from the `source`th address), its
 /// request sent; the response is read once the question is answered.
 async fn long_poll(api: &Api, id: &str, source: usize) -> tokio::net::TcpStream {
@@ -145,13 +139,13 @@ async fn long_poll(api: &Api, id: &str, source: usize) -> tokio::net::TcpStream 
     stream
 }
 
-/// `agents` waiting agents in a fresh askgate: what each costs it.
-async fn waiting(agents: usize) {
+/// `agents` waiting agents in a fresh askgate, which may open `open_files` files (the hard
+/// limit: a process cannot raise its own beyond it): what each costs it.
+async fn waiting(agents: usize, open_files: u64) {
     use futures_util::StreamExt;
     let dir = tempfile::TempDir::new().unwrap();
     // Room for every connection: askgate serves at most ¾ of its open files over HTTP.
-    let (open_files, wanted) = (open_files_ceiling(), u64::try_from(agents + 1_024).unwrap());
-    if wanted > open_files / 4 * 3 {
+    if u64::try_from(agents + 1_024).unwrap() > open_files / 4 * 3 {
         println!(
             "{agents:>6} agents waiting: not measured, more than ¾ of the {open_files} open files a process may have here"
         );
@@ -248,7 +242,7 @@ fn main() {
             "askgate API benchmark: waiting agents (release binary, server on CPU 0; {limit} open files a process)"
         );
         for agents in numbers {
-            runtime.block_on(waiting(agents));
+            runtime.block_on(waiting(agents, limit));
         }
         return;
     }
