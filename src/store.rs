@@ -203,6 +203,8 @@ pub trait Store: Send + Sync + 'static {
     /// Callbacks whose URL starts with `to`, whose run has ended, neither delivered nor given
     /// up, whose pause is over and which nobody holds at `now`; oldest first, at most `limit`.
     async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError>;
+    /// Whether a callback whose URL starts with `to` is neither delivered nor given up.
+    async fn callbacks_open(&self, to: &str) -> Result<bool, StoreError>;
     /// The grants `find` selects.
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError>;
     /// The people's credentials `find` selects.

@@ -28,7 +28,7 @@ pub use rules::CallbackRules;
 use rules::{PublicOnly, Reach};
 
 use crate::engine::Engine;
-use crate::engine::callbacks::{BATCH, GIVE_UP_AFTER, LEASE, RETRY, woken};
+use crate::engine::callbacks::{BATCH, GIVE_UP_AFTER, LEASE, RETRY};
 use crate::store::{Callback, CallbackTry};
 
 use crate::http::{CallbackCheck, OutcomeView, RunView};
@@ -140,17 +140,10 @@ impl Outbound {
 pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: CallbackRules) {
     let deliverer =
         Deliverer { engine: engine.clone(), outbound: Outbound::new(rules, timeout), secret, stop: engine.stopping() };
-    let stop = engine.stopping();
     engine.tasks().spawn(async move {
-        let mut events = deliverer.engine.subscribe();
-        loop {
-            deliverer.send_due().await;
-            // Woken by what ends a run (an agent's question has a run of its own), else at the
-            // next read: rows other instances left, pauses that ended.
-            if !woken(&mut events, &stop, ends_a_run).await {
-                return;
-            }
-        }
+        // Woken by what ends a run (an agent's question has a run of its own).
+        let callbacks = deliverer.engine.callbacks();
+        callbacks.each_read(ROUTE, ends_a_run, || deliverer.send_due()).await;
     });
 }
 
@@ -174,14 +167,17 @@ struct Deliverer {
     stop: tokio_util::sync::CancellationToken,
 }
 
+/// The start of agents' callback URLs (http or https): the outbox also holds opencode's
+/// replies and A2A's pushes, which their own senders read.
+const ROUTE: &str = "http";
+
 /// How many callbacks are sent at once: a receiver that hangs holds up only its own.
 const AT_ONCE: usize = 8;
 
 impl Deliverer {
     async fn send_due(&self) {
         use futures_util::StreamExt;
-        // Agents' callbacks are http(s) URLs; the outbox also holds opencode's replies.
-        let due = match self.engine.callbacks().due_callbacks("http", BATCH).await {
+        let due = match self.engine.callbacks().due_callbacks(ROUTE, BATCH).await {
             Ok(due) => {
                 tracing::debug!(due = due.len(), "read the callbacks' outbox");
                 due

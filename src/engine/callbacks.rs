@@ -7,6 +7,7 @@
 //! its run ended.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -89,6 +90,9 @@ pub struct CallbacksParts {
     tasks: Tasks,
     stop: CancellationToken,
     events: Arc<Events>,
+    /// How many callbacks this instance wrote: a sender that saw its route with nothing open
+    /// reads it on a resolution again only once this count moved on.
+    written: AtomicU64,
 }
 
 super::parts!(Callbacks, CallbacksParts);
@@ -101,7 +105,7 @@ impl Callbacks {
         stop: CancellationToken,
         events: Arc<Events>,
     ) -> Self {
-        Self(Arc::new(CallbacksParts { store, clock, tasks, stop, events }))
+        Self(Arc::new(CallbacksParts { store, clock, tasks, stop, events, written: AtomicU64::new(0) }))
     }
 
     /// Writes `spec` for `run` (and `question`, whose outcome it reports) to the outbox,
@@ -126,6 +130,8 @@ impl Callbacks {
             ended_at: None,
         };
         self.store.run_command(AddCallback(Box::new(callback))).await?;
+        // Counted once written: a sender that saw nothing open before this reads again.
+        self.written.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -162,14 +168,14 @@ impl Callbacks {
     }
 }
 
-/// Waits until a sender of the outbox has something to read: an event `wakes` takes, or the
-/// next read (every 5 s: rows another instance left, pauses that ended). `false` once
-/// askgate stops.
-pub async fn woken(
+/// Waits until a sender of the outbox may have something to read: `Some(false)` on an event
+/// `wakes` takes (or a lag: events were missed), `Some(true)` at the next periodic read (every
+/// 5 s: rows another instance left, pauses that ended), `None` once askgate stops.
+async fn woken(
     events: &mut broadcast::Receiver<Arc<Logged>>,
     stop: &CancellationToken,
     wakes: impl Fn(&Event) -> bool,
-) -> bool {
+) -> Option<bool> {
     let event = async {
         loop {
             match events.recv().await {
@@ -184,29 +190,62 @@ pub async fn woken(
         }
     };
     tokio::select! {
-        () = stop.cancelled() => false,
-        () = tokio::time::sleep(SCAN_EVERY) => true,
-        () = event => true,
+        () = stop.cancelled() => None,
+        () = tokio::time::sleep(SCAN_EVERY) => Some(true),
+        () = event => Some(false),
     }
 }
 
 impl Callbacks {
+    /// Runs `send` (one read of the due rows of the route `to`, and their sending) until askgate
+    /// stops: at the start, at every periodic read, and on an event `wakes` takes while a
+    /// callback of the route may be open. Whether one may be is asked of the store at each
+    /// periodic read (a cheap read of the open rows' index); a callback this instance writes
+    /// after that counts as one. Where nobody asked for a callback, a resolution reads nothing:
+    /// it read the due rows, which SQLite prepared again each time, at every one.
+    pub async fn each_read<F: Future<Output = ()>>(
+        &self,
+        to: &str,
+        wakes: impl Fn(&Event) -> bool,
+        mut send: impl FnMut() -> F,
+    ) {
+        let mut events = self.events.subscribe();
+        // The count of callbacks written when the route was last seen with nothing open.
+        let mut quiet = None;
+        let mut periodic = true;
+        loop {
+            if periodic {
+                quiet = self.quiet(to).await;
+            }
+            if quiet != Some(self.written.load(Ordering::SeqCst)) {
+                send().await;
+            }
+            match woken(&mut events, &self.stop, &wakes).await {
+                Some(again) => periodic = again,
+                None => return,
+            }
+        }
+    }
+
+    /// The count of callbacks written as it was before the store said the route `to` has none
+    /// open; none when one is open or the store failed (read as if one were: the read that
+    /// follows says what failed).
+    async fn quiet(&self, to: &str) -> Option<u64> {
+        let written = self.written.load(Ordering::SeqCst);
+        let open = self.store.callbacks_open(to).await;
+        tracing::debug!(to, ?open, "looked for open callbacks");
+        matches!(open, Ok(false)).then_some(written)
+    }
+
     /// Sends the due rows of `courier`'s route until askgate stops: each taken for a while (one
     /// sender at a time, also across instances sharing a database), tried again after a pause
     /// while it fails, and given up [`GIVE_UP_AFTER`] after its run ended.
     pub fn deliver(&self, courier: Arc<dyn Courier>) {
         let callbacks = self.clone();
-        let stop = self.stop.clone();
         self.tasks.spawn(async move {
-            let mut events = callbacks.events.subscribe();
-            loop {
-                callbacks.send_due(&courier).await;
-                // Woken by a resolution (it ends the run of an agent's question), else at the
-                // next read.
-                if !woken(&mut events, &stop, |event| matches!(event, super::Event::Resolved(_))).await {
-                    return;
-                }
-            }
+            // Woken by a resolution (it ends the run of an agent's question).
+            let resolved = |event: &Event| matches!(event, Event::Resolved(_));
+            callbacks.each_read(courier.route(), resolved, || callbacks.send_due(&courier)).await;
         });
     }
 

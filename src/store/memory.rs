@@ -147,6 +147,10 @@ impl Store for MemoryStore {
         Ok(self.open()?.due_callbacks(now, to, limit as usize))
     }
 
+    async fn callbacks_open(&self, to: &str) -> Result<bool, StoreError> {
+        Ok(self.open()?.callbacks_open(to))
+    }
+
     async fn seen(&self, key: &str) -> Result<bool, StoreError> {
         Ok(self.open()?.inbound.contains_key(key))
     }

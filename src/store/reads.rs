@@ -230,6 +230,11 @@ pub(super) async fn due_callbacks<R: Reads + ?Sized>(
     r.rows(select).await?.iter().map(super::outbox::from_row).collect()
 }
 
+/// [`Store::callbacks_open`](super::Store::callbacks_open) through a backend.
+pub(super) async fn callbacks_open<R: Reads + ?Sized>(r: &R, to: &str) -> Result<bool, StoreError> {
+    Ok(!r.rows(Select::new(super::outbox::OPEN, [to.into()])).await?.is_empty())
+}
+
 /// [`Store::seen`](super::Store::seen) through a backend.
 pub(super) async fn seen<R: Reads + ?Sized>(r: &R, key: &str) -> Result<bool, StoreError> {
     let rows = r.rows(Select::new("SELECT 1 AS found FROM inbound WHERE key = $1", [key.into()])).await?;

@@ -149,6 +149,10 @@ impl Store for SqliteStore {
         reads::due_callbacks(self, now, to, limit).await
     }
 
+    async fn callbacks_open(&self, to: &str) -> Result<bool, StoreError> {
+        reads::callbacks_open(self, to).await
+    }
+
     async fn questions_page(
         &self,
         filter: &QuestionFilter,

@@ -202,11 +202,11 @@ async fn a_stop_waits_for_a_callback_being_sent_and_records_it_delivered() {
     let delivered = log.find("callback delivered").unwrap_or_else(|| panic!("not waited for:\n{log}"));
     assert!(log[..delivered].contains("stopping: finishing in-flight work"), "delivered while stopping:\n{log}");
 
-    let logged = [&env()[..], &[("RUST_LOG", "info,askgate::agent::callbacks=debug")]].concat();
+    let logged = [&env()[..], &[("RUST_LOG", "info,askgate::engine::callbacks=debug")]].concat();
     let served = Served::start_with_env(&config, &logged);
-    // The outbox is read at once at start: a callback the stop had not recorded would be due.
-    let read = served.log_line("read the callbacks' outbox").await;
-    assert!(read.contains("due=0"), "nothing is due after the stop recorded the delivery: {read}");
+    // The outbox is looked at once at start: a callback the stop had not recorded would be open.
+    let read = served.log_line("looked for open callbacks").await;
+    assert!(read.contains("open=Ok(false)"), "nothing is open after the stop recorded the delivery: {read}");
     assert_eq!(receiver.seen().len(), 1, "delivered once, and known to be");
     served.terminate().await;
 }

@@ -1,6 +1,7 @@
 //! The callbacks' outbox, written once and run on every store (as `conformance.rs`): a
 //! callback is due once its run has ended, taken by one sender at a time, paused between
-//! attempts, never sent again once delivered, and kept across a restart.
+//! attempts, never sent again once delivered, and kept across a restart. A sender reads it on
+//! a resolution only while one of its callbacks may be open.
 
 use std::sync::Arc;
 
@@ -119,9 +120,16 @@ async fn one_sender_at_a_time_takes_a_due_callback(place: Place) {
 
 async fn a_settled_callback_is_never_due_again(place: Place) {
     let store = place.open().await;
+    let open = |to: &'static str| {
+        let store = store.clone();
+        async move { store.callbacks_open(to).await.unwrap() }
+    };
+    assert!(!open("http").await, "an empty outbox has nothing open");
     let (one, two) = (waiting(&store).await, waiting(&store).await);
     add(&store, callback("cb-delivered", one.id)).await.unwrap();
     add(&store, callback("cb-open", two.id)).await.unwrap();
+    assert!(open("http").await, "open while its run waits");
+    assert!(!open("opencode://").await, "only the route's own rows count");
     for run in [&one, &two] {
         store.finish_run(run.id, RunStatus::Cancelled, "", T0 + 5).await.unwrap();
     }
@@ -132,6 +140,7 @@ async fn a_settled_callback_is_never_due_again(place: Place) {
     let lease = take(&store, "cb-open", T0 + 13).await;
     assert!(tried(&store, "cb-open", T0 + 14, lease, CallbackTry::GaveUp { error: "gone".into() }).await);
     assert_eq!(due(&store, T0 + 86_400_000).await, Vec::<String>::new(), "given up: not tried again");
+    assert!(!open("http").await, "delivered or given up, nothing is open");
     store.close().await;
 }
 
@@ -169,4 +178,57 @@ async fn pruning_deletes_only_settled_or_orphaned_callbacks(place: Place) {
     let kept = add(&store, callback("open", RunId::new())).await;
     assert!(matches!(kept, Err(StoreError::Constraint(_))), "an open callback of a waiting run is kept: {kept:?}");
     store.close().await;
+}
+
+/// A sender of the outbox's rows to loopback: records the ids it was given.
+struct Recorded(std::sync::Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl askgate::engine::Courier for Recorded {
+    fn route(&self) -> &str {
+        "http://127.0.0.1:9/"
+    }
+
+    async fn send(&self, callback: &Callback) -> askgate::engine::Sent {
+        self.0.lock().unwrap().push(callback.id.clone());
+        askgate::engine::Sent::Delivered
+    }
+}
+
+#[tokio::test]
+async fn a_resolution_reads_the_outbox_only_while_a_callback_may_be_open() {
+    use crate::support::{alice, anyone, builtins, eventually, room};
+    use askgate::question::{Answerers, Ask};
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = crate::support::db_path(dir.path());
+    let sqlite = askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal);
+    let store = Arc::new(crate::support::reads::Counting::new(Arc::new(sqlite.await.unwrap())));
+    let mut settings = askgate::engine::Settings::default();
+    settings.channels.insert("test".into(), anyone());
+    let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, askgate::clock::Clock::manual(T0));
+    engine.delivery().attach(Arc::new(crate::support::Recorder::default()));
+    engine.start().await.unwrap();
+    let courier = Arc::new(Recorded(std::sync::Mutex::default()));
+    engine.callbacks().deliver(courier.clone());
+    let resolver = askgate::engine::Resolver::person(alice(), askgate::question::Surface::API);
+    let ask = || Ask::question("Ship it?").options(["yes", "no"]).answerers(Answerers::Users { users: vec![alice()] });
+    // The sender's first look: nothing open, nothing read.
+    eventually(|| async { (store.outbox_reads().1 == 1).then_some(()) }).await;
+
+    for _ in 0..5 {
+        let question = engine.asks().ask_external(room(), ask(), alice()).await.unwrap();
+        engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+        // Read back through the store, which hands the sender its turn on the way.
+        engine.records().question(question.id).await.unwrap();
+    }
+    assert_eq!(store.outbox_reads(), (0, 1), "no callback was asked for: the resolutions read no outbox");
+
+    let spec = askgate::engine::CallbackSpec { url: "http://127.0.0.1:9/hook".into(), headers: vec![], secret: None };
+    let question = engine.asks().ask_external_with(room(), ask(), alice(), Some(spec)).await.unwrap();
+    engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+    eventually(|| async { (courier.0.lock().unwrap().len() == 1).then_some(()) }).await;
+    let (due, open) = store.outbox_reads();
+    assert!(due >= 1, "the callback's resolution read the due rows");
+    assert_eq!(open, 1, "sent on its resolution, not at the next periodic look");
+    engine.shutdown().await;
 }

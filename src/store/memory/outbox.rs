@@ -66,6 +66,11 @@ impl Tables {
         due
     }
 
+    /// See [`crate::store::Store::callbacks_open`].
+    pub(super) fn callbacks_open(&self, to: &str) -> bool {
+        self.callbacks.iter().any(|k| !k.settled && k.callback.url.starts_with(to))
+    }
+
     /// Whether `run` has a callback neither delivered nor given up (the run is kept for it).
     pub(super) fn awaits_callback(&self, run: crate::question::RunId) -> bool {
         self.callbacks.iter().any(|k| k.callback.run == run && !k.settled)

@@ -1,7 +1,8 @@
-//! A store that counts how often each question is read by id, around another store: what a
-//! test checks when a behaviour must not read a question again.
+//! A store that counts how often each question is read by id, and the callbacks' outbox is
+//! read, around another store: what a test checks when a behaviour must not read again.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use askgate::question::{Question, QuestionId, RunId};
@@ -11,15 +12,23 @@ use askgate::store::{
 };
 use async_trait::async_trait;
 
-/// `inner`, with a count of the reads of each question by id ([`Find::Id`]).
+/// `inner`, with a count of the reads of each question by id ([`Find::Id`]), of the due
+/// callbacks and of whether any is open.
 pub struct Counting {
     inner: Arc<dyn Store>,
     reads: Mutex<HashMap<QuestionId, usize>>,
+    due_reads: AtomicUsize,
+    open_reads: AtomicUsize,
 }
 
 impl Counting {
     pub fn new(inner: Arc<dyn Store>) -> Self {
-        Self { inner, reads: Mutex::default() }
+        Self { inner, reads: Mutex::default(), due_reads: AtomicUsize::new(0), open_reads: AtomicUsize::new(0) }
+    }
+
+    /// How often the due callbacks were read, and whether any is open.
+    pub fn outbox_reads(&self) -> (usize, usize) {
+        (self.due_reads.load(Ordering::SeqCst), self.open_reads.load(Ordering::SeqCst))
     }
 
     /// How often `id` was read by id so far.
@@ -71,7 +80,13 @@ impl Store for Counting {
     }
 
     async fn due_callbacks(&self, now: i64, to: &str, limit: u32) -> Result<Vec<Callback>, StoreError> {
+        self.due_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.due_callbacks(now, to, limit).await
+    }
+
+    async fn callbacks_open(&self, to: &str) -> Result<bool, StoreError> {
+        self.open_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.callbacks_open(to).await
     }
 
     async fn find_grants(&self, find: GrantFind<'_>) -> Result<Vec<Grant>, StoreError> {
