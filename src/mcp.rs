@@ -317,10 +317,7 @@ impl Server {
 
     /// Whether the question `id` was asked by this session's agent and client.
     async fn asked(&self, id: QuestionId, context: &RequestContext<RoleServer>) -> bool {
-        match self.engine.records().question(id).await {
-            Ok(Some(question)) => self.engine.claims().asked_by(&question, &asker(context)).await.unwrap_or(false),
-            Ok(None) | Err(_) => false,
-        }
+        matches!(self.engine.records().asked_by(id, &asker(context)).await, Ok(Some(_)))
     }
 
     /// The call as a task the client polls (`tasks/get`) and may cancel (`tasks/cancel`); it

@@ -194,6 +194,9 @@ pub trait Store: Send + Sync + 'static {
     async fn undelivered(&self, find: Unshown<'_>) -> Result<Vec<Undelivered>, StoreError>;
     /// How many questions are pending.
     async fn pending_count(&self) -> Result<u64, StoreError>;
+    /// One question, with the id of whoever started its run as stored (none when the run is
+    /// gone): who asked it, read with it.
+    async fn question_with_asker(&self, id: QuestionId) -> Result<Option<(Question, Option<String>)>, StoreError>;
     /// The earliest pending deadline, reminder or escalation.
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
     /// One run, with its journal when `journal` (read together: what a replay needs).

@@ -63,6 +63,20 @@ impl Records {
         self.store.question(id).await
     }
 
+    /// The question `id` when `asker` asked it (started its run; the operator under either of
+    /// their ids), read with its run's initiator in one read: what an agent may see.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn asked_by(
+        &self,
+        id: QuestionId,
+        asker: &crate::question::UserRef,
+    ) -> Result<Option<Question>, StoreError> {
+        let found = self.store.question_with_asker(id).await?;
+        Ok(found.and_then(|(question, initiator)| initiator.is_some_and(|i| asker.is(&i)).then_some(question)))
+    }
+
     /// The conversation of the question whose card is message `message` in `chat` of
     /// `surface`: a reply in a card's thread (Slack) belongs to the card's conversation.
     ///

@@ -39,18 +39,18 @@ fn no_question(id: &str) -> ApiError {
     ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…")))
 }
 
-/// As [`find`], for `caller`: an agent finds only the questions it asked, a person only those
-/// they may see (others are not found, as if they did not exist).
+/// As [`find`], for `caller`: an agent finds only the questions it asked (by a whole id, read
+/// with who asked it at once), a person only those they may see (others are not found).
 async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
-    let question = find(state, id).await?;
-    let hidden = match caller.role {
-        Role::Agent => !state.engine.claims().asked_by(&question, &caller.user).await?,
-        _ => !caller.sees(&question),
+    let seen = match (caller.role, id.parse()) {
+        (Role::Agent, Ok(full)) => state.engine.records().asked_by(full, &caller.user).await?,
+        (Role::Agent, Err(_)) => {
+            let question = find(state, id).await?;
+            state.engine.claims().asked_by(&question, &caller.user).await?.then_some(question)
+        }
+        _ => Some(find(state, id).await?).filter(|question| caller.sees(question)),
     };
-    if hidden {
-        return Err(no_question(id));
-    }
-    Ok(question)
+    seen.ok_or_else(|| no_question(id))
 }
 
 /// The question a person answers by its id: as [`find_for`], but one they may not answer is

@@ -119,6 +119,10 @@ impl Store for MemoryStore {
         Ok(self.open()?.undelivered(find))
     }
 
+    async fn question_with_asker(&self, id: QuestionId) -> Result<Option<(Question, Option<String>)>, StoreError> {
+        Ok(self.open()?.question_with_asker(id))
+    }
+
     async fn pending_count(&self) -> Result<u64, StoreError> {
         Ok(self.open()?.pending.by_seq.len() as u64)
     }

@@ -275,6 +275,10 @@ impl Store for PostgresStore {
         rows.iter().map(delivery_from_row).collect()
     }
 
+    async fn question_with_asker(&self, id: QuestionId) -> Result<Option<(Question, Option<String>)>, StoreError> {
+        reads::question_with_asker(self, id).await
+    }
+
     async fn pending_count(&self) -> Result<u64, StoreError> {
         reads::pending_count(self).await
     }

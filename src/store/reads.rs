@@ -154,6 +154,24 @@ pub(super) async fn questions<R: Reads + ?Sized>(r: &R, find: Find<'_>) -> Resul
     questions_of(&r.rows(question_select(&find, R::DIALECT)).await?)
 }
 
+/// [`Store::question_with_asker`](super::Store::question_with_asker) through a backend: the
+/// run's initiator in a subquery (its columns would clash with the question's in a join).
+pub(super) async fn question_with_asker<R: Reads + ?Sized>(
+    r: &R,
+    id: QuestionId,
+) -> Result<Option<(Question, Option<String>)>, StoreError> {
+    let select = Select::new(
+        concat!(
+            "SELECT ",
+            question_columns!(),
+            ", (SELECT initiator FROM runs WHERE runs.id = questions.run_id) AS asker FROM questions WHERE id = $1"
+        ),
+        [id.to_string().into()],
+    );
+    let rows = r.rows(select).await?;
+    rows.first().map(|row| Ok((super::rows::question_from_row(row)?, row.text("asker")?))).transpose()
+}
+
 /// [`Store::run_record`](super::Store::run_record) through a backend.
 pub(super) async fn run<R: Reads + ?Sized>(
     r: &R,

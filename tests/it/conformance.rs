@@ -52,6 +52,7 @@ crate::backend::on_every_store!(
     a_claim_changes_its_run_in_its_own_commit,
     a_won_claim_answers_with_the_row_as_stored,
     a_run_is_read_back_with_its_journal_by_step,
+    a_question_is_read_with_whoever_started_its_run,
     a_runs_count_of_says_never_goes_back,
     a_finished_run_keeps_its_status_with_its_result,
     pruning_deletes_only_what_outlived_its_retention,
@@ -618,6 +619,15 @@ async fn a_run_is_read_back_with_its_journal_by_step(place: Place) {
     assert_eq!(resume.journal, [q0.clone(), q1.clone()], "ordered by step");
     assert_eq!(b.store.journal(r.id).await.unwrap(), [q0, q1]);
     assert_eq!(b.store.run_with_journal(RunId::new()).await.unwrap(), None);
+    b.store.close().await;
+}
+
+async fn a_question_is_read_with_whoever_started_its_run(place: Place) {
+    let b = Backend::open(place).await;
+    let (r, q) = asked(&b.store, "test:room", "Ship it?").await;
+    let read = b.store.question_with_asker(q.id).await.unwrap();
+    assert_eq!(read, Some((q, Some(r.initiator.as_str().to_owned()))));
+    assert_eq!(b.store.question_with_asker(QuestionId::new()).await.unwrap(), None);
     b.store.close().await;
 }
 

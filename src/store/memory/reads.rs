@@ -78,6 +78,13 @@ impl Tables {
         self.these(self.by_run.get(&run).into_iter().flat_map(|steps| steps.values())).cloned().collect()
     }
 
+    /// See [`crate::store::Store::question_with_asker`].
+    pub(super) fn question_with_asker(&self, id: QuestionId) -> Option<(Question, Option<String>)> {
+        let question = self.these(std::iter::once(&id)).next()?.clone();
+        let asker = self.runs.get(&question.run).map(|run| run.initiator.as_str().to_owned());
+        Some((question, asker))
+    }
+
     pub(super) fn run_record(&self, id: RunId, journal: bool) -> Option<Resume> {
         let run = self.runs.get(&id)?.clone();
         Some(Resume { run, journal: if journal { self.journal(id) } else { Vec::new() } })

@@ -63,6 +63,10 @@ impl Store for Counting {
         self.inner.undelivered(find).await
     }
 
+    async fn question_with_asker(&self, id: QuestionId) -> Result<Option<(Question, Option<String>)>, StoreError> {
+        self.inner.question_with_asker(id).await
+    }
+
     async fn pending_count(&self) -> Result<u64, StoreError> {
         self.inner.pending_count().await
     }
