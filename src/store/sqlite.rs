@@ -1,5 +1,5 @@
 //! The SQLite store: one writer connection that commits concurrent writes together, and a
-//! small pool of reader connections (WAL lets them read while the writer writes).
+//! few reader connections, each lent to one read at a time (WAL lets them read while the writer writes).
 //!
 //! Group commit is what makes many conversations cheap: a commit costs far more than a
 //! statement, so every write that arrives while one transaction runs joins the next one.
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::ConnectOptions;
-use sqlx::sqlite::{SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::reads::{self, Dialect, Reads, Select};
@@ -38,6 +38,7 @@ mod file;
 // The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
 #[allow(unsafe_code)]
 mod raw;
+mod readers;
 mod rows;
 mod statements;
 mod writer;
@@ -50,7 +51,7 @@ use writer::Job;
 pub struct SqliteStore {
     /// The lock on `<database>.lock`, held until [`Store::close`] (or drop).
     exclusive: std::sync::Mutex<Option<File>>,
-    readers: SqlitePool,
+    readers: readers::Readers,
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     counters: Arc<writer::Counters>,
@@ -97,14 +98,7 @@ impl SqliteStore {
         super::migrations::sqlite().run(&mut writer).await?;
         let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
-        // No ping before each acquire: a reader on a local file does not go stale, and the ping
-        // is a round trip to the connection's thread, as costly as the read itself.
-        let readers = SqlitePoolOptions::new()
-            .min_connections(1)
-            .max_connections(3)
-            .test_before_acquire(false)
-            .connect_with(options.read_only(true))
-            .await?;
+        let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());
         let thread = writer::start(writer, queue, counters.clone()).await?;
@@ -121,7 +115,7 @@ impl SqliteStore {
     /// Every row a read of askgate's own (a table name and columns it chose, not a person's text)
     /// returns, through the readers: for copying a database.
     pub(super) async fn read_all(&self, sql: &str) -> Result<Vec<sqlx::sqlite::SqliteRow>, StoreError> {
-        Ok(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).fetch_all(&self.readers).await?)
+        self.readers.fetch_all(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))).await
     }
 }
 
@@ -180,14 +174,13 @@ impl Store for SqliteStore {
                  AND (?2 IS NULL OR rowid < ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid DESC LIMIT ?3"
             )
         };
-        let rows = sqlx::query(sql)
+        let query = sqlx::query(sql)
             .bind(filter.conversation.as_ref().map(Conversation::as_str))
             .bind(after)
             .bind(limit)
             .bind(filter.status.map(Status::as_str))
-            .bind(filter.kind.map(Kind::as_str))
-            .fetch_all(&self.readers)
-            .await?;
+            .bind(filter.kind.map(Kind::as_str));
+        let rows = self.readers.fetch_all(query).await?;
         page(&rows, limit)
     }
 
@@ -197,13 +190,11 @@ impl Store for SqliteStore {
             CardFind::At { surface, chat, message } => return reads::card_at(self, surface, chat, message).await,
         };
         let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Decode(e.to_string()))?;
-        let rows = sqlx::query(
+        let query = sqlx::query(
             "SELECT question_id, surface, chat, message, role, conversation FROM deliveries \
              WHERE question_id IN (SELECT value FROM json_each(?)) ORDER BY created_at",
-        )
-        .bind(ids)
-        .fetch_all(&self.readers)
-        .await?;
+        );
+        let rows = self.readers.fetch_all(query.bind(ids)).await?;
         rows.iter().map(delivery_from_row).collect()
     }
 
@@ -226,12 +217,12 @@ impl Store for SqliteStore {
     async fn logins(&self, find: LoginFind<'_>) -> Result<Vec<Login>, StoreError> {
         let rows = match find {
             LoginFind::Secret { digest, now } => {
-                sqlx::query(super::logins::BY_SECRET).bind(digest).bind(now).fetch_all(&self.readers).await?
+                self.readers.fetch_all(sqlx::query(super::logins::BY_SECRET).bind(digest).bind(now)).await?
             }
             LoginFind::Link { digest, now } => {
-                sqlx::query(super::logins::BY_LINK).bind(digest).bind(now).fetch_all(&self.readers).await?
+                self.readers.fetch_all(sqlx::query(super::logins::BY_LINK).bind(digest).bind(now)).await?
             }
-            LoginFind::All { now } => sqlx::query(super::logins::ALL).bind(now).fetch_all(&self.readers).await?,
+            LoginFind::All { now } => self.readers.fetch_all(sqlx::query(super::logins::ALL).bind(now)).await?,
         };
         rows.iter().map(super::logins::from_row).collect()
     }
@@ -280,6 +271,6 @@ impl Reads for SqliteStore {
             Bind::Int(i) => query.bind(*i),
             Bind::Text(s) => query.bind(s.as_deref()),
         });
-        Ok(query.fetch_all(&self.readers).await?)
+        self.readers.fetch_all(query).await
     }
 }
