@@ -27,8 +27,8 @@ pub const RETRY: Backoff = Backoff { first: Duration::from_secs(1), max: Duratio
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(25 * 3600);
 /// How long a sender holds a row it is sending: longer than any attempt may take.
 pub const LEASE: Duration = Duration::from_secs(120);
-/// How often the outbox is read when nothing woke the sender: rows another instance left,
-/// and pauses that ended.
+/// How often a sender looks at the outbox whatever woke it meanwhile: rows another instance
+/// left or let go of, pauses that ended, callbacks another instance wrote.
 const SCAN_EVERY: Duration = Duration::from_secs(5);
 /// How many due rows are read at once.
 pub const BATCH: u32 = 16;
@@ -168,14 +168,14 @@ impl Callbacks {
     }
 }
 
-/// Waits until a sender of the outbox may have something to read: `Some(false)` on an event
-/// `wakes` takes (or a lag: events were missed), `Some(true)` at the next periodic read (every
-/// 5 s: rows another instance left, pauses that ended), `None` once askgate stops.
+/// Waits until a sender of the outbox may have something to read: an event `wakes` takes (or a
+/// lag: events were missed), or `look`, its periodic look. `false` once askgate stops.
 async fn woken(
     events: &mut broadcast::Receiver<Arc<Logged>>,
     stop: &CancellationToken,
+    look: tokio::time::Instant,
     wakes: impl Fn(&Event) -> bool,
-) -> Option<bool> {
+) -> bool {
     let event = async {
         loop {
             match events.recv().await {
@@ -190,18 +190,18 @@ async fn woken(
         }
     };
     tokio::select! {
-        () = stop.cancelled() => None,
-        () = tokio::time::sleep(SCAN_EVERY) => Some(true),
-        () = event => Some(false),
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep_until(look) => true,
+        () = event => true,
     }
 }
 
 impl Callbacks {
     /// Runs `send` (one read of the due rows of the route `to`, and their sending) until askgate
-    /// stops: at the start, at every periodic read, and on an event `wakes` takes while a
-    /// callback of the route may be open. Whether one may be is asked of the store at each
-    /// periodic read (a cheap read of the open rows' index); a callback this instance writes
-    /// after that counts as one. Where nobody asked for a callback, a resolution reads nothing:
+    /// stops: at the start, at every periodic look ([`SCAN_EVERY`], kept however many events
+    /// come between), and on an event `wakes` takes while a callback of the route may be open.
+    /// Whether one may be is asked of the store at each look (a read of the open rows only: a
+    /// partial index holds them); a callback this instance writes after that counts as one. Where nobody asked for a callback, a resolution reads nothing:
     /// it read the due rows, which SQLite prepared again each time, at every one.
     pub async fn each_read<F: Future<Output = ()>>(
         &self,
@@ -212,17 +212,18 @@ impl Callbacks {
         let mut events = self.events.subscribe();
         // The count of callbacks written when the route was last seen with nothing open.
         let mut quiet = None;
-        let mut periodic = true;
+        let mut look = tokio::time::Instant::now();
         loop {
-            if periodic {
+            // Events that keep coming do not put the look off: it is due at its time.
+            if tokio::time::Instant::now() >= look {
+                look = tokio::time::Instant::now() + SCAN_EVERY;
                 quiet = self.quiet(to).await;
             }
             if quiet != Some(self.written.load(Ordering::SeqCst)) {
                 send().await;
             }
-            match woken(&mut events, &self.stop, &wakes).await {
-                Some(again) => periodic = again,
-                None => return,
+            if !woken(&mut events, &self.stop, look, &wakes).await {
+                return;
             }
         }
     }

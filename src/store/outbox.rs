@@ -25,8 +25,8 @@ pub(super) const DUE: &str = "SELECT c.id, c.run_id, c.question_id, c.url, c.hea
      AND (c.next_at IS NULL OR c.next_at <= $1) AND (c.leased_until IS NULL OR c.leased_until <= $1) \
      AND substr(c.url, 1, length($2)) = $2 ORDER BY c.created_at LIMIT $3";
 
-/// Whether a callback whose URL starts with `$1` is neither delivered nor given up (the partial
-/// index `callbacks_open` holds just those).
+/// Whether a callback whose URL starts with `$1` is neither delivered nor given up: a scan of
+/// the open rows only (the partial index `callbacks_open` holds just those).
 pub(super) const OPEN: &str = "SELECT 1 AS open FROM callbacks WHERE delivered_at IS NULL AND gave_up_at IS NULL \
      AND substr(url, 1, length($1)) = $1 LIMIT 1";
 

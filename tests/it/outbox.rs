@@ -232,3 +232,32 @@ async fn a_resolution_reads_the_outbox_only_while_a_callback_may_be_open() {
     assert_eq!(open, 1, "sent on its resolution, not at the next periodic look");
     engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_row_another_instance_left_is_sent_at_the_next_look_while_events_keep_coming() {
+    use crate::support::{alice, anyone, builtins, room};
+    use askgate::question::{Answerers, Ask};
+    let store: Arc<dyn Store> = Arc::new(askgate::store::MemoryStore::new());
+    let mut settings = askgate::engine::Settings::default();
+    settings.channels.insert("test".into(), anyone());
+    let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, askgate::clock::Clock::manual(T0));
+    engine.delivery().attach(Arc::new(crate::support::Recorder::default()));
+    engine.start().await.unwrap();
+    let courier = Arc::new(Recorded(std::sync::Mutex::default()));
+    engine.callbacks().deliver(courier.clone());
+    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    // A row this instance did not write (another left it), due now: only a look finds it.
+    let run = waiting(&store).await;
+    add(&store, callback("left", run.id)).await.unwrap();
+    store.finish_run(run.id, RunStatus::Finished, "done", T0 + 1).await.unwrap();
+    let resolver = askgate::engine::Resolver::person(alice(), askgate::question::Surface::API);
+    let ask = || Ask::question("Ship it?").options(["yes", "no"]).answerers(Answerers::Users { users: vec![alice()] });
+    // A resolution every second, for longer than two looks apart.
+    for _ in 0..12 {
+        let question = engine.asks().ask_external(room(), ask(), alice()).await.unwrap();
+        engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    assert_eq!(*courier.0.lock().unwrap(), ["left"], "the look came at its time, events or not");
+    engine.shutdown().await;
+}
