@@ -18,10 +18,13 @@ use crate::store::StoreError;
 
 /// At most this many reads run at once (a connection each).
 const CONNECTIONS: u32 = 3;
+/// How long a read waits for a connection before it is refused as busy (as sqlx's pool did).
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Read-only connections, lent one read at a time.
 pub(super) struct Readers {
-    /// How another connection is opened (when one was lost).
+    /// How a connection is opened: the second and third when reads need them, and one in place
+    /// of a connection whose thread crashed.
     options: SqliteConnectOptions,
     /// The connections no read holds.
     idle: Mutex<Vec<SqliteConnection>>,
@@ -42,12 +45,16 @@ impl Readers {
     /// Every row `query` returns, read on a connection of its own.
     ///
     /// # Errors
-    /// When the readers are closed, a connection cannot be opened, or the read fails.
+    /// When the readers are closed, every connection stayed busy for [`WAIT`], a connection
+    /// cannot be opened, or the read fails.
     pub(super) async fn fetch_all(
         &self,
         query: sqlx::query::Query<'_, Sqlite, SqliteArguments>,
     ) -> Result<Vec<SqliteRow>, StoreError> {
-        let _permit = self.free.acquire().await.map_err(|_| StoreError::Closed)?;
+        let waited = tokio::time::timeout(WAIT, self.free.acquire()).await;
+        let _permit = waited
+            .map_err(|_| StoreError::Busy("every reader was busy for 30 s".into()))?
+            .map_err(|_| StoreError::Closed)?;
         let mut lent = Lent { connection: self.take(), readers: self };
         let connection = match &mut lent.connection {
             Some(connection) => connection,
