@@ -195,37 +195,49 @@ impl askgate::engine::Courier for Recorded {
     }
 }
 
-#[tokio::test]
-async fn a_resolution_reads_the_outbox_only_while_a_callback_may_be_open() {
-    use crate::support::{alice, anyone, builtins, eventually, room};
-    use askgate::question::{Answerers, Ask};
-    let dir = tempfile::TempDir::new().unwrap();
-    let path = crate::support::db_path(dir.path());
-    let sqlite = askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal);
-    let store = Arc::new(crate::support::reads::Counting::new(Arc::new(sqlite.await.unwrap())));
+/// An engine on `store` whose outbox's `http://127.0.0.1:9/` rows a [`Recorded`] sends.
+async fn sending(store: Arc<dyn Store>) -> (askgate::engine::Engine, Arc<Recorded>) {
     let mut settings = askgate::engine::Settings::default();
-    settings.channels.insert("test".into(), anyone());
-    let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, askgate::clock::Clock::manual(T0));
+    settings.channels.insert("test".into(), crate::support::anyone());
+    let functions = crate::support::builtins();
+    let engine = askgate::engine::Engine::new(store, functions, settings, askgate::clock::Clock::manual(T0));
     engine.delivery().attach(Arc::new(crate::support::Recorder::default()));
     engine.start().await.unwrap();
     let courier = Arc::new(Recorded(std::sync::Mutex::default()));
     engine.callbacks().deliver(courier.clone());
+    (engine, courier)
+}
+
+/// Asks an agent's question (calling back as `callback` says) and answers it: a resolution.
+async fn resolved(engine: &askgate::engine::Engine, callback: Option<askgate::engine::CallbackSpec>) {
+    use crate::support::{alice, room};
+    use askgate::question::{Answerers, Ask};
+    let ask = Ask::question("Ship it?").options(["yes", "no"]).answerers(Answerers::Users { users: vec![alice()] });
+    let question = engine.asks().ask_external_with(room(), ask, alice(), callback).await.unwrap();
     let resolver = askgate::engine::Resolver::person(alice(), askgate::question::Surface::API);
-    let ask = || Ask::question("Ship it?").options(["yes", "no"]).answerers(Answerers::Users { users: vec![alice()] });
+    engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+    // Read back through the store, which hands the sender its turn on the way.
+    engine.records().question(question.id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_resolution_reads_the_outbox_only_while_a_callback_may_be_open() {
+    use crate::support::eventually;
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = crate::support::db_path(dir.path());
+    let sqlite = askgate::store::SqliteStore::open(path.to_str().unwrap(), askgate::store::Synchronous::Normal);
+    let store = Arc::new(crate::support::reads::Counting::new(Arc::new(sqlite.await.unwrap())));
+    let (engine, courier) = sending(store.clone()).await;
     // The sender's first look: nothing open, nothing read.
     eventually(|| async { (store.outbox_reads().1 == 1).then_some(()) }).await;
 
     for _ in 0..5 {
-        let question = engine.asks().ask_external(room(), ask(), alice()).await.unwrap();
-        engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
-        // Read back through the store, which hands the sender its turn on the way.
-        engine.records().question(question.id).await.unwrap();
+        resolved(&engine, None).await;
     }
     assert_eq!(store.outbox_reads(), (0, 1), "no callback was asked for: the resolutions read no outbox");
 
     let spec = askgate::engine::CallbackSpec { url: "http://127.0.0.1:9/hook".into(), headers: vec![], secret: None };
-    let question = engine.asks().ask_external_with(room(), ask(), alice(), Some(spec)).await.unwrap();
-    engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+    resolved(&engine, Some(spec)).await;
     eventually(|| async { (courier.0.lock().unwrap().len() == 1).then_some(()) }).await;
     let (due, open) = store.outbox_reads();
     assert!(due >= 1, "the callback's resolution read the due rows");
@@ -235,27 +247,16 @@ async fn a_resolution_reads_the_outbox_only_while_a_callback_may_be_open() {
 
 #[tokio::test(start_paused = true)]
 async fn a_row_another_instance_left_is_sent_at_the_next_look_while_events_keep_coming() {
-    use crate::support::{alice, anyone, builtins, room};
-    use askgate::question::{Answerers, Ask};
     let store: Arc<dyn Store> = Arc::new(askgate::store::MemoryStore::new());
-    let mut settings = askgate::engine::Settings::default();
-    settings.channels.insert("test".into(), anyone());
-    let engine = askgate::engine::Engine::new(store.clone(), builtins(), settings, askgate::clock::Clock::manual(T0));
-    engine.delivery().attach(Arc::new(crate::support::Recorder::default()));
-    engine.start().await.unwrap();
-    let courier = Arc::new(Recorded(std::sync::Mutex::default()));
-    engine.callbacks().deliver(courier.clone());
+    let (engine, courier) = sending(store.clone()).await;
     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     // A row this instance did not write (another left it), due now: only a look finds it.
     let run = waiting(&store).await;
     add(&store, callback("left", run.id)).await.unwrap();
     store.finish_run(run.id, RunStatus::Finished, "done", T0 + 1).await.unwrap();
-    let resolver = askgate::engine::Resolver::person(alice(), askgate::question::Surface::API);
-    let ask = || Ask::question("Ship it?").options(["yes", "no"]).answerers(Answerers::Users { users: vec![alice()] });
     // A resolution every second, for longer than two looks apart.
     for _ in 0..12 {
-        let question = engine.asks().ask_external(room(), ask(), alice()).await.unwrap();
-        engine.claims().resolve(&question, "yes", &resolver).await.unwrap();
+        resolved(&engine, None).await;
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
     assert_eq!(*courier.0.lock().unwrap(), ["left"], "the look came at its time, events or not");
