@@ -141,8 +141,8 @@ pub fn start(engine: &Engine, secret: Option<String>, timeout: Duration, rules: 
     let deliverer =
         Deliverer { engine: engine.clone(), outbound: Outbound::new(rules, timeout), secret, stop: engine.stopping() };
     engine.tasks().spawn(async move {
-        // Woken by what ends a run (an agent's question has a run of its own).
         let callbacks = deliverer.engine.callbacks();
+        // Woken by what ends a run (an agent's question has a run of its own).
         callbacks.each_read(ROUTE, ends_a_run, || deliverer.send_due()).await;
     });
 }

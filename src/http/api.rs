@@ -39,14 +39,13 @@ fn no_question(id: &str) -> ApiError {
     ApiError::not_found(format!("no question `{}`", crate::text::clip(id, 40, "…")))
 }
 
-/// As [`find`], for `caller`: an agent finds only the questions it asked (by a whole id, read
-/// with who asked it at once), a person only those they may see (others are not found).
+/// As [`find`], for `caller`: an agent finds only the questions it asked (read with who asked
+/// it; a short id is found first), a person only those they may see (others are not found).
 async fn find_for(state: &AppState, caller: &Caller, id: &str) -> Result<Question, ApiError> {
-    let seen = match (caller.role, id.parse()) {
-        (Role::Agent, Ok(full)) => state.engine.records().asked_by(full, &caller.user).await?,
-        (Role::Agent, Err(_)) => {
-            let question = find(state, id).await?;
-            state.engine.claims().asked_by(&question, &caller.user).await?.then_some(question)
+    let seen = match caller.role {
+        Role::Agent => {
+            let full = if let Ok(full) = id.parse() { full } else { find(state, id).await?.id };
+            state.engine.records().asked_by(full, &caller.user).await?
         }
         _ => Some(find(state, id).await?).filter(|question| caller.sees(question)),
     };
