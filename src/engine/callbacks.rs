@@ -201,8 +201,9 @@ impl Callbacks {
     /// stops: at the start, at every periodic look ([`SCAN_EVERY`], kept however many events
     /// come between), and on an event `wakes` takes while a callback of the route may be open.
     /// Whether one may be is asked of the store at each look (a read of the open rows only: a
-    /// partial index holds them); a callback this instance writes after that counts as one. Where nobody asked for a callback, a resolution reads nothing:
-    /// it read the due rows, which SQLite prepared again each time, at every one.
+    /// partial index holds them); a callback this instance writes after that counts as one.
+    /// Where nobody asked for a callback, a resolution reads nothing: it read the due rows,
+    /// which SQLite prepared again each time, at every one.
     pub async fn each_read<F: Future<Output = ()>>(
         &self,
         to: &str,

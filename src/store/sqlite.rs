@@ -1,5 +1,6 @@
-//! The SQLite store: one writer connection that commits concurrent writes together, and a
-//! few reader connections, each lent to one read at a time (WAL lets them read while the writer writes).
+//! The SQLite store: one writer connection that commits concurrent writes together, and a few
+//! reader connections, each lent to one read at a time (WAL lets them read while the writer
+//! writes).
 //!
 //! Group commit is what makes many conversations cheap: a commit costs far more than a
 //! statement, so every write that arrives while one transaction runs joins the next one.

@@ -53,7 +53,7 @@ impl Readers {
     ) -> Result<Vec<SqliteRow>, StoreError> {
         let waited = tokio::time::timeout(WAIT, self.free.acquire()).await;
         let _permit = waited
-            .map_err(|_| StoreError::Busy("every reader was busy for 30 s".into()))?
+            .map_err(|_| StoreError::Busy(format!("every reader was busy for {} s", WAIT.as_secs())))?
             .map_err(|_| StoreError::Closed)?;
         let mut lent = Lent { connection: self.take(), readers: self };
         let connection = match &mut lent.connection {
@@ -135,6 +135,17 @@ mod tests {
         }
         let idle = readers.idle.lock().unwrap().len();
         assert!(idle <= CONNECTIONS as usize, "at most {CONNECTIONS} connections, not {idle}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_that_finds_every_connection_busy_for_the_wait_is_refused_as_busy() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let readers = readers(&dir).await;
+        let held = readers.free.acquire_many(CONNECTIONS).await.unwrap();
+        let refused = readers.fetch_all(one()).await;
+        assert!(matches!(&refused, Err(StoreError::Busy(m)) if m.contains("30 s")), "{refused:?}");
+        drop(held);
+        assert_eq!(readers.fetch_all(one()).await.unwrap().len(), 1, "served once one is free");
     }
 
     #[tokio::test]
