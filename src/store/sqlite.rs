@@ -36,6 +36,8 @@ pub enum Synchronous {
 
 mod checkpoint;
 mod file;
+#[cfg(test)]
+mod plans;
 // The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
 #[allow(unsafe_code)]
 mod raw;
@@ -47,6 +49,24 @@ mod writer;
 use super::rows::{Bind, delivery_from_row, page, page_after};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
+
+/// A page of pending questions, oldest first (`?1` the conversation, unused; `?2` the last
+/// rowid of the page before; `?3` the limit; `?5` a kind).
+const PENDING: &str = concat!(
+    "SELECT rowid AS page_key, ",
+    question_columns!(),
+    " FROM questions WHERE status = 'pending' AND (?1 IS NULL OR conversation = ?1) \
+     AND (?2 IS NULL OR rowid > ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid LIMIT ?3"
+);
+
+/// [`PENDING`] in one conversation (`?1`), on the index of its pending questions, which keeps
+/// the order asked: without it SQLite reads every pending question to find a conversation's.
+const PENDING_IN: &str = concat!(
+    "SELECT rowid AS page_key, ",
+    question_columns!(),
+    " FROM questions INDEXED BY questions_pending_conversation WHERE status = 'pending' AND conversation = ?1 \
+     AND (?2 IS NULL OR rowid > ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid LIMIT ?3"
+);
 
 /// SQLite through sqlx.
 pub struct SqliteStore {
@@ -160,20 +180,15 @@ impl Store for SqliteStore {
         let after = page_after(cursor)?;
         let limit = limit.max(1);
         let pending = filter.status == Some(Status::Pending);
-        let sql = if pending {
-            concat!(
-                "SELECT rowid AS page_key, ",
-                question_columns!(),
-                " FROM questions WHERE status = 'pending' AND (?1 IS NULL OR conversation = ?1) \
-                 AND (?2 IS NULL OR rowid > ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid LIMIT ?3"
-            )
-        } else {
-            concat!(
+        let sql = match (pending, &filter.conversation) {
+            (true, Some(_)) => PENDING_IN,
+            (true, None) => PENDING,
+            (false, _) => concat!(
                 "SELECT rowid AS page_key, ",
                 question_columns!(),
                 " FROM questions WHERE (?1 IS NULL OR conversation = ?1) AND (?4 IS NULL OR status = ?4) \
                  AND (?2 IS NULL OR rowid < ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid DESC LIMIT ?3"
-            )
+            ),
         };
         let query = sqlx::query(sql)
             .bind(filter.conversation.as_ref().map(Conversation::as_str))
