@@ -174,16 +174,24 @@ pub(super) async fn question_with_asker<R: Reads + ?Sized>(
     r: &R,
     id: QuestionId,
 ) -> Result<Option<(Question, Option<String>)>, StoreError> {
-    let select = Select::new(
+    r.rows(asker_select(id)).await?.first().map(with_asker).transpose()
+}
+
+/// The statement of [`question_with_asker`].
+pub(super) fn asker_select(id: QuestionId) -> Select<'static> {
+    Select::new(
         concat!(
             "SELECT ",
             question_columns!(),
             ", (SELECT initiator FROM runs WHERE runs.id = questions.run_id) AS asker FROM questions WHERE id = $1"
         ),
         [id.to_string().into()],
-    );
-    let rows = r.rows(select).await?;
-    rows.first().map(|row| Ok((super::rows::question_from_row(row)?, row.text("asker")?))).transpose()
+    )
+}
+
+/// A row of [`asker_select`]: the question and who started its run.
+pub(super) fn with_asker(row: &impl Columns) -> Result<(Question, Option<String>), StoreError> {
+    Ok((super::rows::question_from_row(row)?, row.text("asker")?))
 }
 
 /// [`Store::run_record`](super::Store::run_record) through a backend.

@@ -7,6 +7,7 @@
 //! Callers are answered only after their transaction committed.
 
 use std::fs::File;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ mod checkpoint;
 mod file;
 #[cfg(test)]
 mod plans;
+mod point;
 // The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
 #[allow(unsafe_code)]
 mod raw;
@@ -46,7 +48,7 @@ mod rows;
 mod statements;
 mod writer;
 
-use super::rows::{Bind, delivery_from_row, page, page_after};
+use super::rows::{Bind, delivery_from_row, page, page_after, question_from_row};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
 
@@ -72,6 +74,8 @@ const PENDING_IN: &str = concat!(
 pub struct SqliteStore {
     /// The lock on `<database>.lock`, held until [`Store::close`] (or drop).
     exclusive: std::sync::Mutex<Option<File>>,
+    /// Reads of one row by its key, on the calling thread.
+    point: point::PointReads,
     readers: readers::Readers,
     writes: mpsc::UnboundedSender<Job>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -119,12 +123,14 @@ impl SqliteStore {
         super::migrations::sqlite().run(&mut writer).await?;
         let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
+        let point = point::PointReads::new(database_file(&options).map(Path::to_path_buf));
         let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());
         let thread = writer::start(writer, queue, counters.clone()).await?;
         Ok(Self {
             exclusive: std::sync::Mutex::new(exclusive),
+            point,
             readers,
             writes,
             writer: Mutex::new(Some(thread)),
@@ -149,6 +155,12 @@ impl Store for SqliteStore {
     }
 
     async fn questions(&self, find: Find<'_>) -> Result<Vec<Question>, StoreError> {
+        if let Find::Id(_) = find {
+            let select = reads::question_select(&find, Dialect::Sqlite);
+            if let Some(read) = self.point.read(&select, |row| question_from_row(row)) {
+                return read;
+            }
+        }
         reads::questions(self, find).await
     }
 
@@ -215,6 +227,9 @@ impl Store for SqliteStore {
     }
 
     async fn question_with_asker(&self, id: QuestionId) -> Result<Option<(Question, Option<String>)>, StoreError> {
+        if let Some(read) = self.point.read(&reads::asker_select(id), |row| reads::with_asker(row)) {
+            return read.map(|mut found| found.pop());
+        }
         reads::question_with_asker(self, id).await
     }
 
@@ -261,6 +276,8 @@ impl Store for SqliteStore {
 
     async fn close(&self) {
         let Some(writer) = self.writer.lock().await.take() else { return };
+        // Reads from here on go through the readers, until they close too.
+        self.point.close();
         self.checkpoints.stop().await;
         // The writer commits everything queued before this job, truncates the WAL, then ends.
         let (closed, done) = oneshot::channel();

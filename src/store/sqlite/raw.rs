@@ -1,6 +1,7 @@
 //! The few SQLite C calls the writer makes on the connection it locked out of sqlx
 //! ([`sqlx::sqlite::SqliteConnection::lock_handle`]): prepare a statement once, then bind,
-//! step and reset it for every write. Everything `unsafe` in askgate is in this file.
+//! step and reset it for every write; and the same for the point reads, on connections
+//! askgate opens itself ([`Reader`]). Everything `unsafe` in askgate is in this file.
 //!
 //! Why not sqlx's own statements: with sqlx every statement is a round trip to the
 //! connection's worker thread, and a batch sent as one script is parsed again each time
@@ -10,7 +11,7 @@
 use std::ffi::{CStr, c_char, c_int};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use libsqlite3_sys as ffi;
 use sqlx::sqlite::LockedSqliteHandle;
@@ -112,7 +113,7 @@ pub(super) enum Cell {
 /// Rows a statement returned, with its column names.
 #[derive(Debug)]
 pub(super) struct Rows {
-    names: Rc<[String]>,
+    names: Arc<[String]>,
     rows: Vec<Vec<Cell>>,
 }
 
@@ -149,40 +150,9 @@ impl<'h> Db<'h> {
 
     /// Prepares `sql` (one statement) to be kept and run many times.
     pub(super) fn prepare(&self, sql: &str) -> Result<Statement<'_, 'h>, StoreError> {
-        let len = c_int::try_from(sql.len()).map_err(|_| StoreError::Database("statement too long".into()))?;
-        let mut stmt = ptr::null_mut();
-        let mut tail = ptr::null();
-        // SAFETY: the handle is valid and only this thread uses it while `self` lives; `sql`
-        // is valid for `len` bytes; the out-pointers are valid.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v3(
-                self.raw.as_ptr(),
-                sql.as_ptr().cast::<c_char>(),
-                len,
-                ffi::SQLITE_PREPARE_PERSISTENT,
-                &raw mut stmt,
-                &raw mut tail,
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(error(self.raw, rc));
-        }
-        let Some(stmt) = NonNull::new(stmt) else {
-            return Err(StoreError::Database(format!("no statement in {sql:?}")));
-        };
-        // Column names are known once prepared: read them once, not for every row.
-        let statement = Statement { stmt, db: self, names: column_names(stmt).into() };
-        let rest = if tail.is_null() {
-            sql.len() as isize
-        } else {
-            // SAFETY: a non-null `tail` points into `sql`, at or before its end: both pointers
-            // are in one allocation.
-            unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) }
-        };
-        if usize::try_from(rest).is_ok_and(|r| sql.get(r..).is_some_and(|t| !t.trim().is_empty())) {
-            return Err(StoreError::Database(format!("more than one statement in {sql:?}")));
-        }
-        Ok(statement)
+        // SAFETY: the handle is valid and only this thread uses it while `self` lives.
+        let (stmt, names) = unsafe { prepare(self.raw, sql)? };
+        Ok(Statement { stmt, db: self, names })
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
@@ -191,6 +161,124 @@ impl<'h> Db<'h> {
         let n = unsafe { ffi::sqlite3_changes64(self.raw.as_ptr()) };
         u64::try_from(n).unwrap_or(0)
     }
+}
+
+/// A read-only connection askgate opens itself, without sqlx, to read on the calling thread:
+/// through sqlx every read is a round trip to the connection's own thread. It keeps each
+/// statement it ran prepared (they are `&'static`: askgate's own, a few). It never waits for a
+/// lock (SQLite's busy timeout is 0): a read that finds the database busy fails as
+/// [`StoreError::Busy`], and the caller reads through sqlx instead.
+pub(super) struct Reader {
+    raw: NonNull<ffi::sqlite3>,
+    prepared: Vec<(&'static str, NonNull<ffi::sqlite3_stmt>, Arc<[String]>)>,
+}
+
+// SAFETY: a SQLite connection may be used by one thread at a time, whichever (SQLite is built
+// thread-safe, and the connection is opened without its own mutex); `query` takes `&mut self`,
+// so whoever holds a `Reader` is the only one calling into it.
+unsafe impl Send for Reader {}
+
+impl Reader {
+    /// Opens the database file at `path`, read-only.
+    ///
+    /// # Errors
+    /// The path is not UTF-8 or holds a NUL, or SQLite cannot open the file.
+    pub(super) fn open(path: &std::path::Path) -> Result<Self, StoreError> {
+        let path = path.to_str().ok_or_else(|| StoreError::Io(format!("{} is not UTF-8", path.display())))?;
+        let name = std::ffi::CString::new(path).map_err(|_| StoreError::Io(format!("{path} holds a NUL")))?;
+        let mut db = ptr::null_mut();
+        let flags = ffi::SQLITE_OPEN_READONLY | ffi::SQLITE_OPEN_NOMUTEX;
+        // SAFETY: `name` is NUL-terminated; the out-pointer is valid; no VFS is named.
+        let rc = unsafe { ffi::sqlite3_open_v2(name.as_ptr(), &raw mut db, flags, ptr::null()) };
+        // SQLite hands back a connection to close even when the open failed (unless out of memory).
+        let raw = NonNull::new(db).ok_or_else(|| StoreError::Io(format!("SQLite could not open {path}")))?;
+        let reader = Self { raw, prepared: Vec::new() };
+        if rc != ffi::SQLITE_OK {
+            return Err(error(raw, rc));
+        }
+        Ok(reader)
+    }
+
+    /// Runs `sql` (one statement, prepared the first time) with `params`.
+    ///
+    /// # Errors
+    /// SQLite refuses the statement or fails while running it; busy when another connection
+    /// holds a lock this read would wait for.
+    pub(super) fn query(&mut self, sql: &'static str, params: &[Param<'_>]) -> Result<Rows, StoreError> {
+        let found = self.prepared.iter().position(|(s, ..)| ptr::eq(*s, sql));
+        let at = match found {
+            Some(at) => at,
+            None => {
+                // SAFETY: the connection is valid, and `&mut self` keeps every other call out.
+                let (stmt, names) = unsafe { prepare(self.raw, sql)? };
+                self.prepared.push((sql, stmt, names));
+                self.prepared.len() - 1
+            }
+        };
+        let (_, stmt, names) = &self.prepared[at];
+        // SAFETY: the statement is this connection's, and `&mut self` keeps every other call out.
+        unsafe { query(self.raw, *stmt, names, params) }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // SAFETY: the statements and the connection are valid and not used after this; the
+        // statements are finalized before their connection closes.
+        unsafe {
+            for (_, stmt, _) in self.prepared.drain(..) {
+                ffi::sqlite3_finalize(stmt.as_ptr());
+            }
+            ffi::sqlite3_close(self.raw.as_ptr());
+        }
+    }
+}
+
+/// Prepares `sql` (one statement) on `db`, with its result columns' names: they are known
+/// once prepared, so they are read once, not for every row. The statement is the caller's to
+/// finalize.
+///
+/// # Safety
+/// `db` is a valid connection that no other thread uses during the call.
+unsafe fn prepare(
+    db: NonNull<ffi::sqlite3>,
+    sql: &str,
+) -> Result<(NonNull<ffi::sqlite3_stmt>, Arc<[String]>), StoreError> {
+    let len = c_int::try_from(sql.len()).map_err(|_| StoreError::Database("statement too long".into()))?;
+    let mut stmt = ptr::null_mut();
+    let mut tail = ptr::null();
+    // SAFETY: the handle is valid (the caller's promise); `sql` is valid for `len` bytes; the
+    // out-pointers are valid.
+    let rc = unsafe {
+        ffi::sqlite3_prepare_v3(
+            db.as_ptr(),
+            sql.as_ptr().cast::<c_char>(),
+            len,
+            ffi::SQLITE_PREPARE_PERSISTENT,
+            &raw mut stmt,
+            &raw mut tail,
+        )
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(error(db, rc));
+    }
+    let Some(stmt) = NonNull::new(stmt) else {
+        return Err(StoreError::Database(format!("no statement in {sql:?}")));
+    };
+    let names = column_names(stmt).into();
+    let rest = if tail.is_null() {
+        sql.len() as isize
+    } else {
+        // SAFETY: a non-null `tail` points into `sql`, at or before its end: both pointers are
+        // in one allocation.
+        unsafe { tail.cast::<u8>().offset_from(sql.as_ptr()) }
+    };
+    if usize::try_from(rest).is_ok_and(|r| sql.get(r..).is_some_and(|t| !t.trim().is_empty())) {
+        // SAFETY: the statement was just prepared and is not used after this.
+        unsafe { ffi::sqlite3_finalize(stmt.as_ptr()) };
+        return Err(StoreError::Database(format!("more than one statement in {sql:?}")));
+    }
+    Ok((stmt, names))
 }
 
 /// The error `code` with the connection's message for it.
@@ -224,7 +312,7 @@ fn column_names(stmt: NonNull<ffi::sqlite3_stmt>) -> Vec<String> {
 pub(super) struct Statement<'d, 'h> {
     stmt: NonNull<ffi::sqlite3_stmt>,
     db: &'d Db<'h>,
-    names: Rc<[String]>,
+    names: Arc<[String]>,
 }
 
 impl Statement<'_, '_> {
@@ -238,44 +326,72 @@ impl Statement<'_, '_> {
 
     /// Runs the statement with `params`; returns the rows it produced.
     pub(super) fn query(&mut self, params: &[Param<'_>]) -> Result<Rows, StoreError> {
-        let names = self.names.clone();
-        let mut run = self.bind(params)?;
-        let mut rows = Vec::new();
-        while run.step()? {
-            rows.push(run.cells(names.len())?);
-        }
-        Ok(Rows { names, rows })
+        // SAFETY: the statement and its connection are valid, and `&mut self` keeps any other
+        // run of the statement out.
+        unsafe { query(self.db.raw, self.stmt, &self.names, params) }
     }
 
     fn bind<'s>(&'s mut self, params: &'s [Param<'_>]) -> Result<Bound<'s>, StoreError> {
-        // From here on the statement is reset and its parameters cleared when `bound` drops,
-        // so no pointer into `params` outlives this call.
-        let bound = Bound { stmt: self.stmt, db: self.db.raw, _params: PhantomData };
-        for (i, param) in params.iter().enumerate() {
-            let index = c_int::try_from(i + 1).map_err(|_| StoreError::Database("too many parameters".into()))?;
-            let stmt = self.stmt.as_ptr();
-            // SAFETY: the statement is valid; text is bound without a copy (SQLITE_STATIC)
-            // and stays borrowed until `bound` clears the bindings.
-            let rc = unsafe {
-                match *param {
-                    Param::Null => ffi::sqlite3_bind_null(stmt, index),
-                    Param::Int(v) => ffi::sqlite3_bind_int64(stmt, index, v),
-                    Param::Text(s) => ffi::sqlite3_bind_text64(
-                        stmt,
-                        index,
-                        s.as_ptr().cast::<c_char>(),
-                        s.len() as u64,
-                        ffi::SQLITE_STATIC(),
-                        ffi::SQLITE_UTF8 as u8,
-                    ),
-                }
-            };
-            if rc != ffi::SQLITE_OK {
-                return Err(error(self.db.raw, rc));
-            }
-        }
-        Ok(bound)
+        // SAFETY: as in `query`.
+        unsafe { bind(self.db.raw, self.stmt, params) }
     }
+}
+
+/// Runs `stmt` of `db` with `params`: the rows it produced, under `names`.
+///
+/// # Safety
+/// `stmt` is a valid statement of the valid connection `db`, which no other thread uses and
+/// which nothing else is stepping during the call.
+unsafe fn query(
+    db: NonNull<ffi::sqlite3>,
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    names: &Arc<[String]>,
+    params: &[Param<'_>],
+) -> Result<Rows, StoreError> {
+    // SAFETY: the caller's promise.
+    let mut run = unsafe { bind(db, stmt, params)? };
+    let mut rows = Vec::new();
+    while run.step()? {
+        rows.push(run.cells(names.len())?);
+    }
+    Ok(Rows { names: names.clone(), rows })
+}
+
+/// Binds `params` to `stmt`, to be stepped: the statement is reset and its parameters cleared
+/// when the result drops, so no pointer into `params` outlives it.
+///
+/// # Safety
+/// As for [`query`].
+unsafe fn bind<'s>(
+    db: NonNull<ffi::sqlite3>,
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    params: &'s [Param<'_>],
+) -> Result<Bound<'s>, StoreError> {
+    let bound = Bound { stmt, db, _params: PhantomData };
+    for (i, param) in params.iter().enumerate() {
+        let index = c_int::try_from(i + 1).map_err(|_| StoreError::Database("too many parameters".into()))?;
+        let stmt = stmt.as_ptr();
+        // SAFETY: the statement is valid; text is bound without a copy (SQLITE_STATIC) and
+        // stays borrowed until `bound` clears the bindings.
+        let rc = unsafe {
+            match *param {
+                Param::Null => ffi::sqlite3_bind_null(stmt, index),
+                Param::Int(v) => ffi::sqlite3_bind_int64(stmt, index, v),
+                Param::Text(s) => ffi::sqlite3_bind_text64(
+                    stmt,
+                    index,
+                    s.as_ptr().cast::<c_char>(),
+                    s.len() as u64,
+                    ffi::SQLITE_STATIC(),
+                    ffi::SQLITE_UTF8 as u8,
+                ),
+            }
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(error(db, rc));
+        }
+    }
+    Ok(bound)
 }
 
 impl Drop for Statement<'_, '_> {
