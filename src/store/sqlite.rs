@@ -40,7 +40,8 @@ mod file;
 #[cfg(test)]
 mod plans;
 mod point;
-// The one module allowed to call into C: SQLite's prepared statements on sqlx's handle.
+// The one module allowed to call into C: SQLite's prepared statements on sqlx's handle and on
+// the point reads' own connections.
 #[allow(unsafe_code)]
 mod raw;
 mod readers;
@@ -52,12 +53,12 @@ use super::rows::{Bind, delivery_from_row, page, page_after, question_from_row};
 use file::{create_owner_only, database_file, lock_database, parse_url};
 use writer::Job;
 
-/// A page of pending questions, oldest first (`?1` the conversation, unused; `?2` the last
-/// rowid of the page before; `?3` the limit; `?5` a kind).
+/// A page of pending questions in every conversation, oldest first (`?2` the last rowid of the
+/// page before; `?3` the limit; `?5` a kind; `?1` and `?4` are bound and unused).
 const PENDING: &str = concat!(
     "SELECT rowid AS page_key, ",
     question_columns!(),
-    " FROM questions WHERE status = 'pending' AND (?1 IS NULL OR conversation = ?1) \
+    " FROM questions WHERE status = 'pending' \
      AND (?2 IS NULL OR rowid > ?2) AND (?5 IS NULL OR kind = ?5) ORDER BY rowid LIMIT ?3"
 );
 
@@ -123,7 +124,8 @@ impl SqliteStore {
         super::migrations::sqlite().run(&mut writer).await?;
         let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
-        let point = point::PointReads::new(database_file(&options).map(Path::to_path_buf));
+        // The file exists once the writer opened it; an in-memory database has none.
+        let point = point::PointReads::new(database_file(&options).filter(|f| f.is_file()).map(Path::to_path_buf));
         let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());

@@ -4,13 +4,15 @@
 //! Through sqlx, every read is a round trip to the connection's own thread: a wake of that
 //! thread, a wake back, and the row copied between them, several times what SQLite spends on
 //! finding one row by its key in pages it has cached (microseconds). So a point read runs
-//! where it is asked, on a runtime thread, which it holds for that long; a read that may return
-//! many rows stays on the sqlx readers. A read here never waits for a lock: one that finds the
-//! database busy (rare under WAL: while another connection recovers or restarts the log) goes
-//! to the sqlx readers, which wait.
+//! where it is asked, on a runtime thread, which it holds for that long (longer for a page not in
+//! the operating system's cache, or while a checkpoint is restarting the log, which SQLite waits
+//! out itself); a read that may return many rows stays on the sqlx readers. A read here does not
+//! wait for a lock: one that finds the database busy (rare under WAL) goes to the sqlx readers,
+//! which wait.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::raw::{self, Param, Reader};
 use crate::store::StoreError;
@@ -20,6 +22,10 @@ use crate::store::reads::Select;
 /// moment (a read holds its connection without awaiting, so never more than the runtime's
 /// threads); a read that finds none free goes to the sqlx readers.
 const READERS: usize = 4;
+
+/// After a connection could not be opened, how long point reads go to the sqlx readers before
+/// one is tried again (the open failing again each read would cost every read that).
+const RETRY: Duration = Duration::from_secs(5);
 
 /// The connections for point reads, opened as reads need them.
 pub(super) struct PointReads {
@@ -34,9 +40,10 @@ struct State {
     idle: Vec<Reader>,
     /// How many are open, idle or reading.
     open: usize,
-    /// Set by [`PointReads::close`], or when a connection cannot be opened: every read then
-    /// goes to the sqlx readers.
-    off: bool,
+    /// Set by [`PointReads::close`]: every read goes to the sqlx readers from then on.
+    closed: bool,
+    /// Until when reads go to the sqlx readers, after a connection could not be opened.
+    not_before: Option<Instant>,
 }
 
 impl PointReads {
@@ -46,28 +53,35 @@ impl PointReads {
 
     /// The rows of `select` (askgate's own statement), each decoded, read on this thread; `None`
     /// when it must be read through sqlx instead: no connection is free or can be opened, the
-    /// database was busy, or the point reads are closed.
+    /// read failed in SQLite (busy, or anything else: the connection is closed, and sqlx's
+    /// readers, which wait for locks, say what is wrong), or the point reads are closed.
     ///
-    /// A failed read returns its error; it would fail through sqlx too.
+    /// A row that cannot be decoded returns its error: it would not decode through sqlx either.
     pub(super) fn read<T>(
         &self,
         select: &Select<'_>,
         decode: impl Fn(&raw::Row<'_>) -> Result<T, StoreError>,
     ) -> Option<Result<Vec<T>, StoreError>> {
-        let mut reader = self.take()?;
+        let mut lent = Lent { reader: Some(self.take()?), reads: self };
+        let reader = lent.reader.as_mut()?;
         let params: Vec<Param<'_>> = select.binds.iter().map(Param::from).collect();
-        let read = reader.query(select.sql, &params).and_then(|rows| rows.iter().map(|row| decode(&row)).collect());
-        self.give_back(reader);
-        match read {
-            Err(StoreError::Busy(_)) => None,
-            read => Some(read),
-        }
+        let rows = match reader.query(select.sql, &params) {
+            Ok(rows) => rows,
+            Err(e) => {
+                if !matches!(e, StoreError::Busy(_)) {
+                    tracing::debug!(error = %e, "a point read failed; the readers read it");
+                }
+                lent.reader = None;
+                return None;
+            }
+        };
+        Some(rows.iter().map(|row| decode(&row)).collect())
     }
 
     fn take(&self) -> Option<Reader> {
         let file = self.file.as_deref()?;
         let mut state = self.lock();
-        if state.off {
+        if state.closed || state.not_before.is_some_and(|t| Instant::now() < t) {
             return None;
         }
         if let Some(reader) = state.idle.pop() {
@@ -79,22 +93,14 @@ impl PointReads {
         match Reader::open(file) {
             Ok(reader) => {
                 state.open += 1;
+                state.not_before = None;
                 Some(reader)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "point reads could not open the database; they go through the readers");
-                state.off = true;
+                tracing::warn!(error = %e, "point reads could not open the database; the readers read for {} s", RETRY.as_secs());
+                state.not_before = Some(Instant::now() + RETRY);
                 None
             }
-        }
-    }
-
-    fn give_back(&self, reader: Reader) {
-        let mut state = self.lock();
-        if state.off {
-            state.open -= 1;
-        } else {
-            state.idle.push(reader);
         }
     }
 
@@ -102,7 +108,7 @@ impl PointReads {
     pub(super) fn close(&self) {
         let idle = {
             let mut state = self.lock();
-            state.off = true;
+            state.closed = true;
             state.open -= state.idle.len();
             std::mem::take(&mut state.idle)
         };
@@ -111,6 +117,27 @@ impl PointReads {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A connection lent to one read: given back when the read ends (also by a panic), unless the
+/// read failed in SQLite or the point reads closed meanwhile; then it is closed.
+struct Lent<'p> {
+    reader: Option<Reader>,
+    reads: &'p PointReads,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let mut state = self.reads.lock();
+        match self.reader.take() {
+            Some(reader) if !state.closed => state.idle.push(reader),
+            closing => {
+                state.open -= 1;
+                drop(state);
+                drop(closing);
+            }
+        }
     }
 }
 
@@ -172,6 +199,25 @@ mod tests {
         reads.close();
         assert!(n(&reads).is_none());
         assert_eq!(reads.lock().open, 0, "every connection closed");
+    }
+
+    #[tokio::test]
+    async fn a_read_that_fails_in_sqlite_goes_to_the_readers_and_closes_its_connection() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let (file, _writer) = database(&dir).await;
+        let reads = PointReads::new(Some(file));
+        assert!(reads.read(&select("SELECT n FROM missing"), |row| row.req_int("n")).is_none());
+        assert_eq!(reads.lock().open, 0);
+        assert_eq!(n(&reads).unwrap().unwrap(), [7], "the next read opens another");
+    }
+
+    #[tokio::test]
+    async fn a_database_that_cannot_be_opened_is_read_through_the_readers_until_tried_again() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let reads = PointReads::new(Some(dir.path().join("missing.db")));
+        assert!(n(&reads).is_none());
+        assert!(reads.lock().not_before.is_some(), "not tried again at every read");
+        assert_eq!(reads.lock().open, 0);
     }
 
     #[tokio::test]

@@ -170,7 +170,14 @@ impl<'h> Db<'h> {
 /// [`StoreError::Busy`], and the caller reads through sqlx instead.
 pub(super) struct Reader {
     raw: NonNull<ffi::sqlite3>,
-    prepared: Vec<(&'static str, NonNull<ffi::sqlite3_stmt>, Arc<[String]>)>,
+    prepared: Vec<Prepared>,
+}
+
+/// A statement a [`Reader`] prepared, by its text.
+struct Prepared {
+    sql: &'static str,
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    names: Arc<[String]>,
 }
 
 // SAFETY: a SQLite connection may be used by one thread at a time, whichever (SQLite is built
@@ -205,17 +212,17 @@ impl Reader {
     /// SQLite refuses the statement or fails while running it; busy when another connection
     /// holds a lock this read would wait for.
     pub(super) fn query(&mut self, sql: &'static str, params: &[Param<'_>]) -> Result<Rows, StoreError> {
-        let found = self.prepared.iter().position(|(s, ..)| ptr::eq(*s, sql));
+        let found = self.prepared.iter().position(|p| ptr::eq(p.sql, sql));
         let at = match found {
             Some(at) => at,
             None => {
                 // SAFETY: the connection is valid, and `&mut self` keeps every other call out.
                 let (stmt, names) = unsafe { prepare(self.raw, sql)? };
-                self.prepared.push((sql, stmt, names));
+                self.prepared.push(Prepared { sql, stmt, names });
                 self.prepared.len() - 1
             }
         };
-        let (_, stmt, names) = &self.prepared[at];
+        let Prepared { stmt, names, .. } = &self.prepared[at];
         // SAFETY: the statement is this connection's, and `&mut self` keeps every other call out.
         unsafe { query(self.raw, *stmt, names, params) }
     }
@@ -226,8 +233,8 @@ impl Drop for Reader {
         // SAFETY: the statements and the connection are valid and not used after this; the
         // statements are finalized before their connection closes.
         unsafe {
-            for (_, stmt, _) in self.prepared.drain(..) {
-                ffi::sqlite3_finalize(stmt.as_ptr());
+            for prepared in self.prepared.drain(..) {
+                ffi::sqlite3_finalize(prepared.stmt.as_ptr());
             }
             ffi::sqlite3_close(self.raw.as_ptr());
         }
