@@ -72,9 +72,11 @@ pub(super) fn parse_url(url: &str) -> Result<SqliteConnectOptions, StoreError> {
     })
 }
 
-/// The database file, or none for an in-memory database.
+/// The database file, or none for an in-memory database (a path `:memory:`, or the URL
+/// `sqlite::memory:`, which sqlx names `file:sqlx-in-memory-<n>`).
 pub(super) fn database_file(options: &SqliteConnectOptions) -> Option<&Path> {
-    Some(options.get_filename()).filter(|f| *f != Path::new(":memory:"))
+    Some(options.get_filename())
+        .filter(|f| *f != Path::new(":memory:") && !f.to_string_lossy().starts_with("file:sqlx-in-memory-"))
 }
 
 pub(super) fn lock_path(database: &Path) -> PathBuf {
@@ -153,5 +155,20 @@ pub(super) fn create_owner_only(database: &Path) -> Result<(), StoreError> {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(source) => Err(StoreError::Create { path: database.display().to_string(), source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_in_memory_database_has_no_file_whichever_way_it_is_named() {
+        for url in ["sqlite::memory:", ":memory:"] {
+            let options = parse_url(url).unwrap();
+            assert_eq!(database_file(&options), None, "{url}: {:?}", options.get_filename());
+        }
+        let options = parse_url("sqlite://askgate.db").unwrap();
+        assert_eq!(database_file(&options), Some(Path::new("askgate.db")));
     }
 }
