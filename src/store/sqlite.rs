@@ -35,6 +35,7 @@ pub enum Synchronous {
     Full,
 }
 
+mod backlog;
 mod checkpoint;
 mod file;
 #[cfg(test)]
@@ -50,7 +51,7 @@ mod statements;
 mod writer;
 
 use super::rows::{Bind, delivery_from_row, page, page_after, question_from_row};
-use file::{create_owner_only, database_file, lock_database, parse_url};
+use file::{create_owner_only, database_file, lock_database, log_path, parse_url};
 use writer::Job;
 
 /// A page of pending questions in every conversation, oldest first (`?2` the last rowid of the
@@ -126,10 +127,11 @@ impl SqliteStore {
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
         // The file exists once the writer opened it; an in-memory database has none.
         let point = point::PointReads::new(database_file(&options).filter(|f| f.is_file()).map(Path::to_path_buf));
+        let backlog = Arc::new(backlog::Backlog::new(database_file(&options).map(log_path)));
         let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());
-        let thread = writer::start(writer, queue, counters.clone()).await?;
+        let thread = writer::start(writer, queue, counters.clone(), backlog.clone()).await?;
         Ok(Self {
             exclusive: std::sync::Mutex::new(exclusive),
             point,
@@ -137,7 +139,7 @@ impl SqliteStore {
             writes,
             writer: Mutex::new(Some(thread)),
             counters: counters.clone(),
-            checkpoints: checkpoint::Checkpointer::start(checkpointer, counters),
+            checkpoints: checkpoint::Checkpointer::start(checkpointer, counters, backlog),
         })
     }
 

@@ -23,6 +23,7 @@ use sqlx::sqlite::SqliteConnection;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::backlog::Backlog;
 use super::writer::Counters;
 
 /// How large the log may stay once started again (`PRAGMA journal_size_limit`), and how much
@@ -49,10 +50,11 @@ pub(super) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing on `connection` (opened with a busy timeout of [`WAIT`]); `counters`
-    /// say whether the writer committed since the last tick.
-    pub(super) fn start(connection: SqliteConnection, counters: Arc<Counters>) -> Self {
+    /// say whether the writer committed since the last tick; `backlog` tells the writer when a
+    /// checkpoint runs.
+    pub(super) fn start(connection: SqliteConnection, counters: Arc<Counters>, backlog: Arc<Backlog>) -> Self {
         let stop = CancellationToken::new();
-        let task = AbortOnDropHandle::new(tokio::spawn(run(connection, counters, stop.clone())));
+        let task = AbortOnDropHandle::new(tokio::spawn(run(connection, counters, backlog, stop.clone())));
         Self { stop, task: std::sync::Mutex::new(Some(task)) }
     }
 
@@ -88,17 +90,27 @@ struct Checkpoint {
     frames: i64,
 }
 
-async fn checkpoint(connection: &mut SqliteConnection, mode: Mode) -> Result<Checkpoint, sqlx::Error> {
+async fn checkpoint(
+    connection: &mut SqliteConnection,
+    mode: Mode,
+    backlog: &Backlog,
+) -> Result<Checkpoint, sqlx::Error> {
     let sql = match mode {
         Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
         Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
         Mode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
     };
+    let _running = backlog.checkpoint();
     let row = sqlx::query(sql).fetch_one(&mut *connection).await?;
     Ok(Checkpoint { blocked: row.try_get::<i64, _>(0)? != 0, frames: row.try_get(1)? })
 }
 
-async fn run(mut connection: SqliteConnection, counters: Arc<Counters>, stop: CancellationToken) {
+async fn run(
+    mut connection: SqliteConnection,
+    counters: Arc<Counters>,
+    backlog: Arc<Backlog>,
+    stop: CancellationToken,
+) {
     let page: i64 = match sqlx::query_scalar("PRAGMA page_size").fetch_one(&mut connection).await {
         Ok(page) => page,
         Err(e) => {
@@ -124,10 +136,10 @@ async fn run(mut connection: SqliteConnection, counters: Arc<Counters>, stop: Ca
         }
         trimmed = false;
         let result = if idle {
-            checkpoint(&mut connection, Mode::Truncate).await.map(|c| trimmed = !c.blocked)
+            checkpoint(&mut connection, Mode::Truncate, &backlog).await.map(|c| trimmed = !c.blocked)
         } else {
-            match checkpoint(&mut connection, Mode::Passive).await {
-                Ok(c) if c.frames > limit => checkpoint(&mut connection, Mode::Restart).await.map(drop),
+            match checkpoint(&mut connection, Mode::Passive, &backlog).await {
+                Ok(c) if c.frames > limit => checkpoint(&mut connection, Mode::Restart, &backlog).await.map(drop),
                 other => other.map(drop),
             }
         };

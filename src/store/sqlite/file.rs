@@ -79,6 +79,13 @@ pub(super) fn database_file(options: &SqliteConnectOptions) -> Option<&Path> {
         .filter(|f| *f != Path::new(":memory:") && !f.to_string_lossy().starts_with("file:sqlx-in-memory-"))
 }
 
+/// `<database>-wal`, SQLite's write-ahead log.
+pub(super) fn log_path(database: &Path) -> PathBuf {
+    let mut path = database.as_os_str().to_owned();
+    path.push("-wal");
+    PathBuf::from(path)
+}
+
 pub(super) fn lock_path(database: &Path) -> PathBuf {
     let mut path = database.as_os_str().to_owned();
     path.push(".lock");

@@ -15,6 +15,7 @@ use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row as _};
 use tokio::sync::{mpsc, oneshot};
 
+use super::backlog::Backlog;
 use super::raw::Db;
 use super::statements::Statements;
 use crate::store::{StoreError, Write, WriteStats};
@@ -107,11 +108,12 @@ pub(super) async fn start(
     conn: SqliteConnection,
     queue: mpsc::UnboundedReceiver<Job>,
     counters: Arc<Counters>,
+    backlog: Arc<Backlog>,
 ) -> Result<std::thread::JoinHandle<()>, StoreError> {
     let (ready_tx, ready) = oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("askgate-writer".into())
-        .spawn(move || write_thread(conn, queue, ready_tx, &counters))
+        .spawn(move || write_thread(conn, queue, ready_tx, &counters, &backlog))
         .map_err(StoreError::WriterThread)?;
     ready.await.map_err(|_| StoreError::Closed)??;
     Ok(thread)
@@ -122,6 +124,7 @@ fn write_thread(
     mut queue: mpsc::UnboundedReceiver<Job>,
     ready: oneshot::Sender<Result<(), StoreError>>,
     counters: &Counters,
+    backlog: &Backlog,
 ) {
     let closing = match futures_executor::block_on(conn.lock_handle()) {
         Ok(mut locked) => {
@@ -132,7 +135,7 @@ fn write_thread(
             match Statements::prepare(&db) {
                 Ok(mut statements) => {
                     let _ = ready.send(Ok(()));
-                    serve(&mut statements, &mut queue, counters)
+                    serve(&mut statements, &mut queue, counters, backlog)
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
@@ -183,6 +186,7 @@ fn serve(
     statements: &mut Statements<'_, '_>,
     queue: &mut mpsc::UnboundedReceiver<Job>,
     counters: &Counters,
+    backlog: &Backlog,
 ) -> Option<oneshot::Sender<()>> {
     let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
@@ -214,6 +218,14 @@ fn serve(
             counters.database(refused.as_ref());
             for queued in batch.drain(..) {
                 queued.answer(None);
+            }
+            let waited = backlog.wait_if_behind();
+            if waited >= std::time::Duration::from_secs(1) {
+                tracing::warn!(
+                    waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                    "writes waited for a slow checkpoint of the WAL (the log passed {} MiB)",
+                    super::backlog::LOG_BOUND / (1024 * 1024)
+                );
             }
         }
         if closing.is_some() {
