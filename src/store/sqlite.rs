@@ -84,6 +84,8 @@ pub struct SqliteStore {
     counters: Arc<writer::Counters>,
     /// The task that checkpoints and trims the WAL beside the writer.
     checkpoints: checkpoint::Checkpointer,
+    /// What holds the writer back while a checkpoint falls behind.
+    backlog: Arc<backlog::Backlog>,
 }
 
 /// How many WAL pages the writer lets pile up before it checkpoints them itself: only when the
@@ -127,7 +129,9 @@ impl SqliteStore {
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
         // The file exists once the writer opened it; an in-memory database has none.
         let point = point::PointReads::new(database_file(&options).filter(|f| f.is_file()).map(Path::to_path_buf));
-        let backlog = Arc::new(backlog::Backlog::new(database_file(&options).map(log_path)));
+        // SQLite keeps the log beside the file a link leads to.
+        let log = database_file(&options).and_then(|f| std::fs::canonicalize(f).ok()).map(|f| log_path(&f));
+        let backlog = Arc::new(backlog::Backlog::new(log));
         let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());
@@ -139,7 +143,8 @@ impl SqliteStore {
             writes,
             writer: Mutex::new(Some(thread)),
             counters: counters.clone(),
-            checkpoints: checkpoint::Checkpointer::start(checkpointer, counters, backlog),
+            checkpoints: checkpoint::Checkpointer::start(checkpointer, counters, backlog.clone()),
+            backlog,
         })
     }
 
@@ -282,6 +287,8 @@ impl Store for SqliteStore {
         let Some(writer) = self.writer.lock().await.take() else { return };
         // Reads from here on go through the readers, until they close too.
         self.point.close();
+        // The writes queued before the close are committed without waiting for a checkpoint.
+        self.backlog.release();
         self.checkpoints.stop().await;
         // The writer commits everything queued before this job, truncates the WAL, then ends.
         let (closed, done) = oneshot::channel();

@@ -13,6 +13,8 @@
 //!   next commit starts it again and cuts the file back to [`WAL_LIMIT`] (`journal_size_limit`);
 //! - once the writer is idle, a truncating checkpoint: the file is cut to zero bytes.
 //!
+//! A checkpoint that falls far behind holds the writer back ([`super::backlog`]).
+//!
 //! At a clean stop the writer truncates it too ([`super::writer`]).
 
 use std::sync::Arc;
