@@ -76,7 +76,8 @@ impl Backlog {
             Ok(_) => return Duration::ZERO,
             Err(e) => {
                 if !self.unreadable.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(error = %e, log = %log.display(), "the WAL's size cannot be read; writes never wait for a slow checkpoint");
+                    let log = log.display();
+                    tracing::warn!(error = %e, %log, "the WAL's size cannot be read; writes never wait for a slow checkpoint");
                 }
                 return Duration::ZERO;
             }

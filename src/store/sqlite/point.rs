@@ -97,7 +97,8 @@ impl PointReads {
                 Some(reader)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "point reads could not open the database; the readers read for {} s", RETRY.as_secs());
+                let retry = RETRY.as_secs();
+                tracing::warn!(error = %e, "point reads could not open the database; the readers read for {retry} s");
                 state.not_before = Some(Instant::now() + RETRY);
                 None
             }
