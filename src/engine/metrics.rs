@@ -113,7 +113,7 @@ impl Snapshot {
 
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        let WriteStats { batches, writes, failed, busy_seconds: busy, ref failing } = self.store;
+        let WriteStats { batches, writes, failed, busy_seconds: busy, held_seconds: held, ref failing } = self.store;
         for (name, help, value) in [
             ("askgate_store_batches", "Batches of writes the store's writer committed together.", batches),
             ("askgate_store_writes", "Writes; per batch, how many share a commit.", writes),
@@ -121,13 +121,12 @@ impl Collector for Snapshot {
         ] {
             ConstCounter::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Counter)?)?;
         }
-        let help = "Time the writer spent in transactions.";
-        ConstCounter::new(busy).encode(encoder.encode_descriptor(
-            "askgate_store_busy_seconds",
-            help,
-            None,
-            MetricType::Counter,
-        )?)?;
+        for (name, help, value) in [
+            ("askgate_store_busy_seconds", "Time the writer spent in transactions.", busy),
+            ("askgate_store_held_seconds", "Time the writer waited for a checkpoint that fell behind (SQLite).", held),
+        ] {
+            ConstCounter::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+        }
         let help = "Whether the last batch of writes failed (1) or not (0).";
         let gauge = encoder.encode_descriptor("askgate_store_writes_failing", help, None, MetricType::Gauge)?;
         ConstGauge::new(i64::from(failing.is_some())).encode(gauge)?;

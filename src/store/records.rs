@@ -257,6 +257,9 @@ pub struct WriteStats {
     pub failed: u64,
     /// Time spent in transactions, in seconds: its rate is how busy the writer is.
     pub busy_seconds: f64,
+    /// Time the writer waited for a checkpoint of SQLite's log that fell behind, in seconds
+    /// (none on other stores): writes wait in memory meanwhile.
+    pub held_seconds: f64,
 }
 
 /// What one [`StoreExt::prune`](crate::store::StoreExt::prune) deleted.

@@ -613,6 +613,7 @@ async fn metrics_count_questions_by_outcome_per_surface() {
     assert!(counter("askgate_store_batches_total ") >= 1.0, "{text}");
     assert!(counter("askgate_store_batches_total ") <= counter("askgate_store_writes_total "), "{text}");
     assert_eq!(counter("askgate_store_write_errors_total "), 0.0, "{text}");
+    assert_eq!(counter("askgate_store_held_seconds_total "), 0.0, "no checkpoint fell behind: {text}");
     app.stop().await;
 }
 

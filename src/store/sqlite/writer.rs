@@ -27,6 +27,7 @@ pub(super) struct Counters {
     writes: AtomicU64,
     failed: AtomicU64,
     busy_micros: AtomicU64,
+    held_micros: AtomicU64,
     /// Why the last batch failed as a whole, until one commits again.
     failing: std::sync::Mutex<Option<String>>,
 }
@@ -39,6 +40,7 @@ impl Counters {
             writes: self.writes.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            held_seconds: self.held_micros.load(Ordering::Relaxed) as f64 / 1e6,
         }
     }
 
@@ -220,6 +222,7 @@ fn serve(
                 queued.answer(None);
             }
             let waited = backlog.wait_if_behind();
+            counters.held_micros.fetch_add(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
             if waited >= std::time::Duration::from_secs(1) {
                 tracing::warn!(
                     waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
