@@ -7,7 +7,6 @@
 //! Callers are answered only after their transaction committed.
 
 use std::fs::File;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,11 +126,11 @@ impl SqliteStore {
         super::migrations::sqlite().run(&mut writer).await?;
         let mut checkpointer = options.clone().busy_timeout(checkpoint::WAIT).connect().await?;
         raw::keep_wal_files(&mut checkpointer.lock_handle().await?)?;
-        // The file exists once the writer opened it; an in-memory database has none.
-        let point = point::PointReads::new(database_file(&options).filter(|f| f.is_file()).map(Path::to_path_buf));
-        // SQLite keeps the log beside the file a link leads to.
-        let log = database_file(&options).and_then(|f| std::fs::canonicalize(f).ok()).map(|f| log_path(&f));
-        let backlog = Arc::new(backlog::Backlog::new(log));
+        // The file as SQLite opened it, a link followed (its log is beside it); it exists once the
+        // writer opened it. An in-memory database has none.
+        let file = database_file(&options).and_then(|f| std::fs::canonicalize(f).ok());
+        let backlog = Arc::new(backlog::Backlog::new(file.as_deref().map(log_path)));
+        let point = point::PointReads::new(file);
         let readers = readers::Readers::open(options.read_only(true)).await?;
         let (writes, queue) = mpsc::unbounded_channel();
         let counters = Arc::new(writer::Counters::default());
@@ -280,7 +279,7 @@ impl Store for SqliteStore {
     }
 
     fn write_stats(&self) -> WriteStats {
-        self.counters.stats()
+        WriteStats { held_seconds: self.backlog.held_seconds(), ..self.counters.stats() }
     }
 
     async fn close(&self) {

@@ -15,7 +15,7 @@
 //! lock anyway), until the read ends and the log starts again.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,8 @@ pub(super) struct Backlog {
     released: AtomicBool,
     /// Whether the log's length could not be read, said once.
     unreadable: AtomicBool,
+    /// How long the writer waited in all, in microseconds (for `/metrics`).
+    held_micros: AtomicU64,
 }
 
 impl Backlog {
@@ -54,7 +56,13 @@ impl Backlog {
             ended: Condvar::new(),
             released: AtomicBool::new(false),
             unreadable: AtomicBool::new(false),
+            held_micros: AtomicU64::new(0),
         }
+    }
+
+    /// How long the writer waited in all, in seconds.
+    pub(super) fn held_seconds(&self) -> f64 {
+        self.held_micros.load(Ordering::Relaxed) as f64 / 1e6
     }
 
     /// Marks a checkpoint running until the returned guard drops.
@@ -64,8 +72,8 @@ impl Backlog {
     }
 
     /// Called by the writer after each commit: while the log is over its bound and a
-    /// checkpoint runs, waits for the checkpoint to end, at most [`HOLD`]. Returns how long it
-    /// waited.
+    /// checkpoint runs, waits for the checkpoint to end, at most [`HOLD`]; counts the wait, and
+    /// logs one of a second or more. Returns how long it waited.
     pub(super) fn wait_if_behind(&self) -> Duration {
         let Some(log) = &self.log else { return Duration::ZERO };
         if !*self.lock() || self.released.load(Ordering::Acquire) {
@@ -87,7 +95,13 @@ impl Backlog {
         let _ended = self
             .ended
             .wait_timeout_while(running, self.hold, |running| *running && !self.released.load(Ordering::Acquire));
-        started.elapsed()
+        let waited = started.elapsed();
+        self.held_micros.fetch_add(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        if waited >= Duration::from_secs(1) {
+            let (waited_ms, bound) = (waited.as_millis(), self.bound / (1024 * 1024));
+            tracing::warn!(waited_ms, "writes waited for a slow checkpoint of the WAL (the log passed {bound} MiB)");
+        }
+        waited
     }
 
     /// From now on the writer waits no more (the store is closing).
@@ -129,7 +143,9 @@ mod tests {
         let over = backlog(&dir, 2_000, Duration::from_millis(50));
         assert_eq!(over.wait_if_behind(), Duration::ZERO, "no checkpoint runs: nothing to wait for");
         let running = over.checkpoint();
-        assert!(over.wait_if_behind() >= Duration::from_millis(50), "it waits, at most its hold");
+        let waited = over.wait_if_behind();
+        assert!(waited >= Duration::from_millis(50), "it waits, at most its hold");
+        assert!(over.held_seconds() >= waited.as_secs_f64() - 1e-6, "the wait is counted: {}", over.held_seconds());
         drop(running);
         assert_eq!(over.wait_if_behind(), Duration::ZERO, "the checkpoint ended");
 

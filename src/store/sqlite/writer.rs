@@ -27,7 +27,6 @@ pub(super) struct Counters {
     writes: AtomicU64,
     failed: AtomicU64,
     busy_micros: AtomicU64,
-    held_micros: AtomicU64,
     /// Why the last batch failed as a whole, until one commits again.
     failing: std::sync::Mutex<Option<String>>,
 }
@@ -40,7 +39,8 @@ impl Counters {
             writes: self.writes.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
-            held_seconds: self.held_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            // The writer's waits are counted by the backlog (see `SqliteStore::write_stats`).
+            held_seconds: 0.0,
         }
     }
 
@@ -221,15 +221,7 @@ fn serve(
             for queued in batch.drain(..) {
                 queued.answer(None);
             }
-            let waited = backlog.wait_if_behind();
-            counters.held_micros.fetch_add(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
-            if waited >= std::time::Duration::from_secs(1) {
-                tracing::warn!(
-                    waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-                    "writes waited for a slow checkpoint of the WAL (the log passed {} MiB)",
-                    super::backlog::LOG_BOUND / (1024 * 1024)
-                );
-            }
+            backlog.wait_if_behind();
         }
         if closing.is_some() {
             return closing;
