@@ -60,6 +60,41 @@ fn conversation(c: Option<&Conversation>) -> Bind<'_> {
     c.map(Conversation::as_str).into()
 }
 
+/// The pending questions whose `$column` is at or before `$1`, earliest first, at most `$2`:
+/// the statement on SQLite, on the partial index `$index` of that column (see
+/// [`question_select`]), and on PostgreSQL, with `$postgres` after it.
+macro_rules! due {
+    ($column:literal, $index:literal, $postgres:literal) => {
+        (
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions INDEXED BY ",
+                $index,
+                " WHERE status = 'pending' AND ",
+                $column,
+                " IS NOT NULL AND ",
+                $column,
+                " <= $1 ORDER BY ",
+                $column,
+                " LIMIT $2"
+            ),
+            concat!(
+                "SELECT ",
+                question_columns!(),
+                " FROM questions WHERE status = 'pending' AND ",
+                $column,
+                " IS NOT NULL AND ",
+                $column,
+                " <= $1 ORDER BY ",
+                $column,
+                " LIMIT $2",
+                $postgres
+            ),
+        )
+    };
+}
+
 /// The statement that reads the questions `find` selects.
 ///
 /// SQLite has no statistics here (askgate never runs `ANALYZE`), and without them its planner
@@ -128,38 +163,14 @@ pub(super) fn question_select<'a>(find: &Find<'a>, dialect: Dialect) -> Select<'
         ),
         // On PostgreSQL, questions another instance is claiming now are left out: the sweepers
         // share the work instead of queueing on each other's row locks.
-        Find::Due { now, limit: n } => Select::per(
-            dialect,
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions INDEXED BY questions_deadline WHERE status = 'pending' \
-                 AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
-            ),
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
-                 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED"
-            ),
-            vec![now.into(), limit(n)],
-        ),
-        Find::Nudges { now, limit: n } => Select::per(
-            dialect,
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions INDEXED BY questions_nudge_at WHERE status = 'pending' \
-                 AND nudge_at IS NOT NULL AND nudge_at <= $1 ORDER BY nudge_at LIMIT $2"
-            ),
-            concat!(
-                "SELECT ",
-                question_columns!(),
-                " FROM questions WHERE status = 'pending' AND nudge_at IS NOT NULL AND nudge_at <= $1 \
-                 ORDER BY nudge_at LIMIT $2"
-            ),
-            vec![now.into(), limit(n)],
-        ),
+        Find::Due { now, limit: n } => {
+            let (sqlite, postgres) = due!("expires_at", "questions_deadline", " FOR UPDATE SKIP LOCKED");
+            Select::per(dialect, sqlite, postgres, vec![now.into(), limit(n)])
+        }
+        Find::Nudges { now, limit: n } => {
+            let (sqlite, postgres) = due!("nudge_at", "questions_nudge_at", "");
+            Select::per(dialect, sqlite, postgres, vec![now.into(), limit(n)])
+        }
     }
 }
 
